@@ -1,0 +1,1 @@
+"""Actors: the runtime (`runtime.py`) and one package per world kind."""

@@ -1,0 +1,1 @@
+"""The wire contract: envelope, op registry, strict converter, error codes, Python client."""
