@@ -1,0 +1,124 @@
+"""Births through a model: OpenAI-compatible chat completions over httpx (synchronous).
+
+The birth prompt is the track's contract followed by the aesthetic directive, labelled
+as the thing the result is judged on. The reply must be one fenced block, optionally
+preceded by a `TITLE:` line of at most four words; the code then goes through
+`validate` like any other birth. The caller runs this off the actor task (it blocks).
+"""
+
+from __future__ import annotations
+
+import re
+
+import attrs
+import httpx
+
+from actors.lab.contract import contract_text
+from actors.lab.validate import validate
+
+MAX_TITLE_WORDS = 4
+_LANGUAGES = {"shader": ("glsl", ""), "panel": ("html", "")}
+_FENCE = re.compile(r"```([\w+-]*)[ \t]*\n(.*?)\n?```", re.DOTALL)
+
+
+@attrs.frozen
+class Birth:
+    """A model birth. `reason` is None when admitted; otherwise `code` holds the rejected
+    candidate (the raw reply when the format was wrong) for the rejection log."""
+
+    prompt: str
+    code: str
+    title: str | None
+    reason: str | None
+
+
+def birth_prompt(track: str, directive: str) -> str:
+    """Contract first, then the directive, labelled as what the result is judged on."""
+    return (
+        contract_text(track) + "\nAesthetic directive (this is what your result is judged "
+        "on):\n" + directive.strip() + "\n"
+    )
+
+
+def parse_reply(track: str, reply: str) -> tuple[str, str | None] | str:
+    """(code, title) from a model reply, or the reason the reply breaks the format."""
+    text = reply.replace("\r\n", "\n").strip()
+    title = None
+    first, _, rest = text.partition("\n")
+    if first.strip().startswith("TITLE:"):
+        title = first.strip()[len("TITLE:") :].strip()
+        if not title:
+            return "empty title"
+        if len(title.split()) > MAX_TITLE_WORDS:
+            return "title over four words"
+        text = rest.strip()
+    blocks = _FENCE.findall(text)
+    if not blocks or text.count("```") != 2:
+        return "expected exactly one fenced block"
+    lang, code = blocks[0]
+    if lang.lower() not in _LANGUAGES[track]:
+        return f"fenced block is {lang!r}, expected {_LANGUAGES[track][0]!r}"
+    if _FENCE.sub("", text).strip():
+        return "text outside the fenced block"
+    return code, title
+
+
+class ModelBreeder:
+    """A client for one chat-completions endpoint (`base_url` + `/chat/completions`)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        timeout: float = 120.0,
+        temperature: float = 1.0,
+        client: httpx.Client | None = None,
+    ):
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = client or httpx.Client(timeout=timeout)
+        self._url = base_url.rstrip("/") + "/chat/completions"
+        self._model = model
+        self._temperature = temperature
+
+    def close(self) -> None:
+        """Close the HTTP client."""
+        self._client.close()
+
+    def complete(self, prompt: str) -> str:
+        """The assistant text for one user prompt.
+
+        Raises httpx.HTTPError on transport or status errors, ValueError or TypeError on a
+        reply that is not chat-completions JSON with text content.
+        """
+        response = self._client.post(
+            self._url,
+            headers=self._headers,
+            json={
+                "model": self._model,
+                "temperature": self._temperature,
+                "messages": [{"role": "user", "content": prompt}],
+            },
+        )
+        response.raise_for_status()
+        try:
+            content = response.json()["choices"][0]["message"]["content"]
+        except (KeyError, IndexError, TypeError, ValueError) as exc:
+            raise ValueError(f"malformed chat-completions reply: {exc!r}") from None
+        if not isinstance(content, str):
+            raise TypeError("malformed chat-completions reply: content is not text")
+        return content
+
+    def breed(self, track: str, directive: str) -> Birth:
+        """One birth: prompt, reply, format check, then `validate`."""
+        prompt = birth_prompt(track, directive)
+        try:
+            reply = self.complete(prompt)
+        except (httpx.HTTPError, ValueError, TypeError) as exc:
+            return Birth(prompt, "", None, f"model error: {exc}")
+        parsed = parse_reply(track, reply)
+        if isinstance(parsed, str):
+            return Birth(prompt, reply, None, parsed)
+        code, title = parsed
+        return Birth(prompt, code, title, validate(track, code))

@@ -1,0 +1,45 @@
+"""`python -m bench lab [--count N]`: lab validation and generation throughput.
+
+Figures: validations per second per track (shader both with the glslang compile step
+and static rules only), and model-free organisms generated (drawn and rendered) per second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+
+def _rate(n: int, seconds: float) -> float:
+    return round(n / seconds, 1) if seconds > 0 else float("inf")
+
+
+def main(argv: list[str]) -> dict:
+    """Run the lab benchmark and return its figures."""
+    from actors.lab.breed import generate
+    from actors.lab.validate import static_reason, validate
+    from actors.lab.validate_shader import glslang_path
+
+    parser = argparse.ArgumentParser(prog="python -m bench lab")
+    parser.add_argument("--count", type=int, default=300, help="organisms per measurement")
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args(argv)
+    figures: dict = {"count": args.count, "glslang": glslang_path() is not None}
+    sources = {}
+    for track in ("shader", "panel"):
+        start = time.perf_counter()
+        sources[track] = [code for _, code in generate(track, args.seed, args.count)]
+        figures[f"{track}_generated_per_s"] = _rate(args.count, time.perf_counter() - start)
+        print(f"generated {args.count} {track} organisms", file=sys.stderr)
+    for label, fn, track in (
+        ("shader_validations_per_s", validate, "shader"),
+        ("shader_static_validations_per_s", static_reason, "shader"),
+        ("panel_validations_per_s", validate, "panel"),
+    ):
+        start = time.perf_counter()
+        failures = sum(fn(track, code) is not None for code in sources[track])
+        figures[label] = _rate(args.count, time.perf_counter() - start)
+        figures[f"{label.removesuffix('_per_s')}_failures"] = failures
+        print(f"{label}: {figures[label]}", file=sys.stderr)
+    return figures

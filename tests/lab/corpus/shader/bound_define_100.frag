@@ -1,0 +1,8 @@
+#define N 100
+void main() {
+    vec2 uv = gl_FragCoord.xy / u_res;
+    float s = 0.0;
+    for (int i = 0; i < N; i++) { s += 0.01; }
+    vec3 c = vec3(uv, s);
+    fragColor = vec4(c, 1.0);
+}

@@ -1,0 +1,7 @@
+void main() {
+    vec2 uv = gl_FragCoord.xy / u_res;
+    float s = 0.0;
+    for (int i = 0; i < int(u_time); i++) { s += 0.01; }
+    vec3 c = vec3(uv, s);
+    fragColor = vec4(c, 1.0);
+}

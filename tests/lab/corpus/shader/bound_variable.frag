@@ -1,0 +1,8 @@
+void main() {
+    vec2 uv = gl_FragCoord.xy / u_res;
+    int n = 10;
+    float s = 0.0;
+    for (int i = 0; i < n; i++) { s += 0.01; }
+    vec3 c = vec3(uv, s);
+    fragColor = vec4(c, 1.0);
+}

@@ -1,0 +1,6 @@
+#extension GL_OES_standard_derivatives : enable
+void main() {
+    vec2 uv = gl_FragCoord.xy / u_res;
+    vec3 c = vec3(fwidth(uv), 0.5);
+    fragColor = vec4(c, 1.0);
+}

@@ -1,0 +1,7 @@
+void main() {
+    vec2 uv = gl_FragCoord.xy / u_res;
+    float s = 0.0;
+    for (int i = 0; i < 10; i++) { s += 0.01; i -= 1; }
+    vec3 c = vec3(uv, s);
+    fragColor = vec4(c, 1.0);
+}

@@ -1,0 +1,1 @@
+void main(){fragColor=vec4(1.0);}

@@ -1,0 +1,246 @@
+"""The seed's validation tables, row by row, with the exact reason strings and order."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from actors.lab import validate_shader
+from actors.lab.contract import MAX_CHARS, MIN_CHARS
+from actors.lab.validate import static_reason, validate
+
+GOOD_SHADER = """void main() {
+    vec2 uv = gl_FragCoord.xy / u_res;
+    fragColor = vec4(uv, 0.5 + 0.5 * sin(u_time), 1.0);
+}
+"""
+GOOD_PANEL = """<style>
+.pd{width:520px;height:400px;background:#111;color:#eee;font-family:sans-serif}
+.pd p{margin:0}
+</style>
+<div class="pd"><p>population 48,210</p></div>
+"""
+
+
+def test_good_examples_pass() -> None:
+    assert validate("shader", GOOD_SHADER) is None
+    assert validate("panel", GOOD_PANEL) is None
+
+
+# --- length bounds (both tracks) ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("track", ["shader", "panel"])
+def test_too_short(track: str) -> None:
+    assert validate(track, "x" * (MIN_CHARS - 1)) == "too short"
+
+
+@pytest.mark.parametrize("track", ["shader", "panel"])
+def test_too_long(track: str) -> None:
+    assert validate(track, "x" * (MAX_CHARS + 1)) == "too long"
+
+
+def test_length_bounds_are_inclusive_edges() -> None:
+    # exactly 60 and exactly 24,000 characters pass the length rule (and fail later rules)
+    assert static_reason("shader", "x" * MIN_CHARS) == "no main()"
+    assert static_reason("shader", "x" * MAX_CHARS) == "no main()"
+
+
+def test_unknown_track_is_an_error() -> None:
+    with pytest.raises(ValueError, match=r"^unknown track 'audio'"):
+        validate("audio", GOOD_SHADER)
+
+
+# --- the shader table --------------------------------------------------------------------
+
+SHADER_ROWS = [
+    ("no main()", GOOD_SHADER.replace("void main()", "void mainImage()")),
+    ("redeclared #version", "#version 300 es\n" + GOOD_SHADER),
+    ("uses textures", "uniform sampler2D u_tex;\n" + GOOD_SHADER),
+    ("uses textures", GOOD_SHADER.replace("vec4(uv,", "texture(u_res, uv) + vec4(uv,")),
+    ("redeclared fragColor", "out vec4 fragColor;\n" + GOOD_SHADER),
+    ("extra uniform", "uniform float u_speed;\n" + GOOD_SHADER),
+    (
+        "unbounded loop",
+        GOOD_SHADER.replace("fragColor =", "int i = 0; while (i < 4) { i++; }\n    fragColor ="),
+    ),
+    (
+        "unbounded loop",
+        GOOD_SHADER.replace("fragColor =", "for (int i = 0; ; i++) { break; }\n    fragColor ="),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("reason", "code"), SHADER_ROWS, ids=[f"{r}-{i}" for i, (r, _) in enumerate(SHADER_ROWS)]
+)
+def test_shader_table_row(reason: str, code: str) -> None:
+    assert validate("shader", code) == reason
+
+
+def test_shader_rows_apply_in_seed_order() -> None:
+    # breaks every row at once: the first row in the seed's order wins
+    code = (
+        "#version 300 es\nuniform sampler2D t;\nout vec4 fragColor;\nuniform float x;\n"
+        "void f() { while (true) {} }\n"
+    )
+    assert validate("shader", code) == "no main()"
+    assert validate("shader", code + GOOD_SHADER) == "redeclared #version"
+    assert (
+        validate("shader", code.replace("#version 300 es\n", "") + GOOD_SHADER) == "uses textures"
+    )
+
+
+def test_shader_quirk_u_audio_is_an_extra_uniform() -> None:
+    assert validate("shader", "uniform vec4 u_audio;\n" + GOOD_SHADER) == "extra uniform"
+
+
+@pytest.mark.parametrize(
+    "decl", ["uniform float u_time;", "uniform vec2 u_res;", "uniform highp float u_time;"]
+)
+def test_shader_quirk_u_time_u_res_pass_the_static_test(decl: str) -> None:
+    assert static_reason("shader", decl + "\n" + GOOD_SHADER) is None
+
+
+# --- the panel table ---------------------------------------------------------------------
+
+
+def _panel_with(markup: str = "", css: str = "") -> str:
+    return GOOD_PANEL.replace("</style>", css + "</style>").replace("</div>", markup + "</div>")
+
+
+PANEL_ROWS = [
+    ("contains script", _panel_with("<script>1</script>")),
+    ("contains script", _panel_with("</script>")),
+    ("no style block", '<div class="pd"><p>population 48,210 and some more words here</p></div>'),
+    ("event handler attribute", _panel_with('<p onmouseover="x()">a</p>')),
+    ("external reference", _panel_with('<p title="http://example.org">a</p>')),
+    ("protocol-relative reference", _panel_with('<p title="//cdn.example.com/x">a</p>')),
+    ("css import", _panel_with(css='@import "a.css";\n')),
+    ("css url()", _panel_with(css=".pd{background:url(a.png)}\n")),
+]
+FORBIDDEN_TAGS = [
+    "html",
+    "head",
+    "body",
+    "iframe",
+    "object",
+    "embed",
+    "link",
+    "meta",
+    "base",
+    "form",
+    "svg",
+    "video",
+    "audio",
+    "source",
+    "track",
+]
+SCHEMES = ["javascript:", "data:", "blob:", "file:", "vbscript:"]
+
+
+@pytest.mark.parametrize(
+    ("reason", "code"), PANEL_ROWS, ids=[f"{r}-{i}" for i, (r, _) in enumerate(PANEL_ROWS)]
+)
+def test_panel_table_row(reason: str, code: str) -> None:
+    assert validate("panel", code) == reason
+
+
+@pytest.mark.parametrize("tag", FORBIDDEN_TAGS)
+def test_panel_forbidden_tag_row(tag: str) -> None:
+    assert validate("panel", _panel_with(f"<{tag}>")) == "forbidden tag"
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_panel_forbidden_url_scheme_row(scheme: str) -> None:
+    assert validate("panel", _panel_with(f'<p title="{scheme}x">a</p>')) == "forbidden url scheme"
+
+
+def test_panel_rows_apply_in_seed_order() -> None:
+    everything = _panel_with(
+        '<script></script><iframe onload="x"></iframe>', '@import "http://a/b";'
+    )
+    assert validate("panel", everything) == "contains script"
+    assert validate("panel", everything.replace("<script></script>", "")) == "forbidden tag"
+
+
+# --- hardening and the compile step ---------------------------------------------------------
+
+
+def test_compile_error_reason_is_first_error_line() -> None:
+    if validate_shader.glslang_path() is None:
+        pytest.skip("glslangValidator is not installed")
+    code = GOOD_SHADER.replace("vec2 uv", "float bad = 1;\n    vec2 uv")
+    assert static_reason("shader", code) is None
+    assert validate("shader", code) == (
+        "ERROR: stdin:8: '=' :  cannot convert from ' const int' to ' temp highp float'"
+    )
+
+
+def test_missing_glslang_skips_the_compile_step_with_a_warning(monkeypatch, caplog) -> None:
+    validate_shader.glslang_path.cache_clear()
+    monkeypatch.setattr(validate_shader.shutil, "which", lambda name: None)
+    try:
+        with caplog.at_level(logging.WARNING, logger=validate_shader.__name__):
+            code = GOOD_SHADER.replace("vec2 uv", "float bad = 1;\n    vec2 uv")
+            assert validate("shader", code) is None
+        assert "glslangValidator not found" in caplog.text
+    finally:
+        validate_shader.glslang_path.cache_clear()
+
+
+def test_loop_cost_follows_function_calls() -> None:
+    helper = (
+        "float f(vec2 p) { float s = 0.0; for (int i = 0; i < 64; i++) { s += p.x; } return s; }\n"
+    )
+    inside = GOOD_SHADER.replace(
+        "fragColor =",
+        "float s = 0.0;\n    for (int k = 0; k < 64; k++) { s += f(uv); }\n    fragColor =",
+    )
+    assert static_reason("shader", helper + inside) is None  # 64 x 64 = 4096
+    assert (
+        static_reason("shader", helper + inside.replace("k < 64", "k < 65")) == "loop bound over 64"
+    )
+    deeper = inside.replace("s += f(uv);", "for (int j = 0; j < 2; j++) { s += f(uv); }")
+    assert static_reason("shader", helper + deeper) == "loop cost over 4096"
+
+
+def test_line_continuation_cannot_hide_a_loop() -> None:
+    hidden = GOOD_SHADER.replace(
+        "fragColor =", "for (int i = 0; i < 6\\\n5; i++) {}\n    fragColor ="
+    )
+    assert static_reason("shader", hidden) == "loop bound over 64"
+
+
+# --- robustness: arbitrary input gets a reason or None, never an exception ---------------------
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(max_size=300))
+def test_any_shader_text_gets_an_answer(junk: str) -> None:
+    for code in (
+        junk,
+        GOOD_SHADER + junk,
+        GOOD_SHADER.replace("fragColor =", junk + "\n    fragColor ="),
+    ):
+        reason = static_reason("shader", code)
+        assert reason is None or isinstance(reason, str)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.text(
+        alphabet=st.sampled_from(list("<>/=\"' .{}();:@\\#&-_abcdeilmnorstuvxy01")), max_size=300
+    )
+)
+def test_any_panel_text_gets_an_answer(junk: str) -> None:
+    for code in (
+        junk,
+        GOOD_PANEL.replace("</div>", junk + "</div>"),
+        GOOD_PANEL.replace("</style>", junk + "</style>"),
+    ):
+        reason = validate("panel", code)
+        assert reason is None or isinstance(reason, str)
