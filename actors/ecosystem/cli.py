@@ -1,0 +1,131 @@
+"""`petridish ecosystem setup | validate-graph | run | replay`.
+
+Successful output is JSON on stdout; a refused input prints its exact contract message
+on stderr and exits 1 (2 for a replay whose digests differ).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    """Add the `ecosystem` command group."""
+    group = subparsers.add_parser("ecosystem", help="LifePot: setup, rule graphs, runs, replay")
+    sub = group.add_subparsers(dest="ecosystem_command", required=True)
+
+    setup = sub.add_parser("setup", help="deterministic config and graph from setup answers")
+    setup.add_argument("--answers", required=True, help='JSON {"world","threat","reward"}')
+    setup.set_defaults(func=_setup)
+
+    check = sub.add_parser("validate-graph", help="validate a rule graph JSON file")
+    check.add_argument("file", type=Path)
+    check.set_defaults(func=_validate_graph)
+
+    run = sub.add_parser("run", help="simulate a world and print its frames and record")
+    source = run.add_mutually_exclusive_group(required=True)
+    source.add_argument("--answers", help="setup answers JSON (deterministic setup)")
+    source.add_argument("--config", type=Path, help="LifeConfig JSON file")
+    run.add_argument("--graph", type=Path, help="rule graph JSON file (default: config's)")
+    run.add_argument("--decisions", type=Path, help="JSON file: list of accepted decisions")
+    run.add_argument("--seed", type=int, required=True)
+    run.add_argument("--generations", type=int, required=True)
+    run.add_argument("--size", type=int, default=64, help="grid side (default 64)")
+    run.add_argument("--json", action="store_true", help="print the full JSON object")
+    run.set_defaults(func=_run)
+
+    again = sub.add_parser("replay", help="re-run a record; nonzero exit on a digest mismatch")
+    again.add_argument("record", type=Path)
+    again.set_defaults(func=_replay)
+
+
+def _fail(message: str) -> int:
+    print(message, file=sys.stderr)
+    return 1
+
+
+def _load(path: Path) -> Any:
+    """Parse a JSON file (errors surface as ValueError/OSError for the caller)."""
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _setup(args: argparse.Namespace) -> int:
+    from actors.ecosystem.errors import EcosystemError
+    from actors.ecosystem.keywords import deterministic_setup
+
+    try:
+        result = deterministic_setup(json.loads(args.answers))
+    except json.JSONDecodeError as err:
+        return _fail(f"--answers is not JSON: {err.msg}")
+    except EcosystemError as err:
+        return _fail(err.message)
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+def _validate_graph(args: argparse.Namespace) -> int:
+    from actors.ecosystem.errors import EcosystemError
+    from actors.ecosystem.rules import validate_rule_graph
+
+    try:
+        graph = validate_rule_graph(_load(args.file))
+    except (OSError, ValueError) as err:
+        return _fail(err.message if isinstance(err, EcosystemError) else f"{args.file}: {err}")
+    print(json.dumps(graph, indent=2))
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from actors.ecosystem.errors import EcosystemError
+    from actors.ecosystem.keywords import deterministic_setup
+    from actors.ecosystem.run import simulate
+
+    try:
+        answers = None
+        if args.answers is not None:
+            answers = json.loads(args.answers)
+            config = deterministic_setup(answers)["config"]
+        else:
+            config = _load(args.config)
+        graph = _load(args.graph) if args.graph else None
+        decisions = _load(args.decisions) if args.decisions else []
+        if not isinstance(decisions, list):
+            return _fail("--decisions must hold a JSON list of decisions")
+        result = simulate(config, args.seed, args.generations, graph=graph,
+                          decisions=decisions, size=args.size, answers=answers)
+    except EcosystemError as err:
+        return _fail(err.message)
+    except (OSError, ValueError) as err:
+        return _fail(str(err))
+    if args.json:
+        print(json.dumps(result))
+    else:
+        for frame in result["generations"]:
+            totals = " ".join(f"{k}={v:.1f}" for k, v in frame["totals"].items())
+            print(f"{frame['generation']:4d} {totals} resource={frame['resource']:.3f} "
+                  f"score={frame['score']['total']:.3f} {frame['digest'][:12]}")
+    return 0
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from actors.ecosystem.errors import EcosystemError
+    from actors.ecosystem.replay import replay
+
+    try:
+        record = _load(args.record)
+        record = record.get("record", record) if isinstance(record, dict) else record
+        report = replay(record)
+    except EcosystemError as err:
+        return _fail(err.message)
+    except (OSError, ValueError) as err:
+        return _fail(f"{args.record}: {err}")
+    if not report.ok:
+        print(f"digest differs at generation {report.mismatch}: expected {report.expected}, "
+              f"got {report.got}", file=sys.stderr)
+        return 2
+    print(json.dumps({"ok": True, "digests": report.checked}))
+    return 0

@@ -1,0 +1,111 @@
+"""The one error type of the ecosystem domain, and the strict-shape checks it rides on.
+
+Every refusal is an `EcosystemError` with a closed `code`, a plain `message` (tests pin
+it exactly) and the JSON `path` of the first offending field, so callers can report who
+caused it without parsing prose.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Mapping
+from typing import Any
+
+# Closed set of codes; each names the kind of input that was refused.
+ERROR_CODES = (
+    "invalid_answers",    # setup answers fail the strict answers schema
+    "invalid_config",     # a LifeConfig fails its schema
+    "invalid_graph",      # a rule graph fails shape or an invariant
+    "invalid_patch",      # a RulePatch is malformed or targets nothing
+    "invalid_schedule",   # a scheduled change or decision is malformed
+    "invalid_record",     # a run record cannot be replayed
+    "invalid_run",        # run parameters (seed, generations, grid size) out of range
+)
+
+
+class EcosystemError(ValueError):
+    """Bad ecosystem input; `str(err)` is the exact contract message."""
+
+    def __init__(self, code: str, message: str, path: str = "") -> None:
+        assert code in ERROR_CODES, code
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.path = path
+
+    def as_dict(self) -> dict[str, str]:
+        """Structured form for CLI output and the wire."""
+        return {"code": self.code, "message": self.message, "path": self.path}
+
+
+class Shape:
+    """Strict-shape checks that raise one error builder's error with the failing path.
+
+    `fail(path, why)` builds the exception, so rule graphs can keep their single exact
+    message while configs and answers say which field and why.
+    """
+
+    def __init__(self, fail: Any, *, echo_keys: bool = True) -> None:
+        self.fail = fail
+        # Model output must not leak into diagnostics: then unknown keys go unnamed.
+        self.echo_keys = echo_keys
+
+    def obj(self, value: Any, path: str, required: Collection[str],
+            optional: Collection[str] = ()) -> Mapping[str, Any]:
+        """A mapping with exactly the `required` keys plus any of `optional`."""
+        if not isinstance(value, Mapping):
+            raise self.fail(path, "must be an object")
+        for key in value:
+            if key not in required and key not in optional:
+                if not self.echo_keys:
+                    raise self.fail(path or "object", "has a key that is not accepted")
+                raise self.fail(f"{path}.{key}" if path else str(key), "is not an accepted key")
+        for key in required:
+            if key not in value:
+                raise self.fail(f"{path}.{key}" if path else key, "is required")
+        return value
+
+    def enum(self, value: Any, path: str, vocabulary: Collection[str]) -> str:
+        """One word of a closed vocabulary."""
+        if not isinstance(value, str) or value not in vocabulary:
+            raise self.fail(path, f"must be one of {', '.join(vocabulary)}")
+        return value
+
+    def integer(self, value: Any, path: str, low: int, high: int | None = None) -> int:
+        """An int (not a bool) within [low, high]."""
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(path, "must be an integer")
+        if value < low or (high is not None and value > high):
+            bound = f"{low}..{high}" if high is not None else f">= {low}"
+            raise self.fail(path, f"must be {bound}")
+        return value
+
+    def number(self, value: Any, path: str, low: float, high: float) -> float:
+        """A finite real (not a bool) within [low, high]."""
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.fail(path, "must be a number")
+        if not math.isfinite(value) or value < low or value > high:
+            raise self.fail(path, f"must be finite and within {low}..{high}")
+        return float(value)
+
+    def text(self, value: Any, path: str, max_len: int, *, trim: bool) -> str:
+        """A nonempty string of at most `max_len` characters (after trimming if `trim`)."""
+        if not isinstance(value, str):
+            raise self.fail(path, "must be a string")
+        out = value.strip() if trim else value
+        if not out:
+            raise self.fail(path, "must be nonempty after trimming" if trim
+                            else "must be a nonempty string")
+        if not trim and out != out.strip():
+            raise self.fail(path, "must not start or end with whitespace")
+        if len(out) > max_len:
+            raise self.fail(path, f"must be at most {max_len} characters")
+        return out
+
+    def array(self, value: Any, path: str, low: int, high: int) -> list[Any]:
+        """A list with between `low` and `high` items."""
+        if not isinstance(value, list):
+            raise self.fail(path, "must be an array")
+        if not low <= len(value) <= high:
+            raise self.fail(path, f"must hold {low}..{high} items")
+        return value

@@ -1,0 +1,111 @@
+"""Ecosystem test fixtures: a loopback-only network guard and a scripted chat-completions server."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import socket
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+BLOCKED: list[Any] = []
+
+
+def _is_loopback(address: Any) -> bool:
+    if isinstance(address, tuple) and address:
+        try:
+            return ipaddress.ip_address(address[0]).is_loopback
+        except ValueError:
+            return address[0] == "localhost"
+    return True  # AF_UNIX paths are local by nature
+
+
+@pytest.fixture(autouse=True)
+def loopback_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every ecosystem test: a connect to anything but loopback raises and is recorded."""
+    real_connect, real_connect_ex = socket.socket.connect, socket.socket.connect_ex
+
+    def connect(self: socket.socket, address: Any) -> None:
+        if not _is_loopback(address):
+            BLOCKED.append(address)
+            raise ConnectionRefusedError(f"test guard: {address!r} is not loopback")
+        return real_connect(self, address)
+
+    def connect_ex(self: socket.socket, address: Any) -> int:
+        if not _is_loopback(address):
+            BLOCKED.append(address)
+            raise ConnectionRefusedError(f"test guard: {address!r} is not loopback")
+        return real_connect_ex(self, address)
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
+
+
+class FakeModel:
+    """A chat-completions server on 127.0.0.1 answering from a script, in order.
+
+    Script items: a dict (sent as the JSON message content), a str (sent verbatim as
+    content, e.g. invalid JSON) or an int (an HTTP error status with a secret-looking body).
+    """
+
+    def __init__(self) -> None:
+        self.script: list[Any] = []
+        self.requests: list[dict[str, Any]] = []
+        model = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                model.requests.append({"path": self.path, "body": body,
+                                       "auth": self.headers.get("Authorization"),
+                                       "peer": self.client_address[0],
+                                       "task": json.loads(body["messages"][1]["content"])})
+                item = model.script.pop(0) if model.script else 500
+                if isinstance(item, int):
+                    self._send(item, b'{"error": "PROVIDER-SECRET-PAYLOAD"}')
+                    return
+                content = item if isinstance(item, str) else json.dumps(item)
+                payload = {"id": "x", "object": "chat.completion",
+                           "choices": [{"index": 0, "finish_reason": "stop",
+                                        "message": {"role": "assistant", "content": content}}],
+                           "usage": {"prompt_tokens": 10, "completion_tokens": 5,
+                                     "total_tokens": 15}}
+                self._send(200, json.dumps(payload).encode())
+
+            def _send(self, status: int, data: bytes) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.02,),
+                                       daemon=True)
+        self.thread.start()
+
+    def tasks(self) -> list[str]:
+        """The `task` of every request received, in order."""
+        return [r["task"]["task"] for r in self.requests]
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def fake_model() -> Iterator[FakeModel]:
+    """A running scripted model server; shut down after the test."""
+    model = FakeModel()
+    try:
+        yield model
+    finally:
+        model.close()

@@ -1,0 +1,317 @@
+"""Live setup interpretation against a scripted chat-completions server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+
+from actors.ecosystem.intent import palette
+from actors.ecosystem.interpret import DeterministicInterpreter, ModelInterpreter
+from actors.ecosystem.keywords import deterministic_setup
+from actors.ecosystem.model_client import ChatClient, ModelFailure, ModelSettings
+from actors.ecosystem.rules import validate_rule_graph
+from actors.ecosystem.run import simulate
+from tests.ecosystem import conftest
+from tests.ecosystem.conftest import FakeModel
+
+KEY = "sk-test-credential-123"
+ANSWERS = {"world": "A quiet pond where algae bloom and snails graze",
+           "threat": "A hungry pike stalks the snails at dusk",
+           "reward": "Keep all three species alive"}
+
+
+def span(source: str, word: str, slot: str, nth: int = 0) -> dict[str, Any]:
+    text = ANSWERS[source]
+    start = text.index(word)
+    for _ in range(nth):
+        start = text.index(word, start + 1)
+    return {"slot": slot, "source": source, "start": start, "end": start + len(word)}
+
+
+MAPPING = {"organisms": [span("world", "algae", "A"), span("world", "snails", "B"),
+                         span("threat", "pike", "C")]}
+ENVIRONMENT = {
+    "environment": {"abundance": "rich", "distribution": "clustered", "hazard": "toxin",
+                    "volatility": "stable"},
+    "fitness": {"survive": 0.4, "replicate": 0.15, "cooperate": 0.15, "explore": 0.15,
+                "adapt": 0.15},
+    "founders": {"balance": "balanced", "diversity": "varied", "preyStrategy": "armored",
+                 "predatorStrategy": "ambush"},
+    "world": {"regeneration": "steady", "pressure": "stability", "volatility": "stable",
+              "intensity": "medium", "duration": "persistent"},
+}
+ROLES = {"species": [{"slot": "A", "role": "producer", "self": "neutral"},
+                     {"slot": "B", "role": "grazer", "self": "neutral"},
+                     {"slot": "C", "role": "hunter", "self": "territorial"}]}
+LINKS = {"interactions": [{"pair": "A-B", "mode": "b_consumes_a"},
+                          {"pair": "A-C", "mode": "neutral"},
+                          {"pair": "B-C", "mode": "b_consumes_a"}]}
+BROKEN_LINKS = {"interactions": [{"pair": "A-B", "mode": "b_consumes_a"},
+                                 {"pair": "A-C", "mode": "neutral"},
+                                 {"pair": "B-C", "mode": "neutral"}]}
+APPROVE = {"verdict": "approve"}
+REJECT = {"verdict": "reject", "focus": "the pike should eat the snails"}
+COUNCIL = {"choice": {"selected": "steady", "options": [{"label": "steady", "probability": 0.6},
+                                                        {"label": "bold", "probability": 0.3}]}}
+NONMAXIMAL = {"choice": {"selected": "bold", "options": [{"label": "steady", "probability": 0.6},
+                                                         {"label": "bold", "probability": 0.3}]}}
+HAPPY = [MAPPING, ENVIRONMENT, ROLES, LINKS, APPROVE, COUNCIL]
+HAPPY_TASKS = ["map_organisms", "environment", "roles", "links", "review", "council"]
+
+
+def interpret(fake: FakeModel, script: list[Any], max_calls: int = 13):
+    fake.script = copy.deepcopy(script)
+    client = ChatClient(ModelSettings(fake.url, "fake-model", KEY, timeout=5.0))
+    try:
+        return ModelInterpreter(client, max_calls).interpret(ANSWERS)
+    finally:
+        client.close()
+
+
+def assert_clean(result) -> None:
+    """Diagnostics carry neither provider payloads nor the credential."""
+    text = json.dumps(result.as_dict())
+    assert KEY not in text
+    assert "PROVIDER-SECRET-PAYLOAD" not in text
+    assert "Bearer" not in text
+
+
+def assert_fallback(result, stage: str, code: str) -> None:
+    assert result.status == "fallback"
+    assert result.source == "deterministic_fallback"
+    assert result.failure["stage"] == stage and result.failure["code"] == code
+    assert result.config == deterministic_setup(ANSWERS)["config"]
+    assert result.answers == ANSWERS
+    assert_clean(result)
+
+
+def test_ordinary_answers_are_accepted(fake_model: FakeModel) -> None:
+    result = interpret(fake_model, HAPPY)
+    assert result.status == "accepted" and result.source == "model"
+    assert result.failure is None and result.answers == ANSWERS
+    assert [s["name"] for s in result.graph["species"]] == ["algae", "snails", "pike"]
+    assert [s["role"] for s in result.graph["species"]] == ["producer", "grazer", "hunter"]
+    assert result.graph["council"] == COUNCIL["choice"]  # probabilities kept as returned
+    assert result.config["rules"] == result.graph
+    assert result.config["fitness"] == ENVIRONMENT["fitness"]
+    assert validate_rule_graph(result.graph) == result.graph
+    assert result.calls == 6
+    assert (result.usage.prompt_tokens, result.usage.completion_tokens) == (60, 30)
+    assert fake_model.tasks() == HAPPY_TASKS
+    assert all(r["auth"] == f"Bearer {KEY}" for r in fake_model.requests)
+    assert all(r["path"] == "/v1/chat/completions" for r in fake_model.requests)
+    assert_clean(result)
+    assert [o["name"] for o in result.named_intent["organisms"]] == ["algae", "snails", "pike"]
+    # The fidelity request carries the original answers, full config and a decoded food web.
+    review = fake_model.requests[4]["task"]
+    assert review["answers"] == ANSWERS and review["config"]["rules"] == review["graph"]
+    assert "pike (C, hunter) eats snails (B, grazer)" in review["food_web"]
+    # The accepted setup runs (and is what a replay would record).
+    run = simulate(result.config, 1, 3, size=16)
+    assert len(run["record"]["digests"]) == 4
+
+
+def test_invalid_json_falls_back(fake_model: FakeModel) -> None:
+    result = interpret(fake_model, ["{not json"])
+    assert_fallback(result, "mapping", "invalid_json")
+    assert result.calls == 1
+
+
+def test_provider_error_payload_never_reaches_diagnostics(fake_model: FakeModel) -> None:
+    result = interpret(fake_model, [MAPPING, 503])
+    assert_fallback(result, "environment", "http_status")
+    assert result.calls == 2 and result.usage.prompt_tokens == 10  # only the success counted
+
+
+def test_invalid_environment_falls_back_with_contract_conflict(fake_model: FakeModel) -> None:
+    bad = copy.deepcopy(ENVIRONMENT)
+    bad["fitness"]["survive"] = 0.9  # total 1.5
+    result = interpret(fake_model, [MAPPING, bad])
+    assert_fallback(result, "environment", "invalid_output")
+    assert result.failure["conflicts"] == [
+        "Invalid life config: fitness weights must total 1 (within 1e-9)"]
+
+
+def test_nonmaximal_council_choice_is_corrected_once(fake_model: FakeModel) -> None:
+    result = interpret(fake_model, HAPPY[:5] + [NONMAXIMAL, COUNCIL])
+    assert result.status == "accepted"
+    assert result.graph["council"] == COUNCIL["choice"]
+    assert result.calls == 7 and result.usage.completion_tokens == 35  # both requests counted
+    correction = fake_model.requests[6]["task"]
+    assert correction["conflict"] == "Council selection does not have maximal probability"
+
+
+def test_second_nonmaximal_council_choice_falls_back(fake_model: FakeModel) -> None:
+    result = interpret(fake_model, HAPPY[:5] + [NONMAXIMAL, NONMAXIMAL])
+    assert_fallback(result, "council_correction", "nonmaximal_choice")
+    assert result.calls == 7
+
+
+def test_malformed_council_distribution_is_not_corrected(fake_model: FakeModel) -> None:
+    over = {"choice": {"selected": "a", "options": [{"label": "a", "probability": 0.8},
+                                                    {"label": "b", "probability": 0.7}]}}
+    result = interpret(fake_model, HAPPY[:5] + [over])
+    assert_fallback(result, "council", "invalid_output")
+    assert result.calls == 6
+
+
+def test_persistent_rejection_stays_blocked(fake_model: FakeModel) -> None:
+    again = {"verdict": "reselect", "focus": "snails are the pike's food"}
+    result = interpret(fake_model, HAPPY[:4] + [REJECT, ROLES, LINKS, again])
+    assert result.status == "blocked" and result.answers == ANSWERS
+    assert result.config is None and result.graph is None and result.source is None
+    assert result.failure["code"] == "not_approved"
+    assert result.review_focus == "snails are the pike's food"
+    assert result.calls == 8
+    assert fake_model.tasks() == HAPPY_TASKS[:5] + ["roles", "links", "review"]
+    assert fake_model.requests[5]["task"]["focus"] == REJECT["focus"]
+    assert_clean(result)
+
+
+def test_approved_correction_gets_its_own_council(fake_model: FakeModel) -> None:
+    territorial = copy.deepcopy(ROLES)
+    territorial["species"][1]["self"] = "cooperative"
+    result = interpret(fake_model, HAPPY[:4] + [REJECT, territorial, LINKS, APPROVE, COUNCIL])
+    assert result.status == "accepted"
+    assert result.graph["species"][1]["self"] == "cooperative"
+    assert [s["name"] for s in result.graph["species"]] == ["algae", "snails", "pike"]
+    assert fake_model.requests[8]["task"]["graph"]["species"][1]["self"] == "cooperative"
+    assert result.calls == 9
+
+
+def test_failure_inside_correction_preserves_the_nonapproval(fake_model: FakeModel) -> None:
+    result = interpret(fake_model, HAPPY[:4] + [REJECT, "nope"])
+    assert result.status == "blocked" and result.config is None
+    assert result.review_focus == REJECT["focus"]
+    assert "correction failed at roles_correction: invalid_json" in result.failure["conflicts"]
+
+
+def test_budget_exhaustion_falls_back(fake_model: FakeModel) -> None:
+    result = interpret(fake_model, HAPPY, max_calls=4)
+    assert_fallback(result, "fidelity", "budget_exhausted")
+    assert result.calls == 4 and len(fake_model.requests) == 4  # the denied call never left
+
+
+def test_duplicate_identity_gets_one_corrective_mapping(fake_model: FakeModel) -> None:
+    duplicate = {"organisms": [span("world", "algae", "A"), span("world", "snails", "B"),
+                               span("threat", "snails", "C")]}
+    result = interpret(fake_model, [duplicate, MAPPING] + HAPPY[1:])
+    assert result.status == "accepted" and result.calls == 7
+    correction = fake_model.requests[1]["task"]
+    assert correction["fixed"] == [{"slot": "A", "name": "algae", **span("world", "algae", "A")},
+                                   {"slot": "B", "name": "snails",
+                                    **span("world", "snails", "B")}]
+    texts = {p["text"].lower() for p in correction["palette"]}
+    assert "snails" not in texts and "algae" not in texts and "pike" in texts
+
+
+def test_still_inconsistent_mapping_is_rejected(fake_model: FakeModel) -> None:
+    duplicate = {"organisms": [span("world", "algae", "A"), span("world", "snails", "B"),
+                               span("threat", "snails", "C")]}
+    moved = {"organisms": [span("world", "snails", "A"), span("world", "algae", "B"),
+                           span("threat", "pike", "C")]}  # earlier assignments not kept
+    result = interpret(fake_model, [duplicate, moved])
+    assert_fallback(result, "mapping_correction", "duplicate_identity")
+
+
+def test_mapping_spans_must_match_the_answers(fake_model: FakeModel) -> None:
+    outside = {"organisms": [span("world", "algae", "A"),
+                             {"slot": "B", "source": "threat", "start": 30, "end": 300}]}
+    result = interpret(fake_model, [outside])
+    assert_fallback(result, "mapping", "invalid_output")
+    assert result.failure["conflicts"] == ["organisms[1].end must be 31..39"]
+
+
+def test_broken_food_web_gets_one_correction(fake_model: FakeModel) -> None:
+    result = interpret(fake_model, HAPPY[:3] + [BROKEN_LINKS, LINKS] + HAPPY[4:])
+    assert result.status == "accepted" and result.calls == 7
+    assert fake_model.requests[4]["task"]["conflict"] == (
+        "Species C (hunter) has no feeding path to a basal-feeding species")
+
+
+def test_thirteen_calls_with_every_correction(fake_model: FakeModel) -> None:
+    duplicate = {"organisms": [span("world", "algae", "A"), span("world", "snails", "B"),
+                               span("threat", "snails", "C")]}
+    script = [duplicate, MAPPING, ENVIRONMENT, ROLES, BROKEN_LINKS, LINKS, REJECT, ROLES,
+              BROKEN_LINKS, LINKS, APPROVE, NONMAXIMAL, COUNCIL]
+    result = interpret(fake_model, script)
+    assert result.status == "accepted"
+    assert result.calls == 13 and result.usage.prompt_tokens == 130
+    denied = interpret(fake_model, script, max_calls=12)
+    assert denied.status == "fallback" and denied.failure["code"] == "budget_exhausted"
+
+
+def test_deterministic_interpreter_is_labelled() -> None:
+    result = DeterministicInterpreter().interpret(ANSWERS)
+    assert (result.status, result.source, result.calls) == ("fallback",
+                                                            "deterministic_fallback", 0)
+    assert result.config == deterministic_setup(ANSWERS)["config"]
+
+
+def test_palette_excludes_assigned_and_overlapping_mentions() -> None:
+    fixed = [{"slot": "A", "name": "snails", **span("world", "snails", "A")}]
+    words = [(p["source"], p["text"]) for p in palette(ANSWERS, fixed)]
+    assert ("world", "snails") not in words and ("threat", "snails") not in words
+    assert ("threat", "pike") in words and ("world", "algae") in words
+
+
+def test_no_test_reaches_beyond_loopback(fake_model: FakeModel) -> None:
+    before = len(conftest.BLOCKED)
+    client = ChatClient(ModelSettings("http://10.255.255.1:9/v1", "m", KEY, timeout=2.0))
+    with pytest.raises(ModelFailure) as err:
+        client.complete("mapping", "s", {"task": "x"})
+    client.close()
+    assert err.value.code == "transport"
+    assert conftest.BLOCKED[before:] == [("10.255.255.1", 9)]
+    interpret(fake_model, HAPPY)
+    assert {r["peer"] for r in fake_model.requests} == {"127.0.0.1"}
+
+
+STATED = {"organisms": [span("world", "algae", "A"), span("world", "snails", "B"),
+                        {**span("threat", "pike", "C"), "role": "hunter"}],
+          "links": [{"eater": "C", "eaten": "B"}]}
+
+
+def test_named_intent_role_must_be_kept(fake_model: FakeModel) -> None:
+    omnivore = copy.deepcopy(ROLES)
+    omnivore["species"][2]["role"] = "omnivore"
+    result = interpret(fake_model, [STATED, ENVIRONMENT, omnivore])
+    assert_fallback(result, "roles", "invalid_output")
+    assert result.failure["conflicts"] == ["C must keep its established role hunter"]
+    assert result.named_intent["links"] == [{"eater": "C", "eaten": "B"}]
+
+
+def test_named_intent_link_dropped_gets_the_food_web_correction(fake_model: FakeModel) -> None:
+    omnivore_web = {"interactions": [{"pair": "A-B", "mode": "b_consumes_a"},
+                                     {"pair": "A-C", "mode": "b_consumes_a"},
+                                     {"pair": "B-C", "mode": "neutral"}]}  # valid, drops C->B
+    result = interpret(fake_model, [STATED, ENVIRONMENT, ROLES, omnivore_web, LINKS,
+                                    APPROVE, COUNCIL])
+    assert result.status == "accepted" and result.calls == 7
+    assert fake_model.requests[3]["task"]["links"] == [{"eater": "C", "eaten": "B"}]
+    assert fake_model.requests[4]["task"]["conflict"] == "established link C eats B is missing"
+
+
+def test_correction_that_drops_the_named_intent_stays_blocked(fake_model: FakeModel) -> None:
+    drops = {"interactions": [{"pair": "A-B", "mode": "b_consumes_a"},
+                              {"pair": "A-C", "mode": "b_consumes_a"},
+                              {"pair": "B-C", "mode": "neutral"}]}
+    # The corrected proposal drops "the pike eats the snails" twice; the approval that a
+    # fresh reviewer would give is never even asked for.
+    result = interpret(fake_model, [STATED, ENVIRONMENT, ROLES, LINKS, REJECT, ROLES, drops,
+                                    drops, APPROVE, COUNCIL])
+    assert result.status == "blocked" and result.config is None
+    assert fake_model.tasks() == HAPPY_TASKS[:5] + ["roles", "links", "links"]
+    assert "correction failed at links_recorrection_food_web: food_web" in (
+        result.failure["conflicts"])
+
+
+def test_model_text_in_unknown_keys_is_not_echoed(fake_model: FakeModel) -> None:
+    sneaky = copy.deepcopy(MAPPING)
+    sneaky["organisms"][0]["PROVIDER-SECRET-PAYLOAD"] = 1
+    result = interpret(fake_model, [sneaky])
+    assert_fallback(result, "mapping", "invalid_output")
+    assert result.failure["conflicts"] == ["organisms[0] has a key that is not accepted"]
