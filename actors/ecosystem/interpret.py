@@ -177,19 +177,23 @@ class _Session:
     conflicts: list[str] = attrs.field(factory=list)
 
     def intent_dict(self) -> dict[str, Any] | None:
+        """The named intent in JSON form, once established."""
         return None if self.intent is None else self.intent.as_dict()
 
     def call(self, stage: str, task: str, request: dict[str, Any]) -> Any:
+        """One budgeted provider call: reserve first, account usage on success."""
         self.budget.reserve(stage)
         data, usage = self.client.complete(stage, SYSTEM[task], {"task": task, **request})
         self.budget.account(usage)
         return data
 
     def invalid(self, stage: str, conflict: str, code: str = "invalid_output") -> ModelFailure:
+        """Record a contract conflict (our words) and build the stage's failure."""
         self.conflicts.append(conflict)
         return ModelFailure(stage, code)
 
     def run(self) -> Interpretation:
+        """The six stages with their corrections; raises ModelFailure for a fallback."""
         self.intent = self.mapping()
         config, world = self.environment()
         graph = self.graph(world, "roles", "links")
@@ -217,6 +221,7 @@ class _Session:
     # -- 1. named intent: organisms -> slots
 
     def mapping(self) -> NamedIntent:
+        """Organisms -> slots, with one corrective call for a duplicate identity."""
         request = {"answers": self.answers, "slots": list(SPECIES_IDS),
                    "palette": palette(self.answers, [])}
         intent, duplicate = self.parse(self.call("mapping", "map_organisms", request), "mapping")
@@ -235,6 +240,7 @@ class _Session:
         return corrected
 
     def parse(self, data: Any, stage: str) -> tuple[NamedIntent, int | None]:
+        """A mapping response, or the stage's `invalid_output` failure."""
         try:
             return parse_mapping(data, self.answers)
         except ContractConflict as conflict:
@@ -243,6 +249,7 @@ class _Session:
     # -- 2. environment, fitness, founders
 
     def environment(self) -> tuple[dict[str, Any], dict[str, str]]:
+        """The config (environment, fitness, founders) and the graph environment."""
         vocabulary = {**CONFIG_VOCABULARY, "fitness": FITNESS_KEYS,
                       "world": ENVIRONMENT_VOCABULARY}
         data = self.call("environment", "environment", {
@@ -291,6 +298,7 @@ class _Session:
         raise self.invalid(stage, fixed, "food_web")
 
     def roles(self, data: Any, stage: str) -> list[dict[str, Any]]:
+        """Graph species from a roles response; established roles must be kept."""
         names = self.names()
         out = output_shape
         try:
@@ -336,6 +344,7 @@ class _Session:
 
     def review(self, config: dict[str, Any], graph: dict[str, Any], stage: str
                ) -> tuple[str, str | None]:
+        """Fidelity verdict and optional focus for `graph` against the original answers."""
         full = copy.deepcopy(config)
         full["rules"] = graph
         data = self.call(stage, "review", {"answers": self.answers, "config": full,
@@ -352,6 +361,7 @@ class _Session:
     # -- 6. council Choice
 
     def council(self, graph: dict[str, Any]) -> dict[str, Any]:
+        """A Choice with a maximal selection; one budgeted correction, never renormalized."""
         request = {"graph": graph, "food_web": food_web(graph)}
         for stage in ("council", "council_correction"):
             data = self.call(stage, "council", request)
@@ -372,5 +382,6 @@ class _Session:
         raise ModelFailure("council_correction", "nonmaximal_choice")
 
     def names(self) -> list[dict[str, str]]:
+        """Slot and name of each established organism."""
         assert self.intent is not None
         return self.intent.names()

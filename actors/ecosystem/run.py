@@ -60,6 +60,7 @@ def effective_rates(config: dict[str, Any], graph: dict[str, Any], schedule: Sch
                    [graph] + [g for b in blends for g in b[:2]])
 
     def rates(g: dict[str, Any]) -> Rates:
+        """Rates of graph `g` at this generation, from its cached base."""
         return compute_rates(config, g, generation, chaos, cache.base(config, g))
 
     out = rates(graph)

@@ -3,7 +3,8 @@ fixed contract, admitted by static validation, proven by a browser, judged in pa
 
 - `contract`: the prelude, the clauses for each track, the fixed panel data block.
 - `validate` (`validate_shader`, `validate_panel`): `validate(track, code) -> reason | None`.
-- `genome`, `panel_genome`, `breed`: organisms without a model (grammar + crossover/mutation).
+- `genome`, `panel_genome`, `breed`: organisms without a model (grammar + crossover/mutation);
+  `gene_groups` holds the group-wise drawing and crossover both genomes share.
 - `model_breeder`: births through an OpenAI-compatible chat-completions endpoint.
 - `directives`: prompt evolution of aesthetic directives (mutate, explore, aesthetics check).
 - `ratings`: openskill live ratings, conservative ordinal, Bradley-Terry refit from the log.

@@ -14,6 +14,8 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
+from actors.lab.gene_groups import cross_groups, draw_groups
+
 WARPS = ("none", "rotate", "swirl", "zoom", "ripple", "flow")
 FOLDS = ("none", "mirror", "polar", "kaleido")
 FIELDS = ("fbm", "circles", "boxes", "rings", "waves", "cells")
@@ -78,19 +80,12 @@ def _draw_group(group: str, rng: np.random.Generator) -> dict:
 
 def random_genome(rng: np.random.Generator) -> ShaderGenome:
     """A fresh genome drawn from the grammar."""
-    genes: dict = {}
-    for group in _GROUPS:
-        genes.update(_draw_group(group, rng))
-    return ShaderGenome(**genes)
+    return ShaderGenome(**draw_groups(_GROUPS, _draw_group, rng))
 
 
 def crossover(a: ShaderGenome, b: ShaderGenome, rng: np.random.Generator) -> ShaderGenome:
     """A child taking each whole gene group from one parent or the other."""
-    genes: dict = {}
-    for fields in _GROUPS.values():
-        source = a if rng.random() < 0.5 else b
-        genes.update({k: getattr(source, k) for k in fields})
-    return ShaderGenome(**genes)
+    return ShaderGenome(**cross_groups(a, b, _GROUPS, rng))
 
 
 def mutate(g: ShaderGenome, rng: np.random.Generator) -> ShaderGenome:

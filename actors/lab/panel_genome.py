@@ -14,6 +14,7 @@ import attrs
 import numpy as np
 
 from actors.lab.contract import PANEL_DATA, PanelData
+from actors.lab.gene_groups import cross_groups, draw_groups
 
 LAYOUTS = ("grid", "list", "split", "strip")
 FAMILIES = ("system-ui", "sans-serif", "serif", "monospace", "ui-monospace", "ui-rounded")
@@ -75,19 +76,12 @@ def _draw_group(group: str, rng: np.random.Generator) -> dict:
 
 def random_panel_genome(rng: np.random.Generator) -> PanelGenome:
     """A fresh style genome."""
-    genes: dict = {}
-    for group in _GROUPS:
-        genes.update(_draw_group(group, rng))
-    return PanelGenome(**genes)
+    return PanelGenome(**draw_groups(_GROUPS, _draw_group, rng))
 
 
 def crossover_panel(a: PanelGenome, b: PanelGenome, rng: np.random.Generator) -> PanelGenome:
     """A child taking each whole style group from one parent or the other."""
-    genes: dict = {}
-    for fields in _GROUPS.values():
-        source = a if rng.random() < 0.5 else b
-        genes.update({k: getattr(source, k) for k in fields})
-    return PanelGenome(**genes)
+    return PanelGenome(**cross_groups(a, b, _GROUPS, rng))
 
 
 def mutate_panel(g: PanelGenome, rng: np.random.Generator) -> PanelGenome:

@@ -70,6 +70,12 @@ ALLOWED_FUNCTIONS = frozenset({
     "drop-shadow", "blur", "brightness", "contrast", "saturate", "hue-rotate", "opacity",
     "grayscale", "invert", "sepia",
 })
+# Pseudo-class functions of selectors: they only match elements and cannot load anything
+# (scoping is still judged on the selector's first compound, outside any of them).
+SELECTOR_FUNCTIONS = frozenset({
+    "not", "is", "where", "has", "nth-child", "nth-last-child", "nth-of-type",
+    "nth-last-of-type", "lang", "dir",
+})
 ALLOWED_AT_RULES = frozenset({"media", "keyframes", "supports"})
 # "System or generic font families only": CSS generic families plus fonts that ship with
 # common operating systems. Nothing else can load anyway (no @font-face, no url()).
@@ -105,18 +111,19 @@ def _attrs_reason(elements: list[LexborNode]) -> str | None:
     return None
 
 
-def _walk_tokens(tokens) -> str | None:
-    """Reject resource-loading tokens anywhere in a component-value list (recursively)."""
+def _walk_tokens(tokens, functions: frozenset[str] = ALLOWED_FUNCTIONS) -> str | None:
+    """Reject resource-loading tokens anywhere in a component-value list (recursively):
+    url tokens, and functions outside `functions`."""
     for tok in tokens:
         kind = tok.type
         if kind == "url":
             return "css function not allowed"
         if kind == "function":
-            if tok.lower_name not in ALLOWED_FUNCTIONS:
+            if tok.lower_name not in functions:
                 return "css function not allowed"
-            reason = _walk_tokens(tok.arguments)
+            reason = _walk_tokens(tok.arguments, functions)
         elif kind in ("() block", "[] block", "{} block"):
-            reason = _walk_tokens(tok.content)
+            reason = _walk_tokens(tok.content, functions)
         elif kind == "error":
             return "css parse error"
         else:
@@ -141,6 +148,35 @@ def _font_family_reason(value) -> str | None:
     return None
 
 
+# `font` shorthand: the size keywords that end the style/weight part, and the values
+# that stand alone (system fonts and CSS-wide keywords), naming no family at all.
+_FONT_SIZE_WORDS = frozenset({
+    "xx-small", "x-small", "small", "medium", "large", "x-large", "xx-large", "xxx-large",
+    "larger", "smaller",
+})
+_FONT_ALONE = frozenset({
+    "caption", "icon", "menu", "message-box", "small-caption", "status-bar", "inherit",
+    "initial", "unset", "revert", "revert-layer",
+})
+
+
+def _font_shorthand_reason(value) -> str | None:
+    """The `font` shorthand's families (after the size and any `/ line-height`) obey
+    the same allowlist as `font-family`, so the shorthand is no way around it."""
+    toks = [t for t in value if t.type not in ("whitespace", "comment")]
+    if len(toks) == 1 and toks[0].type == "ident" and toks[0].lower_value in _FONT_ALONE:
+        return None
+    for k, tok in enumerate(toks):
+        if tok.type in ("dimension", "percentage", "function") or (
+            tok.type == "ident" and tok.lower_value in _FONT_SIZE_WORDS
+        ):
+            families = toks[k + 1 :]
+            if families and families[0].type == "literal" and families[0].value == "/":
+                families = families[2:]
+            return _font_family_reason(families) if families else "font family not allowed"
+    return "font family not allowed"
+
+
 def _declarations_reason(content) -> str | None:
     for item in tinycss2.parse_blocks_contents(content, skip_whitespace=True, skip_comments=True):
         if item.type == "error":
@@ -151,8 +187,12 @@ def _declarations_reason(content) -> str | None:
             reason = _walk_tokens(item.value)
             if reason is None and item.lower_name == "font-family":
                 reason = _font_family_reason(item.value)
+            elif reason is None and item.lower_name == "font":
+                reason = _font_shorthand_reason(item.value)
         else:  # nested qualified rule (CSS nesting): its prelude is relative to the parent
-            reason = _walk_tokens(item.prelude) or _declarations_reason(item.content or [])
+            reason = _walk_tokens(item.prelude, SELECTOR_FUNCTIONS) or _declarations_reason(
+                item.content or []
+            )
         if reason:
             return reason
     return None
@@ -209,7 +249,7 @@ def _rules_reason(
                     inner, root_classes, root_id, rule.lower_at_keyword == "keyframes"
                 )
         else:
-            reason = _walk_tokens(rule.prelude)
+            reason = _walk_tokens(rule.prelude, SELECTOR_FUNCTIONS)
             if (
                 reason is None
                 and not in_keyframes

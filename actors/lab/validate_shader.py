@@ -28,7 +28,9 @@ _TEXTURE = re.compile(r"\b[iu]?sampler\w*|\btexture\s*\(")
 _FRAGCOLOR = re.compile(r"\bout\s+(?:(?:lowp|mediump|highp)\s+)?vec4\s+fragColor\b")
 _UNIFORM = re.compile(r"\buniform\b([^;{]*)")
 _ALLOWED_UNIFORMS = {"float u_time", "vec2 u_res"}
-_UNBOUNDED = re.compile(r"\bwhile\b|\bfor\s*\([^;)]*;\s*;")
+# The init may hold calls (`int(floor(x))`, two levels of parentheses) before `; ;`.
+_INIT_TEXT = r"(?:[^;()]|\((?:[^;()]|\([^;()]*\))*\))*"
+_UNBOUNDED = re.compile(rf"\bwhile\b|\bfor\s*\({_INIT_TEXT};\s*;")
 
 
 def _extra_uniform(body: str) -> bool:

@@ -109,6 +109,11 @@ def test_ordinary_answers_are_accepted(fake_model: FakeModel) -> None:
     review = fake_model.requests[4]["task"]
     assert review["answers"] == ANSWERS and review["config"]["rules"] == review["graph"]
     assert "pike (C, hunter) eats snails (B, grazer)" in review["food_web"]
+    # Roles come first; the dependent pair request carries the fixed species and roles.
+    links = fake_model.requests[3]["task"]
+    assert [(s["id"], s["name"], s["role"]) for s in links["species"]] == [
+        ("A", "algae", "producer"), ("B", "snails", "grazer"), ("C", "pike", "hunter")]
+    assert links["pairs"] == ["A-B", "A-C", "B-C"]
     # The accepted setup runs (and is what a replay would record).
     run = simulate(result.config, 1, 3, size=16)
     assert len(run["record"]["digests"]) == 4
@@ -133,6 +138,14 @@ def test_invalid_environment_falls_back_with_contract_conflict(fake_model: FakeM
     assert_fallback(result, "environment", "invalid_output")
     assert result.failure["conflicts"] == [
         "Invalid life config: fitness weights must total 1 (within 1e-9)"]
+
+
+def test_environment_call_cannot_choose_species_or_food_web(fake_model: FakeModel) -> None:
+    """The environment/fitness call selects no species count, roles or feeding graph."""
+    for extra in ({"species": ROLES["species"]}, {"interactions": LINKS["interactions"]}):
+        result = interpret(fake_model, [MAPPING, {**ENVIRONMENT, **extra}])
+        assert_fallback(result, "environment", "invalid_output")
+        assert result.failure["conflicts"] == ["object has a key that is not accepted"]
 
 
 def test_nonmaximal_council_choice_is_corrected_once(fake_model: FakeModel) -> None:

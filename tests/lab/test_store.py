@@ -7,6 +7,7 @@ import sqlite3
 
 import pytest
 
+from actors.lab.dealing import cross_refusal
 from actors.lab.directives import seed_directive
 from actors.lab.organism import organism_id
 from actors.lab.seeding import rng_for
@@ -149,3 +150,15 @@ def test_directives_are_stored_and_rated_through_their_organisms(cat) -> None:
     stored = {d.id: d for d in cat.directives("shader")}
     assert stored[d1.id].rating.mu > 25 > stored[d2.id].rating.mu
     assert stored[d1.id].text == d1.text and cat.directives("panel") == []
+
+
+def test_visitor_cross_of_proven_parents_gives_an_unproven_child(cat) -> None:
+    a, b = (cat.offer("shader", variant(i), source="d", now=1.0).organism_id for i in (1, 2))
+    assert cross_refusal(cat.organism(a), cat.organism(b)) == "parent not proven"
+    cat.mark_ok(a)
+    cat.mark_ok(b)
+    assert cross_refusal(cat.organism(a), cat.organism(b)) is None
+    kid = cat.offer("shader", variant(3), source="visitor", now=2.0, parents=(a, b)).organism_id
+    child = cat.organism(kid)
+    assert child.parents == (a, b) and not child.render_ok and not child.proven
+    assert cat.births()[-1] == (kid, "visitor", 2.0)

@@ -71,6 +71,12 @@ SHADER_ROWS = [
         "unbounded loop",
         GOOD_SHADER.replace("fragColor =", "for (int i = 0; ; i++) { break; }\n    fragColor ="),
     ),
+    (  # an init holding a call still leaves the condition empty
+        "unbounded loop",
+        GOOD_SHADER.replace(
+            "fragColor =", "for (int i = int(floor(uv.x)); ; i++) { break; }\n    fragColor ="
+        ),
+    ),
 ]
 
 
