@@ -1,0 +1,79 @@
+"""What the runtime hands every actor and reports about it: bounds, observer, statistics."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+import attrs
+
+from actors.store import EventStore
+
+if TYPE_CHECKING:
+    from actors.directory import Directory
+
+
+@attrs.frozen
+class RuntimeConfig:
+    """Bounds of every actor: mailbox size, resume history, snapshot period, crash budget."""
+
+    mailbox_size: int = 1024
+    history_size: int = 1024  # events kept for resume; older gaps get a snapshot
+    snapshot_every: int = 500  # events between snapshots (worlds without `snapshot` skip it)
+    ask_timeout: float = 10.0
+    max_restarts: int = 5  # more crashes than this within restart_window stop the actor
+    restart_window: float = 60.0
+    # An actor that got no message and has no subscriber for this long is unloaded; the
+    # next `get` reloads it from the store. None keeps every actor loaded.
+    idle_timeout: float | None = 600.0
+    max_batch: int = 256  # messages handled before their events are appended together
+
+
+class RuntimeObserver(Protocol):
+    """What the runtime reports as it works (the server feeds its metrics from this)."""
+
+    def handled(self, kind: str, seconds: float) -> None:
+        """An actor of `kind` finished one message in `seconds`."""
+
+    def appended(self, kind: str, events: int) -> None:
+        """An actor of `kind` appended `events` events to the store."""
+
+    def dropped(self, kind: str) -> None:
+        """A slow subscriber of an actor of `kind` was dropped with a resync."""
+
+
+class NullObserver:
+    """An observer that ignores everything."""
+
+    def handled(self, kind: str, seconds: float) -> None:
+        """Ignored."""
+
+    def appended(self, kind: str, events: int) -> None:
+        """Ignored."""
+
+    def dropped(self, kind: str) -> None:
+        """Ignored."""
+
+
+@attrs.frozen
+class ActorStatistics:
+    """One actor's counters as a frozen value (read by the lobby and /metrics)."""
+
+    actor_id: str
+    kind: str
+    rev: int
+    mailbox_depth: int
+    mailbox_peak: int
+    subscribers: int
+    handled: int
+    restarts: int
+    dropped: int
+
+
+@attrs.frozen
+class ActorContext:
+    """What an actor gets from its host: the store, the directory, the bounds, the observer."""
+
+    store: EventStore
+    directory: Directory
+    config: RuntimeConfig
+    observer: RuntimeObserver

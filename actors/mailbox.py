@@ -1,0 +1,166 @@
+"""An actor's bounded mailbox, and what travels through it: calls, asks with their answer
+slot, tells, timer handles."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import trio
+
+from actors.subscriber import SubscriberQueue
+from protocol.errors import ErrorCode, ProtocolError
+
+
+@attrs.frozen
+class Call:
+    """A protocol request for an actor: the op, its structured args, and who is calling."""
+
+    op: str
+    args: Any
+    role: str
+    caller: str
+
+
+class Pending:
+    """The answer slot of one ask."""
+
+    def __init__(self) -> None:
+        self.done = trio.Event()
+        self.value: Any = None
+        self.error: ProtocolError | None = None
+
+    def succeed(self, value: Any) -> None:
+        """Answer with `value` (the first answer wins)."""
+        if not self.done.is_set():
+            self.value = value
+            self.done.set()
+
+    def fail(self, error: ProtocolError) -> None:
+        """Answer with a refusal (the first answer wins)."""
+        if not self.done.is_set():
+            self.error = error
+            self.done.set()
+
+
+@attrs.frozen
+class Ask:
+    """A message whose sender waits on `pending` for the answer."""
+
+    message: Any
+    pending: Pending
+
+
+@attrs.frozen
+class Tell:
+    """A message nobody waits for (tells and timer ticks)."""
+
+    message: Any
+
+
+@attrs.frozen
+class SubscribeMsg:
+    """Internal: register `queue` on this actor's topic; the reply goes into the queue."""
+
+    queue: SubscriberQueue
+    since: int | None
+    request_id: int
+
+
+@attrs.frozen
+class UnsubscribeMsg:
+    """Internal: forget `queue`."""
+
+    queue: SubscriberQueue
+
+
+@attrs.frozen
+class PushDue:
+    """Internal timer message: the coalescing interval of pushes has passed."""
+
+
+class Timer:
+    """A handle on a timer started by `Actor.after` or `Actor.every`."""
+
+    def __init__(self) -> None:
+        self.scope = trio.CancelScope()  # the timer task runs inside it
+
+    def cancel(self) -> None:
+        """Stop the timer; a message already posted stays in the mailbox."""
+        self.scope.cancel()
+
+
+class Mailbox:
+    """A bounded FIFO of messages for one actor. Posting never waits: a full mailbox refuses
+    with `overloaded`, a closed one with `unavailable`."""
+
+    def __init__(self, owner: str, size: int) -> None:
+        self.owner = owner
+        self._send, self._receive = trio.open_memory_channel[Any](size)
+        self.peak = 0
+        self.closed = False
+
+    @property
+    def depth(self) -> int:
+        """Messages waiting."""
+        return self._send.statistics().current_buffer_used
+
+    def _stopped(self) -> ProtocolError:
+        return ProtocolError(ErrorCode.UNAVAILABLE, f"{self.owner} has stopped",
+                             {"actor": self.owner})
+
+    def post(self, item: Any) -> None:
+        """Enqueue `item` now, or raise `overloaded` / `unavailable`."""
+        if self.closed:
+            raise self._stopped()
+        try:
+            self._send.send_nowait(item)
+        except trio.WouldBlock:
+            raise ProtocolError(ErrorCode.OVERLOADED, f"the mailbox of {self.owner} is full",
+                                {"actor": self.owner}) from None
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            raise self._stopped() from None
+        self.peak = max(self.peak, self.depth)
+
+    async def post_waiting(self, item: Any) -> None:
+        """Enqueue `item`, waiting for room (the actor's own timers: a tick is not lost)."""
+        await self._send.send(item)
+        self.peak = max(self.peak, self.depth)
+
+    async def ask(self, message: Any, timeout: float) -> Any:
+        """Post `message` and wait up to `timeout` seconds for its answer (see Actor.ask)."""
+        pending = Pending()
+        self.post(Ask(message, pending))
+        with trio.move_on_after(timeout):
+            await pending.done.wait()
+        if not pending.done.is_set():
+            raise ProtocolError(ErrorCode.TIMEOUT, f"{self.owner} did not answer within "
+                                f"{timeout:g} s", {"actor": self.owner})
+        if pending.error is not None:
+            raise pending.error
+        return pending.value
+
+    async def receive(self) -> Any:
+        """The next message, waiting for one."""
+        return await self._receive.receive()
+
+    def receive_nowait(self) -> Any | None:
+        """The next message if one is waiting, else None."""
+        try:
+            return self._receive.receive_nowait()
+        except trio.WouldBlock:
+            return None
+
+    def close(self) -> None:
+        """Refuse new messages and refuse every waiting ask with `unavailable`."""
+        self.closed = True
+        self._send.close()
+        error = self._stopped()
+        while True:
+            try:
+                item = self._receive.receive_nowait()
+            except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+                break
+            if isinstance(item, Ask):
+                item.pending.fail(error)
+        self._receive.close()

@@ -1,0 +1,425 @@
+"""The actor runtime: one trio task per actor, a bounded mailbox, one message at a time.
+
+An `Actor` owns its state; only its own task touches it. Other tasks reach it through
+`ask` (wait for the answer, with a timeout) and `tell` (fire and forget); timers post
+messages to its own mailbox.
+
+A handler validates, decides events and `commit`s them: they are folded into the state
+at once. The runtime handles every message already waiting in the mailbox the same way
+(a batch, up to `max_batch`), then appends all the batch's events in ONE durable append,
+then delivers the batch's answers, then publishes the events. So nothing is answered or
+published before it is durable, and a busy world pays one fsync per batch rather than
+one per message.
+
+When a handler raises anything but a ProtocolError, the supervisor answers that ask with
+`actor_restarted` and rebuilds the state from the store plus the events of the batch's
+earlier messages: a crashed handler changes nothing, the others are unharmed. Too many
+crashes in a short window stop the actor for good; an actor left idle (no message, no
+subscriber) for `idle_timeout` unloads itself. `Directory` (actors/directory.py) maps
+`kind:name` ids to live actors and loads them again on demand.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from abc import ABC, abstractmethod
+from collections import deque
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import trio
+
+from actors.context import (
+    ActorContext,
+    ActorStatistics,
+    NullObserver,
+    RuntimeConfig,
+    RuntimeObserver,
+)
+from actors.mailbox import (
+    Ask,
+    Call,
+    Mailbox,
+    Pending,
+    PushDue,
+    SubscribeMsg,
+    Tell,
+    Timer,
+    UnsubscribeMsg,
+)
+from actors.store import Event
+from actors.subscriber import SubscriberQueue
+from actors.topic import Topic
+from protocol.errors import ErrorCode, ProtocolError
+
+# Re-exported: a world's actor module imports everything it needs from here.
+__all__ = ["Actor", "ActorContext", "ActorStatistics", "Call", "NullObserver", "RuntimeConfig",
+           "RuntimeObserver", "Timer"]
+
+log = logging.getLogger("petridish.actors")
+
+
+# ---- the actor ------------------------------------------------------------------------------
+
+class Actor(ABC):
+    """Base of every world actor. Subclasses fill in the hooks marked abstract.
+
+    State lives in attributes the subclass sets in `reset`/`restore` and changes only in
+    `apply`. The stream of actor `kind:name` in the store is its whole durable history.
+    """
+
+    kind: ClassVar[str]
+    # Seconds between event pushes to subscribers; 0 pushes after every batch. A world
+    # with many small changes sets it (e.g. 0.05) to coalesce them: no event is lost,
+    # they arrive together, and resume history is unaffected.
+    push_interval: ClassVar[float] = 0.0
+
+    def __init__(self, actor_id: str, context: ActorContext) -> None:
+        self.actor_id = actor_id
+        self.context = context
+        cfg = context.config
+        self._mailbox = Mailbox(actor_id, cfg.mailbox_size)
+        self._rev = 0  # of the state in memory
+        self._durable_rev = 0  # of the store
+        self._unflushed: list[Event] = []  # folded, not yet durable: revs _durable_rev+1.._rev
+        self._answers: list[tuple[Pending, Any, ProtocolError | None]] = []  # held until durable
+        self._view_due = False
+        self._last_push = -math.inf
+        self._push_armed = False
+        self._snapshot_rev = 0
+        self._topic = Topic(actor_id, cfg.history_size,
+                            lambda: context.observer.dropped(self.kind))
+        self._timers: set[Timer] = set()
+        self._nursery: trio.Nursery | None = None
+        self._crashes: deque[float] = deque()
+        self._handled = self._restarts = 0
+
+    # ---- hooks for worlds ---------------------------------------------------------------
+
+    @abstractmethod
+    def reset(self) -> None:
+        """Set the state of an empty stream (revision 0)."""
+
+    @abstractmethod
+    def apply(self, event: Event) -> None:
+        """Fold one event into the state. Must not fail for an event `commit` was given."""
+
+    @abstractmethod
+    def view(self) -> Any:
+        """The JSON value a subscriber receives in a `snapshot` push."""
+
+    @abstractmethod
+    async def handle(self, call: Call) -> Any:
+        """Answer one protocol call (raise ProtocolError to refuse; nothing may change then)."""
+
+    def snapshot(self) -> Any | None:
+        """The state as JSON for a store snapshot, or None for a world that never snapshots."""
+        return None
+
+    def restore(self, data: Any) -> None:
+        """Set the state from a value `snapshot` returned."""
+        raise NotImplementedError(f"{type(self).__name__} takes no snapshots")
+
+    def creation_events(self, params: dict[str, Any]) -> list[Event]:
+        """The first events of a new world created with `params` (ProtocolError if invalid)."""
+        if params:
+            raise ProtocolError(ErrorCode.BAD_REQUEST, f"a {self.kind} world takes no params",
+                                {"path": "args.params"})
+        return [{"type": "created"}]
+
+    async def on_start(self) -> None:
+        """Called after every (re)load, before the first message: arm timers here."""
+
+    async def on_message(self, message: Any) -> None:
+        """Handle a `tell` or a timer message."""
+        raise NotImplementedError(f"{type(self).__name__} takes no messages, got {message!r}")
+
+    # ---- services for handlers ----------------------------------------------------------
+
+    @property
+    def rev(self) -> int:
+        """The revision of the state: the number of events committed (durable or about to be)."""
+        return self._rev
+
+    async def commit(self, events: Sequence[Event]) -> int:
+        """Fold `events` into the state now; the runtime makes them durable before anyone
+        hears of them (the handler's answer waits for that, and so do the pushes).
+
+        Returns the new revision. An empty list is a no-op and never enters history. A
+        handler that awaits something slow after committing also delays the answers of
+        the messages handled before it in the same batch.
+        """
+        for event in events:
+            self.apply(event)
+        self._unflushed.extend(events)
+        self._rev += len(events)
+        return self._rev
+
+    def publish_view(self) -> None:
+        """Push a fresh `snapshot` to every subscriber (for state that is not in events);
+        it goes out with the current batch, after the batch's events."""
+        self._view_due = True
+
+    def after(self, delay: float, message: Any) -> Timer:
+        """Post `message` to this actor's own mailbox after `delay` seconds."""
+        return self._start_timer(delay, message, repeat=False)
+
+    def every(self, interval: float, message: Any) -> Timer:
+        """Post `message` to this actor's own mailbox every `interval` seconds."""
+        return self._start_timer(interval, message, repeat=True)
+
+    def _start_timer(self, delay: float, message: Any, *, repeat: bool) -> Timer:
+        assert self._nursery is not None, "timers start in on_start or in a handler"
+        timer = Timer()
+        self._timers.add(timer)
+
+        async def run() -> None:
+            """Sleep, post, repeat; never touches the actor's state."""
+            with timer.scope:
+                while True:
+                    await trio.sleep(delay)
+                    await self._mailbox.post_waiting(Tell(message))
+                    if not repeat:
+                        break
+            self._timers.discard(timer)
+
+        self._nursery.start_soon(run)
+        return timer
+
+    # ---- the outside: ask, tell, statistics ---------------------------------------------
+
+    @property
+    def stopped(self) -> bool:
+        """True once the actor stopped for good (crashes, idleness, shutdown)."""
+        return self._mailbox.closed
+
+    async def ask(self, message: Any, timeout: float | None = None) -> Any:
+        """Send `message` and wait for the handler's answer.
+
+        Raises the handler's ProtocolError, `overloaded` when the mailbox is full,
+        `timeout` after `timeout` seconds (default: the runtime's ask_timeout),
+        `actor_restarted` when the handler crashed, `unavailable` when the actor stopped.
+        """
+        limit = self.context.config.ask_timeout if timeout is None else timeout
+        return await self._mailbox.ask(message, limit)
+
+    def tell(self, message: Any) -> None:
+        """Post `message` without waiting for it to be handled (`overloaded` when full)."""
+        self._mailbox.post(Tell(message))
+
+    async def subscribe(self, queue: SubscriberQueue, since: int | None, request_id: int) -> None:
+        """Register `queue` on this actor's topic; the reply and first push go into `queue`."""
+        await self.ask(SubscribeMsg(queue, since, request_id))
+
+    def unsubscribe(self, queue: SubscriberQueue) -> None:
+        """Forget `queue` (a closed queue is also forgotten at the next publish)."""
+        try:
+            self._mailbox.post(UnsubscribeMsg(queue))
+        except ProtocolError:
+            pass  # stopped or full: closed queues are pruned when publishing anyway
+
+    def statistics(self) -> ActorStatistics:
+        """Durable revision, mailbox depth and peak, subscribers, handled, restarts, drops."""
+        return ActorStatistics(
+            self.actor_id, self.kind, self._durable_rev,
+            self._mailbox.depth, self._mailbox.peak, len(self._topic),
+            self._handled, self._restarts, self._topic.dropped)
+
+    # ---- the supervisor loop ------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Load from the store, report started, then handle messages until cancelled."""
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                await self._load()
+                await self.on_start()
+                task_status.started()
+                await self._loop()
+                nursery.cancel_scope.cancel()
+        finally:
+            self._stop()
+
+    async def _loop(self) -> None:
+        idle = self.context.config.idle_timeout
+        max_batch = self.context.config.max_batch
+        while True:
+            item = None
+            with trio.move_on_after(math.inf if idle is None else idle):
+                item = await self._mailbox.receive()
+            if item is None:
+                if self._idle():
+                    return
+                continue
+            handled = 0
+            while item is not None:
+                if not await self._process(item):
+                    return
+                handled += 1
+                item = None
+                if handled < max_batch:
+                    item = self._mailbox.receive_nowait()
+            if not await self._flush():
+                return
+
+    async def _process(self, item: Any) -> bool:
+        """Handle one message into the current batch; False when the actor must stop."""
+        clock = trio.current_time
+        started = clock()
+        mark = len(self._unflushed)
+        try:
+            if isinstance(item, Ask) and isinstance(item.message, SubscribeMsg):
+                # A subscriber starts from durable state: finish the batch first.
+                if not await self._flush():
+                    return False
+                sub = item.message
+                try:
+                    self._topic.subscribe(sub.queue, sub.since, sub.request_id, self._rev,
+                                          self.view)
+                except ProtocolError as error:
+                    item.pending.fail(error)
+                else:
+                    item.pending.succeed(None)
+            elif isinstance(item, Ask):
+                try:
+                    self._answers.append((item.pending, await self.handle(item.message), None))
+                except ProtocolError as error:
+                    self._answers.append((item.pending, None, error))
+            elif isinstance(item, UnsubscribeMsg):
+                self._topic.unsubscribe(item.queue)
+            elif isinstance(item, Tell) and isinstance(item.message, PushDue):
+                self._push_armed = False  # the flush after this batch pushes
+            else:
+                try:
+                    await self.on_message(item.message)
+                except ProtocolError as error:  # nobody waits on a tell: only logged
+                    log.warning("%s refused %r: %s", self.actor_id, item.message, error.message)
+        except Exception:
+            log.exception("%s crashed handling %r", self.actor_id, item)
+            if isinstance(item, Ask):
+                self._answers.append((item.pending, None, self._restarted()))
+            return await self._restart(kept=self._unflushed[:mark])
+        finally:
+            self._handled += 1
+            self.context.observer.handled(self.kind, clock() - started)
+        return True
+
+    def _restarted(self) -> ProtocolError:
+        return ProtocolError(
+            ErrorCode.ACTOR_RESTARTED,
+            f"{self.actor_id} crashed handling this request and was restarted from its "
+            "stored state; the request may be retried", {"actor": self.actor_id})
+
+    async def _flush(self) -> bool:
+        """Make the batch durable, answer it, publish it; False when the actor must stop."""
+        events, self._unflushed = self._unflushed, []
+        if events:
+            try:
+                rev = await self.context.store.append(self.actor_id, self._durable_rev, events)
+            except Exception:
+                log.exception("%s could not append %d events", self.actor_id, len(events))
+                self._answers = [(p, None, e or self._restarted()) for p, _, e in self._answers]
+                return await self._restart(kept=[])
+            self._durable_rev = rev
+            self.context.observer.appended(self.kind, len(events))
+        answers, self._answers = self._answers, []
+        for pending, value, error in answers:
+            if error is None:
+                pending.succeed(value)
+            else:
+                pending.fail(error)
+        if events:
+            self._topic.publish(self._durable_rev, events)
+        self._push_if_due()
+        if self._view_due:
+            self._view_due = False
+            self._topic.publish_snapshot(self._durable_rev, self.view())
+        if self._durable_rev - self._snapshot_rev >= self.context.config.snapshot_every:
+            try:
+                data = self.snapshot()
+                if data is not None:
+                    await self.context.store.save_snapshot(self.actor_id, self._durable_rev,
+                                                           data)
+            except Exception:  # a snapshot only shortens loading: without one, replay all
+                log.exception("%s could not save a snapshot", self.actor_id)
+            self._snapshot_rev = self._durable_rev
+        return True
+
+    def _push_if_due(self) -> None:
+        """Push pending events now, or arm one timer for when `push_interval` has passed."""
+        if not self._topic.pending:
+            return
+        now = trio.current_time()
+        if now - self._last_push >= self.push_interval:
+            self._topic.flush()
+            self._last_push = now
+        elif not self._push_armed:
+            self._push_armed = True
+            self.after(self._last_push + self.push_interval - now, PushDue())
+
+    def _idle(self) -> bool:
+        """Stop for want of work: no message waiting and nobody subscribed."""
+        if self._topic.prune() or self._mailbox.depth:
+            return False
+        # No checkpoint since the check: nothing can be posted before the mailbox closes.
+        self._mailbox.close()
+        log.debug("%s unloaded after %g s idle", self.actor_id, self.context.config.idle_timeout)
+        return True
+
+    async def _restart(self, kept: list[Event]) -> bool:
+        """Rebuild the state from the store plus `kept` (the batch's earlier, sound events).
+
+        False when the crash budget is spent or the store cannot be read: the batch's
+        answers are then refused and the actor stops.
+        """
+        now = trio.current_time()
+        window = self.context.config.restart_window
+        self._crashes.append(now)
+        while self._crashes and self._crashes[0] < now - window:
+            self._crashes.popleft()
+        if len(self._crashes) > self.context.config.max_restarts:
+            log.error("%s crashed %d times in %g s; stopping it", self.actor_id,
+                      len(self._crashes), window)
+            return False
+        for timer in list(self._timers):
+            timer.cancel()
+        self._timers.clear()
+        self._push_armed = False
+        try:
+            await self._load()
+            for event in kept:
+                self.apply(event)
+            self._unflushed, self._rev = list(kept), self._rev + len(kept)
+            await self.on_start()
+        except Exception:
+            log.exception("%s could not be restarted from the store", self.actor_id)
+            return False
+        self._restarts += 1
+        return True
+
+    async def _load(self) -> None:
+        store = self.context.store
+        self.reset()
+        rev = 0
+        snap = await store.load_snapshot(self.actor_id)
+        if snap is not None:
+            self.restore(snap.data)
+            rev = snap.rev
+        self._snapshot_rev = rev
+        events = await store.read(self.actor_id, after=rev)
+        for stored in events:
+            self.apply(stored.data)
+        self._topic.reset_history((stored.rev, stored.data) for stored in events)
+        self._rev = self._durable_rev = events[-1].rev if events else rev
+        self._unflushed = []
+
+    def _stop(self) -> None:
+        self._mailbox.close()
+        # Answers not yet made durable are refused: their events were never written.
+        error = ProtocolError(ErrorCode.UNAVAILABLE, f"{self.actor_id} has stopped",
+                              {"actor": self.actor_id})
+        for pending, _, _ in self._answers:
+            pending.fail(error)
+        self._answers = []
+        self._topic.close(self._durable_rev)

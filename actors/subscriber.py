@@ -1,0 +1,98 @@
+"""The bounded queue of text frames between actors and one connection's writer task.
+
+Actors never await a client: they `offer` pushes, which fails at once when the queue is
+full (the actor then drops that subscriber with a `resync` notice, which is `force`d in
+past the bound: at most one per topic, so the queue stays bounded). The connection's
+own tasks `put` replies, waiting for room, and its writer task `get`s frames in order.
+The bound counts frames and, optionally, characters: a queue that is not empty takes no
+frame that would push it past `max_chars` (an empty one takes any frame, so one large
+snapshot still gets through).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import attrs
+import trio
+
+
+@attrs.frozen
+class QueueStatistics:
+    """Frames waiting, the most ever waiting, and the bound."""
+
+    depth: int
+    peak: int
+    capacity: int
+    chars: int
+
+
+class SubscriberQueue:
+    """A FIFO of text frames with a soft bound (`offer`, `put`) and an overflow (`force`)."""
+
+    def __init__(self, capacity: int, max_chars: int | None = None) -> None:
+        if capacity < 1:
+            raise ValueError(f"capacity must be >= 1, not {capacity}")
+        self.capacity = capacity
+        self.max_chars = max_chars
+        self._chars = 0
+        self._items: deque[str] = deque()
+        self._readable = trio.lowlevel.ParkingLot()
+        self._writable = trio.lowlevel.ParkingLot()
+        self._peak = 0
+        self.closed = False
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def _full_for(self, frame: str) -> bool:
+        if len(self._items) >= self.capacity:
+            return True
+        return (self.max_chars is not None and bool(self._items)
+                and self._chars + len(frame) > self.max_chars)
+
+    def _push(self, frame: str) -> None:
+        self._items.append(frame)
+        self._chars += len(frame)
+        self._peak = max(self._peak, len(self._items))
+        self._readable.unpark()
+
+    def offer(self, frame: str) -> bool:
+        """Enqueue without waiting; False when full or closed (nothing enqueued)."""
+        if self.closed or self._full_for(frame):
+            return False
+        self._push(frame)
+        return True
+
+    def force(self, frame: str) -> None:
+        """Enqueue past the bound: only for the one notice that ends a subscription."""
+        if not self.closed:
+            self._push(frame)
+
+    async def put(self, frame: str) -> None:
+        """Enqueue, waiting while the queue is full; a closed queue discards the frame."""
+        while not self.closed and self._full_for(frame):
+            await self._writable.park()
+        if not self.closed:
+            self._push(frame)
+
+    async def get(self) -> str | None:
+        """The next frame, waiting for one; None once the queue is closed and empty."""
+        while not self._items:
+            if self.closed:
+                return None
+            await self._readable.park()
+        frame = self._items.popleft()
+        self._chars -= len(frame)
+        self._writable.unpark_all()  # waiters recheck: a small frame may fit where a big one not
+        return frame
+
+    def close(self) -> None:
+        """Refuse new frames; `get` still drains what is queued, then returns None."""
+        self.closed = True
+        self._readable.unpark_all()
+        self._writable.unpark_all()
+
+    def statistics(self) -> QueueStatistics:
+        """Depth, peak, capacity and characters waiting, as a frozen value."""
+        return QueueStatistics(len(self._items), self._peak, self.capacity, self._chars)

@@ -1,0 +1,127 @@
+"""One actor's topic: its subscribers, and a bounded history of its durable events for resume.
+
+The actor publishes through it only what is durable. Published events enter the history
+at once and wait in `pending` until `flush` pushes them as one `events` frame (so an
+actor can coalesce pushes). Each subscriber is a bounded `SubscriberQueue`; a full one
+is dropped from the topic with one `resync` push, so a slow consumer never slows the
+actor or the other subscribers.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from actors.store import Event
+from actors.subscriber import SubscriberQueue
+from protocol.envelope import encode_push, encode_result
+from protocol.errors import ErrorCode, ProtocolError
+
+
+class Topic:
+    """Subscribers of actor `name` and the last `history_size` events, by revision."""
+
+    def __init__(self, name: str, history_size: int, on_drop: Callable[[], None]) -> None:
+        self.name = name
+        self._history: deque[tuple[int, Event]] = deque(maxlen=history_size)
+        self._subscribers: dict[SubscriberQueue, None] = {}  # insertion-ordered set
+        self._on_drop = on_drop
+        self.pending: list[Event] = []  # published, not yet pushed
+        self._pending_rev = 0
+        self.dropped = 0
+
+    def __len__(self) -> int:
+        return len(self._subscribers)
+
+    def reset_history(self, events: Iterable[tuple[int, Event]]) -> None:
+        """Forget the history and start it again from `events` (after a load)."""
+        self._history.clear()
+        self._history.extend(events)
+
+    def publish(self, rev: int, events: list[Event]) -> None:
+        """Record durable `events` (the last at `rev`) for resume and for the next `flush`."""
+        first = rev - len(events) + 1
+        self._history.extend(zip(range(first, rev + 1), events, strict=True))
+        self.pending.extend(events)
+        self._pending_rev = rev
+
+    def flush(self) -> None:
+        """Push the pending events to every subscriber as one `events` frame."""
+        if self.pending:
+            events, self.pending = self.pending, []
+            self._offer_all(encode_push(self.name, self._pending_rev, "events", events),
+                            self._pending_rev)
+
+    def publish_snapshot(self, rev: int, view: Any) -> None:
+        """Push a fresh snapshot of the state at `rev` to every subscriber (events first)."""
+        self.flush()
+        self._offer_all(encode_push(self.name, rev, "snapshot", view), rev)
+
+    def subscribe(self, queue: SubscriberQueue, since: int | None, request_id: int, rev: int,
+                  view: Callable[[], Any]) -> None:
+        """Put the reply and the first push into `queue`, then follow the topic.
+
+        The first push is the events after `since` when history still has them, a
+        snapshot otherwise (or when `since` is None), nothing when `since` is `rev`.
+        """
+        if since is not None and since > rev:
+            raise ProtocolError(ErrorCode.BAD_REQUEST,
+                                f"since: {since} is ahead of {self.name} (revision {rev})",
+                                {"path": "since", "rev": rev})
+        self.flush()  # what is pending predates this subscriber's starting point
+        self._subscribers.pop(queue, None)
+        queue.force(encode_result(request_id, {"topic": self.name, "rev": rev}))
+        missed = None if since is None else self._events_after(since, rev)
+        if missed is None:
+            first: str | None = encode_push(self.name, rev, "snapshot", view())
+        elif missed:
+            first = encode_push(self.name, rev, "events", missed)
+        else:
+            first = None
+        if first is None or self._offer(queue, first, rev):
+            self._subscribers[queue] = None
+
+    def unsubscribe(self, queue: SubscriberQueue) -> None:
+        """Forget `queue`."""
+        self._subscribers.pop(queue, None)
+
+    def prune(self) -> int:
+        """Forget closed queues; the number of subscribers left."""
+        for queue in [q for q in self._subscribers if q.closed]:
+            del self._subscribers[queue]
+        return len(self._subscribers)
+
+    def close(self, rev: int) -> None:
+        """The actor stopped: every subscriber gets a resync and the topic is empty."""
+        self.flush()
+        for queue in self._subscribers:
+            queue.force(encode_push(self.name, rev, "resync", {"reason": "actor_stopped"}))
+        self._subscribers.clear()
+
+    def _events_after(self, since: int, rev: int) -> list[Event] | None:
+        """The events after `since`, or None when history no longer reaches back to them."""
+        if since == rev:
+            return []
+        if not self._history or self._history[0][0] > since + 1:
+            return None
+        return [e for r, e in self._history if r > since]
+
+    def _offer(self, queue: SubscriberQueue, frame: str, rev: int) -> bool:
+        """Offer one frame; a full queue gets a resync and loses the subscription."""
+        if queue.offer(frame):
+            return True
+        self._subscribers.pop(queue, None)
+        if not queue.closed:
+            queue.force(encode_push(self.name, rev, "resync", {"reason": "slow_consumer"}))
+            self.dropped += 1
+            self._on_drop()
+        return False
+
+    def _offer_all(self, frame: str, rev: int) -> None:
+        for queue in list(self._subscribers):
+            if queue.closed:
+                del self._subscribers[queue]
+            else:
+                self._offer(queue, frame, rev)
+

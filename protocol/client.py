@@ -1,0 +1,382 @@
+"""The reference Python client for `/ws`, on `websockets.trio`.
+
+    async with Client.connect("ws://127.0.0.1:8000/ws", token=TOKEN) as c:
+        print(c.role)                                    # from the hello reply
+        worlds = await c.request("lobby.list", to="lobby:main")
+        async with c.subscribe("lobby:main") as pushes:   # subscribed once entered
+            async for push in pushes:                     # Push(topic, rev, kind, data)
+                ...
+
+Requests are matched to replies by id, so many may be in flight at once. When the
+socket drops, the client reconnects with exponential backoff, says hello again and
+resubscribes every open subscription with `since` = the last revision it delivered,
+so the caller sees each event once and in order (or a snapshot when the server's
+history no longer reaches back). A `resync` push (the server dropped a subscriber
+that fell behind) is handled the same way. A request whose reply was lost with the
+socket raises `ConnectionLost`: it may or may not have been applied.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager, suppress
+from typing import Any, Self
+
+import attrs
+import trio
+from websockets.exceptions import ConnectionClosed, InvalidHandshake
+from websockets.trio.client import ClientConnection
+from websockets.trio.client import connect as ws_connect
+
+from protocol.envelope import PROTOCOL_VERSION
+
+# Failures of the network or of a server that went away: worth another attempt.
+_TRANSIENT = (ConnectionClosed, OSError, TimeoutError, trio.TooSlowError, InvalidHandshake)
+HELLO_TIMEOUT = 10.0  # seconds to open the socket, and again to get the hello reply
+
+
+class ClientError(Exception):
+    """Base of every error this client raises."""
+
+
+class RequestError(ClientError):
+    """The server refused a request (or the hello) with `ok: false`."""
+
+    def __init__(self, code: str, message: str, detail: Any = None) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+        self.detail = detail
+
+
+class ConnectionLost(ClientError):
+    """The socket closed before the reply arrived; the request may or may not have run."""
+
+
+class ClientClosed(ClientError):
+    """The client was closed, or stopped reconnecting (see `Client.error`)."""
+
+
+@attrs.frozen
+class Push:
+    """One push of a subscribed topic: kind "events" (data: list, last one at rev) or "snapshot"."""
+
+    topic: str
+    rev: int
+    kind: str
+    data: Any
+
+
+def backoff_delays(first: float = 0.05, cap: float = 5.0) -> Callable[[], float]:
+    """A delay source doubling from `first` up to `cap`, with +-25% jitter (no lockstep herds)."""
+    attempts = itertools.count()
+
+    def next_delay() -> float:
+        base = min(cap, first * 2.0 ** min(next(attempts), 30))
+        return base * random.uniform(0.75, 1.25)
+
+    return next_delay
+
+
+def _refusal(reply: dict[str, Any]) -> RequestError:
+    err = reply.get("error") or {}
+    return RequestError(err.get("code", ""), err.get("message", ""), err.get("detail"))
+
+
+class _Pending:
+    """A request awaiting its reply; `reply` stays None when the socket dropped first."""
+
+    __slots__ = ("done", "reply")
+
+    def __init__(self) -> None:
+        self.done = trio.Event()
+        self.reply: dict[str, Any] | None = None
+
+
+class Subscription:
+    """The pushes of one topic; `async with` it (subscribed on entry) or `async for` over it."""
+
+    def __init__(self, client: Client, topic: str, since: int | None, buffer: int) -> None:
+        self.client = client
+        self.topic = topic
+        self.last_rev = since  # the last revision delivered to the caller
+        self.result: Any = None  # the latest subscribe reply's result
+        self._send, self._receive = trio.open_memory_channel[Push | None](buffer)
+        self._active = False
+        self._paused = False  # set while a resync replaces the server-side subscription
+
+    async def __aenter__(self) -> Self:
+        await self.client._subscribe(self)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.client._unsubscribe(self)
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> Push:
+        if not self._active:
+            await self.client._subscribe(self)
+        while (push := await self._receive.receive()) is not None:  # None: the client closed
+            if push.kind == "snapshot" and self.last_rev is not None and push.rev < self.last_rev:
+                continue  # older than what the caller already has
+            if push.kind == "events" and self.last_rev is not None:
+                # After a resume the server may repeat events we delivered: keep only newer ones.
+                fresh = push.rev - self.last_rev
+                if fresh <= 0:
+                    continue
+                if fresh < len(push.data):
+                    push = attrs.evolve(push, data=push.data[-fresh:])
+            self.last_rev = push.rev
+            return push
+        self._offer(None)  # put the end marker back so every later __anext__ stops too
+        raise StopAsyncIteration
+
+    def _offer(self, push: Push | None) -> bool:
+        """Queue a push (reader task); False when the caller has fallen `buffer` pushes behind."""
+        try:
+            self._send.send_nowait(push)
+        except trio.WouldBlock:
+            return False
+        return True
+
+    def _discard_queued(self) -> None:
+        with suppress(trio.WouldBlock):
+            while True:
+                self._receive.receive_nowait()
+
+
+class Client:
+    """One logical connection to a server, re-established when it drops. Open it with `connect`."""
+
+    def __init__(self, url: str, token: str | None, client: str, *, reconnect: bool,
+                 max_size: int, push_buffer: int) -> None:
+        self.url = url
+        self.token = token
+        self.client_name = client
+        self.reconnect = reconnect
+        self.max_size = max_size
+        self.push_buffer = push_buffer
+        self.role: str | None = None
+        self.hello: dict[str, Any] = {}  # the latest hello reply's result
+        self.connections = 0  # sockets opened and greeted so far
+        self.error: BaseException | None = None  # why reconnecting stopped, if it did
+        self._ws: ClientConnection | None = None
+        self._nursery: trio.Nursery | None = None  # lives as long as the current socket
+        self._ready = trio.Event()  # set while `_ws` is greeted (or once closed)
+        self._closed = False
+        self._ids = itertools.count(1)
+        self._pending: dict[int, _Pending] = {}
+        self._subs: dict[str, Subscription] = {}
+
+    # ---- lifetime -------------------------------------------------------------
+
+    @classmethod
+    @asynccontextmanager
+    async def connect(cls, url: str, token: str | None = None, client: str = "petridish-py/1.0",
+                      *, reconnect: bool = True, max_size: int = 2**22,
+                      push_buffer: int = 10_000) -> AsyncIterator[Client]:
+        """Open a socket, say hello, and keep the connection up until the block ends.
+
+        A failure of the first attempt is raised here (OSError when refused,
+        RequestError `unauthorized` for a bad token); later drops are retried with
+        backoff while `reconnect` is true. `push_buffer` bounds the pushes queued per
+        subscription; a caller that falls further behind is resubscribed from the
+        last revision it saw.
+        """
+        self = cls(url, token, client, reconnect=reconnect, max_size=max_size,
+                   push_buffer=push_buffer)
+        try:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(self._run)
+                try:
+                    yield self
+                finally:
+                    self._close(None)
+                    nursery.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            # Callers get the one error that happened, not a nursery's wrapping of it.
+            if len(group.exceptions) == 1:
+                raise group.exceptions[0] from None
+            raise
+
+    def _close(self, error: BaseException | None) -> None:
+        self._closed = True
+        self.error = error
+        self._ready.set()  # wake request() waiters so they see `_closed`
+        for sub in self._subs.values():
+            sub._discard_queued()
+            sub._offer(None)  # ends its iteration
+
+    async def _run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Connect, greet, serve the socket; when it drops, back off and do it again."""
+        delays = backoff_delays()
+        while True:
+            try:
+                async with ws_connect(self.url, compression=None, max_size=self.max_size,
+                                      proxy=None, open_timeout=HELLO_TIMEOUT) as ws:
+                    with trio.fail_after(HELLO_TIMEOUT):
+                        await self._greet(ws)
+                    delays = backoff_delays()
+                    async with trio.open_nursery() as nursery:
+                        self._ws, self._nursery = ws, nursery
+                        nursery.start_soon(self._read, ws)
+                        if self.connections > 1:
+                            for sub in self._subs.values():
+                                sub._paused = False
+                                nursery.start_soon(self._resubscribe, sub)
+                        self._ready.set()
+                        if self.connections == 1:
+                            task_status.started()
+            except (*_TRANSIENT, RequestError) as exc:
+                if self.connections == 0:
+                    raise
+                if isinstance(exc, RequestError):  # e.g. our token was revoked: retrying won't help
+                    self._close(exc)
+                    return
+            if not self.reconnect:
+                self._close(ConnectionLost("the connection dropped and reconnect is off"))
+                return
+            await trio.sleep(delays())
+
+    async def _greet(self, ws: ClientConnection) -> None:
+        """Send hello, wait for its reply, and take the role from it."""
+        hello: dict[str, Any] = {"op": "hello", "protocol": PROTOCOL_VERSION, "id": 0,
+                                 "client": self.client_name}
+        if self.token is not None:
+            hello["token"] = self.token
+        await ws.send(json.dumps(hello))
+        reply = json.loads(await ws.recv())
+        if not reply.get("ok"):
+            raise _refusal(reply)
+        self.hello = reply.get("result") or {}
+        self.role = self.hello.get("role")
+        self.connections += 1
+
+    async def _read(self, ws: ClientConnection) -> None:
+        """Route incoming frames until the socket closes, then fail what awaited a reply."""
+        try:
+            async for text in ws:
+                frame = json.loads(text)
+                if "topic" in frame:
+                    self._route_push(frame)
+                elif (pending := self._pending.pop(frame.get("id"), None)) is not None:
+                    pending.reply = frame
+                    pending.done.set()
+        except ConnectionClosed:
+            pass  # an abnormal close is a drop like any other
+        finally:
+            self._ws, self._nursery = None, None
+            if not self._closed:
+                self._ready = trio.Event()  # requests wait for the reconnect
+            for pending in self._pending.values():
+                pending.done.set()
+            self._pending.clear()
+
+    def _route_push(self, frame: dict[str, Any]) -> None:
+        sub = self._subs.get(frame["topic"])
+        if sub is None or sub._paused:
+            return  # crossed our unsubscribe, or belongs to a subscription being replaced
+        if frame["kind"] == "resync":
+            # The server dropped us from the topic; subscribe again from what we delivered.
+            self._resync(sub, unsubscribe_first=False)
+        elif not sub._offer(Push(frame["topic"], frame["rev"], frame["kind"], frame.get("data"))):
+            # Our caller fell behind: the same cure, but the server still has us subscribed.
+            self._resync(sub, unsubscribe_first=True)
+
+    def _resync(self, sub: Subscription, *, unsubscribe_first: bool) -> None:
+        sub._paused = True
+        sub._discard_queued()
+        if self._nursery is not None:
+            self._nursery.start_soon(self._resubscribe, sub, unsubscribe_first)
+
+    # ---- requests -------------------------------------------------------------
+
+    async def request(self, op: str, to: str | None = None, args: dict[str, Any] | None = None,
+                      *, timeout: float = 30.0) -> Any:
+        """Send one request and return its result.
+
+        Raises RequestError for an `ok: false` reply, ConnectionLost when the socket
+        dropped first, ClientClosed once closed, and trio.TooSlowError after `timeout`
+        seconds (time spent waiting for a reconnect counts).
+        """
+        frame: dict[str, Any] = {"op": op}
+        if to is not None:
+            frame["to"] = to
+        if args is not None:
+            frame["args"] = args
+        return await self._call(frame, timeout)
+
+    async def _call(self, frame: dict[str, Any], timeout: float) -> Any:
+        with trio.fail_after(timeout):
+            await self._ready.wait()
+            ws = self._ws
+            if self._closed or ws is None:
+                raise ClientClosed(f"the client is closed ({self.error or 'by its owner'})")
+            rid = frame["id"] = next(self._ids)
+            pending = self._pending[rid] = _Pending()
+            try:
+                await ws.send(json.dumps(frame))
+                await pending.done.wait()
+            except ConnectionClosed:
+                pass
+            finally:
+                self._pending.pop(rid, None)
+        if pending.reply is None:
+            raise ConnectionLost(f"the connection closed before {frame['op']} #{rid} was answered")
+        if not pending.reply.get("ok"):
+            raise _refusal(pending.reply)
+        return pending.reply.get("result")
+
+    # ---- subscriptions --------------------------------------------------------
+
+    def subscribe(self, topic: str, since: int | None = None) -> Subscription:
+        """The pushes of `topic` after revision `since` (None: from the current state).
+
+        `async with c.subscribe(t) as sub:` is subscribed when the block starts and
+        unsubscribes when it ends; `async for push in c.subscribe(t):` subscribes on
+        the first iteration and stays subscribed until the client closes. One
+        subscription per topic per client.
+        """
+        if topic in self._subs:
+            raise ClientError(f"already subscribed to {topic}")
+        return Subscription(self, topic, since, self.push_buffer)
+
+    async def _subscribe(self, sub: Subscription) -> None:
+        if self._subs.setdefault(sub.topic, sub) is not sub:
+            raise ClientError(f"already subscribed to {sub.topic}")
+        sub._active = True
+        try:
+            await self._send_subscribe(sub)
+        except BaseException:
+            self._subs.pop(sub.topic, None)
+            sub._active = False
+            raise
+
+    async def _send_subscribe(self, sub: Subscription) -> None:
+        frame: dict[str, Any] = {"op": "subscribe", "to": sub.topic}
+        if sub.last_rev is not None:
+            frame["since"] = sub.last_rev
+        sub.result = await self._call(frame, timeout=30.0)
+
+    async def _resubscribe(self, sub: Subscription, unsubscribe_first: bool = False) -> None:
+        """Resume `sub` on the current socket; a failure waits for the next reconnect."""
+        with suppress(ClientError, trio.TooSlowError):
+            if unsubscribe_first:
+                # Once this is answered no push of the old subscription can follow.
+                await self._call({"op": "unsubscribe", "to": sub.topic}, timeout=30.0)
+            sub._paused = False
+            if self._subs.get(sub.topic) is sub:
+                await self._send_subscribe(sub)
+
+    async def _unsubscribe(self, sub: Subscription) -> None:
+        if self._subs.get(sub.topic) is sub:
+            del self._subs[sub.topic]
+        sub._active = False
+        if not self._closed and self._ws is not None:
+            with suppress(ClientError), trio.move_on_after(5):
+                await self._call({"op": "unsubscribe", "to": sub.topic}, timeout=5.0)

@@ -1,0 +1,100 @@
+"""The one strict converter between JSON values and the attrs classes of the protocol.
+
+Strict means: unknown keys are refused, and no value is coerced (the string "5" is not
+an int, 1 is not a bool, 1.5 is not an int; an int is accepted where a float is
+expected). A refusal is a bad_request whose message names the JSON path of the first
+bad field, e.g. `args.size: expected int`, and whose detail carries that path.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal, TypeVar, get_args, get_origin
+
+import cattrs
+from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
+
+from protocol.errors import ErrorCode, ProtocolError
+
+T = TypeVar("T")
+
+
+def _strict_int(value: Any, _: type) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError("expected int")
+    return value
+
+
+def _strict_float(value: Any, _: type) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError("expected number")
+    return float(value)
+
+
+def _strict_str(value: Any, _: type) -> str:
+    if not isinstance(value, str):
+        raise TypeError("expected string")
+    return value
+
+
+def _strict_bool(value: Any, _: type) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError("expected boolean")
+    return value
+
+
+def _make_converter() -> cattrs.Converter:
+    conv = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
+    conv.register_structure_hook(int, _strict_int)
+    conv.register_structure_hook(float, _strict_float)
+    conv.register_structure_hook(str, _strict_str)
+    conv.register_structure_hook(bool, _strict_bool)
+    return conv
+
+
+converter = _make_converter()
+
+
+def _describe(exc: BaseException, type_: Any) -> str:
+    """One short phrase for a leaf error of cattrs."""
+    if isinstance(exc, ForbiddenExtraKeysError):
+        return f"unknown key {min(exc.extra_fields)!r}"
+    if isinstance(exc, KeyError):
+        return "required field missing"
+    if isinstance(exc, TypeError | ValueError) and str(exc).startswith("expected "):
+        return str(exc)
+    if get_origin(type_) is Literal:
+        return "expected one of " + ", ".join(json.dumps(v) for v in get_args(type_))
+    name = getattr(type_, "__name__", None) or str(type_).replace("typing.", "")
+    if isinstance(exc, TypeError | ValueError | AttributeError):
+        return f"expected {name}"
+    return f"invalid value ({type(exc).__name__})"
+
+
+def first_error(exc: BaseException, root: str) -> tuple[str, str]:
+    """(path, phrase) of the first leaf error under a cattrs validation error."""
+    messages = cattrs.transform_error(exc, path=root, format_exception=_describe)
+    text = messages[0] if messages else f"invalid value @ {root}"
+    phrase, _, path = text.rpartition(" @ ")
+    if phrase.startswith("unknown key "):  # name the key itself, not the object holding it
+        key = phrase.removeprefix("unknown key ").strip("'\"")
+        path, phrase = f"{path}.{key}", "unknown key"
+    return path, phrase
+
+
+def structure(value: Any, cls: type[T], root: str = "args") -> T:
+    """Build `cls` from the JSON value `value`, or raise bad_request naming the bad path."""
+    if not isinstance(value, dict):
+        raise ProtocolError(ErrorCode.BAD_REQUEST, f"{root}: expected an object", {"path": root})
+    try:
+        return converter.structure(value, cls)
+    except (ClassValidationError, IterableValidationError) as exc:
+        path, phrase = first_error(exc, root)
+        raise ProtocolError(ErrorCode.BAD_REQUEST, f"{path}: {phrase}", {"path": path}) from None
+    except (TypeError, ValueError) as exc:
+        raise ProtocolError(ErrorCode.BAD_REQUEST, f"{root}: {exc}", {"path": root}) from None
+
+
+def unstructure(value: Any) -> Any:
+    """The JSON value of an attrs instance (or of plain JSON-able data)."""
+    return converter.unstructure(value)

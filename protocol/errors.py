@@ -1,0 +1,82 @@
+"""The closed set of error codes a reply can carry, and the exception that carries one.
+
+Every refusal the server sends is a `ProtocolError`: a code, a plain sentence, and a JSON
+object of detail. The set of codes is closed: `ErrorCode` below, plus the world codes a
+world kind declares as its own StrEnum and admits with `register_world_codes` (in its
+`protocol/ops/<kind>.py`, next to its ops). A ProtocolError with any other code is a bug
+and raises at once. Every code is documented in `docs/` (a test checks).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, TypeVar
+
+
+class ErrorCode(StrEnum):
+    """Why a request was refused; the comment says whose fault it is."""
+
+    # The client sent something wrong; resending the same frame fails the same way.
+    BAD_REQUEST = "bad_request"  # not JSON, wrong shape or type, a bad field (detail.path)
+    UNKNOWN_OP = "unknown_op"  # the op is not registered
+    UNKNOWN_ACTOR = "unknown_actor"  # `to` names no world that exists
+    ALREADY_EXISTS = "already_exists"  # a create named a world that exists
+    TOO_LARGE = "too_large"  # the frame is longer than the server's max_frame
+    # The caller is not allowed.
+    UNAUTHORIZED = "unauthorized"  # the hello token is unknown or revoked
+    FORBIDDEN = "forbidden"  # the caller's role is below the op's minimum role
+    # The caller raced someone or went too fast; retrying later may succeed.
+    STALE_REVISION = "stale_revision"  # expected_revision is not the world's revision
+    RATE_LIMITED = "rate_limited"  # the connection's token bucket is empty
+    OVERLOADED = "overloaded"  # the actor's mailbox is full
+    TIMEOUT = "timeout"  # the actor did not answer within the ask timeout
+    # The server's side.
+    ACTOR_RESTARTED = "actor_restarted"  # the actor crashed handling this; it restarted from the store
+    UNAVAILABLE = "unavailable"  # the server is shutting down, or the actor stopped or won't load
+    INTERNAL = "internal"  # a bug in the server; it was logged
+
+
+_world_codes: dict[str, type[StrEnum]] = {}  # value -> the world enum that declared it
+
+E = TypeVar("E", bound=type[StrEnum])
+
+
+def register_world_codes(codes: E) -> E:
+    """Admit a world's codes into the closed set (usable as a class decorator).
+
+    ValueError when a value is already a protocol code or another world's code.
+    """
+    for member in codes:
+        owner = _world_codes.get(member.value)
+        if member.value in ErrorCode._value2member_map_ or owner not in (None, codes):
+            raise ValueError(f"error code {member.value!r} is already defined")
+        _world_codes[member.value] = codes
+    return codes
+
+
+def world_codes() -> dict[str, type[StrEnum]]:
+    """Every registered world code, with the enum that declared it."""
+    return dict(_world_codes)
+
+
+class ProtocolError(Exception):
+    """A refusal with a code, a sentence for humans, and structured detail for programs."""
+
+    def __init__(self, code: StrEnum | str, message: str,
+                 detail: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        if code in ErrorCode._value2member_map_:
+            self.code: StrEnum = ErrorCode(code)
+        elif code in _world_codes:
+            self.code = _world_codes[code](code)
+        else:
+            raise ValueError(f"{code!r} is not a protocol error code nor a registered world code")
+        self.message = message
+        self.detail: dict[str, Any] = dict(detail or {})
+
+    def to_wire(self) -> dict[str, Any]:
+        """The `error` object of a reply frame."""
+        return {"code": self.code.value, "message": self.message, "detail": self.detail}
+
+    def __repr__(self) -> str:
+        return f"ProtocolError({self.code.value!r}, {self.message!r}, {self.detail!r})"

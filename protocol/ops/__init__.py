@@ -1,0 +1,1 @@
+"""Op declarations, one module per world kind; each module exposes `OPS` (see registry.py)."""

@@ -1,0 +1,189 @@
+"""The Starlette app on Hypercorn's trio worker, and `serve`, which runs it with its actors.
+
+Routes: `/ws` (the protocol, server/session.py), `/healthz`, `/metrics` (Prometheus
+text), and the static files of `web/`. `serve` opens the event store and the actor
+directory, starts Hypercorn, reports the bound address, and on `stop()` shuts down
+gracefully: stop accepting, let in-flight handlers finish, close sockets with 1001.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from functools import partial
+from typing import Any
+
+import attrs
+import trio
+from hypercorn.config import Config as HypercornConfig
+from hypercorn.trio import serve as hypercorn_serve
+from starlette.applications import Starlette
+from starlette.requests import Request as HttpRequest
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Mount, Route, WebSocketRoute
+from starlette.staticfiles import StaticFiles
+from starlette.websockets import WebSocket
+
+from actors.directory import ActorKind, Directory, open_directory
+from actors.lobby import LobbyActor
+from actors.scratch import ScratchActor
+from protocol.registry import Registry, default_registry
+from server.auth import TokenStore
+from server.config import ServerConfig
+from server.metrics import CONTENT_TYPE, Metrics
+from server.session import Session
+from server.storage import SqliteEventStore
+
+log = logging.getLogger("petridish.server")
+
+
+def default_kinds() -> list[ActorKind]:
+    """The world kinds this server hosts (each world package adds its line here)."""
+    return [
+        ActorKind("lobby", LobbyActor, autostart=frozenset({"main"}), listed=False),
+        ActorKind("scratch", ScratchActor, create_role="agent"),
+    ]
+
+
+class MetricsObserver:
+    """Feeds the runtime's reports into the server's metrics."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
+
+    def handled(self, kind: str, seconds: float) -> None:
+        """One message handled."""
+        self.metrics.handler_seconds.labels(kind).observe(seconds)
+
+    def appended(self, kind: str, events: int) -> None:
+        """Events made durable."""
+        self.metrics.events_appended.labels(kind).inc(events)
+
+    def dropped(self, kind: str) -> None:
+        """A slow subscriber dropped."""
+        self.metrics.subscribers_dropped.labels(kind).inc()
+
+
+@attrs.define
+class ServerState:
+    """What every session shares: settings, ops, actors, tokens, metrics, live sessions."""
+
+    config: ServerConfig
+    registry: Registry
+    directory: Directory
+    tokens: TokenStore
+    metrics: Metrics
+    sessions: set[Session] = attrs.field(factory=set)
+    draining: bool = False
+
+    def mailbox_depths(self) -> dict[tuple[str, ...], float]:
+        """Messages waiting in mailboxes, summed per actor kind (for /metrics)."""
+        depths: dict[tuple[str, ...], float] = {(k,): 0.0 for k in self.directory.kinds}
+        for stats in self.directory.live():
+            depths[(stats.kind,)] += stats.mailbox_depth
+        return depths
+
+    def drain(self) -> None:
+        """Refuse new connections and tell every session to finish and close with 1001."""
+        self.draining = True
+        for session in list(self.sessions):
+            session.drain()
+
+
+def build_app(state: ServerState) -> Starlette:
+    """The ASGI app over `state`."""
+
+    async def ws_endpoint(ws: WebSocket) -> None:
+        if state.draining:
+            await ws.close(1001)
+            return
+        session = Session(ws, state)
+        state.sessions.add(session)
+        try:
+            await session.run()
+        finally:
+            state.sessions.discard(session)
+
+    async def healthz(_: HttpRequest) -> Response:
+        status = 503 if state.draining else 200
+        return JSONResponse({"ok": not state.draining, "worlds": len(state.directory.live()),
+                             "connections": len(state.sessions)}, status_code=status)
+
+    async def metrics(_: HttpRequest) -> Response:
+        return PlainTextResponse(state.metrics.render(), media_type=CONTENT_TYPE)
+
+    routes: list[Any] = [
+        WebSocketRoute("/ws", ws_endpoint),
+        Route("/healthz", healthz),
+        Route("/metrics", metrics),
+        Mount("/", StaticFiles(directory=state.config.web_dir, html=True, check_dir=False)),
+    ]
+    return Starlette(routes=routes)
+
+
+@attrs.frozen
+class Running:
+    """A server started by `serve`: its address, and the way to stop it."""
+
+    host: str
+    port: int
+    owner_token: str | None  # only when this start created it
+    _stop: trio.Event = attrs.field(alias="stop_event")
+    state: ServerState
+
+    @property
+    def url(self) -> str:
+        """http://HOST:PORT"""
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def ws_url(self) -> str:
+        """ws://HOST:PORT/ws"""
+        return f"ws://{self.host}:{self.port}/ws"
+
+    def stop(self) -> None:
+        """Begin the graceful shutdown; `serve` returns when it is complete."""
+        self._stop.set()
+
+
+def _hypercorn_config(config: ServerConfig) -> HypercornConfig:
+    hc = HypercornConfig()
+    hc.bind = [f"{config.host}:{config.port}"]
+    hc.websocket_max_message_size = config.max_frame * config.hard_frame_factor
+    hc.websocket_ping_interval = config.ping_interval
+    hc.graceful_timeout = config.graceful_timeout
+    hc.accesslog = None
+    hc.errorlog = None
+    return hc
+
+
+async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = None,
+                registry: Registry | None = None,
+                task_status: trio.TaskStatus[Running] = trio.TASK_STATUS_IGNORED) -> None:
+    """Run the server until `Running.stop()` (or cancellation); use with `nursery.start`.
+
+    `kinds` and `registry` default to every world kind and op this build has; tests
+    pass their own to host test-only actors.
+    """
+    tokens = TokenStore(config.data_dir)
+    owner_token = tokens.ensure_owner_token()
+    metrics = Metrics()
+    stop = trio.Event()
+    async with SqliteEventStore.in_directory(config.data_dir) as store, open_directory(
+            store, default_kinds() if kinds is None else kinds, config=config.runtime,
+            observer=MetricsObserver(metrics)) as directory:
+        state = ServerState(config, registry or default_registry(), directory, tokens, metrics)
+        metrics.mailbox_depth.set_function(state.mailbox_depths)
+        app = build_app(state)
+
+        async def shutdown_trigger() -> None:
+            await stop.wait()
+            state.drain()  # sessions finish while Hypercorn stops accepting
+
+        async with trio.open_nursery() as nursery:
+            binds = await nursery.start(partial(hypercorn_serve, app, _hypercorn_config(config),
+                                                shutdown_trigger=shutdown_trigger))
+            host, _, port = binds[0].removeprefix("http://").rpartition(":")
+            task_status.started(Running(host.strip("[]"), int(port), owner_token, stop,
+                                        state))
+        log.info("server stopped")

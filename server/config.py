@@ -1,0 +1,35 @@
+"""The server's settings: where it listens and stores, and every bound it enforces."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import attrs
+
+from actors.runtime import RuntimeConfig
+
+WEB_DIR = Path(__file__).resolve().parent.parent / "web"
+
+
+@attrs.frozen
+class ServerConfig:
+    """Settings of one server process; the defaults are what `petridish serve` uses."""
+
+    host: str = "127.0.0.1"
+    port: int = 8000  # 0 picks a free port; `serve` reports the bound one
+    data_dir: Path = attrs.field(default=Path("data"), converter=Path)
+    open_mode: bool = False  # anonymous connections act as agents (local play)
+    max_frame: int = 65536  # bytes of one text frame; longer ones get `too_large`
+    # Frames longer than max_frame * hard_frame_factor are not even read: the socket is
+    # closed with 1009, because buffering them is the cost the limit exists to avoid.
+    hard_frame_factor: int = 16
+    rate: float = 200.0  # frames per second per connection (token bucket refill)
+    burst: int = 400  # frames a connection may send at once
+    outbox_size: int = 256  # frames waiting for one connection's writer (replies + pushes)
+    outbox_chars: int = 4 * 1024 * 1024  # ... and the characters they may hold together
+    max_inflight: int = 32  # requests of one connection being handled at once
+    ping_interval: float | None = 20.0  # websocket keepalive pings, seconds
+    hello_timeout: float = 10.0  # a connection that says no hello is closed after this
+    graceful_timeout: float = 5.0  # how long shutdown waits for in-flight handlers
+    web_dir: Path = attrs.field(default=WEB_DIR, converter=Path)
+    runtime: RuntimeConfig = attrs.field(factory=RuntimeConfig)

@@ -1,0 +1,276 @@
+"""One websocket connection: the hello handshake, then a reader and a writer task.
+
+The reader parses each text frame, enforces the frame size and the connection's token
+bucket, and starts a task per request (at most `max_inflight` at once: beyond that the
+reader waits, which pushes back on the client through TCP). Replies and pushes meet in
+one bounded `SubscriberQueue`, the outbox; only the writer task sends on the socket.
+Every refusal is a reply with an error code; a malformed frame never closes the socket.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import trio
+from starlette.websockets import WebSocket
+
+from actors.runtime import Actor, Call
+from actors.subscriber import SubscriberQueue
+from protocol.convert import structure, unstructure
+from protocol.envelope import (
+    PROTOCOL_VERSION,
+    Hello,
+    Request,
+    Subscribe,
+    Unsubscribe,
+    encode_error,
+    encode_result,
+    parse_frame,
+    request_id_of,
+)
+from protocol.errors import ErrorCode, ProtocolError
+from protocol.roles import role_at_least
+from server.auth import Principal
+from server.ratelimit import TokenBucket
+
+if TYPE_CHECKING:
+    from server.app import ServerState
+
+log = logging.getLogger("petridish.session")
+ANONYMOUS = "anonymous"
+CLOSE_GOING_AWAY = 1001
+CLOSE_POLICY = 1008
+
+
+class Session:
+    """The state of one connection after `accept`."""
+
+    def __init__(self, ws: WebSocket, server: ServerState) -> None:
+        self.ws = ws
+        self.server = server
+        cfg = server.config
+        self.outbox = SubscriberQueue(cfg.outbox_size, cfg.outbox_chars)
+        self.bucket = TokenBucket(cfg.rate, cfg.burst)
+        self.inflight = trio.Semaphore(cfg.max_inflight)
+        self.principal = Principal("spectator", ANONYMOUS)
+        self.topics: dict[str, Actor] = {}
+        self.read_scope = trio.CancelScope()  # cancelled by drain(); one per phase
+        self.draining = False
+        self._writing = False
+
+    def drain(self) -> None:
+        """Stop reading; in-flight requests finish, queued frames go out, then close 1001."""
+        self.draining = True
+        self.read_scope.cancel()
+
+    # ---- the connection's life ----------------------------------------------------------
+
+    async def run(self) -> None:
+        """Serve the connection until the client leaves or the server drains."""
+        await self.ws.accept()
+        metrics = self.server.metrics
+        metrics.connections_open.inc()
+        try:
+            greeted = False
+            with self.read_scope:
+                greeted = await self._handshake()
+            if not greeted or self.draining:
+                return
+            self.read_scope = trio.CancelScope()
+            self._writing = True
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._writer)
+                async with trio.open_nursery() as requests:
+                    with self.read_scope:
+                        if not self.draining:
+                            await self._read(requests)
+                # Every request task has put its reply; let the writer drain and stop.
+                self.outbox.close()
+        finally:
+            metrics.connections_open.dec()
+            self.outbox.close()
+            for actor in self.topics.values():
+                actor.unsubscribe(self.outbox)
+            if self.draining:
+                with trio.CancelScope(shield=True), trio.move_on_after(1):
+                    await self._close(CLOSE_GOING_AWAY)
+
+    async def _close(self, code: int) -> None:
+        try:
+            await self.ws.close(code)
+        except Exception as exc:  # noqa: BLE001 - any failure means the peer is gone already
+            log.debug("close(%d) failed: %r", code, exc)
+
+    async def _send_now(self, frame: str) -> None:
+        """Send before the writer task exists (handshake only)."""
+        await self.ws.send_text(frame)
+        self.server.metrics.frames_out.inc()
+
+    def _count_error(self, error: ProtocolError) -> None:
+        self.server.metrics.errors.labels(error.code.value).inc()
+
+    async def _receive_text(self) -> str | None:
+        """The next text frame, a refusal already sent for a binary one; None on disconnect."""
+        while True:
+            message = await self.ws.receive()
+            if message["type"] == "websocket.disconnect":
+                return None
+            self.server.metrics.frames_in.inc()
+            text = message.get("text")
+            if text is not None:
+                return text
+            error = ProtocolError(ErrorCode.BAD_REQUEST, "binary frames are not accepted; "
+                                  "send JSON text frames")
+            self._count_error(error)
+            await self._reply(encode_error(None, error))
+
+    async def _reply(self, frame: str) -> None:
+        if self._writing:
+            await self.outbox.put(frame)
+        else:
+            await self._send_now(frame)
+
+    # ---- hello ------------------------------------------------------------------------
+
+    async def _handshake(self) -> bool:
+        """Wait for a valid hello; True when the connection may go on."""
+        with trio.move_on_after(self.server.config.hello_timeout):
+            while True:
+                text = await self._receive_text()
+                if text is None:
+                    return False
+                if not self.bucket.take(trio.current_time()):
+                    await self._refuse_now(None, self._rate_limited())
+                    continue
+                try:
+                    self._check_size(text)
+                    frame = parse_frame(text)
+                except ProtocolError as error:
+                    await self._refuse_now(request_id_of(error), error)
+                    continue
+                if not isinstance(frame, Hello):
+                    await self._refuse_now(frame.id, ProtocolError(
+                        ErrorCode.BAD_REQUEST, "the first frame must be a hello",
+                        {"expected": "hello"}))
+                    continue
+                return await self._greet(frame)
+        await self._close(CLOSE_POLICY)
+        return False
+
+    async def _refuse_now(self, request_id: int | None, error: ProtocolError) -> None:
+        self._count_error(error)
+        await self._send_now(encode_error(request_id, error))
+
+    async def _greet(self, hello: Hello) -> bool:
+        cfg = self.server.config
+        if hello.token is None:
+            role = "agent" if cfg.open_mode else "spectator"
+            self.principal = Principal(role, ANONYMOUS)
+        else:
+            principal = self.server.tokens.check(hello.token)
+            if principal is None:
+                await self._refuse_now(hello.id, ProtocolError(
+                    ErrorCode.UNAUTHORIZED, "the token is unknown or was revoked"))
+                await self._close(CLOSE_POLICY)
+                return False
+            self.principal = principal
+        await self._send_now(encode_result(hello.id, {
+            "protocol": PROTOCOL_VERSION, "role": self.principal.role,
+            "name": self.principal.name, "client": hello.client,
+            "max_frame": cfg.max_frame, "rate": cfg.rate, "burst": cfg.burst}))
+        return True
+
+    # ---- reader and writer --------------------------------------------------------------
+
+    def _rate_limited(self) -> ProtocolError:
+        rate = self.server.config.rate
+        return ProtocolError(ErrorCode.RATE_LIMITED,
+                             f"more than {rate:g} frames per second; slow down", {"rate": rate})
+
+    def _check_size(self, text: str) -> None:
+        limit = self.server.config.max_frame
+        # len(text) counts characters; only a long text can be too many bytes.
+        if len(text) > limit or (len(text) * 4 > limit and len(text.encode()) > limit):
+            raise ProtocolError(ErrorCode.TOO_LARGE, f"the frame is longer than {limit} bytes",
+                                {"max_frame": limit})
+
+    async def _read(self, requests: trio.Nursery) -> None:
+        while True:
+            text = await self._receive_text()
+            if text is None:
+                return
+            rid = None
+            try:
+                self._check_size(text)
+                frame = parse_frame(text)
+                rid = frame.id
+                if not self.bucket.take(trio.current_time()):
+                    raise self._rate_limited()
+                if isinstance(frame, Hello):
+                    raise ProtocolError(ErrorCode.BAD_REQUEST, "hello was already said")
+                if isinstance(frame, Unsubscribe):
+                    actor = self.topics.pop(frame.to, None)
+                    if actor is not None:
+                        actor.unsubscribe(self.outbox)
+                    await self.outbox.put(encode_result(frame.id, {"topic": frame.to}))
+                    continue
+            except ProtocolError as error:
+                self._count_error(error)
+                await self.outbox.put(encode_error(rid if rid is not None
+                                                   else request_id_of(error), error))
+                continue
+            await self.inflight.acquire()
+            requests.start_soon(self._handle, frame)
+
+    async def _handle(self, frame: Request | Subscribe) -> None:
+        try:
+            if isinstance(frame, Subscribe):
+                actor = await self.server.directory.get(frame.to)
+                await actor.subscribe(self.outbox, frame.since, frame.id)
+                self.topics[frame.to] = actor
+                return  # the actor put the reply and the first push into the outbox
+            reply = encode_result(frame.id, await self._call(frame))
+        except ProtocolError as error:
+            self._count_error(error)
+            reply = encode_error(frame.id, error)
+        except Exception:  # a bug: answer and log it, never drop the connection over it
+            log.exception("request %r failed", frame)
+            error = ProtocolError(ErrorCode.INTERNAL, "the server failed on this request; "
+                                  "the failure was logged")
+            self._count_error(error)
+            reply = encode_error(frame.id, error)
+        finally:
+            self.inflight.release()
+        await self.outbox.put(reply)
+
+    async def _call(self, request: Request) -> Any:
+        spec = self.server.registry.get(request.op)
+        if not role_at_least(self.principal.role, spec.role):
+            raise ProtocolError(ErrorCode.FORBIDDEN,
+                                f"{request.op} needs the {spec.role} role; this connection "
+                                f"is {self.principal.role}",
+                                {"role": self.principal.role, "required": spec.role})
+        args = structure(request.args, spec.args)
+        to = request.to or spec.default_to
+        if to is None:
+            raise ProtocolError(ErrorCode.BAD_REQUEST, f"to: {request.op} needs a "
+                                f"'{spec.kind}:NAME' actor", {"path": "to"})
+        if to.partition(":")[0] != spec.kind:
+            raise ProtocolError(ErrorCode.BAD_REQUEST, f"to: {request.op} is handled by "
+                                f"{spec.kind} worlds, not {to!r}", {"path": "to"})
+        actor = await self.server.directory.get(to)
+        result = await actor.ask(Call(request.op, args, self.principal.role,
+                                      self.principal.name))
+        return unstructure(result)
+
+    async def _writer(self) -> None:
+        frames_out = self.server.metrics.frames_out
+        try:
+            while (frame := await self.outbox.get()) is not None:
+                await self.ws.send_text(frame)
+                frames_out.inc()
+        except Exception as exc:  # noqa: BLE001 - any send failure means the client is gone
+            log.debug("writer stopped: %r", exc)
+        finally:
+            self.outbox.close()

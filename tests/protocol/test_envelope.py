@@ -1,0 +1,93 @@
+"""Parsing one text frame into a typed frame, and the refusals with their exact messages."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from protocol.envelope import (
+    Hello,
+    Request,
+    Subscribe,
+    Unsubscribe,
+    encode_error,
+    encode_push,
+    encode_result,
+    parse_frame,
+    request_id_of,
+)
+from protocol.errors import ErrorCode, ProtocolError
+
+
+def test_parses_each_frame_kind() -> None:
+    assert parse_frame('{"op":"hello","protocol":1,"token":"t","client":"c/1"}') == \
+        Hello(0, 1, "t", "c/1")
+    assert parse_frame('{"op":"hello","protocol":1,"id":3}') == Hello(3, 1, None, "")
+    assert parse_frame('{"id":7,"op":"x.y","to":"a:b","args":{"n":1}}') == \
+        Request(7, "x.y", "a:b", {"n": 1})
+    assert parse_frame('{"id":7,"op":"lobby.list"}') == Request(7, "lobby.list", None, {})
+    assert parse_frame('{"id":8,"op":"subscribe","to":"a:b","since":120}') == \
+        Subscribe(8, "a:b", 120)
+    assert parse_frame('{"id":8,"op":"subscribe","to":"a:b"}') == Subscribe(8, "a:b", None)
+    assert parse_frame('{"id":9,"op":"unsubscribe","to":"a:b"}') == Unsubscribe(9, "a:b")
+
+
+@pytest.mark.parametrize(("text", "message", "rid"), [
+    ("[", "not JSON: Expecting value: line 1 column 2 (char 1)", None),
+    ('{"id": NaN}', "not JSON: NaN is not valid JSON", None),
+    ("[1]", "expected a JSON object, got list", None),
+    ('{"id": 1}', "op: expected a string", 1),
+    ('{"id": "1", "op": 5}', "op: expected a string", None),
+    ('{"op": "x.y"}', "id: required field missing", None),
+    ('{"id": true, "op": "x.y"}', "id: expected an integer from 0 to 9007199254740991", None),
+    ('{"id": 1, "op": "x.y", "args": []}', "args: expected an object", 1),
+    ('{"id": 1, "op": "x.y", "to": "nope"}', "to: 'nope' is not an actor id 'kind:name'", 1),
+    ('{"id": 1, "op": "x.y", "to": 3}', "to: expected a string 'kind:name'", 1),
+    ('{"id": 1, "op": "x.y", "zz": 3}', "zz: unknown key in a 'x.y' frame", 1),
+    ('{"id": 1, "op": "subscribe", "to": "a:b", "since": -1}',
+     "since: expected a non-negative integer or null", 1),
+    ('{"id": 1, "op": "subscribe", "to": "a:b", "args": {}}',
+     "args: unknown key in a 'subscribe' frame", 1),
+    ('{"op": "hello", "protocol": 2}', "protocol: this server speaks protocol 1", 0),
+    ('{"op": "hello", "protocol": true}', "protocol: this server speaks protocol 1", 0),
+    ('{"op": "hello", "protocol": 1, "token": 5}', "token: expected a string or null", 0),
+])
+def test_refusals_name_the_field(text: str, message: str, rid: int | None) -> None:
+    with pytest.raises(ProtocolError) as err:
+        parse_frame(text)
+    assert err.value.code == ErrorCode.BAD_REQUEST
+    assert err.value.message == message
+    assert request_id_of(err.value) == rid
+
+
+def test_encoders_write_compact_json() -> None:
+    assert encode_result(3, {"a": [1]}) == '{"id":3,"ok":true,"result":{"a":[1]}}'
+    assert json.loads(encode_error(None, ProtocolError(ErrorCode.FORBIDDEN, "no", {"x": 1}))) == {
+        "id": None, "ok": False,
+        "error": {"code": "forbidden", "message": "no", "detail": {"x": 1}}}
+    assert encode_push("a:b", 4, "events", [{"t": "é"}]) == \
+        '{"topic":"a:b","rev":4,"kind":"events","data":[{"t":"é"}]}'
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+        st.sampled_from(["id", "op", "to", "args", "since", "token", "protocol", "x"]), inner,
+        max_size=5),
+    max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(max_size=40), json_values.map(json.dumps)))
+def test_any_text_parses_or_is_refused_with_bad_request(text: str) -> None:
+    try:
+        frame = parse_frame(text)
+    except ProtocolError as error:
+        assert error.code == ErrorCode.BAD_REQUEST
+        rid = request_id_of(error)
+        assert rid is None or (isinstance(rid, int) and 0 <= rid < 2**53)
+    else:
+        assert isinstance(frame, Hello | Request | Subscribe | Unsubscribe)

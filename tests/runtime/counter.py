@@ -1,0 +1,90 @@
+"""A small test world: a counter whose handlers can sleep, block, crash, or commit then crash."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import trio
+
+from actors.runtime import Actor, Call
+
+
+@attrs.frozen
+class Add:
+    amount: int
+
+
+@attrs.frozen
+class Crash:
+    after_commit: bool = False
+
+
+@attrs.frozen
+class Sleep:
+    seconds: float
+
+
+@attrs.frozen
+class Block:
+    release: trio.Event
+
+
+@attrs.frozen
+class Note:
+    """A tell/timer message: counted in memory only."""
+
+    text: str
+
+
+class CounterActor(Actor):
+    kind = "counter"
+    active = 0  # handlers running right now, across instances (one-at-a-time checks)
+    peak_active = 0
+
+    def reset(self) -> None:
+        self.total = 0
+        self.amounts: list[int] = []
+        self.notes: list[str] = []
+
+    def apply(self, event: dict[str, Any]) -> None:
+        if event["type"] == "added":
+            self.total += event["amount"]
+            self.amounts.append(event["amount"])
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"total": self.total, "amounts": list(self.amounts)}
+
+    def restore(self, data: dict[str, Any]) -> None:
+        self.total, self.amounts = data["total"], list(data["amounts"])
+
+    def view(self) -> dict[str, Any]:
+        return {"total": self.total, "rev": self.rev}
+
+    async def handle(self, call: Call | Any) -> Any:
+        message = call.args if isinstance(call, Call) else call
+        cls = type(self)
+        cls.active += 1
+        cls.peak_active = max(cls.peak_active, cls.active)
+        try:
+            if isinstance(message, Add):
+                return await self.commit([{"type": "added", "amount": message.amount}])
+            if isinstance(message, Sleep):
+                await trio.sleep(message.seconds)
+                return "slept"
+            if isinstance(message, Block):
+                await message.release.wait()
+                return "released"
+            if isinstance(message, Crash):
+                if message.after_commit:
+                    await self.commit([{"type": "added", "amount": 1000}])
+                raise ZeroDivisionError("the handler broke")  # any non-protocol error
+            return self.total
+        finally:
+            cls.active -= 1
+
+    async def on_message(self, message: Any) -> None:
+        if isinstance(message, Note):
+            self.notes.append(message.text)
+        else:
+            await super().on_message(message)

@@ -1,0 +1,93 @@
+"""Actor basics: ask/tell, one message at a time, timeouts, a bounded mailbox, timers."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+from trio.testing import wait_all_tasks_blocked
+
+from actors.directory import ActorKind, open_directory
+from actors.runtime import RuntimeConfig
+from actors.store import MemoryEventStore
+from protocol.errors import ErrorCode, ProtocolError
+from tests.runtime.counter import Add, Block, CounterActor, Note, Sleep
+
+KINDS = [ActorKind("counter", CounterActor, autostart=True)]
+
+
+async def test_ask_commits_durably_and_returns_the_revision() -> None:
+    store = MemoryEventStore()
+    async with open_directory(store, KINDS) as directory:
+        actor = await directory.get("counter:a")
+        assert await actor.ask(Add(2)) == 1
+        assert await actor.ask(Add(3)) == 2
+        assert actor.total == 5 and actor.rev == 2
+        assert [e.data for e in await store.read("counter:a")] == [
+            {"type": "added", "amount": 2}, {"type": "added", "amount": 3}]
+        stats = actor.statistics()
+        assert (stats.rev, stats.handled, stats.restarts) == (2, 2, 0)
+
+
+async def test_messages_are_handled_one_at_a_time() -> None:
+    CounterActor.active = CounterActor.peak_active = 0
+    async with open_directory(MemoryEventStore(), KINDS) as directory:
+        actor = await directory.get("counter:a")
+        async with trio.open_nursery() as nursery:
+            for _ in range(8):
+                nursery.start_soon(actor.ask, Sleep(0.01))
+            for i in range(8):
+                nursery.start_soon(actor.ask, Add(i))
+        assert CounterActor.peak_active == 1
+        assert actor.total == sum(range(8))
+
+
+async def test_ask_times_out_and_the_actor_goes_on(autojump_clock: trio.abc.Clock) -> None:
+    async with open_directory(MemoryEventStore(), KINDS) as directory:
+        actor = await directory.get("counter:a")
+        with pytest.raises(ProtocolError, match=r"^counter:a did not answer within 0\.5 s$") as err:
+            await actor.ask(Sleep(10), timeout=0.5)
+        assert err.value.code == ErrorCode.TIMEOUT
+        assert await actor.ask(Add(1), timeout=20) == 1
+
+
+async def test_a_full_mailbox_refuses_with_overloaded() -> None:
+    config = RuntimeConfig(mailbox_size=2)
+    async with open_directory(MemoryEventStore(), KINDS, config=config) as directory:
+        actor = await directory.get("counter:a")
+        release = trio.Event()
+        results: dict[object, object] = {}
+
+        async def ask(message: object) -> None:
+            results[message] = await actor.ask(message)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ask, Block(release))
+            await wait_all_tasks_blocked()  # the actor is inside Block
+            nursery.start_soon(ask, Add(1))
+            nursery.start_soon(ask, Add(2))
+            await wait_all_tasks_blocked()
+            assert actor.statistics().mailbox_depth == 2
+            with pytest.raises(ProtocolError, match=r"^the mailbox of counter:a is full$") as err:
+                await actor.ask(Add(3))
+            assert err.value.code == ErrorCode.OVERLOADED
+            with pytest.raises(ProtocolError):
+                actor.tell(Note("no room"))
+            release.set()
+        assert results[Block(release)] == "released"
+        assert sorted([results[Add(1)], results[Add(2)]]) == [1, 2]  # revisions, either order
+        assert actor.statistics().mailbox_peak == 2
+
+
+async def test_tell_and_timers_post_to_the_own_mailbox(autojump_clock: trio.abc.Clock) -> None:
+    async with open_directory(MemoryEventStore(), KINDS) as directory:
+        actor = await directory.get("counter:a")
+        actor.tell(Note("told"))
+        await actor.ask(Add(0))  # handled after the tell: the mailbox is FIFO
+        assert actor.notes == ["told"]
+        actor.after(5, Note("once"))
+        ticker = actor.every(2, Note("tick"))
+        await trio.sleep(7)
+        ticker.cancel()
+        await trio.sleep(10)
+        await actor.ask(Add(0))
+        assert actor.notes == ["told", "tick", "tick", "once", "tick"]

@@ -1,0 +1,144 @@
+"""Subscriptions: bounded queues, slow consumers dropped with resync, resume with `since`."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import trio
+
+from actors.directory import ActorKind, open_directory
+from actors.runtime import RuntimeConfig
+from actors.store import MemoryEventStore
+from actors.subscriber import SubscriberQueue
+from protocol.errors import ErrorCode, ProtocolError
+from tests.runtime.counter import Add, CounterActor
+
+KINDS = [ActorKind("counter", CounterActor, autostart=True)]
+
+
+def drain(queue: SubscriberQueue) -> list[dict]:
+    """Every frame waiting in `queue`, decoded (without waiting)."""
+    frames = []
+    while len(queue):
+        frames.append(json.loads(queue._items.popleft()))
+    return frames
+
+
+def event_revs(frames: list[dict]) -> list[int]:
+    """The revision of every event carried by `events` pushes, in arrival order."""
+    revs = []
+    for f in frames:
+        if f.get("kind") == "events":
+            revs.extend(range(f["rev"] - len(f["data"]) + 1, f["rev"] + 1))
+    return revs
+
+
+async def test_slow_subscriber_is_dropped_with_resync_while_fast_one_gets_all() -> None:
+    async with open_directory(MemoryEventStore(), KINDS) as directory:
+        actor = await directory.get("counter:a")
+        fast, slow = SubscriberQueue(1000), SubscriberQueue(4)
+        await actor.subscribe(fast, 0, request_id=1)
+        await actor.subscribe(slow, 0, request_id=2)
+        for i in range(50):
+            await actor.ask(Add(i))
+        fast_frames, slow_frames = drain(fast), drain(slow)
+        assert event_revs(fast_frames) == list(range(1, 51))
+        assert [f.get("kind") for f in slow_frames] == [None, "events", "events", "events",
+                                                        "resync"]
+        assert slow_frames[-1] == {"topic": "counter:a", "rev": 4, "kind": "resync",
+                                   "data": {"reason": "slow_consumer"}}
+        stats = actor.statistics()
+        assert (stats.subscribers, stats.dropped) == (1, 1)
+
+
+async def test_resume_from_history_sends_exactly_the_missed_events() -> None:
+    async with open_directory(MemoryEventStore(), KINDS) as directory:
+        actor = await directory.get("counter:a")
+        for i in range(10):
+            await actor.ask(Add(i))
+        queue = SubscriberQueue(100)
+        await actor.subscribe(queue, 6, request_id=3)
+        await actor.ask(Add(10))
+        frames = drain(queue)
+        assert frames[0] == {"id": 3, "ok": True, "result": {"topic": "counter:a", "rev": 10}}
+        assert frames[1] == {"topic": "counter:a", "rev": 10, "kind": "events",
+                             "data": [{"type": "added", "amount": i} for i in (6, 7, 8, 9)]}
+        assert event_revs(frames) == [7, 8, 9, 10, 11]
+
+
+async def test_resume_at_the_current_revision_sends_nothing_until_new_events() -> None:
+    async with open_directory(MemoryEventStore(), KINDS) as directory:
+        actor = await directory.get("counter:a")
+        await actor.ask(Add(1))
+        queue = SubscriberQueue(100)
+        await actor.subscribe(queue, 1, request_id=4)
+        assert [f.get("id") for f in drain(queue)] == [4]
+
+
+async def test_a_gap_older_than_the_history_gets_a_snapshot() -> None:
+    config = RuntimeConfig(history_size=5)
+    async with open_directory(MemoryEventStore(), KINDS, config=config) as directory:
+        actor = await directory.get("counter:a")
+        for i in range(12):
+            await actor.ask(Add(i))
+        queue = SubscriberQueue(100)
+        await actor.subscribe(queue, 3, request_id=5)
+        frames = drain(queue)
+        assert frames[1] == {"topic": "counter:a", "rev": 12, "kind": "snapshot",
+                             "data": {"total": sum(range(12)), "rev": 12}}
+        fresh = SubscriberQueue(100)
+        await actor.subscribe(fresh, None, request_id=6)
+        assert drain(fresh)[1]["kind"] == "snapshot"
+
+
+async def test_since_ahead_of_the_actor_is_a_bad_request() -> None:
+    async with open_directory(MemoryEventStore(), KINDS) as directory:
+        actor = await directory.get("counter:a")
+        queue = SubscriberQueue(10)
+        with pytest.raises(ProtocolError, match=r"^since: 5 is ahead of counter:a \(revision 0\)$"
+                           ) as err:
+            await actor.subscribe(queue, 5, request_id=7)
+        assert err.value.code == ErrorCode.BAD_REQUEST
+        assert len(queue) == 0 and actor.statistics().subscribers == 0
+
+
+async def test_closed_and_unsubscribed_queues_are_forgotten() -> None:
+    async with open_directory(MemoryEventStore(), KINDS) as directory:
+        actor = await directory.get("counter:a")
+        kept, closed, left = SubscriberQueue(10), SubscriberQueue(10), SubscriberQueue(10)
+        for i, q in enumerate((kept, closed, left)):
+            await actor.subscribe(q, 0, request_id=i)
+        closed.close()
+        actor.unsubscribe(left)
+        drain(left)
+        await actor.ask(Add(1))
+        assert actor.statistics().subscribers == 1
+        assert len(left) == 0
+        assert event_revs(drain(kept)) == [1]
+
+
+async def test_push_interval_coalesces_pushes_without_losing_events(
+        autojump_clock: trio.abc.Clock) -> None:
+    class Coalescing(CounterActor):
+        push_interval = 1.0
+
+    kinds = [ActorKind("counter", Coalescing, autostart=True)]
+    async with open_directory(MemoryEventStore(), kinds) as directory:
+        actor = await directory.get("counter:a")
+        queue = SubscriberQueue(100)
+        await actor.subscribe(queue, 0, request_id=1)
+        for i in range(10):  # ten batches within one interval
+            await actor.ask(Add(i))
+            await trio.sleep(0.05)
+        frames = drain(queue)
+        assert event_revs(frames) == [1]  # the first push went out at once
+        await trio.sleep(1)
+        frames = drain(queue)
+        assert [f["kind"] for f in frames] == ["events"]  # the other nine, together
+        assert event_revs(frames) == list(range(2, 11))
+        late = SubscriberQueue(100)
+        await actor.ask(Add(10))  # pending when the next subscriber arrives
+        await actor.subscribe(late, 10, request_id=2)
+        assert event_revs(drain(queue)) == [11]  # flushed before the new subscriber joined
+        assert event_revs(drain(late)) == [11]

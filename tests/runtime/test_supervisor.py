@@ -1,0 +1,162 @@
+"""Crashes: the ask gets actor_restarted, the state comes back equal from the store."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+import trio.testing
+
+from actors.directory import ActorKind, open_directory
+from actors.runtime import RuntimeConfig
+from actors.store import MemoryEventStore, StoreStatistics
+from actors.subscriber import SubscriberQueue
+from protocol.errors import ErrorCode, ProtocolError
+from tests.runtime.counter import Add, Block, CounterActor, Crash
+
+KINDS = [ActorKind("counter", CounterActor, autostart=True)]
+
+
+async def fresh_state(store: MemoryEventStore, actor_id: str) -> dict:
+    """The state a brand-new actor folds from the store alone."""
+    async with open_directory(store, KINDS) as directory:
+        return (await directory.get(actor_id)).snapshot()
+
+
+async def test_crash_restarts_from_the_store_with_equal_state() -> None:
+    store = MemoryEventStore()
+    async with open_directory(store, KINDS, config=RuntimeConfig(snapshot_every=4)) as directory:
+        actor = await directory.get("counter:a")
+        other = await directory.get("counter:b")
+        await other.ask(Add(7))
+        for i in range(10):
+            await actor.ask(Add(i))
+        before = actor.snapshot()
+        release = trio.Event()
+        outcome: dict[str, object] = {}
+
+        async def ask(label: str, message: object) -> None:
+            try:
+                outcome[label] = await actor.ask(message)
+            except ProtocolError as error:
+                outcome[label] = error
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ask, "block", Block(release))
+            await trio.testing.wait_all_tasks_blocked()
+            nursery.start_soon(ask, "crash", Crash())
+            await trio.testing.wait_all_tasks_blocked()
+            nursery.start_soon(ask, "queued", Add(100))  # waits behind the crash
+            await trio.testing.wait_all_tasks_blocked()
+            release.set()
+        err = outcome["crash"]
+        assert isinstance(err, ProtocolError)
+        assert err.code == ErrorCode.ACTOR_RESTARTED
+        assert err.message == ("counter:a crashed handling this request and was restarted "
+                                     "from its stored state; the request may be retried")
+        assert actor.statistics().restarts == 1
+        assert outcome["queued"] == 11  # queued behind the crash: served after the restart
+        assert actor.snapshot() == {"total": before["total"] + 100,
+                                    "amounts": [*before["amounts"], 100]}
+        assert (other.statistics().restarts, other.total) == (0, 7)
+        assert await other.ask(Add(1)) == 2
+    assert await fresh_state(store, "counter:a") == actor.snapshot()
+    assert (await store.load_snapshot("counter:a")).rev == 8
+
+
+async def test_a_crashed_handler_changes_nothing_and_its_batch_neighbours_survive() -> None:
+    store = MemoryEventStore()
+    async with open_directory(store, KINDS) as directory:
+        actor = await directory.get("counter:a")
+        await actor.ask(Add(1))
+        queue = SubscriberQueue(100)
+        await actor.subscribe(queue, 1, request_id=5)
+        release = trio.Event()
+        outcome: dict[str, object] = {}
+
+        async def ask(label: str, message: object) -> None:
+            try:
+                outcome[label] = await actor.ask(message)
+            except ProtocolError as error:
+                outcome[label] = error.code
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ask, "block", Block(release))
+            await trio.testing.wait_all_tasks_blocked()
+            # Three messages wait behind the block: they are handled as one batch.
+            for label, message in (("before", Add(2)), ("crash", Crash(after_commit=True)),
+                                   ("after", Add(3))):
+                nursery.start_soon(ask, label, message)
+                await trio.testing.wait_all_tasks_blocked()
+            release.set()
+        assert outcome == {"block": "released", "before": 2,
+                           "crash": ErrorCode.ACTOR_RESTARTED, "after": 3}
+        assert (actor.total, actor.rev) == (6, 3)
+        assert [e.data["amount"] for e in await store.read("counter:a")] == [1, 2, 3]
+        frames = [await queue.get() for _ in range(2)]
+        assert frames[0] == '{"id":5,"ok":true,"result":{"topic":"counter:a","rev":1}}'
+        assert frames[1] == ('{"topic":"counter:a","rev":3,"kind":"events","data":['
+                             '{"type":"added","amount":2},{"type":"added","amount":3}]}')
+        assert actor.statistics().restarts == 1
+
+
+async def test_one_append_per_batch() -> None:
+    store = MemoryEventStore()
+    async with open_directory(store, KINDS) as directory:
+        actor = await directory.get("counter:a")
+        release = trio.Event()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(actor.ask, Block(release))
+            await trio.testing.wait_all_tasks_blocked()
+            for i in range(50):
+                nursery.start_soon(actor.ask, Add(i))
+            await trio.testing.wait_all_tasks_blocked()
+            release.set()
+        assert actor.total == sum(range(50))
+        assert store.statistics() == StoreStatistics(appends=1, commits=1, events=50)
+
+
+async def test_too_many_crashes_stop_the_actor_for_good() -> None:
+    config = RuntimeConfig(max_restarts=2, restart_window=60)
+    async with open_directory(MemoryEventStore(), KINDS, config=config) as directory:
+        actor = await directory.get("counter:a")
+        for _ in range(2):
+            with pytest.raises(ProtocolError, match="crashed"):
+                await actor.ask(Crash())
+        with pytest.raises(ProtocolError, match=r"^counter:a has stopped$"):
+            await actor.ask(Crash())  # the crash that spends the budget: no restart
+        await trio.testing.wait_all_tasks_blocked()
+        assert actor.stopped
+        with pytest.raises(ProtocolError, match=r"^counter:a has stopped$") as err:
+            await actor.ask(Add(1))
+        assert err.value.code == ErrorCode.UNAVAILABLE
+        assert [s.actor_id for s in directory.live()] == []
+        again = await directory.get("counter:a")  # a later get starts a fresh one
+        assert again is not actor and await again.ask(Add(1)) == 1
+
+
+class BrokenSnapshots(MemoryEventStore):
+    async def save_snapshot(self, stream: str, rev: int, data: object) -> None:
+        raise OSError("disk full")
+
+
+class BrokenReads(MemoryEventStore):
+    async def read(self, stream: str, after: int = 0) -> list:
+        raise OSError("unreadable")
+
+
+async def test_a_failing_snapshot_is_logged_and_changes_nothing() -> None:
+    store = BrokenSnapshots()
+    async with open_directory(store, KINDS, config=RuntimeConfig(snapshot_every=1)) as d:
+        actor = await d.get("counter:a")
+        assert [await actor.ask(Add(i)) for i in range(3)] == [1, 2, 3]
+        assert actor.statistics().restarts == 0
+        assert await store.load_snapshot("counter:a") is None
+
+
+async def test_a_world_that_cannot_be_loaded_is_unavailable() -> None:
+    async with open_directory(BrokenReads(), KINDS) as directory:
+        with pytest.raises(ProtocolError, match=r"^counter:a could not be loaded from the "
+                                                r"store$") as err:
+            await directory.get("counter:a")
+        assert err.value.code == ErrorCode.UNAVAILABLE
+        assert directory.live() == []

@@ -1,0 +1,249 @@
+"""protocol/client.py against the real server on 127.0.0.1: hello, requests, subscribe,
+reconnect with resume (through a TCP proxy the test can cut), and /metrics after traffic."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import suppress
+from pathlib import Path
+
+import httpx
+import pytest
+import trio
+
+from protocol.client import (
+    Client,
+    ClientClosed,
+    ClientError,
+    ConnectionLost,
+    Push,
+    RequestError,
+    Subscription,
+)
+from server.app import Running, serve
+from server.config import ServerConfig
+
+
+@pytest.fixture
+async def server(tmp_path: Path, nursery: trio.Nursery) -> AsyncIterator[Running]:
+    """A server on a free port with its own data directory."""
+    running: Running = await nursery.start(serve, ServerConfig(port=0, data_dir=tmp_path))
+    yield running
+    running.stop()
+
+
+class Proxy:
+    """A TCP relay to the server whose connections the test can cut (a network drop)."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.port = 0
+        self.accepted = 0
+        self._scopes: set[trio.CancelScope] = set()
+        self._flowing = trio.Event()
+        self._flowing.set()
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Listen on a free loopback port until cancelled."""
+        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        self.port = listeners[0].socket.getsockname()[1]
+        task_status.started()
+        await trio.serve_listeners(self._relay, listeners)
+
+    async def _relay(self, client: trio.SocketStream) -> None:
+        self.accepted += 1
+        upstream = await trio.open_tcp_stream("127.0.0.1", self.target_port)
+        with trio.CancelScope() as scope:
+            self._scopes.add(scope)
+            async with client, upstream, trio.open_nursery() as nursery:
+                nursery.start_soon(self._pump, client, upstream, False)
+                nursery.start_soon(self._pump, upstream, client, True)
+        self._scopes.discard(scope)
+
+    async def _pump(self, source: trio.SocketStream, sink: trio.SocketStream,
+                    downstream: bool) -> None:
+        async for chunk in source:
+            if downstream:
+                await self._flowing.wait()
+            await sink.send_all(chunk)
+        await sink.send_eof()
+
+    def hold(self) -> None:
+        """Stop passing the server's bytes to clients (until the next `cut`)."""
+        self._flowing = trio.Event()
+
+    def cut(self) -> None:
+        """Drop every open connection abruptly; new ones are accepted as before."""
+        for scope in list(self._scopes):
+            scope.cancel()
+        self._flowing.set()
+
+
+async def _next(sub: Subscription) -> Push:
+    with trio.fail_after(10):
+        return await sub.__anext__()
+
+
+async def test_hello_gives_the_role_of_the_token(server: Running) -> None:
+    async with Client.connect(server.ws_url, token=server.owner_token, client="t/1") as c:
+        assert c.role == "owner"
+        assert c.hello["client"] == "t/1"
+    async with Client.connect(server.ws_url) as c:
+        assert c.role == "spectator"
+        with pytest.raises(RequestError) as info:
+            await c.request("lobby.create", args={"kind": "scratch", "name": "x"})
+        assert info.value.code == "forbidden"
+        assert info.value.detail == {"role": "spectator", "required": "agent"}
+    with pytest.raises(RequestError, match=r"^unauthorized: ") as info:
+        async with Client.connect(server.ws_url, token="pdg_not-a-token"):
+            pass
+    assert info.value.code == "unauthorized"
+
+
+async def test_concurrent_requests_are_matched_by_id(server: Running) -> None:
+    async with Client.connect(server.ws_url, token=server.owner_token) as c:
+        await c.request("lobby.create", args={"kind": "scratch", "name": "many"})
+        results: dict[int, dict] = {}
+
+        async def add(amount: int) -> None:
+            results[amount] = await c.request("scratch.add", to="scratch:many",
+                                              args={"amount": amount})
+
+        async with trio.open_nursery() as nursery:
+            for amount in range(1, 41):
+                nursery.start_soon(add, amount)
+        # Each reply went to its own request: 40 distinct revisions after the creation (1).
+        assert sorted(r["revision"] for r in results.values()) == list(range(2, 42))
+        final = await c.request("scratch.get", to="scratch:many")
+        assert final == {"total": sum(range(1, 41)), "adds": 40, "revision": 41}
+        # A refusal raises and leaves the connection usable.
+        with pytest.raises(RequestError, match=r"^unknown_op: there is no op 'scratch.nope'$"):
+            await c.request("scratch.nope", to="scratch:many")
+        assert (await c.request("scratch.get", to="scratch:many"))["revision"] == 41
+
+
+async def test_reconnect_resumes_with_exactly_the_missed_events(
+        server: Running, nursery: trio.Nursery) -> None:
+    proxy = Proxy(server.port)
+    await nursery.start(proxy.run)
+    async with Client.connect(server.ws_url, token=server.owner_token) as writer, \
+            Client.connect(f"ws://127.0.0.1:{proxy.port}/ws") as reader:
+        await writer.request("lobby.create", args={"kind": "scratch", "name": "r"})
+        async with reader.subscribe("scratch:r") as sub:
+            assert sub.result == {"topic": "scratch:r", "rev": 1}
+            assert (await _next(sub)).kind == "snapshot"
+            for amount in (1, 2):
+                await writer.request("scratch.add", to="scratch:r", args={"amount": amount})
+            seen = [await _next(sub), await _next(sub)]
+            assert [(p.kind, p.rev) for p in seen] == [("events", 2), ("events", 3)]
+
+            proxy.cut()
+            # Events happen while the reader is away.
+            for amount in (3, 4, 5, 6):
+                await writer.request("scratch.add", to="scratch:r", args={"amount": amount})
+            missed = []
+            while sum(len(p.data) for p in missed) < 4:
+                missed.append(await _next(sub))
+            assert all(p.kind == "events" for p in missed)
+            assert [e["amount"] for p in missed for e in p.data] == [3, 4, 5, 6]
+            assert missed[-1].rev == 7
+            assert reader.connections == 2 and proxy.accepted == 2
+            # Live pushes continue on the new socket, once each.
+            await writer.request("scratch.add", to="scratch:r", args={"amount": 7})
+            after = await _next(sub)
+            assert (after.rev, [e["amount"] for e in after.data]) == (8, [7])
+            with trio.move_on_after(0.3):
+                extra = await sub.__anext__()
+                pytest.fail(f"an event arrived twice: {extra}")
+
+
+async def test_a_reply_lost_with_the_socket_raises_connection_lost(
+        server: Running, nursery: trio.Nursery) -> None:
+    proxy = Proxy(server.port)
+    await nursery.start(proxy.run)
+    url = f"ws://127.0.0.1:{proxy.port}/ws"
+    async with Client.connect(url, token=server.owner_token) as c:
+        await c.request("lobby.create", args={"kind": "scratch", "name": "lost"})
+        proxy.hold()
+
+        async def cut_soon() -> None:
+            await trio.sleep(0.3)
+            proxy.cut()
+
+        nursery.start_soon(cut_soon)
+        with pytest.raises(ConnectionLost, match=r"^the connection closed before scratch.add #\d+ "
+                                                 r"was answered$"):
+            await c.request("scratch.add", to="scratch:lost", args={"amount": 9})
+        # The request reached the server before the cut: it ran though its reply was lost.
+        assert await c.request("scratch.get", to="scratch:lost") == \
+            {"total": 9, "adds": 1, "revision": 2}
+        assert c.connections == 2
+    with pytest.raises(ClientClosed, match=r"^the client is closed \(by its owner\)$"):
+        await c.request("scratch.get", to="scratch:lost")
+
+
+async def test_without_reconnect_a_drop_closes_the_client(
+        server: Running, nursery: trio.Nursery) -> None:
+    proxy = Proxy(server.port)
+    await nursery.start(proxy.run)
+    async with Client.connect(f"ws://127.0.0.1:{proxy.port}/ws", reconnect=False) as c:
+        assert (await c.request("lobby.list"))["worlds"] == []
+        proxy.cut()
+        with pytest.raises(ClientClosed, match=r"^the client is closed \(the connection "
+                                               r"dropped and reconnect is off\)$"):
+            while True:  # the drop is noticed asynchronously; a request caught in it is lost
+                with suppress(ConnectionLost):
+                    await c.request("lobby.list")
+        assert proxy.accepted == 1
+
+
+async def test_a_caller_that_falls_behind_is_resubscribed_without_gaps(server: Running) -> None:
+    async with Client.connect(server.ws_url, token=server.owner_token) as writer, \
+            Client.connect(server.ws_url, push_buffer=3) as reader:
+        await writer.request("lobby.create", args={"kind": "scratch", "name": "slow"})
+        async with reader.subscribe("scratch:slow", since=1) as sub:
+            for amount in range(1, 21):  # far more pushes than the buffer holds, unread
+                await writer.request("scratch.add", to="scratch:slow", args={"amount": amount})
+            amounts: list[int] = []
+            revs: list[int] = []
+            while len(amounts) < 20:
+                push = await _next(sub)
+                assert push.kind == "events"
+                amounts += [e["amount"] for e in push.data]
+                revs.append(push.rev)
+            assert amounts == list(range(1, 21))
+            assert revs == sorted(set(revs)) and revs[-1] == 21
+
+
+async def test_one_subscription_per_topic(server: Running) -> None:
+    async with Client.connect(server.ws_url) as c, c.subscribe("lobby:main"):
+        with pytest.raises(ClientError, match=r"^already subscribed to lobby:main$"):
+            c.subscribe("lobby:main")
+
+
+async def test_metrics_count_the_traffic(server: Running) -> None:
+    async with Client.connect(server.ws_url, token=server.owner_token) as c:
+        await c.request("lobby.create", args={"kind": "scratch", "name": "m"})
+        await c.request("scratch.add", to="scratch:m", args={"amount": 1})
+        async with httpx.AsyncClient(base_url=server.url) as http:
+            response = await http.get("/metrics")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/plain; version=0.0.4")
+    samples = dict(line.rsplit(" ", 1) for line in response.text.splitlines()
+                   if not line.startswith("#"))
+    assert float(samples["petridish_connections_open"]) >= 1
+    # This client's hello, create and add, and their three replies.
+    assert float(samples["petridish_frames_in_total"]) == 3
+    assert float(samples["petridish_frames_out_total"]) == 3
+    assert float(samples['petridish_events_appended_total{kind="scratch"}']) == 2  # created, added
+    assert float(samples['petridish_handler_seconds_count{kind="scratch"}']) >= 1
+    assert 'petridish_mailbox_depth{kind="lobby"}' in samples
+
+
+async def test_a_refused_first_connection_raises_at_once() -> None:
+    listener = (await trio.open_tcp_listeners(0, host="127.0.0.1"))[0]
+    port = listener.socket.getsockname()[1]
+    await listener.aclose()  # nothing listens there now
+    with trio.fail_after(10), pytest.raises(OSError):
+        async with Client.connect(f"ws://127.0.0.1:{port}/ws"):
+            pass

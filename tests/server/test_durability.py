@@ -1,0 +1,78 @@
+"""Durability: every acknowledged write survives SIGKILL of the server process.
+
+`petridish serve` runs as a subprocess; four clients write concurrently (so appends
+meet in the store's group commit) until the process is killed mid-stream. After a
+restart on the same data directory every write whose reply arrived is in the world's
+stream, and the stream holds nothing but well-formed writes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import trio
+
+from protocol.client import Client, ClientError
+from tests.server.server_process import ServerProcess
+
+WRITERS = 4
+KILL_AFTER = 120  # acknowledged writes before the SIGKILL
+
+
+async def _write_until_killed(url: str, token: str, writer: int, acked: list[str],
+                              enough: trio.Event) -> None:
+    async with Client.connect(url, token=token, reconnect=False) as c:
+        for i in range(10_000):
+            note = f"w{writer}-{i}"
+            try:
+                await c.request("scratch.add", to="scratch:durable",
+                                args={"amount": 1, "note": note}, timeout=10)
+            except ClientError:
+                return  # the server is gone; this write was never acknowledged
+            acked.append(note)
+            if len(acked) >= KILL_AFTER:
+                enough.set()
+
+
+async def test_acknowledged_writes_survive_sigkill(tmp_path: Path) -> None:
+    server = ServerProcess(tmp_path / "data")
+    await trio.to_thread.run_sync(server.start)
+    try:
+        token = server.owner_token
+        assert token is not None
+        async with Client.connect(server.ws_url, token=token) as c:
+            await c.request("lobby.create", args={"kind": "scratch", "name": "durable"})
+        acked: list[str] = []
+        enough = trio.Event()
+        async with trio.open_nursery() as nursery:
+            for writer in range(WRITERS):
+                nursery.start_soon(_write_until_killed, server.ws_url, token, writer, acked,
+                                   enough)
+            await enough.wait()
+            await trio.to_thread.run_sync(server.kill)  # writes are still in flight
+        assert server.proc is not None and server.proc.returncode == -9
+        assert len(acked) >= KILL_AFTER
+
+        await trio.to_thread.run_sync(server.start)  # same data directory
+        assert server.owner_token is None  # not a first start: no token printed
+        async with Client.connect(server.ws_url, token=token) as c:
+            total = await c.request("scratch.get", to="scratch:durable")
+            async with c.subscribe("scratch:durable", since=0) as sub:
+                events: list[dict] = []
+                with trio.fail_after(10):
+                    async for push in sub:
+                        assert push.kind == "events"
+                        events += push.data
+                        if push.rev == total["revision"]:
+                            break
+            worlds = await c.request("lobby.list")
+    finally:
+        await trio.to_thread.run_sync(server.kill)
+
+    notes = [e["note"] for e in events if e["type"] == "added"]
+    assert set(acked) <= set(notes), "an acknowledged write was lost"
+    assert len(notes) == len(set(notes)) == total["adds"] == total["total"]
+    # Writes in flight at the kill may or may not have landed, but no more than one each.
+    assert len(notes) <= len(acked) + WRITERS
+    assert {"kind": "scratch", "id": "scratch:durable"}.items() <= \
+        next(w for w in worlds["worlds"] if w["id"] == "scratch:durable").items()

@@ -1,0 +1,162 @@
+"""The lobby page in headless Chromium shows worlds created over the protocol, live.
+
+The server runs as a subprocess; a Python client (protocol/client.py) creates and
+changes worlds while the page, a spectator speaking through web/js/client.js, watches.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import trio
+from playwright.sync_api import expect
+
+from protocol.client import Client
+from tests.server.server_process import ServerProcess
+
+WAIT = 15_000  # ms: generous, the CI machine may be busy; a pass is usually instant
+
+
+def _requests(url: str, token: str, *calls: tuple[str, str | None, dict]) -> list:
+    """Make requests with a fresh client (the sync browser test runs no event loop of ours)."""
+
+    async def run() -> list:
+        async with Client.connect(url, token=token, client="lobby-test/1.0") as c:
+            return [await c.request(op, to=to, args=args) for op, to, args in calls]
+
+    return trio.run(run)
+
+
+def _watch(url: str, topic: str, subscribed: threading.Event, leave: threading.Event) -> None:
+    """Stay subscribed to `topic` (in a thread with its own event loop) until `leave` is set."""
+
+    async def run() -> None:
+        async with Client.connect(url) as c, c.subscribe(topic):
+            subscribed.set()
+            while not leave.is_set():
+                await trio.sleep(0.05)
+
+    trio.run(run)
+
+
+def test_lobby_page_shows_worlds_live(browser, tmp_path: Path) -> None:
+    with ServerProcess(tmp_path / "data") as server:
+        token = server.owner_token
+        assert token is not None
+        _requests(server.ws_url, token, ("lobby.create", None, {"kind": "scratch", "name": "early"}))
+
+        page = browser.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(f"{server.http_url}/")
+        expect(page.locator("#status")).to_have_text("live · spectator", timeout=WAIT)
+        # Created before the page opened: it arrives in the first snapshot.
+        early = page.locator('tr[data-id="scratch:early"]')
+        expect(early.locator(".kind")).to_have_text("scratch", timeout=WAIT)
+        expect(early.locator(".revision")).to_have_text("1", timeout=WAIT)
+
+        # Created while the page watches: it arrives as a pushed event.
+        _requests(server.ws_url, token,
+                  ("lobby.create", None, {"kind": "scratch", "name": "live-one"}),
+                  ("scratch.add", "scratch:live-one", {"amount": 5}),
+                  ("scratch.add", "scratch:live-one", {"amount": 6}))
+        row = page.locator('tr[data-id="scratch:live-one"]')
+        expect(row.locator(".id")).to_have_text("scratch:live-one", timeout=WAIT)
+        expect(row.locator(".revision")).to_have_text("3", timeout=WAIT)
+        expect(row.locator(".subscribers")).to_have_text("0", timeout=WAIT)
+        subscribed, leave = threading.Event(), threading.Event()
+        watcher = threading.Thread(target=_watch, args=(server.ws_url, "scratch:live-one",
+                                                        subscribed, leave))
+        watcher.start()
+        try:
+            assert subscribed.wait(30)
+            expect(row.locator(".subscribers")).to_have_text("1", timeout=WAIT)
+        finally:
+            leave.set()
+            watcher.join(30)
+        expect(row.locator(".subscribers")).to_have_text("0", timeout=WAIT)
+        expect(page.locator("#count")).to_have_text("2 worlds", timeout=WAIT)
+        expect(page.locator("#empty")).to_be_hidden(timeout=WAIT)
+        assert page.locator("#worlds tbody tr").evaluate_all(
+            "rows => rows.map(r => r.dataset.id)") == ["scratch:early", "scratch:live-one"]
+        result = page.evaluate(CLIENT_JS_REQUESTS, token)
+        assert result == {
+            "role": "spectator",
+            "worlds": ["scratch:early", "scratch:live-one"],
+            "refused": ["RequestError", "forbidden", "agent"],
+            "revisions": [4, 5, 6, 7, 8],
+            "unknown": "unknown_op",
+            "missing": "unknown_actor",
+            "pushed": result["pushed"],
+            "amounts": [1, 2, 3, 4, 5],
+        }
+        # A snapshot at subscribe time, then events up to revision 8, each revision once.
+        assert result["pushed"][0] == ["snapshot", 3]
+        assert [rev for _, rev in result["pushed"]] == sorted({rev for _, rev in result["pushed"]})
+        assert result["pushed"][-1] == ["events", 8]
+        assert errors == []
+
+
+# web/js/client.js on its own: requests matched by id (five at once), refusals as
+# RequestError with the server's code and detail, subscribe with `ready` and pushes.
+CLIENT_JS_REQUESTS = """async (token) => {
+  const { Client, RequestError } = await import("/js/client.js");
+  const spectator = await Client.connect();
+  const listed = await spectator.request("lobby.list", "lobby:main", {});
+  let refused = null;
+  try {
+    await spectator.request("lobby.create", null, { kind: "scratch", name: "nope" });
+  } catch (err) {
+    refused = [err instanceof RequestError ? "RequestError" : err.name, err.code,
+               err.detail.required];
+  }
+  const missing = spectator.subscribe("scratch:missing", () => {});
+  let missingCode = null;
+  try { await missing.ready; } catch (err) { missingCode = err.code; }
+  const pushes = [];
+  const sub = spectator.subscribe("scratch:live-one", (push) => pushes.push(push));
+  await sub.ready;
+  const owner = await Client.connect(undefined, { token });
+  const results = await Promise.all([1, 2, 3, 4, 5].map(
+    (amount) => owner.request("scratch.add", "scratch:live-one", { amount })));
+  while (pushes.length === 0 || pushes.at(-1).rev < 8) {
+    await new Promise((wake) => setTimeout(wake, 20));
+  }
+  let unknown = null;
+  try { await owner.request("scratch.nope", "scratch:live-one"); } catch (err) { unknown = err.code; }
+  spectator.close();
+  owner.close();
+  return {
+    role: spectator.role,
+    worlds: listed.worlds.map((w) => w.id),
+    refused,
+    revisions: results.map((r) => r.revision).sort((a, b) => a - b),
+    unknown,
+    missing: missingCode,
+    pushed: pushes.map((p) => [p.kind, p.rev]),
+    amounts: pushes.filter((p) => p.kind === "events").flatMap((p) => p.data.map((e) => e.amount))
+      .sort(),
+  };
+}"""
+
+
+def test_lobby_page_reconnects_and_resumes_after_a_server_restart(browser, tmp_path: Path) -> None:
+    with ServerProcess(tmp_path / "data") as server:
+        token = server.owner_token
+        assert token is not None
+        _requests(server.ws_url, token, ("lobby.create", None, {"kind": "scratch", "name": "one"}))
+        page = browser.new_page()
+        page.goto(f"{server.http_url}/")
+        expect(page.locator('tr[data-id="scratch:one"] .revision')).to_have_text("1", timeout=WAIT)
+
+        page.evaluate("window.sameDocument = true")
+        port = server.port
+        server.kill()
+        expect(page.locator("#status")).to_have_text("reconnecting…", timeout=WAIT)
+        server.start(port=port)  # same data, same address: the page's client comes back
+        expect(page.locator("#status")).to_have_text("live · spectator", timeout=WAIT)
+        _requests(server.ws_url, token, ("lobby.create", None, {"kind": "scratch", "name": "two"}))
+        expect(page.locator('tr[data-id="scratch:two"] .revision')).to_have_text("1", timeout=WAIT)
+        expect(page.locator("#count")).to_have_text("2 worlds", timeout=WAIT)
+        assert page.evaluate("window.sameDocument") is True  # reconnected, not reloaded

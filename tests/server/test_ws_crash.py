@@ -1,0 +1,124 @@
+"""A crashing actor over real sockets: `actor_restarted`, equal state, others untouched, and
+nothing of the crashed handler kept."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import attrs
+import trio
+import trio.testing
+
+from actors.directory import ActorKind, open_directory
+from actors.runtime import Call
+from protocol.registry import OpSpec, Registry, default_registry
+from server.app import default_kinds
+from tests.runtime.counter import Add, Block, CounterActor, Crash
+from tests.server.ws_harness import error, raw_client, result, running_server
+
+
+@attrs.frozen
+class Empty:
+    """No arguments."""
+
+
+@attrs.frozen
+class Figures:
+    """The counter's total and revision."""
+
+    total: int
+    rev: int
+
+
+@attrs.frozen
+class Odd:
+    """Ask for a result that cannot be written as JSON (a server bug, on purpose)."""
+
+
+class CounterWorld(CounterActor):
+    """The runtime tests' counter, answering with Figures so it can be a protocol world."""
+
+    async def handle(self, call: Call | Any) -> Any:
+        if isinstance(call, Call) and isinstance(call.args, Empty):
+            return Figures(self.total, self.rev)
+        if isinstance(call, Call) and isinstance(call.args, Odd):
+            return Figures(object(), self.rev)  # type: ignore[arg-type]
+        await super().handle(call)
+        return Figures(self.total, self.rev)
+
+
+def counter_registry() -> Registry:
+    registry = Registry(default_registry())
+    registry.add(OpSpec("counter.add", Add, Figures, "agent", "Add."))
+    registry.add(OpSpec("counter.crash", Crash, Figures, "agent", "Raise in the handler."))
+    registry.add(OpSpec("counter.get", Empty, Figures, "spectator", "Read."))
+    registry.add(OpSpec("counter.odd", Odd, Figures, "spectator", "Answer with a bug."))
+    return registry
+
+
+KINDS = [*default_kinds(), ActorKind("counter", CounterWorld, create_role="agent")]
+
+
+async def test_crash_restarts_with_equal_state_and_the_pending_ask_gets_actor_restarted(
+        tmp_path: Path) -> None:
+    async with running_server(tmp_path, kinds=KINDS, registry=counter_registry(),
+                              open_mode=True) as running, \
+            raw_client(running) as c, raw_client(running) as watcher:
+        for name in ("a", "b"):
+            result(await c.call("lobby.create", kind="counter", name=name))
+        for i in range(5):
+            result(await c.call("counter.add", "counter:a", amount=i))
+        result(await c.call("counter.add", "counter:b", amount=100))
+        await watcher.send({"id": 1, "op": "subscribe", "to": "counter:a", "since": 6})
+        assert result(await watcher.recv())["rev"] == 6
+        before = result(await c.call("counter.get", "counter:a"))
+        actor = await running.state.directory.get("counter:a")
+        state_before = actor.snapshot()
+
+        # A crash that happens while a second request waits in the mailbox.
+        release = trio.Event()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(actor.ask, Block(release))
+            await trio.testing.wait_all_tasks_blocked()
+            await c.send({"id": 50, "op": "counter.crash", "to": "counter:a",
+                          "args": {"after_commit": False}})
+            await c.send({"id": 51, "op": "counter.add", "to": "counter:a",
+                          "args": {"amount": 1}})
+            await trio.testing.wait_all_tasks_blocked()
+            assert actor.statistics().mailbox_depth == 2
+            release.set()
+        replies = {r["id"]: r for r in [await c.recv(), await c.recv()]}
+        crashed = error(replies[50])
+        assert crashed["code"] == "actor_restarted"
+        assert crashed["detail"] == {"actor": "counter:a"}
+        assert result(replies[51]) == {"total": before["total"] + 1, "rev": before["rev"] + 1}
+        assert actor.statistics().restarts == 1
+        assert actor.snapshot() == {"total": state_before["total"] + 1,
+                                    "amounts": [*state_before["amounts"], 1]}
+        push = await watcher.recv()
+        assert (push["rev"], push["data"]) == (7, [{"type": "added", "amount": 1}])
+        # A crash after the handler committed: nothing of it is kept or published.
+        assert error(await c.call("counter.crash", "counter:a", after_commit=True))["code"] == \
+            "actor_restarted"
+        assert result(await c.call("counter.get", "counter:a")) == {
+            "total": before["total"] + 1, "rev": 7}
+        with trio.move_on_after(0.2):
+            raise AssertionError(f"a crashed handler's event was published: {await watcher.recv()}")
+        # The state equals what a fresh actor folds from the store alone.
+        async with open_directory(running.state.directory.store, KINDS) as fresh:
+            assert (await fresh.get("counter:a")).snapshot() == actor.snapshot()
+        # The other world was untouched.
+        other = await running.state.directory.get("counter:b")
+        assert (other.statistics().restarts, other.total) == (0, 100)
+        assert result(await c.call("counter.get", "counter:b")) == {"total": 100, "rev": 2}
+
+
+async def test_a_server_bug_is_answered_internal_and_the_socket_survives(tmp_path: Path) -> None:
+    async with running_server(tmp_path, kinds=KINDS, registry=counter_registry(),
+                              open_mode=True) as running, raw_client(running) as c:
+        result(await c.call("lobby.create", kind="counter", name="a"))
+        assert error(await c.call("counter.odd", "counter:a")) == {
+            "code": "internal", "message": "the server failed on this request; the failure "
+                                           "was logged", "detail": {}}
+        assert result(await c.call("counter.get", "counter:a")) == {"total": 0, "rev": 1}

@@ -1,0 +1,119 @@
+"""The hello handshake and roles, over real sockets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import trio
+from websockets.exceptions import ConnectionClosed
+from websockets.frames import Frame, Opcode
+from websockets.trio.client import ClientConnection
+
+from tests.server.ws_harness import error, raw_client, result, running_server
+
+
+async def test_hello_without_token_is_a_spectator_who_cannot_write(tmp_path: Path) -> None:
+    async with running_server(tmp_path) as running, raw_client(running, hello=False) as c:
+        await c.send({"op": "hello", "protocol": 1, "client": "t/1", "id": 4})
+        welcome = await c.recv()
+        assert welcome["id"] == 4
+        assert result(welcome)["role"] == "spectator"
+        assert result(await c.call("lobby.list")) == {"worlds": []}
+        refused = error(await c.call("lobby.create", kind="scratch", name="a"))
+        assert refused == {"code": "forbidden",
+                           "message": "lobby.create needs the agent role; this connection is "
+                                      "spectator",
+                           "detail": {"role": "spectator", "required": "agent"}}
+        assert result(await c.call("lobby.list")) == {"worlds": []}
+
+
+async def test_owner_token_and_agent_tokens_give_their_roles(tmp_path: Path) -> None:
+    async with running_server(tmp_path) as running:
+        agent_token = running.state.tokens.create("agent", "ann")
+        async with raw_client(running, hello=False) as c:
+            await c.send({"op": "hello", "protocol": 1, "token": running.owner_token})
+            assert result(await c.recv())["role"] == "owner"
+        async with raw_client(running, hello=False) as c:
+            await c.send({"op": "hello", "protocol": 1, "token": agent_token})
+            assert result(await c.recv())["name"] == "ann"
+            made = result(await c.call("lobby.create", kind="scratch", name="a"))
+            assert made == {"id": "scratch:a", "revision": 1}
+            assert result(await c.call("scratch.add", "scratch:a", amount=3))["total"] == 3
+
+
+async def test_bad_token_is_unauthorized_and_closed(tmp_path: Path) -> None:
+    async with running_server(tmp_path) as running, raw_client(running, hello=False) as c:
+        await c.send({"op": "hello", "protocol": 1, "token": "pdg_not-a-token", "id": 1})
+        assert await c.recv() == {"id": 1, "ok": False, "error": {
+            "code": "unauthorized", "message": "the token is unknown or was revoked",
+            "detail": {}}}
+        with pytest.raises(ConnectionClosed) as closed:
+            await c.recv()
+        assert closed.value.rcvd.code == 1008
+
+
+async def test_revoked_token_is_unauthorized(tmp_path: Path) -> None:
+    async with running_server(tmp_path) as running:
+        token = running.state.tokens.create("agent", "bob")
+        running.state.tokens.revoke("bob")
+        async with raw_client(running, hello=False) as c:
+            await c.send({"op": "hello", "protocol": 1, "token": token})
+            assert error(await c.recv())["code"] == "unauthorized"
+
+
+async def test_open_mode_makes_anonymous_connections_agents(tmp_path: Path) -> None:
+    async with running_server(tmp_path, open_mode=True) as running, raw_client(running) as c:
+        assert result(await c.call("lobby.create", kind="scratch", name="x"))["id"] == "scratch:x"
+
+
+async def test_frames_before_hello_are_refused_and_hello_still_works(tmp_path: Path) -> None:
+    async with running_server(tmp_path) as running, raw_client(running, hello=False) as c:
+        await c.send({"id": 3, "op": "lobby.list"})
+        assert await c.recv() == {"id": 3, "ok": False, "error": {
+            "code": "bad_request", "message": "the first frame must be a hello",
+            "detail": {"expected": "hello"}}}
+        await c.send({"op": "hello", "protocol": 2})
+        assert error(await c.recv())["message"] == "protocol: this server speaks protocol 1"
+        await c.send({"op": "hello", "protocol": 1})
+        assert result(await c.recv())["protocol"] == 1
+        await c.send({"op": "hello", "protocol": 1, "id": 9})
+        assert await c.recv() == {"id": 9, "ok": False, "error": {
+            "code": "bad_request", "message": "hello was already said", "detail": {}}}
+
+
+async def test_a_connection_that_says_no_hello_is_closed(tmp_path: Path) -> None:
+    async with running_server(tmp_path, hello_timeout=0.2) as running, \
+            raw_client(running, hello=False) as c:
+        with pytest.raises(ConnectionClosed) as closed:
+            await c.recv(timeout=5)
+        assert closed.value.rcvd.code == 1008
+
+
+class PingCounting(ClientConnection):
+    """A client connection that counts the ping frames the server sends."""
+
+    pings = 0
+
+    def process_event(self, event: Frame) -> None:
+        if isinstance(event, Frame) and event.opcode is Opcode.PING:
+            type(self).pings += 1
+        super().process_event(event)
+
+
+async def test_the_server_sends_keepalive_pings(tmp_path: Path) -> None:
+    async with running_server(tmp_path, ping_interval=0.1) as running, \
+            raw_client(running, create_connection=PingCounting, ping_interval=None) as c:
+        await trio.sleep(0.6)
+        assert result(await c.call("lobby.list")) == {"worlds": []}  # pongs kept it open
+    assert PingCounting.pings >= 3
+
+
+async def test_frames_before_hello_are_rate_limited_too(tmp_path: Path) -> None:
+    async with running_server(tmp_path, rate=1, burst=3) as running, \
+            raw_client(running, hello=False) as c:
+        for _ in range(6):
+            await c.send("junk")
+        codes = [(await c.recv())["error"]["code"] for _ in range(6)]
+        assert codes[:3] == ["bad_request"] * 3
+        assert codes.count("rate_limited") >= 2

@@ -1,0 +1,95 @@
+"""Limits, HTTP routes and graceful shutdown, over real sockets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+import trio
+import trio.testing
+from websockets.exceptions import ConnectionClosed
+from websockets.trio.client import connect
+
+from tests.runtime.counter import Block
+from tests.server.test_ws_crash import KINDS, counter_registry
+from tests.server.ws_harness import error, raw_client, result, running_server
+
+
+async def test_rate_limit_refuses_then_recovers(tmp_path: Path) -> None:
+    async with running_server(tmp_path, rate=2, burst=5) as running, raw_client(running) as c:
+        for i in range(12):
+            await c.send({"id": i, "op": "lobby.list"})
+        replies = [await c.recv() for _ in range(12)]
+        limited = [r for r in replies if not r["ok"]]
+        assert len(limited) >= 5
+        assert all(r["error"] == {"code": "rate_limited",
+                                  "message": "more than 2 frames per second; slow down",
+                                  "detail": {"rate": 2.0}} for r in limited)
+        assert {r["id"] for r in replies} == set(range(12))
+        await trio.sleep(1.1)
+        assert result(await c.call("lobby.list")) == {"worlds": []}
+
+
+async def test_frame_limits(tmp_path: Path) -> None:
+    async with running_server(tmp_path, max_frame=1000, hard_frame_factor=4) as running, \
+            raw_client(running) as c:
+        await c.send("x" * 1001)
+        assert error(await c.recv())["code"] == "too_large"
+        await c.send('{"id": 1, "op": "lobby.list", "args": {}}' + " " * 900)
+        assert result(await c.recv()) == {"worlds": []}
+        # Past the hard limit the frame is not even read: the socket closes with 1009.
+        await c.send("x" * 4001)
+        with pytest.raises(ConnectionClosed) as closed:
+            await c.recv()
+        assert closed.value.rcvd.code == 1009
+
+
+async def test_healthz_metrics_and_static_files(tmp_path: Path) -> None:
+    web = tmp_path / "web"
+    web.mkdir()
+    (web / "index.html").write_text("<h1>lobby</h1>")
+    async with running_server(tmp_path / "data", web_dir=web, open_mode=True) as running, \
+            raw_client(running) as c, httpx.AsyncClient(base_url=running.url) as http:
+        result(await c.call("lobby.create", kind="scratch", name="m"))
+        result(await c.call("scratch.add", "scratch:m", amount=1))
+        await c.send("not json")
+        await c.recv()
+        health = await http.get("/healthz")
+        assert health.status_code == 200
+        assert health.json() == {"ok": True, "worlds": 2, "connections": 1}
+        text = (await http.get("/metrics")).text
+        for line in ('petridish_connections_open 1',
+                     'petridish_events_appended_total{kind="scratch"} 2',
+                     'petridish_events_appended_total{kind="lobby"} 1',
+                     'petridish_errors_total{code="bad_request"} 1',
+                     'petridish_mailbox_depth{kind="scratch"} 0'):
+            assert line in text.splitlines(), line
+        assert 'petridish_handler_seconds_count{kind="scratch"} 1' in text
+        page = await http.get("/")
+        assert page.status_code == 200 and page.text == "<h1>lobby</h1>"
+
+
+async def test_graceful_shutdown_finishes_in_flight_requests_then_closes_1001(
+        tmp_path: Path) -> None:
+    async with running_server(tmp_path, kinds=KINDS, registry=counter_registry(),
+                              open_mode=True) as running, raw_client(running) as c:
+        result(await c.call("lobby.create", kind="counter", name="a"))
+        actor = await running.state.directory.get("counter:a")
+        release = trio.Event()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(actor.ask, Block(release))
+            await trio.testing.wait_all_tasks_blocked()
+            await c.send({"id": 7, "op": "counter.add", "to": "counter:a",
+                          "args": {"amount": 3}})
+            await trio.testing.wait_all_tasks_blocked()
+            running.stop()
+            await trio.testing.wait_all_tasks_blocked()
+            with pytest.raises(OSError):  # no longer accepting
+                async with connect(running.ws_url, open_timeout=2):
+                    pass
+            release.set()
+        assert await c.recv() == {"id": 7, "ok": True, "result": {"total": 3, "rev": 2}}
+        with pytest.raises(ConnectionClosed) as closed:
+            await c.recv()
+        assert closed.value.rcvd.code == 1001

@@ -1,0 +1,141 @@
+"""Subscriptions over real sockets: slow consumers, resume with `since`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from tests.server.ws_harness import Raw, raw_client, result, running_server
+
+WORLD = "scratch:w"
+
+
+def event_revs(push: dict[str, Any]) -> list[int]:
+    """The revision of each event in an `events` push."""
+    return list(range(push["rev"] - len(push["data"]) + 1, push["rev"] + 1))
+
+
+async def subscribe(c: Raw, topic: str, since: int | None) -> dict[str, Any]:
+    """Subscribe and return the reply (the first push follows it)."""
+    frame: dict[str, Any] = {"id": 900, "op": "subscribe", "to": topic}
+    if since is not None:
+        frame["since"] = since
+    await c.send(frame)
+    return result(await c.recv())
+
+
+async def test_slow_subscriber_gets_resync_while_fast_one_gets_every_event(
+        tmp_path: Path) -> None:
+    note = "n" * 16000  # big pushes fill the socket buffers quickly
+    settings = {"open_mode": True, "outbox_size": 8, "rate": 1e6, "burst": 10**6}
+    async with running_server(tmp_path, **settings) as running, \
+            raw_client(running) as writer, raw_client(running) as fast, \
+            raw_client(running, max_queue=1) as slow:
+        result(await writer.call("lobby.create", kind="scratch", name="w"))
+        assert (await subscribe(fast, WORLD, 1))["rev"] == 1
+        assert (await subscribe(slow, WORLD, 1))["rev"] == 1
+        world = await running.state.directory.get(WORLD)
+        fast_revs: list[int] = []
+        written = 1
+
+        async def read_fast() -> None:
+            while True:
+                push = await fast.recv()
+                assert push["kind"] == "events", push
+                fast_revs.extend(event_revs(push))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(read_fast)
+            # The slow client never reads: write until the server drops it.
+            while world.statistics().dropped == 0:
+                assert written < 3000, "the slow subscriber was never dropped"
+                written = result(await writer.call("scratch.add", WORLD, amount=1,
+                                                   note=note))["revision"]
+            for _ in range(5):  # and a few more after the drop
+                written = result(await writer.call("scratch.add", WORLD, amount=1,
+                                                   note=note))["revision"]
+            with trio.fail_after(10):
+                while not fast_revs or fast_revs[-1] < written:
+                    await trio.sleep(0.01)
+            nursery.cancel_scope.cancel()
+        assert fast_revs == list(range(2, written + 1))
+        # The slow client now reads what was queued for it: events in order, then resync,
+        # then nothing more.
+        slow_revs: list[int] = []
+        while True:
+            push = await slow.recv()
+            if push["kind"] == "resync":
+                break
+            slow_revs.extend(event_revs(push))
+        assert push["data"] == {"reason": "slow_consumer"} and push["topic"] == WORLD
+        assert slow_revs == list(range(2, len(slow_revs) + 2))
+        assert len(slow_revs) < written - 1
+        assert world.statistics().subscribers == 1
+        with trio.move_on_after(0.3):
+            extra = await slow.recv()
+            raise AssertionError(f"a dropped subscriber got {extra}")
+        metrics = running.state.metrics.render()
+        assert 'petridish_subscribers_dropped_total{kind="scratch"} 1' in metrics
+
+
+async def test_resume_delivers_exactly_the_missed_events_once_in_order(tmp_path: Path) -> None:
+    async with running_server(tmp_path, open_mode=True) as running, \
+            raw_client(running) as writer:
+        result(await writer.call("lobby.create", kind="scratch", name="w"))
+        seen: list[int] = []
+        async with raw_client(running) as reader:
+            await subscribe(reader, WORLD, None)
+            first = await reader.recv()
+            assert first["kind"] == "snapshot" and first["rev"] == 1
+            seen.append(first["rev"])
+            for i in range(3):
+                await writer.call("scratch.add", WORLD, amount=i)
+                push = await reader.recv()
+                seen.extend(event_revs(push))
+        for i in range(10):  # missed while disconnected
+            await writer.call("scratch.add", WORLD, amount=100 + i)
+        async with raw_client(running) as reader:
+            assert (await subscribe(reader, WORLD, seen[-1]))["rev"] == 14
+            missed = await reader.recv()
+            assert missed["kind"] == "events"
+            assert [e["amount"] for e in missed["data"]] == list(range(100, 110))
+            seen.extend(event_revs(missed))
+            await writer.call("scratch.add", WORLD, amount=7)
+            push = await reader.recv()
+            seen.extend(event_revs(push))
+            assert [e["amount"] for e in push["data"]] == [7]
+            with trio.move_on_after(0.2):
+                extra = await reader.recv()
+                raise AssertionError(f"unexpected extra frame {json.dumps(extra)}")
+        assert seen == list(range(1, 16))
+
+
+async def test_unsubscribe_stops_pushes(tmp_path: Path) -> None:
+    async with running_server(tmp_path, open_mode=True) as running, \
+            raw_client(running) as c:
+        result(await c.call("lobby.create", kind="scratch", name="w"))
+        await subscribe(c, WORLD, 1)
+        await c.send({"id": 5, "op": "unsubscribe", "to": WORLD})
+        assert await c.recv() == {"id": 5, "ok": True, "result": {"topic": WORLD}}
+        reply = await c.call("scratch.add", WORLD, amount=1)  # `call` skips pushes: none came
+        assert result(reply)["revision"] == 2
+        world = await running.state.directory.get(WORLD)
+        assert world.statistics().subscribers == 0
+
+
+async def test_subscribe_refusals(tmp_path: Path) -> None:
+    async with running_server(tmp_path, open_mode=True) as running, raw_client(running) as c:
+        result(await c.call("lobby.create", kind="scratch", name="w"))
+        await c.send({"id": 1, "op": "subscribe", "to": "scratch:nope"})
+        assert (await c.recv())["error"] == {
+            "code": "unknown_actor", "message": "there is no world 'scratch:nope'",
+            "detail": {"actor": "scratch:nope"}}
+        await c.send({"id": 2, "op": "subscribe", "to": WORLD, "since": 9})
+        assert (await c.recv())["error"] == {
+            "code": "bad_request", "message": "since: 9 is ahead of scratch:w (revision 1)",
+            "detail": {"path": "since", "rev": 1}}
+        world = await running.state.directory.get(WORLD)
+        assert world.statistics().subscribers == 0

@@ -1,0 +1,256 @@
+// The browser's protocol client for /ws: hello, request/reply by id, subscribe,
+// reconnect with backoff and resume. No dependencies, no build step.
+//
+//   import { Client } from "/js/client.js";
+//   const c = await Client.connect();                       // a spectator on this page's host
+//   const sub = c.subscribe("lobby:main", (push) => { ... }); // push: {topic, rev, kind, data}
+//   const result = await c.request("lobby.list", "lobby:main", {});
+//
+// After a drop the client reconnects (exponential backoff with jitter), says hello
+// again and resubscribes each topic with `since` = the last revision it delivered,
+// so a callback sees each event once, in order, or a snapshot when the gap is too
+// old for the server's history. A `resync` push is handled the same way.
+
+export const PROTOCOL_VERSION = 1;
+
+/** The server refused a request: `code` is one of the documented error codes. */
+export class RequestError extends Error {
+  constructor(code, message, detail) {
+    super(`${code}: ${message}`);
+    this.name = "RequestError";
+    this.code = code;
+    this.detail = detail ?? {};
+  }
+}
+
+/** The socket closed before the reply came; the request may or may not have run. */
+export class ConnectionLost extends Error {
+  constructor(message) {
+    super(message);
+    this.name = "ConnectionLost";
+  }
+}
+
+/** ws:// or wss:// URL of `path` on the host that served this page. */
+export function socketUrl(path = "/ws") {
+  const scheme = location.protocol === "https:" ? "wss:" : "ws:";
+  return `${scheme}//${location.host}${path}`;
+}
+
+/** One followed topic; `close()` unsubscribes. */
+class Subscription {
+  constructor(client, topic, onPush, since) {
+    this.client = client;
+    this.topic = topic;
+    this.onPush = onPush;
+    this.lastRev = since ?? null; // the last revision handed to onPush
+    this.result = null; // the latest subscribe reply
+  }
+
+  /** Deliver one push, dropping events already delivered before a resume. */
+  deliver(push) {
+    if (this.lastRev !== null) {
+      if (push.kind === "snapshot" && push.rev < this.lastRev) return;
+      if (push.kind === "events") {
+        const fresh = push.rev - this.lastRev;
+        if (fresh <= 0) return;
+        if (fresh < push.data.length) push = { ...push, data: push.data.slice(-fresh) };
+      }
+    }
+    this.lastRev = push.rev;
+    this.onPush(push);
+  }
+
+  close() {
+    this.client._unsubscribe(this);
+  }
+}
+
+export class Client {
+  /**
+   * Open a socket and say hello; resolves once the server replied (role known).
+   * options: token, client ("name/1.0"), onStatus(status, info) where status is
+   * "open", "closed" or "reconnecting" (info.delay in ms), maxDelay (ms).
+   */
+  static async connect(url = socketUrl(), options = {}) {
+    const client = new Client(url, options);
+    await client._open();
+    return client;
+  }
+
+  constructor(url, { token = null, client = "petridish-js/1.0", onStatus = () => {}, maxDelay = 5000 } = {}) {
+    this.url = url;
+    this.token = token;
+    this.clientName = client;
+    this.onStatus = onStatus;
+    this.maxDelay = maxDelay;
+    this.role = null;
+    this.hello = null;
+    this.connections = 0;
+    this._ws = null;
+    this._nextId = 1;
+    this._pending = new Map(); // id -> {resolve, reject, op}
+    this._subs = new Map(); // topic -> Subscription
+    this._closed = false;
+    this._attempt = 0;
+    this._waiters = []; // request() calls waiting for a greeted socket
+  }
+
+  /**
+   * Send one request; resolves with its result, rejects with RequestError (refused),
+   * ConnectionLost (socket dropped first) or an Error named "TimeoutError".
+   */
+  async request(op, to = null, args = null, { timeout = 30000 } = {}) {
+    const frame = { op };
+    if (to !== null) frame.to = to;
+    if (args !== null) frame.args = args;
+    return this._call(frame, timeout);
+  }
+
+  /**
+   * Follow `topic`: onPush({topic, rev, kind, data}) for each snapshot and batch of
+   * events. `sub.ready` resolves with the subscribe reply, or rejects with the
+   * RequestError that refused it (the subscription is then forgotten).
+   */
+  subscribe(topic, onPush, { since = null } = {}) {
+    if (this._subs.has(topic)) throw new Error(`already subscribed to ${topic}`);
+    const sub = new Subscription(this, topic, onPush, since);
+    this._subs.set(topic, sub);
+    sub.ready = this._sendSubscribe(sub).catch((err) => {
+      if (err instanceof RequestError && this._subs.get(topic) === sub) this._subs.delete(topic);
+      throw err;
+    });
+    sub.ready.catch(() => {}); // only callers who await `ready` see the refusal
+    return sub;
+  }
+
+  /** Close for good: no reconnect; pending requests reject. */
+  close() {
+    this._closed = true;
+    if (this._ws) this._ws.close(1000);
+    this._failPending(new ConnectionLost("the client was closed"));
+    for (const wake of this._waiters.splice(0)) wake(); // they see _closed and throw
+  }
+
+  // ---- internals -----------------------------------------------------------
+
+  _open() {
+    return new Promise((resolve, reject) => {
+      const ws = new WebSocket(this.url);
+      let greeted = false;
+      ws.onopen = () => {
+        const hello = { op: "hello", protocol: PROTOCOL_VERSION, id: 0, client: this.clientName };
+        if (this.token) hello.token = this.token;
+        ws.send(JSON.stringify(hello));
+      };
+      ws.onmessage = (msg) => {
+        const frame = JSON.parse(msg.data);
+        if (!greeted) {
+          if (!frame.ok) {
+            const err = frame.error ?? {};
+            this._closed = true; // a refused hello will be refused again
+            ws.close(1000);
+            reject(new RequestError(err.code, err.message, err.detail));
+            return;
+          }
+          greeted = true;
+          this.hello = frame.result ?? {};
+          this.role = this.hello.role ?? null;
+          this.connections += 1;
+          this._attempt = 0;
+          this._ws = ws;
+          this.onStatus("open", { role: this.role });
+          for (const sub of this._subs.values()) {
+            this._sendSubscribe(sub).catch(() => {}); // a failure waits for the next reconnect
+          }
+          for (const wake of this._waiters.splice(0)) wake();
+          resolve(this);
+          return;
+        }
+        this._receive(frame);
+      };
+      ws.onclose = () => {
+        if (this._ws === ws) this._ws = null;
+        this._failPending(new ConnectionLost("the connection closed before the reply"));
+        if (!greeted && this.connections === 0) {
+          reject(new ConnectionLost(`could not open ${this.url}`));
+          return;
+        }
+        if (this._closed) {
+          this.onStatus("closed", {});
+          return;
+        }
+        this._reconnectLater();
+      };
+    });
+  }
+
+  _reconnectLater() {
+    const base = Math.min(this.maxDelay, 100 * 2 ** Math.min(this._attempt, 20));
+    const delay = base * (0.75 + Math.random() * 0.5); // jitter: no thundering herd
+    this._attempt += 1;
+    this.onStatus("reconnecting", { delay });
+    setTimeout(() => {
+      if (!this._closed) this._open().catch(() => {}); // onclose schedules the next attempt
+    }, delay);
+  }
+
+  _receive(frame) {
+    if ("topic" in frame) {
+      const sub = this._subs.get(frame.topic);
+      if (!sub) return;
+      if (frame.kind === "resync") {
+        // The server dropped us from the topic: subscribe again from what we delivered.
+        this._sendSubscribe(sub).catch(() => {});
+      } else {
+        sub.deliver(frame);
+      }
+      return;
+    }
+    const pending = this._pending.get(frame.id);
+    if (!pending) return;
+    this._pending.delete(frame.id);
+    if (frame.ok) pending.resolve(frame.result);
+    else {
+      const err = frame.error ?? {};
+      pending.reject(new RequestError(err.code, err.message, err.detail));
+    }
+  }
+
+  async _call(frame, timeout) {
+    while (!this._ws) {
+      if (this._closed) throw new ConnectionLost("the client is closed");
+      await new Promise((wake) => this._waiters.push(wake));
+    }
+    const id = this._nextId++;
+    frame.id = id;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this._pending.delete(id);
+        const err = new Error(`${frame.op} #${id} got no reply within ${timeout} ms`);
+        err.name = "TimeoutError";
+        reject(err);
+      }, timeout);
+      const settle = (fn) => (value) => { clearTimeout(timer); fn(value); };
+      this._pending.set(id, { resolve: settle(resolve), reject: settle(reject), op: frame.op });
+      this._ws.send(JSON.stringify(frame));
+    });
+  }
+
+  async _sendSubscribe(sub) {
+    const frame = { op: "subscribe", to: sub.topic };
+    if (sub.lastRev !== null) frame.since = sub.lastRev;
+    sub.result = await this._call(frame, 30000);
+  }
+
+  _unsubscribe(sub) {
+    if (this._subs.get(sub.topic) !== sub) return;
+    this._subs.delete(sub.topic);
+    if (this._ws) this._call({ op: "unsubscribe", to: sub.topic }, 5000).catch(() => {});
+  }
+
+  _failPending(error) {
+    for (const pending of this._pending.values()) pending.reject(error);
+    this._pending.clear();
+  }
+}
