@@ -9,6 +9,12 @@
   referee's decision plus the fold. Goal: the large field's median within 1.5x of the
   small one's.
 
+- `reach_cost(field)`: the commit cost the exact forced/guess classification pays when a
+  group leaves many tiles revealed and unsolved: after some tiles played honestly, every
+  hidden frontier tile is revealed and left open, then one-cell commits inside one of them
+  are decided (not folded, so each sees the same state); the propagation covers the whole
+  linked reach of revealed tiles.
+
 Times are CPU seconds of this process (`process_time`: the machine may be shared); progress
 goes to stderr.
 """
@@ -129,3 +135,23 @@ def commit_cost(field: Field, copies: int = 10, tiles: int = 30, rounds: int = 3
             "commit_small_G": field.manifest.G, "commit_large_G": big.manifest.G,
             "commit_large_tiles": len(big.manifest.tiles), "commit_ratio": round(big_ms / small_ms, 3),
             "commit_goal_ratio": 1.5}
+
+
+def reach_cost(field: Field, solved: int = 20, cells: int = 30) -> dict:
+    """Median decide time of one-cell commits when the revealed reach is wide."""
+    s, _ = _play(field, _start(field, field.manifest.seed_tiles[0]), solved, None)
+    for tile in frontier(s, 0):
+        if s.status[tile] == HIDDEN:
+            s = apply_event(s, referee.reveal(s, field, agent="a1", tile=tile, t=0))
+    open_tiles = [t for t in frontier(s, 0) if s.status[t] != HIDDEN]
+    tile = max(open_tiles, key=lambda t: len(referee.revealed_reach(s, {t})))
+    reach = len(referee.revealed_reach(s, {tile}))
+    unknown = [c for c in s.geo.tiles[tile].cells.tolist() if s.values[c] < 0][:cells]
+    times = []
+    for c in unknown:
+        t0 = time.process_time()
+        referee.commit(s, field, agent="a1", cells=[[c, int(field.solution[c])]], intent="b", t=0)
+        times.append(time.process_time() - t0)
+    ms = statistics.median(times) * 1e3
+    return {"reach_commit_ms_median": round(ms, 3), "reach_tiles": reach,
+            "reach_ms_per_tile": round(ms / reach, 4)}

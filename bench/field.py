@@ -15,7 +15,8 @@ wall-clock time next to them. Numba kernels are warmed up first.
 * `full_1000_*` (skipped with `--quick`): a G = 1000 chunked field grown ring by ring until
   no room is left: tiles, seconds, and memory (process RSS growth, and the bytes of the
   field's and geometry's numpy arrays)
-* `bench/_field_play.py` (fold throughput, commit cost G=1000 vs G=100), merged when present.
+* `bench/_field_play.py` (fold throughput, commit cost G=1000 vs G=100, commit cost over a
+  wide revealed reach), merged when present.
 """
 
 from __future__ import annotations
@@ -159,4 +160,5 @@ def main(argv: list[str]) -> dict:
         _log("play figures from bench/_field_play.py")
         out.update(_field_play.fold_throughput(fields[1]))
         out.update(_field_play.commit_cost(fields[1]))
+        out.update(_field_play.reach_cost(fields[1]))
     return out

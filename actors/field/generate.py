@@ -9,7 +9,9 @@ Tiles are filled one at a time, column by column, each with a seeded random solu
 that agrees with every cell already fixed (small tiles in sequence avoid the heavy tail
 of solving a large grid at once). A slot whose shape has no such solution falls back to
 smaller shapes, and is left empty when none fits. Then each new tile gets givens
-(`givens.make_givens`); a tile that cannot get them is dropped and the rest re-checked.
+(`givens.make_givens`); a tile that cannot get them is dropped, and so is every piece of new
+tiles cut off from the field's one tile-overlap component (agents cross a field only through
+shared cells), until the rest holds.
 Existing cells and tile ids never change. Same seed -> byte-identical JSON.
 """
 
@@ -164,7 +166,11 @@ def _add(field: Field, wall: Wall, slots: list[Slot], geo: Geometry) -> Field:
             else:
                 new_givens.append(tg.cells[local])
         if not failed:
-            break
+            # a piece cut off from the rest (a fallback shape without its tabs, a slot left
+            # empty) would be a field agents can never cross: drop it like a failed tile
+            failed = _cut_off(new_geo, len(old))
+            if not failed:
+                break
         placed = [p for k, p in enumerate(placed) if k not in set(failed)]
     covered = new_geo.covered
     solution[~covered] = -1
@@ -172,6 +178,37 @@ def _add(field: Field, wall: Wall, slots: list[Slot], geo: Geometry) -> Field:
                        len(manifest.seed_rings))
     manifest = attrs.evolve(manifest, seed_rings=manifest.seed_rings + ((ring,) if ring else ()))
     return Field(manifest, solution, field.givens + tuple(new_givens))
+
+
+def _cut_off(geo: Geometry, first: int) -> list[int]:
+    """Positions (tile id - first) of the new tiles outside the field's one component.
+
+    With old tiles (ids < first, one component by construction) a new piece stays when it
+    overlaps one of them; on an empty field the largest piece stays (the lowest id on ties).
+    """
+    n = len(geo.tiles)
+    label = [-1] * (n - first)
+    pieces: list[list[int]] = []
+    anchored: list[bool] = []
+    for start in range(first, n):
+        if label[start - first] >= 0:
+            continue
+        piece, stack, joined = [start], [start], False
+        label[start - first] = len(pieces)
+        while stack:
+            for u in geo.neighbours[stack.pop()]:
+                if u < first:
+                    joined = True
+                elif label[u - first] < 0:
+                    label[u - first] = len(pieces)
+                    piece.append(u)
+                    stack.append(u)
+        pieces.append(piece)
+        anchored.append(joined)
+    if first == 0 and pieces:
+        best = max(range(len(pieces)), key=lambda p: (len(pieces[p]), -p))
+        anchored[best] = True
+    return sorted(t - first for p, piece in enumerate(pieces) if not anchored[p] for t in piece)
 
 
 def _seed_tiles(geo: Geometry, tiles: range, seed: int, ring: int) -> tuple[int, ...]:

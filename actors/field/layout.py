@@ -6,7 +6,8 @@ tabs 2 cells deep: an *ear* on its right side (overlapping the next column's til
 a *foot* below it (overlapping the next brick of its column). Tabs leave 1-2 cells free
 at either end, so the fixed cells a receiving tile sees come in short, separated
 segments (a whole fixed line made of pieces of several tiles is rarely balanced), and
-feet keep every column connected even where brick boundaries line up across columns.
+feet keep every column connected even where brick boundaries line up across columns (the
+generator drops any piece still cut off from the rest).
 Some slots take an L, T or plus body instead of the full rectangle (their cut corners
 become holes unless a neighbour's tab covers them).
 

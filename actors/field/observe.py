@@ -7,7 +7,7 @@
   revealed and solved tiles. The result carries the agent's health and, at warning or
   death, a note.
 - `{rect}`: the tiles whose bounding box meets the rectangle.
-- neither: every tile, only on fields of at most MAX_FULL_TILES tiles.
+- neither: every tile, only on fields up to MAX_FULL_G cells a side (the seed's 120).
 
 Under fog a hidden tile is listed only once the caller's group reaches it (see
 territory.py); without an agent, fog lists no hidden tile. A listing longer than
@@ -29,7 +29,7 @@ from actors.field.territory import frontier, reached, territory
 
 OBSERVE_RADIUS = 24
 MAX_OBSERVE_TILES = 600
-MAX_FULL_TILES = 400
+MAX_FULL_G = 120  # full listings: the seed's "only on fields up to 120 cells a side"
 
 
 def observe(s: State, agent: str | None = None,
@@ -57,9 +57,9 @@ def observe(s: State, agent: str | None = None,
         seed = boxes[s.agents[i].seed_tile]
         centre = (seed[0] + seed[2] / 2, seed[1] + seed[3] / 2)
     else:
-        if n > MAX_FULL_TILES:
-            return Refusal("too_large", f"full listings exist only on fields of at most "
-                           f"{MAX_FULL_TILES} tiles; observe {{agent}} or {{rect}}")
+        if s.manifest.G > MAX_FULL_G:
+            return Refusal("too_large", f"full listings exist only on fields up to {MAX_FULL_G} "
+                           "cells a side; observe {agent} or {rect}")
         listed = np.arange(n)
         centre = (s.manifest.G / 2, s.manifest.G / 2)
     status = s.status.take(listed) if len(listed) else np.zeros(0, np.int8)

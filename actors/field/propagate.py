@@ -7,8 +7,10 @@ Public signature (the referee classifies accepted cells `forced|guess` with it):
 - `known(cells: np.ndarray[int64]) -> np.ndarray[int8]`: the values the referee knows
   (-1 unknown) for global cell ids — givens of revealed tiles, shared cells, accepted commits
 - `revealed(tile_id) -> bool`: only revealed tiles are evaluated
-- `tiles`: where to start (the tiles a batch touched); a cell fixed in one tile wakes every
-  other revealed tile covering it, so the cost follows the tiles touched, never the field
+- `tiles`: where to start; a cell fixed in one tile wakes every other revealed tile covering
+  it, so the cost follows the tiles touched, never the field. A revealed tile neither
+  started nor woken is not evaluated, so its own deductions are missed: the referee starts
+  from a batch's whole revealed reach (`referee.revealed_reach`)
 - `Closure.fixed`: cell -> `Deduction(cell, value, rules, tile)` in the order cells were fixed;
   `rules` names the rules that excluded the other value (`run`, `balance`, `unique`, or
   `branch` for bifurcation); `Closure.contradiction` is the tile that ran out of values

@@ -173,10 +173,11 @@ def commit(s: State, truth: Field, *, agent: str, cells: list, intent: str, t: i
     (including this batch's earlier cells), else `guess` (policy accept) or refused
     `not_forced` (policy reject).
 
-    The propagation starts from the tiles the batch touches and spreads through every
-    revealed tile a fixed cell wakes, so its cost follows those tiles, not the field. A
-    deduction that would have to cascade in from a revealed tile the batch does not wake
-    is not seen; in one measurement of random play that missed 0 of 1,782 forced cells.
+    The propagation runs on the revealed tiles the batch's cells lie in and every revealed
+    tile linked to them through shared cells of revealed tiles: propagation moves between
+    tiles only through shared cells, so this is exactly what a closure of every revealed
+    tile reaches for these cells (a revealed neighbour the batch does not touch may well
+    hold the deduction that forces one), and its cost follows those tiles, not the field.
     """
     i = _check_writer(s, agent, expected_revision)
     if isinstance(i, Refusal):
@@ -271,7 +272,8 @@ def _classify(s: State, correct: list[tuple[int, int]]) -> tuple[list[Accepted],
         fixed.update(closure.fixed)
         known = known.set([d.cell for d in fresh], [d.value for d in fresh])
 
-    spread(sorted({x for c, _ in correct for x in geo.tiles_of(c).tolist()}))
+    reach = revealed_reach(s, {x for c, _ in correct for x in geo.tiles_of(c).tolist()})
+    spread(reach)
     accepted: list[Accepted] = []
     refused: list[Rejected] = []
     for k, (c, v) in enumerate(correct):
@@ -284,8 +286,24 @@ def _classify(s: State, correct: list[tuple[int, int]]) -> tuple[list[Accepted],
             accepted.append(Accepted(c, v, "guess"))
             known = known.set([c], [v])
             if any(c2 not in fixed for c2, _ in correct[k + 1:]):
-                spread(geo.tiles_of(c).tolist())
+                # depth 0: the reach is closed, so what the guess changes spreads from its
+                # own tiles; bifurcation may start anywhere in the reach
+                spread(geo.tiles_of(c).tolist() if depth == 0 else reach)
     return accepted, refused
+
+
+def revealed_reach(s: State, tiles: set[int]) -> list[int]:
+    """The revealed tiles among `tiles` and every revealed tile linked to them through
+    neighbours that are revealed too (ascending): all the referee's propagation can use."""
+    status, neighbours = s.status, s.geo.neighbours
+    stack = [t for t in tiles if status[t] == REVEALED]
+    seen = set(stack)
+    while stack:
+        for n in neighbours[stack.pop()]:
+            if n not in seen and status[n] == REVEALED:
+                seen.add(n)
+                stack.append(n)
+    return sorted(seen)
 
 
 # ---------------------------------------------------------------- settle

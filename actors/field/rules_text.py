@@ -1,5 +1,9 @@
 """The rules as agents read them: one constant, in the seed's words, for this project's websocket transport.
 
+Only the TRANSPORT paragraph is this project's own (the websocket protocol, the reply
+shapes, the `not_forced` verdict of the `reject` guess policy); every other word is the
+seed's (`tests/field/test_rules_text.py` compares them when the seed is at hand).
+
 Every number in it is one of the code's constants (`tests/field/test_rules_text.py`
 checks each): the health window and thresholds (`health.py`), the m bounds
 (`geometry.py`), the observe radius (`observe.py`), the default propagation depth
@@ -37,9 +41,7 @@ RULES_TEXT = (
     'neighbours, and correct commits); solving a tile earns its cell count as reward and '
     'attributes the tile to you. COMMITS are checked per cell against the true solution: a wrong '
     'value is rejected and reported as {id, reason: "wrong", v}; correct cells are accepted and '
-    "classified forced or guess; on a game that rejects guesses, a correct cell the referee's "
-    'propagation (below) does not reach is refused as {id, reason: "not_forced", v} and not '
-    'counted wrong. HEALTH: your health is your wrong-rate over your last 2,000 committed cells '
+    'classified forced or guess. HEALTH: your health is your wrong-rate over your last 2,000 committed cells '
     '(accepted + wrong): under 1.5% healthy; 1.5% to 4% warning (commit and observe results say '
     'so); 4% and above, once at least 300 cells are in the window, death for the day: your writes'
     ' are refused from then on, your territory stays, your group mates continue, tomorrow is '
@@ -68,7 +70,11 @@ RULES_TEXT = (
     "field.commit or field.retract and to the field's address; each is answered by a reply {id, "
     'ok: true, result} or {id, ok: false, error: {code, message, detail}}. A refused write '
     'changes nothing and its code says why: stale_revision (observe again and retry), '
-    "not_on_frontier, dead, bad_cell, unknown_agent. subscribe {to, since} streams the field's "
+    "not_on_frontier, dead, bad_cell, unknown_agent. A commit's result lists each cell as "
+    'accepted {id, v, class, rules}, rejected {id, reason, v} or ignored {id, reason}; on a game '
+    "that rejects guesses, a correct cell the referee's propagation does not reach is rejected "
+    'with reason not_forced and not counted wrong. '
+    "subscribe {to, since} streams the field's "
     'events as pushes; after a reconnect, since resumes from the last revision you saw. GROWING '
     'FIELDS AND FOG: a field started with a grow policy is allocated on a large canvas (G up to '
     '1000) with the initial chunks in the middle, and it GROWS: on a timer, when most current '

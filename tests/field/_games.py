@@ -53,6 +53,7 @@ class Game:
 
     def _fold(self, ev: Event) -> Event:
         self.last = ev  # the latest decision, folded or (a no-op) not
+        self.before = self.state  # the state that decision was made on
         if not is_noop(ev):
             self.state = apply_event(self.state, ev)
             self.events.append(ev)
@@ -78,22 +79,6 @@ class Game:
         self._fold(JoinEvent(rev=self.state.revision + 1, t=self.tick(), agent=agent, name=name,
                              model="m-test", user="tester", harness="test", seed_tile=tile))
         return agent
-
-    def roomiest_seed(self) -> int:
-        """The manifest seed tile whose connected group of tiles holds the most cells."""
-        geo = self.state.geo
-        best, best_cells = -1, -1
-        for seed in self.truth.manifest.seed_tiles:
-            seen, stack = {seed}, [seed]
-            while stack:
-                for n in geo.neighbours[stack.pop()]:
-                    if n not in seen:
-                        seen.add(n)
-                        stack.append(n)
-            cells = sum(geo.tiles[t].n for t in seen)
-            if cells > best_cells:
-                best, best_cells = seed, cells
-        return best
 
     def reveal(self, agent: str, tile: int):
         return self._act(referee.reveal(self.state, self.truth, agent=agent, tile=tile,

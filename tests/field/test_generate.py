@@ -4,13 +4,18 @@ differ on shared cells, a closed field, growth that changes nothing, determinism
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from itertools import combinations
+from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from actors.field.fold import SOLVED
 from actors.field.generate import (
     Field,
     generate_chunks,
@@ -22,6 +27,8 @@ from actors.field.generate import (
 from actors.field.geometry import Geometry
 from actors.field.propagate import propagate
 from actors.field.solve import solutions
+from actors.field.territory import frontier
+from tests.field._games import Game
 
 seeds = st.integers(0, 2**63 - 1)
 
@@ -65,9 +72,30 @@ def assert_field(field: Field, first: int = 0) -> Geometry:
     return geo
 
 
+def components(field: Field) -> int:
+    """Tile-overlap components, from the tiles' cells alone (not the engine's neighbours)."""
+    G = field.manifest.G
+    parent = list(range(len(field.manifest.tiles)))
+
+    def find(a: int) -> int:
+        while parent[a] != a:
+            a = parent[a]
+        return a
+
+    first_cover: dict[int, int] = {}
+    for t in field.manifest.tiles:
+        for lx, ly, w, h in t.rects:
+            for y in range(t.y0 + ly, t.y0 + ly + h):
+                for x in range(t.x0 + lx, t.x0 + lx + w):
+                    other = first_cover.setdefault(y * G + x, t.id)
+                    parent[find(t.id)] = find(other)
+    return len({find(t) for t in parent})
+
+
 def check_scatter(seed: int, size: int) -> None:
     field = generate_scatter(seed, size)
     assert len(field.manifest.tiles) >= 2
+    assert components(field) == 1  # agents can reach every tile, so territories can merge
     geo = assert_field(field)
     assert field.manifest.seed_tiles and all(
         0 <= t < len(geo.tiles) for t in field.manifest.seed_tiles)
@@ -75,6 +103,7 @@ def check_scatter(seed: int, size: int) -> None:
 
 @settings(max_examples=20, deadline=None)
 @given(seeds, st.integers(20, 44))
+@example(4236625737729233649, 62)  # its wall once left a 3-tile corner cut off
 def test_scatter_fields_keep_every_invariant(seed, size):
     check_scatter(seed, size)
 
@@ -107,13 +136,27 @@ def test_revealing_everything_and_committing_the_solution_solves_every_tile(seed
         assert_tile_valid(geo, t, known)
     final = propagate(geo, lambda c: known[c], lambda t: True, range(len(geo.tiles)))
     assert final.contradiction is None and not final.fixed
+    # and through the referee: one agent reveals its way across the field (one component)
+    # committing the solution, and every tile ends solved, with no wrong cell
+    g = Game(field)
+    agent = g.join_at(field.manifest.seed_tiles[0])
+    for _ in range(2 * len(geo.tiles)):
+        if not frontier(g.state, 0):
+            break
+        cells = g.next_tile(agent)
+        if cells:
+            assert not g.commit(agent, [[c, g.sol(c)] for c in cells])["rejected"]
+    assert np.all(g.state.status.to_array() == SOLVED)
+    assert g.state.totals.reward == sum(tg.n for tg in geo.tiles) and g.state.totals.wrong == 0
 
 
 @settings(max_examples=4, deadline=None)
 @given(seeds)
+@example(4343377069022185079)  # its ring once left a 3-tile piece cut off
 def test_growth_never_changes_an_existing_cell(seed):
     field = generate_chunks(seed, 96, chunks=1, chunk=24)
     assert field.manifest.chunks == ((1, 1),)
+    assert components(field) == 1
     # slots start in the middle chunk; a trimmed fallback shape starts 2 cells further right
     assert all(24 <= t.x0 < 50 and 24 <= t.y0 < 48 for t in field.manifest.tiles)
     grown = grow(field)
@@ -125,6 +168,7 @@ def test_growth_never_changes_an_existing_cell(seed):
     assert np.array_equal(grown.solution[old], field.solution[old])
     assert all(np.array_equal(a, b) for a, b in zip(grown.givens, field.givens))
     assert len(grown.manifest.chunks) == 9
+    assert components(grown) == 1
     assert grown.manifest.seed_rings[0] == field.manifest.seed_rings[0]
     assert all(t >= n_old for t in grown.manifest.seed_rings[1])
     assert_field(grown, first=n_old)
@@ -147,6 +191,22 @@ def test_same_seed_same_bytes(seed):
     assert a == b
     again = Field.from_dict(json.loads(a))
     assert again.to_json() == a
+
+
+def test_same_seed_same_bytes_in_fresh_processes():
+    """No hash order, cache or leftover state leaks in: two fresh interpreters with different
+    hash seeds write the same manifest and solution bytes as this one, growth included."""
+    code = ("from actors.field.generate import generate_scatter, generate_chunks, grow\n"
+            "print(generate_scatter(77, 40).to_json())\n"
+            "print(grow(generate_chunks(77, 96, chunks=1, chunk=24)).to_json())\n")
+    here = (generate_scatter(77, 40).to_json() + "\n"
+            + grow(generate_chunks(77, 96, chunks=1, chunk=24)).to_json() + "\n")
+    root = Path(__file__).resolve().parents[2]
+    for hash_seed in ("0", "4242"):
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        out = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, check=True,
+                             capture_output=True, text=True).stdout
+        assert out == here
 
 
 def test_scatter_layout_is_named():

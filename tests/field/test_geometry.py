@@ -62,28 +62,18 @@ def test_bad_shapes(w, h, rects, message):
 
 def brute_lines(mask: np.ndarray) -> set[tuple[int, tuple[tuple[int, int], ...]]]:
     """Maximal runs of a mask as (orientation, ((x, y), ...)) found cell by cell."""
-    h, w = mask.shape
     out = set()
-    for y in range(h):
-        x = 0
-        while x < w:
-            if mask[y, x]:
-                run = []
-                while x < w and mask[y, x]:
-                    run.append((x, y))
-                    x += 1
-                out.add((0, tuple(run)))
-            x += 1
-    for x in range(w):
-        y = 0
-        while y < h:
-            if mask[y, x]:
-                run = []
-                while y < h and mask[y, x]:
-                    run.append((x, y))
-                    y += 1
-                out.add((1, tuple(run)))
-            y += 1
+    for orient, grid in ((0, mask), (1, mask.T)):  # rows of the transpose are the columns
+        for r in range(grid.shape[0]):
+            c = 0
+            while c < grid.shape[1]:
+                if grid[r, c]:
+                    run = []
+                    while c < grid.shape[1] and grid[r, c]:
+                        run.append((c, r) if orient == 0 else (r, c))
+                        c += 1
+                    out.add((orient, tuple(run)))
+                c += 1
     return out
 
 

@@ -11,7 +11,7 @@ from actors.field.events import GameRules, ManifestEvent
 from actors.field.fold import HIDDEN, State, apply_event, new_state
 from actors.field.geometry import Manifest, TileShape
 from actors.field.health import health_note, health_of
-from actors.field.observe import MAX_FULL_TILES, MAX_OBSERVE_TILES, OBSERVE_RADIUS, observe
+from actors.field.observe import MAX_FULL_G, MAX_OBSERVE_TILES, OBSERVE_RADIUS, observe
 from actors.field.territory import frontier, reached, territory
 from tests.field._games import Game, play_random, scatter
 
@@ -79,7 +79,7 @@ def test_rect_and_full_listings() -> None:
     rect = observe(s, rect=[10, 10, 5, 5])
     expect = {t for t in range(len(s.geo.tiles)) if _gap(_box(s, t), (10, 10, 5, 5)) == 0}
     assert {v["id"] for v in rect["tiles"]} == expect
-    assert len(observe(s)["tiles"]) == len(s.geo.tiles) <= MAX_FULL_TILES
+    assert s.manifest.G <= MAX_FULL_G and len(observe(s)["tiles"]) == len(s.geo.tiles)
     for bad in ([0, 0, 0, 5], [60, 0, 1, 1], [0, 0, 1], "x", [0, 0, True, 1]):
         r = observe(s, rect=bad)
         assert isinstance(r, referee.Refusal) and r.code == "bad_request"
@@ -98,9 +98,12 @@ def _grid_of_squares(G: int) -> State:
 
 
 def test_big_fields_refuse_full_listings_and_cut_long_ones() -> None:
-    s = _grid_of_squares(100)  # 2,500 tiles
+    assert "tiles" in observe(_grid_of_squares(MAX_FULL_G))  # 3,600 tiles, 120 a side
+    s = _grid_of_squares(MAX_FULL_G + 2)
     r = observe(s)
     assert isinstance(r, referee.Refusal) and r.code == "too_large"
+    assert r.message == ("full listings exist only on fields up to 120 cells a side; "
+                         "observe {agent} or {rect}")
     s = apply_event(s, referee.join(s, np.random.default_rng(0), name="p", model="m", user="u",
                                     harness="h", t=0))
     obs = observe(s, agent="a1")

@@ -9,7 +9,9 @@ from hypothesis import strategies as st
 
 from actors.field import referee
 from actors.field.events import CommitEvent, GameRules, RevealEvent
-from actors.field.fold import HIDDEN, SOLVED, State
+from actors.field.fold import HIDDEN, REVEALED, SOLVED, State
+from actors.field.geometry import Geometry
+from actors.field.propagate import propagate
 from actors.field.territory import frontier
 from tests.field._games import Game, Refused, play_random, scatter
 
@@ -94,6 +96,76 @@ def _check(brute: Brute, g: Game, kind: str, agent: str, arg, outcome) -> None:
         assert frontier(s, i) == brute.frontier(s, a.id)
     # every meet merged two groups: meets + components = agents
     assert s.totals.meets + len(set(groups.values())) == len(s.agents)
+
+
+def _closure_classes(s: State, accepted) -> list[str]:
+    """forced/guess of accepted cells in order, by a closure of EVERY revealed tile of the
+    field (the rules text's definition) from the cells known, plus earlier guesses."""
+    known = s.values.to_array()
+    status = s.status.to_array()
+    everything = range(len(s.geo.tiles))
+    out: list[str] = []
+    reached: set[int] | None = None
+    for a in accepted:
+        if reached is None:
+            closure = propagate(s.geo, lambda c: known[c], lambda t: status[t] == REVEALED,
+                                everything, s.rules.depth)
+            assert closure.contradiction is None
+            reached = set(closure.fixed)
+        out.append("forced" if a.id in reached else "guess")
+        if a.id not in reached:
+            known[a.id] = a.v
+            reached = None  # a guess adds a cell the closure did not have
+    return out
+
+
+def _check_classes(g: Game, kind: str, agent: str, arg, outcome) -> None:
+    if kind == "commit" and isinstance(outcome, CommitEvent):
+        assert [a.cls for a in outcome.accepted] == _closure_classes(g.before, outcome.accepted)
+
+
+@settings(max_examples=6, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from((0, 1)))
+def test_forced_means_what_a_closure_of_every_revealed_tile_reaches(seed: int, depth: int
+                                                                     ) -> None:
+    g = Game(scatter("referee", 60), rules=GameRules(depth=depth), seed=seed)
+    play_random(g, np.random.default_rng(seed), steps=80, agents=3, wrong_p=0.0,
+                on_step=_check_classes)
+
+
+def _cascade(field) -> tuple[int, int, int] | None:
+    """Tiles (a, b) and a cell of b outside a: with both tiles revealed (givens known), the
+    closure of both forces the cell, but propagation started from the cell's own tiles never
+    reaches it (it wakes a only through a cell it fixes on its own, and fixes none)."""
+    geo = Geometry(field.manifest)
+    for a in range(len(geo.tiles)):
+        for b in geo.neighbours[a]:
+            known = np.full(geo.G ** 2, -1, dtype=np.int8)
+            for t in (a, b):
+                known[field.givens[t]] = field.solution[field.givens[t]]
+            pair = {a, b}
+            both = propagate(geo, known.take, pair.__contains__, (a, b))
+            for c in both.fixed:
+                start = geo.tiles_of(c).tolist()
+                if a not in start and c not in propagate(geo, known.take, pair.__contains__,
+                                                         start).fixed:
+                    return a, b, c
+    return None
+
+
+def test_a_deduction_from_a_revealed_tile_the_batch_does_not_touch_forces_a_cell() -> None:
+    # a revealed tile nobody has committed to fixes cells it shares with its neighbour, and
+    # they force a cell there that the neighbour alone cannot: that commit is forced
+    field = scatter("referee", 60)
+    found = _cascade(field)
+    assert found is not None, "no such pair of tiles on this field"
+    a, b, c = found
+    g = Game(field)
+    p, q = g.join_at(a, "p"), g.join_at(b, "q")
+    g.reveal(p, a)
+    g.reveal(q, b)
+    r = g.commit(q, [[c, g.sol(c)]])
+    assert [(x["id"], x["class"]) for x in r["accepted"]] == [(c, "forced")]
 
 
 def _brute_game(seed: int, steps: int, agents: int) -> None:

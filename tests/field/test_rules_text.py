@@ -11,6 +11,7 @@ from actors.field.geometry import G_MAX, M_ABOVE, M_BOUNDS, m_for
 from actors.field.observe import OBSERVE_RADIUS
 from actors.field.propagate import propagate
 from actors.field.rules_text import RULES_TEXT
+from tests.conftest import shared_path
 
 
 def _pct(x: float) -> str:
@@ -59,3 +60,22 @@ def test_no_number_goes_unchecked() -> None:
     numbers = [n.rstrip(",.") for n in numbers]
     checked = [str(v) for _, expect in CHECKS for v in expect]
     assert sorted(numbers) == sorted(checked)
+
+
+def _seed_rules_text() -> str:
+    """The seed's RULES_TEXT as its diff leaves it (the `70+` line of the rules constant)."""
+    seed = shared_path("seeds", "002_f01888e294bc5fcb.txt").read_text()
+    start = seed.index("70+ `Rules of a mosaic.") + len("70+ `")
+    return seed[start:seed.index("`;", start)]
+
+
+def test_every_word_but_the_transport_paragraph_is_the_seeds() -> None:
+    seed = _seed_rules_text()
+    for text in (seed, RULES_TEXT):
+        assert text.count(" TRANSPORT: ") == 1 and text.count(" GROWING FIELDS AND FOG: ") == 1
+    before, after = (RULES_TEXT.split(" TRANSPORT: ")[0],
+                     RULES_TEXT.split(" GROWING FIELDS AND FOG: ")[1])
+    assert before == seed.split(" TRANSPORT: ")[0]
+    assert after == seed.split(" GROWING FIELDS AND FOG: ")[1]
+    transport = RULES_TEXT.split(" TRANSPORT: ")[1].split(" GROWING FIELDS AND FOG: ")[0]
+    assert "Mcp-Session-Id" not in transport and "/ws" in transport  # this project's transport
