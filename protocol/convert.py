@@ -1,17 +1,20 @@
 """The one strict converter between JSON values and the attrs classes of the protocol.
 
 Strict means: unknown keys are refused, and no value is coerced (the string "5" is not
-an int, 1 is not a bool, 1.5 is not an int; an int is accepted where a float is
-expected). A refusal is a bad_request whose message names the JSON path of the first
+an int, 1 is not a bool, 1.5 is not an int, a string or an object is not a list; an int
+is accepted where a float is expected). A refusal is a bad_request whose message names the JSON path of the first
 bad field, e.g. `args.size: expected int`, and whose detail carries that path.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, MutableSequence, MutableSet, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any, Literal, TypeVar, get_args, get_origin
 
 import cattrs
+from cattrs.cols import list_structure_factory
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
 
 from protocol.errors import ErrorCode, ProtocolError
@@ -43,12 +46,52 @@ def _strict_bool(value: Any, _: type) -> bool:
     return value
 
 
+_ARRAYS = {list: list, tuple: tuple, set: set, frozenset: frozenset, Sequence: list,
+           MutableSequence: list, AbstractSet: frozenset, MutableSet: set}
+
+
+def _is_array(tp: Any) -> bool:
+    return (get_origin(tp) or tp) in _ARRAYS
+
+
+def _strict_array(tp: Any, conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
+    """A hook taking only a JSON array for a list, tuple or set type.
+
+    cattrs builds these from any iterable, so "ab" would pass as ["a", "b"] and an
+    object as its keys; the items are still structured by cattrs (with their index in
+    the error path).
+    """
+    args = get_args(tp)
+    if (get_origin(tp) or tp) is tuple and args and args[-1] is not Ellipsis:
+        items = conv.gen_structure_hetero_tuple(tp)
+        size = len(args)
+
+        def fixed(value: Any, _: Any) -> Any:
+            if not isinstance(value, list) or len(value) != size:
+                raise TypeError(f"expected a list of {size} items")
+            return items(value, tp)
+
+        return fixed
+    build = _ARRAYS[get_origin(tp) or tp]
+    as_list = list[args[0]] if args else list[Any]  # type: ignore[valid-type]
+    elements = list_structure_factory(as_list, conv)
+
+    def homogeneous(value: Any, _: Any) -> Any:
+        if not isinstance(value, list):
+            raise TypeError("expected list")
+        structured = elements(value, as_list)
+        return structured if build is list else build(structured)
+
+    return homogeneous
+
+
 def _make_converter() -> cattrs.Converter:
     conv = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
     conv.register_structure_hook(int, _strict_int)
     conv.register_structure_hook(float, _strict_float)
     conv.register_structure_hook(str, _strict_str)
     conv.register_structure_hook(bool, _strict_bool)
+    conv.register_structure_hook_factory(_is_array, _strict_array)
     return conv
 
 

@@ -80,13 +80,17 @@ Frame = Hello | Request | Subscribe | Unsubscribe
 
 
 def _bad(message: str, request_id: int | None, **detail: Any) -> ProtocolError:
-    error = ProtocolError(ErrorCode.BAD_REQUEST, message, detail)
+    return for_request(ProtocolError(ErrorCode.BAD_REQUEST, message, detail), request_id)
+
+
+def for_request(error: ProtocolError, request_id: int | None) -> ProtocolError:
+    """`error`, marked as the refusal of the frame `request_id` (see `request_id_of`)."""
     error.request_id = request_id  # type: ignore[attr-defined]
     return error
 
 
 def request_id_of(error: ProtocolError) -> int | None:
-    """The id a parse error should be answered with (None when the frame had no valid id)."""
+    """The id a refused frame should be answered with (None when it had no valid id)."""
     return getattr(error, "request_id", None)
 
 

@@ -6,6 +6,7 @@ Every op names its minimum role; `hello` decides a connection's role from its to
 from __future__ import annotations
 
 ROLES: tuple[str, ...] = ("spectator", "agent", "owner")
+TOKEN_ROLES = ROLES[1:]  # the roles a token is issued for: a spectator needs none
 _RANK = {role: rank for rank, role in enumerate(ROLES)}
 
 

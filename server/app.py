@@ -3,13 +3,15 @@
 Routes: `/ws` (the protocol, server/session.py), `/healthz`, `/metrics` (Prometheus
 text), and the static files of `web/`. `serve` opens the event store and the actor
 directory, starts Hypercorn, reports the bound address, and on `stop()` shuts down
-gracefully: stop accepting, let in-flight handlers finish, close sockets with 1001.
+gracefully: stop accepting, let in-flight handlers finish, close sockets with 1001 (and
+return as soon as nothing is in flight, at most `graceful_timeout` later).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any
 
@@ -25,11 +27,14 @@ from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket
 
 from actors.directory import ActorKind, Directory, open_directory
+from actors.field.actor import FieldActor
 from actors.lobby import LobbyActor
 from actors.scratch import ScratchActor
 from protocol.registry import Registry, default_registry
+from server import hypercorn_close
 from server.auth import TokenStore
 from server.config import ServerConfig
+from server.mcp import build as build_mcp
 from server.metrics import CONTENT_TYPE, Metrics
 from server.session import Session
 from server.storage import SqliteEventStore
@@ -42,6 +47,7 @@ def default_kinds() -> list[ActorKind]:
     return [
         ActorKind("lobby", LobbyActor, autostart=frozenset({"main"}), listed=False),
         ActorKind("scratch", ScratchActor, create_role="agent"),
+        ActorKind("field", FieldActor, create_role="agent", autostart=True),
     ]
 
 
@@ -74,6 +80,7 @@ class ServerState:
     tokens: TokenStore
     metrics: Metrics
     sessions: set[Session] = attrs.field(factory=set)
+    http_inflight: int = 0  # HTTP requests being answered (websockets are in `sessions`)
     draining: bool = False
 
     def mailbox_depths(self) -> dict[tuple[str, ...], float]:
@@ -88,6 +95,27 @@ class ServerState:
         self.draining = True
         for session in list(self.sessions):
             session.drain()
+
+    @property
+    def busy(self) -> bool:
+        """True while a session or an HTTP request is still being served."""
+        return bool(self.sessions) or self.http_inflight > 0
+
+
+def _count_http(app: Any, state: ServerState) -> Any:
+    """`app` counting its HTTP requests in flight into `state.http_inflight`."""
+
+    async def counted(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        state.http_inflight += 1
+        try:
+            await app(scope, receive, send)
+        finally:
+            state.http_inflight -= 1
+
+    return counted
 
 
 def build_app(state: ServerState) -> Starlette:
@@ -112,13 +140,21 @@ def build_app(state: ServerState) -> Starlette:
     async def metrics(_: HttpRequest) -> Response:
         return PlainTextResponse(state.metrics.render(), media_type=CONTENT_TYPE)
 
+    mcp_route, mcp_running = build_mcp(state)
+
+    @asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        async with mcp_running():  # the MCP session manager's task group (server/mcp.py)
+            yield
+
     routes: list[Any] = [
         WebSocketRoute("/ws", ws_endpoint),
+        mcp_route,
         Route("/healthz", healthz),
         Route("/metrics", metrics),
         Mount("/", StaticFiles(directory=state.config.web_dir, html=True, check_dir=False)),
     ]
-    return Starlette(routes=routes)
+    return Starlette(routes=routes, lifespan=lifespan)
 
 
 @attrs.frozen
@@ -165,6 +201,7 @@ async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = Non
     `kinds` and `registry` default to every world kind and op this build has; tests
     pass their own to host test-only actors.
     """
+    hypercorn_close.install()
     tokens = TokenStore(config.data_dir)
     owner_token = tokens.ensure_owner_token()
     metrics = Metrics()
@@ -174,7 +211,7 @@ async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = Non
             observer=MetricsObserver(metrics)) as directory:
         state = ServerState(config, registry or default_registry(), directory, tokens, metrics)
         metrics.mailbox_depth.set_function(state.mailbox_depths)
-        app = build_app(state)
+        app = _count_http(build_app(state), state)
 
         async def shutdown_trigger() -> None:
             await stop.wait()
@@ -186,4 +223,13 @@ async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = Non
             host, _, port = binds[0].removeprefix("http://").rpartition(":")
             task_status.started(Running(host.strip("[]"), int(port), owner_token, stop,
                                         state))
+            await stop.wait()
+            # Hypercorn waits up to graceful_timeout for every connection task, and some
+            # never end on their own: a closed websocket's ping task sleeps out its
+            # interval. So once our own work in flight (sessions, HTTP requests) is done,
+            # within the same bound, whatever Hypercorn still holds is cut at once.
+            with trio.move_on_after(config.graceful_timeout):
+                while state.busy:
+                    await trio.sleep(0.01)
+            nursery.cancel_scope.cancel()
         log.info("server stopped")

@@ -1,7 +1,7 @@
 """Access tokens: who is speaking on a connection, and with which role.
 
 Roles are those of `protocol.roles` (spectator < agent < owner); a spectator
-needs no token. The owner token is created on the first start and kept
+needs no token, so tokens are issued for `TOKEN_ROLES` only. The owner token is created on the first start and kept
 in plaintext in `<data>/owner.token` (mode 0600) so the owner can read it back;
 agent tokens are issued by `petridish token create` and only their SHA-256 lives
 on disk (`<data>/tokens.json`, mode 0600). Tokens are 256 random bits, so one
@@ -27,8 +27,8 @@ from pathlib import Path
 
 import attrs
 
-# Roles a `create` may issue: a spectator needs no token.
-ISSUABLE_ROLES = ("agent", "owner")
+from protocol.roles import TOKEN_ROLES
+
 OWNER_NAME = "owner"
 OWNER_FILE = "owner.token"
 TOKENS_FILE = "tokens.json"
@@ -124,8 +124,8 @@ class TokenStore:
         Raises TokenError for a role that is not issuable, a malformed name, or a
         name already in use.
         """
-        if role not in ISSUABLE_ROLES:
-            raise TokenError(f"role must be one of {', '.join(ISSUABLE_ROLES)}, not {role!r}")
+        if role not in TOKEN_ROLES:
+            raise TokenError(f"role must be one of {', '.join(TOKEN_ROLES)}, not {role!r}")
         if not _NAME_RE.match(name):
             raise TokenError(
                 f"name {name!r} must be 1-64 characters of letters, digits, '_', '.', '-'"

@@ -29,7 +29,9 @@ def build_parser() -> argparse.ArgumentParser:
         try:
             module = importlib.import_module(name)
         except ModuleNotFoundError as exc:
-            if exc.name != name:
+            # Only the command module itself or its world package may be absent; a missing
+            # import inside an existing one is a bug and is raised.
+            if exc.name is None or not (name == exc.name or name.startswith(exc.name + ".")):
                 raise
             continue
         module.register(sub)

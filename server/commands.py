@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from protocol.roles import TOKEN_ROLES
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the server's subcommands to the `petridish` parser."""
@@ -21,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     token = sub.add_parser("token", help="issue, revoke and list access tokens")
     token_sub = token.add_subparsers(dest="token_command", required=True)
     create = token_sub.add_parser("create", help="issue a token and print it once")
-    create.add_argument("--role", default="agent", choices=("agent", "owner"))
+    create.add_argument("--role", default="agent", choices=TOKEN_ROLES)
     create.add_argument("--name", required=True, help="who the token is for")
     create.add_argument("--data", type=Path, default=Path("data"))
     create.set_defaults(func=_token_create)
@@ -39,6 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _serve(args: argparse.Namespace) -> int:
     import logging
+    import signal
 
     import trio
 
@@ -50,14 +53,14 @@ def _serve(args: argparse.Namespace) -> int:
                           open_mode=args.open)
 
     async def main() -> None:
-        async with trio.open_nursery() as nursery:
-            running: Running = await nursery.start(serve, config)
-            print(f"petridish: listening on {running.url}", flush=True)
-            if running.owner_token is not None:
-                print(f"petridish: owner token: {running.owner_token}", flush=True)
-            import signal
-
-            with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        # Signals are caught from before the start: a SIGTERM that arrives as soon as the
+        # address is printed still gets the graceful shutdown.
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async with trio.open_nursery() as nursery:
+                running: Running = await nursery.start(serve, config)
+                print(f"petridish: listening on {running.url}", flush=True)
+                if running.owner_token is not None:
+                    print(f"petridish: owner token: {running.owner_token}", flush=True)
                 async for _ in signals:
                     print("petridish: shutting down", flush=True)
                     running.stop()

@@ -20,12 +20,14 @@ from actors.subscriber import SubscriberQueue
 from protocol.convert import structure, unstructure
 from protocol.envelope import (
     PROTOCOL_VERSION,
+    Frame,
     Hello,
     Request,
     Subscribe,
     Unsubscribe,
     encode_error,
     encode_result,
+    for_request,
     parse_frame,
     request_id_of,
 )
@@ -41,6 +43,7 @@ log = logging.getLogger("petridish.session")
 ANONYMOUS = "anonymous"
 CLOSE_GOING_AWAY = 1001
 CLOSE_POLICY = 1008
+CLOSE_WAIT = 1.0  # seconds a server-side close waits for the client's closing frame
 
 
 class Session:
@@ -93,12 +96,23 @@ class Session:
             for actor in self.topics.values():
                 actor.unsubscribe(self.outbox)
             if self.draining:
-                with trio.CancelScope(shield=True), trio.move_on_after(1):
+                with trio.CancelScope(shield=True), trio.move_on_after(2 * CLOSE_WAIT):
                     await self._close(CLOSE_GOING_AWAY)
 
     async def _close(self, code: int) -> None:
+        """Close with `code`, then wait (at most CLOSE_WAIT s) for the client's side of the
+        closing handshake.
+
+        Hypercorn ends the connection when the app returns; if that happens while its
+        reader task answers a Close frame the client sent at the same moment, the two
+        send at once (see server/hypercorn_close.py). Returning only once the client has
+        closed too keeps them apart.
+        """
         try:
             await self.ws.close(code)
+            with trio.move_on_after(CLOSE_WAIT):
+                while (await self.ws.receive())["type"] != "websocket.disconnect":
+                    pass  # frames that crossed our close are dropped
         except Exception as exc:  # noqa: BLE001 - any failure means the peer is gone already
             log.debug("close(%d) failed: %r", code, exc)
 
@@ -122,6 +136,8 @@ class Session:
                 return text
             error = ProtocolError(ErrorCode.BAD_REQUEST, "binary frames are not accepted; "
                                   "send JSON text frames")
+            if not self.bucket.take(trio.current_time()):  # they spend the rate too
+                error = self._rate_limited(None)
             self._count_error(error)
             await self._reply(encode_error(None, error))
 
@@ -140,12 +156,8 @@ class Session:
                 text = await self._receive_text()
                 if text is None:
                     return False
-                if not self.bucket.take(trio.current_time()):
-                    await self._refuse_now(None, self._rate_limited())
-                    continue
                 try:
-                    self._check_size(text)
-                    frame = parse_frame(text)
+                    frame = self._parse(text)
                 except ProtocolError as error:
                     await self._refuse_now(request_id_of(error), error)
                     continue
@@ -183,10 +195,30 @@ class Session:
 
     # ---- reader and writer --------------------------------------------------------------
 
-    def _rate_limited(self) -> ProtocolError:
+    def _parse(self, text: str) -> Frame:
+        """Spend a token of the bucket and parse one frame.
+
+        Every frame spends a token, malformed ones too, and one beyond the bucket is
+        refused `rate_limited` whatever else is wrong with it. A refusal carries the
+        frame's id when it could be read (`request_id_of`).
+        """
+        limited = not self.bucket.take(trio.current_time())
+        try:
+            self._check_size(text)
+            frame = parse_frame(text)
+        except ProtocolError as error:
+            if limited:
+                raise self._rate_limited(request_id_of(error)) from None
+            raise
+        if limited:
+            raise self._rate_limited(frame.id)
+        return frame
+
+    def _rate_limited(self, request_id: int | None) -> ProtocolError:
         rate = self.server.config.rate
-        return ProtocolError(ErrorCode.RATE_LIMITED,
-                             f"more than {rate:g} frames per second; slow down", {"rate": rate})
+        return for_request(ProtocolError(
+            ErrorCode.RATE_LIMITED, f"more than {rate:g} frames per second; slow down",
+            {"rate": rate}), request_id)
 
     def _check_size(self, text: str) -> None:
         limit = self.server.config.max_frame
@@ -200,15 +232,11 @@ class Session:
             text = await self._receive_text()
             if text is None:
                 return
-            rid = None
             try:
-                self._check_size(text)
-                frame = parse_frame(text)
-                rid = frame.id
-                if not self.bucket.take(trio.current_time()):
-                    raise self._rate_limited()
+                frame = self._parse(text)
                 if isinstance(frame, Hello):
-                    raise ProtocolError(ErrorCode.BAD_REQUEST, "hello was already said")
+                    raise for_request(ProtocolError(ErrorCode.BAD_REQUEST,
+                                                    "hello was already said"), frame.id)
                 if isinstance(frame, Unsubscribe):
                     actor = self.topics.pop(frame.to, None)
                     if actor is not None:
@@ -217,8 +245,7 @@ class Session:
                     continue
             except ProtocolError as error:
                 self._count_error(error)
-                await self.outbox.put(encode_error(rid if rid is not None
-                                                   else request_id_of(error), error))
+                await self.outbox.put(encode_error(request_id_of(error), error))
                 continue
             await self.inflight.acquire()
             requests.start_soon(self._handle, frame)

@@ -16,24 +16,40 @@ The server may import `validate`, `Catalogue`, the dealing functions, `CanaryBoo
 `ModelBreeder` and `contract_text` from here; everything else is private to the package.
 """
 
-from actors.lab.contract import PANEL_DATA, SHADER_PRELUDE, contract_text
-from actors.lab.dealing import (
-    CanaryBook,
-    PublicPair,
-    Verdict,
-    breeding_parents,
-    cross_refusal,
-    gallery,
-    owner_pair,
-    public_pair,
-)
-from actors.lab.model_breeder import Birth, ModelBreeder
-from actors.lab.organism import Organism
-from actors.lab.store import BirthOutcome, Catalogue, CatalogueError
-from actors.lab.validate import validate
+import sys
+from types import ModuleType
+from typing import Any
 
+from actors.exports import lazy_exports
+
+# The public names, each with the module that holds it; they load on first use
+# (actors/exports.py).
+_PUBLIC = {
+    "PANEL_DATA": "contract", "SHADER_PRELUDE": "contract", "contract_text": "contract",
+    "CanaryBook": "dealing", "PublicPair": "dealing", "Verdict": "dealing",
+    "breeding_parents": "dealing", "cross_refusal": "dealing", "gallery": "dealing",
+    "owner_pair": "dealing", "public_pair": "dealing",
+    "Birth": "model_breeder", "ModelBreeder": "model_breeder",
+    "Organism": "organism",
+    "BirthOutcome": "store", "Catalogue": "store", "CatalogueError": "store",
+    "validate": "validate",
+}
 __all__ = [
     "PANEL_DATA", "SHADER_PRELUDE", "Birth", "BirthOutcome", "CanaryBook", "Catalogue",
     "CatalogueError", "ModelBreeder", "Organism", "PublicPair", "Verdict", "breeding_parents",
     "contract_text", "cross_refusal", "gallery", "owner_pair", "public_pair", "validate",
 ]
+__getattr__, __dir__ = lazy_exports(__name__, _PUBLIC)
+
+
+class _Package(ModuleType):
+    """Keeps `actors.lab.validate` the function: importing the submodule of the same name
+    would otherwise bind the module over it (the import system sets it on the package)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "validate" and isinstance(value, ModuleType):
+            value = value.validate
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

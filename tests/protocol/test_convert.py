@@ -64,3 +64,32 @@ def test_refusals_name_the_path(value: dict[str, Any], message: str) -> None:
 def test_args_must_be_an_object() -> None:
     with pytest.raises(ProtocolError, match=r"^args: expected an object$"):
         structure([1], Shape)
+
+
+@attrs.frozen
+class Arrays:
+    names: list[str] = attrs.field(factory=list)
+    pair: tuple[int, int] = (0, 0)
+    tags: frozenset[str] = frozenset()
+    rows: list[list[int]] = attrs.field(factory=list)
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ({"names": "ab"}, "args.names: expected list"),  # not ["a", "b"]
+    ({"names": {"a": 1}}, "args.names: expected list"),  # not its keys
+    ({"tags": "xy"}, "args.tags: expected list"),
+    ({"pair": [1, 2, 3]}, "args.pair: expected a list of 2 items"),
+    ({"pair": {"0": 1, "1": 2}}, "args.pair: expected a list of 2 items"),
+    ({"pair": [1, "2"]}, "args.pair[1]: expected int"),
+    ({"rows": [[1], "ab"]}, "args.rows[1]: expected list"),
+    ({"rows": [[1], [2, None]]}, "args.rows[1][1]: expected int"),
+])
+def test_only_a_json_array_is_a_list(value: dict[str, Any], message: str) -> None:
+    with pytest.raises(ProtocolError) as err:
+        structure(value, Arrays)
+    assert err.value.message == message
+
+
+def test_arrays_structure_to_their_python_types() -> None:
+    value = {"names": ["a"], "pair": [1, 2], "tags": ["x", "x"], "rows": [[1, 2], []]}
+    assert structure(value, Arrays) == Arrays(["a"], (1, 2), frozenset({"x"}), [[1, 2], []])

@@ -104,5 +104,5 @@ class ServerProcess:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
-        # Tests that need no graceful shutdown skip its wait (graceful_timeout).
+        # Tests that check the graceful shutdown call `stop` themselves.
         self.kill()

@@ -1,8 +1,12 @@
-"""The server's CLI commands that run in-process: `protocol-schema` and the keepalive setting."""
+"""The server's CLI commands that run in-process: `protocol-schema`, the keepalive setting,
+and a parser that loads no world's heavy modules."""
 
 from __future__ import annotations
 
+import importlib
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -26,3 +30,33 @@ def test_server_settings_reach_hypercorn() -> None:
     assert (hc.websocket_ping_interval, hc.websocket_max_message_size, hc.graceful_timeout) == \
         (7.5, 3000, 2)
     assert hc.bind == ["127.0.0.1:0"]
+
+
+def test_building_the_parser_imports_no_heavy_module() -> None:
+    """`petridish --help` stays fast: world packages load their engines on first use."""
+    probe = ("import sys; from server.cli import build_parser; build_parser(); "
+             "print(sorted({m.partition('.')[0] for m in sys.modules} & "
+             "{'numpy', 'numba', 'httpx', 'sqlite3', 'trio', 'starlette', 'attrs', 'mcp'}))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout == "[]\n"
+
+
+@pytest.mark.parametrize("package", ["actors.lab", "actors.puzzle"])
+def test_lazy_world_packages_export_every_public_name(package: str) -> None:
+    module = importlib.import_module(package)
+    assert sorted(module.__all__) == sorted(module._PUBLIC)
+    for name in module.__all__:
+        value = getattr(module, name)
+        assert getattr(value, "__name__", name) == name or not callable(value), name
+    assert set(module.__all__) <= set(dir(module))
+    with pytest.raises(AttributeError, match=r"has no attribute 'nope'$"):
+        module.nope  # noqa: B018
+
+
+def test_lab_validate_stays_the_function_after_its_module_loads() -> None:
+    import actors.lab
+    import actors.lab.validate  # binds the submodule on the package, which the lab undoes
+
+    assert callable(actors.lab.validate) and actors.lab.validate.__module__ == \
+        "actors.lab.validate"

@@ -83,3 +83,7 @@ async def test_a_running_server_honours_issue_and_revoke(tmp_path: Path) -> None
             async with Client.connect(server.ws_url, token=token):
                 pass
         assert info.value.code == "unauthorized"
+        # SIGTERM is the graceful shutdown: exit code 0 after the server's own goodbye.
+        assert await trio.to_thread.run_sync(server.stop) == 0
+        assert "petridish: shutting down\n" in server.output
+        assert server.output[-1].endswith("server stopped\n")

@@ -11,6 +11,8 @@ import trio.testing
 from websockets.exceptions import ConnectionClosed
 from websockets.trio.client import connect
 
+from server.app import serve
+from server.config import ServerConfig
 from tests.runtime.counter import Block
 from tests.server.test_ws_crash import KINDS, counter_registry
 from tests.server.ws_harness import error, raw_client, result, running_server
@@ -29,6 +31,21 @@ async def test_rate_limit_refuses_then_recovers(tmp_path: Path) -> None:
         assert {r["id"] for r in replies} == set(range(12))
         await trio.sleep(1.1)
         assert result(await c.call("lobby.list")) == {"worlds": []}
+
+
+async def test_malformed_frames_spend_the_rate_too(tmp_path: Path) -> None:
+    """Junk is no way around the bucket: beyond it every frame is `rate_limited`."""
+    async with running_server(tmp_path, rate=0.01, burst=5) as running, \
+            raw_client(running) as c:  # the hello spent one token
+        for frame in ("junk", b"\x00", "[]"):
+            await c.send(frame) if isinstance(frame, str) else await c.ws.send(frame)
+            assert error(await c.recv())["code"] == "bad_request"
+        assert result(await c.call("lobby.list")) == {"worlds": []}
+        for frame in ("junk", b"\x00", {"id": 8, "op": "lobby.list"}, {"id": 9, "op": 5}):
+            await c.send(frame) if not isinstance(frame, bytes) else await c.ws.send(frame)
+            refused = await c.recv()
+            assert error(refused)["code"] == "rate_limited", (frame, refused)
+            assert refused["id"] == (frame.get("id") if isinstance(frame, dict) else None)
 
 
 async def test_frame_limits(tmp_path: Path) -> None:
@@ -93,3 +110,18 @@ async def test_graceful_shutdown_finishes_in_flight_requests_then_closes_1001(
         with pytest.raises(ConnectionClosed) as closed:
             await c.recv()
         assert closed.value.rcvd.code == 1001
+
+
+async def test_shutdown_does_not_wait_out_the_graceful_timeout_when_idle(tmp_path: Path) -> None:
+    """Hypercorn keeps a closed websocket's ping task until its next tick; with nothing in
+    flight, `serve` must not sit out `graceful_timeout` for it."""
+    with trio.fail_after(60):  # far below the 600 s either bound would hold it
+        async with trio.open_nursery() as nursery:
+            config = ServerConfig(port=0, data_dir=tmp_path, ping_interval=600.0,
+                                  graceful_timeout=600.0)
+            running = await nursery.start(serve, config)
+            async with raw_client(running) as c:
+                assert result(await c.call("lobby.list")) == {"worlds": []}
+            async with httpx.AsyncClient(base_url=running.url) as http:
+                assert (await http.get("/healthz")).status_code == 200  # kept alive
+                running.stop()

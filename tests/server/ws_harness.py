@@ -24,12 +24,7 @@ RECV_TIMEOUT = 10.0
 async def running_server(data_dir: Path, *, kinds: Iterable[ActorKind] | None = None,
                          registry: Registry | None = None, **settings: Any
                          ) -> AsyncIterator[Running]:
-    """Start `serve` on a free port; stop it gracefully when the block ends.
-
-    Keepalive pings are off unless asked for: Hypercorn's ping task outlives a closed
-    websocket until its next tick, which would hold every shutdown for the graceful timeout.
-    """
-    settings.setdefault("ping_interval", None)
+    """Start `serve` on a free port; stop it gracefully when the block ends."""
     config = ServerConfig(port=0, data_dir=data_dir, **settings)
     async with trio.open_nursery() as nursery:
         running = await nursery.start(partial(serve, config, kinds=kinds, registry=registry))

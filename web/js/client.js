@@ -177,6 +177,9 @@ export class Client {
           return;
         }
         if (this._closed) {
+          // A refused hello on a reconnect closes for good: requests waiting for a
+          // greeted socket must fail rather than wait forever.
+          for (const wake of this._waiters.splice(0)) wake();
           this.onStatus("closed", {});
           return;
         }

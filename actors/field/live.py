@@ -1,0 +1,251 @@
+"""The pure side of a live field: game ids, daily names, start settings, growth triggers,
+publish coalescing, history checkpoints, the spectator view and the all-time board.
+
+Nothing here reads a clock: times (trio seconds, dates) arrive as arguments.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Sequence
+from datetime import date, timedelta
+from typing import Any
+
+import attrs
+import numpy as np
+
+from actors.field.events import Event, GameRules
+from actors.field.fold import HIDDEN, MAP_TILE, SOLVED, State, apply_event, new_state
+from actors.field.health import health_of
+from actors.field.leaderboard import Boards, merge_boards
+
+GAME_ID_RE = re.compile(r"^[a-zA-Z0-9_-]{1,80}$")
+DAILY_PREFIX = "day-"
+MIN_SIZE, MAX_SIZE = 10, 200  # scatter fields
+PUSH_INTERVAL = 0.05  # seconds: at most 20 pushes a second per topic
+SUBSCRIBER_COST = 0.00025  # seconds of push interval per subscriber (500 -> 8 pushes/s)
+GROW_SHARE = 0.75  # revealed or solved share of the tiles that triggers a growth
+CHECKPOINT_EVERY = 64  # revisions between the states kept for history
+MAX_CHECKPOINTS = 128
+
+# The daily field: a growing field on the full canvas, fog on.
+DAILY_CANVAS, DAILY_CHUNKS, DAILY_CHUNK, DAILY_GROW_S = 1000, 3, 40, 1800.0
+
+
+class StartError(ValueError):
+    """Start settings that cannot make a field; `path` names the bad argument."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.path = path
+
+
+@attrs.frozen
+class StartPlan:
+    """What to generate and how to referee it, from validated start settings."""
+
+    seed: int
+    layout: str  # "scatter" or "chunks"
+    size: int  # scatter side, or the canvas side G
+    chunks: int
+    chunk: int
+    rules: GameRules
+    grow_every: float | None  # seconds between timed growths; None: the field never grows
+
+
+def game_of(actor_id: str) -> str:
+    """The game id of actor `field:<game id>`."""
+    return actor_id.partition(":")[2]
+
+
+def daily_id(day: date) -> str:
+    """The game id of the daily field of `day` (UTC)."""
+    return f"{DAILY_PREFIX}{day.isoformat()}"
+
+
+def daily_date(game: str) -> date | None:
+    """The day a daily game id names, or None for any other game."""
+    if not game.startswith(DAILY_PREFIX):
+        return None
+    try:
+        return date.fromisoformat(game.removeprefix(DAILY_PREFIX))
+    except ValueError:
+        return None
+
+
+def yesterday(day: date) -> date:
+    """The day before `day`."""
+    return day - timedelta(days=1)
+
+
+def plan_start(seed: int, size: int | None, canvas: int, chunks: int, chunk: int, guess: str,
+               depth: int, grow_every: float | None, fog: bool | None) -> StartPlan:
+    """Validate start settings (StartError naming the argument) into a StartPlan."""
+    if not 0 <= seed < 2**63:
+        raise StartError("args.seed", "a seed is in 0..2^63-1")
+    if not 0 <= depth <= 2:
+        raise StartError("args.depth", "the bifurcation depth is 0, 1 or 2")
+    if grow_every is not None and not 1.0 <= grow_every <= 86400.0:
+        raise StartError("args.grow.every_s", "growth runs every 1..86400 seconds")
+    growing = grow_every is not None
+    rules = GameRules(guess=guess, depth=depth, fog=growing if fog is None else fog)
+    if not growing:
+        if size is None or not MIN_SIZE <= size <= MAX_SIZE:
+            raise StartError("args.size", f"a field without growth needs a size in "
+                             f"{MIN_SIZE}..{MAX_SIZE}")
+        return StartPlan(seed, "scatter", size, 0, 0, rules, None)
+    if size is not None:
+        raise StartError("args.size", "a growing field takes canvas/chunks/chunk, not size")
+    if not 20 <= chunk <= 100:
+        raise StartError("args.chunk", "a chunk side is 20..100 cells")
+    if not chunk <= canvas <= 1000:
+        raise StartError("args.canvas", "the canvas side is chunk..1000")
+    if not 1 <= chunks <= canvas // chunk:
+        raise StartError("args.chunks", f"1..{canvas // chunk} chunks of {chunk} fit the canvas")
+    return StartPlan(seed, "chunks", canvas, chunks, chunk, rules, grow_every)
+
+
+def daily_plan(day: date) -> StartPlan:
+    """The daily field's settings; its seed comes from its date."""
+    return plan_start(day.toordinal(), None, DAILY_CANVAS, DAILY_CHUNKS, DAILY_CHUNK, "accept",
+                      0, DAILY_GROW_S, True)
+
+
+def growth_due(s: State) -> str | None:
+    """Why the field should grow now ("all_solved", "most_revealed"), or None."""
+    if s.geo is None or s.ended or not len(s.geo.tiles):
+        return None
+    status = s.status.to_array()
+    if (status == SOLVED).all():
+        return "all_solved"
+    if (status != HIDDEN).mean() >= GROW_SHARE:
+        return "most_revealed"
+    return None
+
+
+class Coalescer:
+    """When a topic may push: at most one push per PUSH_INTERVAL seconds, and less often
+    with many subscribers (SUBSCRIBER_COST seconds of interval per subscriber), because
+    each push costs one socket send per subscriber on the server's one thread.
+
+    `wait(now, subscribers)` is 0 when a push may go now, else the seconds until it may;
+    `sent(now)` records a push. Held-back events stay staged and go out together next.
+    """
+
+    def __init__(self, interval: float = PUSH_INTERVAL) -> None:
+        self.interval = interval
+        self.last = float("-inf")
+
+    def wait(self, now: float, subscribers: int = 0) -> float:
+        """Seconds until the next push may go (0: now)."""
+        interval = max(self.interval, subscribers * SUBSCRIBER_COST)
+        return max(0.0, self.last + interval - now)
+
+    def sent(self, now: float) -> None:
+        """A push went out at `now`."""
+        self.last = now
+
+
+class History:
+    """A field's events with a fold state kept every CHECKPOINT_EVERY revisions, so the
+    state at any revision is a short replay away. Past MAX_CHECKPOINTS states every
+    other one is dropped (the spacing doubles), which bounds the memory they pin."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self.checkpoints: dict[int, State] = {0: new_state()}
+
+    def add(self, ev: Event, after: State) -> None:
+        """Record `ev`, whose fold gave `after`."""
+        self.events.append(ev)
+        if after.revision % CHECKPOINT_EVERY == 0:
+            self.checkpoints[after.revision] = after
+            if len(self.checkpoints) > MAX_CHECKPOINTS:
+                keep = sorted(self.checkpoints)[::2]
+                self.checkpoints = {r: self.checkpoints[r] for r in keep}
+
+    def state_at(self, revision: int) -> State:
+        """The state at `revision` (0..len(events))."""
+        if not 0 <= revision <= len(self.events):
+            raise ValueError(f"revision {revision} is not in 0..{len(self.events)}")
+        revs = sorted(self.checkpoints)
+        base = revs[bisect.bisect_right(revs, revision) - 1]
+        s = self.checkpoints[base]
+        for ev in self.events[base:revision]:
+            s = apply_event(s, ev)
+        return s
+
+
+def view_of(s: State, game: str, status: str) -> dict[str, Any]:
+    """The spectator view: manifest, per-tile status and owners, known cells, agents.
+
+    `cells` covers the bounding box of the tiles: one character per cell, row by row:
+    '.' unknown or hole, '0'/'1' a given, '2'/'3' a committed 0/1.
+    """
+    out: dict[str, Any] = {"game": game, "status": status, "revision": s.revision,
+                           "map_tile": MAP_TILE}
+    if s.geo is None:
+        return out
+    G = s.manifest.G
+    boxes = s.boxes
+    if len(boxes):
+        x0, y0 = int(boxes[:, 0].min()), int(boxes[:, 1].min())
+        x1, y1 = int((boxes[:, 0] + boxes[:, 2]).max()), int((boxes[:, 1] + boxes[:, 3]).max())
+    else:
+        x0 = y0 = x1 = y1 = 0
+    grid = np.arange(y0, y1)[:, None] * G + np.arange(x0, x1)[None, :]
+    vals = s.values.take(grid.ravel())
+    src = s.source.take(grid.ravel())
+    code = np.where(vals < 0, ord("."), np.where(src == 1, ord("0"), ord("2")) + vals)
+    rows = code.astype(np.uint8).reshape(y1 - y0, x1 - x0)
+    out.update(
+        G=G, ended=s.ended, rules=attrs.asdict(s.rules), manifest=s.manifest.to_dict(),
+        tile_status="".join("hrs"[v] for v in s.status.to_array().tolist()),
+        solver=s.solver.to_array().tolist(), revealer=s.revealer.to_array().tolist(),
+        cells={"x": x0, "y": y0, "w": x1 - x0, "h": y1 - y0,
+               "rows": [r.tobytes().decode() for r in rows]},
+        agents=[{"id": a.id, "name": a.name, "model": a.model, "user": a.user,
+                 "group": s.agents[s.groups.find(j)].id, "seed_tile": a.seed_tile,
+                 "reward": st.reward, "solved": st.solved,
+                 "health": health_of(st.health).to_json()}
+                for j, (a, st) in enumerate(zip(s.agents, s.stats, strict=True))],
+        totals=attrs.asdict(s.totals))
+    return out
+
+
+@attrs.frozen
+class AllTime:
+    """The all-time board and the days merged into it (each day once)."""
+
+    boards: Boards = attrs.field(factory=Boards)
+    days: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON value."""
+        return {"boards": self.boards.to_json(), "days": list(self.days)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> AllTime:
+        """Inverse of `to_json`."""
+        return cls(Boards.from_json(data["boards"]), tuple(data["days"]))
+
+
+def merge_day(alltime: AllTime, day: str, board: Boards) -> AllTime:
+    """`alltime` with one day's board merged in; a day already merged changes nothing."""
+    if day in alltime.days:
+        return alltime
+    return AllTime(merge_boards([alltime.boards, board]), alltime.days + (day,))
+
+
+def with_today(alltime: AllTime, day: str | None, board: Boards) -> tuple[Boards, list[str]]:
+    """The all-time board plus a board not merged yet (today's), and the days it covers."""
+    if day is not None and day in alltime.days:
+        return alltime.boards, list(alltime.days)
+    merged = merge_boards([alltime.boards, board])
+    return merged, list(alltime.days) + ([day] if day else [])
+
+
+def new_tiles(grown_tiles: Sequence[Any], have: int) -> tuple[Any, ...]:
+    """The tiles of a grown manifest beyond the `have` the field already holds."""
+    return tuple(grown_tiles[have:])

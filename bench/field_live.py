@@ -1,0 +1,264 @@
+"""`python -m bench field_live`: one field under 50 committing agents and 500 spectators.
+
+The real server runs in a subprocess (`petridish serve --open`, SQLite with
+synchronous=FULL in a temporary directory on the repository's disk) and starts a scatter
+field. This load process then opens `--agents` agent connections and `--spectators`
+spectator connections (raw websockets). Spectators subscribe to the field; agents join,
+reveal and commit small batches of correct cells back to back for `--seconds`, each write
+with the `expected_revision` they last saw (after `stale_revision` they retry at the
+revision the refusal names). The load generator reads the field's secret (the solution)
+from the server's store, so agents never guess: this measures the server, not a solver.
+
+Figures: commits per second (acknowledged, non-stale), p50/p99 commit latency (send to
+reply), the share of `stale_revision` replies among commit replies, and spectator lag
+p50/p99 (time from a commit's acknowledgement to the first push at or past its revision
+arriving at a spectator, over every spectator and commit). For comparison, the bare echo
+round trips per second of `bench ws` (bench/ws.py's echo server, 100 connections) are
+measured in the same run. One load process plays every connection, so at high rates the
+lag includes this process's own queueing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+import time
+from typing import Any
+
+import numpy as np
+import trio
+from websockets.trio.client import connect
+
+from bench import ws as ws_bench
+
+_REV = re.compile(r'"rev":\s*(\d+)')
+HELLO = json.dumps({"op": "hello", "protocol": 1, "client": "bench-field/1.0"})
+BATCH = 4  # cells per commit
+
+
+def _log(message: str) -> None:
+    print(f"[bench field_live] {message}", file=sys.stderr, flush=True)
+
+
+class Figures:
+    """What every connection records."""
+
+    def __init__(self) -> None:
+        self.latencies: list[float] = []
+        self.stale = 0
+        self.acks: dict[int, float] = {}  # revision -> when its commit was acknowledged
+        self.arrivals: list[list[tuple[int, float]]] = []  # per spectator: (rev, time)
+
+
+def _connect(url: str) -> Any:
+    return connect(url, compression=None, ping_interval=None, open_timeout=60, proxy=None,
+                   max_size=None)
+
+
+async def _hello(ws: Any) -> None:
+    await ws.send(HELLO)
+    json.loads(await ws.recv())
+
+
+async def _call(ws: Any, rid: int, op: str, to: str, args: dict) -> dict:
+    await ws.send(json.dumps({"id": rid, "op": op, "to": to, "args": args}))
+    while True:
+        reply = json.loads(await ws.recv())
+        if reply.get("id") == rid:
+            return reply
+
+
+async def _spectator(url: str, to: str, arrivals: list[tuple[int, float]],
+                     limiter: trio.CapacityLimiter, ready: trio.Semaphore) -> None:
+    await limiter.acquire()  # the listen backlog is finite: open a few at a time
+    held = True
+    try:
+        async with _connect(url) as ws:
+            limiter.release()
+            held = False
+            await _hello(ws)
+            await ws.send(json.dumps({"id": 1, "op": "subscribe", "to": to}))
+            clock = time.perf_counter
+            while True:
+                frame = await ws.recv()
+                now = clock()
+                if '"kind":"snapshot"' in frame[:200]:
+                    ready.release()  # counted in once its snapshot arrived
+                elif frame.startswith('{"topic"'):
+                    m = _REV.search(frame, 0, 200)
+                    if m:
+                        arrivals.append((int(m.group(1)), now))
+    finally:
+        if held:
+            limiter.release()
+
+
+async def _agent(url: str, to: str, solution: np.ndarray, G: int, fig: Figures,
+                 start: trio.Event, deadline: list[float]) -> None:
+    async with _connect(url) as ws:
+        await _hello(ws)
+        await _play(ws, to, solution, G, fig, start, deadline)
+
+
+async def _play(ws: Any, to: str, solution: np.ndarray, G: int, fig: Figures,
+                start: trio.Event, deadline: list[float]) -> None:
+    rid = iter(range(1, 1 << 30))
+    joined = await _call(ws, next(rid), "field.join", to, {"name": "bench"})
+    agent = joined["result"]["agent"]
+    rev = joined["result"]["revision"]
+    pending: list[int] = []  # cells of our revealed tiles still to commit
+    frontier = [joined["result"]["seed_tile"]]
+    obs = (await _call(ws, next(rid), "field.observe", to, {"agent": agent}))["result"]
+    tiles = {t["id"]: t for t in obs["tiles"]}
+    await start.wait()
+    clock = time.perf_counter
+    while clock() < deadline[0]:
+        if not pending:
+            hidden = [t for t in frontier if t in tiles and tiles[t]["status"] == "hidden"]
+            if not hidden:
+                obs = (await _call(ws, next(rid), "field.observe", to, {"agent": agent}))["result"]
+                tiles = {t["id"]: t for t in obs["tiles"]}
+                rev = obs["revision"]
+                frontier = [t for t in obs["frontier"] if tiles[t]["status"] == "hidden"]
+                if not frontier:
+                    return  # this agent's corner is done
+                continue
+            tile = tiles[hidden[0]]
+            reply = await _call(ws, next(rid), "field.reveal", to, {
+                "agent": agent, "tile": tile["id"], "expected_revision": rev})
+            if not reply["ok"]:
+                rev = reply["error"]["detail"].get("revision", rev)
+                tile["status"] = "revealed" if reply["error"]["code"] == "not_hidden" else tile["status"]
+                continue
+            rev = reply["result"]["revision"]
+            tile["status"] = "revealed"
+            known = {c for c, _ in reply["result"]["givens"]}
+            pending = [(tile["y0"] + ly + dy) * G + tile["x0"] + lx + dx
+                       for lx, ly, w, h in tile["rects"] for dy in range(h) for dx in range(w)]
+            pending = [c for c in pending if c not in known]
+            continue
+        batch, rest = pending[:BATCH], pending[BATCH:]
+        t0 = clock()
+        reply = await _call(ws, next(rid), "field.commit", to, {
+            "agent": agent, "cells": [[c, int(solution[c])] for c in batch],
+            "expected_revision": rev, "intent": "bench"})
+        t1 = clock()
+        if not reply["ok"]:
+            if reply["error"]["code"] != "stale_revision":
+                raise RuntimeError(f"commit refused: {reply['error']}")
+            fig.stale += 1
+            rev = reply["error"]["detail"]["revision"]
+            continue
+        fig.latencies.append(t1 - t0)
+        pending = rest
+        result = reply["result"]
+        if result["revision"] > rev:
+            fig.acks[result["revision"]] = t1
+        rev = result["revision"]
+        frontier = result["frontier"] or frontier
+
+
+async def _truth(data: str, game: str) -> tuple[np.ndarray, int]:
+    from actors.field.generate import Field
+    from server.storage import SqliteEventStore
+
+    async with SqliteEventStore.in_directory(data) as store:
+        snap = await store.load_snapshot(f"fieldtruth:{game}")
+    field = Field.from_dict(snap.data)
+    return field.solution, field.manifest.G
+
+
+async def _run(url: str, data: str, agents: int, spectators: int, seconds: float,
+               size: int) -> dict[str, Any]:
+    async with _connect(url) as ctl:
+        await _hello(ctl)
+        return await _drive(ctl, url, data, agents, spectators, seconds, size)
+
+
+async def _drive(ctl: Any, url: str, data: str, agents: int, spectators: int, seconds: float,
+                 size: int) -> dict[str, Any]:
+    to, game = "field:bench", "bench"
+    await _call(ctl, 1, "field.start", to, {"size": size, "seed": 1})
+    while not (await _call(ctl, 2, "field.rules", to, {}))["ok"]:
+        await trio.sleep(0.2)
+    solution, G = await _truth(data, game)
+    fig = Figures()
+    start, deadline = trio.Event(), [0.0]
+    async with trio.open_nursery() as nursery:
+        ready = trio.Semaphore(0)
+        limiter = trio.CapacityLimiter(64)
+        for _ in range(spectators):
+            arrivals: list[tuple[int, float]] = []
+            fig.arrivals.append(arrivals)
+            nursery.start_soon(_spectator, url, to, arrivals, limiter, ready)
+        for _ in range(spectators):
+            await ready.acquire()
+        _log(f"{spectators} spectators subscribed")
+        async with trio.open_nursery() as players:
+            for _ in range(agents):
+                players.start_soon(_agent, url, to, solution, G, fig, start, deadline)
+            await trio.sleep(2.0)  # joins and first observes, untimed
+            t0 = time.perf_counter()
+            deadline[0] = t0 + seconds
+            start.set()
+        elapsed = time.perf_counter() - t0
+        await trio.sleep(1.0)  # the last pushes arrive
+        final = (await _call(ctl, 3, "field.observe", to, {"rect": [0, 0, 1, 1]}))["result"]
+        nursery.cancel_scope.cancel()
+    lat = np.sort(np.array(fig.latencies))
+    lags = []
+    ack_revs = np.array(sorted(fig.acks))
+    ack_times = np.array([fig.acks[r] for r in ack_revs])
+    for arrivals in fig.arrivals:
+        if not arrivals:
+            continue
+        revs = np.array([r for r, _ in arrivals])
+        times = np.array([t for _, t in arrivals])
+        first = np.searchsorted(revs, ack_revs)  # the first push at or past each revision
+        ok = first < len(revs)
+        lags.append(times[first[ok]] - ack_times[ok])
+    lag = np.sort(np.concatenate(lags)) if lags else np.zeros(1)
+    commits = len(lat)
+    pct = lambda a, q: round(float(a[min(len(a) - 1, int(len(a) * q))]) * 1e3, 2)
+    return {"agents": agents, "spectators": spectators, "seconds": round(elapsed, 2),
+            "field_size": size, "commits": commits,
+            "commits_per_s": round(commits / elapsed, 1),
+            "commit_p50_ms": pct(lat, 0.5), "commit_p99_ms": pct(lat, 0.99),
+            "stale_share": round(fig.stale / max(1, fig.stale + commits), 3),
+            "spectator_lag_p50_ms": pct(lag, 0.5), "spectator_lag_p99_ms": pct(lag, 0.99),
+            "final_revision": final["revision"],
+            "goals": {"spectator_lag_p99_ms": 250, "commit_p99_ms": 100}}
+
+
+def main(argv: list[str]) -> dict[str, Any]:
+    """Run the echo baseline and the field load; return the figures."""
+    parser = argparse.ArgumentParser(prog="python -m bench field_live")
+    parser.add_argument("--agents", type=int, default=50)
+    parser.add_argument("--spectators", type=int, default=500)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--size", type=int, default=160, help="scatter field side")
+    args = parser.parse_args(argv)
+    ws_bench._raise_fd_limit(2 * (args.agents + args.spectators) + 256)
+    result: dict[str, Any] = {}
+    echo = ws_bench.Server("import bench.ws as b; b.serve_echo()")
+    try:
+        _log("echo baseline at 100 connections")
+        sample = json.dumps({"id": 1, "op": "field.commit", "to": "field:bench", "args": {}})
+        load = ws_bench.Load(echo.url, None, lambda i, n: sample)
+        result["echo_100"] = trio.run(ws_bench.measure, load, 100, min(args.seconds, 4.0))
+    finally:
+        echo.close()
+    with tempfile.TemporaryDirectory(prefix="bench-field-", dir=ws_bench.REPO) as data:
+        server = ws_bench.Server("import sys; from server.cli import main; sys.exit(main(["
+                                 "'serve', '--open', '--port', '0', '--data', sys.argv[1]]))",
+                                 data)
+        try:
+            _log(f"field: {args.agents} agents, {args.spectators} spectators")
+            result["field"] = trio.run(_run, server.url, data, args.agents, args.spectators,
+                                       args.seconds, args.size)
+        finally:
+            server.close()
+    return result

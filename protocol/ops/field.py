@@ -1,0 +1,256 @@
+"""Ops of the field ("mosaic") worlds, `field:<game id>`, and the field's world error codes.
+
+Reads (`observe`, `rules`, `leaderboard`, `history`) need the spectator role; `start`,
+`join` and the writes (`reveal`, `commit`, `retract`) the agent role, and a write must
+name an agent the same caller joined. Every write carries `expected_revision`.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Literal
+
+import attrs
+
+from protocol.errors import ErrorCode, ProtocolError
+from protocol.registry import OpSpec
+
+
+class FieldCode(StrEnum):
+    """World codes a field answers with, beyond the protocol's own (see docs/protocol.md)."""
+
+    GENERATING = "generating"  # the field is being generated: retry in a moment
+    UNKNOWN_AGENT = "unknown_agent"  # the agent id has not joined this field
+    DEAD = "dead"  # the agent died of its wrong-rate; its writes are refused for the day
+    ENDED = "ended"  # a growth found no room: the game is over
+    BAD_TILE = "bad_tile"  # the tile id is not a tile of the field
+    NOT_HIDDEN = "not_hidden"  # reveal of a tile already revealed or solved
+    NOT_ON_FRONTIER = "not_on_frontier"  # reveal outside the group's frontier
+    BAD_CELL = "bad_cell"  # a cell entry is not [id, 0|1] (retract: not an id)
+    NO_ROOM = "no_room"  # join found no hidden tile to seat the agent on
+
+
+class FieldError(ProtocolError):
+    """A refusal carrying a field world code (`protocol.errors.ErrorCode` is closed to worlds,
+    so the code is set after the base class checked a stand-in)."""
+
+    def __init__(self, code: FieldCode, message: str, detail: dict[str, Any] | None = None):
+        super().__init__(ErrorCode.BAD_REQUEST, message, detail)
+        self.code = FieldCode(code)  # type: ignore[assignment]
+
+
+GuessPolicy = Literal["accept", "reject"]
+
+
+@attrs.frozen
+class GrowPolicy:
+    """How a growing field grows: every `every_s` seconds, and on its triggers."""
+
+    every_s: float = 1800.0
+
+
+@attrs.frozen
+class StartArgs:
+    """Create the field: a scatter field of `size`, or a growing one (`grow`) on a G canvas."""
+
+    seed: int = 0
+    size: int | None = None  # scatter: the whole size x size field (10..200)
+    canvas: int = 1000  # growing: the canvas side G
+    chunks: int = 3  # growing: the first chunks x chunks block
+    chunk: int = 40  # growing: a chunk's side in cells
+    guess: GuessPolicy = "accept"
+    depth: int = 0  # bifurcation depth of the referee's propagation (0..2)
+    grow: GrowPolicy | None = None
+    fog: bool | None = None  # default: on for growing fields, off otherwise
+
+
+@attrs.frozen
+class StartResult:
+    """The field's id and state: `generating` until its manifest is stored, then `ready`."""
+
+    game: str
+    status: Literal["generating", "ready"]
+    revision: int
+
+
+@attrs.frozen
+class JoinArgs:
+    """Join with a short name, the harness and model playing, and the user behind it."""
+
+    name: str
+    harness: str = ""
+    model: str = ""
+    user: str = ""
+
+
+@attrs.frozen
+class JoinResult:
+    """Your agent id (carry it on every write) and the hidden tile you were seated on."""
+
+    agent: str
+    seed_tile: int
+    revision: int
+
+
+@attrs.frozen
+class ObserveArgs:
+    """`{agent}` (your territory, its surroundings, your frontier) or `{rect: [x, y, w, h]}`."""
+
+    agent: str | None = None
+    rect: list[int] | None = None
+
+
+@attrs.frozen
+class ObserveResult:
+    """The revision, listed tiles, known [cell, value] pairs, agents, and (with agent) more."""
+
+    revision: int
+    G: int
+    fog: bool
+    ended: bool
+    tiles: list[dict[str, Any]]
+    known: list[list[int]]
+    tiles_total: int
+    holes: int
+    agents: list[dict[str, Any]]
+    totals: dict[str, int]
+    agent: str | None = None
+    frontier: list[int] | None = None
+    territory: list[int] | None = None
+    health: dict[str, Any] | None = None
+    note: str | None = None
+    truncated: bool = False
+
+
+@attrs.frozen
+class RevealArgs:
+    """Reveal a hidden tile on your frontier: its givens become known."""
+
+    agent: str
+    tile: int
+    expected_revision: int
+
+
+@attrs.frozen
+class RevealResult:
+    """The new revision, the givens revealed, tiles solved and meets it caused."""
+
+    revision: int
+    tile: int
+    givens: list[list[int]]
+    solved: list[dict[str, Any]]
+    meets: list[dict[str, Any]]
+
+
+@attrs.frozen
+class CommitArgs:
+    """A batch of [cell id, value] pairs with a one-line intent (<= 160 characters)."""
+
+    agent: str
+    cells: list[list[int]]
+    expected_revision: int
+    intent: str = ""
+
+
+@attrs.frozen
+class CommitResult:
+    """Verdicts per cell, tiles solved, meets, reward, your frontier and your health."""
+
+    revision: int
+    agent: str
+    accepted: list[dict[str, Any]]
+    rejected: list[dict[str, Any]]
+    ignored: list[dict[str, Any]]
+    solved: list[dict[str, Any]]
+    meets: list[dict[str, Any]]
+    reward: int
+    frontier: list[int]
+    health: dict[str, Any]
+    note: str | None = None
+
+
+@attrs.frozen
+class RetractArgs:
+    """Take back your own accepted cells on unsolved tiles."""
+
+    agent: str
+    cells: list[int]
+    expected_revision: int
+
+
+@attrs.frozen
+class RetractResult:
+    """The new revision, the cells taken back and those ignored (with why)."""
+
+    revision: int
+    retracted: list[int]
+    ignored: list[dict[str, Any]]
+
+
+@attrs.frozen
+class RulesArgs:
+    """No arguments."""
+
+
+@attrs.frozen
+class RulesResult:
+    """The rules as agents read them, and this game's settings."""
+
+    text: str
+    guess: str
+    depth: int
+    fog: bool
+    grow: GrowPolicy | None
+
+
+@attrs.frozen
+class LeaderboardArgs:
+    """`merged` false: this field's board; true: the all-time board merged with it."""
+
+    merged: bool = False
+
+
+@attrs.frozen
+class LeaderboardResult:
+    """Rows per user and per model (reward, forced, guess, wrong, wrong_rate, dead, days...)."""
+
+    users: list[dict[str, Any]]
+    models: list[dict[str, Any]]
+    days: list[str]
+
+
+@attrs.frozen
+class HistoryArgs:
+    """The field as it was at `revision` (1..current)."""
+
+    revision: int
+
+
+@attrs.frozen
+class FieldView:
+    """A spectator's view of the field (the same value a `snapshot` push carries)."""
+
+    view: dict[str, Any]
+
+
+OPS = (
+    OpSpec("field.start", StartArgs, StartResult, "agent",
+           "Create this field (scatter `size`, or growing with `grow`); answers at once while "
+           "it generates."),
+    OpSpec("field.join", JoinArgs, JoinResult, "agent",
+           "Join the field: your agent id and a hidden seed tile away from everyone."),
+    OpSpec("field.observe", ObserveArgs, ObserveResult, "spectator",
+           "Tiles, known cells and agents around an agent's territory or in a rectangle."),
+    OpSpec("field.reveal", RevealArgs, RevealResult, "agent",
+           "Reveal a hidden tile on your frontier (its givens)."),
+    OpSpec("field.commit", CommitArgs, CommitResult, "agent",
+           "Commit [cell, value] pairs; each is accepted (forced/guess), rejected or ignored."),
+    OpSpec("field.retract", RetractArgs, RetractResult, "agent",
+           "Take back your own accepted cells on unsolved tiles."),
+    OpSpec("field.rules", RulesArgs, RulesResult, "spectator",
+           "The rules text and this game's guess policy, depth, fog and growth."),
+    OpSpec("field.leaderboard", LeaderboardArgs, LeaderboardResult, "spectator",
+           "This field's board per user and model, or the all-time board merged with it."),
+    OpSpec("field.history", HistoryArgs, FieldView, "spectator",
+           "The spectator view of the field at an earlier revision."),
+)

@@ -1,0 +1,101 @@
+"""The pure side of live fields: names, start plans, coalescing, history, boards, growth."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import numpy as np
+import pytest
+
+from actors.field import live
+from actors.field.fold import apply_event, replay
+from actors.field.leaderboard import Tally, boards_of
+from tests.field._games import Game, play_random, scatter_seed
+
+
+def test_daily_names() -> None:
+    assert live.daily_id(date(2026, 1, 2)) == "day-2026-01-02"
+    assert live.daily_date("day-2026-01-02") == date(2026, 1, 2)
+    assert live.daily_date("day-2026-13-02") is None
+    assert live.daily_date("mine") is None
+    assert live.yesterday(date(2026, 3, 1)) == date(2026, 2, 28)
+    assert live.GAME_ID_RE.match("a" * 80) and not live.GAME_ID_RE.match("a" * 81)
+
+
+def test_start_plans() -> None:
+    plan = live.plan_start(1, 30, 1000, 3, 40, "accept", 0, None, None)
+    assert (plan.layout, plan.size, plan.rules.fog, plan.grow_every) == ("scatter", 30, False, None)
+    grow = live.plan_start(1, None, 200, 1, 40, "reject", 1, 60.0, None)
+    assert (grow.layout, grow.rules.fog, grow.rules.guess) == ("chunks", True, "reject")
+    daily = live.daily_plan(date(2026, 1, 2))
+    assert daily.grow_every == live.DAILY_GROW_S and daily.rules.fog
+    for args, path in [((1, 5, 1000, 3, 40, "accept", 0, None, None), "args.size"),
+                       ((1, None, 1000, 3, 40, "accept", 3, None, None), "args.depth"),
+                       ((1, 30, 1000, 3, 40, "accept", 0, 60.0, None), "args.size"),
+                       ((1, None, 100, 3, 40, "accept", 0, 60.0, None), "args.chunks"),
+                       ((1, None, 100, 1, 10, "accept", 0, 60.0, None), "args.chunk"),
+                       ((1, None, 100, 1, 40, "accept", 0, 0.5, None), "args.grow.every_s"),
+                       ((-1, 30, 1000, 3, 40, "accept", 0, None, None), "args.seed")]:
+        with pytest.raises(live.StartError) as err:
+            live.plan_start(*args)
+        assert err.value.path == path
+
+
+def test_coalescer_spaces_pushes() -> None:
+    c = live.Coalescer(0.05)
+    assert c.wait(10.0) == 0
+    c.sent(10.0)
+    assert c.wait(10.01) == pytest.approx(0.04)
+    assert c.wait(10.05) == 0
+    # many subscribers stretch the interval: 500 of them allow 8 pushes a second
+    assert c.wait(10.05, 500) == pytest.approx(0.075)
+    assert c.wait(10.125, 500) == 0
+
+
+def test_history_matches_replay(monkeypatch) -> None:
+    monkeypatch.setattr(live, "CHECKPOINT_EVERY", 8)
+    monkeypatch.setattr(live, "MAX_CHECKPOINTS", 4)
+    g = Game(scatter_seed(3, 60))
+    play_random(g, np.random.default_rng(1), 200, 3)
+    h = live.History()
+    s = replay([])
+    for ev in g.events:
+        s = apply_event(s, ev)
+        h.add(ev, s)
+    assert len(g.events) > 8 * 8
+    assert len(h.checkpoints) <= 4 and 0 in h.checkpoints  # thinned as it grew
+    for rev in (0, 1, 7, 8, 9, 33, len(g.events) - 1, len(g.events)):
+        assert h.state_at(rev) == replay(g.events[:rev])
+    with pytest.raises(ValueError, match=r"^revision -1 is not in 0\.\."):
+        h.state_at(-1)
+    view = live.view_of(h.state_at(len(g.events)), "g", "ready")
+    cells = view["cells"]
+    assert len(cells["rows"]) == cells["h"] and all(len(r) == cells["w"] for r in cells["rows"])
+    assert len(view["tile_status"]) == len(view["manifest"]["tiles"])
+
+
+def test_alltime_merges_each_day_once() -> None:
+    board = boards_of([Tally("a1", "ann", "m", 10, 1, 0, 0, 30, False)])
+    one = live.merge_day(live.AllTime(), "2026-01-01", board)
+    assert live.merge_day(one, "2026-01-01", board) is one
+    two = live.merge_day(one, "2026-01-02", board)
+    assert two.days == ("2026-01-01", "2026-01-02") and two.boards.users[0].reward == 60
+    assert live.AllTime.from_json(two.to_json()) == two
+    merged, days = live.with_today(two, "2026-01-03", board)
+    assert days[-1] == "2026-01-03" and merged.users[0].reward == 90
+    assert live.with_today(two, "2026-01-02", board) == (two.boards, list(two.days))
+
+
+def test_growth_due() -> None:
+    g = Game(scatter_seed(3, 30))
+    assert live.growth_due(g.state) is None
+    agent = g.join()
+    while True:
+        try:
+            cells = g.next_tile(agent)
+        except AssertionError:
+            break
+        g.commit(agent, [[c, g.sol(c)] for c in cells])
+        if live.growth_due(g.state) == "all_solved":
+            break
+    assert live.growth_due(g.state) in ("all_solved", "most_revealed")

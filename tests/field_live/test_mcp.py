@@ -1,0 +1,51 @@
+"""MCP at /mcp: the stateless transport facts, the tool list, and a small field played out."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from examples.field_mcp import play
+from protocol.client import Client
+from protocol.ops.field import OPS
+from tests.server.ws_harness import running_server
+
+HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
+
+async def test_stateless_transport(tmp_path: Path) -> None:
+    async with running_server(tmp_path, open_mode=True) as srv, httpx.AsyncClient() as http:
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"}}}
+        r = await http.post(f"{srv.url}/mcp", json=init, headers=HEADERS)
+        assert r.status_code == 200
+        assert r.headers["content-type"].startswith("text/event-stream")
+        assert "mcp-session-id" not in r.headers
+        frames = [line for line in r.text.splitlines() if line.startswith("data: ")]
+        assert len(frames) == 1
+        assert json.loads(frames[0][6:])["result"]["serverInfo"]["name"] == "petridish-field"
+        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        r = await http.post(f"{srv.url}/mcp", json=note, headers=HEADERS)
+        assert r.status_code == 202
+
+
+async def test_mcp_client_lists_tools_and_plays_a_field(tmp_path: Path) -> None:
+    async with running_server(tmp_path, open_mode=True) as srv:
+        async with streamable_http_client(f"{srv.url}/mcp") as streams, \
+                ClientSession(streams[0], streams[1]) as session:
+            await session.initialize()
+            tools = {t.name: t for t in (await session.list_tools()).tools}
+            assert set(tools) == {spec.name.replace(".", "_") for spec in OPS}
+            schema = tools["field_commit"].input_schema
+            assert set(schema["required"]) == {"game_id", "agent", "cells", "expected_revision"}
+        figures = await play(f"{srv.url}/mcp", "small", start=20, seed=6)
+        assert figures["agent"] == "a1"
+        async with Client.connect(srv.ws_url) as c:
+            obs = await c.request("field.observe", "field:small", {})
+        assert obs["totals"]["solved"] == obs["tiles_total"]
+        assert obs["agents"][0]["health"]["state"] == "healthy"

@@ -1,0 +1,182 @@
+"""Field ops end to end over real sockets: races, refusals, death, reads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import trio
+
+from protocol.client import Client, RequestError
+from server.auth import TokenStore
+from tests.field_live._live import ready, start
+from tests.server.ws_harness import running_server
+
+GAME = "ops"
+
+
+async def _refused(client: Client, op: str, args: dict, code: str, message: str = "") -> dict:
+    with pytest.raises(RequestError) as err:
+        await client.request(op, f"field:{GAME}", args)
+    assert err.value.code == code, err.value
+    if message:
+        assert err.value.message == message
+    return err.value.detail
+
+
+async def test_stale_revision_race_then_retry(tmp_path: Path) -> None:
+    async with running_server(tmp_path, open_mode=True) as srv, \
+            Client.connect(srv.ws_url) as a, Client.connect(srv.ws_url) as b:
+        await start(a, GAME, size=30, seed=4)
+        ja = await a.request("field.join", f"field:{GAME}", {"name": "a"})
+        jb = await b.request("field.join", f"field:{GAME}", {"name": "b"})
+        rev = (await a.request("field.observe", f"field:{GAME}", {"agent": ja["agent"]}))["revision"]
+        outcomes: dict[str, object] = {}
+
+        async def reveal(c: Client, j: dict) -> None:
+            try:
+                outcomes[j["agent"]] = await c.request("field.reveal", f"field:{GAME}", {
+                    "agent": j["agent"], "tile": j["seed_tile"], "expected_revision": rev})
+            except RequestError as e:
+                outcomes[j["agent"]] = e
+
+        async with trio.open_nursery() as n:
+            n.start_soon(reveal, a, ja)
+            n.start_soon(reveal, b, jb)
+        errors = [o for o in outcomes.values() if isinstance(o, RequestError)]
+        assert len(errors) == 1 and errors[0].code == "stale_revision"
+        assert errors[0].detail == {"revision": rev + 1}
+        loser = ja if outcomes[ja["agent"]] is errors[0] else jb
+        client = a if loser is ja else b
+        obs = await client.request("field.observe", f"field:{GAME}", {"agent": loser["agent"]})
+        assert obs["revision"] == rev + 1
+        done = await client.request("field.reveal", f"field:{GAME}", {
+            "agent": loser["agent"], "tile": loser["seed_tile"], "expected_revision": rev + 1})
+        assert done["revision"] == rev + 2 and done["givens"]
+
+
+async def test_bad_input_for_every_op_changes_nothing(tmp_path: Path) -> None:
+    tokens = TokenStore(tmp_path)
+    alice, bob = tokens.create("agent", "alice"), tokens.create("agent", "bob")
+    async with running_server(tmp_path) as srv, Client.connect(srv.ws_url, alice) as c, \
+            Client.connect(srv.ws_url, bob) as other, Client.connect(srv.ws_url) as spectator:
+        await _refused(c, "field.observe", {}, "unknown_actor",
+                       "there is no field 'ops'; field.start creates it")
+        await _refused(c, "field.start", {"size": 5}, "bad_request",
+                       "args.size: a field without growth needs a size in 10..200")
+        await _refused(c, "field.start", {"size": "20"}, "bad_request", "args.size: expected int")
+        await start(c, GAME, size=20, seed=2)
+        await _refused(c, "field.start", {"size": 20}, "already_exists")
+        j = await c.request("field.join", f"field:{GAME}", {"name": "alice"})
+        agent, seed = j["agent"], j["seed_tile"]
+        before = await c.request("field.history", f"field:{GAME}", {"revision": 2})
+        rev = 2
+        reveal = {"agent": agent, "tile": seed, "expected_revision": rev}
+        commit = {"agent": agent, "cells": [[0, 0]], "expected_revision": rev}
+        retract = {"agent": agent, "cells": [0], "expected_revision": rev}
+        cases = [
+            ("field.join", {"name": ""}, "bad_request"),
+            ("field.join", {"name": "x", "extra": 1}, "bad_request"),
+            ("field.observe", {"agent": "a9"}, "unknown_agent"),
+            ("field.observe", {"rect": [0, 0, 0, 1]}, "bad_request"),
+            ("field.reveal", {**reveal, "tile": 10_000}, "bad_tile"),
+            ("field.reveal", {**reveal, "tile": "x"}, "bad_request"),
+            ("field.reveal", {**reveal, "expected_revision": 1}, "stale_revision"),
+            ("field.reveal", {**reveal, "agent": "a7"}, "unknown_agent"),
+            ("field.commit", {**commit, "cells": [[0, 2]]}, "bad_cell"),
+            ("field.commit", {**commit, "cells": [[0]]}, "bad_cell"),
+            ("field.commit", {**commit, "cells": [[0, 1]] * 5000}, "too_large"),
+            ("field.commit", {**commit, "intent": "x" * 161}, "bad_request"),
+            ("field.commit", {**commit, "expected_revision": 0}, "stale_revision"),
+            ("field.retract", {**retract, "cells": [-1]}, "bad_cell"),
+            ("field.retract", {**retract, "expected_revision": 9}, "stale_revision"),
+            ("field.history", {"revision": 99}, "bad_request"),
+            ("field.leaderboard", {"merged": 1}, "bad_request"),
+            ("field.rules", {"x": 1}, "bad_request"),
+        ]
+        for op, args, code in cases:
+            await _refused(c, op, args, code)
+        # another caller cannot act as alice's agent; a spectator cannot write at all
+        for op, args in (("field.reveal", reveal), ("field.commit", commit),
+                         ("field.retract", retract)):
+            with pytest.raises(RequestError) as err:
+                await other.request(op, f"field:{GAME}", args)
+            assert err.value.code == "forbidden"
+            assert err.value.message == (f"agent {agent} belongs to another caller; write only "
+                                         "as the agent you joined")
+            with pytest.raises(RequestError) as err:
+                await spectator.request(op, f"field:{GAME}", args)
+            assert err.value.code == "forbidden"
+        # a reveal off the frontier
+        far = next(t for t in range(20) if t != seed)
+        await _refused(c, "field.reveal", {**reveal, "tile": far}, "not_on_frontier")
+        after = await c.request("field.history", f"field:{GAME}", {"revision": 2})
+        obs = await c.request("field.observe", f"field:{GAME}", {"agent": agent})
+        assert obs["revision"] == rev and after == before
+        # and the right call still works
+        ok = await c.request("field.reveal", f"field:{GAME}", reveal)
+        assert ok["revision"] == rev + 1
+
+
+async def test_death_over_the_protocol(tmp_path: Path) -> None:
+    async with running_server(tmp_path, open_mode=True) as srv, Client.connect(srv.ws_url) as c:
+        await start(c, GAME, size=60, seed=9)
+        prober = (await c.request("field.join", f"field:{GAME}", {"name": "probe"}))["agent"]
+        honest = (await c.request("field.join", f"field:{GAME}", {"name": "mate"}))["agent"]
+        to = f"field:{GAME}"
+        dead = None
+        for _ in range(400):  # the oracle probe: every unknown cell as 0, then the complements
+            obs = await c.request("field.observe", to, {"agent": prober})
+            rev = obs["revision"]
+            known = {k for k, _ in obs["known"]}
+            tiles = {t["id"]: t for t in obs["tiles"]}
+            try:
+                hidden = [t for t in obs["frontier"] if tiles[t]["status"] == "hidden"]
+                if hidden:
+                    await c.request("field.reveal", to, {"agent": prober, "tile": hidden[0],
+                                                         "expected_revision": rev})
+                    continue
+                t = next(tiles[t] for t in obs["territory"] if tiles[t]["status"] == "revealed")
+                cells = [(t["y0"] + ly + dy) * obs["G"] + t["x0"] + lx + dx
+                         for lx, ly, w, h in t["rects"] for dy in range(h) for dx in range(w)]
+                probe = [[x, 0] for x in sorted(set(cells) - known)]
+                r = await c.request("field.commit", to, {"agent": prober, "cells": probe,
+                                                         "expected_revision": rev})
+                fix = [[x["id"], 1 - x["v"]] for x in r["rejected"]]
+                if fix:
+                    await c.request("field.commit", to, {"agent": prober, "cells": fix,
+                                                         "expected_revision": r["revision"]})
+            except RequestError as e:
+                assert e.code == "dead", e
+                dead = e
+                break
+        assert dead is not None, "the probe never died"
+        obs = await c.request("field.observe", to, {"agent": prober})
+        assert obs["health"]["state"] == "dead" and obs["note"].startswith("dead: ")
+        rev = obs["revision"]
+        for op, args in (("field.reveal", {"tile": 0}), ("field.commit", {"cells": [[0, 0]]}),
+                         ("field.retract", {"cells": [0]})):
+            with pytest.raises(RequestError) as err:
+                await c.request(op, to, {"agent": prober, "expected_revision": rev, **args})
+            assert err.value.code == "dead"
+            assert err.value.message.startswith(f"Agent {prober} is out for the day")
+        # the other agent plays on
+        mate = await c.request("field.observe", to, {"agent": honest})
+        seed = next(a["seed_tile"] for a in mate["agents"] if a["id"] == honest)
+        r = await c.request("field.reveal", to, {"agent": honest, "tile": seed,
+                                                 "expected_revision": mate["revision"]})
+        assert r["revision"] == rev + 1
+        board = await c.request("field.leaderboard", to, {})
+        assert board["users"][0]["dead"] == 1
+
+
+async def test_generating_then_ready_and_rules(tmp_path: Path) -> None:
+    async with running_server(tmp_path, open_mode=True) as srv, Client.connect(srv.ws_url) as c:
+        await c.request("field.start", "field:g2", {"canvas": 100, "chunk": 20, "chunks": 1,
+                                                   "grow": {"every_s": 600}})
+        with pytest.raises(RequestError) as err:
+            await c.request("field.join", "field:g2", {"name": "early"})
+        assert err.value.code == "generating"
+        rules = await ready(c, "g2")
+        assert rules["grow"] == {"every_s": 600.0} and rules["fog"] is True
+        assert rules["text"].startswith("Rules of a mosaic.")
