@@ -1,0 +1,69 @@
+"""The settled board value and the compiled level context the turn runs against.
+
+`Board` is what a turn maps to a turn: the objects as `(id code, kind, x, y, facing, layer)`
+tuples in board order (order decides who moves first; `layer` is Keke's object-layer flag, always
+0 in the stacked model) and one value tuple per mechanic, in mechanic-id
+order. Rules are not stored: they are a function of the text on the board, cached per context.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from .level import Level
+from .mechanics.host import HOST_TYPES, HostMechanic, Value
+from .profiles import Profile, get_profile
+from .rules import RuleSet, parse_rules
+from .words import TEXT_BASE
+
+RULE_CACHE_LIMIT = 200_000
+
+
+@attrs.frozen
+class Board:
+    """A settled position: objects in board order and mechanic values in mechanic-id order."""
+
+    objects: tuple[tuple[int, int, int, int, int, int], ...]
+    mechanics: tuple[Value, ...] = ()
+    # The rules this board's text spells, carried along to skip a lookup; not part of equality.
+    rules: RuleSet | None = attrs.field(default=None, eq=False, repr=False)
+
+
+@attrs.frozen
+class Limits:
+    """Complexity caps for one turn; exceeding one rejects the turn as `complexity_blocked`."""
+
+    work: int = 200_000          # push/pull evaluations
+    sentences: int = 512         # rule sentences in force
+
+
+class Context:
+    """A level compiled for play: profile, grid, ids, mechanic hosts and a bounded rules cache."""
+
+    def __init__(self, level: Level, profile: str | Profile | None = None,
+                 limits: Limits | None = None, trace_phases: bool = False) -> None:
+        self.level = level
+        # Add the lifecycle phases run to every turn record (off: records keep their plain shape).
+        self.trace_phases = trace_phases
+        self.profile: Profile = (profile if isinstance(profile, Profile)
+                                 else get_profile(profile or level.profile))
+        self.width, self.height = level.width, level.height
+        self.ids = level.ids
+        self.id_code = {oid: i for i, oid in enumerate(level.ids)}
+        self.limits = limits or Limits()
+        self.mechanics: tuple[tuple[str, HostMechanic, Any], ...] = tuple(
+            (m.id, HOST_TYPES[m.type], HOST_TYPES[m.type].compile(m.config_data(), self.id_code))
+            for m in level.mechanics)
+        self._rules: dict[tuple[tuple[int, int, int], ...], RuleSet] = {}
+
+    def rules(self, objects: Any) -> RuleSet:
+        """The rules the text among `objects` spells (memoized on the text layout)."""
+        key = tuple((o[1], o[2], o[3]) for o in objects if o[1] >= TEXT_BASE)
+        found = self._rules.get(key)
+        if found is None:
+            if len(self._rules) >= RULE_CACHE_LIMIT:
+                self._rules.clear()
+            found = self._rules[key] = parse_rules(list(key))
+        return found

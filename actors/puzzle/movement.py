@@ -1,0 +1,197 @@
+"""Movement steps: YOU objects in a direction, then MOVE objects along their facing.
+
+Two collision models, chosen by the profile:
+
+* `stacked` (classic): any number of things per cell. A mover enters a cell unless something
+  there is STOP, or PUSH (text is always PUSH) and cannot itself be pushed on; OPEN meets SHUT
+  freely (contacts destroy them later); a WEAK blocker is destroyed instead of blocking; PULL
+  objects behind a mover follow it. An object moves on its own at most once per step, and not
+  at all after being pushed or pulled in that step.
+* `layered` (Keke): things that are YOU, MOVE, PUSH or STOP, and all text, sit in an object layer
+  with one entry per cell; everything else lies underneath and never blocks. Membership is the
+  board flag `obj[5]`, rebuilt only where Keke rebuilds it (`rebuild_layer`). An object moves at
+  most once per turn; a YOU walking into another YOU is blocked, anything else may walk onto a
+  YOU (and hides it from the layer).
+
+Every moved object faces the way it moved. Work is counted against the turn's complexity cap.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import TYPE_CHECKING
+
+from .rules import MOVE, OPEN, PULL, PUSH, SHUT, STOP, TEXT_INDEX, WEAK, YOU
+from .words import DELTAS, TEXT_BASE
+
+if TYPE_CHECKING:
+    from .turn import Work
+
+_LAYERED = YOU | MOVE | PUSH
+
+
+def movers(work: Work, bit: int, order: tuple[int, ...]) -> list[list[int]]:
+    """Objects with property `bit`: noun by noun in rule order (layered) or in board order."""
+    masks = work.rules.masks
+    if work.ctx.profile.collision == "stacked":
+        return [o for o in work.objs if masks[o[1]] & bit]
+    found = []
+    for noun in order:
+        if noun == TEXT_INDEX:
+            found.extend(o for o in work.objs if o[1] >= TEXT_BASE and masks[o[1]] & bit)
+        else:
+            found.extend(o for o in work.objs if o[1] == noun)
+    return found
+
+
+# ---------------------------------------------------------------- layered (Keke)
+
+
+def rebuild_layer(work: Work) -> None:
+    """Recompute who is in Keke's object layer from the board (its `setOverlaps`): objects in
+    board order enter it when YOU/MOVE/PUSH/STOP and clear it otherwise, then all text enters.
+    Keke does this only after a rules re-read or a destruction; in between the layer evolves move
+    by move, which is why the flag is part of the board (`obj[5]`)."""
+    masks = work.rules.masks
+    layer: dict[tuple[int, int], list[int]] = {}
+    for o in work.objs:
+        o[5] = 0
+        if o[1] < TEXT_BASE:
+            if masks[o[1]] & (_LAYERED | STOP):
+                layer[(o[2], o[3])] = o
+            else:
+                layer.pop((o[2], o[3]), None)
+    for o in work.objs:
+        if o[1] >= TEXT_BASE:
+            layer[(o[2], o[3])] = o
+    for o in layer.values():
+        o[5] = 1
+    work.layer = layer
+
+
+def move_layered(work: Work, direction: int | None) -> None:
+    """One Keke movement step: players toward `direction`, or automata when it is None."""
+    masks, width, height, blocked = work.rules.masks, work.ctx.width, work.ctx.height, work.blocked
+    moved = work.moved
+    layer = work.layer
+    if layer is None:
+        layer = work.layer = {(o[2], o[3]): o for o in work.objs if o[5]}
+
+    def shift(e: list[int], d: int) -> bool:
+        work.spend()
+        if e[0] in moved:
+            return False
+        kind = e[1]
+        if kind < TEXT_BASE and not masks[kind] & _LAYERED:
+            return False
+        dx, dy = DELTAS[d]
+        x, y = e[2] + dx, e[3] + dy
+        if not (0 <= x < width and 0 <= y < height) or (x, y) in blocked:
+            return False
+        o = layer.get((x, y))
+        if o is not None:
+            ok = o[1]
+            if ok < TEXT_BASE:
+                om = masks[ok]
+                if om & STOP:
+                    return False
+                if om & _LAYERED:
+                    if om & PUSH:
+                        if not shift(o, d):
+                            return False
+                    elif not (om & YOU and (kind >= TEXT_BASE or not masks[kind] & YOU)):
+                        return False
+            elif not shift(o, d):
+                return False
+        # Keke clears the origin cell of the layer even when `e` was hidden under another thing.
+        gone = layer.pop((e[2], e[3]), None)
+        if gone is not None:
+            gone[5] = 0
+        under = layer.get((x, y))
+        if under is not None:
+            under[5] = 0
+        work.relocate(e, x, y, d)
+        layer[(x, y)] = e
+        e[5] = 1
+        moved.add(e[0])
+        return True
+
+    if direction is not None:
+        for o in movers(work, YOU, work.rules.you_order):
+            shift(o, direction)
+        return
+    for o in movers(work, MOVE, work.rules.move_order):
+        if not shift(o, o[4]):
+            work.turn_round(o)
+
+
+# ---------------------------------------------------------------- stacked (classic)
+
+
+def move_stacked(work: Work, direction: int | None) -> None:
+    """One classic movement step: players toward `direction`, or automata when it is None."""
+    masks, width, height, blocked = work.rules.masks, work.ctx.width, work.ctx.height, work.blocked
+    cells: dict[tuple[int, int], list[list[int]]] = defaultdict(list)
+    for o in work.objs:
+        cells[(o[2], o[3])].append(o)
+
+    def opens(a: int, b: int) -> bool:
+        return bool((a & OPEN and b & SHUT) or (a & SHUT and b & OPEN))
+
+    def can(e: list[int], d: int) -> bool:
+        work.spend()
+        dx, dy = DELTAS[d]
+        x, y = e[2] + dx, e[3] + dy
+        if not (0 <= x < width and 0 <= y < height) or (x, y) in blocked:
+            return False
+        em = masks[e[1]]
+        for t in cells.get((x, y), ()):
+            tm = masks[t[1]]
+            if opens(em, tm):
+                continue
+            if tm & PUSH:
+                if not can(t, d) and not tm & WEAK:
+                    return False
+            elif tm & STOP and not tm & WEAK:
+                return False
+        return True
+
+    def go(e: list[int], d: int) -> None:
+        dx, dy = DELTAS[d]
+        ox, oy = e[2], e[3]
+        x, y = ox + dx, oy + dy
+        em = masks[e[1]]
+        for t in list(cells.get((x, y), ())):
+            tm = masks[t[1]]
+            if opens(em, tm):
+                continue
+            if tm & PUSH and can(t, d):
+                go(t, d)
+            elif tm & (PUSH | STOP):
+                cells[(x, y)].remove(t)
+                work.destroy(t, "weak")
+        cells[(ox, oy)].remove(e)
+        work.relocate(e, x, y, d)
+        cells[(x, y)].append(e)
+        done.add(e[0])
+        for t in list(cells.get((ox - dx, oy - dy), ())):
+            if masks[t[1]] & PULL and t in cells[(ox - dx, oy - dy)] and can(t, d):
+                go(t, d)
+
+    done: set[int] = set()  # objects that already moved (as movers or pushed) this step
+    if direction is not None:
+        for o in movers(work, YOU, ()):
+            if o[0] not in done and o in cells[(o[2], o[3])] and can(o, direction):
+                go(o, direction)
+        return
+    for o in movers(work, MOVE, ()):
+        if o[0] in done or o not in cells[(o[2], o[3])]:
+            continue
+        if can(o, o[4]):
+            go(o, o[4])
+        elif work.ctx.profile.move_retry:
+            work.turn_round(o)
+            if can(o, o[4]):
+                go(o, o[4])
+        else:
+            work.turn_round(o)

@@ -1,0 +1,310 @@
+"""The turn: one action applied to a settled `Board`, walking the profile's plan.
+
+Classic plan: beforeMovement, players, rules, automata, afterMovement, rules, afterTransforms,
+beforeContacts, contacts, afterContacts, victory, settled. (Keke's differs; see profiles.py.)
+Mechanic hooks run at the lifecycle phases in mechanic-id order on a private working copy; the
+new mechanic values are committed only at `settled`, and nothing is committed at all when the
+turn is rejected (bad action, nothing can move, no change, or a complexity cap), so a rejected
+turn leaves the caller's board untouched. This is the only transition path: `game.step` and the
+solver both call `advance` (the solver with `record=False`, which skips building event data).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from .board import Board, Context
+from .contacts import contacts, victory
+from .movement import move_layered, move_stacked, rebuild_layer
+from .rules import FLOAT, MOVE, YOU, RuleSet
+from .words import (
+    DIRECTIONS,
+    FACING_CODE,
+    NOUNS,
+    REVERSE,
+    TEXT_BASE,
+    WAIT,
+    kind_name,
+    text_kind,
+)
+
+
+class ComplexityBlocked(Exception):
+    """A turn exceeded a complexity cap (`board.Limits`)."""
+
+
+@attrs.frozen
+class Outcome:
+    """What `advance` returns: the new board (the old one when rejected) and the turn record."""
+
+    board: Board
+    accepted: bool
+    reason: str | None
+    won: bool
+    lost: bool
+    record: dict[str, Any] | None = None
+
+
+class Work:
+    """The mutable working copy of one turn; also the `TurnView` mechanic hooks act through."""
+
+    def __init__(self, ctx: Context, board: Board, record: bool) -> None:
+        self.ctx = ctx
+        self.ids = ctx.ids
+        self.objs = list(map(list, board.objects))
+        self.mech = list(board.mechanics)
+        self.rules: RuleSet = board.rules or ctx.rules(board.objects)
+        self.blocked: set[tuple[int, int]] = set()
+        self.moved: set[int] = set()
+        self.moved_text: set[int] = set()
+        # Keke's object layer as a cell -> object map, kept across the turn's movement steps;
+        # None means "rebuild it from the board flags" (after a destruction).
+        self.layer: dict[tuple[int, int], list[int]] | None = None
+        self.budget = ctx.limits.work
+        self.record = record
+        self.destroyed: list[dict[str, Any]] = []
+        self.transforms: list[dict[str, Any]] = []
+        self.events: list[dict[str, Any]] = []
+        # (id code, from x, from y, to x, to y, facing) per move or turn, when recording
+        self.trail: list[tuple[int, int, int, int, int, int]] = []
+
+    # ------------------------------------------------ the TurnView interface of mechanic hooks
+    def position(self, idx: int) -> tuple[int, int] | None:
+        """Where object `idx` is now, or None once destroyed."""
+        for o in self.objs:
+            if o[0] == idx:
+                return o[2], o[3]
+        return None
+
+    def occupants(self, x: int, y: int) -> list[list[int]]:
+        """The objects on cell (x, y), in board order."""
+        return [o for o in self.objs if o[2] == x and o[3] == y]
+
+    def floats(self, kind: int) -> bool:
+        """True when objects of `kind` are FLOAT under the current rules."""
+        return bool(self.rules.masks[kind] & FLOAT)
+
+    def block(self, x: int, y: int) -> None:
+        """Make cell (x, y) impassable for the rest of this turn's movement."""
+        self.blocked.add((x, y))
+
+    def destroy(self, obj: list[int], cause: str) -> None:
+        """Remove `obj` from the board."""
+        self.objs = [o for o in self.objs if o is not obj]
+        self.layer = None
+        if self.record:
+            self.destroyed.append({"id": self.ids[obj[0]], "noun": kind_name(obj[1]),
+                                   "at": [obj[2], obj[3]], "cause": cause})
+
+    def report(self, event: dict[str, Any]) -> None:
+        """Add a mechanic transition record to this turn's events."""
+        self.events.append(event)
+
+    # ------------------------------------------------ helpers of the steps
+    def spend(self) -> None:
+        """Count one unit of movement work against the complexity cap."""
+        self.budget -= 1
+        if self.budget < 0:
+            raise ComplexityBlocked("movement work")
+
+    def relocate(self, obj: list[int], x: int, y: int, facing: int) -> None:
+        """Move `obj` to (x, y) facing `facing`."""
+        if self.record:
+            self.trail.append((obj[0], obj[2], obj[3], x, y, facing))
+        obj[2], obj[3], obj[4] = x, y, facing
+        if obj[1] >= TEXT_BASE:
+            self.moved_text.add(obj[0])
+
+    def turn_round(self, obj: list[int]) -> None:
+        """A blocked MOVE object turns to face the other way."""
+        obj[4] = REVERSE[obj[4]]
+        if self.record:
+            self.trail.append((obj[0], obj[2], obj[3], obj[2], obj[3], obj[4]))
+
+    def reread(self) -> None:
+        """Re-read the rules from the text now on the board."""
+        self.rules = self.ctx.rules(self.objs)
+        if len(self.rules.sentences) > self.ctx.limits.sentences:
+            raise ComplexityBlocked("rule count")
+
+
+def _transform_kind(kind: int, target: int) -> int | None:
+    """The kind an object of `kind` becomes under `X IS target` (None: not possible)."""
+    if target == len(NOUNS):  # X IS TEXT
+        return None if kind >= TEXT_BASE else text_kind(NOUNS[kind])
+    return target
+
+
+def transform(work: Work) -> bool:
+    """Apply the transforms in force once; True when any object changed."""
+    rules = work.rules
+    if not rules.transforms:
+        return False
+    changed: list[tuple[list[int], int]] = []
+    if work.ctx.profile.transforms_in_rule_order:
+        for src, dst in rules.transforms:
+            for o in [o for o in work.objs if _noun(o[1]) == src]:
+                new = _transform_kind(o[1], dst)
+                if new is not None:
+                    work.objs.remove(o)
+                    work.objs.append([o[0], new, o[2], o[3], 0, 0])
+                    changed.append((o, new))
+    else:
+        for o in work.objs:
+            for src, dst in rules.transforms:
+                if _noun(o[1]) == src:
+                    new = _transform_kind(o[1], dst)
+                    if new is not None:
+                        changed.append((list(o), new))
+                        o[1] = new
+                    break
+    if work.record:
+        work.transforms.extend({"id": work.ids[o[0]], "from": kind_name(o[1]),
+                                "to": kind_name(new)} for o, new in changed)
+    return bool(changed)
+
+
+def _noun(kind: int) -> int:
+    return len(NOUNS) if kind >= TEXT_BASE else kind
+
+
+def rules_step(work: Work) -> None:
+    """Re-read the rules and transform (Keke: only if text moved, once per moved word)."""
+    if work.ctx.profile.reparse_every_turn:
+        passes = 1
+    else:
+        passes = len(work.moved_text)
+        work.moved_text.clear()
+    layered = work.ctx.profile.collision == "layered"
+    for _ in range(passes):
+        work.reread()
+        changed = transform(work)
+        if changed:
+            work.reread()
+        if layered:
+            rebuild_layer(work)
+        if not changed:
+            break
+
+
+def settle_initial(ctx: Context, objects: tuple[Any, ...]) -> Board:
+    """The board a level starts from: authored objects with one rules pass applied, mechanics
+    initialized from that board."""
+    work = Work(ctx, Board(tuple((*o, 0) for o in objects)), record=False)
+    work.reread()
+    if transform(work):
+        work.reread()
+    if ctx.profile.collision == "layered":
+        rebuild_layer(work)
+    values = tuple(host.initial(settings, work) for _, host, settings in ctx.mechanics)
+    return Board(tuple(tuple(o) for o in work.objs), values, work.rules)
+
+
+def parse_action(action: str) -> int | None:
+    """Facing code of a direction, None for a wait; raises ValueError on anything else."""
+    if action == WAIT:
+        return None
+    if action in FACING_CODE:
+        return FACING_CODE[action]
+    raise ValueError(action)
+
+
+def advance(ctx: Context, board: Board, action: str, record: bool = True) -> Outcome:
+    """Play one action ("up", "down", "left", "right" or "wait") from a settled board."""
+    try:
+        direction = parse_action(action)
+    except ValueError:
+        return _reject(board, "bad_action")
+    work = Work(ctx, board, record)
+    masks = work.rules.masks
+    if direction is not None and not (work.rules.present & (YOU | MOVE) and any(
+            masks[o[1]] & (YOU | MOVE) for o in work.objs)):
+        return _reject(board, "nothing_can_move")
+    rules_before = work.rules
+    move = move_layered if ctx.profile.collision == "layered" else move_stacked
+    players_trail = 0
+    phases: list[str] = []
+    won = False
+    try:
+        for step in ctx.profile.plan:
+            if step == "players":
+                if direction is not None:
+                    move(work, direction)
+                players_trail = len(work.trail)
+            elif step == "automata":
+                move(work, None)
+            elif step == "rules":
+                rules_step(work)
+            elif step == "contacts":
+                contacts(work)
+            elif step == "victory":
+                won = victory(work)
+            else:
+                _run_phase(work, step)
+                phases.append(step)
+    except ComplexityBlocked:
+        return _reject(board, "complexity_blocked")
+    new = Board(tuple(map(tuple, work.objs)), tuple(work.mech), work.rules)
+    if new == board:
+        return _reject(board, "no_change")
+    lost = not won and not any(work.rules.masks[o[1]] & YOU for o in work.objs)
+    rec = None
+    if record:
+        rec = _record(work, action, players_trail, rules_before, phases, won, lost)
+    return Outcome(new, True, None, won, lost, rec)
+
+
+def _run_phase(work: Work, phase: str) -> None:
+    for i, (mid, host, settings) in enumerate(work.ctx.mechanics):
+        if phase in host.phases:
+            work.mech[i] = host.run(phase, mid, settings, work.mech[i], work)
+
+
+def _paths(trail: list[tuple[int, int, int, int, int, int]]
+           ) -> dict[int, list[int]]:
+    """Per object, in first-move order: [from x, from y, to x, to y, facing]."""
+    paths: dict[int, list[int]] = {}
+    for idx, fx, fy, tx, ty, facing in trail:
+        path = paths.get(idx)
+        if path is None:
+            paths[idx] = [fx, fy, tx, ty, facing]
+        else:
+            path[2:] = [tx, ty, facing]
+    return paths
+
+
+def _record(work: Work, action: str, players_trail: int, rules_before: RuleSet,
+            phases: list[str], won: bool, lost: bool) -> dict[str, Any]:
+    ids = work.ids
+    moves = [{"id": ids[i], "from": p[:2], "to": p[2:4]}
+             for i, p in _paths(work.trail[:players_trail]).items() if p[:2] != p[2:4]]
+    automata = [{"id": ids[i], "from": p[:2], "to": p[2:4], "facing": DIRECTIONS[p[4]]}
+                for i, p in _paths(work.trail[players_trail:]).items()]
+    result: dict[str, Any] = {
+        "accepted": True, "action": action, "moves": moves,
+        "rules": list(work.rules.sentences),
+        "rules_changed": work.rules.sentences != rules_before.sentences,
+        "transforms": work.transforms, "destroyed": work.destroyed, "automata": automata,
+        "won": won, "lost": lost,
+    }
+    if work.ctx.trace_phases:
+        result["phases"] = phases
+    if work.events:
+        result["mechanics"] = work.events
+    return result
+
+
+def _reject(board: Board, reason: str) -> Outcome:
+    return Outcome(board, False, reason, False, False,
+                   {"accepted": False, "reason": reason, "message": REASONS[reason]})
+
+
+REASONS: dict[str, str] = {
+    "bad_action": "The action must be one of up, down, left, right or wait.",
+    "nothing_can_move": "Nothing on the board is YOU or MOVE, so a direction does nothing.",
+    "no_change": "The turn would change nothing, so it was not taken.",
+    "complexity_blocked": "The turn exceeded the engine's complexity cap and was not taken.",
+    "game_over": "The level is already won; undo or reset to play on.",
+}

@@ -1,0 +1,64 @@
+"""Tiny level builder for tests: a picture of rows plus a legend.
+
+Legend values in lower case are object nouns, in upper case text words. Extra entries (for
+stacking) and mechanics can be appended.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+BASE_LEGEND = {
+    "b": "baba", "k": "keke", "f": "flag", "r": "rock", "w": "wall", "~": "water", "y": "key",
+    "d": "door", "p": "plate", "g": "gate", "t": "tile", "s": "skull", "l": "lava",
+    "B": "BABA", "K": "KEKE", "F": "FLAG", "R": "ROCK", "W": "WALL", "T": "TEXT", "=": "IS",
+    "&": "AND", "!": "NOT", "Y": "YOU", "V": "WIN", "S": "STOP", "P": "PUSH", "L": "PULL",
+    "M": "MOVE", "0": "SINK", "D": "DEFEAT", "H": "HOT", "E": "MELT", "O": "OPEN", "C": "SHUT",
+    "X": "WEAK", "A": "FLOAT", "U": "WATER", "Q": "SKULL",
+}
+
+
+def make_level(rows: list[str], legend: dict[str, str] | None = None, *,
+               profile: str = "classic", extra: list[dict[str, Any]] | None = None,
+               mechanics: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Level JSON for the picture `rows` ('.' is empty); ids are `<char><n>` in reading order."""
+    table = {**BASE_LEGEND, **(legend or {})}
+    objects: list[dict[str, Any]] = []
+    text: list[dict[str, Any]] = []
+    for y, row in enumerate(rows):
+        for x, char in enumerate(row):
+            if char == ".":
+                continue
+            name = table[char]
+            if name.islower():
+                objects.append({"id": f"{name}{len(objects) + 1}", "noun": name, "x": x, "y": y})
+            else:
+                text.append({"id": f"t{len(text) + 1}", "word": name.lower(), "x": x, "y": y})
+    data: dict[str, Any] = {"id": "test", "width": len(rows[0]), "height": len(rows),
+                            "profile": profile, "objects": objects + (extra or []), "text": text}
+    if mechanics is not None:
+        data["mechanics"] = mechanics
+    return data
+
+
+def positions(state: dict[str, Any], noun: str) -> list[tuple[int, int]]:
+    """Where the objects of `noun` are in a snapshot, sorted."""
+    return sorted((o["x"], o["y"]) for o in state["objects"] if o.get("noun") == noun)
+
+
+def mechanic_level(profile: str = "classic") -> dict[str, Any]:
+    """A small level with one plate_gate channel and one frail_floor tile.
+
+    Objects: baba1 (0,2), plate2 (1,2), tile3 (2,2), gate4 (5,2), flag5 (6,2), rock6 (3,3);
+    text BABA IS YOU on row 0, FLAG IS WIN on row 4 and a loose ROCK ... PUSH on row 5.
+    """
+    return make_level(
+        ["B=Y....", ".......", "bpt..gf", "...r...", "F=V....", "R=.P..."],
+        profile=profile,
+        mechanics=[
+            {"id": "gate", "type": "plate_gate", "version": 1,
+             "config": {"plates": ["plate2"], "gates": ["gate4"]},
+             "state_schema": {"open": "bool"}},
+            {"id": "frail", "type": "frail_floor", "version": 1, "config": {"tile": "tile3"},
+             "state_schema": {"stage": "enum:intact|pressed|cracking|broken"}},
+        ])

@@ -1,0 +1,112 @@
+"""Packs: validation with paths, profile inheritance, feature diagnostics, round trips."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from actors.puzzle.diagnostics import LevelError
+from actors.puzzle.game import create_game
+from actors.puzzle.pack import check_pack, is_pack, pack_of, parse_pack
+from tests.puzzle.boards import make_level, mechanic_level
+
+
+def sample_pack() -> dict[str, Any]:
+    """Two plain levels (one without a profile) and one with a plate_gate mechanic."""
+    plain = make_level(["B=Y.", "b..f", "F=V."])
+    plain.pop("profile")
+    plain["id"] = "one"
+    keke = make_level(["B=Y.", "b..f", "F=V."], profile="keke")
+    keke["id"] = "two"
+    gated = mechanic_level()
+    gated["id"] = "three"
+    return {"name": "Sample", "version": "1.2.0", "profile": "keke",
+            "mechanics": ["plate_gate", "frail_floor"], "levels": [plain, keke, gated]}
+
+
+def diagnostics(data: Any) -> list[str]:
+    pack, diags = check_pack(data)
+    assert pack is None
+    return [str(d) for d in diags]
+
+
+def test_valid_pack_round_trips_and_levels_inherit_the_profile() -> None:
+    pack = parse_pack(sample_pack())
+    assert [lv.profile for lv in pack.levels] == ["keke", "keke", "classic"]
+    assert pack.mechanics == ("frail_floor", "plate_gate")
+    again = parse_pack(copy.deepcopy(pack.to_json()))
+    assert again == pack
+    assert again.to_json() == pack.to_json()
+
+
+def test_mechanic_metadata_survives_export_with_its_initial_state() -> None:
+    pack = parse_pack(sample_pack())
+    again = parse_pack(pack.to_json())
+    before, after = pack.level("three"), again.level("three")
+    assert after.mechanics == before.mechanics
+    assert (create_game(after).get_state()["mechanics"]
+            == create_game(before).get_state()["mechanics"])
+
+
+def test_unsupported_mechanic_feature_fails_before_levels_are_read() -> None:
+    data = sample_pack()
+    data["mechanics"].append("teleporter")
+    data["levels"][0]["objects"][0]["noun"] = "frog"  # not reported: refused earlier
+    assert diagnostics(data) == [
+        ("mechanics[2]: unsupported mechanic feature 'teleporter' (host supports: "
+        "frail_floor@1, plate_gate@1)")]
+
+
+def test_level_mechanic_must_be_declared_by_the_pack() -> None:
+    data = sample_pack()
+    data["mechanics"] = ["frail_floor"]
+    assert diagnostics(data) == [
+        ("levels[2].mechanics[0].type: mechanic type 'plate_gate' is not declared in the "
+        "pack's mechanics")]
+
+
+def test_level_problems_are_reported_with_their_path_inside_the_pack() -> None:
+    data = sample_pack()
+    data["levels"][1]["objects"][0]["noun"] = "frog"
+    data["levels"][2]["mechanics"][0]["config"]["hook"] = "x"
+    found = diagnostics(data)
+    assert 'levels[1].objects[0].noun: unknown noun "frog"' in found
+    assert any(d.startswith("levels[2].mechanics[0].config.hook: executable field") for d in found)
+
+
+@pytest.mark.parametrize(("change", "expected"), [
+    ({"name": ""}, "name: must be a non-empty string of at most 100 characters"),
+    ({"version": 3}, 'version: must be a version string such as "1", "1.2" or "1.2.3"'),
+    ({"profile": "modern"}, "profile: unknown profile 'modern' (supported: classic, keke)"),
+    ({"levels": []}, "levels: must be a list of 1 to 256 levels"),
+    ({"mechanics": "plate_gate"}, "mechanics: must be a list of mechanic type names"),
+    ({"extra": 1}, "extra: unknown field (a pack has name, version, profile, mechanics, levels)"),
+])
+def test_header_errors(change: dict[str, Any], expected: str) -> None:
+    assert expected in diagnostics({**sample_pack(), **change})
+
+
+def test_duplicate_level_ids_are_refused() -> None:
+    data = sample_pack()
+    data["levels"][1]["id"] = "one"
+    assert diagnostics(data) == ["levels[1].id: duplicate level id 'one' (first at levels[0])"]
+
+
+def test_parse_pack_raises_with_every_diagnostic() -> None:
+    with pytest.raises(LevelError, match=r"^name: must be a non-empty string"):
+        parse_pack({**sample_pack(), "name": 7})
+
+
+def test_shapes_and_one_level_packs() -> None:
+    assert is_pack(sample_pack())
+    assert not is_pack(make_level(["B=Y"]))
+    assert not is_pack({"levels": [{"ascii": "___"}], "name": "keke file"})
+    assert is_pack({"levels": "oops"})  # so a broken pack gets pack diagnostics
+    level = parse_pack(sample_pack()).level("three")
+    single = pack_of(level)
+    assert single.levels == (level,) and single.mechanics == ("frail_floor", "plate_gate")
+    assert parse_pack(single.to_json()) == single
+    with pytest.raises(KeyError, match="no level 'nine'"):
+        single.level("nine")

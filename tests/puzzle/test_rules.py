@@ -1,0 +1,137 @@
+"""Rules and properties under the classic profile (and Keke's differences where they bite)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from actors.puzzle.game import Game, create_game
+from tests.puzzle.boards import make_level, positions
+
+
+def game(rows: list[str], **kw: Any) -> Game:
+    return create_game(make_level(rows, **kw))
+
+
+def test_and_on_both_sides_gives_every_combination() -> None:
+    g = game(["B&K=Y&V", ".......", ".b...k."])
+    assert set(g.get_state()["rules"]) == {
+        "baba is you", "baba is win", "keke is you", "keke is win"}
+    assert g.won  # a YOU that is also WIN wins on the spot
+    assert g.step("up")["accepted"] is False  # the game is over
+
+
+def test_several_you_nouns_all_move() -> None:
+    g = game(["B=Y..", "K=Y..", ".....", "b..k."])
+    g.step("right")
+    s = g.get_state()
+    assert positions(s, "baba") == [(1, 3)] and positions(s, "keke") == [(4, 3)]
+
+
+def test_not_takes_a_property_away_and_vertical_text_reads_top_down() -> None:
+    g = game(["B=Y..", "B....", "=....", "!....", "Y..b."])
+    assert "baba is not you" in g.get_state()["rules"]
+    assert g.step("left")["reason"] == "nothing_can_move"
+
+
+def test_noun_is_noun_transforms_and_x_is_x_blocks_it() -> None:
+    g = game(["B=Y....", "R=F....", ".......", "b..r..."])
+    assert positions(g.get_state(), "flag") == [(3, 3)]
+    blocked = game(["B=Y....", "R=F....", "R=R....", "b..r..."])
+    assert positions(blocked.get_state(), "rock") == [(3, 3)]
+
+
+def test_the_text_noun_names_every_text_block() -> None:
+    g = game(["B=Y.", "T=Y.", "....", ".b.."])
+    g.step("down")
+    s = g.get_state()
+    assert sorted({o["y"] for o in s["objects"] if "word" in o}) == [1, 2]
+    assert positions(s, "baba") == [(1, 3)]  # blocked by the bottom edge, text moved
+
+
+def test_text_is_always_pushable_and_stop_blocks() -> None:
+    g = game(["B=Y...", "......", "b.Fw..", "W=S..."])
+    r = g.step("right")
+    assert r["moves"] == [{"id": "baba1", "from": [0, 2], "to": [1, 2]}]
+    assert g.step("right")["reason"] == "no_change"  # FLAG text is pushed into the STOP wall
+
+
+def test_pull_follows_the_mover() -> None:
+    g = game(["B=Y...", "R=L...", "......", "rb...."])
+    g.step("right")
+    assert positions(g.get_state(), "rock") == [(1, 3)]
+
+
+def test_classic_contacts_remove_only_the_victim_but_sink_removes_both() -> None:
+    defeat = game(["B=Y...", "Q=D...", "......", "bs...."], legend={"Q": "SKULL"})
+    defeat.step("right")
+    assert positions(defeat.get_state(), "baba") == [] and defeat.lost
+    assert positions(defeat.get_state(), "skull") == [(1, 3)]
+    keke = create_game(make_level(["B=Y...", "Q=D...", "......", "bs...."],
+                                  legend={"Q": "SKULL"}, profile="keke"))
+    keke.step("right")
+    assert positions(keke.get_state(), "skull") == []  # Keke: both members of the pair
+    sink = game(["B=Y...", "R=P...", "U=0...", "br~..."], legend={"U": "WATER"})
+    r = sink.step("right")
+    assert {d["id"] for d in r["destroyed"]} == {"rock2", "water3"}
+
+
+def test_hot_melts_only_the_melt_object() -> None:
+    g = game(["B=Y..", "B=E..", "L=H..", ".....", "bl..."], legend={"L": "LAVA"})
+    r = g.step("right")
+    assert [d["cause"] for d in r["destroyed"]] == ["melt"]
+    assert positions(g.get_state(), "lava") == [(1, 4)]
+
+
+def test_open_meets_shut_and_both_go() -> None:
+    g = game(["B=Y..", "J=O&P", "Z=C&S", ".....", "by.d."], legend={"J": "KEY", "Z": "DOOR"})
+    g.step("right")
+    r = g.step("right")
+    assert sorted(d["id"] for d in r["destroyed"]) == ["door3", "key2"]
+
+
+def test_weak_blocker_breaks_instead_of_blocking() -> None:
+    g = game(["B=Y...", "R=P&X.", "W=S...", "brw..."])
+    r = g.step("right")
+    assert [d["cause"] for d in r["destroyed"]] == ["weak"]
+    assert positions(g.get_state(), "baba") == [(1, 3)]
+
+
+def test_float_keeps_apart_from_sink() -> None:
+    g = game(["B=Y&A.", "U=0...", "b~....", "......"], legend={"U": "WATER"})
+    g.step("right")
+    assert positions(g.get_state(), "baba") == [(1, 2)]
+
+
+def test_move_turns_round_and_retries_in_classic_but_not_in_keke() -> None:
+    rows = ["B=Y...", "K=M...", "W=S...", "...kw.", "b....."]
+    classic = game(rows)
+    classic.step("wait")
+    keke = create_game(make_level(rows, profile="keke"))
+    keke.step("wait")
+    assert positions(classic.get_state(), "keke") == [(2, 3)]
+    assert positions(keke.get_state(), "keke") == [(3, 3)]
+    assert [o["facing"] for o in keke.get_state()["objects"] if o.get("noun") == "keke"] == [
+        "left"]
+
+
+def test_stacking_is_unbounded() -> None:
+    extra = [{"id": f"x{i}", "noun": "baba", "x": 1, "y": 3} for i in range(6)]
+    g = game(["B=Y..", ".....", ".....", ".b..."], extra=extra)
+    g.step("right")
+    assert positions(g.get_state(), "baba") == [(2, 3)] * 7
+
+
+def test_x_is_text_and_text_is_y_cross_between_objects_and_text() -> None:
+    g = game(["B=Y....", "R=T....", ".......", "b..r..."])
+    s = g.get_state()
+    assert positions(s, "rock") == []
+    assert {"id": "rock2", "word": "rock", "x": 3, "y": 3, "facing": "right"} in s["objects"]
+    g = game(["B=Y....", "T=R....", ".......", "b......"])
+    assert sorted(o.get("noun", "text") for o in g.get_state()["objects"]) == ["baba"] + [
+        "rock"] * 6
+
+
+def test_not_subject_covers_every_other_noun() -> None:
+    g = game(["!B=S..", "B=Y...", "......", "bk...."])
+    assert "not baba is stop" in g.get_state()["rules"]
+    assert g.step("right")["reason"] == "no_change"  # keke is STOP now, baba is not
