@@ -5,24 +5,31 @@ synchronous=FULL in a temporary directory on the repository's disk) and starts a
 field. This load process then opens `--agents` agent connections and `--spectators`
 spectator connections (raw websockets). Spectators subscribe to the field; agents join,
 reveal and commit small batches of correct cells back to back for `--seconds`, each write
-with the `expected_revision` they last saw (after `stale_revision` they retry at the
-revision the refusal names). The load generator reads the field's secret (the solution)
+with the `expected_revision` they last saw. After `stale_revision` they retry the way
+examples/field_agent.py does: resend at the revision the refusal names after a jittered
+pause (`field_agent.backoff`), and after STALE_RETRIES such refusals observe again. The
+load generator reads the field's secret (the solution)
 from the server's store, so agents never guess: this measures the server, not a solver.
 
-Figures: commits per second (acknowledged, non-stale), p50/p99 commit latency (send to
-reply), the share of `stale_revision` replies among commit replies, and spectator lag
+Figures: commits per second (acknowledged, non-stale), p50/p99 commit latency (send of
+the accepted attempt to its reply), p50/p99 settle time (first send of a batch to its
+acceptance: every stale retry and pause included), the share of `stale_revision`
+replies among commit replies (and among reveal replies), and spectator lag
 p50/p99 (time from a commit's acknowledgement to the first push at or past its revision
 arriving at a spectator, over every spectator and commit). For comparison, the bare echo
 round trips per second of `bench ws` (bench/ws.py's echo server, 100 connections) are
-measured in the same run. One load process plays every connection, so at high rates the
-lag includes this process's own queueing.
+measured in the same run. The agents play from this process, the spectators from a
+child process of their own (so neither queues behind the other); at high rates the
+figures still include the load processes' own queueing on this shared machine.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import random
 import re
+import subprocess
 import sys
 import tempfile
 import time
@@ -33,6 +40,7 @@ import trio
 from websockets.trio.client import connect
 
 from bench import ws as ws_bench
+from examples.field_agent import STALE_RETRIES, backoff
 
 _REV = re.compile(r'"rev":\s*(\d+)')
 HELLO = json.dumps({"op": "hello", "protocol": 1, "client": "bench-field/1.0"})
@@ -48,7 +56,9 @@ class Figures:
 
     def __init__(self) -> None:
         self.latencies: list[float] = []
+        self.settled: list[float] = []  # first attempt to acceptance, retries included
         self.stale = 0
+        self.reveals = self.stale_reveals = 0
         self.acks: dict[int, float] = {}  # revision -> when its commit was acknowledged
         self.arrivals: list[list[tuple[int, float]]] = []  # per spectator: (rev, time)
 
@@ -96,15 +106,71 @@ async def _spectator(url: str, to: str, arrivals: list[tuple[int, float]],
             limiter.release()
 
 
+async def _spectate(url: str, to: str, count: int) -> list[list[tuple[int, float]]]:
+    """Subscribe `count` spectators; print `ready`; record arrivals until stdin closes."""
+    arrivals: list[list[tuple[int, float]]] = [[] for _ in range(count)]
+    async with trio.open_nursery() as nursery:
+        ready = trio.Semaphore(0)
+        limiter = trio.CapacityLimiter(64)
+        for mine in arrivals:
+            nursery.start_soon(_spectator, url, to, mine, limiter, ready)
+        for _ in range(count):
+            await ready.acquire()
+        print("ready", flush=True)
+        await trio.to_thread.run_sync(sys.stdin.read)  # the parent closes it: stop
+        nursery.cancel_scope.cancel()
+    return arrivals
+
+
+def spectate_main(url: str, to: str, count: int) -> None:
+    """Entry point of the spectator process: arrivals as JSON on stdout at the end."""
+    ws_bench._raise_fd_limit(count + 256)
+    arrivals = trio.run(_spectate, url, to, count)
+    sys.stdout.write(json.dumps(arrivals))
+
+
+class Spectators:
+    """The spectators, in a process of their own so that reading 500 sockets' pushes does
+    not queue behind (or in front of) the agents' requests in this process. Arrival times
+    are `time.perf_counter()`, the system's monotonic clock, comparable across processes."""
+
+    def __init__(self, url: str, to: str, count: int) -> None:
+        code = "import sys; from bench.field_live import spectate_main; " \
+               "spectate_main(sys.argv[1], sys.argv[2], int(sys.argv[3]))"
+        self.proc = subprocess.Popen([sys.executable, "-c", code, url, to, str(count)],
+                                     cwd=ws_bench.REPO, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+
+    async def subscribed(self) -> None:
+        """Wait until every spectator has its snapshot."""
+        assert self.proc.stdout is not None
+        line = await trio.to_thread.run_sync(self.proc.stdout.readline)
+        if line.strip() != "ready":
+            raise RuntimeError(f"the spectator process failed: {line!r}")
+
+    async def arrivals(self) -> list[list[tuple[int, float]]]:
+        """Stop the spectators; per spectator, (revision, arrival time) of each push."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.close()
+        out = await trio.to_thread.run_sync(self.proc.stdout.read)
+        return [[(r, t) for r, t in mine] for mine in json.loads(out)]
+
+    def close(self) -> None:
+        """Make sure the process is gone."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(10)
+
+
 async def _agent(url: str, to: str, solution: np.ndarray, G: int, fig: Figures,
-                 start: trio.Event, deadline: list[float]) -> None:
+                 start: trio.Event, deadline: list[float], seed: int) -> None:
     async with _connect(url) as ws:
         await _hello(ws)
-        await _play(ws, to, solution, G, fig, start, deadline)
+        await _play(ws, to, solution, G, fig, start, deadline, random.Random(seed))
 
 
 async def _play(ws: Any, to: str, solution: np.ndarray, G: int, fig: Figures,
-                start: trio.Event, deadline: list[float]) -> None:
+                start: trio.Event, deadline: list[float], rng: random.Random) -> None:
     rid = iter(range(1, 1 << 30))
     joined = await _call(ws, next(rid), "field.join", to, {"name": "bench"})
     agent = joined["result"]["agent"]
@@ -113,27 +179,36 @@ async def _play(ws: Any, to: str, solution: np.ndarray, G: int, fig: Figures,
     frontier = [joined["result"]["seed_tile"]]
     obs = (await _call(ws, next(rid), "field.observe", to, {"agent": agent}))["result"]
     tiles = {t["id"]: t for t in obs["tiles"]}
+    stale = 0  # stale_revision refusals in a row
     await start.wait()
     clock = time.perf_counter
+    first_try: float | None = None  # when the pending commit batch was first sent
     while clock() < deadline[0]:
+        if stale > STALE_RETRIES or (not pending and not any(
+                tiles.get(t, {}).get("status") == "hidden" for t in frontier)):
+            obs = (await _call(ws, next(rid), "field.observe", to, {"agent": agent}))["result"]
+            tiles = {t["id"]: t for t in obs["tiles"]}
+            rev, stale = obs["revision"], 0
+            frontier = [t for t in obs["frontier"] if tiles[t]["status"] == "hidden"]
+            if not frontier and not pending:
+                return  # this agent's corner is done
+            continue
         if not pending:
-            hidden = [t for t in frontier if t in tiles and tiles[t]["status"] == "hidden"]
-            if not hidden:
-                obs = (await _call(ws, next(rid), "field.observe", to, {"agent": agent}))["result"]
-                tiles = {t["id"]: t for t in obs["tiles"]}
-                rev = obs["revision"]
-                frontier = [t for t in obs["frontier"] if tiles[t]["status"] == "hidden"]
-                if not frontier:
-                    return  # this agent's corner is done
-                continue
-            tile = tiles[hidden[0]]
+            tile = tiles[next(t for t in frontier if tiles.get(t, {}).get("status") == "hidden")]
             reply = await _call(ws, next(rid), "field.reveal", to, {
                 "agent": agent, "tile": tile["id"], "expected_revision": rev})
+            fig.reveals += 1
             if not reply["ok"]:
+                code = reply["error"]["code"]
                 rev = reply["error"]["detail"].get("revision", rev)
-                tile["status"] = "revealed" if reply["error"]["code"] == "not_hidden" else tile["status"]
+                if code == "stale_revision":
+                    fig.stale_reveals += 1
+                    await trio.sleep(backoff(stale, rng))
+                    stale += 1
+                elif code == "not_hidden":
+                    tile["status"] = "revealed"
                 continue
-            rev = reply["result"]["revision"]
+            rev, stale = reply["result"]["revision"], 0
             tile["status"] = "revealed"
             known = {c for c, _ in reply["result"]["givens"]}
             pending = [(tile["y0"] + ly + dy) * G + tile["x0"] + lx + dx
@@ -142,6 +217,7 @@ async def _play(ws: Any, to: str, solution: np.ndarray, G: int, fig: Figures,
             continue
         batch, rest = pending[:BATCH], pending[BATCH:]
         t0 = clock()
+        first_try = t0 if first_try is None else first_try
         reply = await _call(ws, next(rid), "field.commit", to, {
             "agent": agent, "cells": [[c, int(solution[c])] for c in batch],
             "expected_revision": rev, "intent": "bench"})
@@ -151,9 +227,12 @@ async def _play(ws: Any, to: str, solution: np.ndarray, G: int, fig: Figures,
                 raise RuntimeError(f"commit refused: {reply['error']}")
             fig.stale += 1
             rev = reply["error"]["detail"]["revision"]
+            await trio.sleep(backoff(stale, rng))
+            stale += 1
             continue
         fig.latencies.append(t1 - t0)
-        pending = rest
+        fig.settled.append(t1 - first_try)
+        pending, first_try, stale = rest, None, 0
         result = reply["result"]
         if result["revision"] > rev:
             fig.acks[result["revision"]] = t1
@@ -187,19 +266,13 @@ async def _drive(ctl: Any, url: str, data: str, agents: int, spectators: int, se
     solution, G = await _truth(data, game)
     fig = Figures()
     start, deadline = trio.Event(), [0.0]
-    async with trio.open_nursery() as nursery:
-        ready = trio.Semaphore(0)
-        limiter = trio.CapacityLimiter(64)
-        for _ in range(spectators):
-            arrivals: list[tuple[int, float]] = []
-            fig.arrivals.append(arrivals)
-            nursery.start_soon(_spectator, url, to, arrivals, limiter, ready)
-        for _ in range(spectators):
-            await ready.acquire()
+    watchers = Spectators(url, to, spectators)
+    try:
+        await watchers.subscribed()
         _log(f"{spectators} spectators subscribed")
         async with trio.open_nursery() as players:
-            for _ in range(agents):
-                players.start_soon(_agent, url, to, solution, G, fig, start, deadline)
+            for k in range(agents):
+                players.start_soon(_agent, url, to, solution, G, fig, start, deadline, k)
             await trio.sleep(2.0)  # joins and first observes, untimed
             t0 = time.perf_counter()
             deadline[0] = t0 + seconds
@@ -207,8 +280,11 @@ async def _drive(ctl: Any, url: str, data: str, agents: int, spectators: int, se
         elapsed = time.perf_counter() - t0
         await trio.sleep(1.0)  # the last pushes arrive
         final = (await _call(ctl, 3, "field.observe", to, {"rect": [0, 0, 1, 1]}))["result"]
-        nursery.cancel_scope.cancel()
+        fig.arrivals = await watchers.arrivals()
+    finally:
+        watchers.close()
     lat = np.sort(np.array(fig.latencies))
+    settled = np.sort(np.array(fig.settled))
     lags = []
     ack_revs = np.array(sorted(fig.acks))
     ack_times = np.array([fig.acks[r] for r in ack_revs])
@@ -227,7 +303,9 @@ async def _drive(ctl: Any, url: str, data: str, agents: int, spectators: int, se
             "field_size": size, "commits": commits,
             "commits_per_s": round(commits / elapsed, 1),
             "commit_p50_ms": pct(lat, 0.5), "commit_p99_ms": pct(lat, 0.99),
+            "settle_p50_ms": pct(settled, 0.5), "settle_p99_ms": pct(settled, 0.99),
             "stale_share": round(fig.stale / max(1, fig.stale + commits), 3),
+            "reveal_stale_share": round(fig.stale_reveals / max(1, fig.reveals), 3),
             "spectator_lag_p50_ms": pct(lag, 0.5), "spectator_lag_p99_ms": pct(lag, 0.99),
             "final_revision": final["revision"],
             "goals": {"spectator_lag_p99_ms": 250, "commit_p99_ms": 100}}

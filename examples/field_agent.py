@@ -10,7 +10,8 @@ cells its neighbours already fixed, i.e. toward other agents, before open space)
 when a tile is genuinely ambiguous, guess one cell (the value most of its solutions
 take, on the cell where they agree most; a rejection proves the other value, which it
 commits next). A `stale_revision` means someone else wrote: it resends at the new
-revision a few times (what it sends stays true), then observes again. It exits 0 once
+revision a few times after short jittered pauses (what it sends stays true), then
+observes again. It exits 0 once
 every tile is solved (on a growing field: once it has also ended) or the game ended,
 2 if it died, 1 on other errors.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import random
 import sys
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,13 @@ from protocol.client import Client, ClientError, ConnectionLost, RequestError
 log = logging.getLogger("field_agent")
 IDLE = 0.2  # seconds to wait when there is nothing to do but let others play
 STALE_RETRIES = 4
+BACKOFF = 0.005  # seconds: the first pause after stale_revision (doubling, jittered)
+
+
+def backoff(attempt: int, rng: random.Random) -> float:
+    """Seconds to pause before resending after the `attempt`-th (0-based) stale_revision:
+    jittered and doubling, so the agents that lost one race do not all collide again."""
+    return rng.uniform(0.0, BACKOFF * 2**attempt)
 
 
 class Died(Exception):
@@ -53,6 +62,7 @@ class Agent:
         self.learned: dict[int, int] = {}  # cells a rejection proved
         self.growing = False
         self.stale = self.commits = self.guesses = 0
+        self.rng = random.Random(name)  # retry jitter only: no effect on what is played
 
     async def call(self, op: str, **args: Any) -> Any:
         """One request; `generating` is waited out, `dead` raises Died."""
@@ -72,7 +82,8 @@ class Agent:
                     raise
 
     async def write(self, op: str, **args: Any) -> Any:
-        """A write; on `stale_revision` it is sent again at the field's new revision.
+        """A write; on `stale_revision` it is sent again at the field's new revision
+        after a short jittered pause (`backoff`).
 
         What we send stays true when others write (proven cells are facts, a reveal is
         refused if the tile stopped being hidden), so a few blind retries are honest;
@@ -86,6 +97,7 @@ class Agent:
                     raise
                 self.stale += 1
                 args["expected_revision"] = e.detail["revision"]
+                await trio.sleep(backoff(attempt, self.rng))
         raise AssertionError("unreachable")
 
     async def run(self) -> None:

@@ -30,7 +30,8 @@ from protocol.errors import ErrorCode, ProtocolError
 PROTOCOL_VERSION = 1
 MAX_ID = 2**53 - 1  # the largest integer a JavaScript client can hold exactly
 # An actor id is `kind:name`; names are short and URL-safe so pages can link to them.
-ACTOR_ID_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}:[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+# A world name: 1-80 of letters, digits, `_`, `.`, `-`, not led by `.` (covers game ids).
+ACTOR_ID_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}:[A-Za-z0-9_-][A-Za-z0-9_.-]{0,79}$")
 PUSH_KINDS = ("events", "snapshot", "resync")
 
 _HELLO_KEYS = frozenset({"op", "id", "protocol", "token", "client"})

@@ -8,7 +8,7 @@ against the true solution, and merges territory with the agents it meets. Health
 wrong-rate over a window) takes reckless agents out; fields can grow in rings; fog hides
 the map an agent's group has not reached.
 
-Every module here is pure and deterministic (no trio, no clock, seeded numpy):
+Every module here but `actor.py` is pure and deterministic (no trio, no clock, seeded numpy):
 
 - `geometry.py`   tiles, lines, neighbours, shared cells, m; the manifest and its JSON
 - `propagate.py`  the referee's propagation (run / balance / unique, bifurcation to a depth)
@@ -27,6 +27,10 @@ Every module here is pure and deterministic (no trio, no clock, seeded numpy):
 - `analysis.py`   per-agent strategy (bfs / dfs / greedy / mixed / none) and figures
 - `leaderboard.py` boards per user and per model, merged across days
 - `rules_text.py` `RULES_TEXT`, the rules as agents read them
+- `live.py`       the live side, pure: game ids, daily names, start plans, growth triggers,
+                  the push interval, history checkpoints, the spectator view, all-time board
+- `actor.py`      `FieldActor` (`field:<game id>`), the one module here that uses trio and
+                  the runtime: ops, durable events, generation off the task, the daily field
 
 For the server: a field actor holds the `Field` (the secret solution and givens) and a
 fold `State`; per command it calls a `referee` decision, appends the event unless

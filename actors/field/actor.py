@@ -1,8 +1,9 @@
 """The field actor, `field:<game id>`: one live mosaic, refereed, stored, published.
 
 Per write: check the caller owns the agent, decide with `referee` (a refusal raises a
-FieldError and changes nothing), fold the event, append it durably (`commit`), reply,
-publish. Stored events are the fold's JSON events plus `dirty` (the map tiles they
+ProtocolError and changes nothing), fold the event and hand it to the runtime
+(`commit`), which appends every event of the messages waiting in the mailbox in one
+durable append, then replies to them, then publishes. Stored events are the fold's JSON events plus `dirty` (the map tiles they
 changed, for renderers) and, on joins, `caller` (who may write for the agent).
 
 The secret (the generator's `Field`: solution and givens) never enters the stream; it
@@ -10,10 +11,12 @@ is saved as the snapshot of the side stream `fieldtruth:<game id>` before the ev
 that needs it (manifest or grow) is appended, so a restart finds it. Generation (the
 first field, and each growth ring) runs in a worker thread and comes back as a message.
 
-Spectators get a snapshot (`live.view_of`), then the stored events, coalesced to at
-most one push per `live.PUSH_INTERVAL`. The daily field `field:day-YYYY-MM-DD` (UTC) starts
-itself the first time anything asks for it on its day, and then merges yesterday's board
-into the all-time board (the snapshot of the side stream `fieldboard:alltime`).
+Spectators get a snapshot (`live.view_of`), then the stored events; the runtime
+coalesces them to one push per `push_interval` (`live.PUSH_INTERVAL`: at most 20 a
+second), and no event is lost. The daily field
+`field:day-YYYY-MM-DD` (UTC) is not generated ahead of time: it starts itself the first
+time anything asks for it on its day (the first ask answers `generating`), and then
+merges yesterday's board into the all-time board (the snapshot of `fieldboard:alltime`).
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ from actors.field.rules_text import RULES_TEXT
 from actors.runtime import Actor, Call
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.ops import field as ops
-from protocol.ops.field import FieldCode, FieldError
+from protocol.ops.field import FieldCode
 
 KIND = "field"
 ALLTIME = "fieldboard:alltime"
@@ -88,21 +91,18 @@ class _MergeYesterday:
     """Sent once by today's daily field: fold yesterday's board into the all-time board."""
 
 
-@attrs.frozen
-class _Flush:
-    """Timer: held-back events may be pushed now."""
-
-
 def _refused(r: referee.Refusal) -> ProtocolError:
-    if r.code in ("stale_revision", "too_large", "bad_request"):
-        return ProtocolError(ErrorCode(r.code), r.message, r.detail)
-    return FieldError(FieldCode(r.code), r.message, r.detail)
+    """A referee refusal as the wire error (its code: a protocol code or a FieldCode)."""
+    return ProtocolError(r.code, r.message, r.detail)
 
 
 class FieldActor(Actor):
     """One field."""
 
     kind = KIND
+    # The runtime coalesces pushes to one per interval: at most 20 a second per field,
+    # every event kept (a push carries all since the last).
+    push_interval = live.PUSH_INTERVAL
 
     # ---- state ----------------------------------------------------------------------
 
@@ -116,8 +116,6 @@ class FieldActor(Actor):
         self.generating = False
         self.grow_every: float | None = None
         self._folded: tuple[dict[str, Any], State] | None = None
-        self._coalesce = live.Coalescer()
-        self._flush_armed = False
 
     def apply(self, event: dict[str, Any]) -> None:
         """Fold one stored event (reusing the fold the handler already made)."""
@@ -195,7 +193,7 @@ class FieldActor(Actor):
         _off_task(work, lambda f: _Generated(f, plan), self)
 
     async def on_message(self, message: Any) -> None:
-        """Generation results, growth ticks and publish flushes."""
+        """Generation results, growth ticks and the daily merge."""
         if isinstance(message, _Generated):
             await self._generated(message)
         elif isinstance(message, _GenerationFailed):
@@ -204,8 +202,6 @@ class FieldActor(Actor):
             self._maybe_grow(timed=True)
         elif isinstance(message, _MergeYesterday):
             await merge_yesterday(self.context.directory, live.daily_date(self.game))
-        elif isinstance(message, _Flush):
-            self._flush_armed = False  # the loop's flush after this message pushes
 
     async def _generated(self, msg: _Generated) -> None:
         self.generating = False
@@ -268,7 +264,7 @@ class FieldActor(Actor):
         if self.state.manifest is not None:
             return
         if self.generating:
-            raise FieldError(FieldCode.GENERATING, f"{self.actor_id} is being generated; "
+            raise ProtocolError(FieldCode.GENERATING, f"{self.actor_id} is being generated; "
                              "retry in a moment", {"retry_after": 1.0})
         raise ProtocolError(ErrorCode.UNKNOWN_ACTOR, f"there is no field {self.game!r}; "
                             "field.start creates it", {"actor": self.actor_id})
@@ -381,21 +377,6 @@ class FieldActor(Actor):
             raise ProtocolError(ErrorCode.BAD_REQUEST, f"args.revision: 1..{self.state.revision}",
                                 {"path": "args.revision", "revision": self.state.revision})
         return ops.FieldView(live.view_of(self.history.state_at(rev), self.game, "ready"))
-
-    # ---- publishing -----------------------------------------------------------------
-
-    def _flush_staged(self) -> None:
-        # The runtime flushes after every message; hold pushes back to PUSH_INTERVAL and
-        # let a timer message trigger the flush of what accumulated meanwhile.
-        now = trio.current_time()
-        wait = self._coalesce.wait(now, self.statistics().subscribers)
-        if wait <= 0:
-            if self._staged:
-                self._coalesce.sent(now)
-            super()._flush_staged()
-        elif self._staged and not self._flush_armed and self._nursery is not None:
-            self._flush_armed = True
-            self.after(wait, _Flush())
 
 
 def _off_task(work: Callable[[], Field | None], wrap: Callable[[Field | None], Any],

@@ -1,5 +1,5 @@
 """The pure side of a live field: game ids, daily names, start settings, growth triggers,
-publish coalescing, history checkpoints, the spectator view and the all-time board.
+publish spacing, history checkpoints, the spectator view and the all-time board.
 
 Nothing here reads a clock: times (trio seconds, dates) arrive as arguments.
 """
@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Sequence
 from datetime import date, timedelta
 from typing import Any
 
@@ -23,8 +22,7 @@ from actors.field.leaderboard import Boards, merge_boards
 GAME_ID_RE = re.compile(r"^[a-zA-Z0-9_-]{1,80}$")
 DAILY_PREFIX = "day-"
 MIN_SIZE, MAX_SIZE = 10, 200  # scatter fields
-PUSH_INTERVAL = 0.05  # seconds: at most 20 pushes a second per topic
-SUBSCRIBER_COST = 0.00025  # seconds of push interval per subscriber (500 -> 8 pushes/s)
+PUSH_INTERVAL = 0.05  # seconds between a field's pushes: at most 20 a second per topic
 GROW_SHARE = 0.75  # revealed or solved share of the tiles that triggers a growth
 CHECKPOINT_EVERY = 64  # revisions between the states kept for history
 MAX_CHECKPOINTS = 128
@@ -124,29 +122,6 @@ def growth_due(s: State) -> str | None:
     return None
 
 
-class Coalescer:
-    """When a topic may push: at most one push per PUSH_INTERVAL seconds, and less often
-    with many subscribers (SUBSCRIBER_COST seconds of interval per subscriber), because
-    each push costs one socket send per subscriber on the server's one thread.
-
-    `wait(now, subscribers)` is 0 when a push may go now, else the seconds until it may;
-    `sent(now)` records a push. Held-back events stay staged and go out together next.
-    """
-
-    def __init__(self, interval: float = PUSH_INTERVAL) -> None:
-        self.interval = interval
-        self.last = float("-inf")
-
-    def wait(self, now: float, subscribers: int = 0) -> float:
-        """Seconds until the next push may go (0: now)."""
-        interval = max(self.interval, subscribers * SUBSCRIBER_COST)
-        return max(0.0, self.last + interval - now)
-
-    def sent(self, now: float) -> None:
-        """A push went out at `now`."""
-        self.last = now
-
-
 class History:
     """A field's events with a fold state kept every CHECKPOINT_EVERY revisions, so the
     state at any revision is a short replay away. Past MAX_CHECKPOINTS states every
@@ -244,8 +219,3 @@ def with_today(alltime: AllTime, day: str | None, board: Boards) -> tuple[Boards
         return alltime.boards, list(alltime.days)
     merged = merge_boards([alltime.boards, board])
     return merged, list(alltime.days) + ([day] if day else [])
-
-
-def new_tiles(grown_tiles: Sequence[Any], have: int) -> tuple[Any, ...]:
-    """The tiles of a grown manifest beyond the `have` the field already holds."""
-    return tuple(grown_tiles[have:])

@@ -48,8 +48,8 @@ def decide_create(catalog: Catalog, args: CreateArgs, role: str, caller: str,
     actor_id = f"{args.kind}:{args.name}"
     if not ACTOR_ID_RE.match(actor_id):
         raise ProtocolError(ErrorCode.BAD_REQUEST,
-                            "args.name: 1-64 letters, digits, '_', '.', '-', starting with a "
-                            "letter or digit", {"path": "args.name"})
+                            "args.name: 1-80 letters, digits, '_', '.', '-', not starting with "
+                            "'.'", {"path": "args.name"})
     if actor_id in catalog.worlds:
         raise ProtocolError(ErrorCode.ALREADY_EXISTS, f"the world {actor_id!r} exists",
                             {"actor": actor_id})

@@ -12,12 +12,14 @@ from typing import Any, Literal
 
 import attrs
 
-from protocol.errors import ErrorCode, ProtocolError
+from protocol.errors import register_world_codes
 from protocol.registry import OpSpec
 
 
+@register_world_codes
 class FieldCode(StrEnum):
-    """World codes a field answers with, beyond the protocol's own (see docs/protocol.md)."""
+    """World codes a field answers with, beyond the protocol's own (see docs/protocol.md);
+    registered, so `ProtocolError(FieldCode.DEAD, ...)` carries them."""
 
     GENERATING = "generating"  # the field is being generated: retry in a moment
     UNKNOWN_AGENT = "unknown_agent"  # the agent id has not joined this field
@@ -28,15 +30,6 @@ class FieldCode(StrEnum):
     NOT_ON_FRONTIER = "not_on_frontier"  # reveal outside the group's frontier
     BAD_CELL = "bad_cell"  # a cell entry is not [id, 0|1] (retract: not an id)
     NO_ROOM = "no_room"  # join found no hidden tile to seat the agent on
-
-
-class FieldError(ProtocolError):
-    """A refusal carrying a field world code (`protocol.errors.ErrorCode` is closed to worlds,
-    so the code is set after the base class checked a stand-in)."""
-
-    def __init__(self, code: FieldCode, message: str, detail: dict[str, Any] | None = None):
-        super().__init__(ErrorCode.BAD_REQUEST, message, detail)
-        self.code = FieldCode(code)  # type: ignore[assignment]
 
 
 GuessPolicy = Literal["accept", "reject"]

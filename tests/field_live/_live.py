@@ -1,9 +1,11 @@
-"""Test glue for live fields: start one and wait for it, read an actor's stored events."""
+"""Test glue for live fields: start one and wait for it, play correct moves from the secret,
+read an actor's stored events."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import trio
 
 from actors.field.events import event_from_json
@@ -35,3 +37,27 @@ async def stored_replay(directory: Any, actor_id: str) -> State:
     stored = await directory.store.read(actor_id)
     return replay([event_from_json({k: v for k, v in e.data.items()
                                     if k not in ("dirty", "caller")}) for e in stored])
+
+
+async def play_truly(c: Client, game: str, agent: str, solution: np.ndarray,
+                     target: dict | None = None) -> None:
+    """One correct write for `agent`: commit the true values of its group's revealed tiles,
+    else reveal the hidden frontier tile nearest `target` (a tile; default: the first).
+    A test's honest player, driven by the field's secret."""
+    to = f"field:{game}"
+    obs = await c.request("field.observe", to, {"agent": agent})
+    known = {k for k, _ in obs["known"]}
+    tiles = {t["id"]: t for t in obs["tiles"]}
+    G = obs["G"]
+    mine = [tiles[t] for t in obs["territory"] if tiles[t]["status"] == "revealed"]
+    cells = sorted({(t["y0"] + ly + dy) * G + t["x0"] + lx + dx for t in mine
+                    for lx, ly, w, h in t["rects"] for dy in range(h) for dx in range(w)} - known)
+    if cells:
+        await c.request("field.commit", to, {"agent": agent, "expected_revision": obs["revision"],
+                                             "cells": [[x, int(solution[x])] for x in cells]})
+        return
+    hidden = [tiles[t] for t in obs["frontier"] if tiles[t]["status"] == "hidden"]
+    tile = hidden[0] if target is None else min(
+        hidden, key=lambda t: abs(t["x0"] - target["x0"]) + abs(t["y0"] - target["y0"]))
+    await c.request("field.reveal", to, {"agent": agent, "tile": tile["id"],
+                                         "expected_revision": obs["revision"]})

@@ -41,17 +41,6 @@ def test_start_plans() -> None:
         assert err.value.path == path
 
 
-def test_coalescer_spaces_pushes() -> None:
-    c = live.Coalescer(0.05)
-    assert c.wait(10.0) == 0
-    c.sent(10.0)
-    assert c.wait(10.01) == pytest.approx(0.04)
-    assert c.wait(10.05) == 0
-    # many subscribers stretch the interval: 500 of them allow 8 pushes a second
-    assert c.wait(10.05, 500) == pytest.approx(0.075)
-    assert c.wait(10.125, 500) == 0
-
-
 def test_history_matches_replay(monkeypatch) -> None:
     monkeypatch.setattr(live, "CHECKPOINT_EVERY", 8)
     monkeypatch.setattr(live, "MAX_CHECKPOINTS", 4)

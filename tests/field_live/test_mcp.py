@@ -1,17 +1,24 @@
-"""MCP at /mcp: the stateless transport facts, the tool list, and a small field played out."""
+"""MCP at /mcp: the stateless transport facts (keepalives included), the tool list, and a
+small field played out."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import httpx
+import trio
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from sse_starlette.sse import EventSourceResponse
 
+from actors.field.actor import FieldActor
+from actors.mailbox import Call
 from examples.field_mcp import play
 from protocol.client import Client
 from protocol.ops.field import OPS
+from server import mcp as mcp_server
 from tests.server.ws_harness import running_server
 
 HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
@@ -49,3 +56,34 @@ async def test_mcp_client_lists_tools_and_plays_a_field(tmp_path: Path) -> None:
             obs = await c.request("field.observe", "field:small", {})
         assert obs["totals"]["solved"] == obs["tiles_total"]
         assert obs["agents"][0]["health"]["state"] == "healthy"
+
+
+async def test_long_calls_send_keepalive_comments(tmp_path: Path, monkeypatch) -> None:
+    # Keepalives every 0.2 s instead of KEEPALIVE, and a field.rules that takes 1 s: the
+    # transport is under test here, so the handler is slowed on purpose.
+    monkeypatch.setattr(mcp_server, "KEEPALIVE", 0.2)
+    monkeypatch.setattr(EventSourceResponse, "DEFAULT_PING_INTERVAL", 0.2)
+    rules = FieldActor._op_rules
+
+    async def slow_rules(self: FieldActor, call: Call) -> Any:
+        await trio.sleep(1.0)
+        return await rules(self, call)
+
+    monkeypatch.setattr(FieldActor, "_op_rules", slow_rules)
+    async with running_server(tmp_path, open_mode=True) as srv, httpx.AsyncClient() as http:
+        async with Client.connect(srv.ws_url) as c:
+            await c.request("field.start", "field:slow", {"size": 10, "seed": 1})
+        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": "field_rules", "arguments": {"game_id": "slow"}}}
+        with trio.fail_after(60):
+            while True:
+                r = await http.post(f"{srv.url}/mcp", json=call, headers=HEADERS, timeout=30)
+                lines = r.text.splitlines()
+                data = [json.loads(line[6:]) for line in lines if line.startswith("data: ")]
+                if not data[-1]["result"].get("isError"):
+                    break  # the field was still generating: ask again
+                await trio.sleep(0.2)
+        assert r.status_code == 200 and "mcp-session-id" not in r.headers
+        assert data[-1]["result"]["structuredContent"]["text"].startswith("Rules of a mosaic.")
+        comments = [line for line in lines if line.startswith(":")]
+        assert len(comments) >= 2, r.text  # ~1 s at one comment per 0.2 s

@@ -9,7 +9,7 @@ import trio
 
 from protocol.client import Client, RequestError
 from server.auth import TokenStore
-from tests.field_live._live import ready, start
+from tests.field_live._live import play_truly, ready, start
 from tests.server.ws_harness import running_server
 
 GAME = "ops"
@@ -120,23 +120,40 @@ async def test_bad_input_for_every_op_changes_nothing(tmp_path: Path) -> None:
 
 async def test_death_over_the_protocol(tmp_path: Path) -> None:
     async with running_server(tmp_path, open_mode=True) as srv, Client.connect(srv.ws_url) as c:
-        await start(c, GAME, size=60, seed=9)
+        await start(c, GAME, size=40, seed=9)
         prober = (await c.request("field.join", f"field:{GAME}", {"name": "probe"}))["agent"]
         honest = (await c.request("field.join", f"field:{GAME}", {"name": "mate"}))["agent"]
         to = f"field:{GAME}"
+        solution = (await srv.state.directory.get(to)).truth.solution
+        everything = await c.request("field.observe", to, {"rect": [0, 0, 40, 40]})
+        tiles = {t["id"]: t for t in everything["tiles"]}
+        seeds = {a["id"]: tiles[a["seed_tile"]] for a in everything["agents"]}
+
+        def groups(obs: dict) -> dict[str, str]:
+            return {a["id"]: a["group"] for a in obs["agents"]}
+
+        # First they play correctly toward each other until their territories merge.
+        for _ in range(200):
+            obs = await c.request("field.observe", to, {"agent": honest})
+            if groups(obs)[honest] == groups(obs)[prober]:
+                break
+            await play_truly(c, GAME, honest, solution, seeds[prober])
+            await play_truly(c, GAME, prober, solution, seeds[honest])
+        assert groups(obs)[honest] == groups(obs)[prober], "the two never met"
         dead = None
-        for _ in range(400):  # the oracle probe: every unknown cell as 0, then the complements
+        for _ in range(400):  # then the oracle probe: unknown cells as 0, then the complements
             obs = await c.request("field.observe", to, {"agent": prober})
             rev = obs["revision"]
             known = {k for k, _ in obs["known"]}
             tiles = {t["id"]: t for t in obs["tiles"]}
             try:
-                hidden = [t for t in obs["frontier"] if tiles[t]["status"] == "hidden"]
-                if hidden:
+                revealed = [tiles[t] for t in obs["territory"] if tiles[t]["status"] == "revealed"]
+                if not revealed:
+                    hidden = [t for t in obs["frontier"] if tiles[t]["status"] == "hidden"]
                     await c.request("field.reveal", to, {"agent": prober, "tile": hidden[0],
                                                          "expected_revision": rev})
                     continue
-                t = next(tiles[t] for t in obs["territory"] if tiles[t]["status"] == "revealed")
+                t = revealed[0]
                 cells = [(t["y0"] + ly + dy) * obs["G"] + t["x0"] + lx + dx
                          for lx, ly, w, h in t["rects"] for dy in range(h) for dx in range(w)]
                 probe = [[x, 0] for x in sorted(set(cells) - known)]
@@ -160,14 +177,18 @@ async def test_death_over_the_protocol(tmp_path: Path) -> None:
                 await c.request(op, to, {"agent": prober, "expected_revision": rev, **args})
             assert err.value.code == "dead"
             assert err.value.message.startswith(f"Agent {prober} is out for the day")
-        # the other agent plays on
-        mate = await c.request("field.observe", to, {"agent": honest})
-        seed = next(a["seed_tile"] for a in mate["agents"] if a["id"] == honest)
-        r = await c.request("field.reveal", to, {"agent": honest, "tile": seed,
-                                                 "expected_revision": mate["revision"]})
-        assert r["revision"] == rev + 1
+        # its group mate plays on, on the shared territory
+        before = await c.request("field.observe", to, {"agent": honest})
+        assert groups(before)[honest] == groups(before)[prober]
+        assert before["health"]["state"] == "healthy"
+        for _ in range(3):
+            await play_truly(c, GAME, honest, solution, seeds[prober])
+        after = await c.request("field.observe", to, {"agent": honest})
+        assert after["revision"] == rev + 3
+        mate = next(a for a in after["agents"] if a["id"] == honest)
+        assert mate["health"]["state"] == "healthy"
         board = await c.request("field.leaderboard", to, {})
-        assert board["users"][0]["dead"] == 1
+        assert [r["dead"] for r in board["users"]] == [1]
 
 
 async def test_generating_then_ready_and_rules(tmp_path: Path) -> None:

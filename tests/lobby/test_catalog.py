@@ -29,7 +29,7 @@ def test_create_decides_one_event_and_apply_records_it() -> None:
     (CreateArgs("scratch", "a"), "spectator", ErrorCode.FORBIDDEN,
      "creating a scratch world needs the agent role"),
     (CreateArgs("scratch", "bad name"), "agent", ErrorCode.BAD_REQUEST,
-     "args.name: 1-64 letters, digits, '_', '.', '-', starting with a letter or digit"),
+     "args.name: 1-80 letters, digits, '_', '.', '-', not starting with '.'"),
     (CreateArgs("scratch", "taken"), "agent", ErrorCode.ALREADY_EXISTS,
      "the world 'scratch:taken' exists"),
 ])
