@@ -98,3 +98,13 @@ def test_field_page_draws_updates_and_scrubs(browser, tmp_path: Path) -> None:
         gaps = [min(abs(a - b), 360 - abs(a - b)) for i, a in enumerate(four) for b in four[i + 1:]]
         assert min(gaps) >= 30
         assert not errors, errors
+
+
+def test_field_page_opens_the_game_the_lobby_links_to(browser, tmp_path: Path) -> None:
+    """The lobby links `field.html?id=field:NAME`; the page must open NAME, not the daily field."""
+    with ServerProcess(tmp_path / "data", "--open") as server:
+        page = browser.new_page()
+        page.goto(f"{server.http_url}/field.html?id=field:lobby-link_1")
+        expect(page.locator("#game")).to_have_text("lobby-link_1")
+        page.goto(f"{server.http_url}/field.html?game=by-game")
+        expect(page.locator("#game")).to_have_text("by-game")

@@ -6,7 +6,9 @@ import { Client, RequestError } from "/js/client.js";
 import { FieldModel, Renderer } from "/js/field-render.js";
 
 const params = new URLSearchParams(location.search);
-const game = params.get("game") ?? `day-${new Date().toISOString().slice(0, 10)}`;
+// `?id=field:NAME` (the lobby's links) or `?game=NAME`; default: today's daily field.
+const requested = params.get("id") ?? params.get("game");
+const game = requested ? requested.replace(/^field:/, "") : `day-${new Date().toISOString().slice(0, 10)}`;
 const topic = `field:${game}`;
 const $ = (sel) => document.querySelector(sel);
 const canvas = $("#board");
