@@ -9,25 +9,36 @@ Figures:
 Options: `--max-seconds S` (default 10) per level, `--limit N` (first N levels only),
 `--strategy best|bfs`, `--clock cpu|wall` (default cpu: the process's own CPU time, so a
 busy shared machine does not eat the budget; one process, one core).
+The corpus is read from `$PETRIDISH_SHARED/baba-corpus`, or `shared/` beside the clone.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
-from tests.conftest import SHARED
-
 SETS = ("demo", "test", "search_biy", "full_biy", "user_milk_biy")
+
+
+def _corpus_dir() -> Path:
+    """The Keke corpus folder: `$PETRIDISH_SHARED` or `shared/` beside the clone."""
+    shared = Path(os.environ.get("PETRIDISH_SHARED", Path(__file__).resolve().parents[2] / "shared"))
+    folder = shared / "baba-corpus" / "keke"
+    if not folder.is_dir():
+        raise SystemExit(f"bench puzzle: {folder} is absent; lay shared/ beside the clone "
+                         "or set PETRIDISH_SHARED to its path")
+    return folder
 
 
 def _corpus(name: str) -> list[Any]:
     from actors.puzzle.keke import import_keke_levels
 
-    path = SHARED / "baba-corpus" / "keke" / f"{name}_LEVELS.json"
+    path = _corpus_dir() / f"{name}_LEVELS.json"
     return import_keke_levels(json.loads(path.read_text()))
 
 

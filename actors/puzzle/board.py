@@ -59,11 +59,12 @@ class Context:
         self._rules: dict[tuple[tuple[int, int, int], ...], RuleSet] = {}
 
     def rules(self, objects: Any) -> RuleSet:
-        """The rules the text among `objects` spells (memoized on the text layout)."""
+        """The rules the text among `objects` spells (memoized on the text layout); the layered
+        (Keke) collision model reads stacked text as Keke does (`rules.board_lines`)."""
         key = tuple((o[1], o[2], o[3]) for o in objects if o[1] >= TEXT_BASE)
         found = self._rules.get(key)
         if found is None:
             if len(self._rules) >= RULE_CACHE_LIMIT:
                 self._rules.clear()
-            found = self._rules[key] = parse_rules(list(key))
+            found = self._rules[key] = parse_rules(list(key), self.profile.collision == "layered")
         return found

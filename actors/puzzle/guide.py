@@ -1,8 +1,8 @@
 """Search guidance for the keke fast path: distance estimates and novelty.
 
 `Guide` belongs to one `fast.FastLevel` (so to one search) and reads the working state of a
-turn (`fast._Turn`) after it has run. Nothing here changes a state or a key: it only orders
-the solver's queues (see `solve.search`), so a poor estimate costs time, never correctness.
+turn (`fast_turn.FastTurn`) after it has run. Nothing here changes a state or a key: it only
+orders the solver's queues (see `solve.search`), so a poor estimate costs time, never correctness.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 from .words import NOUNS, WORD_CODE
 
 if TYPE_CHECKING:
-    from .fast import FastLevel, _Turn
+    from .fast import FastLevel
+    from .fast_turn import FastTurn
 
 _WIN, _IS = WORD_CODE["win"], WORD_CODE["is"]
 _N_NOUNS = len(NOUNS)  # word codes below this are nouns
@@ -35,7 +36,7 @@ class Guide:
         self.gap_cache: dict[tuple, int] = {}  # word layout -> rule gap
         self.seen: set[int] = set()  # features of every state generated so far
 
-    def estimates(self, t: _Turn) -> tuple[int, int]:
+    def estimates(self, t: FastTurn) -> tuple[int, int]:
         """Two distance estimates to a win (not admissible; they only order best-first search).
 
         `direct`: Manhattan distance from a YOU object to a WIN object, or without WIN, 8 plus
@@ -63,7 +64,7 @@ class Guide:
         walk = min(abs(ys[a] - ys[b]) + abs(xs[a] - xs[b]) for a in you for b in wins)
         return direct, min(best, 2 + self._rule_gap(t) + walk)
 
-    def novel(self, t: _Turn) -> bool:
+    def novel(self, t: FastTurn) -> bool:
         """True when the state shows a feature no earlier generated state of the search had
         (width-based search's novelty): a pair (word on a cell, YOU object on a cell), or a
         rule. Pairs rather than single cells make walking novel again after any word moved,
@@ -77,7 +78,7 @@ class Guide:
         seen.update([base + (a << 8 | b) for a, b in t.rules])
         return len(seen) > before
 
-    def _rule_gap(self, t: _Turn) -> int:
+    def _rule_gap(self, t: FastTurn) -> int:
         """Fewest word steps to line up a noun word (with objects) and WIN around an IS;
         it depends on word positions only, so it is cached per word layout."""
         pos, sp, kinds = t.pos, t.sp, self.lv.word_kinds

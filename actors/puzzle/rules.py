@@ -9,7 +9,8 @@ Text reads left-to-right along each row and top-to-bottom along each column. A s
   text into objects); `X IS X` and `X IS NOT Y` block those transforms.
 * `NOT X IS ...` applies to every object noun but X.
 
-When text is stacked, a cell reads as its first text block in board order. Text is always PUSH.
+When text is stacked, a cell reads as its first text block in board order (Keke's layered model:
+its last, see `board_lines`). Text is always PUSH.
 """
 
 from __future__ import annotations
@@ -89,19 +90,31 @@ def read_sentences(lines: list[list[str]]) -> list[tuple[list[tuple[bool, str]],
     return found
 
 
-def board_lines(text: list[tuple[int, int, int]]) -> list[list[str]]:
+def board_lines(text: list[tuple[int, int, int]], layered: bool = False) -> list[list[str]]:
     """Word lines of the board: every maximal horizontal and vertical run of text cells.
 
     Keke reads each IS horizontally then vertically, in board order; the runs here are ordered by
     their IS blocks the same way so that rule order (which decides transform order) matches.
+    Where text is stacked a cell shows its first block, or under `layered` (Keke's object map,
+    where words are re-placed in list order) its last; there an IS hidden under another word
+    still joins the words the map shows on either side, as Keke's reader does.
     """
     cell: dict[tuple[int, int], str] = {}
     for kind, x, y in text:
-        cell.setdefault((x, y), WORDS[kind - TEXT_BASE])
+        if layered:
+            cell[(x, y)] = WORDS[kind - TEXT_BASE]
+        else:
+            cell.setdefault((x, y), WORDS[kind - TEXT_BASE])
     lines: list[list[str]] = []
     seen: set[tuple[int, int, int]] = set()
     for kind, x, y in text:
-        if WORDS[kind - TEXT_BASE] != "is" or cell.get((x, y)) != "is":
+        if WORDS[kind - TEXT_BASE] != "is":
+            continue
+        if cell[(x, y)] != "is":
+            if layered:  # a hidden IS: the triples around it
+                lines.extend([cell[(x - dx, y - dy)], "is", cell[(x + dx, y + dy)]]
+                             for dx, dy in ((1, 0), (0, 1))
+                             if (x - dx, y - dy) in cell and (x + dx, y + dy) in cell)
             continue
         for dx, dy, axis in ((1, 0, 0), (0, 1, 1)):
             sx, sy = x, y
@@ -118,8 +131,9 @@ def board_lines(text: list[tuple[int, int, int]]) -> list[list[str]]:
     return lines
 
 
-def parse_rules(text: list[tuple[int, int, int]]) -> RuleSet:
-    """The rule set that the text blocks `(kind, x, y)` (in board order) spell out."""
+def parse_rules(text: list[tuple[int, int, int]], layered: bool = False) -> RuleSet:
+    """The rule set that the text blocks `(kind, x, y)` (in board order) spell out; `layered`
+    reads stacked text as Keke does (see `board_lines`)."""
     plus = [0] * (len(NOUNS) + 1)
     minus = [0] * (len(NOUNS) + 1)
     sentences: list[str] = []
@@ -128,7 +142,7 @@ def parse_rules(text: list[tuple[int, int, int]]) -> RuleSet:
     frozen: set[int] = set()
     you_order: list[int] = []
     move_order: list[int] = []
-    for subjects, predicates in read_sentences(board_lines(text)):
+    for subjects, predicates in read_sentences(board_lines(text, layered)):
         for sneg, subject in subjects:
             targets = ([n for n in range(len(NOUNS)) if NOUNS[n] != subject] if sneg
                        else [_noun_index(subject)])

@@ -12,13 +12,14 @@ import pytest
 
 from actors.puzzle import solve as solve_module
 from actors.puzzle.board import Context
-from actors.puzzle.fast import FastLevel, _Turn
+from actors.puzzle.fast import FastLevel
+from actors.puzzle.fast_turn import FastTurn
 from actors.puzzle.game import replay
 from actors.puzzle.keke import load_keke_file
 from actors.puzzle.level import Level, parse_level
 from actors.puzzle.solve import BLOCKED, SOLVED, UNSOLVABLE, Caps, EngineModel, FastModel, solve
 from actors.puzzle.turn import advance, settle_initial
-from actors.puzzle.words import MOVE_LETTERS
+from actors.puzzle.words import MOVE_LETTERS, TEXT_BASE, WORDS
 from tests.conftest import shared_path
 from tests.puzzle.boards import make_level
 
@@ -122,7 +123,7 @@ DIVERGENCES = json.loads((Path(__file__).parent / "fast_divergences.json").read_
 
 
 def fast_view(fast: FastLevel, key: bytes) -> collections.Counter:
-    t = _Turn(fast)
+    t = FastTurn(fast)
     t.decode(key)
     movers = set(t.automovers)
     return collections.Counter(
@@ -174,6 +175,47 @@ def test_fast_path_matches_the_engine_on_random_walks() -> None:
         assert first_divergence(lv, walk) is None, (lv.id, walk)
 
 
+def test_stacked_words_read_as_keke_reads_them() -> None:
+    """full_biy 33: this walk stacks YOU and WIN on one cell. Keke re-places words in list order,
+    so the later word (WIN) shows and is read: BABA IS WIN, in the fast path and in the engine."""
+    lv = {lv.id: lv for lv in load_keke_file(
+        shared_path("baba-corpus", "keke", "full_biy_LEVELS.json"))}["33"]
+    walk = "ddrrrrrrrdduru"
+    assert first_divergence(lv, walk) is None
+    ctx = Context(lv)
+    board = settle_initial(ctx, lv.objects)
+    for letter in walk[:13]:
+        board = advance(ctx, board, MOVE_LETTERS[letter], record=False).board
+    cells = collections.Counter((o[2], o[3]) for o in board.objects if o[1] >= TEXT_BASE)
+    assert max(cells.values()) == 2
+    assert "baba is win" in ctx.rules(board.objects).sentences
+    assert "baba is you" not in ctx.rules(board.objects).sentences
+    classic = Context(lv, "classic")  # the classic model reads a stacked cell's first word
+    assert "baba is you" in classic.rules(board.objects).sentences
+
+
+def test_a_hidden_is_still_joins_the_words_beside_it() -> None:
+    """full_biy 163: this walk pushes WALL onto an IS. Keke's reader takes every IS, hidden or
+    not, with the words its map shows on either side, so GOOP IS YOU (down through the hidden
+    IS) holds; the walk ends in a win on both paths (a fast answer the engine once refused).
+    Reading only what the map shows would lose that rule."""
+    lv = {lv.id: lv for lv in load_keke_file(
+        shared_path("baba-corpus", "keke", "full_biy_LEVELS.json"))}["163"]
+    walk = "lulldluldu"
+    assert first_divergence(lv, walk) is None
+    ctx = Context(lv)
+    board = settle_initial(ctx, lv.objects)
+    for letter in walk[:4]:
+        board = advance(ctx, board, MOVE_LETTERS[letter], record=False).board
+    cells: dict[tuple[int, int], list[str]] = collections.defaultdict(list)
+    for o in board.objects:
+        if o[1] >= TEXT_BASE:
+            cells[(o[2], o[3])].append(WORDS[o[1] - TEXT_BASE])
+    assert [words for words in cells.values() if len(words) > 1] == [["is", "wall"]]
+    assert "goop is you" in ctx.rules(board.objects).sentences
+    assert replay(lv, walk) == {"won": True, "won_at": 10, "lost": False, "steps": 10}
+
+
 # ------------------------------------------------------------------ corpus sample
 SAMPLE = ("4", "8", "10", "12", "19", "20", "26", "31", "39", "46")
 
@@ -196,17 +238,17 @@ def test_random_walk_divergences_are_all_the_double_removal_quirk(
     removed some object twice (Keke's splice(-1) quirk, see fast_divergences.json)."""
     import numpy as np
 
-    from actors.puzzle import fast
+    from actors.puzzle import fast_turn
 
     doubled: list[bool] = []
-    real = fast._Turn._destroy
+    real = fast_turn.FastTurn._destroy
 
-    def spy(self: fast._Turn, dead: list[tuple[int, int]]) -> None:
+    def spy(self: fast_turn.FastTurn, dead: list[tuple[int, int]]) -> None:
         flat = [o for pair in dead for o in pair]
         doubled.append(len(flat) != len(set(flat)))
         real(self, dead)
 
-    monkeypatch.setattr(fast._Turn, "_destroy", spy)
+    monkeypatch.setattr(fast_turn.FastTurn, "_destroy", spy)
     rng = np.random.default_rng(np.random.SeedSequence(4, spawn_key=(3,)))
     found = []
     for lv in load_keke_file(shared_path("baba-corpus", "keke", "full_biy_LEVELS.json")):
