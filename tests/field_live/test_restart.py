@@ -44,7 +44,13 @@ async def test_sigkill_mid_game_keeps_field_and_board(tmp_path: Path) -> None:
                     await trio.sleep(0.1)
         for a in agents:
             os.kill(a.pid, signal.SIGSTOP)  # hold the game still while we compare
-        before = await _figures(server.ws_url)
+        # A write a stopped agent sent just before the stop may still land: wait until
+        # two reads agree, so `before` is the state the killed server had made durable.
+        before, settled = await _figures(server.ws_url), None
+        with trio.fail_after(30):
+            while settled != before:
+                await trio.sleep(0.3)
+                settled, before = before, await _figures(server.ws_url)
         server.kill()
         server.start(port=server.port)
         after = await _figures(server.ws_url)
