@@ -202,20 +202,29 @@ class Agent:
             log.warning("%s: %s", self.agent, result.get("note"))
 
 
+async def play_on(client: Client, game: str, *, start: int | None, seed: int, name: str,
+                  model: str) -> dict:
+    """Start the field if asked (and absent), play it to the end over `client`; figures.
+
+    `client` is anything with the `request(op, to, args)` of `protocol.client.Client`.
+    """
+    if start is not None:
+        try:
+            await client.request("field.start", f"field:{game}", {"size": start, "seed": seed})
+        except RequestError as e:
+            if e.code != "already_exists":
+                raise
+    agent = Agent(client, game, name, model)
+    await agent.run()
+    return {"agent": agent.agent, "commits": agent.commits, "guesses": agent.guesses,
+            "stale": agent.stale}
+
+
 async def play(url: str, game: str, *, token: str | None = None, start: int | None = None,
                seed: int = 0, name: str = "example", model: str = "none") -> dict:
     """Connect, start the field if asked (and absent), play it to the end; figures."""
     async with Client.connect(url, token=token, client="field_agent/1.0") as client:
-        if start is not None:
-            try:
-                await client.request("field.start", f"field:{game}", {"size": start, "seed": seed})
-            except RequestError as e:
-                if e.code != "already_exists":
-                    raise
-        agent = Agent(client, game, name, model)
-        await agent.run()
-        return {"agent": agent.agent, "commits": agent.commits, "guesses": agent.guesses,
-                "stale": agent.stale}
+        return await play_on(client, game, start=start, seed=seed, name=name, model=model)
 
 
 def main(argv: list[str] | None = None) -> int:

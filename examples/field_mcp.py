@@ -21,7 +21,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from examples.field_agent import Agent
+from examples.field_agent import play_on
 from protocol.client import RequestError
 
 _REFUSAL = re.compile(r"([a-z_]+): (.*?)(?: detail: (\{.*\}))?$", re.DOTALL)
@@ -52,16 +52,8 @@ async def play(url: str, game: str, *, start: int | None = None, seed: int = 0,
     async with streamable_http_client(url) as streams, \
             ClientSession(streams[0], streams[1]) as session:
         await session.initialize()
-        client = McpClient(session)
-        if start is not None:
-            try:
-                await client.request("field.start", f"field:{game}", {"size": start, "seed": seed})
-            except RequestError as e:
-                if e.code != "already_exists":
-                    raise
-        agent = Agent(client, game, name, "none")  # type: ignore[arg-type]
-        await agent.run()
-        return {"agent": agent.agent, "commits": agent.commits, "guesses": agent.guesses}
+        return await play_on(McpClient(session), game, start=start,  # type: ignore[arg-type]
+                             seed=seed, name=name, model="none")
 
 
 def main(argv: list[str] | None = None) -> int:
