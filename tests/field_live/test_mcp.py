@@ -4,6 +4,7 @@ small field played out."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,8 @@ from examples.field_mcp import play
 from protocol.client import Client
 from protocol.ops.field import OPS
 from server import mcp as mcp_server
+from server.auth import TokenStore
+from tests.field_live._live import ready
 from tests.server.ws_harness import running_server
 
 HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
@@ -87,3 +90,53 @@ async def test_long_calls_send_keepalive_comments(tmp_path: Path, monkeypatch) -
         assert data[-1]["result"]["structuredContent"]["text"].startswith("Rules of a mosaic.")
         comments = [line for line in lines if line.startswith(":")]
         assert len(comments) >= 2, r.text  # ~1 s at one comment per 0.2 s
+
+
+async def _tool(http: httpx.AsyncClient, url: str, name: str, arguments: dict[str, Any],
+                token: str | None = None) -> dict[str, Any]:
+    """One stateless `tools/call`; the JSON-RPC result (with `isError` on a refusal)."""
+    headers = HEADERS | ({"authorization": f"Bearer {token}"} if token else {})
+    call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+            "params": {"name": name, "arguments": arguments}}
+    r = await http.post(f"{url}/mcp", json=call, headers=headers, timeout=30)
+    frames = [json.loads(line[6:]) for line in r.text.splitlines() if line.startswith("data: ")]
+    return frames[-1]["result"]
+
+
+def _refusal(result: dict[str, Any]) -> str:
+    """The refusal's `code: message`, without the SDK's "Error executing tool NAME: " prefix."""
+    assert result.get("isError"), result
+    return re.sub(r"^Error executing tool \w+: ", "", result["content"][0]["text"])
+
+
+async def test_bad_input_over_mcp_is_refused_and_changes_nothing(tmp_path: Path) -> None:
+    token = TokenStore(tmp_path).create("agent", "mcp-player")
+    async with running_server(tmp_path) as srv, httpx.AsyncClient() as http:
+        url = srv.url
+        assert not (await _tool(http, url, "field_start",
+                                {"game_id": "bad", "size": 20, "seed": 1}, token)).get("isError")
+        async with Client.connect(srv.ws_url) as c:
+            await ready(c, "bad")
+            joined = await _tool(http, url, "field_join", {"game_id": "bad", "name": "p"}, token)
+            assert not joined.get("isError"), joined
+            agent = joined["structuredContent"]["agent"]
+            before = await c.request("field.observe", "field:bad", {})
+            commit = {"game_id": "bad", "agent": agent, "cells": [[0, 1]],
+                      "expected_revision": before["revision"]}
+            # a spectator (no token on a closed server), a bad token, a stale revision,
+            # a wrong type, an unknown game: each refused with its code, nothing changes.
+            assert _refusal(await _tool(http, url, "field_commit", commit)).startswith(
+                "forbidden: field.commit needs the agent role")
+            assert _refusal(await _tool(http, url, "field_commit", commit, "pdg_nope")).startswith(
+                "unauthorized:")
+            stale = commit | {"expected_revision": before["revision"] - 1}
+            assert _refusal(await _tool(http, url, "field_commit", stale, token)).startswith(
+                "stale_revision:")
+            assert "cells" in _refusal(await _tool(http, url, "field_commit",
+                                                   commit | {"cells": "0=1"}, token))
+            assert _refusal(await _tool(http, url, "field_commit",
+                                        commit | {"game_id": "never-started"}, token))
+            r = await http.post(f"{url}/mcp", content=b"{not json", headers=HEADERS)
+            assert r.status_code == 400 and "-32700" in r.text
+            after = await c.request("field.observe", "field:bad", {})
+        assert after == before
