@@ -69,18 +69,19 @@ class Directory:
                                 f"{actor_id.split(':', 1)[0]!r}", {"actor": actor_id})
         return kind
 
-    def _alive(self, actor_id: str) -> Actor | None:
+    def alive(self, actor_id: str) -> Actor | None:
+        """The actor `actor_id` if it is live now (no loading, no waiting)."""
         actor = self._live.get(actor_id)
         return actor if actor is not None and not actor.stopped else None
 
     async def get(self, actor_id: str) -> Actor:
         """The live actor `actor_id`, started from the store if needed (`unknown_actor`)."""
-        actor = self._alive(actor_id)
+        actor = self.alive(actor_id)
         if actor is not None:
             return actor
         kind = self._kind_of(actor_id)
         async with self._lock(actor_id):
-            actor = self._alive(actor_id)
+            actor = self.alive(actor_id)
             if actor is not None:
                 return actor
             name = actor_id.partition(":")[2]
@@ -97,7 +98,7 @@ class Directory:
         exists = ProtocolError(ErrorCode.ALREADY_EXISTS, f"the world {actor_id!r} exists",
                                {"actor": actor_id})
         async with self._lock(actor_id):
-            if self._alive(actor_id) is not None:
+            if self.alive(actor_id) is not None:
                 raise exists
             actor = kind.factory(actor_id, self._context())
             events = actor.creation_events(params)  # may refuse the params

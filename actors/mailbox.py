@@ -3,7 +3,7 @@ slot, tells, timer handles."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 import trio
@@ -22,8 +22,19 @@ class Call:
     caller: str
 
 
+class Answer(Protocol):
+    """Where the answer to one message goes. The actor's task calls exactly one of these,
+    once the answer is durable; they must not block (the first answer wins)."""
+
+    def succeed(self, value: Any) -> None:
+        """The handler's result."""
+
+    def fail(self, error: ProtocolError) -> None:
+        """A refusal."""
+
+
 class Pending:
-    """The answer slot of one ask."""
+    """The answer slot of one ask: the asking task waits on `done`."""
 
     def __init__(self) -> None:
         self.done = trio.Event()
@@ -45,10 +56,11 @@ class Pending:
 
 @attrs.frozen
 class Ask:
-    """A message whose sender waits on `pending` for the answer."""
+    """A message whose answer goes to `pending` (a `Pending` its sender waits on, or any
+    other `Answer`)."""
 
     message: Any
-    pending: Pending
+    pending: Answer
 
 
 @attrs.frozen

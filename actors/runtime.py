@@ -38,10 +38,10 @@ from actors.context import (
     RuntimeObserver,
 )
 from actors.mailbox import (
+    Answer,
     Ask,
     Call,
     Mailbox,
-    Pending,
     PushDue,
     SubscribeMsg,
     Tell,
@@ -74,6 +74,10 @@ class Actor(ABC):
     # with many small changes sets it (e.g. 0.05) to coalesce them: no event is lost,
     # they arrive together, and resume history is unaffected.
     push_interval: ClassVar[float] = 0.0
+    # Frames a second the topic may push to all its subscribers together: a crowded
+    # topic stretches the interval to subscribers / fanout_rate, so the fan-out's share
+    # of the server's one thread stays bounded however many watch.
+    fanout_rate: ClassVar[float] = math.inf
 
     def __init__(self, actor_id: str, context: ActorContext) -> None:
         self.actor_id = actor_id
@@ -83,7 +87,7 @@ class Actor(ABC):
         self._rev = 0  # of the state in memory
         self._durable_rev = 0  # of the store
         self._unflushed: list[Event] = []  # folded, not yet durable: revs _durable_rev+1.._rev
-        self._answers: list[tuple[Pending, Any, ProtocolError | None]] = []  # held until durable
+        self._answers: list[tuple[Answer, Any, ProtocolError | None]] = []  # held until durable
         self._view_due = False
         self._last_push = -math.inf
         self._push_armed = False
@@ -204,6 +208,12 @@ class Actor(ABC):
         limit = self.context.config.ask_timeout if timeout is None else timeout
         return await self._mailbox.ask(message, limit)
 
+    def send(self, message: Any, answer: Answer) -> None:
+        """Post `message` without waiting; its answer goes to `answer` once durable (the
+        way a connection answers requests without a task per request). Raises
+        `overloaded` or `unavailable` at once, like `tell`; no timeout applies here."""
+        self._mailbox.post(Ask(message, answer))
+
     def tell(self, message: Any) -> None:
         """Post `message` without waiting for it to be handled (`overloaded` when full)."""
         self._mailbox.post(Tell(message))
@@ -245,9 +255,10 @@ class Actor(ABC):
         idle = self.context.config.idle_timeout
         max_batch = self.context.config.max_batch
         while True:
-            item = None
-            with trio.move_on_after(math.inf if idle is None else idle):
-                item = await self._mailbox.receive()
+            item = self._mailbox.receive_nowait()  # busy: no timeout scope to set up
+            if item is None:
+                with trio.move_on_after(math.inf if idle is None else idle):
+                    item = await self._mailbox.receive()
             if item is None:
                 if self._idle():
                     return
@@ -351,12 +362,13 @@ class Actor(ABC):
         if not self._topic.pending:
             return
         now = trio.current_time()
-        if now - self._last_push >= self.push_interval:
+        interval = max(self.push_interval, len(self._topic) / self.fanout_rate)
+        if now - self._last_push >= interval:
             self._topic.flush()
             self._last_push = now
         elif not self._push_armed:
             self._push_armed = True
-            self.after(self._last_push + self.push_interval - now, PushDue())
+            self.after(self._last_push + interval - now, PushDue())
 
     def _idle(self) -> bool:
         """Stop for want of work: no message waiting and nobody subscribed."""

@@ -65,7 +65,9 @@ class SubscriberQueue:
         return True
 
     def force(self, frame: str) -> None:
-        """Enqueue past the bound: only for the one notice that ends a subscription."""
+        """Enqueue past the bound: for the one notice that ends a subscription, and for
+        replies whose requests were admitted while there was room (their number is
+        bounded by the connection's `max_inflight`)."""
         if not self.closed:
             self._push(frame)
 
@@ -75,6 +77,11 @@ class SubscriberQueue:
             await self._writable.park()
         if not self.closed:
             self._push(frame)
+
+    async def wait_room(self) -> None:
+        """Return once the queue has room for a small frame (or is closed)."""
+        while not self.closed and self._full_for(""):
+            await self._writable.park()
 
     async def get(self) -> str | None:
         """The next frame, waiting for one; None once the queue is closed and empty."""

@@ -85,6 +85,22 @@ def _strict_array(tp: Any, conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
     return homogeneous
 
 
+_JSON_LEAVES = (int, float, str, bool, type(None), Any)
+
+
+def _is_json_container(tp: Any) -> bool:
+    """A list or dict type whose items are JSON leaves or such containers, at any depth:
+    its values are JSON already (handlers build them from plain data)."""
+    origin = get_origin(tp)
+    if origin not in (list, dict):
+        return False
+    return all(arg in _JSON_LEAVES or _is_json_container(arg) for arg in get_args(tp))
+
+
+def _as_is(value: Any) -> Any:
+    return value
+
+
 def _make_converter() -> cattrs.Converter:
     conv = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
     conv.register_structure_hook(int, _strict_int)
@@ -92,6 +108,9 @@ def _make_converter() -> cattrs.Converter:
     conv.register_structure_hook(str, _strict_str)
     conv.register_structure_hook(bool, _strict_bool)
     conv.register_structure_hook_factory(_is_array, _strict_array)
+    # Walking a big listing item by item (an observation's tiles and known cells) was
+    # most of a field observe's cost; JSON-only containers go out as they are.
+    conv.register_unstructure_hook_func(_is_json_container, _as_is)
     return conv
 
 

@@ -36,6 +36,7 @@ from server.auth import TokenStore
 from server.config import ServerConfig
 from server.mcp import build as build_mcp
 from server.metrics import CONTENT_TYPE, Metrics
+from server.replies import Deadlines
 from server.session import Session
 from server.storage import SqliteEventStore
 
@@ -79,6 +80,7 @@ class ServerState:
     directory: Directory
     tokens: TokenStore
     metrics: Metrics
+    deadlines: Deadlines
     sessions: set[Session] = attrs.field(factory=set)
     http_inflight: int = 0  # HTTP requests being answered (websockets are in `sessions`)
     draining: bool = False
@@ -209,7 +211,8 @@ async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = Non
     async with SqliteEventStore.in_directory(config.data_dir) as store, open_directory(
             store, default_kinds() if kinds is None else kinds, config=config.runtime,
             observer=MetricsObserver(metrics)) as directory:
-        state = ServerState(config, registry or default_registry(), directory, tokens, metrics)
+        state = ServerState(config, registry or default_registry(), directory, tokens, metrics,
+                            Deadlines(config.runtime.ask_timeout))
         metrics.mailbox_depth.set_function(state.mailbox_depths)
         app = _count_http(build_app(state), state)
 
@@ -218,6 +221,7 @@ async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = Non
             state.drain()  # sessions finish while Hypercorn stops accepting
 
         async with trio.open_nursery() as nursery:
+            nursery.start_soon(state.deadlines.run)
             binds = await nursery.start(partial(hypercorn_serve, app, _hypercorn_config(config),
                                                 shutdown_trigger=shutdown_trigger))
             host, _, port = binds[0].removeprefix("http://").rpartition(":")

@@ -1,23 +1,26 @@
 """One websocket connection: the hello handshake, then a reader and a writer task.
 
 The reader parses each text frame, enforces the frame size and the connection's token
-bucket, and starts a task per request (at most `max_inflight` at once: beyond that the
-reader waits, which pushes back on the client through TCP). Replies and pushes meet in
-one bounded `SubscriberQueue`, the outbox; only the writer task sends on the socket.
-Every refusal is a reply with an error code; a malformed frame never closes the socket.
+bucket, and posts each request to its actor with a `RequestAnswer` (server/replies.py)
+that the actor fills in once the answer is durable: no task per request. At most
+`max_inflight` requests are owed an answer at once, and a request is admitted only while
+the outbox has room; beyond that the reader waits, which pushes back on the client
+through TCP. Replies and pushes meet in one bounded `SubscriberQueue`, the outbox; only
+the writer task sends on the socket. Every refusal is a reply with an error code; a
+malformed frame never closes the socket.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import trio
 from starlette.websockets import WebSocket
 
 from actors.runtime import Actor, Call
 from actors.subscriber import SubscriberQueue
-from protocol.convert import structure, unstructure
+from protocol.convert import structure
 from protocol.envelope import (
     PROTOCOL_VERSION,
     Frame,
@@ -35,6 +38,7 @@ from protocol.errors import ErrorCode, ProtocolError
 from protocol.roles import role_at_least
 from server.auth import Principal
 from server.ratelimit import TokenBucket
+from server.replies import RequestAnswer, internal_error
 
 if TYPE_CHECKING:
     from server.app import ServerState
@@ -88,7 +92,8 @@ class Session:
                     with self.read_scope:
                         if not self.draining:
                             await self._read(requests)
-                # Every request task has put its reply; let the writer drain and stop.
+                await self._all_answered()
+                # Every request has its reply queued; let the writer drain and stop.
                 self.outbox.close()
         finally:
             metrics.connections_open.dec()
@@ -121,7 +126,8 @@ class Session:
         await self.ws.send_text(frame)
         self.server.metrics.frames_out.inc()
 
-    def _count_error(self, error: ProtocolError) -> None:
+    def count_error(self, error: ProtocolError) -> None:
+        """Count a refusal in the metrics by its code."""
         self.server.metrics.errors.labels(error.code.value).inc()
 
     async def _receive_text(self) -> str | None:
@@ -138,7 +144,7 @@ class Session:
                                   "send JSON text frames")
             if not self.bucket.take(trio.current_time()):  # they spend the rate too
                 error = self._rate_limited(None)
-            self._count_error(error)
+            self.count_error(error)
             await self._reply(encode_error(None, error))
 
     async def _reply(self, frame: str) -> None:
@@ -171,7 +177,7 @@ class Session:
         return False
 
     async def _refuse_now(self, request_id: int | None, error: ProtocolError) -> None:
-        self._count_error(error)
+        self.count_error(error)
         await self._send_now(encode_error(request_id, error))
 
     async def _greet(self, hello: Hello) -> bool:
@@ -244,34 +250,76 @@ class Session:
                     await self.outbox.put(encode_result(frame.id, {"topic": frame.to}))
                     continue
             except ProtocolError as error:
-                self._count_error(error)
+                self.count_error(error)
                 await self.outbox.put(encode_error(request_id_of(error), error))
                 continue
-            await self.inflight.acquire()
-            requests.start_soon(self._handle, frame)
-
-    async def _handle(self, frame: Request | Subscribe) -> None:
-        try:
+            await self._admit()
             if isinstance(frame, Subscribe):
-                actor = await self.server.directory.get(frame.to)
-                await actor.subscribe(self.outbox, frame.since, frame.id)
-                self.topics[frame.to] = actor
-                return  # the actor put the reply and the first push into the outbox
-            reply = encode_result(frame.id, await self._call(frame))
+                requests.start_soon(self._subscribe, frame)
+            else:
+                self._dispatch(frame, requests)
+
+    async def _admit(self) -> None:
+        """Wait for room in the outbox and for an answer slot (`max_inflight`)."""
+        await self.outbox.wait_room()
+        try:
+            self.inflight.acquire_nowait()
+        except trio.WouldBlock:
+            await self.inflight.acquire()
+
+    async def _all_answered(self) -> None:
+        """Wait until every admitted request has its reply in the outbox."""
+        for _ in range(self.server.config.max_inflight):
+            await self.inflight.acquire()
+
+    async def _subscribe(self, frame: Subscribe) -> None:
+        try:
+            actor = await self.server.directory.get(frame.to)
+            await actor.subscribe(self.outbox, frame.since, frame.id)
+            self.topics[frame.to] = actor
+            return  # the actor put the reply and the first push into the outbox
         except ProtocolError as error:
-            self._count_error(error)
+            self.count_error(error)
             reply = encode_error(frame.id, error)
         except Exception:  # a bug: answer and log it, never drop the connection over it
-            log.exception("request %r failed", frame)
-            error = ProtocolError(ErrorCode.INTERNAL, "the server failed on this request; "
-                                  "the failure was logged")
-            self._count_error(error)
+            log.exception("subscribe %r failed", frame)
+            error = internal_error()
+            self.count_error(error)
             reply = encode_error(frame.id, error)
         finally:
             self.inflight.release()
         await self.outbox.put(reply)
 
-    async def _call(self, request: Request) -> Any:
+    def _dispatch(self, request: Request, requests: trio.Nursery) -> None:
+        """Post `request` to its actor; the answer arrives through a RequestAnswer."""
+        answer = RequestAnswer(self, request.id, request.to or "")
+        try:
+            call, to = self._call_of(request)
+            answer.actor_id = to
+            self.server.deadlines.watch(answer)
+            actor = self.server.directory.alive(to)
+            if actor is None:
+                requests.start_soon(self._load_and_send, to, call, answer)
+            else:
+                actor.send(call, answer)
+        except ProtocolError as error:
+            answer.fail(error)
+        except Exception:  # a bug: answer and log it, never drop the connection over it
+            log.exception("request %r failed", request)
+            answer.fail(internal_error())
+
+    async def _load_and_send(self, to: str, call: Call, answer: RequestAnswer) -> None:
+        """Start the actor `to` from the store (or refuse), then post the call."""
+        try:
+            (await self.server.directory.get(to)).send(call, answer)
+        except ProtocolError as error:
+            answer.fail(error)
+        except Exception:
+            log.exception("loading %s failed", to)
+            answer.fail(internal_error())
+
+    def _call_of(self, request: Request) -> tuple[Call, str]:
+        """The actor call of `request` and the actor it goes to (roles, args, `to` checked)."""
         spec = self.server.registry.get(request.op)
         if not role_at_least(self.principal.role, spec.role):
             raise ProtocolError(ErrorCode.FORBIDDEN,
@@ -286,10 +334,7 @@ class Session:
         if to.partition(":")[0] != spec.kind:
             raise ProtocolError(ErrorCode.BAD_REQUEST, f"to: {request.op} is handled by "
                                 f"{spec.kind} worlds, not {to!r}", {"path": "to"})
-        actor = await self.server.directory.get(to)
-        result = await actor.ask(Call(request.op, args, self.principal.role,
-                                      self.principal.name))
-        return unstructure(result)
+        return Call(request.op, args, self.principal.role, self.principal.name), to
 
     async def _writer(self) -> None:
         frames_out = self.server.metrics.frames_out

@@ -103,6 +103,7 @@ class FieldActor(Actor):
     # The runtime coalesces pushes to one per interval: at most 20 a second per field,
     # every event kept (a push carries all since the last).
     push_interval = live.PUSH_INTERVAL
+    fanout_rate = live.FANOUT_RATE
 
     # ---- state ----------------------------------------------------------------------
 

@@ -301,6 +301,20 @@ class Geometry:
         self.tiles: tuple[TileGeom, ...] = _reuse + tuple(
             tile_geom(s, G) for s in manifest.tiles[len(_reuse):])
         self._index()
+        self._listings: list[dict[str, object] | None] = [None] * len(self.tiles)
+
+    def listing(self, t: int) -> dict[str, object]:
+        """The part of tile t's public listing that never changes (id, box, rects, cells,
+        m, neighbours), built on first use and shared: its values are tuples and ints, so
+        no caller can change it; copy it to add more."""
+        view = self._listings[t]
+        if view is None:
+            tg = self.tiles[t]
+            sh = tg.shape
+            view = self._listings[t] = {
+                "id": t, "x0": sh.x0, "y0": sh.y0, "w": sh.w, "h": sh.h, "rects": sh.rects,
+                "cells": tg.n, "m": tg.m, "neighbours": self.neighbours[t]}
+        return view
 
     def _index(self) -> None:
         G = self.G

@@ -137,13 +137,11 @@ def _cut(s: State, listed: np.ndarray, status: np.ndarray, front: set[int],
 
 
 def _tile_view(s: State, t: int, status: int) -> dict[str, Any]:
-    tg = s.geo.tiles[t]
-    sh = tg.shape
+    view = dict(s.geo.listing(t))
     solver = s.solver[t]
-    return {"id": t, "x0": sh.x0, "y0": sh.y0, "w": sh.w, "h": sh.h,
-            "rects": [list(r) for r in sh.rects], "cells": tg.n, "m": tg.m,
-            "status": STATUS_NAMES[status], "agent": s.agents[solver].id if solver >= 0 else None,
-            "neighbours": list(s.geo.neighbours[t])}
+    view["status"] = STATUS_NAMES[status]
+    view["agent"] = s.agents[solver].id if solver >= 0 else None
+    return view
 
 
 def _known(s: State, tiles: np.ndarray) -> list[list[int]]:

@@ -52,7 +52,7 @@ def test_agent_view_lists_the_neighbourhood_and_only_earned_values(fog: bool) ->
         assert set(obs["frontier"]) <= set(listed)
         for t, view in listed.items():
             tg = s.geo.tiles[t]
-            assert (view["cells"], view["m"], view["rects"]) == (
+            assert (view["cells"], view["m"], [list(r) for r in view["rects"]]) == (
                 tg.n, tg.m, [list(r) for r in tg.shape.rects])
         open_cells = {c for t, v in listed.items() if v["status"] != "hidden"
                       for c in s.geo.tiles[t].cells.tolist()}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 
 import pytest
 import trio
@@ -116,6 +117,34 @@ async def test_closed_and_unsubscribed_queues_are_forgotten() -> None:
         assert actor.statistics().subscribers == 1
         assert len(left) == 0
         assert event_revs(drain(kept)) == [1]
+
+
+async def test_fanout_rate_stretches_the_interval_with_the_subscriber_count(
+        autojump_clock: trio.abc.Clock) -> None:
+    class Crowded(CounterActor):
+        fanout_rate = 4.0  # frames a second to all subscribers: 2 subscribers -> 0.5 s
+
+    kinds = [ActorKind("counter", Crowded, autostart=True)]
+    async with open_directory(MemoryEventStore(), kinds) as directory:
+        actor = await directory.get("counter:a")
+        queues = [SubscriberQueue(100), SubscriberQueue(100)]
+        for rid, queue in enumerate(queues, 1):
+            await actor.subscribe(queue, 0, request_id=rid)
+        start = trio.current_time()
+        arrivals: list[tuple[float, list[int]]] = []
+        for i in range(20):  # a batch every 0.05 s for one second
+            await actor.ask(Add(i))
+            arrivals.extend((trio.current_time() - start, event_revs([f]))
+                            for f in drain(queues[0]) if f.get("kind") == "events")
+            await trio.sleep(0.05)
+        await trio.sleep(1)
+        arrivals.extend((trio.current_time() - start, event_revs([f]))
+                        for f in drain(queues[0]) if f.get("kind") == "events")
+        times = [t for t, _ in arrivals]
+        assert [r for _, revs in arrivals for r in revs] == list(range(1, 21))  # none lost
+        assert all(b - a >= 0.5 - 1e-9 for a, b in pairwise(times))
+        assert len(arrivals) <= 4  # 20 batches in ~1 s: at most one push per 0.5 s
+        assert event_revs(drain(queues[1])) == list(range(1, 21))
 
 
 async def test_push_interval_coalesces_pushes_without_losing_events(
