@@ -40,8 +40,10 @@ class Health:
     died_at: int | None
 
     def to_json(self) -> dict:
-        """Plain JSON value, keys as in the seed's `Health` type."""
-        return attrs.asdict(self)
+        """Plain JSON value, keys as in the seed's `Health` type (spelled out: observe lists
+        every agent's health, and `attrs.asdict` was a fifth of its cost)."""
+        return {"state": self.state, "rate": self.rate, "committed": self.committed,
+                "wrong": self.wrong, "window": self.window, "died_at": self.died_at}
 
 
 @attrs.frozen(eq=False)
