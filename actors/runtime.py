@@ -361,6 +361,9 @@ class Actor(ABC):
         """Push pending events now, or arm one timer for when `push_interval` has passed."""
         if not self._topic.pending:
             return
+        if not len(self._topic):
+            self._topic.flush()  # nobody to push to: only forget them (history has them)
+            return
         now = trio.current_time()
         interval = max(self.push_interval, len(self._topic) / self.fanout_rate)
         if now - self._last_push >= interval:

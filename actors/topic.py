@@ -50,8 +50,9 @@ class Topic:
         """Push the pending events to every subscriber as one `events` frame."""
         if self.pending:
             events, self.pending = self.pending, []
-            self._offer_all(encode_push(self.name, self._pending_rev, "events", events),
-                            self._pending_rev)
+            if self._subscribers:  # nobody listening: nothing to encode
+                self._offer_all(encode_push(self.name, self._pending_rev, "events", events),
+                                self._pending_rev)
 
     def publish_snapshot(self, rev: int, view: Any) -> None:
         """Push a fresh snapshot of the state at `rev` to every subscriber (events first)."""
