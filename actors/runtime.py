@@ -243,6 +243,7 @@ class Actor(ABC):
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
+                nursery.start_soon(self._topic.spread)
                 await self._load()
                 await self.on_start()
                 task_status.started()

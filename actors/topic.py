@@ -5,6 +5,12 @@ at once and wait in `pending` until `flush` pushes them as one `events` frame (s
 actor can coalesce pushes). Each subscriber is a bounded `SubscriberQueue`; a full one
 is dropped from the topic with one `resync` push, so a slow consumer never slows the
 actor or the other subscribers.
+
+A push to a crowded topic is spread: the `spread` task (run in the actor's nursery)
+offers it to FANOUT_CHUNK subscribers at a time and yields between chunks, so waking
+hundreds of writer tasks does not stall everything else for one long scheduler pass
+(answers to the actor's callers go out between chunks). Pushes keep their order; a
+subscriber that joins while a push is being spread skips it (its first push covers it).
 """
 
 from __future__ import annotations
@@ -13,10 +19,14 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import trio
+
 from actors.store import Event
 from actors.subscriber import SubscriberQueue
 from protocol.envelope import encode_push, encode_result
 from protocol.errors import ErrorCode, ProtocolError
+
+FANOUT_CHUNK = 64  # subscribers offered a push between two yields of the spread task
 
 
 class Topic:
@@ -25,7 +35,12 @@ class Topic:
     def __init__(self, name: str, history_size: int, on_drop: Callable[[], None]) -> None:
         self.name = name
         self._history: deque[tuple[int, Event]] = deque(maxlen=history_size)
-        self._subscribers: dict[SubscriberQueue, None] = {}  # insertion-ordered set
+        # queue -> the number of pushes made before it joined (an ordered set with a mark)
+        self._subscribers: dict[SubscriberQueue, int] = {}
+        self._pushes = 0
+        self._spread: deque[tuple[int, str, int, list[SubscriberQueue]]] = deque()
+        self._spreading = False  # a spread task runs
+        self._work = trio.Event()
         self._on_drop = on_drop
         self.pending: list[Event] = []  # published, not yet pushed
         self._pending_rev = 0
@@ -81,7 +96,7 @@ class Topic:
         else:
             first = None
         if first is None or self._offer(queue, first, rev):
-            self._subscribers[queue] = None
+            self._subscribers[queue] = self._pushes
 
     def unsubscribe(self, queue: SubscriberQueue) -> None:
         """Forget `queue`."""
@@ -95,6 +110,9 @@ class Topic:
 
     def close(self, rev: int) -> None:
         """The actor stopped: every subscriber gets a resync and the topic is empty."""
+        while self._spread:  # the spread task is gone: finish its pushes here
+            push, frame, push_rev, queues = self._spread.popleft()
+            self._deliver_spread(push, queues, frame, push_rev)
         self.flush()
         for queue in self._subscribers:
             queue.force(encode_push(self.name, rev, "resync", {"reason": "actor_stopped"}))
@@ -120,9 +138,39 @@ class Topic:
         return False
 
     def _offer_all(self, frame: str, rev: int) -> None:
+        self._pushes += 1
+        if self._spreading and (len(self._subscribers) > FANOUT_CHUNK or self._spread):
+            self._spread.append((self._pushes, frame, rev, list(self._subscribers)))
+            self._work.set()
+            return
         for queue in list(self._subscribers):
-            if queue.closed:
-                del self._subscribers[queue]
-            else:
-                self._offer(queue, frame, rev)
+            self._deliver(queue, frame, rev)
 
+    def _deliver(self, queue: SubscriberQueue, frame: str, rev: int) -> None:
+        if queue.closed:
+            del self._subscribers[queue]
+        else:
+            self._offer(queue, frame, rev)
+
+    def _deliver_spread(self, push: int, queues: list[SubscriberQueue], frame: str,
+                        rev: int) -> None:
+        for queue in queues:
+            joined = self._subscribers.get(queue)
+            if joined is not None and joined < push:  # still here, and joined before it
+                self._deliver(queue, frame, rev)
+
+    async def spread(self) -> None:
+        """Offer the queued crowded pushes, a chunk at a time, until cancelled."""
+        self._spreading = True
+        try:
+            while True:
+                while not self._spread:
+                    self._work = trio.Event()
+                    await self._work.wait()
+                push, frame, rev, queues = self._spread[0]
+                for start in range(0, len(queues), FANOUT_CHUNK):
+                    self._deliver_spread(push, queues[start:start + FANOUT_CHUNK], frame, rev)
+                    await trio.lowlevel.checkpoint()
+                self._spread.popleft()
+        finally:
+            self._spreading = False

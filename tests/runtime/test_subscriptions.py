@@ -7,11 +7,13 @@ from itertools import pairwise
 
 import pytest
 import trio
+import trio.testing
 
 from actors.directory import ActorKind, open_directory
 from actors.runtime import RuntimeConfig
 from actors.store import MemoryEventStore
 from actors.subscriber import SubscriberQueue
+from actors.topic import FANOUT_CHUNK, Topic
 from protocol.errors import ErrorCode, ProtocolError
 from tests.runtime.counter import Add, CounterActor
 
@@ -171,3 +173,53 @@ async def test_push_interval_coalesces_pushes_without_losing_events(
         await actor.subscribe(late, 10, request_id=2)
         assert event_revs(drain(queue)) == [11]  # flushed before the new subscriber joined
         assert event_revs(drain(late)) == [11]
+
+
+async def test_a_crowded_topic_delivers_every_event_in_order_exactly_once() -> None:
+    async with open_directory(MemoryEventStore(), KINDS) as directory:
+        actor = await directory.get("counter:a")
+        queues = [SubscriberQueue(1000) for _ in range(3 * FANOUT_CHUNK + 5)]
+        for rid, queue in enumerate(queues, 1):
+            await actor.subscribe(queue, 0, request_id=rid)
+        for i in range(10):
+            await actor.ask(Add(i))
+        await trio.testing.wait_all_tasks_blocked()
+        for queue in queues:
+            assert event_revs(drain(queue)) == list(range(1, 11))
+
+
+async def test_a_crowded_push_is_spread_over_task_steps_and_skips_a_late_joiner(
+        nursery: trio.Nursery) -> None:
+    steps = [0]  # task steps of the spread task so far
+
+    class Steps(trio.abc.Instrument):
+        def before_task_step(self, task: trio.lowlevel.Task) -> None:
+            if task.name.endswith("Topic.spread"):
+                steps[0] += 1
+
+    offered_at: list[int] = []
+
+    class Recording(SubscriberQueue):
+        def offer(self, frame: str) -> bool:
+            offered_at.append(steps[0])
+            return super().offer(frame)
+
+    topic = Topic("counter:a", 100, lambda: None)
+    queues = [Recording(100) for _ in range(3 * FANOUT_CHUNK + 5)]
+    for rid, queue in enumerate(queues, 1):
+        topic.subscribe(queue, 0, rid, 0, dict)
+    nursery.start_soon(topic.spread)
+    trio.lowlevel.add_instrument(Steps())
+    await trio.testing.wait_all_tasks_blocked()
+    offered_at.clear()
+    topic.publish(1, [{"n": 1}])
+    topic.flush()
+    assert not offered_at  # nothing offered in the actor's own step
+    await trio.testing.wait_all_tasks_blocked()
+    assert len(set(offered_at)) == 4  # 197 subscribers, 64 per step
+    assert all(event_revs(drain(q)) == [1] for q in queues)
+    topic.publish(2, [{"n": 2}])
+    topic.flush()
+    topic.subscribe(queues[-1], 1, 999, 2, dict)  # joins again before the push reaches it
+    await trio.testing.wait_all_tasks_blocked()
+    assert all(event_revs(drain(q)) == [2] for q in queues)  # the rejoined one: once
