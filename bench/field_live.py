@@ -7,7 +7,8 @@ spectator connections (raw websockets). Spectators subscribe to the field; agent
 reveal and commit small batches of correct cells back to back for `--seconds`, each write
 with the `expected_revision` they last saw. After `stale_revision` they retry the way
 examples/field_agent.py does: resend at the revision the refusal names after a jittered
-pause (`field_agent.backoff`), and after STALE_RETRIES such refusals observe again. The
+pause (`field_agent.backoff`, doubling with every refusal since the agent's last landed
+write, up to 640 ms), and after STALE_RETRIES such refusals observe again. The
 load generator reads the field's secret (the solution)
 from the server's store, so agents never guess: this measures the server, not a solver.
 
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import re
 import subprocess
@@ -179,7 +181,8 @@ async def _play(ws: Any, to: str, solution: np.ndarray, G: int, fig: Figures,
     frontier = [joined["result"]["seed_tile"]]
     obs = (await _call(ws, next(rid), "field.observe", to, {"agent": agent}))["result"]
     tiles = {t["id"]: t for t in obs["tiles"]}
-    stale = 0  # stale_revision refusals in a row
+    stale = 0  # stale_revision refusals since the last observe or success
+    contended = 0  # stale_revision refusals since the last success (sets the pause)
     await start.wait()
     clock = time.perf_counter
     first_try: float | None = None  # when the pending commit batch was first sent
@@ -203,12 +206,13 @@ async def _play(ws: Any, to: str, solution: np.ndarray, G: int, fig: Figures,
                 rev = reply["error"]["detail"].get("revision", rev)
                 if code == "stale_revision":
                     fig.stale_reveals += 1
-                    await trio.sleep(backoff(stale, rng))
+                    await trio.sleep(backoff(contended, rng))
                     stale += 1
+                    contended += 1
                 elif code == "not_hidden":
                     tile["status"] = "revealed"
                 continue
-            rev, stale = reply["result"]["revision"], 0
+            rev, stale, contended = reply["result"]["revision"], 0, 0
             tile["status"] = "revealed"
             known = {c for c, _ in reply["result"]["givens"]}
             pending = [(tile["y0"] + ly + dy) * G + tile["x0"] + lx + dx
@@ -227,12 +231,13 @@ async def _play(ws: Any, to: str, solution: np.ndarray, G: int, fig: Figures,
                 raise RuntimeError(f"commit refused: {reply['error']}")
             fig.stale += 1
             rev = reply["error"]["detail"]["revision"]
-            await trio.sleep(backoff(stale, rng))
+            await trio.sleep(backoff(contended, rng))
             stale += 1
+            contended += 1
             continue
         fig.latencies.append(t1 - t0)
         fig.settled.append(t1 - first_try)
-        pending, first_try, stale = rest, None, 0
+        pending, first_try, stale, contended = rest, None, 0, 0
         result = reply["result"]
         if result["revision"] > rev:
             fig.acks[result["revision"]] = t1
@@ -251,14 +256,21 @@ async def _truth(data: str, game: str) -> tuple[np.ndarray, int]:
 
 
 async def _run(url: str, data: str, agents: int, spectators: int, seconds: float,
-               size: int) -> dict[str, Any]:
+               size: int, server_pid: int) -> dict[str, Any]:
     async with _connect(url) as ctl:
         await _hello(ctl)
-        return await _drive(ctl, url, data, agents, spectators, seconds, size)
+        return await _drive(ctl, url, data, agents, spectators, seconds, size, server_pid)
+
+
+def _cpu_seconds(pids: dict[str, int]) -> dict[str, float]:
+    """User plus system CPU seconds each process has used so far."""
+    import psutil
+
+    return {name: sum(psutil.Process(pid).cpu_times()[:2]) for name, pid in pids.items()}
 
 
 async def _drive(ctl: Any, url: str, data: str, agents: int, spectators: int, seconds: float,
-                 size: int) -> dict[str, Any]:
+                 size: int, server_pid: int) -> dict[str, Any]:
     to, game = "field:bench", "bench"
     await _call(ctl, 1, "field.start", to, {"size": size, "seed": 1})
     while not (await _call(ctl, 2, "field.rules", to, {}))["ok"]:
@@ -274,10 +286,14 @@ async def _drive(ctl: Any, url: str, data: str, agents: int, spectators: int, se
             for k in range(agents):
                 players.start_soon(_agent, url, to, solution, G, fig, start, deadline, k)
             await trio.sleep(2.0)  # joins and first observes, untimed
+            pids = {"server": server_pid, "spectators": watchers.proc.pid,
+                    "agents": os.getpid()}
+            cpu0, load0 = _cpu_seconds(pids), os.getloadavg()[0]
             t0 = time.perf_counter()
             deadline[0] = t0 + seconds
             start.set()
         elapsed = time.perf_counter() - t0
+        cpu1, load1 = _cpu_seconds(pids), os.getloadavg()[0]
         await trio.sleep(1.0)  # the last pushes arrive
         final = (await _call(ctl, 3, "field.observe", to, {"rect": [0, 0, 1, 1]}))["result"]
         fig.arrivals = await watchers.arrivals()
@@ -308,6 +324,10 @@ async def _drive(ctl: Any, url: str, data: str, agents: int, spectators: int, se
             "reveal_stale_share": round(fig.stale_reveals / max(1, fig.reveals), 3),
             "spectator_lag_p50_ms": pct(lag, 0.5), "spectator_lag_p99_ms": pct(lag, 0.99),
             "final_revision": final["revision"],
+            # Cores each process kept busy over the timed window, and the machine's
+            # one-minute load average before and after: the context of every figure.
+            "cores_used": {k: round((cpu1[k] - cpu0[k]) / elapsed, 2) for k in pids},
+            "load_average": [round(load0, 2), round(load1, 2)],
             "goals": {"spectator_lag_p99_ms": 250, "commit_p99_ms": 100}}
 
 
@@ -336,7 +356,7 @@ def main(argv: list[str]) -> dict[str, Any]:
         try:
             _log(f"field: {args.agents} agents, {args.spectators} spectators")
             result["field"] = trio.run(_run, server.url, data, args.agents, args.spectators,
-                                       args.seconds, args.size)
+                                       args.seconds, args.size, server.proc.pid)
         finally:
             server.close()
     return result
