@@ -57,31 +57,33 @@ class _Append:
 
 @attrs.define
 class _Job:
-    """One call waiting for the worker: an append, or `run(conn)`; `done` wakes the caller."""
+    """One call waiting for the worker: an append, or `run(conn)`; `task` is its caller."""
 
     run: Callable[[sqlite3.Connection], Any] | _Append
     token: trio.lowlevel.TrioToken
-    done: trio.Event = attrs.field(factory=trio.Event)
+    task: trio.lowlevel.Task
     result: Any = None
     error: BaseException | None = None
+    abandoned: bool = False  # the caller was cancelled (reads only) and is gone
 
     def finish(self) -> None:
         """Wake the caller (from the worker thread)."""
-        self.token.run_sync_soon(self.done.set)
+        self.token.run_sync_soon(_wake, [self])
 
 
 def _finish_all(jobs: list[_Job]) -> None:
     """Wake every job's caller with one call per trio run (usually one in all)."""
-    by_token: dict[trio.lowlevel.TrioToken, list[trio.Event]] = {}
+    by_token: dict[trio.lowlevel.TrioToken, list[_Job]] = {}
     for job in jobs:
-        by_token.setdefault(job.token, []).append(job.done)
-    for token, events in by_token.items():
-        token.run_sync_soon(_set_all, events)
+        by_token.setdefault(job.token, []).append(job)
+    for token, waiting in by_token.items():
+        token.run_sync_soon(_wake, waiting)
 
 
-def _set_all(events: list[trio.Event]) -> None:
-    for event in events:
-        event.set()
+def _wake(jobs: list[_Job]) -> None:
+    for job in jobs:
+        if not job.abandoned:
+            trio.lowlevel.reschedule(job.task)
 
 
 _STOP = object()
@@ -209,11 +211,18 @@ class SqliteEventStore(EventStore):
     async def _call(self, run: Callable[[sqlite3.Connection], Any] | _Append) -> Any:
         if self._thread is None:
             raise RuntimeError("the event store is not open")
-        job = _Job(run, trio.lowlevel.current_trio_token())
+        job = _Job(run, trio.lowlevel.current_trio_token(), trio.lowlevel.current_task())
         self._jobs.put(job)
-        # Shielded: once queued, an append may commit; its caller must learn the outcome.
-        with trio.CancelScope(shield=isinstance(run, _Append)):
-            await job.done.wait()
+
+        def abort(_: Any) -> trio.lowlevel.Abort:
+            if isinstance(run, _Append):
+                # Once queued, an append may commit: its caller must learn the outcome.
+                return trio.lowlevel.Abort.FAILED
+            job.abandoned = True
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        # Parked until the worker wakes us (no Event, no cancel scope: this is per append).
+        await trio.lowlevel.wait_task_rescheduled(abort)
         if job.error is not None:
             raise job.error
         return job.result

@@ -140,3 +140,21 @@ async def test_sqlite_group_fails_whole_when_another_writer_got_in(tmp_path: Pat
             await store.append("a:1", 1, [{"n": "stale"}])
         assert await store.append("a:1", 2, [{"n": 3}]) == 3
         assert [e.data["n"] for e in await store.read("a:1")] == [1, 2, 3]
+
+
+async def test_sqlite_cancelled_callers_read_gives_up_but_append_lands(tmp_path: Path) -> None:
+    async with SqliteEventStore.in_directory(tmp_path) as store:
+        await store.append("s:a", 0, [{"n": 0}])
+        outcome: dict[str, object] = {}
+
+        async def append() -> None:
+            outcome["rev"] = await store.append("s:a", 1, [{"n": 1}])
+
+        with trio.CancelScope() as scope:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(append)
+                await trio.sleep(0)  # the append is queued
+                scope.cancel()  # cancels the append's caller and this read alike
+                await store.read("s:a")
+        assert outcome == {"rev": 2}  # an append in flight finishes and is reported
+        assert [e.data for e in await store.read("s:a")] == [{"n": 0}, {"n": 1}]
