@@ -99,6 +99,9 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -138,7 +141,7 @@ def parse_frame(text: str) -> Frame:
     reply can name the request it refuses.
     """
     try:
-        obj = json.loads(text, parse_constant=_reject_constant)
+        obj = _DECODER.decode(text)
     except (ValueError, RecursionError) as exc:
         raise _bad(f"not JSON: {exc}"[:200], None) from None
     if not isinstance(obj, dict):
@@ -187,8 +190,13 @@ def _parse_hello(obj: dict[str, Any]) -> Hello:
 
 # ---- server -> client ---------------------------------------------------------------------
 
+# One encoder and one decoder for every frame: json.dumps/loads with options build a new
+# one per call, which cost more than encoding a small frame itself.
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
 def _dumps(obj: dict[str, Any]) -> str:
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return _ENCODER.encode(obj)
 
 
 def encode_result(request_id: int, result: Any) -> str:

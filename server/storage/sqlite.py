@@ -87,6 +87,7 @@ def _wake(jobs: list[_Job]) -> None:
 
 
 _STOP = object()
+_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)  # one, not one per call
 
 
 class SqliteEventStore(EventStore):
@@ -229,7 +230,7 @@ class SqliteEventStore(EventStore):
 
     async def append(self, stream: str, expected_rev: int, events: Sequence[Event]) -> int:
         """See EventStore.append; groups with the appends queued beside it."""
-        rows = [json.dumps(e, separators=(",", ":"), allow_nan=False) for e in events]
+        rows = [_ENCODER.encode(e) for e in events]
         self._appends += 1
 
         rev = await self._call(_Append(stream, expected_rev, rows))
@@ -255,7 +256,7 @@ class SqliteEventStore(EventStore):
 
     async def save_snapshot(self, stream: str, rev: int, data: Any) -> None:
         """See EventStore.save_snapshot (its own small transaction)."""
-        text = json.dumps(data, separators=(",", ":"), allow_nan=False)
+        text = _ENCODER.encode(data)
 
         def run(conn: sqlite3.Connection) -> None:
             conn.execute("INSERT INTO snapshots (stream, rev, data) VALUES (?, ?, ?) "
