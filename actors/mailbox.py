@@ -91,6 +91,11 @@ class PushDue:
     """Internal timer message: the coalescing interval of pushes has passed."""
 
 
+@attrs.frozen
+class IdleCheck:
+    """Internal timer message: unload if nothing happened for the idle timeout."""
+
+
 class Timer:
     """A handle on a timer started by `Actor.after` or `Actor.every`."""
 

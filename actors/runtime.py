@@ -41,6 +41,7 @@ from actors.mailbox import (
     Answer,
     Ask,
     Call,
+    IdleCheck,
     Mailbox,
     PushDue,
     SubscribeMsg,
@@ -97,6 +98,7 @@ class Actor(ABC):
         self._timers: set[Timer] = set()
         self._nursery: trio.Nursery | None = None
         self._crashes: deque[float] = deque()
+        self._active_at = 0.0  # when the last message other than an IdleCheck arrived
         self._handled = self._restarts = 0
 
     # ---- hooks for worlds ---------------------------------------------------------------
@@ -246,6 +248,8 @@ class Actor(ABC):
                 nursery.start_soon(self._topic.spread)
                 await self._load()
                 await self.on_start()
+                self._active_at = trio.current_time()
+                self._arm_idle_check(self.context.config.idle_timeout)
                 task_status.started()
                 await self._loop()
                 nursery.cancel_scope.cancel()
@@ -253,17 +257,13 @@ class Actor(ABC):
             self._stop()
 
     async def _loop(self) -> None:
-        idle = self.context.config.idle_timeout
         max_batch = self.context.config.max_batch
         while True:
-            item = self._mailbox.receive_nowait()  # busy: no timeout scope to set up
+            # No timeout here (a cancel scope per wait cost a few percent of a busy
+            # server): idleness is an IdleCheck timer message.
+            item = self._mailbox.receive_nowait()
             if item is None:
-                with trio.move_on_after(math.inf if idle is None else idle):
-                    item = await self._mailbox.receive()
-            if item is None:
-                if self._idle():
-                    return
-                continue
+                item = await self._mailbox.receive()
             handled = 0
             while item is not None:
                 if not await self._process(item):
@@ -279,6 +279,9 @@ class Actor(ABC):
         """Handle one message into the current batch; False when the actor must stop."""
         clock = trio.current_time
         started = clock()
+        if isinstance(item, Tell) and isinstance(item.message, IdleCheck):
+            return not self._idle_check(started)
+        self._active_at = started
         mark = len(self._unflushed)
         try:
             if isinstance(item, Ask) and isinstance(item.message, SubscribeMsg):
@@ -374,6 +377,21 @@ class Actor(ABC):
             self._push_armed = True
             self.after(self._last_push + interval - now, PushDue())
 
+    def _arm_idle_check(self, delay: float | None) -> None:
+        if delay is not None:
+            self.after(delay, IdleCheck())
+
+    def _idle_check(self, now: float) -> bool:
+        """True when the actor unloaded itself: quiet for the idle timeout, nobody
+        subscribed, nothing waiting. Otherwise the next check is armed."""
+        idle = self.context.config.idle_timeout
+        assert idle is not None  # only then is the check armed
+        quiet = now - self._active_at
+        if quiet >= idle and self._idle():
+            return True
+        self._arm_idle_check(idle - quiet if quiet < idle else idle)
+        return False
+
     def _idle(self) -> bool:
         """Stop for want of work: no message waiting and nobody subscribed."""
         if self._topic.prune() or self._mailbox.depth:
@@ -408,6 +426,7 @@ class Actor(ABC):
                 self.apply(event)
             self._unflushed, self._rev = list(kept), self._rev + len(kept)
             await self.on_start()
+            self._arm_idle_check(self.context.config.idle_timeout)
         except Exception:
             log.exception("%s could not be restarted from the store", self.actor_id)
             return False

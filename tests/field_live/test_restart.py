@@ -39,8 +39,12 @@ async def test_sigkill_mid_game_keeps_field_and_board(tmp_path: Path) -> None:
             await start(c, "r", size=40, seed=5)
             agents = [_agent(server.ws_url, k) for k in range(2)]
             with trio.fail_after(60):
-                while (await c.request("field.observe", "field:r",
-                                       {"rect": [0, 0, 1, 1]}))["totals"]["commits"] < 3:
+                # Both agents joined (a join cut by the kill would be lost to its agent)
+                # and some cells are committed.
+                while True:
+                    glance = await c.request("field.observe", "field:r", {"rect": [0, 0, 1, 1]})
+                    if len(glance["agents"]) == 2 and glance["totals"]["commits"] >= 3:
+                        break
                     await trio.sleep(0.1)
         for a in agents:
             os.kill(a.pid, signal.SIGSTOP)  # hold the game still while we compare
