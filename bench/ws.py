@@ -11,6 +11,9 @@ Two servers, each in its own subprocess on the same Starlette + Hypercorn-trio s
       bump the same world, which serializes them in one mailbox. The per-connection
       rate limit is lifted for the run (it would cap one connection at 200 frames/s).
 
+Both servers tune the garbage collector the way `petridish serve` does
+(`server.commands.tune_gc`).
+
 A load process (this one) opens C connections (1, 100, 1000), then every connection
 does request -> reply round trips back to back for `--seconds`; the figures are round
 trips per second and p50/p99 latency, and the ratio b/a. Then it opens 2,000 idle
@@ -40,6 +43,7 @@ import trio
 
 from actors.runtime import Actor, Call
 from protocol.registry import OpSpec, Registry, default_registry
+from server.commands import tune_gc
 
 REPO = Path(__file__).resolve().parent.parent
 _LISTENING = re.compile(r"listening on http://([\d.]+):(\d+)")
@@ -132,6 +136,7 @@ def serve_echo() -> None:
     async def main() -> None:
         async with trio.open_nursery() as nursery:
             binds = await nursery.start(hypercorn.trio.serve, app, config)
+            tune_gc()  # as `petridish serve` does: the two servers differ only in the stack
             print(f"echo: listening on {binds[0]}", flush=True)
 
     trio.run(main)
@@ -391,6 +396,7 @@ def serve_protocol(data_dir: str) -> None:
         async with trio.open_nursery() as nursery:
             running: Running = await nursery.start(
                 partial(serve, config, kinds=kinds, registry=bench_registry()))
+            tune_gc()
             print(f"bench: listening on {running.url}", flush=True)
 
     trio.run(main)

@@ -5,13 +5,15 @@ calls it once the answer is durable, and it encodes the reply straight into the
 connection's outbox (past the outbox's bound: at most `max_inflight` replies are ever
 owed, and the reader admits a request only while the outbox has room). One server-wide
 `Deadlines` task answers `timeout` for a request its actor has not answered within the
-ask timeout; a later answer from the actor is then ignored (the first answer wins).
+ask timeout (checked a few times a second); a later answer from the actor is then
+ignored (the first answer wins). An answered request leaves `Deadlines` at once, so
+nothing of it outlives its reply (long-lived garbage would feed the slow full
+collections of the garbage collector).
 """
 
 from __future__ import annotations
 
 import logging
-from collections import deque
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -35,13 +37,14 @@ def internal_error() -> ProtocolError:
 class RequestAnswer:
     """The answer slot of one request: encodes the reply into the session's outbox."""
 
-    __slots__ = ("actor_id", "answered", "request_id", "session")
+    __slots__ = ("actor_id", "answered", "deadline", "request_id", "session")
 
     def __init__(self, session: Session, request_id: int, actor_id: str) -> None:
         self.session = session
         self.request_id = request_id
         self.actor_id = actor_id
         self.answered = False
+        self.deadline = 0.0
 
     def succeed(self, value: Any) -> None:
         """Reply with the op's result."""
@@ -65,6 +68,7 @@ class RequestAnswer:
 
     def _deliver(self, frame: str) -> None:
         self.answered = True
+        self.session.server.deadlines.forget(self)
         self.session.outbox.force(frame)
         self.session.inflight.release()
 
@@ -72,35 +76,39 @@ class RequestAnswer:
 class Deadlines:
     """Answers `timeout` to every request not answered within `limit` seconds.
 
-    All requests share one limit, so deadlines arrive in order: a FIFO, and one task
-    sleeping until the oldest unanswered deadline.
+    The requests owed an answer are a set (at most `max_inflight` per connection); a
+    task looks for overdue ones every `limit / 20` seconds while any are owed, so a
+    timeout comes between `limit` and `1.05 * limit` after the request.
     """
 
     def __init__(self, limit: float) -> None:
         self.limit = limit
-        self._watched: deque[tuple[float, RequestAnswer]] = deque()
+        self._owed: set[RequestAnswer] = set()
         self._wake = trio.Event()
+
+    def __len__(self) -> int:
+        """Requests owed an answer."""
+        return len(self._owed)
 
     def watch(self, answer: RequestAnswer) -> None:
         """Start the clock of `answer`."""
-        self._watched.append((trio.current_time() + self.limit, answer))
-        if len(self._watched) == 1:
-            self._wake.set()
+        answer.deadline = trio.current_time() + self.limit
+        self._owed.add(answer)
+        self._wake.set()
+
+    def forget(self, answer: RequestAnswer) -> None:
+        """`answer` was given."""
+        self._owed.discard(answer)
 
     async def run(self) -> None:
         """Refuse overdue requests until cancelled."""
-        watched = self._watched
         while True:
-            while not watched:
+            while not self._owed:
                 self._wake = trio.Event()
                 await self._wake.wait()
-            deadline, answer = watched[0]
-            if answer.answered:
-                watched.popleft()
-            elif trio.current_time() >= deadline:
-                watched.popleft()
+            await trio.sleep(self.limit / 20)
+            now = trio.current_time()
+            for answer in [a for a in self._owed if a.deadline <= now]:
                 answer.fail(ProtocolError(
                     ErrorCode.TIMEOUT, f"{answer.actor_id} did not answer within "
                     f"{self.limit:g} s", {"actor": answer.actor_id}))
-            else:
-                await trio.sleep_until(deadline)

@@ -122,3 +122,27 @@ async def test_a_server_bug_is_answered_internal_and_the_socket_survives(tmp_pat
             "code": "internal", "message": "the server failed on this request; the failure "
                                            "was logged", "detail": {}}
         assert result(await c.call("counter.get", "counter:a")) == {"total": 0, "rev": 1}
+
+
+async def test_a_request_the_actor_does_not_answer_in_time_gets_timeout_once(
+        tmp_path: Path) -> None:
+    from actors.runtime import RuntimeConfig
+
+    async with running_server(tmp_path, kinds=KINDS, registry=counter_registry(),
+                              open_mode=True, runtime=RuntimeConfig(ask_timeout=0.5)
+                              ) as running, raw_client(running) as c:
+        result(await c.call("lobby.create", kind="counter", name="a"))
+        actor = await running.state.directory.get("counter:a")
+        release = trio.Event()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(actor.ask, Block(release), 60)
+            await trio.testing.wait_all_tasks_blocked()
+            reply = await c.call("counter.add", "counter:a", amount=5)
+            assert error(reply) == {"code": "timeout", "message": "counter:a did not answer "
+                                    "within 0.5 s", "detail": {"actor": "counter:a"}}
+            release.set()
+        # The request stayed in the mailbox and was applied; its late answer is not sent.
+        assert result(await c.call("counter.get", "counter:a")) == {"total": 5, "rev": 2}
+        with trio.move_on_after(0.3):
+            raise AssertionError(f"a second reply arrived: {await c.recv()}")
+        assert len(running.state.deadlines) == 0  # nothing answered is kept
