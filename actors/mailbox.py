@@ -146,8 +146,12 @@ class Mailbox:
 
     async def post_waiting(self, item: Any) -> None:
         """Enqueue `item`, waiting for room (the actor's own timers: a tick is not lost)."""
-        await self._send.send(item)
-        self._count_post()
+        self._count_post()  # first: the actor may take it before this task resumes
+        try:
+            await self._send.send(item)
+        except BaseException:
+            self._posted -= 1
+            raise
 
     async def ask(self, message: Any, timeout: float) -> Any:
         """Post `message` and wait up to `timeout` seconds for its answer (see Actor.ask)."""
