@@ -55,6 +55,41 @@ def _pixel(page, G: int, cell: int) -> list[int]:
     return page.evaluate(f"window.fieldPage.pixelAt({cell % G}, {cell // G})")
 
 
+def _shown(page, G: int, cell: int) -> tuple[list[int], float, float]:
+    """Once a pan or zoom has settled: the visible canvas pixel at the centre of `cell`,
+    and that point on the screen."""
+    page.wait_for_function("window.fieldPage.view.settled", timeout=WAIT)
+    v = page.evaluate("window.fieldPage.view")
+    px, py = int((cell % G + 0.5 - v["ox"]) * v["zoom"]), int((cell // G + 0.5 - v["oy"]) * v["zoom"])
+    assert 0 <= px < 800 and 0 <= py < 800, (px, py)
+    shown = page.evaluate(f"""Array.from(document.querySelector("#board").getContext("2d")
+                              .getImageData({px}, {py}, 1, 1).data)""")
+    box = page.locator("#board-frame").bounding_box()
+    css = box["width"] / 800
+    return shown, box["x"] + (px + 0.5) * css, box["y"] + (py + 0.5) * css
+
+
+def _zoom_and_pan(page, G: int, cell: int) -> None:
+    """Wheel zooms about the cursor and a drag pans; after each the canvas is redrawn at
+    the new view, where it shows the cell under a point in that cell's colour."""
+    colour = _pixel(page, G, cell)
+    shown, x, y = _shown(page, G, cell)
+    assert shown == colour
+    zoom = page.evaluate("window.fieldPage.view.zoom")
+    page.mouse.move(x, y)
+    page.mouse.wheel(0, -100)
+    page.wait_for_function(f"window.fieldPage.view.zoom > {zoom}", timeout=WAIT)
+    shown, x2, y2 = _shown(page, G, cell)
+    assert shown == colour and abs(x2 - x) <= 2 and abs(y2 - y) <= 2, "the cursor's cell stays"
+    dx, dy = (30 if x2 < 400 else -30), (20 if y2 < 400 else -20)
+    page.mouse.move(x2, y2)
+    page.mouse.down()
+    page.mouse.move(x2 + dx, y2 + dy, steps=5)
+    page.mouse.up()
+    shown, x3, y3 = _shown(page, G, cell)
+    assert shown == colour and abs(x3 - x2 - dx) <= 2 and abs(y3 - y2 - dy) <= 2, "it follows"
+
+
 def test_field_page_draws_updates_and_scrubs(browser, tmp_path: Path) -> None:
     game = f"day-{datetime.now(UTC).date().isoformat()}"
     with ServerProcess(tmp_path / "data", "--open") as server:
@@ -85,6 +120,7 @@ def test_field_page_draws_updates_and_scrubs(browser, tmp_path: Path) -> None:
         expect(board).to_have_attribute("data-revision", str(state["commit_rev"]), timeout=WAIT)
         assert _pixel(page, G, cell) == after
         assert page.locator("a[href='/']").count() >= 1
+        _zoom_and_pan(page, G, cell)
         # hues: neighbours differ, and an agent's hue never changes as others join
         hues = page.evaluate("""async () => {
             const { assignHues } = await import("/js/field-render.js");

@@ -1,13 +1,22 @@
 // The field page's model and renderer: a spectator view folded forward by pushed
-// events, drawn cell by cell into an offscreen G x G canvas, one 64 x 64 map tile at
-// a time (only the map tiles an event dirtied are redrawn), then blitted with the
-// page's zoom and pan.
+// events, painted cell by cell into an offscreen G x G canvas (only the 64 x 64 map
+// tiles that events dirtied, at most every PAINT_MS), blitted with the zoom and pan.
 
 const STATUS = { h: 0, r: 1, s: 2 };
 const CELL = { ".": -1, 0: 0, 1: 1, 2: 2, 3: 3 }; // -1 unknown, 0/1 given, 2/3 committed 0/1
 const BG = [238, 240, 236];
 const HIDDEN = [212, 216, 210];
 const GOLDEN = 137.508;
+
+// A gesture moves the drawn bitmap by CSS; it is redrawn once input pauses this long,
+// and at least this often during a long drag (a redraw of the whole canvas is the
+// expensive frame on a software-rendered page).
+const SETTLE_MS = 120;
+const REDRAW_MS = 500;
+// Pushes arrive up to 20 times a second; the page repaints at most every PAINT_MS, each
+// time with everything that arrived since.
+const PAINT_MS = 100;
+const PUT_EACH = 8; // more dirty map tiles than this are copied as their bounding box
 
 const NEAR = 160; // cells between seed tile centres within which agents are neighbours
 const CANDIDATES = Array.from({ length: 24 }, (_, k) => (k * GOLDEN) % 360);
@@ -127,102 +136,262 @@ export class FieldModel {
   }
 }
 
-/** Draws a FieldModel onto a canvas with zoom and pan. */
+/** An [r, g, b] as one RGBA pixel of a Uint32Array view of ImageData (little-endian). */
+function packed([r, g, b]) {
+  return (r | (g << 8) | (b << 16) | (255 << 24)) >>> 0;
+}
+
+const BG_PX = packed(BG);
+const BG_CSS = `rgb(${BG.join(",")})`;
+const GIVEN_PX = [packed([34, 38, 36]), packed([252, 252, 250])];
+
+/** [x0, y0, x1, y1]: the bounding box of a model's tiles (empty when it has none). */
+function bounds(m) {
+  let x0 = m.G, y0 = m.G, x1 = 0, y1 = 0;
+  for (const t of m.tiles) {
+    x0 = Math.min(x0, t.x0); y0 = Math.min(y0, t.y0);
+    x1 = Math.max(x1, t.x0 + t.w); y1 = Math.max(y1, t.y0 + t.h);
+  }
+  return x1 > x0 ? [x0, y0, x1, y1] : [0, 0, 0, 0];
+}
+
+/** A tile colour and its committed-0 (dark) and committed-1 (light) shades, packed. */
+function shades(base) {
+  return [packed(base), packed(base.map((c) => Math.round(c * 0.55))),
+          packed(base.map((c) => Math.round(c + (255 - c) * 0.6)))];
+}
+
+/**
+ * Draws a FieldModel onto a canvas with zoom and pan. Nothing is drawn on the spot:
+ * `invalidate`, `setModel`, `zoomAt` and `panBy` only note what changed and ask for a
+ * paint, which runs in an animation frame at most every PAINT_MS: it paints the dirtied
+ * map tiles into a G x G pixel buffer (one typed-array write per cell, colours from a
+ * palette), copies them to the offscreen canvas and presents once. So a burst of pushed
+ * events costs one paint, never one per event, and a pan or zoom moves the drawn bitmap
+ * by CSS until it settles (see `paint`).
+ */
 export class Renderer {
   constructor(canvas) {
     this.canvas = canvas;
     this.ctx = canvas.getContext("2d");
     this.base = document.createElement("canvas");
-    this.bctx = this.base.getContext("2d", { willReadFrequently: true });
+    // GPU-backed when the browser has one: putImageData then uploads only the dirty map
+    // tiles, where a CPU-backed canvas would upload all G x G pixels at every present.
+    this.bctx = this.base.getContext("2d");
     this.model = null;
-    this.zoom = 1;
+    this.image = null; // ImageData of the whole field, the pixels behind `base`
+    this.pixels = null; // its Uint32Array view
+    this.palette = null; // see paletteFor
+    this.paletteKey = null;
+    this.dirty = new Set(); // map tiles to repaint on the next frame
+    this.frame = 0; // the pending requestAnimationFrame, 0 when none
+    this.waiting = 0; // the timer before it, 0 when none
+    this.painted = -Infinity; // when the last paint ran
+    this.chores = new Set(); // page updates to run in the next paint's frame
+    this.zoom = 1; // the view: canvas pixels per cell, and the cell at the canvas origin
     this.ox = 0;
     this.oy = 0;
+    this.drawn = { zoom: 1, ox: 0, oy: 0 }; // the view the canvas bitmap was drawn at
+    this.settling = 0; // timer of a gesture's settle, 0 when no gesture is going on
+    this.since = 0; // when the bitmap last matched the view during a gesture
+    this.catchUp = false; // redraw at the current view in the next frame, gesture or not
+    this.stale = false; // the offscreen canvas changed since it was last presented
   }
 
   /** Show `model`; `fit` frames the tiles' bounding box. */
   setModel(model, fit) {
-    const resized = !this.model || this.model.G !== model.G;
+    const G = model.G, T = model.mapTile, cols = Math.ceil(G / T);
+    const resized = !this.model || this.model.G !== G;
     this.model = model;
     if (resized) {
-      this.base.width = model.G;
-      this.base.height = model.G;
+      this.base.width = G;
+      this.base.height = G;
+      this.image = this.bctx.createImageData(G, G);
+      this.pixels = new Uint32Array(this.image.data.buffer);
     }
     if (fit || resized) this.fit();
-    this.drawAll();
+    // Outside the tiles' bounding box every cell is background: fill it all at once and
+    // repaint only the map tiles that meet the box.
+    this.pixels.fill(BG_PX);
+    this.bctx.fillStyle = BG_CSS;
+    this.bctx.fillRect(0, 0, G, G);
+    const [x0, y0, x1, y1] = bounds(model);
+    for (let r = Math.floor(y0 / T); r * T < y1; r++) {
+      for (let c = Math.floor(x0 / T); c * T < x1; c++) this.dirty.add(r * cols + c);
+    }
+    this.stale = true;
+    this.request();
   }
 
+  /** Frame the tiles' bounding box (the whole field when it has no tiles). */
   fit() {
-    const m = this.model;
-    let x0 = m.G, y0 = m.G, x1 = 0, y1 = 0;
-    for (const t of m.tiles) {
-      x0 = Math.min(x0, t.x0); y0 = Math.min(y0, t.y0);
-      x1 = Math.max(x1, t.x0 + t.w); y1 = Math.max(y1, t.y0 + t.h);
-    }
-    if (x1 <= x0) { x0 = 0; y0 = 0; x1 = m.G; y1 = m.G; }
+    let [x0, y0, x1, y1] = bounds(this.model);
+    if (x1 <= x0) [x0, y0, x1, y1] = [0, 0, this.model.G, this.model.G];
     const side = Math.max(x1 - x0, y1 - y0) + 4;
     this.zoom = this.canvas.width / side;
     this.ox = x0 - 2;
     this.oy = y0 - 2;
   }
 
-  drawAll() {
-    const cols = Math.ceil(this.model.G / this.model.mapTile);
-    const all = [];
-    for (let i = 0; i < cols * cols; i++) all.push(i);
-    this.drawMapTiles(all);
+  /** Repaint the map tiles `ids` (row * cols + col) on the next frame. */
+  invalidate(ids) {
+    for (const id of ids) this.dirty.add(id);
+    this.request();
   }
 
-  /** Redraw the map tiles `ids` (row * cols + col) of the offscreen canvas, then present. */
-  drawMapTiles(ids) {
+  /** Run `fn` in the next paint's frame (after the canvas is drawn). */
+  schedule(fn) {
+    this.chores.add(fn);
+    this.request();
+  }
+
+  /** Ask for a paint: in the next animation frame, but not sooner than PAINT_MS after
+   * the last one, so a stream of pushes repaints the page at most 1000 / PAINT_MS times
+   * a second. */
+  request() {
+    // During a gesture the settle (or a catch-up) paints: a push's repaint would cost a
+    // full frame while the compositor could be moving the bitmap for free.
+    if (this.frame || this.waiting || (this.settling && !this.catchUp)) return;
+    const wait = this.painted + PAINT_MS - performance.now();
+    if (wait > 0) {
+      this.waiting = setTimeout(() => {
+        this.waiting = 0;
+        this.request();
+      }, wait);
+    } else {
+      this.frame = requestAnimationFrame(() => this.paint());
+    }
+  }
+
+  /**
+   * The frame: repaint the dirty map tiles, then present. During a pan or zoom gesture
+   * the bitmap keeps the view it was drawn at and a CSS transform shows it at the
+   * current view (the compositor moves it; nothing is repainted); once the gesture
+   * settles the bitmap is drawn at the current view and the transform is dropped in the
+   * same frame.
+   */
+  paint() {
+    this.frame = 0;
+    this.painted = performance.now();
+    const chores = [...this.chores];
+    this.chores.clear();
+    if (this.model) this.draw();
+    for (const fn of chores) fn();
+  }
+
+  /** Paint the dirty tiles; present at the current view unless a gesture holds it. */
+  draw() {
+    this.paintTiles();
+    const v = this.drawn;
+    if ((!this.settling || this.catchUp) &&
+        (v.zoom !== this.zoom || v.ox !== this.ox || v.oy !== this.oy)) {
+      this.drawn = { zoom: this.zoom, ox: this.ox, oy: this.oy };
+      this.stale = true;
+    }
+    if (this.catchUp) this.since = performance.now();
+    this.catchUp = false;
+    if (this.stale) this.present();
+    this.place();
+  }
+
+  /** Bring the offscreen canvas up to date with the model (the dirty map tiles). */
+  paintTiles() {
+    if (!this.dirty.size) return;
     const m = this.model;
     const T = m.mapTile, G = m.G, cols = Math.ceil(G / T);
-    for (const id of ids) {
+    const pal = this.paletteFor(m);
+    const px = this.pixels, cover = m.cover, cover2 = m.cover2, status = m.status, cells = m.cells;
+    const n = m.agents.length;
+    const slot = (who) => (who >= 0 && who < n ? who + 1 : 0); // 0: an agent we do not know
+    // Each putImageData is one upload: a few map tiles go one by one, many as one box.
+    const one = this.dirty.size <= PUT_EACH;
+    let bx0 = G, by0 = G, bx1 = 0, by1 = 0;
+    for (const id of this.dirty) {
       const x0 = (id % cols) * T, y0 = Math.floor(id / cols) * T;
       const w = Math.min(T, G - x0), h = Math.min(T, G - y0);
       if (w <= 0 || h <= 0) continue;
-      const img = this.bctx.createImageData(w, h);
-      const px = img.data;
-      for (let dy = 0; dy < h; dy++) {
-        for (let dx = 0; dx < w; dx++) {
-          const rgb = this.colour((y0 + dy) * G + x0 + dx);
-          const o = (dy * w + dx) * 4;
-          px[o] = rgb[0]; px[o + 1] = rgb[1]; px[o + 2] = rgb[2]; px[o + 3] = 255;
+      bx0 = Math.min(bx0, x0); by0 = Math.min(by0, y0);
+      bx1 = Math.max(bx1, x0 + w); by1 = Math.max(by1, y0 + h);
+      for (let y = y0; y < y0 + h; y++) {
+        for (let i = y * G + x0, end = i + w; i < end; i++) {
+          let t = cover[i];
+          if (t < 0) { px[i] = BG_PX; continue; }
+          const v = cells[i];
+          if (v === 0 || v === 1) { px[i] = GIVEN_PX[v]; continue; }
+          const t2 = cover2[i];
+          if (t2 >= 0 && status[t2] > status[t]) t = t2;
+          const st = status[t];
+          const row = st === 0 ? 0 : st === 1 ? 1 + slot(m.revealer[t]) : n + 2 + slot(m.solver[t]);
+          px[i] = pal[3 * row + (v === 2 ? 1 : v === 3 ? 2 : 0)];
         }
       }
-      this.bctx.putImageData(img, x0, y0);
+      if (one) this.bctx.putImageData(this.image, 0, 0, x0, y0, w, h);
     }
-    this.present();
+    if (!one && bx1 > bx0) this.bctx.putImageData(this.image, 0, 0, bx0, by0, bx1 - bx0, by1 - by0);
+    this.dirty.clear();
+    this.stale = true;
   }
 
-  /** The colour of cell i: tile status and owner hue, then the cell's value on top. */
-  colour(i) {
-    const m = this.model;
-    let t = m.cover[i];
-    if (t < 0) return BG;
-    const t2 = m.cover2[i];
-    if (t2 >= 0 && m.status[t2] > m.status[t]) t = t2;
-    const st = m.status[t];
-    const v = m.cells[i];
-    if (v === 0) return [34, 38, 36];
-    if (v === 1) return [252, 252, 250];
-    let base;
-    if (st === 0) base = HIDDEN;
-    else if (st === 1) base = hsl(m.hues[m.revealer[t]] ?? 0, 0.35, 0.84);
-    else base = hsl(m.hues[m.solver[t]] ?? 0, 0.55, 0.68);
-    if (v === 2) return base.map((c) => Math.round(c * 0.55));
-    if (v === 3) return base.map((c) => Math.round(c + (255 - c) * 0.6));
-    return base;
+  /**
+   * The palette of `m`: rows of three packed shades (base, dark, light). Row 0: hidden;
+   * rows 1..n+1: revealed by an unknown agent, then by each agent; rows n+2..2n+2: the
+   * same for solved tiles. Rebuilt only when the model or its agent count changes.
+   */
+  paletteFor(m) {
+    const n = m.agents.length;
+    if (this.paletteKey !== m || this.palette.length !== 3 * (2 * n + 3)) {
+      const rows = [shades(HIDDEN)];
+      for (const [s, l] of [[0.35, 0.84], [0.55, 0.68]]) {
+        rows.push(shades(hsl(0, s, l)));
+        for (let a = 0; a < n; a++) rows.push(shades(hsl(m.hues[a] ?? 0, s, l)));
+      }
+      this.palette = Uint32Array.from(rows.flat());
+      this.paletteKey = m;
+    }
+    return this.palette;
   }
 
+  /** Draw the offscreen canvas onto the visible one at the drawn view. */
   present() {
-    const ctx = this.ctx;
+    this.stale = false;
+    const ctx = this.ctx, v = this.drawn;
     ctx.setTransform(1, 0, 0, 1, 0, 0);
-    ctx.fillStyle = `rgb(${BG.join(",")})`;
+    ctx.fillStyle = BG_CSS;
     ctx.fillRect(0, 0, this.canvas.width, this.canvas.height);
     ctx.imageSmoothingEnabled = false;
-    ctx.setTransform(this.zoom, 0, 0, this.zoom, -this.ox * this.zoom, -this.oy * this.zoom);
+    ctx.setTransform(v.zoom, 0, 0, v.zoom, -v.ox * v.zoom, -v.oy * v.zoom);
     ctx.drawImage(this.base, 0, 0);
+  }
+
+  /** The CSS transform that shows the bitmap (drawn view) at the current view. */
+  place() {
+    const v = this.drawn;
+    if (v.zoom === this.zoom && v.ox === this.ox && v.oy === this.oy) {
+      this.canvas.style.transform = "";
+      return;
+    }
+    const css = this.canvas.clientWidth / this.canvas.width; // CSS pixels per canvas pixel
+    const tx = (v.ox - this.ox) * this.zoom * css, ty = (v.oy - this.oy) * this.zoom * css;
+    this.canvas.style.transform = `translate(${tx}px, ${ty}px) scale(${this.zoom / v.zoom})`;
+  }
+
+  /**
+   * A pan or zoom step: move the bitmap by CSS now; redraw it at the new view when input
+   * pauses for SETTLE_MS, and every REDRAW_MS during a long gesture.
+   */
+  moved() {
+    const now = performance.now();
+    if (!this.settling) this.since = now;
+    clearTimeout(this.settling);
+    this.settling = setTimeout(() => {
+      this.settling = 0;
+      this.request();
+    }, SETTLE_MS);
+    if (now - this.since >= REDRAW_MS) {
+      this.catchUp = true;
+      this.request();
+    }
+    this.place();
   }
 
   /** Zoom by `factor` about the canvas point (px, py). */
@@ -231,18 +400,19 @@ export class Renderer {
     this.zoom = Math.min(64, Math.max(0.2, this.zoom * factor));
     this.ox = cx - px / this.zoom;
     this.oy = cy - py / this.zoom;
-    this.present();
+    this.moved();
   }
 
   /** Pan by (dx, dy) canvas pixels. */
   panBy(dx, dy) {
     this.ox -= dx / this.zoom;
     this.oy -= dy / this.zoom;
-    this.present();
+    this.moved();
   }
 
-  /** [r, g, b, a] of cell (x, y) in the offscreen canvas (for tests). */
+  /** [r, g, b, a] of cell (x, y) as drawn (for tests): pending map tiles are painted first. */
   pixelAt(x, y) {
+    this.paintTiles();
     return Array.from(this.bctx.getImageData(x, y, 1, 1).data);
   }
 }

@@ -30,6 +30,14 @@ function setStatus(state, text) {
   el.textContent = text;
 }
 
+/** Set an element's text or HTML only when it changes (an unchanged one is not repainted). */
+const written = new Map(); // element -> the value put last
+function put(el, key, value) {
+  if (written.get(el) === value) return;
+  written.set(el, value);
+  el[key] = value;
+}
+
 function shown(model) {
   canvas.dataset.revision = String(model.revision);
   canvas.dataset.mode = mode;
@@ -54,16 +62,22 @@ async function fold(push) {
         live = new FieldModel(await viewAt(ev.rev)); // manifest or grow: a fresh view
         if (mode === "live") renderer.setModel(live, false);
       } else if (mode === "live") {
-        renderer.drawMapTiles(ev.dirty);
+        renderer.invalidate(ev.dirty);
       }
     }
   }
   if (!live) return;
+  if (mode === "live" && renderer.model !== live) renderer.setModel(live, true);
+  renderer.schedule(report);
+}
+
+// The text beside the canvas follows the live model in the renderer's paint frames,
+// however many pushes arrived since: every change of the page costs a repaint.
+function report() {
   setStatus("open", `live · revision ${live.revision}`);
   figures();
   slider.max = String(live.revision);
   if (mode === "live") {
-    if (renderer.model !== live) renderer.setModel(live, true);
     slider.value = slider.max;
     shown(live);
   }
@@ -82,8 +96,8 @@ async function pump() {
 function figures() {
   if (!live) return;
   const t = live.totals;
-  $("#totals").textContent =
-    `${live.agents.length} agents · ${t.solved ?? 0} solved of ${live.tiles.length} tiles · reward ${t.reward ?? 0}`;
+  put($("#totals"), "textContent",
+    `${live.agents.length} agents · ${t.solved ?? 0} solved of ${live.tiles.length} tiles · reward ${t.reward ?? 0}`);
   const rows = live.agents.map((a, i) => {
     const state = a.health?.state ?? "healthy";
     const rate = ((a.health?.rate ?? 0) * 100).toFixed(1);
@@ -91,7 +105,7 @@ function figures() {
       `<td>${escape(a.name)} <small>${a.id}</small></td><td class="num">${a.reward}</td>` +
       `<td class="health-${state}">${state} ${rate}%</td></tr>`;
   });
-  $("#agents tbody").innerHTML = rows.join("");
+  put($("#agents tbody"), "innerHTML", rows.join(""));
 }
 
 function escape(s) {
@@ -144,28 +158,32 @@ liveButton.addEventListener("click", () => {
   shown(live);
 });
 
-canvas.addEventListener("wheel", (e) => {
+// Input goes to the frame: the canvas inside it moves (CSS) while a gesture is going on.
+const frame = $("#board-frame");
+const toCanvas = () => canvas.width / frame.getBoundingClientRect().width; // px per CSS px
+
+frame.addEventListener("wheel", (e) => {
   e.preventDefault();
-  const r = canvas.getBoundingClientRect();
-  const k = canvas.width / r.width;
+  const r = frame.getBoundingClientRect();
+  const k = toCanvas();
   renderer.zoomAt(e.deltaY < 0 ? 1.2 : 1 / 1.2, (e.clientX - r.left) * k, (e.clientY - r.top) * k);
 }, { passive: false });
 
 let drag = null;
-canvas.addEventListener("pointerdown", (e) => {
+frame.addEventListener("pointerdown", (e) => {
   drag = { x: e.clientX, y: e.clientY };
-  canvas.classList.add("dragging");
-  canvas.setPointerCapture(e.pointerId);
+  frame.classList.add("dragging");
+  frame.setPointerCapture(e.pointerId);
 });
-canvas.addEventListener("pointermove", (e) => {
+frame.addEventListener("pointermove", (e) => {
   if (!drag) return;
-  const k = canvas.width / canvas.getBoundingClientRect().width;
+  const k = toCanvas();
   renderer.panBy((e.clientX - drag.x) * k, (e.clientY - drag.y) * k);
   drag = { x: e.clientX, y: e.clientY };
 });
-canvas.addEventListener("pointerup", () => {
+frame.addEventListener("pointerup", () => {
   drag = null;
-  canvas.classList.remove("dragging");
+  frame.classList.remove("dragging");
 });
 
 async function main() {
@@ -185,6 +203,14 @@ window.fieldPage = {
   get revision() { return renderer.model ? renderer.model.revision : 0; },
   get mode() { return mode; },
   pixelAt: (x, y) => renderer.pixelAt(x, y),
+  // the view (canvas pixels per cell, the cell at the canvas origin); `settled` once a
+  // pan or zoom has been redrawn at it
+  get view() {
+    const v = renderer.drawn;
+    return { zoom: renderer.zoom, ox: renderer.ox, oy: renderer.oy,
+             settled: v.zoom === renderer.zoom && v.ox === renderer.ox && v.oy === renderer.oy &&
+                      !canvas.style.transform };
+  },
   scrub(rev) {
     slider.value = String(rev);
     slider.dispatchEvent(new Event("input"));
