@@ -61,6 +61,7 @@ class Figures:
         self.settled: list[float] = []  # first attempt to acceptance, retries included
         self.stale = 0
         self.reveals = self.stale_reveals = 0
+        self.observes = 0  # during the timed window
         self.acks: dict[int, float] = {}  # revision -> when its commit was acknowledged
         self.arrivals: list[list[tuple[int, float]]] = []  # per spectator: (rev, time)
 
@@ -190,6 +191,7 @@ async def _play(ws: Any, to: str, solution: np.ndarray, G: int, fig: Figures,
         if stale > STALE_RETRIES or (not pending and not any(
                 tiles.get(t, {}).get("status") == "hidden" for t in frontier)):
             obs = (await _call(ws, next(rid), "field.observe", to, {"agent": agent}))["result"]
+            fig.observes += 1
             tiles = {t["id"]: t for t in obs["tiles"]}
             rev, stale = obs["revision"], 0
             frontier = [t for t in obs["frontier"] if tiles[t]["status"] == "hidden"]
@@ -321,6 +323,7 @@ async def _drive(ctl: Any, url: str, data: str, agents: int, spectators: int, se
             "commit_p50_ms": pct(lat, 0.5), "commit_p99_ms": pct(lat, 0.99),
             "settle_p50_ms": pct(settled, 0.5), "settle_p99_ms": pct(settled, 0.99),
             "stale_share": round(fig.stale / max(1, fig.stale + commits), 3),
+            "observes_per_s": round(fig.observes / elapsed, 1),
             "reveal_stale_share": round(fig.stale_reveals / max(1, fig.reveals), 3),
             "spectator_lag_p50_ms": pct(lag, 0.5), "spectator_lag_p99_ms": pct(lag, 0.99),
             "final_revision": final["revision"],
