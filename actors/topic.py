@@ -11,6 +11,8 @@ offers it to FANOUT_CHUNK subscribers at a time and yields between chunks, so wa
 hundreds of writer tasks does not stall everything else for one long scheduler pass
 (answers to the actor's callers go out between chunks). Pushes keep their order; a
 subscriber that joins while a push is being spread skips it (its first push covers it).
+`spread_seconds` tells the actor how long the last spread took, queueing included: on a
+busy server the actor waits as long again before the next push (see Actor._push_if_due).
 """
 
 from __future__ import annotations
@@ -38,9 +40,10 @@ class Topic:
         # queue -> the number of pushes made before it joined (an ordered set with a mark)
         self._subscribers: dict[SubscriberQueue, int] = {}
         self._pushes = 0
-        self._spread: deque[tuple[int, str, int, list[SubscriberQueue]]] = deque()
+        self._spread: deque[tuple[int, str, int, list[SubscriberQueue], float]] = deque()
         self._spreading = False  # a spread task runs
         self._work = trio.Event()
+        self.spread_seconds = 0.0  # the last spread, from its push being queued to its end
         self._on_drop = on_drop
         self.pending: list[Event] = []  # published, not yet pushed
         self._pending_rev = 0
@@ -111,7 +114,7 @@ class Topic:
     def close(self, rev: int) -> None:
         """The actor stopped: every subscriber gets a resync and the topic is empty."""
         while self._spread:  # the spread task is gone: finish its pushes here
-            push, frame, push_rev, queues = self._spread.popleft()
+            push, frame, push_rev, queues, _ = self._spread.popleft()
             self._deliver_spread(push, queues, frame, push_rev)
         self.flush()
         for queue in self._subscribers:
@@ -140,7 +143,8 @@ class Topic:
     def _offer_all(self, frame: str, rev: int) -> None:
         self._pushes += 1
         if self._spreading and (len(self._subscribers) > FANOUT_CHUNK or self._spread):
-            self._spread.append((self._pushes, frame, rev, list(self._subscribers)))
+            self._spread.append((self._pushes, frame, rev, list(self._subscribers),
+                                 trio.current_time()))
             self._work.set()
             return
         for queue in list(self._subscribers):
@@ -167,10 +171,11 @@ class Topic:
                 while not self._spread:
                     self._work = trio.Event()
                     await self._work.wait()
-                push, frame, rev, queues = self._spread[0]
+                push, frame, rev, queues, queued_at = self._spread[0]
                 for start in range(0, len(queues), FANOUT_CHUNK):
                     self._deliver_spread(push, queues[start:start + FANOUT_CHUNK], frame, rev)
                     await trio.lowlevel.checkpoint()
                 self._spread.popleft()
+                self.spread_seconds = trio.current_time() - queued_at
         finally:
             self._spreading = False

@@ -183,6 +183,7 @@ async def test_a_crowded_topic_delivers_every_event_in_order_exactly_once() -> N
             await actor.subscribe(queue, 0, request_id=rid)
         for i in range(10):
             await actor.ask(Add(i))
+        await trio.sleep(0.5)  # pushes wait twice as long as the last spread took
         await trio.testing.wait_all_tasks_blocked()
         for queue in queues:
             assert event_revs(drain(queue)) == list(range(1, 11))
@@ -223,3 +224,23 @@ async def test_a_crowded_push_is_spread_over_task_steps_and_skips_a_late_joiner(
     topic.subscribe(queues[-1], 1, 999, 2, dict)  # joins again before the push reaches it
     await trio.testing.wait_all_tasks_blocked()
     assert all(event_revs(drain(q)) == [2] for q in queues)  # the rejoined one: once
+
+
+async def test_a_spread_reports_how_long_it_took(nursery: trio.Nursery,
+                                                 mock_clock: trio.testing.MockClock) -> None:
+    class Slow(SubscriberQueue):
+        def offer(self, frame: str) -> bool:
+            mock_clock.jump(0.001)  # each offer costs a millisecond of the clock
+            return super().offer(frame)
+
+    topic = Topic("counter:a", 100, lambda: None)
+    queues = [Slow(100) for _ in range(2 * FANOUT_CHUNK)]
+    for rid, queue in enumerate(queues, 1):
+        topic.subscribe(queue, 0, rid, 0, dict)
+    nursery.start_soon(topic.spread)
+    await trio.testing.wait_all_tasks_blocked()
+    assert topic.spread_seconds == 0.0
+    topic.publish(1, [{"n": 1}])
+    topic.flush()
+    await trio.testing.wait_all_tasks_blocked()
+    assert topic.spread_seconds == pytest.approx(2 * FANOUT_CHUNK * 0.001)
