@@ -4,7 +4,10 @@ Figures:
 * `engine_steps_per_s`: public engine (`Game.step`) over every corpus solution;
 * `fast_steps_per_s`: the solver's keke fast path over the same moves (and the ratio);
 * `solver`: for each full_biy level (keke profile), whether the solver found a (replay-checked)
-  solution within `--max-seconds`, its length against the shipped one, states expanded.
+  solution within `--max-seconds`, its length against the shipped one, states expanded. An
+  expansion with folded walks (`actors/puzzle/walks.py`) plays every step out of the YOU's
+  walk region, so it costs several single-move expansions: compare `expanded_per_s` only
+  between runs of the same solver.
 
 Options: `--max-seconds S` (default 10) per level, `--limit N` (first N levels only),
 `--strategy best|bfs`, `--clock cpu|wall` (default cpu: the process's own CPU time, so a

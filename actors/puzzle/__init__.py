@@ -11,8 +11,9 @@ Text blocks on the board spell rules (BABA IS YOU); pushing text rewrites them. 
 * `game.py` the game API (`create_game`: step, undo, reset, restore, get_state, history) with
   `snapshot.py` for public snapshots; `codec.py` the compact `bytes` state key for solvers.
 * Built on top (issue 4B): `solve.py` (solver); `fast.py` (its Keke fast path) with
-  `fast_turn.py` (a turn's working state and the exact key codec) and `guide.py` (the search's
-  distance estimates and novelty); `pack.py` (packs), `share.py` (share links), `cli.py`
+  `fast_turn.py` (a turn's working state and the exact key codec), `guide.py` (the search's
+  distance estimates and novelty) and `walks.py` (folding a lone YOU's free walks into one
+  move); `pack.py` (packs), `share.py` (share links), `cli.py`
   (`petridish puzzle ...`).
 
 `server/` may import `create_game`, `parse_level`, `check_level`, `import_keke_levels`,

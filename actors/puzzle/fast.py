@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from .fast_turn import DOWN, LEFT, MOVES, RIGHT, UP, FastTurn
 from .guide import Guide
+from .walks import exits, free_region
 from .words import NOUNS, TEXT_BASE, WORD_CODE, WORDS
 
 if TYPE_CHECKING:
@@ -91,6 +92,9 @@ class FastLevel:
         self.word_kinds = tuple(k - TEXT_BASE for k, _ in words)
         self.n_words = len(words)
         self.connectors = tuple(i for i, k in enumerate(self.word_kinds) if k == _IS)
+        # Facing is read only when something is MOVE; without a MOVE word nothing ever is, so
+        # every facing stays RIGHT and states that differ only in facing share one key.
+        self.facing_matters = WORD_CODE["move"] in self.word_kinds
         self.guide = Guide(self)  # estimates and novelty memory for a search over this level
         self._initial_words = words
         self._initial_phys = phys
@@ -112,7 +116,7 @@ class FastLevel:
             t.om[cell] = i + 1
         for kind, cell, facing in self._initial_phys:
             o = t.new_object(kind, cell)
-            t.dr[o] = facing
+            t.dr[o] = facing if self.facing_matters else RIGHT
             t.phys.append(o)
             t.om[cell] = o + 1
         t.interpret_rules()
@@ -127,28 +131,37 @@ class FastLevel:
         lost = not t.players
         return t.encode(), won, lost
 
-    def expand(self, key: bytes, seen: Container[bytes] = ()
+    def expand(self, key: bytes, seen: Container[bytes] = (), walks: bool = False
                ) -> list[tuple[str, bytes, bool, bool, bool, tuple[int, ...]]]:
-        """Every move that leads to a state not in `seen`: (move, next key, won, lost, novel,
-        estimates); the estimates are `direct`, `rules` (see `guide.Guide.estimates`) and
-        `rules` plus a penalty when the state is not novel."""
+        """Every move that leads to a state not in `seen`: (moves, next key, won, lost, novel,
+        estimates); the estimates are `direct`, `path`, `rules` (see `guide.Guide.estimates`)
+        and `rules` plus a penalty when the state is not novel. With `walks`, free walking is
+        folded into the next real move where that is exact (`walks.py`), so `moves` may hold
+        several letters; otherwise each entry is one move."""
         base = FastTurn(self)
         base.decode(key)
+        region = free_region(self, base) if walks else None
+        if region is None:
+            steps = []
+            for move, d in MOVES.items():
+                t = base.copy()
+                won = t.turn(d)
+                if t.changed:
+                    steps.append((move, t, won))
+        else:
+            steps = exits(self, base, region)
         out = []
-        for move, d in MOVES.items():
-            t = base.copy()
-            won = t.turn(d)
-            if not t.changed:
-                continue
+        for moves, t, won in steps:
             renumbered = t.renumber
             child = t.encode()
             if child in seen:
                 continue
             if renumbered:
                 t._derive()  # the property lists still hold the ids from before encode
+            if not (won or t.players or t.automovers):
+                continue  # nothing is YOU or MOVE: nothing can ever move again, so no win
             lost, novel = not t.players, self.guide.novel(t)
-            direct, rules = self.guide.estimates(t)
+            direct, path, rules = self.guide.estimates(t)
             penalized = rules + (0 if novel else NOVELTY_PENALTY)
-            out.append((move, child, won, lost, novel, (direct, rules, penalized)))
+            out.append((moves, child, won, lost, novel, (direct, path, rules, penalized)))
         return out
-

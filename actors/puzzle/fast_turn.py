@@ -181,8 +181,8 @@ class FastTurn:
         self.changed = True
         if e < self.lv.n_words:
             self.words_moved += 1
-        else:
-            self.dr[e] = d  # a word's facing never matters, so it stays out of the key
+        elif self.lv.facing_matters:  # a word's facing never matters, nor any without MOVE
+            self.dr[e] = d
         return True
 
     def _destroy(self, dead: list[tuple[int, int]]) -> None:
@@ -201,8 +201,11 @@ class FastTurn:
     def _contacts(self, players: list[int], killers: list[int], sinkers: list[int],
                   featured: dict[int, list[int]]) -> None:
         pos = self.pos
-        self._destroy([(p, k) for p in players for k in killers
-                       if p == k or pos[p] == pos[k]])
+        # Pairs share a cell (p == k too), so a cell test at C speed skips the usual no-pair case.
+        if killers and not set(map(pos.__getitem__, players)).isdisjoint(
+                map(pos.__getitem__, killers)):
+            self._destroy([(p, k) for p in players for k in killers
+                           if p == k or pos[p] == pos[k]])
         if sinkers:
             wet = set(map(pos.__getitem__, sinkers))
             # The phys objects on sinker cells, in phys order, filtered at C speed.
@@ -217,7 +220,9 @@ class FastTurn:
         if _HOT in featured and _MELT in featured:
             hot = [o for n in featured[_HOT] for o in self.sp[n]]
             melt = [o for n in featured[_MELT] for o in self.sp[n]]
-            self._destroy([(a, b) for a in hot for b in melt if a == b or pos[a] == pos[b]])
+            if not set(map(pos.__getitem__, hot)).isdisjoint(map(pos.__getitem__, melt)):
+                self._destroy([(a, b) for a in hot for b in melt
+                               if a == b or pos[a] == pos[b]])
 
     def turn(self, d: int) -> bool:
         """One Keke turn: YOU moves, contacts, MOVE steps, contacts, reparse, win check."""

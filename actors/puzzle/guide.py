@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 _WIN, _IS = WORD_CODE["win"], WORD_CODE["is"]
 _N_NOUNS = len(NOUNS)  # word codes below this are nouns
 _GAP_CACHE = 200_000  # word layouts remembered before the cache is cleared
+_FIELD_CACHE = 4_096  # cost fields (a list per cell each) remembered before clearing
+_PUSH_COST, _DANGER_COST, _STOP_COST = 2, 16, 20  # extra walking cost of a cell to clear
 FAR = 64  # the estimate of a state with no YOU, or no way to measure
 
 
@@ -31,50 +33,110 @@ class Guide:
         self.connectors = tuple(i for i, k in enumerate(kinds) if k == _IS)
         self.noun_words = tuple(i for i, k in enumerate(kinds) if k < _N_NOUNS)
         self.win_words = tuple(i for i, k in enumerate(kinds) if k == _WIN)
-        self.ys = [c // level.stride for c in range(level.cells)]
-        self.xs = [c % level.stride for c in range(level.cells)]
+        # Manhattan distances between all cells, so that a nearest-thing search is one
+        # `min(map(row.__getitem__, cells))` at C speed; built on the first estimate (a
+        # FastLevel that only steps never needs it).
+        self.dist: list[list[int]] = []
+        self.field_cache: dict[tuple, list[int]] = {}  # obstacle layout -> cost field
+        # The novelty feature of word w on cell c with YOU on cell y is word_base[w] + c * cells + y.
+        self.word_base = [w * level.cells * level.cells for w in range(level.n_words)]
         self.gap_cache: dict[tuple, int] = {}  # word layout -> rule gap
         self.seen: set[int] = set()  # features of every state generated so far
 
-    def estimates(self, t: FastTurn) -> tuple[int, int]:
-        """Two distance estimates to a win (not admissible; they only order best-first search).
+    def estimates(self, t: FastTurn) -> tuple[int, int, int]:
+        """Three distance estimates to a win (not admissible; they only order best-first
+        search).
 
         `direct`: Manhattan distance from a YOU object to a WIN object, or without WIN, 8 plus
-        the distance to the nearest word. `rules`: the smaller of the YOU-to-WIN distance and
-        the cost of forming `NOUN IS WIN` (for a noun with objects) by pushing the nearest noun
-        word and WIN word next to an IS, plus the walk from YOU to the WIN word. Without YOU
-        both are FAR (only MOVE objects can still change anything).
+        the distance to the nearest word. `path`: the walking cost from a YOU to a WIN object
+        over `_field`, which charges for cells to clear on the way (FAR without WIN).
+        `rules`: the smaller of the YOU-to-WIN distance and the cost of forming `NOUN IS WIN`
+        (for a noun with objects) by pushing the nearest noun word and WIN word next to an IS,
+        plus the walk from YOU to the WIN word. Without YOU all are FAR (only MOVE objects can
+        still change anything).
         """
         if not t.players:
-            return FAR, FAR
-        pos, ys, xs, n_words = t.pos, self.ys, self.xs, self.lv.n_words
+            return FAR, FAR, FAR
+        pos, dist, n_words = t.pos, self.dist or self._distances(), self.lv.n_words
         you = [pos[o] for o in t.players]
         if t.winnables:
             goal = [pos[o] for o in t.winnables]
-            direct = min(abs(ys[a] - ys[b]) + abs(xs[a] - xs[b]) for a in you for b in goal)
+            direct = min(min(map(dist[a].__getitem__, goal)) for a in you)
+            field = self._field(t)
+            path = min(field[a] for a in you)
         elif n_words:
-            direct = 8 + min(abs(ys[a] - ys[pos[w]]) + abs(xs[a] - xs[pos[w]])
-                             for a in you for w in range(n_words))
+            direct = 8 + min(min(map(dist[a].__getitem__, pos[:n_words])) for a in you)
+            path = FAR
         else:
-            direct = FAR
+            direct = path = FAR
         wins = [pos[w] for w in self.win_words]
         if not wins:
-            return direct, direct
+            return direct, path, direct
         best = direct if t.winnables else FAR
-        walk = min(abs(ys[a] - ys[b]) + abs(xs[a] - xs[b]) for a in you for b in wins)
-        return direct, min(best, 2 + self._rule_gap(t) + walk)
+        walk = min(min(map(dist[a].__getitem__, wins)) for a in you)
+        return direct, path, min(best, 2 + self._rule_gap(t) + walk)
+
+    def _field(self, t: FastTurn) -> list[int]:
+        """Walking cost from every cell to the nearest WIN object: one per step, more for a
+        cell that must be cleared first (a KILL or SINK thing, a STOP thing, a PUSH object).
+        Cached per layout of those things, so walking and word pushes reuse it."""
+        pos = t.pos
+        get = pos.__getitem__
+        wins = tuple(map(get, t.winnables))
+        danger = tuple(map(get, t.killers))
+        stops = tuple(map(get, t.stoppables))
+        pushed = tuple(map(get, t.pushables))
+        layout = (wins, danger, stops, pushed)
+        field = self.field_cache.get(layout)
+        if field is not None:
+            return field
+        cost = [1] * self.lv.cells
+        for cells, extra in ((pushed, _PUSH_COST), (danger, _DANGER_COST),
+                             (stops, _STOP_COST)):
+            for c in cells:
+                cost[c] = max(cost[c], extra)
+        # Dijkstra from the WIN cells with a bucket per distance (costs are small integers).
+        field = [FAR * 4] * self.lv.cells
+        buckets: dict[int, list[int]] = {0: list(wins)}
+        for c in wins:
+            field[c] = 0
+        delta, border = self.lv.delta[1:], self.lv.border
+        d = 0
+        while buckets:
+            for c in buckets.pop(d, ()):
+                if field[c] != d:
+                    continue  # reached more cheaply since it was queued
+                far = d + cost[c]
+                for step in delta:
+                    n = c + step
+                    if far < field[n] and not border[n]:
+                        field[n] = far
+                        buckets.setdefault(far, []).append(n)
+            d += 1
+        if len(self.field_cache) >= _FIELD_CACHE:
+            self.field_cache.clear()
+        self.field_cache[layout] = field
+        return field
+
+    def _distances(self) -> list[list[int]]:
+        """Build (once) and return the cell-to-cell Manhattan distance table."""
+        stride, cells = self.lv.stride, self.lv.cells
+        ys = [c // stride for c in range(cells)]
+        xs = [c % stride for c in range(cells)]
+        self.dist = [[abs(ya - yb) + abs(xa - xb) for yb, xb in zip(ys, xs, strict=True)]
+                     for ya, xa in zip(ys, xs, strict=True)]
+        return self.dist
 
     def novel(self, t: FastTurn) -> bool:
         """True when the state shows a feature no earlier generated state of the search had
         (width-based search's novelty): a pair (word on a cell, YOU object on a cell), or a
         rule. Pairs rather than single cells make walking novel again after any word moved,
         so the depth-ordered novel queue can reach the next push."""
-        pos, seen, cells, n_words = t.pos, self.seen, self.lv.cells, self.lv.n_words
+        pos, seen, cells = t.pos, self.seen, self.lv.cells
         before = len(seen)
         you = [pos[o] for o in t.players]
-        span = cells * cells
-        seen.update([w * span + pos[w] * cells + y for w in range(n_words) for y in you])
-        base = n_words * span
+        seen.update([b + c * cells + y for b, c in zip(self.word_base, pos) for y in you])
+        base = self.lv.n_words * cells * cells
         seen.update([base + (a << 8 | b) for a, b in t.rules])
         return len(seen) > before
 
@@ -87,17 +149,15 @@ class Guide:
         gap = self.gap_cache.get(layout)
         if gap is not None:
             return gap
-        ys, xs = self.ys, self.xs
+        dist = self.dist
         nouns = [pos[w] for w, ok in zip(self.noun_words, present, strict=True) if ok]
         wins = [pos[w] for w in self.win_words]
         gap = FAR
         for c in self.connectors if nouns else ():
             p = pos[c]
             for step in (1, self.lv.stride):
-                a, b = p - step, p + step
-                ay, ax, by, bx = ys[a], xs[a], ys[b], xs[b]
-                gap = min(gap, min(abs(ys[q] - ay) + abs(xs[q] - ax) for q in nouns)
-                          + min(abs(ys[q] - by) + abs(xs[q] - bx) for q in wins))
+                gap = min(gap, min(map(dist[p - step].__getitem__, nouns))
+                          + min(map(dist[p + step].__getitem__, wins)))
         if len(self.gap_cache) >= _GAP_CACHE:
             self.gap_cache.clear()
         self.gap_cache[layout] = gap

@@ -33,8 +33,8 @@ MOVE_LETTERS = "udlrs"
 SOLVED, BLOCKED, UNSOLVABLE = "solved", "complexity_blocked", "unsolvable"
 STRATEGIES = ("best", "bfs")
 # Rough bytes held per seen state besides its key: the parents slot and tuple, the bytes
-# header, the done-set slot and one entry in each of up to five queues.
-_ENTRY_OVERHEAD = 600
+# header, the done-set slot and one entry in each of up to six queues.
+_ENTRY_OVERHEAD = 700
 _CLOCK_EVERY = 64  # expansions between clock reads
 _WEIGHT, _GREEDY = 3, 10  # estimate weights of the weighted-A* and the greedy queues
 _NOVEL_SHARE = 4  # turns of the novel (width-based) queue per round over all queues
@@ -74,10 +74,11 @@ class Model(Protocol):
     def initial(self) -> bytes:
         """The key of the settled initial state."""
 
-    def expand(self, key: bytes, seen: Container[bytes]
+    def expand(self, key: bytes, seen: Container[bytes], walks: bool = False
                ) -> list[tuple[str, bytes, bool, bool, bool, tuple[int, ...]]]:
-        """(move, next key, won, lost, novel, distance estimates) for each move taken that
-        leads out of `seen`; `novel` marks a state worth a place in the width-based queue."""
+        """(moves, next key, won, lost, novel, distance estimates) for each move taken that
+        leads out of `seen`; `novel` marks a state worth a place in the width-based queue.
+        With `walks` a model may fold side-effect-free walking into one multi-letter entry."""
 
 
 class FastModel:
@@ -113,10 +114,11 @@ class EngineModel:
         """The key of the settled initial board."""
         return self._codec.encode(self._start)
 
-    def expand(self, key: bytes, seen: Container[bytes]
+    def expand(self, key: bytes, seen: Container[bytes], walks: bool = False
                ) -> list[tuple[str, bytes, bool, bool, bool, tuple[int, ...]]]:
         """(move, next key, won, lost, novel, estimates) for every accepted move that leads
-        out of `seen`; every state counts as novel here (no novelty features on this path)."""
+        out of `seen`; every state counts as novel here (no novelty features on this path),
+        and walks are never folded."""
         from .turn import advance
         from .words import MOVE_LETTERS as ACTIONS
 
@@ -155,10 +157,12 @@ def search(model: Model, *, strategy: str, caps: Caps, clock: Callable[[], float
     first solution is a shortest one. `best` takes turns between queues that share one seen
     set: a depth-ordered queue of *novel* states (width-based search; `_NOVEL_SHARE` turns
     per round), one queue per model estimate ordered by depth + 3 x estimate (weighted A*),
-    and a greedy one (depth + 10 x the last estimate), one turn each. It usually needs far
-    fewer nodes than `bfs`; its answers are not always shortest. The caps count from the
-    clock reading `started` and from `spent` earlier expansions (a search that continues
-    another one's budget).
+    and a greedy one (depth + 10 x the last estimate), one turn each. A state taken from a
+    best-first queue is expanded with `walks` (free walking folded into multi-letter moves,
+    see `walks.py`); the novel queue plays single moves. Depth counts letters, walks included.
+    It usually needs far fewer nodes than `bfs`; its answers are not always shortest. The
+    caps count from the clock reading `started` and from `spent` earlier expansions (a search
+    that continues another one's budget).
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r} (one of {', '.join(STRATEGIES)})")
@@ -184,13 +188,15 @@ def search(model: Model, *, strategy: str, caps: Caps, clock: Callable[[], float
             if not fifo:
                 continue
             key, depth = fifo.popleft()
+            walks = False  # the novel queue (and bfs) plays one move at a time
         else:
             _, _, depth, key = heapq.heappop(heaps[queue - 1])
+            walks = True  # best-first queues fold free walking (see `walks.py`)
         if key in done:
             continue
         done.add(key)
         expanded += 1
-        for move, child, won, _lost, novel, estimates in model.expand(key, parents):
+        for move, child, won, _lost, novel, estimates in model.expand(key, parents, walks):
             if child in parents:
                 continue
             parents[child] = (key, move)
@@ -201,7 +207,7 @@ def search(model: Model, *, strategy: str, caps: Caps, clock: Callable[[], float
                     trace(f"goal after {expanded - spent} expansions: {moves}")
                 return SOLVED, moves, expanded - spent, ""
             if strategy == "bfs" or novel:
-                fifo.append((child, depth + 1))
+                fifo.append((child, depth + len(move)))
             if strategy == "best":
                 if not heaps:
                     weights = [_WEIGHT] * len(estimates) + [_GREEDY]
@@ -209,8 +215,8 @@ def search(model: Model, *, strategy: str, caps: Caps, clock: Callable[[], float
                 pushed += 1
                 for heap, weight, estimate in zip(heaps, weights, (*estimates, estimates[-1]),
                                                   strict=True):
-                    heapq.heappush(heap, (depth + 1 + weight * estimate, pushed, depth + 1,
-                                          child))
+                    heapq.heappush(heap, (depth + len(move) + weight * estimate, pushed,
+                                          depth + len(move), child))
         if trace and expanded % 10_000 == 0:
             trace(f"expanded {expanded - spent}, seen {len(parents)}, depth {depth}")
     return UNSOLVABLE, "", expanded - spent, f"all {len(parents)} reachable states explored"

@@ -94,8 +94,8 @@ def test_a_fast_answer_that_does_not_replay_falls_back_to_the_engine(
     def lying(self: FastModel, lv: Level) -> None:
         real(self, lv)
         truth = self.expand
-        self.expand = lambda key, seen: [(m, k, True, *rest) for m, k, _, *rest in
-                                         truth(key, seen)]
+        self.expand = lambda key, seen, walks=False: [
+            (m, k, True, *rest) for m, k, _, *rest in truth(key, seen, walks)]
 
     monkeypatch.setattr(FastModel, "__init__", lying)
     lv = level(CORRIDOR, "keke")
