@@ -96,6 +96,9 @@ class FastLevel:
         # every facing stays RIGHT and states that differ only in facing share one key.
         self.facing_matters = WORD_CODE["move"] in self.word_kinds
         self.guide = Guide(self)  # estimates and novelty memory for a search over this level
+        # The children of the last `expand` whose turn hit Keke's double-removal quirk, which
+        # the public engine plays differently (see `solve.search` for what it does with them).
+        self.quirks: set[bytes] = set()
         self._initial_words = words
         self._initial_phys = phys
 
@@ -137,7 +140,8 @@ class FastLevel:
         estimates); the estimates are `direct`, `path`, `rules` (see `guide.Guide.estimates`)
         and `rules` plus a penalty when the state is not novel. With `walks`, free walking is
         folded into the next real move where that is exact (`walks.py`), so `moves` may hold
-        several letters; otherwise each entry is one move."""
+        several letters; otherwise each entry is one move. Children whose turn hit Keke's
+        double-removal quirk (`FastTurn.missed`) are listed in `quirks`."""
         base = FastTurn(self)
         base.decode(key)
         region = free_region(self, base) if walks else None
@@ -151,11 +155,14 @@ class FastLevel:
         else:
             steps = exits(self, base, region)
         out = []
+        self.quirks = set()
         for moves, t, won in steps:
             renumbered = t.renumber
             child = t.encode()
             if child in seen:
                 continue
+            if t.missed:
+                self.quirks.add(child)
             if renumbered:
                 t._derive()  # the property lists still hold the ids from before encode
             if not (won or t.players or t.automovers):

@@ -26,14 +26,16 @@ _FEATURES = frozenset({_HOT, _MELT, _MOVE})  # Keke's feature list (OPEN/SHUT ha
 _N_NOUNS = len(NOUNS)  # word codes below this are nouns, equal to their object kind codes
 
 
-def _splice(seq: list[int], item: int) -> None:
-    """Remove `item` like JS `seq.splice(seq.indexOf(item), 1)`: a miss removes the last."""
-    if not seq:
-        return
+def _splice(seq: list[int], item: int) -> bool:
+    """Remove `item` like JS `seq.splice(seq.indexOf(item), 1)`: a miss removes the last.
+    True when that removed something else (the quirk the public engine does not reproduce)."""
     try:
         del seq[seq.index(item)]
     except ValueError:
-        del seq[-1]
+        if seq:
+            del seq[-1]
+            return True
+    return False
 
 
 
@@ -58,6 +60,9 @@ class FastTurn:
         # The key's header and its noun-list and rule sections, while still valid: they change
         # only with a creation, a removal or a rules re-read (each clears it), not with a move.
         self.fixed: tuple[bytes, bytes] | None = None
+        # Set when a removal missed and spliced the last element instead (Keke's quirk): the
+        # public engine plays that turn differently (`fast.FastLevel.quirks`, `solve.search`).
+        self.missed = False
 
     def copy(self) -> FastTurn:
         """A working copy that shares nothing mutable with this one."""
@@ -111,8 +116,7 @@ class FastTurn:
                 self.renumber = True
                 if self.om[cell] == o + 1:
                     self.om[cell] = o2 + 1
-                _splice(self.phys, o)
-                _splice(sp[a], o)
+                self.missed |= _splice(self.phys, o) | _splice(sp[a], o)
 
     def _with(self, prop: int, also: int = -1) -> list[int]:
         out: list[int] = []
@@ -191,10 +195,8 @@ class FastTurn:
         self.renumber = self.changed = True
         self.fixed = None
         for p, o in dead:
-            _splice(self.phys, p)
-            _splice(self.phys, o)
-            _splice(self.sp[self.nm[p]], p)
-            _splice(self.sp[self.nm[o]], o)
+            self.missed |= (_splice(self.phys, p) | _splice(self.phys, o)
+                            | _splice(self.sp[self.nm[p]], p) | _splice(self.sp[self.nm[o]], o))
             self.om[self.pos[p]] = 0
         self.reset_all()
 
@@ -226,20 +228,44 @@ class FastTurn:
 
     def turn(self, d: int) -> bool:
         """One Keke turn: YOU moves, contacts, MOVE steps, contacts, reparse, win check."""
+        # Most steps of phys objects enter a cell that is free on the object layer: those are
+        # played inline (what `try_move` would do), the rest go through `try_move`.
+        pos, om, mv, dr, moved = self.pos, self.om, self.mv, self.dr, self.moved
+        border, delta = self.lv.border, self.lv.delta
         if d:
             players, killers, sinkers, featured = (self.players, self.killers, self.sinkers,
                                                    self.featured)
             pset, uset = set(players), set(self.pushables)
+            step, keep_facing = delta[d], self.lv.facing_matters
             for p in players:
-                self.try_move(p, d, pset, uset)
+                target = pos[p] + step
+                if om[target] or border[target] or p in moved or not mv[p]:
+                    self.try_move(p, d, pset, uset)
+                    continue
+                om[pos[p]] = 0
+                pos[p] = target
+                om[target] = p + 1
+                moved.add(p)
+                self.changed = True
+                if keep_facing:
+                    dr[p] = d
             self._contacts(players, killers, sinkers, featured)
         movers, killers, sinkers, featured = (self.automovers, self.killers, self.sinkers,
                                               self.featured)
         pset, uset = set(self.players), set(self.pushables)
         for a in movers:
-            if not self.try_move(a, self.dr[a], pset, uset):
-                self.dr[a] = _OPPOSITE[self.dr[a]]
-                self.changed = True
+            facing = dr[a]
+            target = pos[a] + delta[facing]
+            if om[target] or border[target] or a in moved or not mv[a]:
+                if not self.try_move(a, facing, pset, uset):
+                    dr[a] = _OPPOSITE[facing]
+                    self.changed = True
+                continue
+            om[pos[a]] = 0  # a MOVE object is a phys object, so its facing stays as it is
+            pos[a] = target
+            om[target] = a + 1
+            moved.add(a)
+            self.changed = True
         self._contacts(self.players, killers, sinkers, featured)
         for _ in range(self.words_moved):
             self.interpret_rules()

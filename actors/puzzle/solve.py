@@ -38,6 +38,7 @@ _ENTRY_OVERHEAD = 700
 _CLOCK_EVERY = 64  # expansions between clock reads
 _WEIGHT, _GREEDY = 3, 10  # estimate weights of the weighted-A* and the greedy queues
 _NOVEL_SHARE = 4  # turns of the novel (width-based) queue per round over all queues
+_PARTIAL = "ran dry on a model that may differ from the engine"  # see `search`
 
 
 @attrs.frozen
@@ -67,9 +68,11 @@ class SolveResult:
 
 
 class Model(Protocol):
-    """A transition system over exact state keys."""
+    """A transition system over exact state keys. `quirks` holds the children of the last
+    `expand` reached by a turn the public engine may play otherwise."""
 
     name: str
+    quirks: Container[bytes]
 
     def initial(self) -> bytes:
         """The key of the settled initial state."""
@@ -93,6 +96,11 @@ class FastModel:
         self.initial = self._fast.initial
         self.expand = self._fast.expand
 
+    @property
+    def quirks(self) -> Container[bytes]:
+        """Children of the last expansion whose turn hit Keke's double-removal quirk."""
+        return self._fast.quirks
+
 
 class EngineModel:
     """The public transition path (`turn.advance`, which `game.step` runs) keyed by the
@@ -100,6 +108,7 @@ class EngineModel:
     move, complexity cap) have no successor."""
 
     name = "engine"
+    quirks: Container[bytes] = frozenset()  # the engine is the reference
 
     def __init__(self, level: Level) -> None:
         from .board import Context
@@ -150,7 +159,8 @@ class EngineModel:
 
 def search(model: Model, *, strategy: str, caps: Caps, clock: Callable[[], float],
            trace: Callable[[str], None] | None = None, started: float | None = None,
-           spent: int = 0) -> tuple[str, str, int, str]:
+           spent: int = 0, verify: Callable[[str], bool] = lambda moves: True
+           ) -> tuple[str, str, int, str]:
     """Run one search; returns (status, moves, expanded, reason).
 
     `bfs` expands in order of depth and tests the goal when a state is generated, so its
@@ -162,7 +172,11 @@ def search(model: Model, *, strategy: str, caps: Caps, clock: Callable[[], float
     see `walks.py`); the novel queue plays single moves. Depth counts letters, walks included.
     It usually needs far fewer nodes than `bfs`; its answers are not always shortest. The
     caps count from the clock reading `started` and from `spent` earlier expansions (a search
-    that continues another one's budget).
+    that continues another one's budget). A goal counts only when `verify` accepts its moves
+    (the caller replays them in the public engine); a refuted goal is a dead end. Paths through
+    a quirk turn (`Model.quirks`) are followed, since most still replay, until one such goal
+    is refuted; from then on they are dropped. An exhausted search that met a quirk or a
+    refutation proves nothing: it says `complexity_blocked`, with a reason starting `_PARTIAL`.
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r} (one of {', '.join(STRATEGIES)})")
@@ -174,7 +188,9 @@ def search(model: Model, *, strategy: str, caps: Caps, clock: Callable[[], float
     heaps: list[list[tuple[int, int, int, bytes]]] = []
     weights: list[int] = []
     done: set[bytes] = set()
-    pushed, expanded, turn = 0, spent, 0
+    pushed, expanded, turn, refuted = 0, spent, 0, 0
+    tainted: set[bytes] = set()  # states whose stored path crosses a quirk turn (`Model.quirks`)
+    shun = False  # set once a tainted goal was refuted: tainted states are dropped from then on
     while fifo or any(heaps):
         if expanded >= caps.max_expanded:
             return BLOCKED, "", expanded - spent, f"node cap {caps.max_expanded} reached"
@@ -192,20 +208,30 @@ def search(model: Model, *, strategy: str, caps: Caps, clock: Callable[[], float
         else:
             _, _, depth, key = heapq.heappop(heaps[queue - 1])
             walks = True  # best-first queues fold free walking (see `walks.py`)
-        if key in done:
+        if key in done or (shun and key in tainted):
             continue
         done.add(key)
         expanded += 1
-        for move, child, won, _lost, novel, estimates in model.expand(key, parents, walks):
+        children, dirty = model.expand(key, parents, walks), key in tainted
+        quirks = model.quirks
+        for move, child, won, _lost, novel, estimates in children:
             if child in parents:
                 continue
             parents[child] = (key, move)
             held += len(child) + _ENTRY_OVERHEAD
+            if dirty or child in quirks:
+                tainted.add(child)
+                if shun:
+                    continue
             if won:
                 moves = _path(parents, child)
-                if trace:
-                    trace(f"goal after {expanded - spent} expansions: {moves}")
-                return SOLVED, moves, expanded - spent, ""
+                if verify(moves):
+                    if trace:
+                        trace(f"goal after {expanded - spent} expansions: {moves}")
+                    return SOLVED, moves, expanded - spent, ""
+                refuted += 1  # a model/engine disagreement: search on past this state
+                shun |= child in tainted
+                continue
             if strategy == "bfs" or novel:
                 fifo.append((child, depth + len(move)))
             if strategy == "best":
@@ -219,6 +245,9 @@ def search(model: Model, *, strategy: str, caps: Caps, clock: Callable[[], float
                                           depth + len(move), child))
         if trace and expanded % 10_000 == 0:
             trace(f"expanded {expanded - spent}, seen {len(parents)}, depth {depth}")
+    if tainted or refuted:
+        why = f"{_PARTIAL} ({len(parents)} states, {refuted} goals refuted by replay)"
+        return BLOCKED, "", expanded - spent, why
     return UNSOLVABLE, "", expanded - spent, f"all {len(parents)} reachable states explored"
 
 
@@ -236,8 +265,9 @@ def solve(level: Level, *, clock: Callable[[], float], strategy: str = "best",
           caps: Caps = Caps(), trace: Callable[[str], None] | None = None) -> SolveResult:
     """Search `level` for a winning move list; the answer is checked in the public engine.
 
-    The fast path is used when it supports the level; if its solution ever failed to replay
-    (a parity bug), the search is repeated on the public engine in the time that is left.
+    Every goal a search reaches is replayed before it is accepted; a refuted one is passed over
+    and the search goes on. The fast path is used when it supports the level; if it ran dry
+    without proving anything (see `search`), the public engine searches in the time left.
     """
     from . import fast
     from .game import replay
@@ -249,17 +279,28 @@ def solve(level: Level, *, clock: Callable[[], float], strategy: str = "best",
     models.append(lambda: EngineModel(level))
     reason = ""
     expanded = 0
+    rejected: list[str] = []
+
+    def replays(moves: str) -> bool:
+        check = replay(level, moves)
+        if check["won"] and check["won_at"] == len(moves):
+            return True
+        rejected.append(moves)
+        return False
+
     for make in models:
         model = make()
         status, moves, n, why = search(model, strategy=strategy, clock=clock, trace=trace,
-                                       caps=caps, started=start, spent=expanded)
+                                       caps=caps, started=start, spent=expanded, verify=replays)
         expanded += n
+        if rejected:
+            reason += (f"{len(rejected)} {model.name} path(s) did not replay in the engine "
+                       f"(first {rejected[0]!r}); ")
+            rejected.clear()
         if status == SOLVED:
-            check = replay(level, moves)
-            if check["won"] and check["won_at"] == len(moves):
-                return SolveResult(SOLVED, moves, expanded, clock() - start,
-                                   reason.rstrip("; "), model.name)
-            reason = f"{model.name} path {moves!r} did not replay in the engine ({check}); "
-            continue
-        return SolveResult(status, "", expanded, clock() - start, reason + why, model.name)
+            return SolveResult(SOLVED, moves, expanded, clock() - start, reason.rstrip("; "),
+                               model.name)
+        if not why.startswith(_PARTIAL):
+            return SolveResult(status, "", expanded, clock() - start, reason + why, model.name)
+        reason += f"{why}; "  # the engine plays what the fast path could not settle
     return SolveResult(BLOCKED, "", expanded, clock() - start, reason.rstrip("; "), "")

@@ -101,8 +101,52 @@ def test_a_fast_answer_that_does_not_replay_falls_back_to_the_engine(
     lv = level(CORRIDOR, "keke")
     result = run(lv, strategy="bfs")
     assert (result.status, result.moves, result.model) == (SOLVED, "rrrr", "engine")
-    assert result.reason.startswith("fast path 'r' did not replay in the engine")
+    # Every fast goal was refuted by its replay, so the fast search ran dry without proof.
+    refuted, partial = result.reason.split("; ")
+    assert refuted.endswith(" fast path(s) did not replay in the engine (first 'r')")
+    assert partial.startswith(solve_module._PARTIAL)
     assert replay(lv, result.moves)["won_at"] == 4
+
+
+def test_after_a_refuted_quirk_goal_quirk_paths_are_dropped(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every child claims a win and comes from a quirk turn: the first goal is refuted by its
+    replay, then no quirk path is followed, the fast search runs dry without proof and the
+    engine searches the level again."""
+    real = FastModel.__init__
+
+    def lying(self: FastModel, lv: Level) -> None:
+        real(self, lv)
+        truth = self._fast.expand
+
+        def expand(key: bytes, seen: Any, walks: bool = False) -> list:
+            out = [(m, k, True, *rest) for m, k, _, *rest in truth(key, seen, walks)]
+            self._fast.quirks = {k for _, k, *_ in out}
+            return out
+
+        self.expand = expand
+
+    monkeypatch.setattr(FastModel, "__init__", lying)
+    lv = level(CORRIDOR, "keke")
+    result = run(lv, strategy="bfs")
+    assert (result.status, result.moves, result.model) == (SOLVED, "rrrr", "engine")
+    refuted, partial = result.reason.split("; ")
+    assert refuted == "1 fast path(s) did not replay in the engine (first 'r')"
+    assert partial.startswith(solve_module._PARTIAL) and partial.endswith(" 1 goals refuted by replay)")
+
+
+def test_turns_that_hit_the_double_removal_quirk_are_flagged() -> None:
+    """full_biy 187's second shipped move removes an object twice (fast_divergences.json): the
+    fast path plays it as Keke does, and `expand` lists that child in `quirks`."""
+    lv = {lv.id: lv for lv in load_keke_file(
+        shared_path("baba-corpus", "keke", "full_biy_LEVELS.json"))}["187"]
+    assert first_divergence(lv, lv.solution[:2]) == 2
+    fast = FastLevel(lv)
+    key, _, _ = fast.step(fast.initial(), lv.solution[0])
+    quirk, _, _ = fast.step(key, lv.solution[1])
+    assert fast.expand(fast.initial()) and not fast.quirks
+    assert quirk in {child for _, child, *_ in fast.expand(key)}
+    assert quirk in fast.quirks
 
 
 def test_keys_keep_move_facing_apart() -> None:
