@@ -37,16 +37,12 @@ log = logging.getLogger("field_agent")
 IDLE = 0.2  # seconds to wait when there is nothing to do but let others play
 STALE_RETRIES = 4
 BACKOFF = 0.005  # seconds: the first pause after stale_revision (doubling, jittered)
-MAX_BACKOFF = 0.64  # seconds: the longest pause
 
 
 def backoff(attempt: int, rng: random.Random) -> float:
-    """Seconds to pause before resending after the `attempt`-th (0-based) stale_revision
-    in a row: jittered and doubling up to MAX_BACKOFF. The count runs across observes and
-    starts again only after a write lands, so with many agents on one field the pauses
-    grow until about one write per batch arrives, rather than every loser of a race
-    colliding again at once."""
-    return rng.uniform(0.0, min(BACKOFF * 2**attempt, MAX_BACKOFF))
+    """Seconds to pause before resending after the `attempt`-th (0-based) stale_revision:
+    jittered and doubling, so the agents that lost one race do not all collide again."""
+    return rng.uniform(0.0, BACKOFF * 2**attempt)
 
 
 class Died(Exception):
@@ -66,7 +62,6 @@ class Agent:
         self.learned: dict[int, int] = {}  # cells a rejection proved
         self.growing = False
         self.stale = self.commits = self.guesses = 0
-        self.contended = 0  # stale_revision refusals since our last write landed
         self.rng = random.Random(name)  # retry jitter only: no effect on what is played
 
     async def call(self, op: str, **args: Any) -> Any:
@@ -88,7 +83,7 @@ class Agent:
 
     async def write(self, op: str, **args: Any) -> Any:
         """A write; on `stale_revision` it is sent again at the field's new revision
-        after a jittered pause (`backoff`).
+        after a short jittered pause (`backoff`).
 
         What we send stays true when others write (proven cells are facts, a reveal is
         refused if the tile stopped being hidden), so a few blind retries are honest;
@@ -96,19 +91,13 @@ class Agent:
         """
         for attempt in range(STALE_RETRIES + 1):
             try:
-                result = await self.call(op, **args)
+                return await self.call(op, **args)
             except RequestError as e:
-                if e.code != "stale_revision":
-                    raise
-                self.contended += 1
-                if attempt == STALE_RETRIES:
+                if e.code != "stale_revision" or attempt == STALE_RETRIES:
                     raise
                 self.stale += 1
                 args["expected_revision"] = e.detail["revision"]
-                await trio.sleep(backoff(self.contended - 1, self.rng))
-            else:
-                self.contended = 0
-                return result
+                await trio.sleep(backoff(attempt, self.rng))
         raise AssertionError("unreachable")
 
     async def run(self) -> None:

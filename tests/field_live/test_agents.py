@@ -51,7 +51,7 @@ async def test_five_agents_finish_a_field(tmp_path: Path) -> None:
         assert obs["totals"]["solved"] == obs["tiles_total"] == len(obs["tiles"])
         assert all(t["status"] == "solved" for t in obs["tiles"])
         assert len(obs["agents"]) == AGENTS
-        assert {a["health"]["state"] for a in obs["agents"]} == {"healthy"}
+        assert {a["health"]["state"] for a in obs["agents"]} == {"healthy"}, obs["agents"]
         assert len({a["group"] for a in obs["agents"]}) == 1
         # the live state is the replay of the stored events
         actor = await srv.state.directory.get("field:big")
