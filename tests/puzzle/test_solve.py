@@ -219,17 +219,23 @@ def test_fast_path_matches_the_engine_on_random_walks() -> None:
         assert first_divergence(lv, walk) is None, (lv.id, walk)
 
 
-def test_stacked_words_read_as_keke_reads_them() -> None:
-    """full_biy 33: this walk stacks YOU and WIN on one cell. Keke re-places words in list order,
-    so the later word (WIN) shows and is read: BABA IS WIN, in the fast path and in the engine."""
+def _walked(level: str, walk: str, steps: int) -> tuple[Any, Context, Any]:
+    """full_biy level `level`, `walk` checked to agree on both paths, and the fast path's board
+    after its first `steps` moves."""
     lv = {lv.id: lv for lv in load_keke_file(
-        shared_path("baba-corpus", "keke", "full_biy_LEVELS.json"))}["33"]
-    walk = "ddrrrrrrrdduru"
+        shared_path("baba-corpus", "keke", "full_biy_LEVELS.json"))}[level]
     assert first_divergence(lv, walk) is None
     ctx = Context(lv)
     board = settle_initial(ctx, lv.objects)
-    for letter in walk[:13]:
+    for letter in walk[:steps]:
         board = advance(ctx, board, MOVE_LETTERS[letter], record=False).board
+    return lv, ctx, board
+
+
+def test_stacked_words_read_as_keke_reads_them() -> None:
+    """full_biy 33: this walk stacks YOU and WIN on one cell. Keke re-places words in list order,
+    so the later word (WIN) shows and is read: BABA IS WIN, in the fast path and in the engine."""
+    lv, ctx, board = _walked("33", "ddrrrrrrrdduru", 13)
     cells = collections.Counter((o[2], o[3]) for o in board.objects if o[1] >= TEXT_BASE)
     assert max(cells.values()) == 2
     assert "baba is win" in ctx.rules(board.objects).sentences
@@ -243,14 +249,8 @@ def test_a_hidden_is_still_joins_the_words_beside_it() -> None:
     not, with the words its map shows on either side, so GOOP IS YOU (down through the hidden
     IS) holds; the walk ends in a win on both paths (a fast answer the engine once refused).
     Reading only what the map shows would lose that rule."""
-    lv = {lv.id: lv for lv in load_keke_file(
-        shared_path("baba-corpus", "keke", "full_biy_LEVELS.json"))}["163"]
     walk = "lulldluldu"
-    assert first_divergence(lv, walk) is None
-    ctx = Context(lv)
-    board = settle_initial(ctx, lv.objects)
-    for letter in walk[:4]:
-        board = advance(ctx, board, MOVE_LETTERS[letter], record=False).board
+    lv, ctx, board = _walked("163", walk, 4)
     cells: dict[tuple[int, int], list[str]] = collections.defaultdict(list)
     for o in board.objects:
         if o[1] >= TEXT_BASE:
