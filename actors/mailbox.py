@@ -174,6 +174,8 @@ class Mailbox:
 
     def receive_nowait(self) -> Any | None:
         """The next message if one is waiting, else None."""
+        if self._posted == self._taken:
+            return None  # the common case, without raising and catching WouldBlock
         try:
             item = self._receive.receive_nowait()
         except trio.WouldBlock:

@@ -55,7 +55,8 @@ class SubscriberQueue:
         self._items.append(frame)
         self._chars += len(frame)
         self._peak = max(self._peak, len(self._items))
-        self._readable.unpark()
+        if self._readable:  # the writer waits (unpark on an empty lot still costs)
+            self._readable.unpark()
 
     def offer(self, frame: str) -> bool:
         """Enqueue without waiting; False when full or closed (nothing enqueued)."""
@@ -91,7 +92,8 @@ class SubscriberQueue:
             await self._readable.park()
         frame = self._items.popleft()
         self._chars -= len(frame)
-        self._writable.unpark_all()  # waiters recheck: a small frame may fit where a big one not
+        if self._writable:  # waiters recheck: a small frame may fit where a big one not
+            self._writable.unpark_all()
         return frame
 
     def close(self) -> None:

@@ -14,9 +14,11 @@ Two servers, each in its own subprocess on the same Starlette + Hypercorn-trio s
 Both servers tune the garbage collector the way `petridish serve` does
 (`server.commands.tune_gc`).
 
-A load process (this one) opens C connections (1, 100, 1000), then every connection
-does request -> reply round trips back to back for `--seconds`; the figures are round
-trips per second and p50/p99 latency, and the ratio b/a. Then it opens 2,000 idle
+A load process (this one) opens C connections (1, 100, 1000) to each server, then every
+connection of one server does request -> reply round trips back to back, for `--seconds`
+per server split into `--turns` turns that alternate between (a) and (b) (so both meet
+the same machine: its speed drifts over tens of seconds here). The figures are round
+trips per second (and per turn), p50/p99 latency, and the ratio b/a. Then it opens 2,000 idle
 connections (after hello) to the protocol server and reports its RSS growth per
 connection. Progress goes to stderr; the result is one JSON object.
 """
@@ -224,9 +226,9 @@ async def _open_all(load: Load, count: int, nursery: trio.Nursery, *, warm: bool
 
 
 async def _round_trips(load: Load, index: int, ws: Any, start: trio.Event, deadline: list[float],
-                       latencies: list[float]) -> None:
+                       latencies: list[float], sent: list[int]) -> None:
     await start.wait()
-    n = 1  # request 0 was the warm-up
+    n = sent[index]
     clock = time.perf_counter
     while clock() < deadline[0]:
         text = load.frame(index, n)
@@ -235,46 +237,81 @@ async def _round_trips(load: Load, index: int, ws: Any, start: trio.Event, deadl
         reply = await ws.recv()
         latencies.append(clock() - t0)
         n += 1
-        if n == 2 and '"ok":false' in reply:
+        if n == sent[index] + 1 and '"ok":false' in reply:
             raise RuntimeError(f"the op was refused: {reply}")
+    sent[index] = n
+
+
+async def _slice(load: Load, opened: list[tuple[int, Any]], seconds: float,
+                 latencies: list[float], sent: list[int]) -> float:
+    """Every connection does round trips back to back for `seconds`; the time it took."""
+    start, deadline = trio.Event(), [0.0]
+    async with trio.open_nursery() as workers:
+        for index, ws in opened:
+            workers.start_soon(_round_trips, load, index, ws, start, deadline, latencies, sent)
+        await trio.sleep(0.1)  # every worker waits at the start line
+        t0 = time.perf_counter()
+        deadline[0] = t0 + seconds
+        start.set()
+    return time.perf_counter() - t0  # until the last reply in flight at the deadline
+
+
+async def measure_alternating(loads: dict[str, Load], connections: int, seconds: float,
+                              slices: int = 1,
+                              window: Callable[[], AbstractAsyncContextManager[Any]] | None
+                              = None) -> dict[str, dict[str, Any]]:
+    """Open `connections` to each load's server, then run round trips for `seconds` per
+    load, in `slices` turns that alternate between the loads; figures per load.
+
+    Alternating short turns gives every load the same machine: on a shared or throttled
+    machine the speed drifts over tens of seconds, which skews a ratio of two figures
+    measured one after the other. `window`, if given, is entered just before the first
+    turn and left just after the last (to read server counters over exactly that span).
+    """
+    async with trio.open_nursery() as nursery:
+        opened = {}
+        for name, load in loads.items():
+            t_open = time.perf_counter()
+            opened[name] = await _open_all(load, connections, nursery, warm=True)
+            _log(f"  {name}: {connections} connections open in "
+                 f"{time.perf_counter() - t_open:.1f} s")
+        latencies: dict[str, list[float]] = {name: [] for name in loads}
+        elapsed = dict.fromkeys(loads, 0.0)
+        rates: dict[str, list[float]] = {name: [] for name in loads}
+        sent = {name: [1] * connections for name in loads}  # request 0 was the warm-up
+        async with (window or _no_window)():
+            for _ in range(slices):
+                for name, load in loads.items():
+                    done = len(latencies[name])
+                    took = await _slice(load, opened[name], seconds / slices, latencies[name],
+                                        sent[name])
+                    elapsed[name] += took
+                    rates[name].append(round((len(latencies[name]) - done) / took, 1))
+        async with trio.open_nursery() as closers:
+            for pairs in opened.values():
+                for _, ws in pairs:
+                    closers.start_soon(ws.aclose)
+        nursery.cancel_scope.cancel()
+    out = {}
+    for name, lat in latencies.items():
+        lat.sort()
+        count = len(lat)
+        out[name] = {
+            "round_trips": count,
+            "round_trips_per_s": round(count / elapsed[name], 1),
+            "p50_ms": round(lat[count // 2] * 1e3, 3),
+            "p99_ms": round(lat[min(count - 1, int(count * 0.99))] * 1e3, 3),
+        }
+        if slices > 1:
+            out[name]["per_turn_round_trips_per_s"] = rates[name]
+    return out
 
 
 async def measure(load: Load, connections: int, seconds: float,
                   window: Callable[[], AbstractAsyncContextManager[Any]] | None = None,
-                  ) -> dict[str, float]:
-    """Open `connections`, run round trips for `seconds`, return rate and latency figures.
-
-    `window`, if given, is entered just before the timed round trips start and left
-    just after they end (to read server counters over exactly that span).
-    """
-    async with trio.open_nursery() as nursery:
-        t_open = time.perf_counter()
-        opened = await _open_all(load, connections, nursery, warm=True)
-        _log(f"  {connections} connections open in {time.perf_counter() - t_open:.1f} s")
-        latencies: list[float] = []
-        start, deadline = trio.Event(), [0.0]
-        async with (window or _no_window)():
-            async with trio.open_nursery() as workers:
-                for index, ws in opened:
-                    workers.start_soon(_round_trips, load, index, ws, start, deadline,
-                                       latencies)
-                await trio.sleep(0.2)
-                t0 = time.perf_counter()
-                deadline[0] = t0 + seconds
-                start.set()
-            elapsed = time.perf_counter() - t0
-        async with trio.open_nursery() as closers:
-            for _, ws in opened:
-                closers.start_soon(ws.aclose)
-        nursery.cancel_scope.cancel()
-    latencies.sort()
-    count = len(latencies)
-    return {
-        "round_trips": count,
-        "round_trips_per_s": round(count / elapsed, 1),
-        "p50_ms": round(latencies[count // 2] * 1e3, 3),
-        "p99_ms": round(latencies[min(count - 1, int(count * 0.99))] * 1e3, 3),
-    }
+                  ) -> dict[str, Any]:
+    """Open `connections`, run round trips for `seconds`, return rate and latency figures."""
+    return (await measure_alternating({"load": load}, connections, seconds, 1, window))["load"]
 
 
 @asynccontextmanager
@@ -313,14 +350,17 @@ def main(argv: list[str]) -> dict[str, Any]:
     parser = argparse.ArgumentParser(prog="python -m bench ws")
     parser.add_argument("--connections", default="1,100,1000",
                         help="comma-separated connection counts (default 1,100,1000)")
-    parser.add_argument("--seconds", type=float, default=4.0, help="measuring time per level")
+    parser.add_argument("--seconds", type=float, default=6.0,
+                        help="measuring time per server and level (default 6)")
+    parser.add_argument("--turns", type=int, default=3,
+                        help="alternating turns the seconds are split into (default 3)")
     parser.add_argument("--idle", type=int, default=2000, help="idle connections for memory")
     args = parser.parse_args(argv)
     levels = [int(x) for x in args.connections.split(",")]
-    _raise_fd_limit(2 * max([*levels, args.idle]) + 256)
+    _raise_fd_limit(4 * max([*levels, args.idle]) + 256)
 
-    result: dict[str, Any] = {"seconds_per_level": args.seconds, "cpus": os.cpu_count(),
-                              "echo": {}, "protocol": {}}
+    result: dict[str, Any] = {"seconds_per_level": args.seconds, "turns": args.turns,
+                              "cpus": os.cpu_count(), "echo": {}, "protocol": {}}
     hello = json.dumps({"op": "hello", "protocol": 1, "client": "bench/1.0"})
     with tempfile.TemporaryDirectory(prefix="bench-ws-", dir=REPO) as data:
         # The data directory sits on the repository's disk: fsync costs what it really costs.
@@ -328,23 +368,21 @@ def main(argv: list[str]) -> dict[str, Any]:
         server = Server("import sys, bench.ws as b; b.serve_protocol(sys.argv[1])", data)
         try:
             sample = _bump_frame(0, 0)  # the echo carries frames of the same size
-            echo_load = Load(echo.url, None, lambda i, n: sample)
-            load = Load(server.url, hello, _bump_frame)
-            # Each level runs (a) then (b) back to back, so drifting load on a shared
-            # machine skews the ratio less than running all of (a) first.
+            loads = {"echo": Load(echo.url, None, lambda i, n: sample),
+                     "protocol": Load(server.url, hello, _bump_frame)}
             for c in levels:
-                _log(f"echo at {c} connections")
-                result["echo"][str(c)] = trio.run(measure, echo_load, c, args.seconds)
-                _log(f"protocol at {c} connections")
-                result["protocol"][str(c)] = trio.run(_measure_grouping, server.url, load, c,
-                                                      args.seconds)
+                _log(f"echo and protocol at {c} connections, {args.turns} turns each")
+                figures = trio.run(_measure_grouping, server.url, loads, c, args.seconds,
+                                   args.turns)
+                for name in loads:
+                    result[name][str(c)] = figures[name]
             shared = max(c for c in levels if c <= 100)
             _log(f"protocol, one shared world, at {shared} connections")
-            one = Load(server.url, hello, lambda i, n: _bump_frame(-1, n))
+            one = {"protocol": Load(server.url, hello, lambda i, n: _bump_frame(-1, n))}
             result["protocol_one_world"] = {str(shared): trio.run(
-                _measure_grouping, server.url, one, shared, args.seconds)}
+                _measure_grouping, server.url, one, shared, args.seconds, 1)["protocol"]}
             _log(f"idle memory at {args.idle} connections")
-            result["idle_memory"] = trio.run(idle_memory, server, load, args.idle)
+            result["idle_memory"] = trio.run(idle_memory, server, loads["protocol"], args.idle)
         finally:
             echo.close()
             server.close()
@@ -361,9 +399,10 @@ def _bump_frame(index: int, n: int) -> str:
                        "args": {}}, separators=(",", ":"))
 
 
-async def _measure_grouping(url: str, load: Load, connections: int,
-                            seconds: float) -> dict[str, float]:
-    """`measure`, plus how many appends the store grouped into each commit meanwhile."""
+async def _measure_grouping(url: str, loads: dict[str, Load], connections: int,
+                            seconds: float, turns: int) -> dict[str, dict[str, Any]]:
+    """`measure_alternating`, plus how many appends the store grouped into each commit
+    meanwhile (only the protocol load appends)."""
     from protocol.client import Client
 
     async with Client.connect(url, client="bench-stats/1.0") as c:
@@ -375,9 +414,9 @@ async def _measure_grouping(url: str, load: Load, connections: int,
             yield
             counts.append(await c.request(f"{BENCH_KIND}.store", to=f"{BENCH_KIND}:stats"))
 
-        figures = await measure(load, connections, seconds, window)
+        figures = await measure_alternating(loads, connections, seconds, turns, window)
     before, after = counts
-    figures["appends_per_commit"] = round(
+    figures["protocol"]["appends_per_commit"] = round(
         (after["appends"] - before["appends"]) / max(after["commits"] - before["commits"], 1), 2)
     return figures
 

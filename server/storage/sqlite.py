@@ -1,102 +1,68 @@
 """The embedded event store: one SQLite database (WAL, synchronous=FULL) in the data directory.
 
-All SQL runs on one worker thread that owns the connection. Trio tasks hand it jobs
-through a queue and wait for a completion. The worker takes every job that is waiting
-when it wakes: a run of consecutive appends becomes ONE transaction (one fsync). This
-group commit is why durability does not cost one fsync per message.
-
-The worker checks each append's expected revision against its own cache of stream
-revisions (it is the only writer), refuses the stale ones with ConflictError, and writes
-the rest with two statements whose rows arrive as one JSON array (`json_each`), then
-wakes all the group's callers with one call into trio. Why: the sqlite3 module releases
-the GIL around every row it steps, and a busy trio thread keeps the worker waiting up to
-the interpreter's switch interval (5 ms) each time it wants the GIL back; per-row calls
-made a group of 20 appends cost 100 ms under load. If the transaction itself fails,
+All SQL runs in one writer process (server/storage/sqlite_writer.py) that owns the
+connection; why a process and not a thread is told there. A trio task hands it a job by
+queueing it for a sender task, which writes all the jobs queued meanwhile as one frame to
+the writer's stdin, and parks; a reader task wakes the callers as the answers arrive on
+the writer's stdout. The writer takes every
+job that is waiting when it looks: a run of consecutive appends becomes ONE transaction
+(one fsync), and it checks each append's expected revision against its own cache
+(it is the only writer) and refuses stale ones with ConflictError. This group commit is
+why durability does not cost one fsync per message. If the transaction itself fails,
 every append of that group fails with the error.
+
+The writer dies with the server (Linux parent-death signal) and stops at the end of its
+input; a writer that exits unexpectedly fails every waiting call and every later one.
 """
 
 from __future__ import annotations
 
 import json
-import queue
-import sqlite3
-import threading
-from collections.abc import Callable, Sequence
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Self
 
-import attrs
 import trio
 
 from actors.store import ConflictError, Event, EventStore, Snapshot, StoredEvent, StoreStatistics
+from protocol.jsontext import compact_encoder
+from server.storage import sqlite_writer
+from server.storage.sqlite_writer import frame, split_frames
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS streams (name TEXT PRIMARY KEY, rev INTEGER NOT NULL) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS events (
-    stream TEXT NOT NULL, rev INTEGER NOT NULL, data TEXT NOT NULL,
-    PRIMARY KEY (stream, rev)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS snapshots (
-    stream TEXT PRIMARY KEY, rev INTEGER NOT NULL, data TEXT NOT NULL) WITHOUT ROWID;
-"""
-_MAX_GROUP = 512  # appends per transaction: bounds the latency of the first one in a group
-# Rows arrive as a JSON array of [stream, rev, data-as-JSON-text]: data stays the exact text
-# Python wrote (SQLite re-rendering it could turn a big integer into a float).
-_INSERT_EVENTS = ("INSERT INTO events (stream, rev, data) SELECT json_extract(value, '$[0]'), "
-                  "json_extract(value, '$[1]'), json_extract(value, '$[2]') FROM json_each(?)")
-_UPSERT_STREAMS = ("INSERT INTO streams (name, rev) SELECT json_extract(value, '$[0]'), "
-                   "json_extract(value, '$[1]') FROM json_each(?) WHERE true "
-                   "ON CONFLICT (name) DO UPDATE SET rev = excluded.rev")
+_encode = compact_encoder(ensure_ascii=True)
 
 
-@attrs.frozen
-class _Append:
-    stream: str
-    expected: int
-    rows: list[str]  # the events as JSON text
-
-
-@attrs.define
 class _Job:
-    """One call waiting for the worker: an append, or `run(conn)`; `task` is its caller."""
+    """One call waiting for its answer: the parked task and, once answered, the outcome."""
 
-    run: Callable[[sqlite3.Connection], Any] | _Append
-    token: trio.lowlevel.TrioToken
-    task: trio.lowlevel.Task
-    result: Any = None
-    error: BaseException | None = None
-    abandoned: bool = False  # the caller was cancelled (reads only) and is gone
+    __slots__ = ("abandoned", "error", "result", "task")
 
-    def finish(self) -> None:
-        """Wake the caller (from the worker thread)."""
-        self.token.run_sync_soon(_wake, [self])
-
-
-def _finish_all(jobs: list[_Job]) -> None:
-    """Wake every job's caller with one call per trio run (usually one in all)."""
-    by_token: dict[trio.lowlevel.TrioToken, list[_Job]] = {}
-    for job in jobs:
-        by_token.setdefault(job.token, []).append(job)
-    for token, waiting in by_token.items():
-        token.run_sync_soon(_wake, waiting)
-
-
-def _wake(jobs: list[_Job]) -> None:
-    for job in jobs:
-        if not job.abandoned:
-            trio.lowlevel.reschedule(job.task)
-
-
-_STOP = object()
-_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)  # one, not one per call
+    def __init__(self, task: trio.lowlevel.Task) -> None:
+        self.task = task
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.abandoned = False  # the caller was cancelled (reads only) and is gone
 
 
 class SqliteEventStore(EventStore):
-    """An EventStore in `<data_dir>/events.sqlite3`; use `async with` or call `aclose`."""
+    """An EventStore in `<data_dir>/events.sqlite3`; use `async with` or `open`/`aclose`."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
+        self.settings: dict[str, Any] = {}  # the writer's journal_mode and synchronous
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._to_writer = -1  # our end of its stdin (non-blocking)
+        self._from_writer: trio.lowlevel.FdStream | None = None
+        self._outgoing: list[tuple[int, str, tuple[Any, ...]]] = []  # jobs not yet written
+        self._jobs_queued = trio.lowlevel.ParkingLot()  # the sender task waits here
+        self._sender = trio.CancelScope()
+        self._waiting: dict[int, _Job] = {}
+        self._next_id = 0
+        self._broken: str | None = None  # why calls fail, once the writer is gone
+        self._reader_done = trio.Event()
         self._appends = self._commits = self._events = 0
 
     @classmethod
@@ -106,182 +72,177 @@ class SqliteEventStore(EventStore):
         return cls(Path(data_dir) / "events.sqlite3")
 
     async def __aenter__(self) -> Self:
-        self.open()
+        await self.open()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    def open(self) -> None:
-        """Open the database and start the worker thread (idempotent)."""
-        if self._thread is not None:
+    async def open(self) -> None:
+        """Start the writer process and wait for its settings (idempotent)."""
+        if self._proc is not None:
             return
-        conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=FULL")
-        conn.executescript(_SCHEMA)
-        self._thread = threading.Thread(target=self._work, args=(conn,), daemon=True,
-                                        name=f"sqlite:{self.path.name}")
-        self._thread.start()
+        stdin_r, stdin_w = os.pipe()
+        stdout_r, stdout_w = os.pipe()
+        try:
+            # Started from this (the trio) thread: the parent-death signal follows the
+            # thread that forked, and trio's worker threads come and go.
+            self._proc = subprocess.Popen(  # noqa: ASYNC220 - see above; it takes ms
+                [sys.executable, "-s", sqlite_writer.__file__, str(self.path), str(os.getpid())],
+                stdin=stdin_r, stdout=stdout_w, close_fds=True)
+        finally:
+            os.close(stdin_r)
+            os.close(stdout_w)
+        os.set_blocking(stdin_w, False)
+        self._to_writer = stdin_w
+        self._from_writer = trio.lowlevel.FdStream(stdout_r)
+        buffer = bytearray()
+        while not (frames := split_frames(buffer)):
+            chunk = await self._from_writer.receive_some()
+            if not chunk:
+                raise RuntimeError(f"the event store's writer for {self.path} did not start "
+                                   f"(exit code {self._proc.wait()})")
+            buffer += chunk
+        self.settings = frames[0]
+        trio.lowlevel.spawn_system_task(self._read_answers, buffer,
+                                        name=f"sqlite-answers:{self.path.name}")
+        trio.lowlevel.spawn_system_task(self._send_jobs, name=f"sqlite-jobs:{self.path.name}")
 
     async def aclose(self) -> None:
-        """Finish the queued jobs, stop the worker and close the database."""
-        if self._thread is None:
+        """Let the writer finish the queued jobs, then stop it."""
+        if self._proc is None:
             return
-        self._jobs.put(_STOP)
-        await trio.to_thread.run_sync(self._thread.join)
-        self._thread = None
+        if self._broken is None:
+            self._queue((0, "stop", ()))
+        await self._reader_done.wait()
+        self._sender.cancel()
+        os.close(self._to_writer)
+        await trio.to_thread.run_sync(self._proc.wait)
+        self._proc = None
 
-    # ---- the worker thread ----------------------------------------------------------------
+    # ---- talking to the writer ----------------------------------------------------------
 
-    def _work(self, conn: sqlite3.Connection) -> None:
-        revs: dict[str, int] = {}  # stream -> revision, as committed
+    async def _read_answers(self, buffer: bytearray) -> None:
+        """Wake each caller as its answer arrives; fail them all when the writer ends."""
+        assert self._from_writer is not None
         try:
-            while True:
-                batch = [self._jobs.get()]
-                while len(batch) < _MAX_GROUP:
-                    try:
-                        batch.append(self._jobs.get_nowait())
-                    except queue.Empty:
-                        break
-                stop = any(job is _STOP for job in batch)
-                jobs = [job for job in batch if job is not _STOP]
-                i = 0
-                while i < len(jobs):  # consecutive appends share one transaction
-                    j = i
-                    while j < len(jobs) and isinstance(jobs[j].run, _Append):
-                        j += 1
-                    if j > i:
-                        self._commit_group(conn, jobs[i:j], revs)
-                        i = j
-                    else:
-                        self._run_one(conn, jobs[i])
-                        i += 1
-                if stop:
-                    return
+            while chunk := await self._from_writer.receive_some():
+                buffer += chunk
+                for commits, answers in split_frames(buffer):
+                    self._commits += commits
+                    for job_id, ok, value in answers:
+                        self._answer(job_id, ok, value)
+        except Exception as exc:  # noqa: BLE001 - a system task must not raise
+            self._broken = f"reading from it failed: {exc!r}"
         finally:
-            conn.close()
+            code = self._proc.poll() if self._proc is not None else None
+            self._broken = self._broken or f"it exited (code {code})"
+            for job_id in list(self._waiting):
+                self._answer(job_id, False, None)
+            await self._from_writer.aclose()
+            self._reader_done.set()
 
-    def _run_one(self, conn: sqlite3.Connection, job: _Job) -> None:
-        try:
-            job.result = job.run(conn)
-        except BaseException as exc:  # noqa: BLE001 - handed to the waiting task, which raises it
-            job.error = exc
-        job.finish()
+    def _answer(self, job_id: int, ok: bool, value: Any) -> None:
+        job = self._waiting.pop(job_id)
+        if ok:
+            job.result = value
+        elif isinstance(value, tuple):  # ("conflict", stream, expected, actual)
+            job.error = ConflictError(*value[1:])
+        else:
+            job.error = value if value is not None else self._gone()
+        if not job.abandoned:
+            trio.lowlevel.reschedule(job.task)
 
-    def _commit_group(self, conn: sqlite3.Connection, group: list[_Job],
-                      revs: dict[str, int]) -> None:
-        staged: dict[str, int] = {}  # revisions after this group
-        rows: list[tuple[str, int, str]] = []
-        accepted: list[_Job] = []
-        for job in group:
-            append = job.run
-            assert isinstance(append, _Append)
-            current = staged.get(append.stream)
-            if current is None:
-                current = revs.get(append.stream)
-            if current is None:
-                row = conn.execute("SELECT rev FROM streams WHERE name = ?",
-                                   (append.stream,)).fetchone()
-                current = revs[append.stream] = row[0] if row else 0
-            if current != append.expected:
-                job.error = ConflictError(append.stream, append.expected, current)
-                continue
-            rows.extend((append.stream, append.expected + i, text)
-                        for i, text in enumerate(append.rows, 1))
-            job.result = staged[append.stream] = append.expected + len(append.rows)
-            accepted.append(job)
-        if accepted:
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-                conn.execute(_INSERT_EVENTS, (json.dumps(rows),))
-                conn.execute(_UPSERT_STREAMS, (json.dumps(list(staged.items())),))
-                conn.execute("COMMIT")
-                self._commits += 1
-                revs.update(staged)
-            except Exception as exc:  # noqa: BLE001 - the whole group failed; each caller raises it
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                revs.clear()  # the database is the truth again
-                for job in accepted:
-                    job.result, job.error = None, exc
-        _finish_all(group)
+    def _gone(self) -> RuntimeError:
+        return RuntimeError(f"the event store's writer for {self.path} is gone: {self._broken}")
 
-    # ---- the trio side --------------------------------------------------------------------
+    def _queue(self, job: tuple[int, str, tuple[Any, ...]]) -> None:
+        self._outgoing.append(job)
+        if self._jobs_queued:
+            self._jobs_queued.unpark()
 
-    async def _call(self, run: Callable[[sqlite3.Connection], Any] | _Append) -> Any:
-        if self._thread is None:
+    async def _send_jobs(self) -> None:
+        """Write the queued jobs to the writer, all that queued meanwhile in one frame.
+
+        One write per pass of the scheduler rather than one per job: a write that wakes
+        the writer process costs the trio thread far more than the frame itself.
+        """
+        pending = bytearray()
+        with self._sender:
+            while True:
+                if not pending:
+                    while not self._outgoing:
+                        await self._jobs_queued.park()
+                    pending += frame(self._outgoing)
+                    self._outgoing = []
+                try:
+                    del pending[:os.write(self._to_writer, pending)]
+                except BlockingIOError:
+                    pass
+                except OSError as exc:  # the writer is gone; the reader fails the callers
+                    self._broken = self._broken or f"writing to it failed: {exc!r}"
+                    return
+                if pending:
+                    await trio.lowlevel.wait_writable(self._to_writer)
+
+    async def _call(self, op: str, *args: Any, cancellable: bool = True) -> Any:
+        """Run `op` in the writer and return its answer.
+
+        A cancelled caller of a `cancellable` job stops waiting (the job still runs); an
+        append is not cancellable: once queued it may commit, and its caller must learn
+        the outcome.
+        """
+        if self._proc is None:
             raise RuntimeError("the event store is not open")
-        job = _Job(run, trio.lowlevel.current_trio_token(), trio.lowlevel.current_task())
-        self._jobs.put(job)
+        if self._broken is not None:
+            raise self._gone()
+        self._next_id += 1
+        job = self._waiting[self._next_id] = _Job(trio.lowlevel.current_task())
+        self._queue((self._next_id, op, args))
 
         def abort(_: Any) -> trio.lowlevel.Abort:
-            if isinstance(run, _Append):
-                # Once queued, an append may commit: its caller must learn the outcome.
+            if not cancellable:
                 return trio.lowlevel.Abort.FAILED
             job.abandoned = True
             return trio.lowlevel.Abort.SUCCEEDED
 
-        # Parked until the worker wakes us (no Event, no cancel scope: this is per append).
+        # Parked until the answer arrives (no Event, no cancel scope: this is per append).
         await trio.lowlevel.wait_task_rescheduled(abort)
         if job.error is not None:
             raise job.error
         return job.result
 
+    # ---- the EventStore interface -------------------------------------------------------
+
     async def append(self, stream: str, expected_rev: int, events: Sequence[Event]) -> int:
         """See EventStore.append; groups with the appends queued beside it."""
-        rows = [_ENCODER.encode(e) for e in events]
+        rows = [_encode(e) for e in events]
         self._appends += 1
-
-        rev = await self._call(_Append(stream, expected_rev, rows))
+        rev = await self._call("append", stream, expected_rev, rows, cancellable=False)
         self._events += len(rows)
         return rev
 
     async def read(self, stream: str, after: int = 0) -> list[StoredEvent]:
         """See EventStore.read."""
-        def run(conn: sqlite3.Connection) -> list[StoredEvent]:
-            cur = conn.execute("SELECT rev, data FROM events WHERE stream = ? AND rev > ? "
-                               "ORDER BY rev", (stream, after))
-            return [StoredEvent(rev, json.loads(data)) for rev, data in cur]
-
-        return await self._call(run)
+        rows = await self._call("read", stream, after)
+        return [StoredEvent(rev, json.loads(data)) for rev, data in rows]
 
     async def revision(self, stream: str) -> int:
         """See EventStore.revision."""
-        def run(conn: sqlite3.Connection) -> int:
-            row = conn.execute("SELECT rev FROM streams WHERE name = ?", (stream,)).fetchone()
-            return row[0] if row else 0
-
-        return await self._call(run)
+        return await self._call("revision", stream)
 
     async def save_snapshot(self, stream: str, rev: int, data: Any) -> None:
         """See EventStore.save_snapshot (its own small transaction)."""
-        text = _ENCODER.encode(data)
-
-        def run(conn: sqlite3.Connection) -> None:
-            conn.execute("INSERT INTO snapshots (stream, rev, data) VALUES (?, ?, ?) "
-                         "ON CONFLICT (stream) DO UPDATE SET rev = excluded.rev, "
-                         "data = excluded.data", (stream, rev, text))
-
-        await self._call(run)
+        await self._call("save_snapshot", stream, rev, _encode(data))
 
     async def load_snapshot(self, stream: str) -> Snapshot | None:
         """See EventStore.load_snapshot."""
-        def run(conn: sqlite3.Connection) -> Snapshot | None:
-            row = conn.execute("SELECT rev, data FROM snapshots WHERE stream = ?",
-                               (stream,)).fetchone()
-            return Snapshot(row[0], json.loads(row[1])) if row else None
-
-        return await self._call(run)
+        row = await self._call("load_snapshot", stream)
+        return Snapshot(row[0], json.loads(row[1])) if row else None
 
     async def streams(self, prefix: str = "") -> dict[str, int]:
         """See EventStore.streams."""
-        def run(conn: sqlite3.Connection) -> dict[str, int]:
-            cur = conn.execute("SELECT name, rev FROM streams WHERE substr(name, 1, ?) = ? "
-                               "AND rev > 0 ORDER BY name", (len(prefix), prefix))
-            return dict(cur.fetchall())
-
-        return await self._call(run)
+        return await self._call("streams", prefix)
 
     def statistics(self) -> StoreStatistics:
         """Appends requested, transactions committed (one per group), events written."""

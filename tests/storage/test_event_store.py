@@ -79,11 +79,9 @@ async def test_sqlite_uses_wal_and_full_sync(tmp_path: Path) -> None:
         conn = sqlite3.connect(store.path)
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         conn.close()
-    # synchronous is per connection: read it from the store's own connection's settings
-    # by asking the worker, the only place that holds that connection.
+    # synchronous is per connection: the writer process reports its own connection's.
     async with SqliteEventStore.in_directory(tmp_path) as store:
-        level = await store._call(lambda c: c.execute("PRAGMA synchronous").fetchone()[0])
-        assert level == 2  # FULL
+        assert store.settings == {"journal_mode": "wal", "synchronous": 2}  # 2 is FULL
 
 
 async def test_group_commit_costs_fewer_commits_than_appends(tmp_path: Path) -> None:
@@ -153,8 +151,55 @@ async def test_sqlite_cancelled_callers_read_gives_up_but_append_lands(tmp_path:
         with trio.CancelScope() as scope:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(append)
-                await trio.sleep(0)  # the append is queued
+                await trio.lowlevel.checkpoint()  # the append is queued
                 scope.cancel()  # cancels the append's caller and this read alike
                 await store.read("s:a")
         assert outcome == {"rev": 2}  # an append in flight finishes and is reported
         assert [e.data for e in await store.read("s:a")] == [{"n": 0}, {"n": 1}]
+
+
+async def test_sqlite_writer_exit_fails_waiting_and_later_calls(tmp_path: Path) -> None:
+    async with SqliteEventStore.in_directory(tmp_path) as store:
+        await store.append("s:a", 0, [{"n": 0}])
+        assert store._proc is not None
+        store._proc.kill()
+        with pytest.raises(RuntimeError, match="writer for .* is gone"):
+            await store.append("s:a", 1, [{"n": 1}])
+        with pytest.raises(RuntimeError, match="writer for .* is gone"):
+            await store.read("s:a")
+    async with SqliteEventStore.in_directory(tmp_path) as again:  # nothing was lost
+        assert [e.data for e in await again.read("s:a")] == [{"n": 0}]
+
+
+def test_sqlite_writer_dies_with_its_server(tmp_path: Path) -> None:
+    """A SIGKILLed server must not leave a writer behind that could commit later."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    code = ("import sys, trio\n"
+            "from server.storage import SqliteEventStore\n"
+            "async def main():\n"
+            "    async with SqliteEventStore.in_directory(sys.argv[1]) as store:\n"
+            "        print(store._proc.pid, flush=True)\n"
+            "        await trio.sleep_forever()\n"
+            "trio.run(main)\n")
+    server = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)],
+                              stdout=subprocess.PIPE, text=True,
+                              cwd=Path(__file__).resolve().parents[2])
+    assert server.stdout is not None
+    writer = int(server.stdout.readline())
+    os.kill(writer, 0)  # alive
+    server.send_signal(signal.SIGKILL)
+    server.wait(10)
+    server.stdout.close()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            os.kill(writer, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    pytest.fail(f"the writer {writer} outlived its server by 5 s")
