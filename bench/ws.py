@@ -350,10 +350,10 @@ def main(argv: list[str]) -> dict[str, Any]:
     parser = argparse.ArgumentParser(prog="python -m bench ws")
     parser.add_argument("--connections", default="1,100,1000",
                         help="comma-separated connection counts (default 1,100,1000)")
-    parser.add_argument("--seconds", type=float, default=6.0,
-                        help="measuring time per server and level (default 6)")
-    parser.add_argument("--turns", type=int, default=3,
-                        help="alternating turns the seconds are split into (default 3)")
+    parser.add_argument("--seconds", type=float, default=8.0,
+                        help="measuring time per server and level (default 8)")
+    parser.add_argument("--turns", type=int, default=4,
+                        help="alternating turns the seconds are split into (default 4)")
     parser.add_argument("--idle", type=int, default=2000, help="idle connections for memory")
     args = parser.parse_args(argv)
     levels = [int(x) for x in args.connections.split(",")]
