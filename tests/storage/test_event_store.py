@@ -203,3 +203,15 @@ def test_sqlite_writer_dies_with_its_server(tmp_path: Path) -> None:
             return
         time.sleep(0.05)
     pytest.fail(f"the writer {writer} outlived its server by 5 s")
+
+
+async def test_sqlite_moves_frames_larger_than_a_pipe_buffer(tmp_path: Path) -> None:
+    """A megabyte of events goes to the writer and back in pieces (partial pipe writes)."""
+    events = [{"i": i, "pad": "x" * 200} for i in range(5000)]
+    async with SqliteEventStore.in_directory(tmp_path) as store:
+        async with trio.open_nursery() as nursery:  # small appends queue behind the big one
+            nursery.start_soon(store.append, "big:a", 0, events)
+            for i in range(20):
+                nursery.start_soon(store.append, f"small:{i}", 0, [{"i": i}])
+        assert [e.data for e in await store.read("big:a")] == events
+        assert await store.streams("small:") == {f"small:{i}": 1 for i in range(20)}
