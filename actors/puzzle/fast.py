@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 from .fast_turn import DOWN, LEFT, MOVES, RIGHT, UP, FastTurn
 from .guide import Guide
-from .walks import exits, free_region
+from .walks import exits, free_region, timed_exits
 from .words import NOUNS, TEXT_BASE, WORD_CODE, WORDS
 
 if TYPE_CHECKING:
@@ -99,6 +99,8 @@ class FastLevel:
         # The children of the last `expand` whose turn hit Keke's double-removal quirk, which
         # the public engine plays differently (see `solve.search` for what it does with them).
         self.quirks: set[bytes] = set()
+        # Whether the last `expand` skipped successors (timed walks, `walks.timed_exits`).
+        self.lossy = False
         self._initial_words = words
         self._initial_phys = phys
 
@@ -122,6 +124,7 @@ class FastLevel:
             t.dr[o] = facing if self.facing_matters else RIGHT
             t.phys.append(o)
             t.om[cell] = o + 1
+        t.reset_all()  # property lists for no rules, which the first reading starts from
         t.interpret_rules()
         t.renumber = True
         return t.encode()
@@ -139,13 +142,18 @@ class FastLevel:
         """Every move that leads to a state not in `seen`: (moves, next key, won, lost, novel,
         estimates); the estimates are `direct`, `path`, `rules` (see `guide.Guide.estimates`)
         and `rules` plus a penalty when the state is not novel. With `walks`, free walking is
-        folded into the next real move where that is exact (`walks.py`), so `moves` may hold
-        several letters; otherwise each entry is one move. Children whose turn hit Keke's
-        double-removal quirk (`FastTurn.missed`) are listed in `quirks`."""
+        folded into the next real move (`walks.py`), so `moves` may hold several letters;
+        otherwise each entry is one move. The fold is exact without MOVE objects; with them
+        (`walks.timed_exits`) it skips later arrivals and says so in `lossy`. Children whose turn
+        hit Keke's double-removal quirk (`FastTurn.missed`) are listed in `quirks`."""
         base = FastTurn(self)
         base.decode(key)
         region = free_region(self, base) if walks else None
-        if region is None:
+        timed = timed_exits(self, base) if walks and region is None else None
+        self.lossy = False
+        if timed is not None:
+            steps, self.lossy = timed
+        elif region is None:
             steps = []
             for move, d in MOVES.items():
                 t = base.copy()

@@ -63,19 +63,29 @@ class FastTurn:
         # Set when a removal missed and spliced the last element instead (Keke's quirk): the
         # public engine plays that turn differently (`fast.FastLevel.quirks`, `solve.search`).
         self.missed = False
+        # Set while kinds, flags, the phys list and the noun lists are shared with a copy:
+        # most turns change none of them, so they are copied only before a change (`_own`).
+        self.shared = False
 
     def copy(self) -> FastTurn:
-        """A working copy that shares nothing mutable with this one."""
+        """A working copy; what either side changes afterwards is not seen by the other."""
         t = FastTurn.__new__(FastTurn)
         t.__dict__.update(self.__dict__)
-        t.nm, t.pos, t.dr, t.mv, t.st = self.nm[:], self.pos[:], self.dr[:], self.mv[:], self.st[:]
-        t.phys, t.om = self.phys[:], self.om[:]
-        t.sp = {n: objs[:] for n, objs in self.sp.items()}
+        t.pos, t.dr, t.om = self.pos[:], self.dr[:], self.om[:]
         t.moved = set()
+        self.shared = t.shared = True
         return t
+
+    def _own(self) -> None:
+        """Take private copies of the lists `copy` shares, before changing one of them."""
+        if self.shared:
+            self.nm, self.mv, self.st, self.phys = self.nm[:], self.mv[:], self.st[:], self.phys[:]
+            self.sp = {n: objs[:] for n, objs in self.sp.items()}
+            self.shared = False
 
     def new_object(self, kind: int, cell: int) -> int:
         """Append a phys object with default flags and facing; registers it by noun."""
+        self._own()
         self.fixed = None
         self.nm.append(kind)
         self.pos.append(cell)
@@ -98,18 +108,25 @@ class FastTurn:
                     rule = (self.lv.word_kinds[a - 1], self.lv.word_kinds[b - 1])
                     if rule not in rules:
                         rules.append(rule)
+        # Flags and property lists are a function of the rules and the noun lists (kept so
+        # by every change), so when neither changes only the object layer needs re-placing.
+        same, made = rules == self.rules, len(self.nm)
         self.rules = rules
-        self.fixed = None
         self._transform()
+        if same and len(self.nm) == made:
+            self._place()
+            return
+        self.fixed = None
         self.reset_all()
 
     def _transform(self) -> None:
-        sp = self.sp
-        frozen = {a for a, b in self.rules if a == b and a in sp}
+        frozen = {a for a, b in self.rules if a == b and a in self.sp}
         for a, b in self.rules:
-            if a in frozen or a >= _N_NOUNS or b >= _N_NOUNS:
+            if a in frozen or a >= _N_NOUNS or b >= _N_NOUNS or not self.sp.get(a):
                 continue
-            for o in list(sp.get(a, ())):
+            self._own()
+            sp = self.sp
+            for o in list(sp[a]):
                 cell = self.pos[o]
                 o2 = self.new_object(b, cell)
                 self.phys.append(o2)
@@ -141,7 +158,8 @@ class FastTurn:
 
     def reset_all(self) -> None:
         """Recompute property lists and flags from the rules; re-place the object layer."""
-        mv, st, om, pos = self.mv, self.st, self.om, self.pos
+        self._own()
+        mv, st = self.mv, self.st
         for o in self.phys:
             mv[o] = st[o] = False
         self._derive()
@@ -150,6 +168,11 @@ class FastTurn:
                 mv[o] = True
         for o in self.stoppables:
             st[o] = True
+        self._place()
+
+    def _place(self) -> None:
+        """Re-place the object layer: movable or STOP phys objects, then words on top."""
+        mv, st, om, pos = self.mv, self.st, self.om, self.pos
         for o in self.phys:
             if mv[o] or st[o]:
                 om[pos[o]] = o + 1
@@ -192,6 +215,7 @@ class FastTurn:
     def _destroy(self, dead: list[tuple[int, int]]) -> None:
         if not dead:
             return
+        self._own()
         self.renumber = self.changed = True
         self.fixed = None
         for p, o in dead:
@@ -267,17 +291,25 @@ class FastTurn:
             moved.add(a)
             self.changed = True
         self._contacts(self.players, killers, sinkers, featured)
-        for _ in range(self.words_moved):
+        for i in range(self.words_moved):
+            before = self.rules, len(self.nm)
             self.interpret_rules()
+            # A later re-read that reads the same rules and transforms nothing has re-placed
+            # the object layer as the one before it did, so every further one is the same.
+            # (The first is always played: it reads the layer as movement left it.)
+            if i and self.rules == before[0] and len(self.nm) == before[1]:
+                break
         pos = self.pos
         wins = {pos[w] for w in self.winnables}
         return any(pos[p] in wins for p in self.players)
 
     # ------------------------------------------------------------------ codec
     # Layout: header (5 x uint32: objects, phys, nouns, rules, noun-section length), then
-    # per object pos (uint16), facing, YOU/MOVE/PUSH-movable flag, STOP flag, kind (bytes),
-    # the per-noun lists (uint16), the rules (uint16), the object layer (one byte per cell,
-    # or uint16 when there are 255 objects or more) and a final width byte.
+    # per object pos (uint16) and facing (byte); then the *fixed* section: per object the
+    # YOU/MOVE/PUSH-movable flag, the STOP flag and the kind (bytes), the per-noun lists and
+    # the rules (uint16); then the object layer (one byte per cell, or uint16 when there are
+    # 255 objects or more) and a final width byte. Header and fixed section change only with a
+    # creation, a removal or a rules re-read (each clears `fixed`), so a move reuses them.
     def _canonical_order(self) -> list[int]:
         n_words = self.lv.n_words
         order: dict[int, None] = dict.fromkeys(range(n_words))
@@ -311,13 +343,14 @@ class FastTurn:
                 lists.extend(self.sp[name])
             rules = array("H", (a << 8 | b for a, b in self.rules))
             head = array("I", (n, len(self.phys), len(names), len(self.rules), len(lists)))
-            self.fixed = (head.tobytes(), lists.tobytes() + rules.tobytes())
-        wide = n >= 255
-        head_bytes, middle = self.fixed
-        return b"".join((head_bytes, array("H", self.pos).tobytes(), bytes(self.dr),
-                         bytes(self.mv), bytes(self.st), bytes(self.nm), middle,
-                         array("H", self.om).tobytes() if wide else bytes(self.om),
-                         b"\x01" if wide else b"\x00"))
+            self.fixed = (head.tobytes(), b"".join((bytes(self.mv), bytes(self.st),
+                                                    bytes(self.nm), lists.tobytes(),
+                                                    rules.tobytes())))
+        if n >= 255:
+            return b"".join((self.fixed[0], array("H", self.pos).tobytes(), bytes(self.dr),
+                             self.fixed[1], array("H", self.om).tobytes(), b"\x01"))
+        return b"".join((self.fixed[0], array("H", self.pos).tobytes(), bytes(self.dr),
+                         self.fixed[1], bytes(self.om), b"\x00"))
 
     def decode(self, key: bytes) -> None:
         """Unpack `encode`'s bytes into working lists and recompute the property lists."""
@@ -329,15 +362,15 @@ class FastTurn:
         pos.frombytes(key[20:i])
         self.pos = pos.tolist()
         self.dr = list(key[i: i + n])
-        self.mv = list(key[i + n: i + 2 * n])
-        self.st = list(key[i + 2 * n: i + 3 * n])
-        self.nm = list(key[i + 3 * n: i + 4 * n])
-        i += 4 * n
-        ints = array("H")
-        middle = key[i: i + 2 * (n_lists + n_rules)]
-        ints.frombytes(middle)
-        i += 2 * (n_lists + n_rules)
+        i += n
+        middle = key[i: i + 3 * n + 2 * (n_lists + n_rules)]
         self.fixed = (key[:20], middle)
+        self.mv = list(middle[:n])
+        self.st = list(middle[n: 2 * n])
+        self.nm = list(middle[2 * n: 3 * n])
+        ints = array("H")
+        ints.frombytes(middle[3 * n:])
+        i += len(middle)
         self.phys = list(range(self.lv.n_words, self.lv.n_words + n_phys))
         self.sp = {}
         j = 0

@@ -40,7 +40,7 @@ class Guide:
         self.field_cache: dict[tuple, list[int]] = {}  # obstacle layout -> cost field
         # The novelty feature of word w on cell c with YOU on cell y is word_base[w] + c * cells + y.
         self.word_base = [w * level.cells * level.cells for w in range(level.n_words)]
-        self.gap_cache: dict[tuple, int] = {}  # word layout -> rule gap
+        self.gap_cache: dict[tuple, tuple[tuple[int, int], ...]] = {}  # word layout -> gaps
         self.seen: set[int] = set()  # features of every state generated so far
 
     def estimates(self, t: FastTurn) -> tuple[int, int, int]:
@@ -51,9 +51,10 @@ class Guide:
         the distance to the nearest word. `path`: the walking cost from a YOU to a WIN object
         over `_field`, which charges for cells to clear on the way (FAR without WIN).
         `rules`: the smaller of the YOU-to-WIN distance and the cost of forming `NOUN IS WIN`
-        (for a noun with objects) by pushing the nearest noun word and WIN word next to an IS,
-        plus the walk from YOU to the WIN word. Without YOU all are FAR (only MOVE objects can
-        still change anything).
+        (for a noun with objects) by pushing a word of that noun and a WIN word next to an IS,
+        plus the walk from YOU to the WIN word and, unless a YOU object is of that noun, from
+        YOU to its nearest object (the rule wins only where YOU meets it). Without YOU all are
+        FAR (only MOVE objects can still change anything).
         """
         if not t.players:
             return FAR, FAR, FAR
@@ -74,7 +75,13 @@ class Guide:
             return direct, path, direct
         best = direct if t.winnables else FAR
         walk = min(min(map(dist[a].__getitem__, wins)) for a in you)
-        return direct, path, min(best, 2 + self._rule_gap(t) + walk)
+        mine = {t.nm[o] for o in t.players}
+        form = FAR
+        for noun, gap in self._rule_gaps(t):
+            reach = 0 if noun in mine else min(
+                min(map(dist[a].__getitem__, map(pos.__getitem__, t.sp[noun]))) for a in you)
+            form = min(form, gap + reach)
+        return direct, path, min(best, 2 + form + walk)
 
     def _field(self, t: FastTurn) -> list[int]:
         """Walking cost from every cell to the nearest WIN object: one per step, more for a
@@ -140,25 +147,33 @@ class Guide:
         seen.update([base + (a << 8 | b) for a, b in t.rules])
         return len(seen) > before
 
-    def _rule_gap(self, t: FastTurn) -> int:
-        """Fewest word steps to line up a noun word (with objects) and WIN around an IS;
-        it depends on word positions only, so it is cached per word layout."""
+    def _rule_gaps(self, t: FastTurn) -> tuple[tuple[int, int], ...]:
+        """(noun, fewest word steps to line up a word of it and WIN around an IS) for each
+        noun with objects and a word; it depends on word positions only, so it is cached per
+        word layout."""
         pos, sp, kinds = t.pos, t.sp, self.lv.word_kinds
         present = tuple(bool(sp.get(kinds[w])) for w in self.noun_words)
         layout = (tuple(pos[: self.lv.n_words]), present)
-        gap = self.gap_cache.get(layout)
-        if gap is not None:
-            return gap
+        gaps = self.gap_cache.get(layout)
+        if gaps is not None:
+            return gaps
         dist = self.dist
-        nouns = [pos[w] for w, ok in zip(self.noun_words, present, strict=True) if ok]
+        words: dict[int, list[int]] = {}  # noun -> cells of its words
+        for w, ok in zip(self.noun_words, present, strict=True):
+            if ok:
+                words.setdefault(kinds[w], []).append(pos[w])
         wins = [pos[w] for w in self.win_words]
-        gap = FAR
-        for c in self.connectors if nouns else ():
-            p = pos[c]
-            for step in (1, self.lv.stride):
-                gap = min(gap, min(map(dist[p - step].__getitem__, nouns))
-                          + min(map(dist[p + step].__getitem__, wins)))
+        found = []
+        for noun, cells in words.items():
+            gap = FAR
+            for c in self.connectors:
+                p = pos[c]
+                for step in (1, self.lv.stride):
+                    gap = min(gap, min(map(dist[p - step].__getitem__, cells))
+                              + min(map(dist[p + step].__getitem__, wins)))
+            found.append((noun, gap))
+        gaps = tuple(found)
         if len(self.gap_cache) >= _GAP_CACHE:
             self.gap_cache.clear()
-        self.gap_cache[layout] = gap
-        return gap
+        self.gap_cache[layout] = gaps
+        return gaps

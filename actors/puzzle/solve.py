@@ -18,7 +18,6 @@ Time is a parameter: the caller passes a monotonic `clock` function.
 from __future__ import annotations
 
 import heapq
-from collections import deque
 from collections.abc import Callable, Container
 from typing import TYPE_CHECKING, Protocol
 
@@ -38,7 +37,7 @@ _ENTRY_OVERHEAD = 700
 _CLOCK_EVERY = 64  # expansions between clock reads
 _WEIGHT, _GREEDY = 3, 10  # estimate weights of the weighted-A* and the greedy queues
 _NOVEL_SHARE = 4  # turns of the novel (width-based) queue per round over all queues
-_PARTIAL = "ran dry on a model that may differ from the engine"  # see `search`
+_PARTIAL = "ran dry without covering what the engine reaches"  # see `search`
 
 
 @attrs.frozen
@@ -69,10 +68,12 @@ class SolveResult:
 
 class Model(Protocol):
     """A transition system over exact state keys. `quirks` holds the children of the last
-    `expand` reached by a turn the public engine may play otherwise."""
+    `expand` reached by a turn the public engine may play otherwise; `lossy` says whether the
+    last `expand` skipped successors (folded walks that drop some arrivals)."""
 
     name: str
     quirks: Container[bytes]
+    lossy: bool
 
     def initial(self) -> bytes:
         """The key of the settled initial state."""
@@ -101,6 +102,11 @@ class FastModel:
         """Children of the last expansion whose turn hit Keke's double-removal quirk."""
         return self._fast.quirks
 
+    @property
+    def lossy(self) -> bool:
+        """Whether the last expansion's timed walk (`walks.timed_exits`) skipped states."""
+        return self._fast.lossy
+
 
 class EngineModel:
     """The public transition path (`turn.advance`, which `game.step` runs) keyed by the
@@ -109,6 +115,7 @@ class EngineModel:
 
     name = "engine"
     quirks: Container[bytes] = frozenset()  # the engine is the reference
+    lossy = False  # it never folds walks, so it never skips a successor
 
     def __init__(self, level: Level) -> None:
         from .board import Context
@@ -167,16 +174,20 @@ def search(model: Model, *, strategy: str, caps: Caps, clock: Callable[[], float
     first solution is a shortest one. `best` takes turns between queues that share one seen
     set: a depth-ordered queue of *novel* states (width-based search; `_NOVEL_SHARE` turns
     per round), one queue per model estimate ordered by depth + 3 x estimate (weighted A*),
-    and a greedy one (depth + 10 x the last estimate), one turn each. A state taken from a
-    best-first queue is expanded with `walks` (free walking folded into multi-letter moves,
-    see `walks.py`); the novel queue plays single moves. Depth counts letters, walks included.
+    and a greedy one (depth + 10 x the last estimate), one turn each; their ties go to the
+    state pushed last. A state taken from a best-first queue is expanded with `walks` (walking
+    folded into multi-letter moves, see `walks.py`); the novel queue plays single moves. Depth
+    counts letters, walks included; the novel queue is ordered by depth, so under `bfs` it is
+    a plain breadth-first queue.
     It usually needs far fewer nodes than `bfs`; its answers are not always shortest. The
     caps count from the clock reading `started` and from `spent` earlier expansions (a search
     that continues another one's budget). A goal counts only when `verify` accepts its moves
     (the caller replays them in the public engine); a refuted goal is a dead end. Paths through
     a quirk turn (`Model.quirks`) are followed, since most still replay, until one such goal
-    is refuted; from then on they are dropped. An exhausted search that met a quirk or a
-    refutation proves nothing: it says `complexity_blocked`, with a reason starting `_PARTIAL`.
+    is refuted; from then on they are dropped. A state whose expansion skipped successors
+    (`Model.lossy`) is expanded again one move at a time once every queue is empty. An
+    exhausted search that met a quirk or a refutation proves nothing: it says
+    `complexity_blocked`, with a reason starting `_PARTIAL`.
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r} (one of {', '.join(STRATEGIES)})")
@@ -184,14 +195,20 @@ def search(model: Model, *, strategy: str, caps: Caps, clock: Callable[[], float
     root = model.initial()
     parents: dict[bytes, tuple[bytes, str] | None] = {root: None}
     held = len(root) + _ENTRY_OVERHEAD
-    fifo: deque[tuple[bytes, int]] = deque([(root, 0)])
+    # The novel queue, ordered by depth (letters) and then by arrival, so that under `bfs`
+    # (single moves only) it pops exactly in breadth-first order.
+    novel_queue: list[tuple[int, int, bytes]] = [(0, 0, root)]
     heaps: list[list[tuple[int, int, int, bytes]]] = []
     weights: list[int] = []
     done: set[bytes] = set()
     pushed, expanded, turn, refuted = 0, spent, 0, 0
+    popped_by: dict[bytes, int] = {}  # with `trace`: the queue that expanded each state
     tainted: set[bytes] = set()  # states whose stored path crosses a quirk turn (`Model.quirks`)
     shun = False  # set once a tainted goal was refuted: tainted states are dropped from then on
-    while fifo or any(heaps):
+    # States whose expansion skipped some successors (`Model.lossy`): once every queue is empty
+    # they are expanded again one move at a time, so that running dry still proves something.
+    redo: list[tuple[int, bytes]] = []
+    while novel_queue or any(heaps) or redo:
         if expanded >= caps.max_expanded:
             return BLOCKED, "", expanded - spent, f"node cap {caps.max_expanded} reached"
         if held >= caps.max_bytes:
@@ -200,20 +217,30 @@ def search(model: Model, *, strategy: str, caps: Caps, clock: Callable[[], float
             return BLOCKED, "", expanded - spent, f"time cap {caps.max_seconds:g} s reached"
         turn += 1
         queue = turn % (len(heaps) + _NOVEL_SHARE) - _NOVEL_SHARE + 1
-        if queue <= 0 or not heaps[queue - 1]:
-            if not fifo:
-                continue
-            key, depth = fifo.popleft()
-            walks = False  # the novel queue (and bfs) plays one move at a time
+        if not novel_queue and not any(heaps):
+            depth, key = redo.pop()
+            walks = False
         else:
-            _, _, depth, key = heapq.heappop(heaps[queue - 1])
-            walks = True  # best-first queues fold free walking (see `walks.py`)
-        if key in done or (shun and key in tainted):
+            if queue <= 0 or not heaps[queue - 1]:
+                if not novel_queue:
+                    continue
+                depth, _, key = heapq.heappop(novel_queue)
+                walks = False  # the novel queue (and bfs) plays one move at a time
+            else:
+                _, _, depth, key = heapq.heappop(heaps[queue - 1])
+                walks = True  # best-first queues fold walking (see `walks.py`)
+            if key in done:
+                continue
+            done.add(key)
+        if shun and key in tainted:
             continue
-        done.add(key)
+        if trace:
+            popped_by[key] = max(queue, 0)
         expanded += 1
         children, dirty = model.expand(key, parents, walks), key in tainted
         quirks = model.quirks
+        if model.lossy:
+            redo.append((depth, key))
         for move, child, won, _lost, novel, estimates in children:
             if child in parents:
                 continue
@@ -228,20 +255,23 @@ def search(model: Model, *, strategy: str, caps: Caps, clock: Callable[[], float
                 if verify(moves):
                     if trace:
                         trace(f"goal after {expanded - spent} expansions: {moves}")
+                        trace("queues that expanded its path (0 novel, then the heaps): "
+                              + _queues(parents, popped_by, key))
                     return SOLVED, moves, expanded - spent, ""
                 refuted += 1  # a model/engine disagreement: search on past this state
                 shun |= child in tainted
                 continue
+            pushed += 1
             if strategy == "bfs" or novel:
-                fifo.append((child, depth + len(move)))
+                heapq.heappush(novel_queue, (depth + len(move), pushed, child))
             if strategy == "best":
                 if not heaps:
                     weights = [_WEIGHT] * len(estimates) + [_GREEDY]
                     heaps = [[] for _ in weights]
-                pushed += 1
                 for heap, weight, estimate in zip(heaps, weights, (*estimates, estimates[-1]),
                                                   strict=True):
-                    heapq.heappush(heap, (depth + len(move) + weight * estimate, pushed,
+                    # Ties go to the newest state: depth-first along a plateau.
+                    heapq.heappush(heap, (depth + len(move) + weight * estimate, -pushed,
                                           depth + len(move), child))
         if trace and expanded % 10_000 == 0:
             trace(f"expanded {expanded - spent}, seen {len(parents)}, depth {depth}")
@@ -249,6 +279,16 @@ def search(model: Model, *, strategy: str, caps: Caps, clock: Callable[[], float
         why = f"{_PARTIAL} ({len(parents)} states, {refuted} goals refuted by replay)"
         return BLOCKED, "", expanded - spent, why
     return UNSOLVABLE, "", expanded - spent, f"all {len(parents)} reachable states explored"
+
+
+def _queues(parents: dict[bytes, tuple[bytes, str] | None], popped_by: dict[bytes, int],
+            key: bytes) -> str:
+    chain: list[str] = []
+    step: tuple[bytes, str] | None = (key, "")
+    while step is not None:
+        chain.append(str(popped_by.get(step[0], "?")))
+        step = parents[step[0]]
+    return "".join(reversed(chain))
 
 
 def _path(parents: dict[bytes, tuple[bytes, str] | None], key: bytes) -> str:

@@ -17,6 +17,9 @@ A walk step is free of side effects (so the region is exact) when all of these h
   one behind, since Keke does not recheck contacts after transforms);
 * the step enters a cell the object layer shows empty that holds no KILL, SINK or WIN object,
   nor a HOT one when the YOU is MELT, nor a MELT one when it is HOT.
+
+While something is MOVE, `timed_exits` folds walking by playing every step for real; it is
+exact in what it returns but skips some successors, which the search makes good later.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ if TYPE_CHECKING:
     from .fast import FastLevel
 
 STEPS = (("u", UP), ("d", DOWN), ("l", LEFT), ("r", RIGHT))
+ALL_STEPS = (*STEPS, ("s", 0))
 _HOT, _MELT = WORD_CODE["hot"], WORD_CODE["melt"]
 
 
@@ -95,3 +99,46 @@ def exits(lv: FastLevel, t: FastTurn, region: dict[int, str]
             if step.changed:
                 out.append((path + letter, step, won))
     return out
+
+
+def timed_exits(lv: FastLevel, t: FastTurn
+                ) -> tuple[list[tuple[str, FastTurn, bool]], bool] | None:
+    """Walks of a lone YOU while MOVE objects move: (exits, lossy), or None when something is
+    not MOVE or not exactly one object is YOU.
+
+    Every turn is played for real, so each exit is an exact state with the moves that reach it.
+    A *walk step* is a turn in which only the YOU and MOVE objects moved (no word, no creation or
+    removal, no win), the YOU alive and on a cell no earlier walk reached. Its state is not
+    returned but walked on from, breadth-first; every other turn from it is an exit. Unlike
+    `exits`, this skips states: reaching a cell later (by another walk, or by waiting) gives the
+    MOVE objects another phase, and such arrivals are dropped, as are turns that kill the YOU
+    and waits after the first step. `lossy` says one was; the search then expands the state
+    again one move at a time before it runs dry (`solve.search`)."""
+    if not t.automovers or len(t.players) != 1:
+        return None
+    p = t.players[0]
+    allowed = {p, *t.automovers}
+    reached = {t.pos[p]}
+    walks = [(t, "")]
+    out = []
+    lossy = False
+    for state, path in walks:
+        # Waiting on a walk only re-enters its cell; an event it would meet, the steps meet too.
+        lossy |= bool(path)
+        for letter, d in STEPS if path else ALL_STEPS:
+            step = state.copy()
+            won = step.turn(d)
+            if not step.changed:
+                continue
+            if not (won or step.players):
+                lossy = True  # the YOU died: rarely a way on, and one-move play still finds it
+            elif (won or step.renumber or step.words_moved or step.players != [p]
+                    or not step.moved <= allowed or (not path and p not in step.moved)):
+                out.append((path + letter, step, won))
+            elif step.pos[p] in reached:
+                lossy = True  # a later arrival, with the MOVE objects in another phase
+            else:
+                reached.add(step.pos[p])
+                step.changed = False  # from here on it flags a change against this state
+                walks.append((step, path + letter))
+    return out, lossy

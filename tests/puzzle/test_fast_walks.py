@@ -1,5 +1,6 @@
 """Walk folding (`walks.py`) and facing-free keys of the keke fast path: both merge or skip only
-states whose futures are the same, which these tests check against plain one-move play."""
+states whose futures are the same, which these tests check against plain one-move play. Timed
+walks (MOVE objects about) skip later arrivals by design; their children must still replay."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from actors.puzzle.fast import FastLevel
 from actors.puzzle.fast_turn import FastTurn
 from actors.puzzle.keke import load_keke_file
 from actors.puzzle.level import parse_level
-from actors.puzzle.walks import free_region
+from actors.puzzle.walks import free_region, timed_exits
 from tests.conftest import shared_path
 from tests.puzzle.boards import make_level
 
@@ -60,10 +61,22 @@ def check_fold(fast: FastLevel, key: bytes) -> bool:
     return True
 
 
+def check_timed(fast: FastLevel, key: bytes) -> bool:
+    """Children of a timed walk replay move by move to the same key and win flag. Returns
+    whether `key` had a timed walk at all."""
+    t = FastTurn(fast)
+    t.decode(key)
+    if timed_exits(fast, t) is None:
+        return False
+    for moves, child, won, *_ in fast.expand(key, walks=True):
+        assert play(fast, key, moves) == (child, won), moves
+    return True
+
+
 def test_folded_walks_match_one_move_play_on_corpus_walks() -> None:
     rng = np.random.default_rng(np.random.SeedSequence(4, spawn_key=(5,)))
     levels = load_keke_file(shared_path("baba-corpus", "keke", "full_biy_LEVELS.json"))
-    checked = 0
+    checked = timed = 0
     for lv in levels[::4]:
         fast = FastLevel(lv)
         key = fast.initial()
@@ -72,8 +85,24 @@ def test_folded_walks_match_one_move_play_on_corpus_walks() -> None:
             if won:
                 break
         checked += check_fold(fast, key)
-    print(f"{checked} of {len(levels[::4])} end states were foldable")
-    assert checked >= 10
+        timed += check_timed(fast, key)
+    print(f"{checked} of {len(levels[::4])} end states were foldable, {timed} by timed walks")
+    assert checked >= 10 and timed >= 1
+
+
+def test_timed_walks_replay_and_say_they_skipped_states() -> None:
+    """KEKE IS MOVE: baba's walks are folded while keke walks; every child replays move by move,
+    pushing the rule's words along is an exit, and arrivals at a cell already walked to (keke
+    elsewhere by then) are skipped, which the level records as `lossy`."""
+    fast = FastLevel(parse_level(make_level(
+        ["B=Y...", "......", "b...k.", "......", ".K=M.."], profile="keke")))
+    root = fast.initial()
+    assert not fast.lossy
+    children = fast.expand(root, walks=True)
+    for moves, child, won, *_ in children:
+        assert play(fast, root, moves) == (child, won), moves
+    assert "ddr" in [moves for moves, *_ in children]  # down to row 4, then push KEKE IS MOVE
+    assert fast.lossy
 
 
 def region_of(rows: list[str]) -> dict[int, str] | None:

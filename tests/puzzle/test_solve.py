@@ -73,6 +73,38 @@ def test_closed_level_is_unsolvable(profile: str, strategy: str) -> None:
     assert result.reason == f"all {result.expanded} reachable states explored"
 
 
+def test_states_a_timed_walk_skipped_are_searched_before_unsolvable(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a MOVE object about, the fast path's timed walks skip later arrivals; the search
+    expands those states again one move at a time, so running dry still proves unsolvable."""
+    redone: list[bool] = []
+    expand = FastLevel.expand
+
+    def spy(self: FastLevel, key: bytes, seen: Any = (), walks: bool = False) -> list:
+        out = expand(self, key, seen, walks)
+        redone.append(self.lossy)
+        return out
+
+    monkeypatch.setattr(FastLevel, "expand", spy)
+    result = run(level(["B=Y...", "b...k.", "K=M..."], "keke"), strategy="best")
+    assert (result.status, result.model) == (UNSOLVABLE, "fast") and any(redone)
+    assert result.reason.startswith("all ") and result.reason.endswith(" states explored")
+
+
+def test_the_rules_estimate_counts_the_way_to_the_thing_made_win() -> None:
+    """`KEKE IS WIN` wins only where baba meets a keke, so the `rules` estimate of forming it
+    grows with baba's distance to the nearest keke (1 or 4 here; BABA IS WIN is further off)."""
+    def rules_estimate(third_row: str) -> int:
+        fast = FastLevel(level(["B=Y.....", "........", third_row, "........", "........",
+                                "K=.V...."], "keke"))
+        t = FastTurn(fast)
+        t.decode(fast.initial())
+        return fast.guide.estimates(t)[2]
+
+    assert rules_estimate("bk......") == 2 + (1 + 1) + 6  # gap 1, keke 1 away, walk to WIN 6
+    assert rules_estimate("b...k...") == 2 + (1 + 4) + 6
+
+
 @pytest.mark.parametrize(("caps", "reason"), [
     (Caps(max_expanded=2, max_seconds=1e9), "node cap 2 reached"),
     (Caps(max_seconds=5), "time cap 5 s reached"),
