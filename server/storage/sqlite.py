@@ -97,12 +97,20 @@ class SqliteEventStore(EventStore):
         self._to_writer = stdin_w
         self._from_writer = trio.lowlevel.FdStream(stdout_r)
         buffer = bytearray()
-        while not (frames := split_frames(buffer)):
-            chunk = await self._from_writer.receive_some()
-            if not chunk:
-                raise RuntimeError(f"the event store's writer for {self.path} did not start "
-                                   f"(exit code {self._proc.wait()})")
-            buffer += chunk
+        try:
+            while not (frames := split_frames(buffer)):
+                chunk = await self._from_writer.receive_some()
+                if not chunk:
+                    raise RuntimeError(f"the event store's writer for {self.path} did not "
+                                       f"start (exit code {self._proc.wait()})")
+                buffer += chunk
+        except BaseException:  # failed or cancelled before the writer said hello
+            self._proc.kill()
+            self._proc.wait()
+            self._proc = None
+            os.close(stdin_w)
+            self._from_writer.close()
+            raise
         self.settings = frames[0]
         trio.lowlevel.spawn_system_task(self._read_answers, buffer,
                                         name=f"sqlite-answers:{self.path.name}")

@@ -215,3 +215,13 @@ async def test_sqlite_moves_frames_larger_than_a_pipe_buffer(tmp_path: Path) -> 
                 nursery.start_soon(store.append, f"small:{i}", 0, [{"i": i}])
         assert [e.data for e in await store.read("big:a")] == events
         assert await store.streams("small:") == {f"small:{i}": 1 for i in range(20)}
+
+
+async def test_sqlite_open_that_fails_leaves_no_writer(tmp_path: Path) -> None:
+    (tmp_path / "events.sqlite3").write_text("this is not a database")
+    store = SqliteEventStore.in_directory(tmp_path)
+    with pytest.raises(RuntimeError, match="did not start"):
+        await store.open()
+    assert store._proc is None
+    with pytest.raises(RuntimeError, match="not open"):
+        await store.read("s:a")
