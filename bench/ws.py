@@ -242,7 +242,7 @@ async def _round_trips(load: Load, index: int, ws: Any, start: trio.Event, deadl
     sent[index] = n
 
 
-async def _slice(load: Load, opened: list[tuple[int, Any]], seconds: float,
+async def _turn(load: Load, opened: list[tuple[int, Any]], seconds: float,
                  latencies: list[float], sent: list[int]) -> float:
     """Every connection does round trips back to back for `seconds`; the time it took."""
     start, deadline = trio.Event(), [0.0]
@@ -257,11 +257,11 @@ async def _slice(load: Load, opened: list[tuple[int, Any]], seconds: float,
 
 
 async def measure_alternating(loads: dict[str, Load], connections: int, seconds: float,
-                              slices: int = 1,
+                              turns: int = 1,
                               window: Callable[[], AbstractAsyncContextManager[Any]] | None
                               = None) -> dict[str, dict[str, Any]]:
     """Open `connections` to each load's server, then run round trips for `seconds` per
-    load, in `slices` turns that alternate between the loads; figures per load.
+    load, in `turns` turns that alternate between the loads; figures per load.
 
     Alternating short turns gives every load the same machine: on a shared or throttled
     machine the speed drifts over tens of seconds, which skews a ratio of two figures
@@ -280,10 +280,10 @@ async def measure_alternating(loads: dict[str, Load], connections: int, seconds:
         rates: dict[str, list[float]] = {name: [] for name in loads}
         sent = {name: [1] * connections for name in loads}  # request 0 was the warm-up
         async with (window or _no_window)():
-            for _ in range(slices):
+            for _ in range(turns):
                 for name, load in loads.items():
                     done = len(latencies[name])
-                    took = await _slice(load, opened[name], seconds / slices, latencies[name],
+                    took = await _turn(load, opened[name], seconds / turns, latencies[name],
                                         sent[name])
                     elapsed[name] += took
                     rates[name].append(round((len(latencies[name]) - done) / took, 1))
@@ -302,7 +302,7 @@ async def measure_alternating(loads: dict[str, Load], connections: int, seconds:
             "p50_ms": round(lat[count // 2] * 1e3, 3),
             "p99_ms": round(lat[min(count - 1, int(count * 0.99))] * 1e3, 3),
         }
-        if slices > 1:
+        if turns > 1:
             out[name]["per_turn_round_trips_per_s"] = rates[name]
     return out
 
