@@ -7,6 +7,7 @@ orders the solver's queues (see `solve.search`), so a poor estimate costs time, 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from .words import NOUNS, WORD_CODE
@@ -134,18 +135,34 @@ class Guide:
                      for ya, xa in zip(ys, xs, strict=True)]
         return self.dist
 
+    def walked(self, t: FastTurn, cells: Iterable[int]) -> None:
+        """Note the features of the lone YOU of `t` standing on each of `cells` (a folded walk,
+        `walks.free_region`) as seen, as if each walk state had been generated: an exit is
+        then novel only for what its step changed, not for a cell it merely walked over."""
+        self._note(t, list(cells))
+
     def novel(self, t: FastTurn) -> bool:
         """True when the state shows a feature no earlier generated state of the search had
-        (width-based search's novelty): a pair (word on a cell, YOU object on a cell), or a
-        rule. Pairs rather than single cells make walking novel again after any word moved,
-        so the depth-ordered novel queue can reach the next push."""
+        (width-based search's novelty): a pair (word on a cell, YOU object on a cell), a pair
+        (PUSH object of a noun on a cell, YOU object on a cell), or a rule. Pairs rather than
+        single cells make walking novel again after any word or PUSH object moved, so the
+        depth-ordered novel queue can reach the next push."""
+        before = len(self.seen)
+        self._note(t, [t.pos[o] for o in t.players])
+        return len(self.seen) > before
+
+    def _note(self, t: FastTurn, you: list[int]) -> None:
+        """Add the features of `t` with its YOU objects on the cells `you` to `seen`."""
         pos, seen, cells = t.pos, self.seen, self.lv.cells
-        before = len(seen)
-        you = [pos[o] for o in t.players]
         seen.update([b + c * cells + y for b, c in zip(self.word_base, pos) for y in you])
         base = self.lv.n_words * cells * cells
         seen.update([base + (a << 8 | b) for a, b in t.rules])
-        return len(seen) > before
+        # A PUSH object's cell, paired with the YOU's, like a word's: without it, pushing a
+        # rock or a keke along (as in bridging a SINK row) never looked new.
+        base += 1 << 16
+        nm = t.nm
+        seen.update([base + (nm[o] * cells + pos[o]) * cells + y for o in t.pushables
+                     for y in you])
 
     def _rule_gaps(self, t: FastTurn) -> tuple[tuple[int, int], ...]:
         """(noun, fewest word steps to line up a word of it and WIN around an IS) for each

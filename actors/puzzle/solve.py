@@ -78,11 +78,12 @@ class Model(Protocol):
     def initial(self) -> bytes:
         """The key of the settled initial state."""
 
-    def expand(self, key: bytes, seen: Container[bytes], walks: bool = False
-               ) -> list[tuple[str, bytes, bool, bool, bool, tuple[int, ...]]]:
+    def expand(self, key: bytes, seen: Container[bytes], walks: bool = False,
+               timed: bool = True) -> list[tuple[str, bytes, bool, bool, bool, tuple[int, ...]]]:
         """(moves, next key, won, lost, novel, distance estimates) for each move taken that
         leads out of `seen`; `novel` marks a state worth a place in the width-based queue.
-        With `walks` a model may fold side-effect-free walking into one multi-letter entry."""
+        With `walks` a model may fold side-effect-free walking into one multi-letter entry,
+        and with `timed` too also walking while MOVE objects move (which may skip states)."""
 
 
 class FastModel:
@@ -130,8 +131,8 @@ class EngineModel:
         """The key of the settled initial board."""
         return self._codec.encode(self._start)
 
-    def expand(self, key: bytes, seen: Container[bytes], walks: bool = False
-               ) -> list[tuple[str, bytes, bool, bool, bool, tuple[int, ...]]]:
+    def expand(self, key: bytes, seen: Container[bytes], walks: bool = False,
+               timed: bool = True) -> list[tuple[str, bytes, bool, bool, bool, tuple[int, ...]]]:
         """(move, next key, won, lost, novel, estimates) for every accepted move that leads
         out of `seen`; every state counts as novel here (no novelty features on this path),
         and walks are never folded."""
@@ -176,9 +177,10 @@ def search(model: Model, *, strategy: str, caps: Caps, clock: Callable[[], float
     per round), one queue per model estimate ordered by depth + 3 x estimate (weighted A*),
     and a greedy one (depth + 10 x the last estimate), one turn each; their ties go to the
     state pushed last. A state taken from a best-first queue is expanded with `walks` (walking
-    folded into multi-letter moves, see `walks.py`); the novel queue plays single moves. Depth
-    counts letters, walks included; the novel queue is ordered by depth, so under `bfs` it is
-    a plain breadth-first queue.
+    folded into multi-letter moves, see `walks.py`); under `best` the novel queue asks for
+    free walks only (`timed` False: never lossy), and under `bfs` it plays single moves.
+    Depth counts letters, walks included; the novel queue is ordered by depth, so under `bfs`
+    it is a plain breadth-first queue.
     It usually needs far fewer nodes than `bfs`; its answers are not always shortest. The
     caps count from the clock reading `started` and from `spent` earlier expansions (a search
     that continues another one's budget). A goal counts only when `verify` accepts its moves
@@ -219,16 +221,17 @@ def search(model: Model, *, strategy: str, caps: Caps, clock: Callable[[], float
         queue = turn % (len(heaps) + _NOVEL_SHARE) - _NOVEL_SHARE + 1
         if not novel_queue and not any(heaps):
             depth, key = redo.pop()
-            walks = False
+            walks = timed = False
         else:
             if queue <= 0 or not heaps[queue - 1]:
                 if not novel_queue:
                     continue
                 depth, _, key = heapq.heappop(novel_queue)
-                walks = False  # the novel queue (and bfs) plays one move at a time
+                # Under `best` it folds free walking too, but never timed walks (lossy).
+                walks, timed = strategy == "best", False
             else:
                 _, _, depth, key = heapq.heappop(heaps[queue - 1])
-                walks = True  # best-first queues fold walking (see `walks.py`)
+                walks = timed = True  # best-first queues fold walking (see `walks.py`)
             if key in done:
                 continue
             done.add(key)
@@ -237,7 +240,7 @@ def search(model: Model, *, strategy: str, caps: Caps, clock: Callable[[], float
         if trace:
             popped_by[key] = max(queue, 0)
         expanded += 1
-        children, dirty = model.expand(key, parents, walks), key in tainted
+        children, dirty = model.expand(key, parents, walks, timed), key in tainted
         quirks = model.quirks
         if model.lossy:
             redo.append((depth, key))

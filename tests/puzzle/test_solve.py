@@ -68,8 +68,12 @@ def test_bfs_finds_the_shortest_solution(profile: str) -> None:
 def test_closed_level_is_unsolvable(profile: str, strategy: str) -> None:
     result = run(level(CLOSED, profile), strategy=strategy)
     assert result.status == UNSOLVABLE and result.moves == ""
-    # 5 cells for baba, times the facings a profile keeps in its state.
-    assert 5 <= result.expanded <= 20
+    # 5 cells for baba, times the facings a profile keeps in its state; `best` on the fast
+    # path folds the free walk (walks.py), so its one start state covers all five cells.
+    if (strategy, profile) == ("best", "keke"):
+        assert result.expanded == 1
+    else:
+        assert 5 <= result.expanded <= 20
     assert result.reason == f"all {result.expanded} reachable states explored"
 
 
@@ -80,8 +84,9 @@ def test_states_a_timed_walk_skipped_are_searched_before_unsolvable(
     redone: list[bool] = []
     expand = FastLevel.expand
 
-    def spy(self: FastLevel, key: bytes, seen: Any = (), walks: bool = False) -> list:
-        out = expand(self, key, seen, walks)
+    def spy(self: FastLevel, key: bytes, seen: Any = (), walks: bool = False,
+            timed: bool = True) -> list:
+        out = expand(self, key, seen, walks, timed)
         redone.append(self.lossy)
         return out
 
@@ -105,6 +110,39 @@ def test_the_rules_estimate_counts_the_way_to_the_thing_made_win() -> None:
     assert rules_estimate("b...k...") == 2 + (1 + 4) + 6
 
 
+def test_a_pushed_object_makes_a_state_novel() -> None:
+    """Baba pushes the rock right and steps back: the words and baba's cell are as at the
+    start, only the PUSH rock moved, and that alone is a novelty feature (once)."""
+    fast = FastLevel(level(["B=Y...", "R=P...", "br....", "......"], "keke"))
+
+    def novel(moves: str) -> bool:
+        key = fast.initial()
+        for move in moves:
+            key = fast.step(key, move)[0]
+        t = FastTurn(fast)
+        t.decode(key)
+        return fast.guide.novel(t)
+
+    assert novel("") and novel("d") and not novel("du")  # back where it was: nothing new
+    assert novel("r") and novel("rl") and not novel("rl")
+
+
+def test_the_novel_queue_folds_free_walks_only_without_a_move_word() -> None:
+    """Novel-queue expansions (`timed=False`) fold free walking where no MOVE rule can form, and
+    then count every walked-over cell as seen; with a MOVE word they play single moves."""
+    def expand(rows: list[str]) -> tuple[FastLevel, list]:
+        fast = FastLevel(level(rows, "keke"))
+        return fast, fast.expand(fast.initial(), walks=True, timed=False)
+
+    fast, children = expand(["B=Y...", "...V..", "b....."])
+    assert max(len(moves) for moves, *_ in children) > 1
+    t = FastTurn(fast)
+    t.decode(fast.step(fast.initial(), "r")[0])  # baba one cell on: walked over, nothing new
+    assert not fast.guide.novel(t)
+    _, children = expand(["B=Y..M", "...V..", "b....."])
+    assert {moves for moves, *_ in children} <= set("udlrs")
+
+
 @pytest.mark.parametrize(("caps", "reason"), [
     (Caps(max_expanded=2, max_seconds=1e9), "node cap 2 reached"),
     (Caps(max_seconds=5), "time cap 5 s reached"),
@@ -126,8 +164,8 @@ def test_a_fast_answer_that_does_not_replay_falls_back_to_the_engine(
     def lying(self: FastModel, lv: Level) -> None:
         real(self, lv)
         truth = self.expand
-        self.expand = lambda key, seen, walks=False: [
-            (m, k, True, *rest) for m, k, _, *rest in truth(key, seen, walks)]
+        self.expand = lambda key, seen, walks=False, timed=True: [
+            (m, k, True, *rest) for m, k, _, *rest in truth(key, seen, walks, timed)]
 
     monkeypatch.setattr(FastModel, "__init__", lying)
     lv = level(CORRIDOR, "keke")
@@ -151,8 +189,8 @@ def test_after_a_refuted_quirk_goal_quirk_paths_are_dropped(
         real(self, lv)
         truth = self._fast.expand
 
-        def expand(key: bytes, seen: Any, walks: bool = False) -> list:
-            out = [(m, k, True, *rest) for m, k, _, *rest in truth(key, seen, walks)]
+        def expand(key: bytes, seen: Any, walks: bool = False, timed: bool = True) -> list:
+            out = [(m, k, True, *rest) for m, k, _, *rest in truth(key, seen, walks, timed)]
             self._fast.quirks = {k for _, k, *_ in out}
             return out
 
