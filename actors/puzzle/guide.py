@@ -179,16 +179,24 @@ class Guide:
         for w, ok in zip(self.noun_words, present, strict=True):
             if ok:
                 words.setdefault(kinds[w], []).append(pos[w])
-        wins = [pos[w] for w in self.win_words]
         found = []
-        for noun, cells in words.items():
-            gap = FAR
+        if words:
+            wins = [pos[w] for w in self.win_words]
+            # Per IS and direction: the distances to the cell before it, and the cost of a
+            # WIN word into the cell after it (the same for every noun, so computed once).
+            ends = []
             for c in self.connectors:
                 p = pos[c]
                 for step in (1, self.lv.stride):
-                    gap = min(gap, min(map(dist[p - step].__getitem__, cells))
-                              + min(map(dist[p + step].__getitem__, wins)))
-            found.append((noun, gap))
+                    after = dist[p + step]
+                    ends.append((dist[p - step], min([after[w] for w in wins])))
+            for noun, cells in words.items():
+                if len(cells) == 1:
+                    x = cells[0]
+                    costs = [before[x] + win for before, win in ends]
+                else:
+                    costs = [min([before[x] for x in cells]) + win for before, win in ends]
+                found.append((noun, min([FAR, *costs])))
         gaps = tuple(found)
         if len(self.gap_cache) >= _GAP_CACHE:
             self.gap_cache.clear()
