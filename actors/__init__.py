@@ -7,6 +7,7 @@ The runtime (trio, no server code):
 - `mailbox.py`: the bounded mailbox and what travels through it (`Call`, asks, tells, `Timer`).
 - `topic.py`: an actor's subscribers and its bounded history of events for resume.
 - `subscriber.py`: `SubscriberQueue`, the bounded queue of frames between actors and a connection.
+- `waiter.py`: `Waiter`, where the one reader of a mailbox or outbox parks.
 - `directory.py`: `Directory`, actor ids (`kind:name`) to live actors, started on demand per kind.
 - `context.py`: what an actor gets from its host (`RuntimeConfig`, observer) and `ActorStatistics`.
 - `store.py`: the `EventStore` interface (and an in-memory one); SQLite lives in `server/storage/`.

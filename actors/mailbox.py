@@ -10,6 +10,7 @@ import attrs
 import trio
 
 from actors.subscriber import SubscriberQueue
+from actors.waiter import Waiter
 from protocol.errors import ErrorCode, ProtocolError
 
 
@@ -121,7 +122,7 @@ class Mailbox:
         self.owner = owner
         self.size = size
         self._items: deque[Any] = deque()
-        self._receiver: trio.lowlevel.Task | None = None  # parked in `receive`
+        self._receiver = Waiter(f"the mailbox of {owner}")  # the actor's task, in `receive`
         self._room = trio.lowlevel.ParkingLot()  # `post_waiting` callers
         self.peak = 0
         self.closed = False
@@ -138,9 +139,7 @@ class Mailbox:
     def _put(self, item: Any) -> None:
         self._items.append(item)
         self.peak = max(self.peak, len(self._items))
-        if self._receiver is not None:
-            task, self._receiver = self._receiver, None
-            trio.lowlevel.reschedule(task)
+        self._receiver.wake()
 
     def post(self, item: Any) -> None:
         """Enqueue `item` now, or raise `overloaded` / `unavailable`."""
@@ -178,15 +177,7 @@ class Mailbox:
         if not self._items:
             if self.closed:
                 raise self._stopped()
-            if self._receiver is not None:
-                raise trio.BusyResourceError(f"{self.owner}: one task receives")
-            self._receiver = trio.lowlevel.current_task()
-
-            def abort(_: Any) -> trio.lowlevel.Abort:
-                self._receiver = None
-                return trio.lowlevel.Abort.SUCCEEDED
-
-            await trio.lowlevel.wait_task_rescheduled(abort)
+            await self._receiver.wait()
             if not self._items:  # woken by close
                 raise self._stopped()
         return self._take()
@@ -210,6 +201,4 @@ class Mailbox:
             if isinstance(item, Ask):
                 item.pending.fail(error)
         self._room.unpark_all()
-        if self._receiver is not None:
-            task, self._receiver = self._receiver, None
-            trio.lowlevel.reschedule(task)
+        self._receiver.wake()

@@ -16,6 +16,8 @@ from collections import deque
 import attrs
 import trio
 
+from actors.waiter import Waiter
+
 
 @attrs.frozen
 class QueueStatistics:
@@ -37,7 +39,7 @@ class SubscriberQueue:
         self.max_chars = max_chars
         self._chars = 0
         self._items: deque[str] = deque()
-        self._getter: trio.lowlevel.Task | None = None  # the writer task, parked in `get`
+        self._getter = Waiter("a SubscriberQueue")  # the writer task, in `get`
         self._writable = trio.lowlevel.ParkingLot()
         self._peak = 0
         self.closed = False
@@ -55,7 +57,7 @@ class SubscriberQueue:
         self._items.append(frame)
         self._chars += len(frame)
         self._peak = max(self._peak, len(self._items))
-        self._wake_getter()
+        self._getter.wake()
 
     def offer(self, frame: str) -> bool:
         """Enqueue without waiting; False when full or closed (nothing enqueued)."""
@@ -83,11 +85,6 @@ class SubscriberQueue:
         while not self.closed and self._full_for(""):
             await self._writable.park()
 
-    def _wake_getter(self) -> None:
-        if self._getter is not None:
-            task, self._getter = self._getter, None
-            trio.lowlevel.reschedule(task)
-
     async def get(self) -> str | None:
         """The next frame, waiting for one; None once the queue is closed and empty.
 
@@ -96,15 +93,7 @@ class SubscriberQueue:
         while not self._items:
             if self.closed:
                 return None
-            if self._getter is not None:
-                raise trio.BusyResourceError("one task gets from a SubscriberQueue")
-            self._getter = trio.lowlevel.current_task()
-
-            def abort(_: object) -> trio.lowlevel.Abort:
-                self._getter = None
-                return trio.lowlevel.Abort.SUCCEEDED
-
-            await trio.lowlevel.wait_task_rescheduled(abort)
+            await self._getter.wait()
         frame = self._items.popleft()
         self._chars -= len(frame)
         if self._writable:  # waiters recheck: a small frame may fit where a big one not
@@ -114,7 +103,7 @@ class SubscriberQueue:
     def close(self) -> None:
         """Refuse new frames; `get` still drains what is queued, then returns None."""
         self.closed = True
-        self._wake_getter()
+        self._getter.wake()
         self._writable.unpark_all()
 
     def statistics(self) -> QueueStatistics:
