@@ -17,6 +17,7 @@ import cattrs
 from cattrs.cols import list_structure_factory
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
 
+from protocol.bounds import OutOfBounds, check
 from protocol.errors import ErrorCode, ProtocolError
 
 T = TypeVar("T")
@@ -145,11 +146,16 @@ def first_error(exc: BaseException, root: str) -> tuple[str, str]:
 
 
 def structure(value: Any, cls: type[T], root: str = "args") -> T:
-    """Build `cls` from the JSON value `value`, or raise bad_request naming the bad path."""
+    """Build `cls` from the JSON value `value`, its bounds checked (protocol/bounds.py), or
+    raise bad_request naming the bad path."""
     if not isinstance(value, dict):
         raise ProtocolError(ErrorCode.BAD_REQUEST, f"{root}: expected an object", {"path": root})
     try:
-        return converter.structure(value, cls)
+        out = converter.structure(value, cls)
+        check(out, root)
+        return out
+    except OutOfBounds as exc:
+        raise ProtocolError(ErrorCode.BAD_REQUEST, str(exc), {"path": exc.path}) from None
     except (ClassValidationError, IterableValidationError) as exc:
         path, phrase = first_error(exc, root)
         raise ProtocolError(ErrorCode.BAD_REQUEST, f"{path}: {phrase}", {"path": path}) from None

@@ -12,6 +12,7 @@ from typing import Any
 
 import attrs
 
+from protocol.bounds import Bounds, bounds_of
 from protocol.envelope import PROTOCOL_VERSION
 from protocol.registry import Registry
 
@@ -58,7 +59,7 @@ def class_schema(cls: type, defs: dict[str, Any]) -> dict[str, Any]:
     props: dict[str, Any] = {}
     required: list[str] = []
     for field in attrs.fields(cls):
-        props[field.name] = type_schema(hints[field.name], defs)
+        props[field.name] = with_bounds(type_schema(hints[field.name], defs), bounds_of(field))
         if field.default is attrs.NOTHING:
             required.append(field.name)
     schema: dict[str, Any] = {"type": "object", "properties": props,
@@ -68,6 +69,38 @@ def class_schema(cls: type, defs: dict[str, Any]) -> dict[str, Any]:
     if cls.__doc__:
         schema["description"] = cls.__doc__.strip().splitlines()[0]
     return schema
+
+
+def with_bounds(schema: dict[str, Any], b: Bounds | None) -> dict[str, Any]:
+    """`schema` with the JSON Schema keywords of bounds `b` (on every alternative of an
+    `anyOf`)."""
+    if b is None:
+        return schema
+    if "anyOf" in schema:
+        return {**schema, "anyOf": [with_bounds(s, b) for s in schema["anyOf"]]}
+    kind = schema.get("type")
+    out = dict(schema)
+    if kind in ("integer", "number"):
+        if b.lo is not None:
+            out["minimum"] = b.lo
+        if b.hi is not None:
+            out["maximum"] = b.hi
+    elif kind == "string" and b.length is not None:
+        out["maxLength"] = b.length
+    elif kind == "array":
+        if b.length is not None:
+            out["maxItems"] = b.length
+        if b.each is not None:
+            if "items" in out:
+                out["items"] = with_bounds(out["items"], b.each)
+            if "prefixItems" in out:
+                out["prefixItems"] = [with_bounds(s, b.each) for s in out["prefixItems"]]
+    elif kind == "object":
+        if b.length is not None:
+            out["maxProperties"] = b.length
+        if b.each is not None and "additionalProperties" in out:
+            out["additionalProperties"] = with_bounds(out["additionalProperties"], b.each)
+    return out
 
 
 def registry_schema(registry: Registry) -> dict[str, Any]:

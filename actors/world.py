@@ -1,0 +1,170 @@
+"""A world is a value: its kind's rules, declared once, for one generic host to run.
+
+A `World` says what an empty world is (`initial`), how one event changes the state
+(`evolve`), how events are stored (`codec`), and which ops it answers: `moves` (writes:
+`decide` events from the state, then a `result` for the caller) and `reads` (an answer
+from the state). Everything here is pure: a world package's `rules.py` builds its `World`
+from plain functions over attrs/numpy values, and the host (`actors.host.WorldActor`)
+does the rest: dispatch by the table, the durable append, replies, publishing, timers.
+
+    decide(state, args, ctx) -> [event, ...] | Refusal     nothing changes on a Refusal
+    evolve(state, event) -> state                           never fails for a decided event
+    result(state_after, events, args) -> the reply's attrs value
+    answer(state, args, ctx) -> the reply's attrs value | Refusal
+
+`ctx` is all a decision may know beyond the state: who calls (`ctx.caller`), when the
+host took the message (`ctx.t`, milliseconds since the epoch) and a generator seeded for
+the move's purpose (`ctx.rng`). Domain code reads no clock and makes no generator.
+
+A world comes to life only through its `create` move (a write on an empty state, by a
+caller with `create_role`) or because the kind declares the name (`declared`, e.g. the
+daily field of today); naming any other world starts nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from enum import StrEnum
+from typing import Any, Generic, TypeVar
+
+import attrs
+import numpy as np
+
+S = TypeVar("S")  # a world's state
+E = TypeVar("E")  # one of its events
+
+
+@attrs.frozen
+class Refusal:
+    """Why a move or read was refused: a code (an `ErrorCode` value or one of the world's
+    registered codes), a plain sentence, and detail for programs. Nothing changed."""
+
+    code: StrEnum | str
+    message: str
+    detail: Mapping[str, Any] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class Caller:
+    """Who sent a message: the credential's name and its role."""
+
+    name: str
+    role: str
+
+
+class Ctx:
+    """What the host hands a decision: the caller, the time, a seeded generator.
+
+    `rng` is built on first use from the world's seed (`World.seed(state)`), the move's
+    `purpose` and the revision the move starts from, so replaying the same events draws
+    the same numbers.
+    """
+
+    __slots__ = ("_purpose", "_rng", "_seed", "caller", "rev", "t")
+
+    def __init__(self, caller: Caller, t: int, rev: int, seed: int = 0,
+                 purpose: int | None = None) -> None:
+        self.caller = caller
+        self.t = t
+        self.rev = rev
+        self._seed = seed
+        self._purpose = purpose
+        self._rng: np.random.Generator | None = None
+
+    @property
+    def rng(self) -> np.random.Generator:
+        """The generator of this move's purpose at this revision."""
+        if self._purpose is None:
+            raise RuntimeError("this move declared no purpose for a generator")
+        if self._rng is None:
+            self._rng = np.random.default_rng(np.random.SeedSequence(
+                self._seed, spawn_key=(self._purpose, self.rev)))
+        return self._rng
+
+
+@attrs.frozen
+class Move(Generic[S, E]):
+    """A write: `decide` the events (or refuse), then build the reply from the state after.
+
+    `purpose` is the spawn key of `ctx.rng` for this move (None: it draws no numbers).
+    """
+
+    decide: Callable[[S, Any, Ctx], Sequence[E] | Refusal]
+    result: Callable[[S, Sequence[E], Any], Any]
+    purpose: int | None = None
+
+
+@attrs.frozen
+class Read(Generic[S]):
+    """A read: an answer from the state, or a refusal. Reads never change anything."""
+
+    answer: Callable[[S, Any, Ctx], Any]
+
+
+@attrs.frozen
+class Codec(Generic[S, E]):
+    """Events as stored JSON objects and back. `encode` also sees the state after the
+    event, for fields derived from it that renderers want (the field's dirty map tiles);
+    `decode` must ignore those again."""
+
+    encode: Callable[[E, S], dict[str, Any]]
+    decode: Callable[[dict[str, Any]], E]
+
+
+@attrs.frozen
+class StateCodec(Generic[S]):
+    """A state as a JSON snapshot and back (worlds with long streams declare one)."""
+
+    dump: Callable[[S], Any]
+    load: Callable[[Any], S]
+
+
+def _never(*_: Any) -> bool:
+    return False
+
+
+def _zero(_: Any) -> int:
+    return 0
+
+
+@attrs.frozen
+class World(Generic[S, E]):
+    """One world kind, as a value. See the module docstring for the contract of each part.
+
+    - `ops`: the kind's op declarations (`protocol/ops/<kind>.py`); every op is answered by
+      exactly one of `moves`, `reads` or the effect actor's `effects`.
+    - `create`: the op that brings a world of this kind to life (a key of `moves`, or of
+      the effect actor's `effects`), None when worlds of the kind are only declared.
+    - `declared(name, t)`: True for names that exist without being created.
+    - `is_noop(event)`: a decided event that changes nothing; it is neither stored nor
+      folded, but `result` still sees it.
+    - `actor`: the `WorldActor` subclass for effects a table cannot express (generation
+      off the task, timers, asking other worlds); None runs the plain host.
+    """
+
+    kind: str
+    initial: Callable[[str], S]  # the world's name -> its state at revision 0
+    evolve: Callable[[S, E], S]
+    codec: Codec[S, E]
+    view: Callable[[S], Any]  # the JSON value of a `snapshot` push
+    ops: tuple[Any, ...]  # protocol.registry.OpSpec values
+    moves: Mapping[str, Move[S, E]] = attrs.field(factory=dict)
+    reads: Mapping[str, Read[S]] = attrs.field(factory=dict)
+    create: str | None = None
+    create_role: str = "owner"
+    declared: Callable[[str, int], bool] = _never
+    codes: type[StrEnum] | None = None
+    seed: Callable[[S], int] = _zero
+    is_noop: Callable[[E], bool] = _never
+    snapshot: StateCodec[S] | None = None
+    listed: bool = True  # the lobby lists worlds of this kind
+    # Seconds between pushes (0: after every batch) and pushes a second the whole topic
+    # may take; see actors.runtime.Actor.
+    push_interval: float = 0.0
+    fanout_rate: float = float("inf")
+    actor: type | None = None
+    cli: str | None = None  # the module whose `register(subparsers)` adds `petridish <kind>`
+
+    def op_names(self) -> frozenset[str]:
+        """The names of the ops this world declares."""
+        return frozenset(spec.name for spec in self.ops)

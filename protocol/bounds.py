@@ -1,0 +1,118 @@
+"""Bounds on what a client may send: every number's range, every text's and list's length.
+
+An op's args class declares them on its fields with `bounded(...)`; the strict converter
+checks them after structuring (`check`, a bad_request naming the JSON path of the first
+field out of bounds) and the JSON Schema carries them (`minimum`, `maximum`,
+`maxLength`, `maxItems`). A test requires a bound on every number, text, list and map
+of every op's args, so that no request can ask the server to hold or compute without
+limit.
+"""
+
+from __future__ import annotations
+
+import functools
+import typing
+from typing import Any
+
+import attrs
+
+KEY = "petridish.bounds"
+
+
+@attrs.frozen
+class Bounds:
+    """One field's bounds: a number in lo..hi; a text, list or map of at most `length`
+    characters or items; `each` bounds every item of a list (or value of a map)."""
+
+    lo: int | float | None = None
+    hi: int | float | None = None
+    length: int | None = None
+    each: Bounds | None = None
+
+
+def bounded(default: Any = attrs.NOTHING, *, lo: int | float | None = None,
+            hi: int | float | None = None, length: int | None = None,
+            each: Bounds | None = None, factory: Any = None) -> Any:
+    """An attrs field with bounds (and a default or a factory, as `attrs.field` takes)."""
+    meta = {KEY: Bounds(lo, hi, length, each)}
+    if factory is not None:
+        return attrs.field(factory=factory, metadata=meta)
+    return attrs.field(default=default, metadata=meta)
+
+
+def items(*, lo: int | float | None = None, hi: int | float | None = None,
+          length: int | None = None, each: Bounds | None = None) -> Bounds:
+    """Bounds for the items of a list (or the values of a map)."""
+    return Bounds(lo, hi, length, each)
+
+
+def bounds_of(field: attrs.Attribute) -> Bounds | None:
+    """The bounds declared on an attrs field, if any."""
+    return field.metadata.get(KEY)
+
+
+class OutOfBounds(ValueError):
+    """A structured value broke a bound: `path` and a phrase for the reply."""
+
+    def __init__(self, path: str, phrase: str) -> None:
+        super().__init__(f"{path}: {phrase}")
+        self.path = path
+        self.phrase = phrase
+
+
+def check(obj: Any, path: str = "args") -> None:
+    """Check every bound of the attrs value `obj` and of the attrs values inside it
+    (OutOfBounds at the first one broken)."""
+    for name, b, nested in _plan(type(obj)):
+        _check(getattr(obj, name), b, nested, f"{path}.{name}")
+
+
+def _check(value: Any, b: Bounds | None, nested: bool, path: str) -> None:
+    if value is None or isinstance(value, bool):
+        return
+    if b is not None:
+        if isinstance(value, int | float):
+            if (b.lo is not None and value < b.lo) or (b.hi is not None and value > b.hi):
+                raise OutOfBounds(path, _range(b))
+            return
+        if b.length is not None and isinstance(value, str | list | tuple | set | frozenset
+                                               | dict) and len(value) > b.length:
+            unit = "characters" if isinstance(value, str) else "items"
+            raise OutOfBounds(path, f"at most {b.length} {unit}")
+    if attrs.has(type(value)):
+        check(value, path)
+        return
+    inner = b.each if b is not None else None
+    if inner is None and not nested:
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _check(item, inner, nested, f"{path}.{key}")
+    elif isinstance(value, list | tuple | set | frozenset):
+        for i, item in enumerate(value):
+            _check(item, inner, nested, f"{path}[{i}]")
+
+
+def _range(b: Bounds) -> str:
+    if b.lo is not None and b.hi is not None:
+        return f"must be between {b.lo} and {b.hi}"
+    if b.hi is not None:
+        return f"must be at most {b.hi}"
+    return f"must be at least {b.lo}"
+
+
+@functools.cache
+def _plan(cls: type) -> tuple[tuple[str, Bounds | None, bool], ...]:
+    """The fields of `cls` to check: (name, bounds, whether attrs values may sit inside)."""
+    hints = typing.get_type_hints(cls)
+    out = []
+    for field in attrs.fields(cls):
+        b = bounds_of(field)
+        nested = _holds_attrs(hints[field.name])
+        if b is not None or nested:
+            out.append((field.name, b, nested))
+    return tuple(out)
+
+
+def _holds_attrs(tp: Any) -> bool:
+    return attrs.has(tp) or any(_holds_attrs(a) for a in typing.get_args(tp))
