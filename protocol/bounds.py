@@ -30,8 +30,8 @@ class Bounds:
     each: Bounds | None = None
 
 
-def bounded(default: Any = attrs.NOTHING, *, lo: int | float | None = None,
-            hi: int | float | None = None, length: int | None = None,
+def bounded(default: Any = attrs.NOTHING, *, lo: float | None = None,
+            hi: float | None = None, length: int | None = None,
             each: Bounds | None = None, factory: Any = None) -> Any:
     """An attrs field with bounds (and a default or a factory, as `attrs.field` takes)."""
     meta = {KEY: Bounds(lo, hi, length, each)}
@@ -40,7 +40,7 @@ def bounded(default: Any = attrs.NOTHING, *, lo: int | float | None = None,
     return attrs.field(default=default, metadata=meta)
 
 
-def items(*, lo: int | float | None = None, hi: int | float | None = None,
+def items(*, lo: float | None = None, hi: float | None = None,
           length: int | None = None, each: Bounds | None = None) -> Bounds:
     """Bounds for the items of a list (or the values of a map)."""
     return Bounds(lo, hi, length, each)
