@@ -138,6 +138,9 @@ class World(Generic[S, E]):
     - `declared(name, t)`: True for names that exist without being created.
     - `is_noop(event)`: a decided event that changes nothing; it is neither stored nor
       folded, but `result` still sees it.
+    - `transient(event)`: an event folded into the state in memory but never stored or
+      published (state a seed keeps in memory only, such as the lab's strikes: gone after
+      a restart).
     - `actor`: the `WorldActor` subclass for effects a table cannot express (generation
       off the task, timers, asking other worlds); None runs the plain host.
     """
@@ -156,6 +159,7 @@ class World(Generic[S, E]):
     codes: type[StrEnum] | None = None
     seed: Callable[[S], int] = _zero
     is_noop: Callable[[E], bool] = _never
+    transient: Callable[[E], bool] = _never
     snapshot: StateCodec[S] | None = None
     listed: bool = True  # the lobby lists worlds of this kind
     # Seconds between pushes (0: after every batch) and pushes a second the whole topic
