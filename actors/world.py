@@ -167,7 +167,6 @@ class World(Generic[S, E]):
     push_interval: float = 0.0
     fanout_rate: float = float("inf")
     actor: type | None = None
-    cli: str | None = None  # the module whose `register(subparsers)` adds `petridish <kind>`
 
     def op_names(self) -> frozenset[str]:
         """The names of the ops this world declares."""

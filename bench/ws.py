@@ -34,17 +34,20 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 import trio
 
-from actors.runtime import Actor, Call
-from protocol.registry import OpSpec, Registry, default_registry
+from actors.runtime import Call, WorldActor
+from actors.runtime.host import Effect
+from actors.world import Codec, Move, World
+from protocol.registry import OpSpec, Registry
+from server import worlds
 from server.commands import tune_gc
 
 REPO = Path(__file__).resolve().parent.parent
@@ -78,38 +81,38 @@ class StoreFigures:
     commits: int
 
 
-class BenchPad(Actor):
-    """A world whose only state is its revision; every bump is one durable event."""
+class _BenchPadActor(WorldActor):
+    """Answers `benchpad.store` with the store's counters (the store is no table's)."""
 
-    kind = BENCH_KIND
+    async def _store(self, _call: Call) -> StoreFigures:
+        stats = self.context.store.statistics()
+        return StoreFigures(stats.appends, stats.commits)
 
-    def reset(self) -> None:
-        """Nothing but the revision, which the runtime keeps."""
+    effects: ClassVar[Mapping[str, Effect]] = {f"{BENCH_KIND}.store": _store}
 
-    def apply(self, event: dict[str, Any]) -> None:
-        """A bump changes nothing but the revision."""
 
-    def view(self) -> dict[str, int]:
-        """The revision."""
-        return {"revision": self.rev}
+def bench_ops() -> tuple[OpSpec, ...]:
+    """`benchpad.bump` and `benchpad.store`."""
+    return (OpSpec(f"{BENCH_KIND}.bump", BumpArgs, BumpResult, "agent",
+                   "Append one event; answer with the new revision."),
+            OpSpec(f"{BENCH_KIND}.store", BumpArgs, StoreFigures, "spectator",
+                   "The event store's appends and commits so far."))
 
-    async def handle(self, call: Call) -> BumpResult | StoreFigures:
-        """`bump`: commit one event, answer with the new revision; `store`: the counters."""
-        if call.op == f"{BENCH_KIND}.store":
-            stats = self.context.store.statistics()
-            return StoreFigures(stats.appends, stats.commits)
-        await self.commit([{"type": "bumped"}])
-        return BumpResult(self.rev)
+
+# A world whose only state is its revision; every bump is one durable event. Every name
+# exists (bench only), and it runs on the same generic host as every world.
+BENCH_PAD = World(
+    kind=BENCH_KIND, initial=lambda _name: 0, evolve=lambda rev, _ev: rev + 1,
+    codec=Codec(lambda _ev, _rev: {"type": "bumped"}, lambda _data: "bumped"),
+    view=lambda rev: {"revision": rev}, ops=bench_ops(),
+    moves={f"{BENCH_KIND}.bump": Move(lambda _s, _a, _c: ["bumped"],
+                                      lambda rev, _ev, _a: BumpResult(rev))},
+    declared=lambda _name, _t: True, listed=False, actor=_BenchPadActor)
 
 
 def bench_registry() -> Registry:
     """Every op of the build plus `benchpad.bump` and `benchpad.store`."""
-    registry = default_registry()
-    registry.add(OpSpec(f"{BENCH_KIND}.bump", BumpArgs, BumpResult, "agent",
-                        "Append one event; answer with the new revision."))
-    registry.add(OpSpec(f"{BENCH_KIND}.store", BumpArgs, StoreFigures, "spectator",
-                        "The event store's appends and commits so far."))
-    return registry
+    return Registry([*worlds.registry(), *bench_ops()])
 
 
 # ---- the servers (each runs in a subprocess started below) ----------------------------------
@@ -423,13 +426,13 @@ async def _measure_grouping(url: str, loads: dict[str, Load], connections: int,
 
 def serve_protocol(data_dir: str) -> None:
     """Serve the real app plus the `benchpad` kind, anonymous callers as agents, until killed."""
-    from actors.directory import ActorKind
-    from server.app import Running, default_kinds, serve
+    from actors.runtime import ActorKind
+    from server.app import Running, serve
     from server.config import ServerConfig
 
     config = ServerConfig(host="127.0.0.1", port=0, data_dir=data_dir, open_mode=True,
                           rate=1e9, burst=10**9)
-    kinds = [*default_kinds(), ActorKind(BENCH_KIND, BenchPad, autostart=True, listed=False)]
+    kinds = [*worlds.kinds(), ActorKind.of(BENCH_PAD)]
 
     async def main() -> None:
         async with trio.open_nursery() as nursery:

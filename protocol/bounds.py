@@ -24,17 +24,21 @@ class Bounds:
     """One field's bounds: a number in lo..hi; a text, list or map of at most `length`
     characters or items; `each` bounds every item of a list (or value of a map)."""
 
-    lo: int | float | None = None
-    hi: int | float | None = None
+    lo: float | None = None
+    hi: float | None = None
     length: int | None = None
     each: Bounds | None = None
+    code: str = "bad_request"  # the refusal's code when the bound is broken
 
 
 def bounded(default: Any = attrs.NOTHING, *, lo: float | None = None,
             hi: float | None = None, length: int | None = None,
-            each: Bounds | None = None, factory: Any = None) -> Any:
-    """An attrs field with bounds (and a default or a factory, as `attrs.field` takes)."""
-    meta = {KEY: Bounds(lo, hi, length, each)}
+            each: Bounds | None = None, factory: Any = None,
+            code: str = "bad_request") -> Any:
+    """An attrs field with bounds (and a default or a factory, as `attrs.field` takes);
+    `code` is the refusal's code when one is broken (bad_request unless the op's contract
+    names another, such as the field's `too_large` for an oversized batch)."""
+    meta = {KEY: Bounds(lo, hi, length, each, str(code))}
     if factory is not None:
         return attrs.field(factory=factory, metadata=meta)
     return attrs.field(default=default, metadata=meta)
@@ -54,10 +58,11 @@ def bounds_of(field: attrs.Attribute) -> Bounds | None:
 class OutOfBounds(ValueError):
     """A structured value broke a bound: `path` and a phrase for the reply."""
 
-    def __init__(self, path: str, phrase: str) -> None:
+    def __init__(self, path: str, phrase: str, code: str = "bad_request") -> None:
         super().__init__(f"{path}: {phrase}")
         self.path = path
         self.phrase = phrase
+        self.code = code
 
 
 def check(obj: Any, path: str = "args") -> None:
@@ -73,12 +78,12 @@ def _check(value: Any, b: Bounds | None, nested: bool, path: str) -> None:
     if b is not None:
         if isinstance(value, int | float):
             if (b.lo is not None and value < b.lo) or (b.hi is not None and value > b.hi):
-                raise OutOfBounds(path, _range(b))
+                raise OutOfBounds(path, _range(b), b.code)
             return
         if b.length is not None and isinstance(value, str | list | tuple | set | frozenset
                                                | dict) and len(value) > b.length:
             unit = "characters" if isinstance(value, str) else "items"
-            raise OutOfBounds(path, f"at most {b.length} {unit}")
+            raise OutOfBounds(path, f"at most {b.length} {unit}", b.code)
     if attrs.has(type(value)):
         check(value, path)
         return

@@ -155,7 +155,7 @@ def structure(value: Any, cls: type[T], root: str = "args") -> T:
         check(out, root)
         return out
     except OutOfBounds as exc:
-        raise ProtocolError(ErrorCode.BAD_REQUEST, str(exc), {"path": exc.path}) from None
+        raise ProtocolError(exc.code, str(exc), {"path": exc.path}) from None
     except (ClassValidationError, IterableValidationError) as exc:
         path, phrase = first_error(exc, root)
         raise ProtocolError(ErrorCode.BAD_REQUEST, f"{path}: {phrase}", {"path": path}) from None

@@ -1,15 +1,13 @@
 """One registry of ops: name -> args class, result class, minimum role, one line of doc.
 
 Each world kind declares its ops in `protocol/ops/<kind>.py` as a tuple `OPS` of
-`OpSpec`; `default_registry()` collects every module there. An op is named
-`<kind>.<verb>` and is handled by an actor of that kind. A new op is one attrs class
-pair and one entry.
+`OpSpec`; its `World` carries them, and `server/worlds.py` builds the server's registry
+from the worlds it hosts. An op is named `<kind>.<verb>` and is handled by an actor of
+that kind. A new op is one attrs class pair and one entry.
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections.abc import Iterable, Iterator
 
 import attrs
@@ -72,15 +70,3 @@ class Registry:
 
     def __len__(self) -> int:
         return len(self._ops)
-
-
-def default_registry() -> Registry:
-    """Every op declared in the modules of `protocol/ops/`."""
-    import protocol.ops
-
-    registry = Registry()
-    for info in sorted(pkgutil.iter_modules(protocol.ops.__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"protocol.ops.{info.name}")
-        for spec in module.OPS:
-            registry.add(spec)
-    return registry

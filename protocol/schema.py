@@ -1,6 +1,6 @@
 """JSON Schema (draft 2020-12) of every registered op's args and result, from the attrs classes.
 
-`petridish protocol-schema` prints `registry_schema(default_registry())`.
+`petridish protocol-schema` prints `registry_schema(server.worlds.registry())`.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ return as soon as nothing is in flight, at most `graceful_timeout` later).
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any
@@ -26,12 +26,10 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket
 
-from actors.directory import ActorKind, Directory, open_directory
-from actors.field.actor import FieldActor
-from actors.lobby import LobbyActor
-from actors.scratch import ScratchActor
-from protocol.registry import Registry, default_registry
-from server import hypercorn_close
+from actors.runtime import ActorKind, Directory, open_directory
+from actors.runtime.context import wall_clock_ms
+from protocol.registry import Registry
+from server import hypercorn_close, worlds
 from server.auth import TokenStore
 from server.config import ServerConfig
 from server.mcp import build as build_mcp
@@ -41,15 +39,6 @@ from server.session import Session
 from server.storage import SqliteEventStore
 
 log = logging.getLogger("petridish.server")
-
-
-def default_kinds() -> list[ActorKind]:
-    """The world kinds this server hosts (each world package adds its line here)."""
-    return [
-        ActorKind("lobby", LobbyActor, autostart=frozenset({"main"}), listed=False),
-        ActorKind("scratch", ScratchActor, create_role="agent"),
-        ActorKind("field", FieldActor, create_role="agent", autostart=True),
-    ]
 
 
 class MetricsObserver:
@@ -196,12 +185,13 @@ def _hypercorn_config(config: ServerConfig) -> HypercornConfig:
 
 
 async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = None,
-                registry: Registry | None = None,
+                registry: Registry | None = None, clock: Callable[[], int] = wall_clock_ms,
                 task_status: trio.TaskStatus[Running] = trio.TASK_STATUS_IGNORED) -> None:
     """Run the server until `Running.stop()` (or cancellation); use with `nursery.start`.
 
-    `kinds` and `registry` default to every world kind and op this build has; tests
-    pass their own to host test-only actors.
+    `kinds` and `registry` default to every world and op of `server/worlds.py`; tests
+    pass their own to host test-only actors, and their own `clock` (ms since the epoch)
+    to move the day.
     """
     hypercorn_close.install()
     tokens = TokenStore(config.data_dir)
@@ -209,9 +199,9 @@ async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = Non
     metrics = Metrics()
     stop = trio.Event()
     async with SqliteEventStore.in_directory(config.data_dir) as store, open_directory(
-            store, default_kinds() if kinds is None else kinds, config=config.runtime,
-            observer=MetricsObserver(metrics)) as directory:
-        state = ServerState(config, registry or default_registry(), directory, tokens, metrics,
+            store, worlds.kinds() if kinds is None else kinds, config=config.runtime,
+            observer=MetricsObserver(metrics), clock=clock) as directory:
+        state = ServerState(config, registry or worlds.registry(), directory, tokens, metrics,
                             Deadlines(config.runtime.ask_timeout))
         metrics.mailbox_depth.set_function(state.mailbox_depths)
         app = _count_http(build_app(state), state)

@@ -1,40 +1,28 @@
 """The `petridish` command: one argparse tree, each world adding its own subcommands.
 
 Server commands (`serve`, `token`, `protocol-schema`) live in `server/commands.py`;
-each world kind exposes `register(subparsers)` in `actors/<kind>/cli.py`. Handlers
-import their heavy modules lazily so `petridish --help` stays fast.
+each world package of `server/worlds.py` may add its own in `actors/<kind>/cli.py`
+(`register(subparsers)`). Handlers import their heavy modules lazily so `petridish
+--help` stays fast.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import sys
 
-# Modules that contribute subcommands through `register(subparsers)`.
-COMMAND_MODULES = (
-    "server.commands",
-    "actors.field.cli",
-    "actors.puzzle.cli",
-    "actors.ecosystem.cli",
-    "actors.lab.cli",
-)
+from server.worlds import command_modules
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """Return the full parser; a module that is not built yet is skipped."""
+    """Return the full parser."""
     parser = argparse.ArgumentParser(prog="petridish", description="Petri Dish Games server")
     sub = parser.add_subparsers(dest="command", required=True)
-    for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            # Only the command module itself or its world package may be absent; a missing
-            # import inside an existing one is a bug and is raised.
-            if exc.name is None or not (name == exc.name or name.startswith(exc.name + ".")):
-                raise
-            continue
-        module.register(sub)
+    for name in ["server.commands", *command_modules()]:
+        if importlib.util.find_spec(name) is not None:
+            importlib.import_module(name).register(sub)
     return parser
 
 

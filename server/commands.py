@@ -119,8 +119,8 @@ def _token_list(args: argparse.Namespace) -> int:
 def _protocol_schema(_: argparse.Namespace) -> int:
     import json
 
-    from protocol.registry import default_registry
     from protocol.schema import registry_schema
+    from server.worlds import registry
 
-    print(json.dumps(registry_schema(default_registry()), indent=2, sort_keys=True))
+    print(json.dumps(registry_schema(registry()), indent=2, sort_keys=True))
     return 0

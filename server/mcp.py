@@ -57,7 +57,12 @@ def _annotation(tp: Any) -> Any:
     """The MCP (pydantic) annotation of an op argument: attrs classes become objects."""
     if attrs.has(tp):
         return dict[str, Any]
+    if typing.get_origin(tp) is tuple:  # JSON arrays reach the strict converter as lists
+        return list[typing.get_args(tp)[0]]  # type: ignore[misc]
     args = typing.get_args(tp)
+    if type(None) in args and len(args) == 2:
+        inner = _annotation(next(a for a in args if a is not type(None)))
+        return inner | None
     if args and any(attrs.has(a) for a in args):
         return dict[str, Any] | None
     return tp
@@ -83,8 +88,8 @@ def _tool(state: ServerState, spec: Any) -> Callable[..., Any]:
             if not role_at_least(principal.role, spec.role):
                 raise ToolError(f"forbidden: {spec.name} needs the {spec.role} role")
             args = structure({k: v for k, v in kwargs.items()}, spec.args)
-            actor = await state.directory.get(f"field:{game}")
-            result = await actor.ask(Call(spec.name, args, principal.role, principal.name))
+            result = await state.directory.ref(f"field:{game}").ask(
+                Call(spec.name, args, principal.role, principal.name))
         except ProtocolError as error:
             detail = f" detail: {json.dumps(error.detail)}" if error.detail else ""
             raise ToolError(f"{error.code.value}: {error.message}{detail}") from None

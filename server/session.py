@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 import trio
 from starlette.websockets import WebSocket
 
-from actors.runtime import Actor, Call
-from actors.subscriber import SubscriberQueue
+from actors.runtime import ActorRef, Call
+from actors.runtime.subscriber import SubscriberQueue
 from protocol.convert import structure
 from protocol.envelope import (
     PROTOCOL_VERSION,
@@ -61,7 +61,7 @@ class Session:
         self.bucket = TokenBucket(cfg.rate, cfg.burst)
         self.inflight = trio.Semaphore(cfg.max_inflight)
         self.principal = Principal("spectator", ANONYMOUS)
-        self.topics: dict[str, Actor] = {}
+        self.topics: dict[str, ActorRef] = {}
         self.read_scope = trio.CancelScope()  # cancelled by drain(); one per phase
         self.draining = False
         self._writing = False
@@ -98,8 +98,8 @@ class Session:
         finally:
             metrics.connections_open.dec()
             self.outbox.close()
-            for actor in self.topics.values():
-                actor.unsubscribe(self.outbox)
+            for ref in self.topics.values():
+                ref.unsubscribe(self.outbox)
             if self.draining:
                 with trio.CancelScope(shield=True), trio.move_on_after(2 * CLOSE_WAIT):
                     await self._close(CLOSE_GOING_AWAY)
@@ -244,9 +244,9 @@ class Session:
                     raise for_request(ProtocolError(ErrorCode.BAD_REQUEST,
                                                     "hello was already said"), frame.id)
                 if isinstance(frame, Unsubscribe):
-                    actor = self.topics.pop(frame.to, None)
-                    if actor is not None:
-                        actor.unsubscribe(self.outbox)
+                    ref = self.topics.pop(frame.to, None)
+                    if ref is not None:
+                        ref.unsubscribe(self.outbox)
                     await self.outbox.put(encode_result(frame.id, {"topic": frame.to}))
                     continue
             except ProtocolError as error:
@@ -257,7 +257,7 @@ class Session:
             if isinstance(frame, Subscribe):
                 requests.start_soon(self._subscribe, frame)
             else:
-                self._dispatch(frame, requests)
+                self._dispatch(frame)
 
     async def _admit(self) -> None:
         """Wait for room in the outbox and for an answer slot (`max_inflight`)."""
@@ -274,9 +274,9 @@ class Session:
 
     async def _subscribe(self, frame: Subscribe) -> None:
         try:
-            actor = await self.server.directory.get(frame.to)
-            await actor.subscribe(self.outbox, frame.since, frame.id)
-            self.topics[frame.to] = actor
+            ref = self.server.directory.ref(frame.to)
+            await ref.subscribe(self.outbox, frame.since, frame.id)
+            self.topics[frame.to] = ref
             return  # the actor put the reply and the first push into the outbox
         except ProtocolError as error:
             self.count_error(error)
@@ -290,32 +290,18 @@ class Session:
             self.inflight.release()
         await self.outbox.put(reply)
 
-    def _dispatch(self, request: Request, requests: trio.Nursery) -> None:
-        """Post `request` to its actor; the answer arrives through a RequestAnswer."""
+    def _dispatch(self, request: Request) -> None:
+        """Post `request` to its world; the answer arrives through a RequestAnswer."""
         answer = RequestAnswer(self, request.id, request.to or "")
         try:
             call, to = self._call_of(request)
             answer.actor_id = to
             self.server.deadlines.watch(answer)
-            actor = self.server.directory.alive(to)
-            if actor is None:
-                requests.start_soon(self._load_and_send, to, call, answer)
-            else:
-                actor.send(call, answer)
+            self.server.directory.ref(to).send(call, answer)
         except ProtocolError as error:
             answer.fail(error)
         except Exception:  # a bug: answer and log it, never drop the connection over it
             log.exception("request %r failed", request)
-            answer.fail(internal_error())
-
-    async def _load_and_send(self, to: str, call: Call, answer: RequestAnswer) -> None:
-        """Start the actor `to` from the store (or refuse), then post the call."""
-        try:
-            (await self.server.directory.get(to)).send(call, answer)
-        except ProtocolError as error:
-            answer.fail(error)
-        except Exception:
-            log.exception("loading %s failed", to)
             answer.fail(internal_error())
 
     def _call_of(self, request: Request) -> tuple[Call, str]:

@@ -29,11 +29,16 @@ Every module here but `actor.py` is pure and deterministic (no trio, no clock, s
 - `rules_text.py` `RULES_TEXT`, the rules as agents read them
 - `live.py`       the live side, pure: game ids, daily names, start plans, growth triggers,
                   the push interval, history checkpoints, the spectator view, all-time board
-- `actor.py`      `FieldActor` (`field:<game id>`), the one module here that uses trio and
-                  the runtime: ops, durable events, generation off the task, the daily field
+- `rules.py`      the world's table: `Live` (the fold state and what is kept beside it),
+                  the stored records (event JSON + `dirty` + a join's `caller`), the moves
+                  (join, reveal, commit, retract) and reads (observe, rules, history)
+- `actor.py`      `FieldActor`, the effects: `field.start` and generation off the task,
+                  growth, the daily field and the all-time board; `WORLD`
 
-For the server: a field actor holds the `Field` (the secret solution and givens) and a
-fold `State`; per command it calls a `referee` decision, appends the event unless
-`events.is_noop`, folds it with `apply_event`, and replies (`referee.commit_result`,
-`observe.observe`).
+`server/` may import `WORLD` from here.
 """
+
+from actors.exports import lazy_exports
+
+__all__ = ["WORLD"]
+__getattr__, __dir__ = lazy_exports(__name__, {"WORLD": "actor"})

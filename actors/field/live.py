@@ -18,6 +18,7 @@ from actors.field.events import Event, GameRules
 from actors.field.fold import HIDDEN, MAP_TILE, SOLVED, State, apply_event, new_state
 from actors.field.health import health_of
 from actors.field.leaderboard import Boards, merge_boards
+from protocol.ops.field import MAX_SEED
 
 GAME_ID_RE = re.compile(r"^[a-zA-Z0-9_-]{1,80}$")
 DAILY_PREFIX = "day-"
@@ -81,8 +82,8 @@ def yesterday(day: date) -> date:
 def plan_start(seed: int, size: int | None, canvas: int, chunks: int, chunk: int, guess: str,
                depth: int, grow_every: float | None, fog: bool | None) -> StartPlan:
     """Validate start settings (StartError naming the argument) into a StartPlan."""
-    if not 0 <= seed < 2**63:
-        raise StartError("args.seed", "a seed is in 0..2^63-1")
+    if not 0 <= seed <= MAX_SEED:
+        raise StartError("args.seed", "a seed is in 0..2^53-1")
     if not 0 <= depth <= 2:
         raise StartError("args.depth", "the bifurcation depth is 0, 1 or 2")
     if grow_every is not None and not 1.0 <= grow_every <= 86400.0:

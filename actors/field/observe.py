@@ -24,8 +24,8 @@ import numpy as np
 
 from actors.field.fold import HIDDEN, REVEALED, STATUS_NAMES, State
 from actors.field.health import health_note, health_of
-from actors.field.referee import Refusal
 from actors.field.territory import frontier, reached, territory
+from actors.world import Refusal
 
 OBSERVE_RADIUS = 24
 MAX_OBSERVE_TILES = 600
@@ -95,8 +95,11 @@ def _rect(s: State, rect: object) -> np.ndarray | Refusal:
     ok = isinstance(rect, list | tuple) and len(rect) == 4 and all(
         isinstance(v, int) and not isinstance(v, bool) for v in rect)
     if not ok or rect[2] < 1 or rect[3] < 1 or not (0 <= rect[0] < G and 0 <= rect[1] < G):
-        return Refusal("bad_request", f"rect is [x, y, w, h] with x, y in 0..{G - 1} and w, h >= 1")
-    return np.array(rect, dtype=np.int64)
+        return Refusal("bad_request", f"args.rect: [x, y, w, h] with x, y in 0..{G - 1} and "
+                       "w, h >= 1", {"path": "args.rect"})
+    # Clipped to the canvas: what a rectangle costs is bounded by the field, not the ask.
+    x, y, w, h = rect
+    return np.array([x, y, min(w, G - x), min(h, G - y)], dtype=np.int64)
 
 
 def _meets(boxes: np.ndarray, targets: np.ndarray, radius: int) -> np.ndarray:

@@ -5,7 +5,8 @@ folds it (`fold.apply_event`). The true solution and the givens (the generator's
 `Field`) are the referee's secret; they never enter the state or the events beyond what an event
 reveals (givens on reveal, the value of a wrong cell the agent sent).
 
-Refusal codes (a refused command changes nothing):
+Refusal codes (`actors.world.Refusal`; a refused command changes nothing; the codes are
+the protocol's and the field's own, `protocol.ops.field.FieldCode`):
 
 | code | when |
 | --- | --- |
@@ -26,7 +27,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import attrs
 import numpy as np
 
 from actors.field.analysis import classify_reveal
@@ -47,27 +47,11 @@ from actors.field.generate import Field
 from actors.field.health import dead_message, health_note, health_of
 from actors.field.propagate import propagate
 from actors.field.territory import frontier, on_frontier
+from actors.world import Refusal
+from protocol.ops.field import MAX_BATCH, MAX_INTENT
 
-MAX_BATCH = 4096
-MAX_INTENT = 160
 MAX_NAME = 80
 SEAT_SPREAD = 0.5  # join picks among candidates at least this share of the best distance away
-
-
-CODES = frozenset({
-    "stale_revision", "unknown_agent", "dead", "ended", "bad_tile", "not_hidden",
-    "not_on_frontier", "bad_cell", "too_large", "bad_request", "no_room",
-})
-"""The closed set of refusal codes (the table above); observe uses some of them too."""
-
-
-@attrs.frozen
-class Refusal:
-    """A refused command: a code from the table above, a plain sentence, details."""
-
-    code: str = attrs.field(validator=attrs.validators.in_(CODES))
-    message: str
-    detail: dict[str, Any] = attrs.field(factory=dict)
 
 
 _ENDED = "the field has ended: a growth found no room"

@@ -1,15 +1,20 @@
-"""The lobby's actor: creates worlds through the directory and republishes live figures."""
+"""The lobby's effects: it creates worlds through the directory and republishes the live
+figures (both need the directory, which no table can reach)."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
-from actors.lobby import catalog
-from actors.runtime import Actor, Call
-from protocol.convert import unstructure
-from protocol.ops.lobby import CreateResult, ListResult, WorldInfo
+import attrs
 
-KIND = "lobby"
+from actors.lobby import rules
+from actors.runtime import Call, WorldActor, refused
+from actors.runtime.host import Effect
+from actors.world import Refusal
+from protocol.convert import structure, unstructure
+from protocol.ops.lobby import CreateArgs, CreateResult, ListResult, WorldInfo
+
 TICK = 0.5  # seconds between checks of the live figures
 
 
@@ -17,34 +22,17 @@ class _Tick:
     """Timer message: compare the live figures with the last published ones."""
 
 
-class LobbyActor(Actor):
+class LobbyActor(WorldActor):
     """The one lobby, `lobby:main`."""
 
-    kind = KIND
-
-    def reset(self) -> None:
-        """An empty catalog."""
-        self.catalog = catalog.Catalog()
-        self._last_view: list[WorldInfo] | None = None
-
-    def apply(self, event: dict[str, Any]) -> None:
-        """Fold one `world_created` event."""
-        self.catalog = catalog.apply(self.catalog, event)
-
-    def snapshot(self) -> dict[str, str]:
-        """The catalog: id -> kind."""
-        return dict(self.catalog.worlds)
-
-    def restore(self, data: dict[str, str]) -> None:
-        """The catalog from `snapshot`."""
-        self.catalog = catalog.Catalog(dict(data))
+    _last_view: list[WorldInfo] | None = None
 
     def _listing(self) -> list[WorldInfo]:
         directory = self.context.directory
-        live = [catalog.LiveFigures(s.actor_id, s.kind, s.rev, s.subscribers)
+        live = [rules.LiveFigures(s.actor_id, s.kind, s.rev, s.subscribers)
                 for s in directory.live()
                 if s.kind in directory.kinds and directory.kinds[s.kind].listed]
-        return catalog.listing(self.catalog, live)
+        return rules.listing(self.state, live)
 
     def view(self) -> dict[str, Any]:
         """What subscribers see: the same list as `lobby.list`."""
@@ -60,14 +48,30 @@ class LobbyActor(Actor):
         if isinstance(message, _Tick) and self._listing() != self._last_view:
             self.publish_view()
 
-    async def handle(self, call: Call) -> ListResult | CreateResult:
-        """`lobby.list` and `lobby.create`."""
-        if call.op == "lobby.list":
-            return ListResult(self._listing())
+    async def _list(self, _call: Call) -> ListResult:
+        return ListResult(self._listing())
+
+    async def _create(self, call: Call) -> CreateResult:
+        """Decide the lobby's event, create the world with its kind's create op (its
+        params checked as that op's args), then record it."""
+        args: CreateArgs = call.args
         directory = self.context.directory
-        create_roles = {k.kind: k.create_role for k in directory.kinds.values() if k.listed}
-        actor_id, events = catalog.decide_create(self.catalog, call.args, call.role,
-                                                 call.caller, create_roles)
-        world = await directory.create(actor_id, call.args.params)
-        await self.commit(events)
-        return CreateResult(actor_id, world.rev)
+        creatable = {k.kind: k for k in directory.kinds.values()
+                     if k.listed and k.create_op is not None}
+        decided = rules.decide_create(self.state, args, self.ctx(call),
+                                      {k: v.create_role for k, v in creatable.items()})
+        if isinstance(decided, Refusal):
+            raise refused(decided)
+        kind = creatable[args.kind]
+        assert kind.create_args is not None and kind.create_op is not None
+        params = structure(args.params, kind.create_args, root="args.params")
+        actor_id = decided[0].id
+        await directory.ask(actor_id, attrs.evolve(call, op=kind.create_op, args=params))
+        self.fold(decided)
+        world = directory.alive(actor_id)
+        return CreateResult(actor_id, world.rev if world is not None else 0)
+
+    effects: ClassVar[Mapping[str, Effect]] = {"lobby.list": _list, "lobby.create": _create}
+
+
+WORLD = attrs.evolve(rules.WORLD, actor=LobbyActor)

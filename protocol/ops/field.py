@@ -12,8 +12,21 @@ from typing import Any, Literal
 
 import attrs
 
-from protocol.errors import register_world_codes
+from protocol.bounds import bounded, items
+from protocol.errors import ErrorCode, register_world_codes
 from protocol.registry import OpSpec
+
+# Bounds of the field's args (docs/field-live.md); the referee checks the same limits for
+# callers that do not come through the protocol.
+MAX_SEED = 2**53 - 1  # a seed a JavaScript client can hold exactly
+MAX_CANVAS = 1000  # the largest canvas side G
+MAX_SIZE = 200  # the largest scatter field side
+MAX_TILES = 1_000_000  # more tile ids than any canvas holds
+MAX_REVISION = 2**53 - 1
+MAX_AGENT = 80  # characters of an agent id
+MAX_TEXT = 256  # characters of a join's name, harness, model or user (kept: 80)
+MAX_BATCH = 4096  # cells in one commit or retract
+MAX_INTENT = 160  # characters of a commit's intent
 
 
 @register_world_codes
@@ -39,20 +52,20 @@ GuessPolicy = Literal["accept", "reject"]
 class GrowPolicy:
     """How a growing field grows: every `every_s` seconds, and on its triggers."""
 
-    every_s: float = 1800.0
+    every_s: float = bounded(1800.0, lo=1.0, hi=86400.0)
 
 
 @attrs.frozen
 class StartArgs:
     """Create the field: a scatter field of `size`, or a growing one (`grow`) on a G canvas."""
 
-    seed: int = 0
-    size: int | None = None  # scatter: the whole size x size field (10..200)
-    canvas: int = 1000  # growing: the canvas side G
-    chunks: int = 3  # growing: the first chunks x chunks block
-    chunk: int = 40  # growing: a chunk's side in cells
+    seed: int = bounded(0, lo=0, hi=MAX_SEED)
+    size: int | None = bounded(None, hi=MAX_SIZE)  # scatter: the size x size field (10..200)
+    canvas: int = bounded(1000, hi=MAX_CANVAS)  # growing: the canvas side G
+    chunks: int = bounded(3, hi=MAX_CANVAS)  # growing: the first chunks x chunks block
+    chunk: int = bounded(40, hi=MAX_CANVAS)  # growing: a chunk's side in cells
     guess: GuessPolicy = "accept"
-    depth: int = 0  # bifurcation depth of the referee's propagation (0..2)
+    depth: int = bounded(0, hi=2)  # bifurcation depth of the referee's propagation (0..2)
     grow: GrowPolicy | None = None
     fog: bool | None = None  # default: on for growing fields, off otherwise
 
@@ -70,10 +83,10 @@ class StartResult:
 class JoinArgs:
     """Join with a short name, the harness and model playing, and the user behind it."""
 
-    name: str
-    harness: str = ""
-    model: str = ""
-    user: str = ""
+    name: str = bounded(length=MAX_TEXT)
+    harness: str = bounded("", length=MAX_TEXT)
+    model: str = bounded("", length=MAX_TEXT)
+    user: str = bounded("", length=MAX_TEXT)
 
 
 @attrs.frozen
@@ -87,10 +100,11 @@ class JoinResult:
 
 @attrs.frozen
 class ObserveArgs:
-    """`{agent}` (your territory, its surroundings, your frontier) or `{rect: [x, y, w, h]}`."""
+    """`{agent}` (your territory, its surroundings, your frontier) or `{rect: [x, y, w, h]}`
+    (x, y, w, h in 0..1000: a rectangle of the canvas)."""
 
-    agent: str | None = None
-    rect: list[int] | None = None
+    agent: str | None = bounded(None, length=MAX_AGENT)
+    rect: tuple[int, int, int, int] | None = bounded(None, each=items(lo=0, hi=MAX_CANVAS))
 
 
 @attrs.frozen
@@ -119,9 +133,9 @@ class ObserveResult:
 class RevealArgs:
     """Reveal a hidden tile on your frontier: its givens become known."""
 
-    agent: str
-    tile: int
-    expected_revision: int
+    agent: str = bounded(length=MAX_AGENT)
+    tile: int = bounded(lo=0, hi=MAX_TILES)
+    expected_revision: int = bounded(lo=0, hi=MAX_REVISION)
 
 
 @attrs.frozen
@@ -139,10 +153,10 @@ class RevealResult:
 class CommitArgs:
     """A batch of [cell id, value] pairs with a one-line intent (<= 160 characters)."""
 
-    agent: str
-    cells: list[list[int]]
-    expected_revision: int
-    intent: str = ""
+    agent: str = bounded(length=MAX_AGENT)
+    cells: list[list[int]] = bounded(length=MAX_BATCH, code=ErrorCode.TOO_LARGE)
+    expected_revision: int = bounded(lo=0, hi=MAX_REVISION)
+    intent: str = bounded("", length=MAX_INTENT)
 
 
 @attrs.frozen
@@ -166,9 +180,9 @@ class CommitResult:
 class RetractArgs:
     """Take back your own accepted cells on unsolved tiles."""
 
-    agent: str
-    cells: list[int]
-    expected_revision: int
+    agent: str = bounded(length=MAX_AGENT)
+    cells: list[int] = bounded(length=MAX_BATCH, code=ErrorCode.TOO_LARGE)
+    expected_revision: int = bounded(lo=0, hi=MAX_REVISION)
 
 
 @attrs.frozen
@@ -216,7 +230,7 @@ class LeaderboardResult:
 class HistoryArgs:
     """The field as it was at `revision` (1..current)."""
 
-    revision: int
+    revision: int = bounded(hi=MAX_REVISION)
 
 
 @attrs.frozen

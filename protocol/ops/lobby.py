@@ -6,6 +6,7 @@ from typing import Any
 
 import attrs
 
+from protocol.bounds import bounded
 from protocol.registry import OpSpec
 
 LOBBY_ID = "lobby:main"
@@ -38,9 +39,9 @@ class ListResult:
 class CreateArgs:
     """Create world `kind:name` with kind-specific `params`."""
 
-    kind: str
-    name: str
-    params: dict[str, Any] = attrs.field(factory=dict)
+    kind: str = bounded(length=32)
+    name: str = bounded(length=80)
+    params: dict[str, Any] = bounded(factory=dict, length=32)  # checked as the create op's args
 
 
 @attrs.frozen

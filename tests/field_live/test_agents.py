@@ -55,7 +55,7 @@ async def test_five_agents_finish_a_field(tmp_path: Path) -> None:
         assert len({a["group"] for a in obs["agents"]}) == 1
         # the live state is the replay of the stored events
         actor = await srv.state.directory.get("field:big")
-        assert actor.state == await stored_replay(srv.state.directory, "field:big")
+        assert actor.state.state == await stored_replay(srv.state.directory, "field:big")
         # the spectator saw a snapshot, then every later event once, in order, with dirty tiles
         first = seen[0]["rev"]
         revs = [e["rev"] for e in seen[1:]]

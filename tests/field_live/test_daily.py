@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import UTC, date, datetime, time
 from pathlib import Path
 
 import pytest
 
-from actors.field import actor as field_actor
 from actors.field.live import daily_id
 from protocol.client import Client, RequestError
 from tests.field_live._live import ready
@@ -16,10 +15,14 @@ from tests.server.ws_harness import running_server
 DAY = date(2026, 11, 28)
 
 
-async def test_daily_field_and_alltime_board(tmp_path: Path, monkeypatch) -> None:
+async def test_daily_field_and_alltime_board(tmp_path: Path) -> None:
     today = [DAY]
-    monkeypatch.setattr(field_actor, "_today", lambda: today[0])
-    async with running_server(tmp_path, open_mode=True) as srv, Client.connect(srv.ws_url) as c:
+
+    def clock() -> int:  # noon UTC of today[0], in ms
+        return int(datetime.combine(today[0], time(12), UTC).timestamp() * 1000)
+
+    async with running_server(tmp_path, open_mode=True, clock=clock) as srv, \
+            Client.connect(srv.ws_url) as c:
         first = daily_id(DAY)
         rules = await ready(c, first)  # nobody started it
         assert rules["fog"] is True and rules["grow"] is not None

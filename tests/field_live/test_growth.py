@@ -65,7 +65,7 @@ async def test_growth_triggers_without_the_timer(tmp_path: Path) -> None:
     async with running_server(tmp_path, open_mode=True) as srv, Client.connect(srv.ws_url) as c:
         await start(c, "trig", canvas=100, chunk=20, chunks=1, seed=4, grow={"every_s": 86400})
         to = "field:trig"
-        solution = (await srv.state.directory.get(to)).truth.solution
+        solution = (await srv.state.directory.get(to)).state.truth.solution
         agent = (await c.request("field.join", to, {"name": "p"}))["agent"]
         first = await c.request("field.observe", to, {"rect": [0, 0, 100, 100]})
         tiles0 = first["tiles_total"]

@@ -15,7 +15,7 @@ from mcp.client.streamable_http import streamable_http_client
 from sse_starlette.sse import EventSourceResponse
 
 from actors.field.actor import FieldActor
-from actors.mailbox import Call
+from actors.runtime.mailbox import Call
 from examples.field_mcp import play
 from protocol.client import Client
 from protocol.ops.field import OPS
@@ -66,13 +66,11 @@ async def test_long_calls_send_keepalive_comments(tmp_path: Path, monkeypatch) -
     # transport is under test here, so the handler is slowed on purpose.
     monkeypatch.setattr(mcp_server, "KEEPALIVE", 0.2)
     monkeypatch.setattr(EventSourceResponse, "DEFAULT_PING_INTERVAL", 0.2)
-    rules = FieldActor._op_rules
-
     async def slow_rules(self: FieldActor, call: Call) -> Any:
         await trio.sleep(1.0)
-        return await rules(self, call)
+        return self.world.reads["field.rules"].answer(self.state, call.args, self.ctx(call))
 
-    monkeypatch.setattr(FieldActor, "_op_rules", slow_rules)
+    monkeypatch.setitem(FieldActor.effects, "field.rules", slow_rules)
     async with running_server(tmp_path, open_mode=True) as srv, httpx.AsyncClient() as http:
         async with Client.connect(srv.ws_url) as c:
             await c.request("field.start", "field:slow", {"size": 10, "seed": 1})

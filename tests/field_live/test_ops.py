@@ -61,7 +61,7 @@ async def test_bad_input_for_every_op_changes_nothing(tmp_path: Path) -> None:
     async with running_server(tmp_path) as srv, Client.connect(srv.ws_url, alice) as c, \
             Client.connect(srv.ws_url, bob) as other, Client.connect(srv.ws_url) as spectator:
         await _refused(c, "field.observe", {}, "unknown_actor",
-                       "there is no field 'ops'; field.start creates it")
+                       "there is no world 'field:ops'; field.start creates it")
         await _refused(c, "field.start", {"size": 5}, "bad_request",
                        "args.size: a field without growth needs a size in 10..200")
         await _refused(c, "field.start", {"size": "20"}, "bad_request", "args.size: expected int")
@@ -124,7 +124,7 @@ async def test_death_over_the_protocol(tmp_path: Path) -> None:
         prober = (await c.request("field.join", f"field:{GAME}", {"name": "probe"}))["agent"]
         honest = (await c.request("field.join", f"field:{GAME}", {"name": "mate"}))["agent"]
         to = f"field:{GAME}"
-        solution = (await srv.state.directory.get(to)).truth.solution
+        solution = (await srv.state.directory.get(to)).state.truth.solution
         everything = await c.request("field.observe", to, {"rect": [0, 0, 40, 40]})
         tiles = {t["id"]: t for t in everything["tiles"]}
         seeds = {a["id"]: tiles[a["seed_tile"]] for a in everything["agents"]}

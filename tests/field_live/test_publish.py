@@ -10,13 +10,11 @@ from itertools import pairwise
 
 import trio
 
-from actors.directory import ActorKind, open_directory
+from actors import field
 from actors.field import live
-from actors.field.actor import FieldActor
-from actors.mailbox import Call
-from actors.runtime import Actor
+from actors.runtime import Actor, ActorKind, Call, open_directory
+from actors.runtime.subscriber import SubscriberQueue
 from actors.store import MemoryEventStore
-from actors.subscriber import SubscriberQueue
 from protocol.errors import ProtocolError
 from protocol.ops.field import JoinArgs, RulesArgs, StartArgs
 
@@ -25,10 +23,11 @@ JOINS = 25
 
 @asynccontextmanager
 async def _field(name: str) -> AsyncIterator[Actor]:
-    kinds = [ActorKind("field", FieldActor, autostart=True)]
+    kinds = [ActorKind.of(field.WORLD)]
     async with open_directory(MemoryEventStore(), kinds) as directory:
+        await directory.ask(f"field:{name}",
+                            Call("field.start", StartArgs(size=80, seed=2), "agent", "t"))
         actor = await directory.get(f"field:{name}")
-        await actor.ask(Call("field.start", StartArgs(size=80, seed=2), "agent", "t"))
         with trio.fail_after(30):
             while True:
                 try:

@@ -9,8 +9,9 @@ import attrs
 import pytest
 
 from protocol.errors import ErrorCode, ProtocolError
-from protocol.registry import OpSpec, Registry, default_registry
+from protocol.registry import OpSpec, Registry
 from protocol.schema import registry_schema
+from server.worlds import registry as default_registry
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "protocol.md"
 
@@ -45,11 +46,12 @@ def test_schema_covers_every_registered_op() -> None:
     registry = default_registry()
     schema = registry_schema(registry)
     assert set(schema["ops"]) == {spec.name for spec in registry}
-    add = schema["ops"]["scratch.add"]
+    add = schema["ops"]["counter.add"]
     assert add["role"] == "agent"
-    assert schema["$defs"]["scratch.AddArgs"] == {
+    assert schema["$defs"]["counter.AddArgs"] == {
         "type": "object", "additionalProperties": False, "required": ["amount"],
-        "properties": {"amount": {"type": "integer"}, "note": {"type": "string"}},
+        "properties": {"amount": {"type": "integer", "minimum": -10**12, "maximum": 10**12},
+                       "note": {"type": "string", "maxLength": 16384}},
         "description": "Add `amount` to the total, with an optional note; one durable event."}
     listed = schema["$defs"]["lobby.ListResult"]["properties"]["worlds"]
     assert listed == {"type": "array", "items": {"$ref": "#/$defs/lobby.WorldInfo"}}

@@ -6,45 +6,45 @@ import pytest
 import trio
 from trio.testing import wait_all_tasks_blocked
 
-from actors.directory import ActorKind, open_directory
 from actors.runtime import RuntimeConfig
+from actors.runtime.directory import ActorKind, any_name, open_directory
 from actors.store import MemoryEventStore
 from protocol.errors import ErrorCode, ProtocolError
-from tests.runtime.counter import Add, Block, CounterActor, Note, Sleep
+from tests.runtime.probe import Add, Block, Note, ProbeActor, Sleep
 
-KINDS = [ActorKind("counter", CounterActor, autostart=True)]
+KINDS = [ActorKind("probe", ProbeActor, declared=any_name)]
 
 
 async def test_ask_commits_durably_and_returns_the_revision() -> None:
     store = MemoryEventStore()
     async with open_directory(store, KINDS) as directory:
-        actor = await directory.get("counter:a")
+        actor = await directory.get("probe:a")
         assert await actor.ask(Add(2)) == 1
         assert await actor.ask(Add(3)) == 2
         assert actor.total == 5 and actor.rev == 2
-        assert [e.data for e in await store.read("counter:a")] == [
+        assert [e.data for e in await store.read("probe:a")] == [
             {"type": "added", "amount": 2}, {"type": "added", "amount": 3}]
         stats = actor.statistics()
         assert (stats.rev, stats.handled, stats.restarts) == (2, 2, 0)
 
 
 async def test_messages_are_handled_one_at_a_time() -> None:
-    CounterActor.active = CounterActor.peak_active = 0
+    ProbeActor.active = ProbeActor.peak_active = 0
     async with open_directory(MemoryEventStore(), KINDS) as directory:
-        actor = await directory.get("counter:a")
+        actor = await directory.get("probe:a")
         async with trio.open_nursery() as nursery:
             for _ in range(8):
                 nursery.start_soon(actor.ask, Sleep(0.01))
             for i in range(8):
                 nursery.start_soon(actor.ask, Add(i))
-        assert CounterActor.peak_active == 1
+        assert ProbeActor.peak_active == 1
         assert actor.total == sum(range(8))
 
 
 async def test_ask_times_out_and_the_actor_goes_on(autojump_clock: trio.abc.Clock) -> None:
     async with open_directory(MemoryEventStore(), KINDS) as directory:
-        actor = await directory.get("counter:a")
-        with pytest.raises(ProtocolError, match=r"^counter:a did not answer within 0\.5 s$") as err:
+        actor = await directory.get("probe:a")
+        with pytest.raises(ProtocolError, match=r"^probe:a did not answer within 0\.5 s$") as err:
             await actor.ask(Sleep(10), timeout=0.5)
         assert err.value.code == ErrorCode.TIMEOUT
         assert await actor.ask(Add(1), timeout=20) == 1
@@ -53,7 +53,7 @@ async def test_ask_times_out_and_the_actor_goes_on(autojump_clock: trio.abc.Cloc
 async def test_a_full_mailbox_refuses_with_overloaded() -> None:
     config = RuntimeConfig(mailbox_size=2)
     async with open_directory(MemoryEventStore(), KINDS, config=config) as directory:
-        actor = await directory.get("counter:a")
+        actor = await directory.get("probe:a")
         release = trio.Event()
         results: dict[object, object] = {}
 
@@ -67,7 +67,7 @@ async def test_a_full_mailbox_refuses_with_overloaded() -> None:
             nursery.start_soon(ask, Add(2))
             await wait_all_tasks_blocked()
             assert actor.statistics().mailbox_depth == 2
-            with pytest.raises(ProtocolError, match=r"^the mailbox of counter:a is full$") as err:
+            with pytest.raises(ProtocolError, match=r"^the mailbox of probe:a is full$") as err:
                 await actor.ask(Add(3))
             assert err.value.code == ErrorCode.OVERLOADED
             with pytest.raises(ProtocolError):
@@ -80,7 +80,7 @@ async def test_a_full_mailbox_refuses_with_overloaded() -> None:
 
 async def test_tell_and_timers_post_to_the_own_mailbox(autojump_clock: trio.abc.Clock) -> None:
     async with open_directory(MemoryEventStore(), KINDS) as directory:
-        actor = await directory.get("counter:a")
+        actor = await directory.get("probe:a")
         actor.tell(Note("told"))
         await actor.ask(Add(0))  # handled after the tell: the mailbox is FIFO
         assert actor.notes == ["told"]

@@ -8,11 +8,11 @@ import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from actors.directory import ActorKind, open_directory
 from actors.runtime import RuntimeConfig
+from actors.runtime.directory import ActorKind, any_name, open_directory
 from actors.store import MemoryEventStore
 from protocol.errors import ProtocolError
-from tests.runtime.counter import Add, CounterActor, Crash
+from tests.runtime.probe import Add, Crash, ProbeActor
 
 steps = st.lists(st.one_of(st.integers(-50, 50).map(Add), st.booleans().map(Crash)),
                  max_size=40)
@@ -22,13 +22,13 @@ steps = st.lists(st.one_of(st.integers(-50, 50).map(Add), st.booleans().map(Cras
 @given(steps, st.integers(1, 6))
 def test_state_always_equals_the_fold_of_the_store(plan: list, snapshot_every: int) -> None:
     config = RuntimeConfig(snapshot_every=snapshot_every, max_restarts=1000)
-    kinds = [ActorKind("counter", CounterActor, autostart=True)]
+    kinds = [ActorKind("probe", ProbeActor, declared=any_name)]
 
     async def run() -> None:
         store = MemoryEventStore()
         acknowledged: list[int] = []
         async with open_directory(store, kinds, config=config) as directory:
-            actor = await directory.get("counter:p")
+            actor = await directory.get("probe:p")
             for step in plan:
                 try:
                     await actor.ask(step)
@@ -37,7 +37,7 @@ def test_state_always_equals_the_fold_of_the_store(plan: list, snapshot_every: i
                     pass  # a crashed handler changes nothing
             state = actor.snapshot()
         async with open_directory(store, kinds, config=config) as directory:
-            assert (await directory.get("counter:p")).snapshot() == state
+            assert (await directory.get("probe:p")).snapshot() == state
         assert state["amounts"] == acknowledged
 
     trio.run(run)

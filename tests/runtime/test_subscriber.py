@@ -5,7 +5,7 @@ from __future__ import annotations
 import trio
 import trio.testing
 
-from actors.subscriber import QueueStatistics, SubscriberQueue
+from actors.runtime.subscriber import QueueStatistics, SubscriberQueue
 
 
 async def test_offer_respects_frames_and_characters_force_does_not() -> None:

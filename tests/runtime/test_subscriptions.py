@@ -9,15 +9,15 @@ import pytest
 import trio
 import trio.testing
 
-from actors.directory import ActorKind, open_directory
 from actors.runtime import RuntimeConfig
+from actors.runtime.directory import ActorKind, any_name, open_directory
+from actors.runtime.subscriber import SubscriberQueue
+from actors.runtime.topic import FANOUT_CHUNK, Topic
 from actors.store import MemoryEventStore
-from actors.subscriber import SubscriberQueue
-from actors.topic import FANOUT_CHUNK, Topic
 from protocol.errors import ErrorCode, ProtocolError
-from tests.runtime.counter import Add, CounterActor
+from tests.runtime.probe import Add, ProbeActor
 
-KINDS = [ActorKind("counter", CounterActor, autostart=True)]
+KINDS = [ActorKind("probe", ProbeActor, declared=any_name)]
 
 
 def drain(queue: SubscriberQueue) -> list[dict]:
@@ -39,7 +39,7 @@ def event_revs(frames: list[dict]) -> list[int]:
 
 async def test_slow_subscriber_is_dropped_with_resync_while_fast_one_gets_all() -> None:
     async with open_directory(MemoryEventStore(), KINDS) as directory:
-        actor = await directory.get("counter:a")
+        actor = await directory.get("probe:a")
         fast, slow = SubscriberQueue(1000), SubscriberQueue(4)
         await actor.subscribe(fast, 0, request_id=1)
         await actor.subscribe(slow, 0, request_id=2)
@@ -49,7 +49,7 @@ async def test_slow_subscriber_is_dropped_with_resync_while_fast_one_gets_all() 
         assert event_revs(fast_frames) == list(range(1, 51))
         assert [f.get("kind") for f in slow_frames] == [None, "events", "events", "events",
                                                         "resync"]
-        assert slow_frames[-1] == {"topic": "counter:a", "rev": 4, "kind": "resync",
+        assert slow_frames[-1] == {"topic": "probe:a", "rev": 4, "kind": "resync",
                                    "data": {"reason": "slow_consumer"}}
         stats = actor.statistics()
         assert (stats.subscribers, stats.dropped) == (1, 1)
@@ -57,22 +57,22 @@ async def test_slow_subscriber_is_dropped_with_resync_while_fast_one_gets_all() 
 
 async def test_resume_from_history_sends_exactly_the_missed_events() -> None:
     async with open_directory(MemoryEventStore(), KINDS) as directory:
-        actor = await directory.get("counter:a")
+        actor = await directory.get("probe:a")
         for i in range(10):
             await actor.ask(Add(i))
         queue = SubscriberQueue(100)
         await actor.subscribe(queue, 6, request_id=3)
         await actor.ask(Add(10))
         frames = drain(queue)
-        assert frames[0] == {"id": 3, "ok": True, "result": {"topic": "counter:a", "rev": 10}}
-        assert frames[1] == {"topic": "counter:a", "rev": 10, "kind": "events",
+        assert frames[0] == {"id": 3, "ok": True, "result": {"topic": "probe:a", "rev": 10}}
+        assert frames[1] == {"topic": "probe:a", "rev": 10, "kind": "events",
                              "data": [{"type": "added", "amount": i} for i in (6, 7, 8, 9)]}
         assert event_revs(frames) == [7, 8, 9, 10, 11]
 
 
 async def test_resume_at_the_current_revision_sends_nothing_until_new_events() -> None:
     async with open_directory(MemoryEventStore(), KINDS) as directory:
-        actor = await directory.get("counter:a")
+        actor = await directory.get("probe:a")
         await actor.ask(Add(1))
         queue = SubscriberQueue(100)
         await actor.subscribe(queue, 1, request_id=4)
@@ -82,13 +82,13 @@ async def test_resume_at_the_current_revision_sends_nothing_until_new_events() -
 async def test_a_gap_older_than_the_history_gets_a_snapshot() -> None:
     config = RuntimeConfig(history_size=5)
     async with open_directory(MemoryEventStore(), KINDS, config=config) as directory:
-        actor = await directory.get("counter:a")
+        actor = await directory.get("probe:a")
         for i in range(12):
             await actor.ask(Add(i))
         queue = SubscriberQueue(100)
         await actor.subscribe(queue, 3, request_id=5)
         frames = drain(queue)
-        assert frames[1] == {"topic": "counter:a", "rev": 12, "kind": "snapshot",
+        assert frames[1] == {"topic": "probe:a", "rev": 12, "kind": "snapshot",
                              "data": {"total": sum(range(12)), "rev": 12}}
         fresh = SubscriberQueue(100)
         await actor.subscribe(fresh, None, request_id=6)
@@ -97,9 +97,9 @@ async def test_a_gap_older_than_the_history_gets_a_snapshot() -> None:
 
 async def test_since_ahead_of_the_actor_is_a_bad_request() -> None:
     async with open_directory(MemoryEventStore(), KINDS) as directory:
-        actor = await directory.get("counter:a")
+        actor = await directory.get("probe:a")
         queue = SubscriberQueue(10)
-        with pytest.raises(ProtocolError, match=r"^since: 5 is ahead of counter:a \(revision 0\)$"
+        with pytest.raises(ProtocolError, match=r"^since: 5 is ahead of probe:a \(revision 0\)$"
                            ) as err:
             await actor.subscribe(queue, 5, request_id=7)
         assert err.value.code == ErrorCode.BAD_REQUEST
@@ -108,7 +108,7 @@ async def test_since_ahead_of_the_actor_is_a_bad_request() -> None:
 
 async def test_closed_and_unsubscribed_queues_are_forgotten() -> None:
     async with open_directory(MemoryEventStore(), KINDS) as directory:
-        actor = await directory.get("counter:a")
+        actor = await directory.get("probe:a")
         kept, closed, left = SubscriberQueue(10), SubscriberQueue(10), SubscriberQueue(10)
         for i, q in enumerate((kept, closed, left)):
             await actor.subscribe(q, 0, request_id=i)
@@ -123,12 +123,12 @@ async def test_closed_and_unsubscribed_queues_are_forgotten() -> None:
 
 async def test_fanout_rate_stretches_the_interval_with_the_subscriber_count(
         autojump_clock: trio.abc.Clock) -> None:
-    class Crowded(CounterActor):
+    class Crowded(ProbeActor):
         fanout_rate = 4.0  # frames a second to all subscribers: 2 subscribers -> 0.5 s
 
-    kinds = [ActorKind("counter", Crowded, autostart=True)]
+    kinds = [ActorKind("probe", Crowded, declared=any_name)]
     async with open_directory(MemoryEventStore(), kinds) as directory:
-        actor = await directory.get("counter:a")
+        actor = await directory.get("probe:a")
         queues = [SubscriberQueue(100), SubscriberQueue(100)]
         for rid, queue in enumerate(queues, 1):
             await actor.subscribe(queue, 0, request_id=rid)
@@ -151,12 +151,12 @@ async def test_fanout_rate_stretches_the_interval_with_the_subscriber_count(
 
 async def test_push_interval_coalesces_pushes_without_losing_events(
         autojump_clock: trio.abc.Clock) -> None:
-    class Coalescing(CounterActor):
+    class Coalescing(ProbeActor):
         push_interval = 1.0
 
-    kinds = [ActorKind("counter", Coalescing, autostart=True)]
+    kinds = [ActorKind("probe", Coalescing, declared=any_name)]
     async with open_directory(MemoryEventStore(), kinds) as directory:
-        actor = await directory.get("counter:a")
+        actor = await directory.get("probe:a")
         queue = SubscriberQueue(100)
         await actor.subscribe(queue, 0, request_id=1)
         for i in range(10):  # ten batches within one interval
@@ -177,7 +177,7 @@ async def test_push_interval_coalesces_pushes_without_losing_events(
 
 async def test_a_crowded_topic_delivers_every_event_in_order_exactly_once() -> None:
     async with open_directory(MemoryEventStore(), KINDS) as directory:
-        actor = await directory.get("counter:a")
+        actor = await directory.get("probe:a")
         queues = [SubscriberQueue(1000) for _ in range(3 * FANOUT_CHUNK + 5)]
         for rid, queue in enumerate(queues, 1):
             await actor.subscribe(queue, 0, request_id=rid)
@@ -205,7 +205,7 @@ async def test_a_crowded_push_is_spread_over_task_steps_and_skips_a_late_joiner(
             offered_at.append(steps[0])
             return super().offer(frame)
 
-    topic = Topic("counter:a", 100, lambda: None)
+    topic = Topic("probe:a", 100, lambda: None)
     queues = [Recording(100) for _ in range(3 * FANOUT_CHUNK + 5)]
     for rid, queue in enumerate(queues, 1):
         topic.subscribe(queue, 0, rid, 0, dict)
@@ -233,7 +233,7 @@ async def test_a_spread_reports_how_long_it_took(nursery: trio.Nursery,
             mock_clock.jump(0.001)  # each offer costs a millisecond of the clock
             return super().offer(frame)
 
-    topic = Topic("counter:a", 100, lambda: None)
+    topic = Topic("probe:a", 100, lambda: None)
     queues = [Slow(100) for _ in range(2 * FANOUT_CHUNK)]
     for rid, queue in enumerate(queues, 1):
         topic.subscribe(queue, 0, rid, 0, dict)

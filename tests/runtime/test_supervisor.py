@@ -8,14 +8,14 @@ import pytest
 import trio
 import trio.testing
 
-from actors.directory import ActorKind, open_directory
 from actors.runtime import Actor, RuntimeConfig
+from actors.runtime.directory import ActorKind, any_name, open_directory
+from actors.runtime.subscriber import SubscriberQueue
 from actors.store import MemoryEventStore, StoreStatistics
-from actors.subscriber import SubscriberQueue
 from protocol.errors import ErrorCode, ProtocolError
-from tests.runtime.counter import Add, Block, CounterActor, Crash
+from tests.runtime.probe import Add, Block, Crash, ProbeActor
 
-KINDS = [ActorKind("counter", CounterActor, autostart=True)]
+KINDS = [ActorKind("probe", ProbeActor, declared=any_name)]
 
 
 async def ask_into(actor: Actor, outcome: dict[str, object], label: str,
@@ -36,8 +36,8 @@ async def fresh_state(store: MemoryEventStore, actor_id: str) -> dict:
 async def test_crash_restarts_from_the_store_with_equal_state() -> None:
     store = MemoryEventStore()
     async with open_directory(store, KINDS, config=RuntimeConfig(snapshot_every=4)) as directory:
-        actor = await directory.get("counter:a")
-        other = await directory.get("counter:b")
+        actor = await directory.get("probe:a")
+        other = await directory.get("probe:b")
         await other.ask(Add(7))
         for i in range(10):
             await actor.ask(Add(i))
@@ -56,7 +56,7 @@ async def test_crash_restarts_from_the_store_with_equal_state() -> None:
         err = outcome["crash"]
         assert isinstance(err, ProtocolError)
         assert err.code == ErrorCode.ACTOR_RESTARTED
-        assert err.message == ("counter:a crashed handling this request and was restarted "
+        assert err.message == ("probe:a crashed handling this request and was restarted "
                                      "from its stored state; the request may be retried")
         assert actor.statistics().restarts == 1
         assert outcome["queued"] == 11  # queued behind the crash: served after the restart
@@ -64,14 +64,14 @@ async def test_crash_restarts_from_the_store_with_equal_state() -> None:
                                     "amounts": [*before["amounts"], 100]}
         assert (other.statistics().restarts, other.total) == (0, 7)
         assert await other.ask(Add(1)) == 2
-    assert await fresh_state(store, "counter:a") == actor.snapshot()
-    assert (await store.load_snapshot("counter:a")).rev == 8
+    assert await fresh_state(store, "probe:a") == actor.snapshot()
+    assert (await store.load_snapshot("probe:a")).rev == 8
 
 
 async def test_a_crashed_handler_changes_nothing_and_its_batch_neighbours_survive() -> None:
     store = MemoryEventStore()
     async with open_directory(store, KINDS) as directory:
-        actor = await directory.get("counter:a")
+        actor = await directory.get("probe:a")
         await actor.ask(Add(1))
         queue = SubscriberQueue(100)
         await actor.subscribe(queue, 1, request_id=5)
@@ -91,10 +91,10 @@ async def test_a_crashed_handler_changes_nothing_and_its_batch_neighbours_surviv
         assert isinstance(crash, ProtocolError) and crash.code == ErrorCode.ACTOR_RESTARTED
         assert outcome == {"block": "released", "before": 2, "after": 3}
         assert (actor.total, actor.rev) == (6, 3)
-        assert [e.data["amount"] for e in await store.read("counter:a")] == [1, 2, 3]
+        assert [e.data["amount"] for e in await store.read("probe:a")] == [1, 2, 3]
         frames = [await queue.get() for _ in range(2)]
-        assert frames[0] == '{"id":5,"ok":true,"result":{"topic":"counter:a","rev":1}}'
-        assert frames[1] == ('{"topic":"counter:a","rev":3,"kind":"events","data":['
+        assert frames[0] == '{"id":5,"ok":true,"result":{"topic":"probe:a","rev":1}}'
+        assert frames[1] == ('{"topic":"probe:a","rev":3,"kind":"events","data":['
                              '{"type":"added","amount":2},{"type":"added","amount":3}]}')
         assert actor.statistics().restarts == 1
 
@@ -102,7 +102,7 @@ async def test_a_crashed_handler_changes_nothing_and_its_batch_neighbours_surviv
 async def test_one_append_per_batch() -> None:
     store = MemoryEventStore()
     async with open_directory(store, KINDS) as directory:
-        actor = await directory.get("counter:a")
+        actor = await directory.get("probe:a")
         release = trio.Event()
         async with trio.open_nursery() as nursery:
             nursery.start_soon(actor.ask, Block(release))
@@ -118,19 +118,19 @@ async def test_one_append_per_batch() -> None:
 async def test_too_many_crashes_stop_the_actor_for_good() -> None:
     config = RuntimeConfig(max_restarts=2, restart_window=60)
     async with open_directory(MemoryEventStore(), KINDS, config=config) as directory:
-        actor = await directory.get("counter:a")
+        actor = await directory.get("probe:a")
         for _ in range(2):
             with pytest.raises(ProtocolError, match="crashed"):
                 await actor.ask(Crash())
-        with pytest.raises(ProtocolError, match=r"^counter:a has stopped$"):
+        with pytest.raises(ProtocolError, match=r"^probe:a has stopped$"):
             await actor.ask(Crash())  # the crash that spends the budget: no restart
         await trio.testing.wait_all_tasks_blocked()
         assert actor.stopped
-        with pytest.raises(ProtocolError, match=r"^counter:a has stopped$") as err:
+        with pytest.raises(ProtocolError, match=r"^probe:a has stopped$") as err:
             await actor.ask(Add(1))
         assert err.value.code == ErrorCode.UNAVAILABLE
         assert [s.actor_id for s in directory.live()] == []
-        again = await directory.get("counter:a")  # a later get starts a fresh one
+        again = await directory.get("probe:a")  # a later get starts a fresh one
         assert again is not actor and await again.ask(Add(1)) == 1
 
 
@@ -147,16 +147,16 @@ class BrokenReads(MemoryEventStore):
 async def test_a_failing_snapshot_is_logged_and_changes_nothing() -> None:
     store = BrokenSnapshots()
     async with open_directory(store, KINDS, config=RuntimeConfig(snapshot_every=1)) as d:
-        actor = await d.get("counter:a")
+        actor = await d.get("probe:a")
         assert [await actor.ask(Add(i)) for i in range(3)] == [1, 2, 3]
         assert actor.statistics().restarts == 0
-        assert await store.load_snapshot("counter:a") is None
+        assert await store.load_snapshot("probe:a") is None
 
 
 async def test_a_world_that_cannot_be_loaded_is_unavailable() -> None:
     async with open_directory(BrokenReads(), KINDS) as directory:
-        with pytest.raises(ProtocolError, match=r"^counter:a could not be loaded from the "
+        with pytest.raises(ProtocolError, match=r"^probe:a could not be loaded from the "
                                                 r"store$") as err:
-            await directory.get("counter:a")
+            await directory.get("probe:a")
         assert err.value.code == ErrorCode.UNAVAILABLE
         assert directory.live() == []

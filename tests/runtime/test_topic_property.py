@@ -8,8 +8,8 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from actors.subscriber import SubscriberQueue
-from actors.topic import Topic
+from actors.runtime.subscriber import SubscriberQueue
+from actors.runtime.topic import Topic
 
 ops = st.lists(st.one_of(
     st.tuples(st.just("commit"), st.integers(1, 4)),

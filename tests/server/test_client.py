@@ -91,7 +91,7 @@ async def test_hello_gives_the_role_of_the_token(server: Running) -> None:
     async with Client.connect(server.ws_url) as c:
         assert c.role == "spectator"
         with pytest.raises(RequestError) as info:
-            await c.request("lobby.create", args={"kind": "scratch", "name": "x"})
+            await c.request("lobby.create", args={"kind": "counter", "name": "x"})
         assert info.value.code == "forbidden"
         assert info.value.detail == {"role": "spectator", "required": "agent"}
     with pytest.raises(RequestError, match=r"^unauthorized: ") as info:
@@ -102,11 +102,11 @@ async def test_hello_gives_the_role_of_the_token(server: Running) -> None:
 
 async def test_concurrent_requests_are_matched_by_id(server: Running) -> None:
     async with Client.connect(server.ws_url, token=server.owner_token) as c:
-        await c.request("lobby.create", args={"kind": "scratch", "name": "many"})
+        await c.request("lobby.create", args={"kind": "counter", "name": "many"})
         results: dict[int, dict] = {}
 
         async def add(amount: int) -> None:
-            results[amount] = await c.request("scratch.add", to="scratch:many",
+            results[amount] = await c.request("counter.add", to="counter:many",
                                               args={"amount": amount})
 
         async with trio.open_nursery() as nursery:
@@ -114,12 +114,12 @@ async def test_concurrent_requests_are_matched_by_id(server: Running) -> None:
                 nursery.start_soon(add, amount)
         # Each reply went to its own request: 40 distinct revisions after the creation (1).
         assert sorted(r["revision"] for r in results.values()) == list(range(2, 42))
-        final = await c.request("scratch.get", to="scratch:many")
+        final = await c.request("counter.get", to="counter:many")
         assert final == {"total": sum(range(1, 41)), "adds": 40, "revision": 41}
         # A refusal raises and leaves the connection usable.
-        with pytest.raises(RequestError, match=r"^unknown_op: there is no op 'scratch.nope'$"):
-            await c.request("scratch.nope", to="scratch:many")
-        assert (await c.request("scratch.get", to="scratch:many"))["revision"] == 41
+        with pytest.raises(RequestError, match=r"^unknown_op: there is no op 'counter.nope'$"):
+            await c.request("counter.nope", to="counter:many")
+        assert (await c.request("counter.get", to="counter:many"))["revision"] == 41
 
 
 async def test_reconnect_resumes_with_exactly_the_missed_events(
@@ -128,19 +128,19 @@ async def test_reconnect_resumes_with_exactly_the_missed_events(
     await nursery.start(proxy.run)
     async with Client.connect(server.ws_url, token=server.owner_token) as writer, \
             Client.connect(f"ws://127.0.0.1:{proxy.port}/ws") as reader:
-        await writer.request("lobby.create", args={"kind": "scratch", "name": "r"})
-        async with reader.subscribe("scratch:r") as sub:
-            assert sub.result == {"topic": "scratch:r", "rev": 1}
+        await writer.request("lobby.create", args={"kind": "counter", "name": "r"})
+        async with reader.subscribe("counter:r") as sub:
+            assert sub.result == {"topic": "counter:r", "rev": 1}
             assert (await _next(sub)).kind == "snapshot"
             for amount in (1, 2):
-                await writer.request("scratch.add", to="scratch:r", args={"amount": amount})
+                await writer.request("counter.add", to="counter:r", args={"amount": amount})
             seen = [await _next(sub), await _next(sub)]
             assert [(p.kind, p.rev) for p in seen] == [("events", 2), ("events", 3)]
 
             proxy.cut()
             # Events happen while the reader is away.
             for amount in (3, 4, 5, 6):
-                await writer.request("scratch.add", to="scratch:r", args={"amount": amount})
+                await writer.request("counter.add", to="counter:r", args={"amount": amount})
             missed = []
             while sum(len(p.data) for p in missed) < 4:
                 missed.append(await _next(sub))
@@ -149,7 +149,7 @@ async def test_reconnect_resumes_with_exactly_the_missed_events(
             assert missed[-1].rev == 7
             assert reader.connections == 2 and proxy.accepted == 2
             # Live pushes continue on the new socket, once each.
-            await writer.request("scratch.add", to="scratch:r", args={"amount": 7})
+            await writer.request("counter.add", to="counter:r", args={"amount": 7})
             after = await _next(sub)
             assert (after.rev, [e["amount"] for e in after.data]) == (8, [7])
             with trio.move_on_after(0.3):
@@ -163,7 +163,7 @@ async def test_a_reply_lost_with_the_socket_raises_connection_lost(
     await nursery.start(proxy.run)
     url = f"ws://127.0.0.1:{proxy.port}/ws"
     async with Client.connect(url, token=server.owner_token) as c:
-        await c.request("lobby.create", args={"kind": "scratch", "name": "lost"})
+        await c.request("lobby.create", args={"kind": "counter", "name": "lost"})
         proxy.hold()
 
         async def cut_soon() -> None:
@@ -171,15 +171,15 @@ async def test_a_reply_lost_with_the_socket_raises_connection_lost(
             proxy.cut()
 
         nursery.start_soon(cut_soon)
-        with pytest.raises(ConnectionLost, match=r"^the connection closed before scratch.add #\d+ "
+        with pytest.raises(ConnectionLost, match=r"^the connection closed before counter.add #\d+ "
                                                  r"was answered$"):
-            await c.request("scratch.add", to="scratch:lost", args={"amount": 9})
+            await c.request("counter.add", to="counter:lost", args={"amount": 9})
         # The request reached the server before the cut: it ran though its reply was lost.
-        assert await c.request("scratch.get", to="scratch:lost") == \
+        assert await c.request("counter.get", to="counter:lost") == \
             {"total": 9, "adds": 1, "revision": 2}
         assert c.connections == 2
     with pytest.raises(ClientClosed, match=r"^the client is closed \(by its owner\)$"):
-        await c.request("scratch.get", to="scratch:lost")
+        await c.request("counter.get", to="counter:lost")
 
 
 async def test_without_reconnect_a_drop_closes_the_client(
@@ -200,10 +200,10 @@ async def test_without_reconnect_a_drop_closes_the_client(
 async def test_a_caller_that_falls_behind_is_resubscribed_without_gaps(server: Running) -> None:
     async with Client.connect(server.ws_url, token=server.owner_token) as writer, \
             Client.connect(server.ws_url, push_buffer=3) as reader:
-        await writer.request("lobby.create", args={"kind": "scratch", "name": "slow"})
-        async with reader.subscribe("scratch:slow", since=1) as sub:
+        await writer.request("lobby.create", args={"kind": "counter", "name": "slow"})
+        async with reader.subscribe("counter:slow", since=1) as sub:
             for amount in range(1, 21):  # far more pushes than the buffer holds, unread
-                await writer.request("scratch.add", to="scratch:slow", args={"amount": amount})
+                await writer.request("counter.add", to="counter:slow", args={"amount": amount})
             amounts: list[int] = []
             revs: list[int] = []
             while len(amounts) < 20:
@@ -223,8 +223,8 @@ async def test_one_subscription_per_topic(server: Running) -> None:
 
 async def test_metrics_count_the_traffic(server: Running) -> None:
     async with Client.connect(server.ws_url, token=server.owner_token) as c:
-        await c.request("lobby.create", args={"kind": "scratch", "name": "m"})
-        await c.request("scratch.add", to="scratch:m", args={"amount": 1})
+        await c.request("lobby.create", args={"kind": "counter", "name": "m"})
+        await c.request("counter.add", to="counter:m", args={"amount": 1})
         async with httpx.AsyncClient(base_url=server.url) as http:
             response = await http.get("/metrics")
     assert response.status_code == 200
@@ -235,8 +235,8 @@ async def test_metrics_count_the_traffic(server: Running) -> None:
     # This client's hello, create and add, and their three replies.
     assert float(samples["petridish_frames_in_total"]) == 3
     assert float(samples["petridish_frames_out_total"]) == 3
-    assert float(samples['petridish_events_appended_total{kind="scratch"}']) == 2  # created, added
-    assert float(samples['petridish_handler_seconds_count{kind="scratch"}']) >= 1
+    assert float(samples['petridish_events_appended_total{kind="counter"}']) == 2  # created, added
+    assert float(samples['petridish_handler_seconds_count{kind="counter"}']) >= 1
     assert 'petridish_mailbox_depth{kind="lobby"}' in samples
 
 

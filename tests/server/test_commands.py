@@ -10,10 +10,10 @@ import sys
 
 import pytest
 
-from protocol.registry import default_registry
 from server.app import _hypercorn_config
 from server.cli import main
 from server.config import ServerConfig
+from server.worlds import registry as default_registry
 
 
 def test_protocol_schema_prints_every_op(capsys: pytest.CaptureFixture[str]) -> None:

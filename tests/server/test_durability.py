@@ -25,7 +25,7 @@ async def _write_until_killed(url: str, token: str, writer: int, acked: list[str
         for i in range(10_000):
             note = f"w{writer}-{i}"
             try:
-                await c.request("scratch.add", to="scratch:durable",
+                await c.request("counter.add", to="counter:durable",
                                 args={"amount": 1, "note": note}, timeout=10)
             except ClientError:
                 return  # the server is gone; this write was never acknowledged
@@ -41,7 +41,7 @@ async def test_acknowledged_writes_survive_sigkill(tmp_path: Path) -> None:
         token = server.owner_token
         assert token is not None
         async with Client.connect(server.ws_url, token=token) as c:
-            await c.request("lobby.create", args={"kind": "scratch", "name": "durable"})
+            await c.request("lobby.create", args={"kind": "counter", "name": "durable"})
         acked: list[str] = []
         enough = trio.Event()
         async with trio.open_nursery() as nursery:
@@ -56,8 +56,8 @@ async def test_acknowledged_writes_survive_sigkill(tmp_path: Path) -> None:
         await trio.to_thread.run_sync(server.start)  # same data directory
         assert server.owner_token is None  # not a first start: no token printed
         async with Client.connect(server.ws_url, token=token) as c:
-            total = await c.request("scratch.get", to="scratch:durable")
-            async with c.subscribe("scratch:durable", since=0) as sub:
+            total = await c.request("counter.get", to="counter:durable")
+            async with c.subscribe("counter:durable", since=0) as sub:
                 events: list[dict] = []
                 with trio.fail_after(10):
                     async for push in sub:
@@ -74,5 +74,5 @@ async def test_acknowledged_writes_survive_sigkill(tmp_path: Path) -> None:
     assert len(notes) == len(set(notes)) == total["adds"] == total["total"]
     # Writes in flight at the kill may or may not have landed, but no more than one each.
     assert len(notes) <= len(acked) + WRITERS
-    assert {"kind": "scratch", "id": "scratch:durable"}.items() <= \
-        next(w for w in worlds["worlds"] if w["id"] == "scratch:durable").items()
+    assert {"kind": "counter", "id": "counter:durable"}.items() <= \
+        next(w for w in worlds["worlds"] if w["id"] == "counter:durable").items()

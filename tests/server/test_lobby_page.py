@@ -44,7 +44,7 @@ def test_lobby_page_shows_worlds_live(browser, tmp_path: Path) -> None:
     with ServerProcess(tmp_path / "data") as server:
         token = server.owner_token
         assert token is not None
-        _requests(server.ws_url, token, ("lobby.create", None, {"kind": "scratch", "name": "early"}))
+        _requests(server.ws_url, token, ("lobby.create", None, {"kind": "counter", "name": "early"}))
 
         page = browser.new_page()
         errors: list[str] = []
@@ -52,21 +52,21 @@ def test_lobby_page_shows_worlds_live(browser, tmp_path: Path) -> None:
         page.goto(f"{server.http_url}/")
         expect(page.locator("#status")).to_have_text("live · spectator", timeout=WAIT)
         # Created before the page opened: it arrives in the first snapshot.
-        early = page.locator('tr[data-id="scratch:early"]')
-        expect(early.locator(".kind")).to_have_text("scratch", timeout=WAIT)
+        early = page.locator('tr[data-id="counter:early"]')
+        expect(early.locator(".kind")).to_have_text("counter", timeout=WAIT)
         expect(early.locator(".revision")).to_have_text("1", timeout=WAIT)
 
         # Created while the page watches: it arrives as a pushed event.
         _requests(server.ws_url, token,
-                  ("lobby.create", None, {"kind": "scratch", "name": "live-one"}),
-                  ("scratch.add", "scratch:live-one", {"amount": 5}),
-                  ("scratch.add", "scratch:live-one", {"amount": 6}))
-        row = page.locator('tr[data-id="scratch:live-one"]')
-        expect(row.locator(".id")).to_have_text("scratch:live-one", timeout=WAIT)
+                  ("lobby.create", None, {"kind": "counter", "name": "live-one"}),
+                  ("counter.add", "counter:live-one", {"amount": 5}),
+                  ("counter.add", "counter:live-one", {"amount": 6}))
+        row = page.locator('tr[data-id="counter:live-one"]')
+        expect(row.locator(".id")).to_have_text("counter:live-one", timeout=WAIT)
         expect(row.locator(".revision")).to_have_text("3", timeout=WAIT)
         expect(row.locator(".subscribers")).to_have_text("0", timeout=WAIT)
         subscribed, leave = threading.Event(), threading.Event()
-        watcher = threading.Thread(target=_watch, args=(server.ws_url, "scratch:live-one",
+        watcher = threading.Thread(target=_watch, args=(server.ws_url, "counter:live-one",
                                                         subscribed, leave))
         watcher.start()
         try:
@@ -79,11 +79,11 @@ def test_lobby_page_shows_worlds_live(browser, tmp_path: Path) -> None:
         expect(page.locator("#count")).to_have_text("2 worlds", timeout=WAIT)
         expect(page.locator("#empty")).to_be_hidden(timeout=WAIT)
         assert page.locator("#worlds tbody tr").evaluate_all(
-            "rows => rows.map(r => r.dataset.id)") == ["scratch:early", "scratch:live-one"]
+            "rows => rows.map(r => r.dataset.id)") == ["counter:early", "counter:live-one"]
         result = page.evaluate(CLIENT_JS_REQUESTS, token)
         assert result == {
             "role": "spectator",
-            "worlds": ["scratch:early", "scratch:live-one"],
+            "worlds": ["counter:early", "counter:live-one"],
             "refused": ["RequestError", "forbidden", "agent"],
             "revisions": [4, 5, 6, 7, 8],
             "unknown": "unknown_op",
@@ -106,25 +106,25 @@ CLIENT_JS_REQUESTS = """async (token) => {
   const listed = await spectator.request("lobby.list", "lobby:main", {});
   let refused = null;
   try {
-    await spectator.request("lobby.create", null, { kind: "scratch", name: "nope" });
+    await spectator.request("lobby.create", null, { kind: "counter", name: "nope" });
   } catch (err) {
     refused = [err instanceof RequestError ? "RequestError" : err.name, err.code,
                err.detail.required];
   }
-  const missing = spectator.subscribe("scratch:missing", () => {});
+  const missing = spectator.subscribe("counter:missing", () => {});
   let missingCode = null;
   try { await missing.ready; } catch (err) { missingCode = err.code; }
   const pushes = [];
-  const sub = spectator.subscribe("scratch:live-one", (push) => pushes.push(push));
+  const sub = spectator.subscribe("counter:live-one", (push) => pushes.push(push));
   await sub.ready;
   const owner = await Client.connect(undefined, { token });
   const results = await Promise.all([1, 2, 3, 4, 5].map(
-    (amount) => owner.request("scratch.add", "scratch:live-one", { amount })));
+    (amount) => owner.request("counter.add", "counter:live-one", { amount })));
   while (pushes.length === 0 || pushes.at(-1).rev < 8) {
     await new Promise((wake) => setTimeout(wake, 20));
   }
   let unknown = null;
-  try { await owner.request("scratch.nope", "scratch:live-one"); } catch (err) { unknown = err.code; }
+  try { await owner.request("counter.nope", "counter:live-one"); } catch (err) { unknown = err.code; }
   spectator.close();
   owner.close();
   return {
@@ -145,10 +145,10 @@ def test_lobby_page_reconnects_and_resumes_after_a_server_restart(browser, tmp_p
     with ServerProcess(tmp_path / "data") as server:
         token = server.owner_token
         assert token is not None
-        _requests(server.ws_url, token, ("lobby.create", None, {"kind": "scratch", "name": "one"}))
+        _requests(server.ws_url, token, ("lobby.create", None, {"kind": "counter", "name": "one"}))
         page = browser.new_page()
         page.goto(f"{server.http_url}/")
-        expect(page.locator('tr[data-id="scratch:one"] .revision')).to_have_text("1", timeout=WAIT)
+        expect(page.locator('tr[data-id="counter:one"] .revision')).to_have_text("1", timeout=WAIT)
 
         page.evaluate("window.sameDocument = true")
         port = server.port
@@ -156,7 +156,7 @@ def test_lobby_page_reconnects_and_resumes_after_a_server_restart(browser, tmp_p
         expect(page.locator("#status")).to_have_text("reconnecting…", timeout=WAIT)
         server.start(port=port)  # same data, same address: the page's client comes back
         expect(page.locator("#status")).to_have_text("live · spectator", timeout=WAIT)
-        _requests(server.ws_url, token, ("lobby.create", None, {"kind": "scratch", "name": "two"}))
-        expect(page.locator('tr[data-id="scratch:two"] .revision')).to_have_text("1", timeout=WAIT)
+        _requests(server.ws_url, token, ("lobby.create", None, {"kind": "counter", "name": "two"}))
+        expect(page.locator('tr[data-id="counter:two"] .revision')).to_have_text("1", timeout=WAIT)
         expect(page.locator("#count")).to_have_text("2 worlds", timeout=WAIT)
         assert page.evaluate("window.sameDocument") is True  # reconnected, not reloaded

@@ -72,8 +72,8 @@ async def test_a_running_server_honours_issue_and_revoke(tmp_path: Path) -> None
         token = made.stdout.strip()
         async with Client.connect(server.ws_url, token=token) as c:
             assert (c.role, c.hello["name"]) == ("agent", "agent-7")
-            created = await c.request("lobby.create", args={"kind": "scratch", "name": "t"})
-            assert created == {"id": "scratch:t", "revision": 1}
+            created = await c.request("lobby.create", args={"kind": "counter", "name": "t"})
+            assert created == {"id": "counter:t", "revision": 1}
         async with Client.connect(server.ws_url, token=owner) as c:
             assert c.role == "owner"
         await trio.to_thread.run_sync(petridish, "token", "revoke", "agent-7", "--data",

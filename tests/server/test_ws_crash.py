@@ -10,11 +10,10 @@ import attrs
 import trio
 import trio.testing
 
-from actors.directory import ActorKind, open_directory
-from actors.runtime import Call
-from protocol.registry import OpSpec, Registry, default_registry
-from server.app import default_kinds
-from tests.runtime.counter import Add, Block, CounterActor, Crash
+from actors.runtime import ActorKind, Call, open_directory
+from protocol.registry import OpSpec, Registry
+from server import worlds
+from tests.runtime.probe import Add, Block, Crash, Create, ProbeActor
 from tests.server.ws_harness import error, raw_client, result, running_server
 
 
@@ -36,7 +35,7 @@ class Odd:
     """Ask for a result that cannot be written as JSON (a server bug, on purpose)."""
 
 
-class CounterWorld(CounterActor):
+class ProbeWorld(ProbeActor):
     """The runtime tests' counter, answering with Figures so it can be a protocol world."""
 
     async def handle(self, call: Call | Any) -> Any:
@@ -48,32 +47,34 @@ class CounterWorld(CounterActor):
         return Figures(self.total, self.rev)
 
 
-def counter_registry() -> Registry:
-    registry = Registry(default_registry())
-    registry.add(OpSpec("counter.add", Add, Figures, "agent", "Add."))
-    registry.add(OpSpec("counter.crash", Crash, Figures, "agent", "Raise in the handler."))
-    registry.add(OpSpec("counter.get", Empty, Figures, "spectator", "Read."))
-    registry.add(OpSpec("counter.odd", Odd, Figures, "spectator", "Answer with a bug."))
+def probe_registry() -> Registry:
+    registry = Registry(worlds.registry())
+    registry.add(OpSpec("probe.create", Create, Figures, "agent", "Create."))
+    registry.add(OpSpec("probe.add", Add, Figures, "agent", "Add."))
+    registry.add(OpSpec("probe.crash", Crash, Figures, "agent", "Raise in the handler."))
+    registry.add(OpSpec("probe.get", Empty, Figures, "spectator", "Read."))
+    registry.add(OpSpec("probe.odd", Odd, Figures, "spectator", "Answer with a bug."))
     return registry
 
 
-KINDS = [*default_kinds(), ActorKind("counter", CounterWorld, create_role="agent")]
+KINDS = [*worlds.kinds(), ActorKind("probe", ProbeWorld, create_role="agent",
+                                    create_op="probe.create", create_args=Create)]
 
 
 async def test_crash_restarts_with_equal_state_and_the_pending_ask_gets_actor_restarted(
         tmp_path: Path) -> None:
-    async with running_server(tmp_path, kinds=KINDS, registry=counter_registry(),
+    async with running_server(tmp_path, kinds=KINDS, registry=probe_registry(),
                               open_mode=True) as running, \
             raw_client(running) as c, raw_client(running) as watcher:
         for name in ("a", "b"):
-            result(await c.call("lobby.create", kind="counter", name=name))
+            result(await c.call("lobby.create", kind="probe", name=name))
         for i in range(5):
-            result(await c.call("counter.add", "counter:a", amount=i))
-        result(await c.call("counter.add", "counter:b", amount=100))
-        await watcher.send({"id": 1, "op": "subscribe", "to": "counter:a", "since": 6})
+            result(await c.call("probe.add", "probe:a", amount=i))
+        result(await c.call("probe.add", "probe:b", amount=100))
+        await watcher.send({"id": 1, "op": "subscribe", "to": "probe:a", "since": 6})
         assert result(await watcher.recv())["rev"] == 6
-        before = result(await c.call("counter.get", "counter:a"))
-        actor = await running.state.directory.get("counter:a")
+        before = result(await c.call("probe.get", "probe:a"))
+        actor = await running.state.directory.get("probe:a")
         state_before = actor.snapshot()
 
         # A crash that happens while a second request waits in the mailbox.
@@ -81,9 +82,9 @@ async def test_crash_restarts_with_equal_state_and_the_pending_ask_gets_actor_re
         async with trio.open_nursery() as nursery:
             nursery.start_soon(actor.ask, Block(release))
             await trio.testing.wait_all_tasks_blocked()
-            await c.send({"id": 50, "op": "counter.crash", "to": "counter:a",
+            await c.send({"id": 50, "op": "probe.crash", "to": "probe:a",
                           "args": {"after_commit": False}})
-            await c.send({"id": 51, "op": "counter.add", "to": "counter:a",
+            await c.send({"id": 51, "op": "probe.add", "to": "probe:a",
                           "args": {"amount": 1}})
             await trio.testing.wait_all_tasks_blocked()
             assert actor.statistics().mailbox_depth == 2
@@ -91,7 +92,7 @@ async def test_crash_restarts_with_equal_state_and_the_pending_ask_gets_actor_re
         replies = {r["id"]: r for r in [await c.recv(), await c.recv()]}
         crashed = error(replies[50])
         assert crashed["code"] == "actor_restarted"
-        assert crashed["detail"] == {"actor": "counter:a"}
+        assert crashed["detail"] == {"actor": "probe:a"}
         assert result(replies[51]) == {"total": before["total"] + 1, "rev": before["rev"] + 1}
         assert actor.statistics().restarts == 1
         assert actor.snapshot() == {"total": state_before["total"] + 1,
@@ -99,50 +100,50 @@ async def test_crash_restarts_with_equal_state_and_the_pending_ask_gets_actor_re
         push = await watcher.recv()
         assert (push["rev"], push["data"]) == (7, [{"type": "added", "amount": 1}])
         # A crash after the handler committed: nothing of it is kept or published.
-        assert error(await c.call("counter.crash", "counter:a", after_commit=True))["code"] == \
+        assert error(await c.call("probe.crash", "probe:a", after_commit=True))["code"] == \
             "actor_restarted"
-        assert result(await c.call("counter.get", "counter:a")) == {
+        assert result(await c.call("probe.get", "probe:a")) == {
             "total": before["total"] + 1, "rev": 7}
         with trio.move_on_after(0.2):
             raise AssertionError(f"a crashed handler's event was published: {await watcher.recv()}")
         # The state equals what a fresh actor folds from the store alone.
         async with open_directory(running.state.directory.store, KINDS) as fresh:
-            assert (await fresh.get("counter:a")).snapshot() == actor.snapshot()
+            assert (await fresh.get("probe:a")).snapshot() == actor.snapshot()
         # The other world was untouched.
-        other = await running.state.directory.get("counter:b")
+        other = await running.state.directory.get("probe:b")
         assert (other.statistics().restarts, other.total) == (0, 100)
-        assert result(await c.call("counter.get", "counter:b")) == {"total": 100, "rev": 2}
+        assert result(await c.call("probe.get", "probe:b")) == {"total": 100, "rev": 2}
 
 
 async def test_a_server_bug_is_answered_internal_and_the_socket_survives(tmp_path: Path) -> None:
-    async with running_server(tmp_path, kinds=KINDS, registry=counter_registry(),
+    async with running_server(tmp_path, kinds=KINDS, registry=probe_registry(),
                               open_mode=True) as running, raw_client(running) as c:
-        result(await c.call("lobby.create", kind="counter", name="a"))
-        assert error(await c.call("counter.odd", "counter:a")) == {
+        result(await c.call("lobby.create", kind="probe", name="a"))
+        assert error(await c.call("probe.odd", "probe:a")) == {
             "code": "internal", "message": "the server failed on this request; the failure "
                                            "was logged", "detail": {}}
-        assert result(await c.call("counter.get", "counter:a")) == {"total": 0, "rev": 1}
+        assert result(await c.call("probe.get", "probe:a")) == {"total": 0, "rev": 1}
 
 
 async def test_a_request_the_actor_does_not_answer_in_time_gets_timeout_once(
         tmp_path: Path) -> None:
     from actors.runtime import RuntimeConfig
 
-    async with running_server(tmp_path, kinds=KINDS, registry=counter_registry(),
+    async with running_server(tmp_path, kinds=KINDS, registry=probe_registry(),
                               open_mode=True, runtime=RuntimeConfig(ask_timeout=0.5)
                               ) as running, raw_client(running) as c:
-        result(await c.call("lobby.create", kind="counter", name="a"))
-        actor = await running.state.directory.get("counter:a")
+        result(await c.call("lobby.create", kind="probe", name="a"))
+        actor = await running.state.directory.get("probe:a")
         release = trio.Event()
         async with trio.open_nursery() as nursery:
             nursery.start_soon(actor.ask, Block(release), 60)
             await trio.testing.wait_all_tasks_blocked()
-            reply = await c.call("counter.add", "counter:a", amount=5)
-            assert error(reply) == {"code": "timeout", "message": "counter:a did not answer "
-                                    "within 0.5 s", "detail": {"actor": "counter:a"}}
+            reply = await c.call("probe.add", "probe:a", amount=5)
+            assert error(reply) == {"code": "timeout", "message": "probe:a did not answer "
+                                    "within 0.5 s", "detail": {"actor": "probe:a"}}
             release.set()
         # The request stayed in the mailbox and was applied; its late answer is not sent.
-        assert result(await c.call("counter.get", "counter:a")) == {"total": 5, "rev": 2}
+        assert result(await c.call("probe.get", "probe:a")) == {"total": 5, "rev": 2}
         with trio.move_on_after(0.3):
             raise AssertionError(f"a second reply arrived: {await c.recv()}")
         assert len(running.state.deadlines) == 0  # nothing answered is kept

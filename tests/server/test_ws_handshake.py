@@ -20,7 +20,7 @@ async def test_hello_without_token_is_a_spectator_who_cannot_write(tmp_path: Pat
         assert welcome["id"] == 4
         assert result(welcome)["role"] == "spectator"
         assert result(await c.call("lobby.list")) == {"worlds": []}
-        refused = error(await c.call("lobby.create", kind="scratch", name="a"))
+        refused = error(await c.call("lobby.create", kind="counter", name="a"))
         assert refused == {"code": "forbidden",
                            "message": "lobby.create needs the agent role; this connection is "
                                       "spectator",
@@ -37,9 +37,9 @@ async def test_owner_token_and_agent_tokens_give_their_roles(tmp_path: Path) -> 
         async with raw_client(running, hello=False) as c:
             await c.send({"op": "hello", "protocol": 1, "token": agent_token})
             assert result(await c.recv())["name"] == "ann"
-            made = result(await c.call("lobby.create", kind="scratch", name="a"))
-            assert made == {"id": "scratch:a", "revision": 1}
-            assert result(await c.call("scratch.add", "scratch:a", amount=3))["total"] == 3
+            made = result(await c.call("lobby.create", kind="counter", name="a"))
+            assert made == {"id": "counter:a", "revision": 1}
+            assert result(await c.call("counter.add", "counter:a", amount=3))["total"] == 3
 
 
 async def test_bad_token_is_unauthorized_and_closed(tmp_path: Path) -> None:
@@ -64,7 +64,7 @@ async def test_revoked_token_is_unauthorized(tmp_path: Path) -> None:
 
 async def test_open_mode_makes_anonymous_connections_agents(tmp_path: Path) -> None:
     async with running_server(tmp_path, open_mode=True) as running, raw_client(running) as c:
-        assert result(await c.call("lobby.create", kind="scratch", name="x"))["id"] == "scratch:x"
+        assert result(await c.call("lobby.create", kind="counter", name="x"))["id"] == "counter:x"
 
 
 async def test_frames_before_hello_are_refused_and_hello_still_works(tmp_path: Path) -> None:

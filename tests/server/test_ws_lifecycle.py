@@ -13,8 +13,8 @@ from websockets.trio.client import connect
 
 from server.app import serve
 from server.config import ServerConfig
-from tests.runtime.counter import Block
-from tests.server.test_ws_crash import KINDS, counter_registry
+from tests.runtime.probe import Block
+from tests.server.test_ws_crash import KINDS, probe_registry
 from tests.server.ws_harness import error, raw_client, result, running_server
 
 
@@ -68,8 +68,8 @@ async def test_healthz_metrics_and_static_files(tmp_path: Path) -> None:
     (web / "index.html").write_text("<h1>lobby</h1>")
     async with running_server(tmp_path / "data", web_dir=web, open_mode=True) as running, \
             raw_client(running) as c, httpx.AsyncClient(base_url=running.url) as http:
-        result(await c.call("lobby.create", kind="scratch", name="m"))
-        result(await c.call("scratch.add", "scratch:m", amount=1))
+        result(await c.call("lobby.create", kind="counter", name="m"))
+        result(await c.call("counter.add", "counter:m", amount=1))
         await c.send("not json")
         await c.recv()
         health = await http.get("/healthz")
@@ -77,27 +77,28 @@ async def test_healthz_metrics_and_static_files(tmp_path: Path) -> None:
         assert health.json() == {"ok": True, "worlds": 2, "connections": 1}
         text = (await http.get("/metrics")).text
         for line in ('petridish_connections_open 1',
-                     'petridish_events_appended_total{kind="scratch"} 2',
+                     'petridish_events_appended_total{kind="counter"} 2',
                      'petridish_events_appended_total{kind="lobby"} 1',
                      'petridish_errors_total{code="bad_request"} 1',
-                     'petridish_mailbox_depth{kind="scratch"} 0'):
+                     'petridish_mailbox_depth{kind="counter"} 0'):
             assert line in text.splitlines(), line
-        assert 'petridish_handler_seconds_count{kind="scratch"} 1' in text
+        # the create (lobby.create hands the counter its create op) and the add
+        assert 'petridish_handler_seconds_count{kind="counter"} 2' in text
         page = await http.get("/")
         assert page.status_code == 200 and page.text == "<h1>lobby</h1>"
 
 
 async def test_graceful_shutdown_finishes_in_flight_requests_then_closes_1001(
         tmp_path: Path) -> None:
-    async with running_server(tmp_path, kinds=KINDS, registry=counter_registry(),
+    async with running_server(tmp_path, kinds=KINDS, registry=probe_registry(),
                               open_mode=True) as running, raw_client(running) as c:
-        result(await c.call("lobby.create", kind="counter", name="a"))
-        actor = await running.state.directory.get("counter:a")
+        result(await c.call("lobby.create", kind="probe", name="a"))
+        actor = await running.state.directory.get("probe:a")
         release = trio.Event()
         async with trio.open_nursery() as nursery:
             nursery.start_soon(actor.ask, Block(release))
             await trio.testing.wait_all_tasks_blocked()
-            await c.send({"id": 7, "op": "counter.add", "to": "counter:a",
+            await c.send({"id": 7, "op": "probe.add", "to": "probe:a",
                           "args": {"amount": 3}})
             await trio.testing.wait_all_tasks_blocked()
             running.stop()

@@ -12,7 +12,7 @@ from pathlib import Path
 from tests.server.ws_harness import raw_client, result, running_server
 
 MAX_ID = 2**53 - 1
-WORLD = "scratch:w"
+WORLD = "counter:w"
 
 
 def cases(rng: random.Random) -> Iterator[tuple[str | bytes, str, str, int | None]]:
@@ -36,21 +36,21 @@ def cases(rng: random.Random) -> Iterator[tuple[str | bytes, str, str, int | Non
     # Wrong ids.
     for bad in ("7", 1.5, True, -1, MAX_ID + 1, None, [1], {"n": 1}):
         for _ in range(25):
-            yield ({"id": bad, "op": "scratch.get", "to": WORLD, "args": {}},
+            yield ({"id": bad, "op": "counter.get", "to": WORLD, "args": {}},
                    "bad_request", rf"id: expected an integer from 0 to {MAX_ID}", None)
     for i in range(100):
-        yield ({"op": "scratch.get", "to": WORLD, "n": i}, "bad_request",
+        yield ({"op": "counter.get", "to": WORLD, "n": i}, "bad_request",
                r"id: required field missing", None)
     # Wrong envelope types, with a valid id that the reply carries.
     for i in range(100):
         rid = rng.randint(0, MAX_ID)
         yield ({"id": rid, "op": rng.choice([1, None, [], {}, True]), "to": WORLD},
                "bad_request", r"op: expected a string", rid)
-        yield ({"id": rid, "op": "scratch.get", "to": WORLD, "args": rng.choice([1, "x", [], True])},
+        yield ({"id": rid, "op": "counter.get", "to": WORLD, "args": rng.choice([1, "x", [], True])},
                "bad_request", r"args: expected an object", rid)
-        yield ({"id": rid, "op": "scratch.get", "to": rng.choice([1, [], {}, True])},
+        yield ({"id": rid, "op": "counter.get", "to": rng.choice([1, [], {}, True])},
                "bad_request", r"to: expected a string 'kind:name'", rid)
-        yield ({"id": rid, "op": "scratch.get", "to": rng.choice(["", "x", "a b:c", ":x", "Q:x"])},
+        yield ({"id": rid, "op": "counter.get", "to": rng.choice(["", "x", "a b:c", ":x", "Q:x"])},
                "bad_request", r"to: '.*' is not an actor id 'kind:name'", rid)
         yield ({"id": rid, "op": "subscribe", "to": WORLD, "since": rng.choice([-1, "3", 1.5])},
                "bad_request", r"since: expected a non-negative integer or null", rid)
@@ -58,39 +58,39 @@ def cases(rng: random.Random) -> Iterator[tuple[str | bytes, str, str, int | Non
     for i in range(300):
         rid = 1000 + i
         amount = rng.choice(["5", 1.5, True, None, [], {}])
-        yield ({"id": rid, "op": "scratch.add", "to": WORLD, "args": {"amount": amount}},
+        yield ({"id": rid, "op": "counter.add", "to": WORLD, "args": {"amount": amount}},
                "bad_request", r"args\.amount: expected int", rid)
-        yield ({"id": rid, "op": "scratch.add", "to": WORLD,
+        yield ({"id": rid, "op": "counter.add", "to": WORLD,
                 "args": {"amount": 1, "note": rng.choice([1, None, [], {}])}},
                "bad_request", r"args\.note: expected string", rid)
-        yield ({"id": rid, "op": "scratch.add", "to": WORLD, "args": {}},
+        yield ({"id": rid, "op": "counter.add", "to": WORLD, "args": {}},
                "bad_request", r"args\.amount: required field missing", rid)
     # Unknown ops.
     for i in range(250):
-        op = rng.choice(["scratch.nuke", "lobby.delete", "x", "zz.unknown", ".", f"op{i}"])
+        op = rng.choice(["counter.nuke", "lobby.delete", "x", "zz.unknown", ".", f"op{i}"])
         yield ({"id": i, "op": op, "to": WORLD}, "unknown_op",
                rf"there is no op {re.escape(repr(op))}", i)
     # Unknown keys, at the top and inside args.
     for i in range(150):
         key = f"k{i}"
-        yield ({"id": i, "op": "scratch.add", "to": WORLD, "args": {"amount": 1}, key: 1},
-               "bad_request", rf"{key}: unknown key in a 'scratch.add' frame", i)
-        yield ({"id": i, "op": "scratch.add", "to": WORLD, "args": {"amount": 1, key: 1}},
+        yield ({"id": i, "op": "counter.add", "to": WORLD, "args": {"amount": 1}, key: 1},
+               "bad_request", rf"{key}: unknown key in a 'counter.add' frame", i)
+        yield ({"id": i, "op": "counter.add", "to": WORLD, "args": {"amount": 1, key: 1}},
                "bad_request", rf"args\.{key}: unknown key", i)
     # Semantic refusals that must also change nothing.
     for i in range(50):
-        yield ({"id": i, "op": "scratch.add", "to": WORLD, "args": {"amount": 10**13}},
+        yield ({"id": i, "op": "counter.add", "to": WORLD, "args": {"amount": 10**13}},
                "bad_request", r"args\.amount: must be between .*", i)
-        yield ({"id": i, "op": "scratch.add", "to": "lobby:main", "args": {"amount": 1}},
-               "bad_request", r"to: scratch\.add is handled by scratch worlds, not 'lobby:main'",
+        yield ({"id": i, "op": "counter.add", "to": "lobby:main", "args": {"amount": 1}},
+               "bad_request", r"to: counter\.add is handled by counter worlds, not 'lobby:main'",
                i)
-        yield ({"id": i, "op": "scratch.get", "to": "scratch:nothing"}, "unknown_actor",
-               r"there is no world 'scratch:nothing'", i)
+        yield ({"id": i, "op": "counter.get", "to": "counter:nothing"}, "unknown_actor",
+               r"there is no world 'counter:nothing'; counter\.create creates it", i)
     # Huge frames.
     for i in range(25):
         size = 65537 + rng.randint(0, 400_000)
         yield ("x" * size, "too_large", r"the frame is longer than 65536 bytes", None)
-    yield json.dumps({"id": 1, "op": "scratch.add", "to": WORLD,
+    yield json.dumps({"id": 1, "op": "counter.add", "to": WORLD,
                       "args": {"amount": 1, "note": "é" * 40000}}), "too_large", ".*", None
     # Binary frames.
     for i in range(20):
@@ -102,8 +102,8 @@ async def test_two_thousand_malformed_frames_each_get_their_error(tmp_path: Path
     async with running_server(tmp_path, rate=1e6, burst=10**6) as running:
         token = running.state.tokens.create("agent", "fuzz")
         async with raw_client(running, token) as c:
-            assert result(await c.call("lobby.create", kind="scratch", name="w"))["revision"] == 1
-            assert result(await c.call("scratch.add", WORLD, amount=5, note="n"))["total"] == 5
+            assert result(await c.call("lobby.create", kind="counter", name="w"))["revision"] == 1
+            assert result(await c.call("counter.add", WORLD, amount=5, note="n"))["total"] == 5
             store = running.state.directory.store
             streams_before = await store.streams()
             count = 0
@@ -119,10 +119,10 @@ async def test_two_thousand_malformed_frames_each_get_their_error(tmp_path: Path
                 count += 1
             assert count >= 2000
             # The same socket still works, and nothing changed.
-            assert result(await c.call("scratch.get", WORLD)) == {"total": 5, "adds": 1,
+            assert result(await c.call("counter.get", WORLD)) == {"total": 5, "adds": 1,
                                                                   "revision": 2}
             assert await store.streams() == streams_before
-            assert result(await c.call("scratch.add", WORLD, amount=1))["revision"] == 3
+            assert result(await c.call("counter.add", WORLD, amount=1))["revision"] == 3
 
 
 def test_case_generator_is_large_and_varied() -> None:

@@ -10,7 +10,7 @@ import trio
 
 from tests.server.ws_harness import Raw, raw_client, result, running_server
 
-WORLD = "scratch:w"
+WORLD = "counter:w"
 
 
 def event_revs(push: dict[str, Any]) -> list[int]:
@@ -34,7 +34,7 @@ async def test_slow_subscriber_gets_resync_while_fast_one_gets_every_event(
     async with running_server(tmp_path, **settings) as running, \
             raw_client(running) as writer, raw_client(running) as fast, \
             raw_client(running, max_queue=1) as slow:
-        result(await writer.call("lobby.create", kind="scratch", name="w"))
+        result(await writer.call("lobby.create", kind="counter", name="w"))
         assert (await subscribe(fast, WORLD, 1))["rev"] == 1
         assert (await subscribe(slow, WORLD, 1))["rev"] == 1
         world = await running.state.directory.get(WORLD)
@@ -52,10 +52,10 @@ async def test_slow_subscriber_gets_resync_while_fast_one_gets_every_event(
             # The slow client never reads: write until the server drops it.
             while world.statistics().dropped == 0:
                 assert written < 3000, "the slow subscriber was never dropped"
-                written = result(await writer.call("scratch.add", WORLD, amount=1,
+                written = result(await writer.call("counter.add", WORLD, amount=1,
                                                    note=note))["revision"]
             for _ in range(5):  # and a few more after the drop
-                written = result(await writer.call("scratch.add", WORLD, amount=1,
+                written = result(await writer.call("counter.add", WORLD, amount=1,
                                                    note=note))["revision"]
             with trio.fail_after(10):
                 while not fast_revs or fast_revs[-1] < written:
@@ -78,13 +78,13 @@ async def test_slow_subscriber_gets_resync_while_fast_one_gets_every_event(
             extra = await slow.recv()
             raise AssertionError(f"a dropped subscriber got {extra}")
         metrics = running.state.metrics.render()
-        assert 'petridish_subscribers_dropped_total{kind="scratch"} 1' in metrics
+        assert 'petridish_subscribers_dropped_total{kind="counter"} 1' in metrics
 
 
 async def test_resume_delivers_exactly_the_missed_events_once_in_order(tmp_path: Path) -> None:
     async with running_server(tmp_path, open_mode=True) as running, \
             raw_client(running) as writer:
-        result(await writer.call("lobby.create", kind="scratch", name="w"))
+        result(await writer.call("lobby.create", kind="counter", name="w"))
         seen: list[int] = []
         async with raw_client(running) as reader:
             await subscribe(reader, WORLD, None)
@@ -92,18 +92,18 @@ async def test_resume_delivers_exactly_the_missed_events_once_in_order(tmp_path:
             assert first["kind"] == "snapshot" and first["rev"] == 1
             seen.append(first["rev"])
             for i in range(3):
-                await writer.call("scratch.add", WORLD, amount=i)
+                await writer.call("counter.add", WORLD, amount=i)
                 push = await reader.recv()
                 seen.extend(event_revs(push))
         for i in range(10):  # missed while disconnected
-            await writer.call("scratch.add", WORLD, amount=100 + i)
+            await writer.call("counter.add", WORLD, amount=100 + i)
         async with raw_client(running) as reader:
             assert (await subscribe(reader, WORLD, seen[-1]))["rev"] == 14
             missed = await reader.recv()
             assert missed["kind"] == "events"
             assert [e["amount"] for e in missed["data"]] == list(range(100, 110))
             seen.extend(event_revs(missed))
-            await writer.call("scratch.add", WORLD, amount=7)
+            await writer.call("counter.add", WORLD, amount=7)
             push = await reader.recv()
             seen.extend(event_revs(push))
             assert [e["amount"] for e in push["data"]] == [7]
@@ -116,11 +116,11 @@ async def test_resume_delivers_exactly_the_missed_events_once_in_order(tmp_path:
 async def test_unsubscribe_stops_pushes(tmp_path: Path) -> None:
     async with running_server(tmp_path, open_mode=True) as running, \
             raw_client(running) as c:
-        result(await c.call("lobby.create", kind="scratch", name="w"))
+        result(await c.call("lobby.create", kind="counter", name="w"))
         await subscribe(c, WORLD, 1)
         await c.send({"id": 5, "op": "unsubscribe", "to": WORLD})
         assert await c.recv() == {"id": 5, "ok": True, "result": {"topic": WORLD}}
-        reply = await c.call("scratch.add", WORLD, amount=1)  # `call` skips pushes: none came
+        reply = await c.call("counter.add", WORLD, amount=1)  # `call` skips pushes: none came
         assert result(reply)["revision"] == 2
         world = await running.state.directory.get(WORLD)
         assert world.statistics().subscribers == 0
@@ -128,14 +128,14 @@ async def test_unsubscribe_stops_pushes(tmp_path: Path) -> None:
 
 async def test_subscribe_refusals(tmp_path: Path) -> None:
     async with running_server(tmp_path, open_mode=True) as running, raw_client(running) as c:
-        result(await c.call("lobby.create", kind="scratch", name="w"))
-        await c.send({"id": 1, "op": "subscribe", "to": "scratch:nope"})
+        result(await c.call("lobby.create", kind="counter", name="w"))
+        await c.send({"id": 1, "op": "subscribe", "to": "counter:nope"})
         assert (await c.recv())["error"] == {
-            "code": "unknown_actor", "message": "there is no world 'scratch:nope'",
-            "detail": {"actor": "scratch:nope"}}
+            "code": "unknown_actor", "message": "there is no world 'counter:nope'; counter.create creates it",
+            "detail": {"actor": "counter:nope"}}
         await c.send({"id": 2, "op": "subscribe", "to": WORLD, "since": 9})
         assert (await c.recv())["error"] == {
-            "code": "bad_request", "message": "since: 9 is ahead of scratch:w (revision 1)",
+            "code": "bad_request", "message": "since: 9 is ahead of counter:w (revision 1)",
             "detail": {"path": "since", "rev": 1}}
         world = await running.state.directory.get(WORLD)
         assert world.statistics().subscribers == 0

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
@@ -12,7 +12,8 @@ from typing import Any
 import trio
 from websockets.trio.client import ClientConnection, connect
 
-from actors.directory import ActorKind
+from actors.runtime import ActorKind
+from actors.runtime.context import wall_clock_ms
 from protocol.registry import Registry
 from server.app import Running, serve
 from server.config import ServerConfig
@@ -22,12 +23,14 @@ RECV_TIMEOUT = 10.0
 
 @asynccontextmanager
 async def running_server(data_dir: Path, *, kinds: Iterable[ActorKind] | None = None,
-                         registry: Registry | None = None, **settings: Any
+                         registry: Registry | None = None,
+                         clock: Callable[[], int] = wall_clock_ms, **settings: Any
                          ) -> AsyncIterator[Running]:
     """Start `serve` on a free port; stop it gracefully when the block ends."""
     config = ServerConfig(port=0, data_dir=data_dir, **settings)
     async with trio.open_nursery() as nursery:
-        running = await nursery.start(partial(serve, config, kinds=kinds, registry=registry))
+        running = await nursery.start(partial(serve, config, kinds=kinds, registry=registry,
+                                              clock=clock))
         try:
             yield running
         finally:

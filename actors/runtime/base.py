@@ -1,4 +1,7 @@
-"""The actor runtime: one trio task per actor, a bounded mailbox, one message at a time.
+"""The low-level `Actor`: one trio task per actor, a bounded mailbox, one message at a time.
+
+Worlds do not subclass it directly: `WorldActor` (actors/runtime/host.py) runs any
+`World` value on top of it. It stays the base for the host and for runtime tests.
 
 An `Actor` owns its state; only its own task touches it. Other tasks reach it through
 `ask` (wait for the answer, with a timeout) and `tell` (fire and forget); timers post
@@ -15,7 +18,7 @@ When a handler raises anything but a ProtocolError, the supervisor answers that 
 `actor_restarted` and rebuilds the state from the store plus the events of the batch's
 earlier messages: a crashed handler changes nothing, the others are unharmed. Too many
 crashes in a short window stop the actor for good; an actor left idle (no message, no
-subscriber) for `idle_timeout` unloads itself. `Directory` (actors/directory.py) maps
+subscriber) for `idle_timeout` unloads itself. `Directory` (actors/runtime/directory.py) maps
 `kind:name` ids to live actors and loads them again on demand.
 """
 
@@ -25,19 +28,16 @@ import logging
 import math
 from abc import ABC, abstractmethod
 from collections import deque
-from collections.abc import Sequence
-from typing import Any, ClassVar
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, TypeVar
 
 import trio
 
-from actors.context import (
+from actors.runtime.context import (
     ActorContext,
     ActorStatistics,
-    NullObserver,
-    RuntimeConfig,
-    RuntimeObserver,
 )
-from actors.mailbox import (
+from actors.runtime.mailbox import (
     Answer,
     Ask,
     Call,
@@ -49,16 +49,13 @@ from actors.mailbox import (
     Timer,
     UnsubscribeMsg,
 )
+from actors.runtime.subscriber import SubscriberQueue
+from actors.runtime.topic import Topic
 from actors.store import Event
-from actors.subscriber import SubscriberQueue
-from actors.topic import Topic
 from protocol.errors import ErrorCode, ProtocolError
 
-# Re-exported: a world's actor module imports everything it needs from here.
-__all__ = ["Actor", "ActorContext", "ActorStatistics", "Call", "NullObserver", "RuntimeConfig",
-           "RuntimeObserver", "Timer"]
-
 log = logging.getLogger("petridish.actors")
+T = TypeVar("T")
 
 
 # ---- the actor ------------------------------------------------------------------------------
@@ -100,6 +97,9 @@ class Actor(ABC):
         self._crashes: deque[float] = deque()
         self._active_at = 0.0  # when the last message other than an IdleCheck arrived
         self._handled = self._restarts = 0
+        # Being created: invisible to the directory's other callers until the create
+        # call is accepted (actors/runtime/directory.py).
+        self.provisional = False
 
     # ---- hooks for worlds ---------------------------------------------------------------
 
@@ -127,13 +127,6 @@ class Actor(ABC):
         """Set the state from a value `snapshot` returned."""
         raise NotImplementedError(f"{type(self).__name__} takes no snapshots")
 
-    def creation_events(self, params: dict[str, Any]) -> list[Event]:
-        """The first events of a new world created with `params` (ProtocolError if invalid)."""
-        if params:
-            raise ProtocolError(ErrorCode.BAD_REQUEST, f"a {self.kind} world takes no params",
-                                {"path": "args.params"})
-        return [{"type": "created"}]
-
     async def on_start(self) -> None:
         """Called after every (re)load, before the first message: arm timers here."""
 
@@ -158,8 +151,12 @@ class Actor(ABC):
         """
         for event in events:
             self.apply(event)
-        self._unflushed.extend(events)
-        self._rev += len(events)
+        return self._stage(events)
+
+    def _stage(self, records: Sequence[Event]) -> int:
+        """Hand records already folded into the state to the batch's append."""
+        self._unflushed.extend(records)
+        self._rev += len(records)
         return self._rev
 
     def publish_view(self) -> None:
@@ -174,6 +171,34 @@ class Actor(ABC):
     def every(self, interval: float, message: Any) -> Timer:
         """Post `message` to this actor's own mailbox every `interval` seconds."""
         return self._start_timer(interval, message, repeat=True)
+
+    def offload(self, work: Callable[[], T], done: Callable[[T], Any],
+                failed: Callable[[], Any]) -> None:
+        """Run `work()` in a worker thread and post `done(result)` to this actor's own
+        mailbox, or `failed()` when it raised (the failure is logged).
+
+        Worker threads are shared by every actor behind the runtime's offload limiter
+        (`RuntimeConfig.offload_threads`), so heavy work waits its turn rather than
+        multiplying. The waiting task lives in the actor's nursery: when the actor stops,
+        the result is dropped (a thread cannot be interrupted; it runs to its end).
+        """
+        assert self._nursery is not None, "offload starts in on_start or in a handler"
+
+        async def run() -> None:
+            try:
+                value = await trio.to_thread.run_sync(
+                    work, limiter=self.context.offload_limiter, abandon_on_cancel=True)
+            except Exception:
+                log.exception("%s: offloaded work failed", self.actor_id)
+                message = failed()
+            else:
+                message = done(value)
+            try:
+                await self._mailbox.post_waiting(Tell(message))
+            except ProtocolError:
+                pass  # the actor stopped meanwhile: nobody to tell
+
+        self._nursery.start_soon(run)
 
     def _start_timer(self, delay: float, message: Any, *, repeat: bool) -> Timer:
         assert self._nursery is not None, "timers start in on_start or in a handler"
@@ -194,6 +219,11 @@ class Actor(ABC):
         return timer
 
     # ---- the outside: ask, tell, statistics ---------------------------------------------
+
+    def stop(self) -> None:
+        """Stop for good once the message being handled is done (waiting asks are refused
+        `unavailable`)."""
+        self._mailbox.close()
 
     @property
     def stopped(self) -> bool:
@@ -264,6 +294,8 @@ class Actor(ABC):
             item = self._mailbox.receive_nowait()
             if item is None:
                 item = await self._mailbox.receive()
+                if item is None:
+                    return  # stopped
             handled = 0
             while item is not None:
                 if not await self._process(item):

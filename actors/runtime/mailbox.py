@@ -9,8 +9,8 @@ from typing import Any, Protocol
 import attrs
 import trio
 
-from actors.subscriber import SubscriberQueue
-from actors.waiter import Waiter
+from actors.runtime.subscriber import SubscriberQueue
+from actors.runtime.waiter import Waiter
 from protocol.errors import ErrorCode, ProtocolError
 
 
@@ -54,6 +54,19 @@ class Pending:
         if not self.done.is_set():
             self.error = error
             self.done.set()
+
+
+async def wait_answer(pending: Pending, timeout: float, owner: str) -> Any:
+    """The value `pending` is answered with, its refusal raised, or `timeout` after
+    `timeout` seconds."""
+    with trio.move_on_after(timeout):
+        await pending.done.wait()
+    if not pending.done.is_set():
+        raise ProtocolError(ErrorCode.TIMEOUT, f"{owner} did not answer within "
+                            f"{timeout:g} s", {"actor": owner})
+    if pending.error is not None:
+        raise pending.error
+    return pending.value
 
 
 @attrs.frozen
@@ -163,23 +176,17 @@ class Mailbox:
         """Post `message` and wait up to `timeout` seconds for its answer (see Actor.ask)."""
         pending = Pending()
         self.post(Ask(message, pending))
-        with trio.move_on_after(timeout):
-            await pending.done.wait()
-        if not pending.done.is_set():
-            raise ProtocolError(ErrorCode.TIMEOUT, f"{self.owner} did not answer within "
-                                f"{timeout:g} s", {"actor": self.owner})
-        if pending.error is not None:
-            raise pending.error
-        return pending.value
+        return await wait_answer(pending, timeout, self.owner)
 
-    async def receive(self) -> Any:
-        """The next message, waiting for one (only the owning actor's task calls this)."""
+    async def receive(self) -> Any | None:
+        """The next message, waiting for one; None once the mailbox is closed (only the
+        owning actor's task calls this)."""
         if not self._items:
             if self.closed:
-                raise self._stopped()
+                return None
             await self._receiver.wait()
             if not self._items:  # woken by close
-                raise self._stopped()
+                return None
         return self._take()
 
     def receive_nowait(self) -> Any | None:

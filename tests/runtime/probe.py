@@ -8,6 +8,14 @@ import attrs
 import trio
 
 from actors.runtime import Actor, Call
+from protocol.errors import ErrorCode, ProtocolError
+
+
+@attrs.frozen
+class Create:
+    """The probe's create call: one `created` event, or a refusal when `refuse`."""
+
+    refuse: bool = False
 
 
 @attrs.frozen
@@ -37,8 +45,8 @@ class Note:
     text: str
 
 
-class CounterActor(Actor):
-    kind = "counter"
+class ProbeActor(Actor):
+    kind = "probe"
     active = 0  # handlers running right now, across instances (one-at-a-time checks)
     peak_active = 0
 
@@ -67,6 +75,11 @@ class CounterActor(Actor):
         cls.active += 1
         cls.peak_active = max(cls.peak_active, cls.active)
         try:
+            if isinstance(message, Create):
+                if message.refuse or self.rev:
+                    raise ProtocolError(ErrorCode.ALREADY_EXISTS if self.rev else
+                                        ErrorCode.BAD_REQUEST, "refused", {})
+                return await self.commit([{"type": "created"}])
             if isinstance(message, Add):
                 return await self.commit([{"type": "added", "amount": message.amount}])
             if isinstance(message, Sleep):

@@ -16,7 +16,7 @@ from collections import deque
 import attrs
 import trio
 
-from actors.waiter import Waiter
+from actors.runtime.waiter import Waiter
 
 
 @attrs.frozen

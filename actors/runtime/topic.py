@@ -23,8 +23,8 @@ from typing import Any
 
 import trio
 
+from actors.runtime.subscriber import SubscriberQueue
 from actors.store import Event
-from actors.subscriber import SubscriberQueue
 from protocol.envelope import encode_push, encode_result
 from protocol.errors import ErrorCode, ProtocolError
 

@@ -1,15 +1,19 @@
-"""What the runtime hands every actor and reports about it: bounds, observer, statistics."""
+"""What the runtime hands every actor and reports about it: bounds, clock, observer,
+statistics."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 import attrs
+import trio
 
 from actors.store import EventStore
 
 if TYPE_CHECKING:
-    from actors.directory import Directory
+    from actors.runtime.directory import Directory
 
 
 @attrs.frozen
@@ -26,6 +30,15 @@ class RuntimeConfig:
     # next `get` reloads it from the store. None keeps every actor loaded.
     idle_timeout: float | None = 600.0
     max_batch: int = 256  # messages handled before their events are appended together
+    # Worker threads that run every actor's offloaded work together (generation rings,
+    # solver searches): more requests for heavy work wait their turn, so one client
+    # cannot start many at once.
+    offload_threads: int = 1
+
+
+def wall_clock_ms() -> int:
+    """Milliseconds since the epoch: the one wall clock the runtime stamps messages with."""
+    return int(time.time() * 1000)
 
 
 class RuntimeObserver(Protocol):
@@ -71,9 +84,13 @@ class ActorStatistics:
 
 @attrs.frozen
 class ActorContext:
-    """What an actor gets from its host: the store, the directory, the bounds, the observer."""
+    """What an actor gets from its host: the store, the directory, the bounds, the observer,
+    the wall clock (ms since the epoch; tests pass their own) and the offload limiter."""
 
     store: EventStore
     directory: Directory
     config: RuntimeConfig
     observer: RuntimeObserver
+    clock: Callable[[], int] = wall_clock_ms
+    offload_limiter: trio.CapacityLimiter = attrs.field(
+        factory=lambda: trio.CapacityLimiter(1))

@@ -1,0 +1,283 @@
+"""The field world's table: its state beside the fold, its stored events, moves and reads.
+
+The state (`Live`) is the fold `State` plus what the live field keeps beside it: the
+history checkpoints (for `field.history`), which caller joined each agent (only that
+caller may write for it), the growth period, and two parts the effects set, never an
+event: the secret (`truth`, the generator's `Field`) and whether a generation runs.
+
+Stored events are the referee's events as JSON (`events.event_to_json`) plus `dirty`
+(the map tiles the event changed, for renderers) and, on joins, `caller`; `Joined` is a
+join with its caller. Generation, growth and the merged leaderboard are effects
+(actor.py): the ops here are pure over `Live`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import attrs
+
+from actors.field import live, referee
+from actors.field.events import (
+    Event,
+    JoinEvent,
+    ManifestEvent,
+    event_from_json,
+    event_to_json,
+    is_noop,
+)
+from actors.field.fold import State, apply_event, new_state
+from actors.field.generate import Field
+from actors.field.observe import observe
+from actors.field.rules_text import RULES_TEXT
+from actors.world import Codec, Ctx, Move, Read, Refusal, World
+from protocol.errors import ErrorCode
+from protocol.ops import field as ops
+from protocol.ops.field import FieldCode
+
+KIND = "field"
+JOIN_PURPOSE = 11  # SeedSequence spawn key of the join seating generator
+
+
+@attrs.frozen
+class Joined:
+    """A join, and the caller that may write for the agent from now on."""
+
+    event: JoinEvent
+    caller: str
+
+
+FieldEvent = Event | Joined
+
+
+@attrs.frozen
+class Live:
+    """One live field: the fold state and what is kept beside it (see the module doc)."""
+
+    game: str
+    state: State = attrs.field(factory=new_state)
+    # Append-only and keyed by revision, so every Live of one field shares it.
+    history: live.History = attrs.field(factory=live.History, eq=False)
+    callers: Mapping[str, str] = attrs.field(factory=dict)
+    grow_every: float | None = None
+    truth: Field | None = attrs.field(default=None, eq=False)  # set by the effects
+    generating: bool = False  # set by the effects
+
+    @property
+    def actor_id(self) -> str:
+        """`field:<game id>`."""
+        return f"{KIND}:{self.game}"
+
+    @property
+    def status(self) -> str:
+        """`ready` once the manifest is stored, else `generating` or `none`."""
+        if self.state.manifest is not None:
+            return "ready"
+        return "generating" if self.generating else "none"
+
+
+# ---- state, events, codec -----------------------------------------------------------------
+
+def initial(game: str) -> Live:
+    """A field with no manifest yet."""
+    return Live(game)
+
+
+def evolve(w: Live, ev: FieldEvent) -> Live:
+    """Fold one event (the checkpoints are kept as it goes)."""
+    inner = ev.event if isinstance(ev, Joined) else ev
+    after = apply_event(w.state, inner)
+    w.history.add(inner, after)
+    changes: dict[str, Any] = {"state": after}
+    if isinstance(ev, Joined):
+        changes["callers"] = {**w.callers, inner.agent: ev.caller}
+    elif isinstance(inner, ManifestEvent):
+        every = dict(inner.manifest.params).get("grow_every")
+        changes["grow_every"] = float(every) if every else None
+    return attrs.evolve(w, **changes)
+
+
+def encode(ev: FieldEvent, after: Live) -> dict[str, Any]:
+    """The stored record: the event's JSON, the map tiles it dirtied, a join's caller."""
+    inner = ev.event if isinstance(ev, Joined) else ev
+    record = {**event_to_json(inner), "dirty": sorted(after.state.dirty)}
+    if isinstance(ev, Joined):
+        record["caller"] = ev.caller
+    return record
+
+
+def decode(record: dict[str, Any]) -> FieldEvent:
+    """The event of a stored record (`dirty` is derived again by the fold)."""
+    ev = event_from_json({k: v for k, v in record.items() if k not in ("dirty", "caller")})
+    return Joined(ev, record["caller"]) if "caller" in record else ev
+
+
+def _noop(ev: FieldEvent) -> bool:
+    return not isinstance(ev, Joined) and is_noop(ev)
+
+
+def seed(w: Live) -> int:
+    """The field's seed (the generators of its moves derive from it)."""
+    m = w.state.manifest
+    return dict(m.params).get("seed", 0) if m is not None else 0
+
+
+def declared(game: str, t: int) -> bool:
+    """The daily field of the day `t` falls on (UTC) exists without a start."""
+    day = live.daily_date(game)
+    return day is not None and day == utc_day(t)
+
+
+def utc_day(t: int) -> Any:
+    """The UTC date of `t` (ms since the epoch)."""
+    return datetime.fromtimestamp(t / 1000, UTC).date()
+
+
+# ---- decisions ------------------------------------------------------------------------------
+
+def unready(w: Live) -> Refusal | None:
+    """Why ops other than `field.start` cannot run yet, or None once the field is ready."""
+    if w.state.manifest is not None:
+        return None
+    if w.generating:
+        return Refusal(FieldCode.GENERATING, f"{w.actor_id} is being generated; retry in a "
+                       "moment", {"retry_after": 1.0})
+    return Refusal(ErrorCode.UNKNOWN_ACTOR, f"there is no field {w.game!r}; field.start "
+                   "creates it", {"actor": w.actor_id})
+
+
+def _owned(w: Live, agent: str, caller: str) -> Refusal | None:
+    owner = w.callers.get(agent)
+    if owner is not None and owner != caller:
+        return Refusal(ErrorCode.FORBIDDEN, f"agent {agent[:80]} belongs to another caller; "
+                       "write only as the agent you joined", {"agent": agent[:80]})
+    return None
+
+
+def decide_join(w: Live, a: ops.JoinArgs, ctx: Ctx) -> list[Joined] | Refusal:
+    """Seat a new agent; the caller may write for it from now on."""
+    if (r := unready(w)) is not None:
+        return r
+    ev = referee.join(w.state, ctx.rng, name=a.name, model=a.model[:80],
+                      user=(a.user or ctx.caller.name)[:80], harness=a.harness[:80], t=ctx.t)
+    return ev if isinstance(ev, Refusal) else [Joined(ev, ctx.caller.name)]
+
+
+def decide_reveal(w: Live, a: ops.RevealArgs, ctx: Ctx) -> list[Event] | Refusal:
+    """Reveal a tile on the agent's frontier."""
+    r = unready(w) or _owned(w, a.agent, ctx.caller.name)
+    if r is not None:
+        return r
+    ev = referee.reveal(w.state, w.truth, agent=a.agent, tile=a.tile, t=ctx.t,
+                        expected_revision=a.expected_revision)
+    return ev if isinstance(ev, Refusal) else [ev]
+
+
+def decide_commit(w: Live, a: ops.CommitArgs, ctx: Ctx) -> list[Event] | Refusal:
+    """Judge a batch of cells (a batch that changes nothing is a no-op, not stored)."""
+    r = unready(w) or _owned(w, a.agent, ctx.caller.name)
+    if r is not None:
+        return r
+    ev = referee.commit(w.state, w.truth, agent=a.agent, cells=a.cells, intent=a.intent,
+                        t=ctx.t, expected_revision=a.expected_revision)
+    return ev if isinstance(ev, Refusal) else [ev]
+
+
+def decide_retract(w: Live, a: ops.RetractArgs, ctx: Ctx) -> list[Event] | Refusal:
+    """Take back the agent's own accepted cells."""
+    r = unready(w) or _owned(w, a.agent, ctx.caller.name)
+    if r is not None:
+        return r
+    ev = referee.retract(w.state, agent=a.agent, cells=a.cells, t=ctx.t,
+                         expected_revision=a.expected_revision)
+    return ev if isinstance(ev, Refusal) else [ev]
+
+
+# ---- results and reads ----------------------------------------------------------------------
+
+def joined(w: Live, events: list[Joined], _a: Any) -> ops.JoinResult:
+    """The agent id and seat of a join."""
+    ev = events[0].event
+    return ops.JoinResult(ev.agent, ev.seed_tile, w.state.revision)
+
+
+def revealed(w: Live, events: list[Event], _a: Any) -> ops.RevealResult:
+    """The givens revealed, tiles solved and meets."""
+    ev = events[0]
+    j = event_to_json(ev)
+    return ops.RevealResult(w.state.revision, ev.tile, j["givens"], j["solved"], j["meets"])
+
+
+def committed(w: Live, events: list[Event], _a: Any) -> ops.CommitResult:
+    """The verdicts, read off the state after the commit (or unchanged, for a no-op)."""
+    return ops.CommitResult(**referee.commit_result(w.state, events[0]))
+
+
+def retracted(w: Live, events: list[Event], _a: Any) -> ops.RetractResult:
+    """The cells taken back and those ignored."""
+    j = event_to_json(events[0])
+    return ops.RetractResult(w.state.revision, j["retracted"], j["ignored"])
+
+
+def read_observe(w: Live, a: ops.ObserveArgs, _ctx: Ctx) -> ops.ObserveResult | Refusal:
+    """Tiles, known cells and agents around an agent or in a rectangle."""
+    if (r := unready(w)) is not None:
+        return r
+    out = observe(w.state, a.agent, a.rect)
+    return out if isinstance(out, Refusal) else ops.ObserveResult(**out)
+
+
+def read_rules(w: Live, _a: Any, _ctx: Ctx) -> ops.RulesResult | Refusal:
+    """The rules text and this game's settings."""
+    if (r := unready(w)) is not None:
+        return r
+    rules = w.state.rules
+    grow = None if w.grow_every is None else ops.GrowPolicy(w.grow_every)
+    return ops.RulesResult(RULES_TEXT, rules.guess, rules.depth, rules.fog, grow)
+
+
+def read_history(w: Live, a: ops.HistoryArgs, _ctx: Ctx) -> ops.FieldView | Refusal:
+    """The spectator view at an earlier revision."""
+    if (r := unready(w)) is not None:
+        return r
+    rev = w.state.revision
+    if not 1 <= a.revision <= rev:
+        return Refusal(ErrorCode.BAD_REQUEST, f"args.revision: 1..{rev}",
+                       {"path": "args.revision", "revision": rev})
+    return ops.FieldView(live.view_of(w.history.state_at(a.revision), w.game, "ready"))
+
+
+def view(w: Live) -> dict[str, Any]:
+    """The spectator view (a snapshot push)."""
+    return live.view_of(w.state, w.game, w.status)
+
+
+WORLD = World(
+    kind=KIND,
+    initial=initial,
+    evolve=evolve,
+    codec=Codec(encode, decode),
+    view=view,
+    ops=ops.OPS,
+    moves={
+        "field.join": Move(decide_join, joined, purpose=JOIN_PURPOSE),
+        "field.reveal": Move(decide_reveal, revealed),
+        "field.commit": Move(decide_commit, committed),
+        "field.retract": Move(decide_retract, retracted),
+    },
+    reads={
+        "field.observe": Read(read_observe),
+        "field.rules": Read(read_rules),
+        "field.history": Read(read_history),
+    },
+    create="field.start",
+    create_role="agent",
+    declared=declared,
+    codes=FieldCode,
+    seed=seed,
+    is_noop=_noop,
+    push_interval=live.PUSH_INTERVAL,
+    fanout_rate=live.FANOUT_RATE,
+)

@@ -1,0 +1,104 @@
+"""The lobby's rules: which worlds it created, who may create one, how the list reads. Pure.
+
+The lobby is mostly effects (it asks the directory to create worlds and reads the live
+figures; see actor.py); what is pure is here: the catalog it folds, the decision to
+create, and the listing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import attrs
+
+from actors.lobby.events import WorldCreated, decode, encode
+from actors.world import Codec, Ctx, Refusal, StateCodec, World
+from protocol.envelope import ACTOR_ID_RE
+from protocol.errors import ErrorCode
+from protocol.ops import lobby as ops
+from protocol.roles import role_at_least
+
+NAME = "main"  # the one lobby, lobby:main
+
+
+@attrs.frozen
+class Catalog:
+    """Worlds created through the lobby: id -> kind."""
+
+    worlds: Mapping[str, str] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class LiveFigures:
+    """What the directory says about one live world."""
+
+    actor_id: str
+    kind: str
+    rev: int
+    subscribers: int
+
+
+def decide_create(catalog: Catalog, args: ops.CreateArgs, ctx: Ctx,
+                  create_roles: Mapping[str, str]) -> list[WorldCreated] | Refusal:
+    """The lobby's event for a new world `kind:name`, or a refusal.
+
+    `create_roles` maps each creatable kind to the minimum role that may create it.
+    """
+    if args.kind not in create_roles:
+        return Refusal(ErrorCode.BAD_REQUEST,
+                       f"args.kind: there is no world kind {args.kind[:40]!r}",
+                       {"path": "args.kind", "kinds": sorted(create_roles)})
+    required = create_roles[args.kind]
+    if not role_at_least(ctx.caller.role, required):
+        return Refusal(ErrorCode.FORBIDDEN,
+                       f"creating a {args.kind} world needs the {required} role",
+                       {"role": ctx.caller.role, "required": required})
+    actor_id = f"{args.kind}:{args.name}"
+    if not ACTOR_ID_RE.match(actor_id):
+        return Refusal(ErrorCode.BAD_REQUEST,
+                       "args.name: 1-80 letters, digits, '_', '.', '-', not starting with '.'",
+                       {"path": "args.name"})
+    if actor_id in catalog.worlds:
+        return Refusal(ErrorCode.ALREADY_EXISTS, f"the world {actor_id!r} exists",
+                       {"actor": actor_id})
+    return [WorldCreated(args.kind, actor_id, ctx.caller.name)]
+
+
+def evolve(catalog: Catalog, event: WorldCreated) -> Catalog:
+    """The catalog after one event."""
+    return Catalog({**catalog.worlds, event.id: event.kind})
+
+
+def listing(catalog: Catalog, live: Iterable[LiveFigures]) -> list[ops.WorldInfo]:
+    """Every catalogued or live world, sorted by id; a catalogued world not live shows rev -1.
+
+    A world that is not loaded has no revision in memory; -1 says "not known until it
+    is opened" rather than inventing one.
+    """
+    rows = {f.actor_id: ops.WorldInfo(f.kind, f.actor_id, f.rev, f.subscribers, True)
+            for f in live}
+    for actor_id, kind in catalog.worlds.items():
+        rows.setdefault(actor_id, ops.WorldInfo(kind, actor_id, -1, 0, False))
+    return [rows[i] for i in sorted(rows)]
+
+
+def _declared(name: str, _t: int) -> bool:
+    return name == NAME
+
+
+def _no_view(_catalog: Catalog) -> Any:
+    raise NotImplementedError("the lobby's view is its listing, built by its actor")
+
+
+WORLD = World(
+    kind="lobby",
+    initial=lambda _name: Catalog(),
+    evolve=evolve,
+    codec=Codec(encode, decode),
+    view=_no_view,
+    ops=ops.OPS,
+    declared=_declared,
+    snapshot=StateCodec(lambda c: dict(c.worlds), lambda d: Catalog(dict(d))),
+    listed=False,
+)

@@ -1,0 +1,28 @@
+"""The actor runtime (trio, no server code): what every world runs on.
+
+- `base.py`: `Actor`, the low-level base: one task, one message at a time, batches made
+  durable by one append, timers, `offload`, the supervisor that restarts a crashed actor.
+- `host.py`: `WorldActor`, the generic host of a `World` value (actors/world.py).
+- `directory.py`: `Directory` and `ActorKind`: ids (`kind:name`) to live actors,
+  activated on demand; a world exists only once created or declared by its kind.
+- `ref.py`: `ActorRef`, the reference by id that adapters hold.
+- `mailbox.py`: the bounded mailbox and what travels through it (`Call`, asks, tells).
+- `topic.py`: an actor's subscribers and its bounded history of events for resume.
+- `subscriber.py`: `SubscriberQueue`, the bounded queue of frames to one connection.
+- `waiter.py`: `Waiter`, where the one reader of a mailbox or outbox parks.
+- `context.py`: what an actor gets from its host (`RuntimeConfig`, clock, observer) and
+  `ActorStatistics`.
+
+A world's `actor.py` imports what it needs from here.
+"""
+
+from actors.runtime.base import Actor
+from actors.runtime.context import ActorContext, ActorStatistics, RuntimeConfig, RuntimeObserver
+from actors.runtime.directory import ActorKind, Directory, any_name, open_directory
+from actors.runtime.host import WorldActor, refused
+from actors.runtime.mailbox import Call, Timer
+from actors.runtime.ref import ActorRef
+
+__all__ = ["Actor", "ActorContext", "ActorKind", "ActorRef", "ActorStatistics", "Call",
+           "Directory", "RuntimeConfig", "RuntimeObserver", "Timer", "WorldActor", "any_name",
+           "open_directory", "refused"]

@@ -1,0 +1,70 @@
+"""`ActorRef`: a world by id, which is all an adapter (session, MCP, HTTP) holds.
+
+The directory behind it activates the world on demand: a live actor gets the message at
+once; one not loaded is started from the store first (in a task of the directory's, so
+the sender does not wait); a world that does not exist answers `unknown_actor`, unless
+the message is its kind's create call. Where the world lives is the directory's business:
+this is the seam a cluster forwards through.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from actors.runtime.mailbox import Answer
+from actors.runtime.subscriber import SubscriberQueue
+
+if TYPE_CHECKING:
+    from actors.runtime.directory import Directory
+
+
+class _Ignored:
+    """The answer of a tell: nobody waits for it."""
+
+    def succeed(self, value: Any) -> None:
+        """Dropped."""
+
+    def fail(self, error: Any) -> None:
+        """Dropped."""
+
+
+_IGNORED = _Ignored()
+
+
+class ActorRef:
+    """World `actor_id`, reached through `directory`."""
+
+    __slots__ = ("_directory", "actor_id")
+
+    def __init__(self, directory: Directory, actor_id: str) -> None:
+        self._directory = directory
+        self.actor_id = actor_id
+
+    def send(self, message: Any, answer: Answer) -> None:
+        """Post `message` without waiting; its answer goes to `answer` once durable (or a
+        refusal: `overloaded`, `unavailable`, `unknown_actor`, ...)."""
+        actor = self._directory.alive(self.actor_id)
+        if actor is None:
+            self._directory.deliver_soon(self.actor_id, message, answer)
+        else:
+            actor.send(message, answer)
+
+    def tell(self, message: Any) -> None:
+        """Post `message`; nobody hears whether it was handled."""
+        self.send(message, _IGNORED)
+
+    async def ask(self, message: Any, timeout: float | None = None) -> Any:
+        """Send `message` and wait for its answer (the refusal raised as ProtocolError)."""
+        return await self._directory.ask(self.actor_id, message, timeout)
+
+    async def subscribe(self, queue: SubscriberQueue, since: int | None,
+                        request_id: int) -> None:
+        """Follow the world's pushes into `queue` (the reply and first push go there)."""
+        actor = await self._directory.get(self.actor_id)
+        await actor.subscribe(queue, since, request_id)
+
+    def unsubscribe(self, queue: SubscriberQueue) -> None:
+        """Stop following (a world not live has forgotten `queue` already)."""
+        actor = self._directory.alive(self.actor_id)
+        if actor is not None:
+            actor.unsubscribe(queue)

@@ -1,0 +1,42 @@
+"""A field stream stored before the world shape (recorded on 2026-12-01 by the field actor
+of commit 8dc5267: its events, its secret, and what its ops showed) loads after it with
+an identical state: every read answers as it did then."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from protocol.client import Client
+from server.storage import SqliteEventStore
+from tests.server.ws_harness import running_server
+
+RECORDED = Path(__file__).with_name("stream_2026-12-01.json")
+
+
+async def test_a_stream_recorded_before_the_change_loads_with_an_identical_state(
+        tmp_path: Path) -> None:
+    recorded = json.loads(RECORDED.read_text())
+    game, events, shows = recorded["game"], recorded["events"], recorded["shows"]
+    to = f"field:{game}"
+    async with SqliteEventStore.in_directory(tmp_path) as store:
+        await store.save_snapshot(f"fieldtruth:{game}", 0, recorded["truth"])
+        await store.append(to, 0, events)
+    async with running_server(tmp_path, open_mode=True) as srv, Client.connect(srv.ws_url) as c:
+        agents = {a["name"]: a["id"] for a in shows["observe_rect"]["agents"]}
+        assert await c.request("field.rules", to) == shows["rules"]
+        assert await c.request("field.observe", to, {"agent": agents["ann"]}) == \
+            shows["observe_a"]
+        assert await c.request("field.observe", to, {"rect": [0, 0, 30, 30]}) == \
+            shows["observe_rect"]
+        assert await c.request("field.leaderboard", to) == shows["leaderboard"]
+        assert await c.request("field.history", to, {"revision": 5}) == shows["history_5"]
+        assert await c.request("field.history", to, {"revision": len(events)}) == \
+            shows["history_last"]
+        async with c.subscribe(to) as sub:
+            assert (await sub.__anext__()).data == shows["snapshot"]
+        # and it plays on: the next write lands at the next revision
+        joined = await c.request("field.join", to, {"name": "late"})
+        assert joined["revision"] == len(events) + 1
+        stored = await srv.state.directory.store.read(to)
+    assert [e.data for e in stored[:len(events)]] == events

@@ -1,0 +1,57 @@
+"""The lobby's pure rules."""
+
+from __future__ import annotations
+
+import pytest
+
+from actors.lobby.events import WorldCreated, decode, encode
+from actors.lobby.rules import Catalog, LiveFigures, decide_create, evolve, listing
+from actors.world import Caller, Ctx, Refusal
+from protocol.errors import ErrorCode
+from protocol.ops.lobby import CreateArgs, WorldInfo
+
+ROLES = {"counter": "agent", "field": "owner"}
+
+
+def _ctx(role: str) -> Ctx:
+    return Ctx(Caller("ann", role), t=0, rev=0)
+
+
+def test_create_decides_one_event_and_apply_records_it() -> None:
+    events = decide_create(Catalog(), CreateArgs("counter", "a"), _ctx("agent"), ROLES)
+    assert events == [WorldCreated("counter", "counter:a", "ann")]
+    assert encode(events[0], None) == {"type": "world_created", "kind": "counter",
+                                       "id": "counter:a", "by": "ann"}
+    assert decode(encode(events[0], None)) == events[0]
+    before = Catalog()
+    after = evolve(before, events[0])
+    assert after.worlds == {"counter:a": "counter"} and before.worlds == {}
+
+
+@pytest.mark.parametrize(("args", "role", "code", "message"), [
+    (CreateArgs("nope", "a"), "owner", ErrorCode.BAD_REQUEST,
+     "args.kind: there is no world kind 'nope'"),
+    (CreateArgs("field", "a"), "agent", ErrorCode.FORBIDDEN,
+     "creating a field world needs the owner role"),
+    (CreateArgs("counter", "a"), "spectator", ErrorCode.FORBIDDEN,
+     "creating a counter world needs the agent role"),
+    (CreateArgs("counter", "bad name"), "agent", ErrorCode.BAD_REQUEST,
+     "args.name: 1-80 letters, digits, '_', '.', '-', not starting with '.'"),
+    (CreateArgs("counter", "taken"), "agent", ErrorCode.ALREADY_EXISTS,
+     "the world 'counter:taken' exists"),
+])
+def test_create_refusals(args: CreateArgs, role: str, code: ErrorCode, message: str) -> None:
+    catalog = Catalog({"counter:taken": "counter"})
+    refusal = decide_create(catalog, args, _ctx(role), ROLES)
+    assert isinstance(refusal, Refusal)
+    assert (refusal.code, refusal.message) == (code, message)
+
+
+def test_listing_merges_catalogued_and_live_worlds() -> None:
+    catalog = Catalog({"counter:a": "counter", "counter:b": "counter"})
+    live = [LiveFigures("counter:b", "counter", 7, 2), LiveFigures("field:x", "field", 3, 0)]
+    assert listing(catalog, live) == [
+        WorldInfo("counter", "counter:a", -1, 0, False),
+        WorldInfo("counter", "counter:b", 7, 2, True),
+        WorldInfo("field", "field:x", 3, 0, True),
+    ]
