@@ -10,7 +10,7 @@ revealed and solved tiles to draw, then, while a phase asks for play, `--rate` w
 second (reveals, and commits of `--batch` cells), all from one writer, so none is stale.
 
 Headless Debian Chromium (software rendering, as in the tests) opens
-`/field.html?id=field:...` with an init script (below, `PROBE`) that changes nothing on
+`/field/?id=field:...` with an init script (below, `PROBE`) that changes nothing on
 the page: it keeps its own requestAnimationFrame loop to time frames, times every
 websocket message handler (a pushed `events` message is folded, and before the rAF
 redraw it was also drawn, inside it), times the page's own rAF callbacks (where a
@@ -349,7 +349,7 @@ def _browse(http_url: str, args: argparse.Namespace, ctl: Control) -> dict[str, 
             errors: list[str] = []
             page.on("pageerror", lambda exc: errors.append(str(exc)))
             page.add_init_script(PROBE)
-            page.goto(f"{http_url}/field.html?id={TOPIC}")
+            page.goto(f"{http_url}/field/?id={TOPIC}")
             page.wait_for_function("window.__pageBench.firstDraw > 0", timeout=120_000)
             first = page.evaluate("""(() => { const b = window.__pageBench;
                 const nav = performance.getEntriesByType("navigation")[0];

@@ -1,7 +1,8 @@
 """The Starlette app on Hypercorn's trio worker, and `serve`, which runs it with its actors.
 
-Routes: `/ws` (the protocol, server/session.py), `/healthz`, `/metrics` (Prometheus
-text), and the static files of `web/`. `serve` opens the event store and the actor
+Routes: `/ws` (the protocol, server/session.py), `/mcp`, `/healthz`, `/metrics`
+(Prometheus text), `/` (the lobby's page) and the static files of `web/` (each world's
+pages in `web/<kind>/`). `serve` opens the event store and the actor
 directory, starts Hypercorn, reports the bound address, and on `stop()` shuts down
 gracefully: stop accepting, let in-flight handlers finish, close sockets with 1001 (and
 return as soon as nothing is in flight, at most `graceful_timeout` later).
@@ -21,7 +22,7 @@ from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve as hypercorn_serve
 from starlette.applications import Starlette
 from starlette.requests import Request as HttpRequest
-from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket
@@ -128,6 +129,9 @@ def build_app(state: ServerState) -> Starlette:
         return JSONResponse({"ok": not state.draining, "worlds": len(state.directory.live()),
                              "connections": len(state.sessions)}, status_code=status)
 
+    async def lobby_page(_: HttpRequest) -> Response:
+        return FileResponse(state.config.web_dir / "lobby" / "index.html")
+
     async def metrics(_: HttpRequest) -> Response:
         return PlainTextResponse(state.metrics.render(), media_type=CONTENT_TYPE)
 
@@ -143,6 +147,7 @@ def build_app(state: ServerState) -> Starlette:
         mcp_route,
         Route("/healthz", healthz),
         Route("/metrics", metrics),
+        Route("/", lobby_page),  # each world's pages are in web/<kind>/, the lobby's at /
         Mount("/", StaticFiles(directory=state.config.web_dir, html=True, check_dir=False)),
     ]
     return Starlette(routes=routes, lifespan=lifespan)

@@ -96,7 +96,7 @@ def test_field_page_draws_updates_and_scrubs(browser, tmp_path: Path) -> None:
         page = browser.new_page()
         errors: list[str] = []
         page.on("pageerror", lambda exc: errors.append(str(exc)))
-        page.goto(f"{server.http_url}/field.html")
+        page.goto(f"{server.http_url}/field/")
         expect(page.locator("#game")).to_have_text(game)
         expect(page.locator("#status")).to_contain_text("live · revision 1", timeout=WAIT)
         state: dict = {}
@@ -123,7 +123,7 @@ def test_field_page_draws_updates_and_scrubs(browser, tmp_path: Path) -> None:
         _zoom_and_pan(page, G, cell)
         # hues: neighbours differ, and an agent's hue never changes as others join
         hues = page.evaluate("""async () => {
-            const { assignHues } = await import("/js/field-render.js");
+            const { assignHues } = await import("/field/render.js");
             const tiles = [0, 1, 2, 3].map((k) => ({ x0: 20 * k, y0: 0, w: 20, h: 20 }));
             tiles.push({ x0: 900, y0: 900, w: 20, h: 20 });
             const agents = [0, 1, 2, 3, 4].map((k) => ({ seed_tile: k }));
@@ -137,10 +137,10 @@ def test_field_page_draws_updates_and_scrubs(browser, tmp_path: Path) -> None:
 
 
 def test_field_page_opens_the_game_the_lobby_links_to(browser, tmp_path: Path) -> None:
-    """The lobby links `field.html?id=field:NAME`; the page must open NAME, not the daily field."""
+    """The lobby links `/field/?id=field:NAME`; the page must open NAME, not the daily field."""
     with ServerProcess(tmp_path / "data", "--open") as server:
         page = browser.new_page()
-        page.goto(f"{server.http_url}/field.html?id=field:lobby-link_1")
+        page.goto(f"{server.http_url}/field/?id=field:lobby-link_1")
         expect(page.locator("#game")).to_have_text("lobby-link_1")
-        page.goto(f"{server.http_url}/field.html?game=by-game")
+        page.goto(f"{server.http_url}/field/?game=by-game")
         expect(page.locator("#game")).to_have_text("by-game")

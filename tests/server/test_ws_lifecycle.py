@@ -64,8 +64,8 @@ async def test_frame_limits(tmp_path: Path) -> None:
 
 async def test_healthz_metrics_and_static_files(tmp_path: Path) -> None:
     web = tmp_path / "web"
-    web.mkdir()
-    (web / "index.html").write_text("<h1>lobby</h1>")
+    (web / "lobby").mkdir(parents=True)
+    (web / "lobby" / "index.html").write_text("<h1>lobby</h1>")
     async with running_server(tmp_path / "data", web_dir=web, open_mode=True) as running, \
             raw_client(running) as c, httpx.AsyncClient(base_url=running.url) as http:
         result(await c.call("lobby.create", kind="counter", name="m"))

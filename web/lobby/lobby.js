@@ -4,15 +4,12 @@
 // live figure changes, and `events` ({type: "world_created", kind, id}) as worlds
 // are created; both update the table in place.
 
-import { Client, socketUrl } from "./client.js";
+import { Client, socketUrl } from "/js/client.js";
 
 const LOBBY = "lobby:main";
-// World kinds that have a page of their own; others are listed without a link.
+// World kinds that have a page of their own (web/<kind>/); others are listed without a link.
 const PAGES = {
-  field: "/field.html",
-  puzzle: "/puzzle.html",
-  ecosystem: "/ecosystem.html",
-  lab: "/lab.html",
+  field: "/field/",
 };
 
 const worlds = new Map(); // id -> {kind, id, revision, subscribers, live}

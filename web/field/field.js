@@ -3,7 +3,7 @@
 // redrawn; the history slider shows `field.history` views; "Live" returns.
 
 import { Client, RequestError } from "/js/client.js";
-import { FieldModel, Renderer } from "/js/field-render.js";
+import { FieldModel, Renderer } from "/field/render.js";
 
 const params = new URLSearchParams(location.search);
 // `?id=field:NAME` (the lobby's links) or `?game=NAME`; default: today's daily field.
