@@ -167,7 +167,6 @@ class PostgresEventStore(EventStore):
         self._queue: deque[_Append] = deque()
         self._inflight: list[_Append] = []  # the batch being committed
         self._queued = trio.lowlevel.ParkingLot()  # the writer task waits here
-        self._writer_scope = trio.CancelScope()
         self._writer_done = trio.Event()
         self._fences: dict[str, int] = {}  # stream -> fence this client claimed
         self._state = "new"  # -> open -> closing -> closed
@@ -227,30 +226,29 @@ class PostgresEventStore(EventStore):
     async def _write_batches(self) -> None:
         """Take every append waiting, commit them as one batch, answer them; repeat."""
         try:
-            with self._writer_scope:
-                while True:
-                    while not self._queue:
-                        if self._state != "open":
-                            return
-                        await self._queued.park()
-                    batch = self._inflight = self._take_batch()
-                    try:
-                        await self._commit(batch)
-                    except Exception as exc:  # noqa: BLE001 - each caller raises it
-                        if self._writer is not None and (
-                                self._writer.closed or self._writer.info.transaction_status
-                                != TransactionStatus.IDLE):
-                            await self._drop_writer()
-                        if isinstance(exc, trio.TooSlowError):
-                            exc = psycopg.OperationalError(
-                                f"the batch got no answer within "
-                                f"{self.write_timeout + UNANSWERED} s; its outcome is unknown")
-                        for a in batch:
-                            if a.error is None:
-                                a.error = exc
-                    self._inflight = []
+            while True:
+                while not self._queue:
+                    if self._state != "open":
+                        return
+                    await self._queued.park()
+                batch = self._inflight = self._take_batch()
+                try:
+                    await self._commit(batch)
+                except Exception as exc:  # noqa: BLE001 - each caller raises it
+                    if self._writer is not None and (
+                            self._writer.closed or self._writer.info.transaction_status
+                            != TransactionStatus.IDLE):
+                        await self._drop_writer()
+                    if isinstance(exc, trio.TooSlowError):
+                        exc = psycopg.OperationalError(
+                            f"the batch got no answer within "
+                            f"{self.write_timeout + UNANSWERED} s; its outcome is unknown")
                     for a in batch:
-                        trio.lowlevel.reschedule(a.task)
+                        if a.error is None:
+                            a.error = exc
+                self._inflight = []
+                for a in batch:
+                    trio.lowlevel.reschedule(a.task)
         finally:
             for a in [*self._inflight, *self._queue]:  # cancelled: the run is ending
                 a.error = RuntimeError("the event store's writer stopped; outcome unknown")
@@ -340,7 +338,9 @@ class PostgresEventStore(EventStore):
         check_stream_name(stream)
         async with self._pool.connection() as conn:
             cur = await conn.execute(CLAIM, (stream,))
-            fence, rev = await cur.fetchone() or (0, 0)
+            row = await cur.fetchone()
+        assert row is not None  # the upsert always returns its row
+        fence, rev = row
         self._fences[stream] = max(fence, self._fences.get(stream, 0))
         return fence, rev
 

@@ -11,13 +11,13 @@ import psycopg
 import pytest
 import trio
 
+from server.storage.pg_local import LocalPostgres
 from server.storage.pg_trio import TrioConnection
-from tests.pg import PostgresServer
 
 pytestmark = pytest.mark.postgres
 
 
-async def test_queries_and_transactions(postgres_server: PostgresServer) -> None:
+async def test_queries_and_transactions(postgres_server: LocalPostgres) -> None:
     conn = await TrioConnection.connect(postgres_server.dsn())
     try:
         cur = await conn.execute("SELECT %s::int + 1, %s::text", (41, "é"))
@@ -31,7 +31,7 @@ async def test_queries_and_transactions(postgres_server: PostgresServer) -> None
         await conn.close()
 
 
-async def test_tasks_sharing_one_connection_take_turns(postgres_server: PostgresServer) -> None:
+async def test_tasks_sharing_one_connection_take_turns(postgres_server: LocalPostgres) -> None:
     conn = await TrioConnection.connect(postgres_server.dsn(), autocommit=True)
     got: list[int] = []
 
@@ -48,7 +48,7 @@ async def test_tasks_sharing_one_connection_take_turns(postgres_server: Postgres
     await conn.close()
 
 
-async def test_a_cancelled_query_closes_its_connection(postgres_server: PostgresServer) -> None:
+async def test_a_cancelled_query_closes_its_connection(postgres_server: LocalPostgres) -> None:
     conn = await TrioConnection.connect(postgres_server.dsn(), autocommit=True)
     with trio.move_on_after(0.1) as scope:
         await conn.execute("SELECT pg_sleep(10)")
@@ -59,7 +59,7 @@ async def test_a_cancelled_query_closes_its_connection(postgres_server: Postgres
     await again.close()
 
 
-async def test_a_large_parameter_goes_out_and_back(postgres_server: PostgresServer) -> None:
+async def test_a_large_parameter_goes_out_and_back(postgres_server: LocalPostgres) -> None:
     conn = await TrioConnection.connect(postgres_server.dsn(), autocommit=True)
     big = "x" * 5_000_000
     cur = await conn.execute("SELECT length(%s::text), %s::text", (big, big))
@@ -67,7 +67,7 @@ async def test_a_large_parameter_goes_out_and_back(postgres_server: PostgresServ
     await conn.close()
 
 
-async def test_listen_notify(postgres_server: PostgresServer) -> None:
+async def test_listen_notify(postgres_server: LocalPostgres) -> None:
     listener = await TrioConnection.connect(postgres_server.dsn(), autocommit=True)
     sender = await TrioConnection.connect(postgres_server.dsn(), autocommit=True)
     await listener.execute("LISTEN ch")
@@ -84,13 +84,13 @@ async def test_listen_notify(postgres_server: PostgresServer) -> None:
     await sender.close()
 
 
-async def test_host_names_are_resolved(postgres_server: PostgresServer) -> None:
+async def test_host_names_are_resolved(postgres_server: LocalPostgres) -> None:
     conn = await TrioConnection.connect(postgres_server.dsn(host="localhost"))
     assert conn.info.host in ("localhost", "127.0.0.1", "::1")
     await conn.close()
 
 
-async def test_a_refused_connection_raises(postgres_server: PostgresServer) -> None:
+async def test_a_refused_connection_raises(postgres_server: LocalPostgres) -> None:
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -98,7 +98,7 @@ async def test_a_refused_connection_raises(postgres_server: PostgresServer) -> N
         await TrioConnection.connect(f"host=127.0.0.1 port={port} user=postgres")
 
 
-async def test_works_with_descriptors_past_1024(postgres_server: PostgresServer) -> None:
+async def test_works_with_descriptors_past_1024(postgres_server: LocalPostgres) -> None:
     """A busy server has many sockets: the readiness check must not use select()."""
     pipes = [os.pipe() for _ in range(520)]
     try:

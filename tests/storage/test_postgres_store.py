@@ -124,6 +124,31 @@ async def test_a_batch_the_server_cancels_writes_nothing(postgres_dsn: str) -> N
         assert await store.append("w:1", 1, [{"n": 2}]) == 2
 
 
+async def test_an_unanswered_batch_fails_as_unknown_and_the_writer_reconnects(
+        postgres_dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The database's backend stops answering (SIGSTOP): the batch fails after
+    write_timeout + UNANSWERED without waiting forever; once it runs again the store
+    goes on, and the revision tells whether the batch had landed."""
+    import os
+    import signal
+
+    from server.storage import postgres
+
+    monkeypatch.setattr(postgres, "UNANSWERED", 0.3)
+    async with PostgresEventStore(postgres_dsn, write_timeout=0.2) as store:
+        await store.append("w:1", 0, [{"n": 1}])
+        (pid,) = store._writer_pids
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            with pytest.raises(psycopg.OperationalError, match="outcome is unknown"):
+                await store.append("w:1", 1, [{"n": 2}])
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        rev = await store.revision("w:1")
+        assert rev in (1, 2)
+        assert await store.append("w:1", rev, [{"n": 3}]) == rev + 1
+
+
 async def test_a_lost_writer_connection_fails_its_batch_then_reconnects(
         store: PostgresEventStore, postgres_dsn: str) -> None:
     await store.append("w:1", 0, [{"n": 1}])
