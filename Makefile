@@ -18,10 +18,12 @@ install: $(BIN)/python
 install-test: $(BIN)/python
 	$(BIN)/pip install -q -e '.[test]'
 
-# Debian chromium (browser tests) and glslang-tools (shader compile gate), when root.
+# Debian chromium (browser tests), glslang-tools (shader compile gate) and postgresql (the
+# shared store's tests start a private cluster from its binaries), when root; one apt run.
+PG_CTL := $(wildcard /usr/lib/postgresql/*/bin/pg_ctl)
 system-deps:
-	@if [ "$$(id -u)" = 0 ] && { ! command -v chromium >/dev/null || ! command -v glslangValidator >/dev/null; }; then \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium glslang-tools; \
+	@if [ "$$(id -u)" = 0 ] && { ! command -v chromium >/dev/null || ! command -v glslangValidator >/dev/null || [ -z "$(PG_CTL)" ]; }; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium glslang-tools postgresql; \
 	fi
 
 serve: install

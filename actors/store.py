@@ -3,7 +3,14 @@
 A stream is one actor's history: events numbered 1, 2, 3 ... (the revision of a stream
 is the number of its last event; an empty stream is at revision 0). `append` is atomic
 and durable: when it returns, the events survive a crash. Nothing above this interface
-may assume a backend; the SQLite one lives in `server/storage/`.
+may assume a backend; SQLite and PostgreSQL live in `server/storage/`.
+
+Ownership: a writer `claim`s a stream before it replays it; the claim bumps the stream's
+fence, and every later append of that writer carries the fence it claimed. Once another
+writer claims the stream, the first one's appends are refused by the backend itself
+(FencedError) and write nothing: that is what makes a stale owner (a paused process, a
+lost lease) harmless. A writer that never claimed a stream appends under fence 0, which
+only works while nobody has claimed it.
 """
 
 from __future__ import annotations
@@ -17,6 +24,8 @@ import attrs
 
 Event = dict[str, Any]  # a JSON object; worlds convert their attrs events to and from it
 
+MAX_STREAM_BYTES = 255  # a stream name's UTF-8 length (PostgreSQL sends names in NOTIFYs)
+
 
 class ConflictError(Exception):
     """`append` was called with an `expected_rev` that is not the stream's revision."""
@@ -24,6 +33,25 @@ class ConflictError(Exception):
     def __init__(self, stream: str, expected: int, actual: int) -> None:
         super().__init__(f"stream {stream!r} is at revision {actual}, not {expected}")
         self.stream, self.expected, self.actual = stream, expected, actual
+
+
+class FencedError(ConflictError):
+    """`append` was refused because another writer claimed the stream after this one.
+
+    The writer is stale (it lost the stream's ownership): stop it; claiming again and
+    replaying is how a new owner starts. Nothing was written.
+    """
+
+    def __init__(self, stream: str, held: int, current: int) -> None:
+        Exception.__init__(self, f"stream {stream!r} is claimed under fence {current}; "
+                                 f"this writer holds fence {held}")
+        self.stream, self.held, self.current = stream, held, current
+
+
+def check_stream_name(stream: str) -> None:
+    """Refuse (ValueError) a stream name longer than MAX_STREAM_BYTES."""
+    if len(stream) > MAX_STREAM_BYTES // 4 and len(stream.encode()) > MAX_STREAM_BYTES:
+        raise ValueError(f"a stream name is at most {MAX_STREAM_BYTES} bytes of UTF-8")
 
 
 @attrs.frozen
@@ -44,11 +72,18 @@ class Snapshot:
 
 @attrs.frozen
 class StoreStatistics:
-    """Counters of a store: appends requested, transactions committed, events written."""
+    """Counters of a store: appends requested, transactions committed, events written,
+    appends refused because another writer claimed the stream."""
 
     appends: int
     commits: int
     events: int
+    fenced: int = 0
+
+    @property
+    def appends_per_commit(self) -> float:
+        """How many appends shared a commit, on average (group commit at work)."""
+        return self.appends / self.commits if self.commits else 0.0
 
 
 class EventStore(ABC):
@@ -59,7 +94,20 @@ class EventStore(ABC):
         """Append `events` after revision `expected_rev`; return the new revision.
 
         Atomic and durable. Raises ConflictError (writing nothing) when the stream is
-        not at `expected_rev`.
+        not at `expected_rev`, FencedError (a ConflictError, writing nothing) when another
+        writer claimed the stream since this one did (see `claim`), TypeError or
+        ValueError (writing nothing) for events that are not JSON, and ValueError for a
+        stream name longer than MAX_STREAM_BYTES.
+        """
+
+    @abstractmethod
+    async def claim(self, stream: str) -> tuple[int, int]:
+        """Take the stream over: bump its fence; return `(fence, revision)`.
+
+        Durable. From now on this store's appends to `stream` carry `fence`, and any
+        other writer's appends under an older fence are refused (FencedError). Claim
+        before reading the stream to replay it: an append of the previous owner either
+        committed before the claim (and the replay sees it) or is refused.
         """
 
     @abstractmethod
@@ -72,7 +120,12 @@ class EventStore(ABC):
 
     @abstractmethod
     async def save_snapshot(self, stream: str, rev: int, data: Any) -> None:
-        """Keep `data` (JSON) as the folded state of `stream` at `rev`, replacing older ones."""
+        """Keep `data` (JSON) as the folded state of `stream` at `rev`.
+
+        Snapshots only move forward: one at a lower revision than the stored one is
+        ignored (a stale owner must not replace a newer snapshot); one at the same
+        revision replaces it.
+        """
 
     @abstractmethod
     async def load_snapshot(self, stream: str) -> Snapshot | None:
@@ -90,46 +143,81 @@ class EventStore(ABC):
         """Release the backend's resources; appends after this fail."""
 
 
-class MemoryEventStore(EventStore):
-    """A store in a dict: not durable. For tests of the runtime and of worlds."""
+class _MemoryStreams:
+    """What the clients of one memory store share: events, snapshots, fences."""
 
     def __init__(self) -> None:
-        self._events: dict[str, list[Event]] = {}
-        self._snapshots: dict[str, Snapshot] = {}
-        self._appends = self._events_written = 0
+        self.events: dict[str, list[Event]] = {}
+        self.snapshots: dict[str, Snapshot] = {}
+        self.fences: dict[str, int] = {}  # stream -> fence of its latest claim
+
+
+def _round_trip(value: Any) -> Any:
+    # A JSON round trip, as a real backend does: non-JSON (NaN too) fails here as well.
+    return json.loads(json.dumps(value, allow_nan=False))
+
+
+class MemoryEventStore(EventStore):
+    """A store in a dict: not durable. For tests of the runtime and of worlds.
+
+    `MemoryEventStore(sharing=other)` is a second client of `other`'s streams, with its
+    own claims (fencing between the two works as between two processes).
+    """
+
+    def __init__(self, sharing: MemoryEventStore | None = None) -> None:
+        self._data = sharing._data if sharing is not None else _MemoryStreams()
+        self._held: dict[str, int] = {}  # stream -> fence this client claimed
+        self._appends = self._commits = self._events_written = self._fenced = 0
 
     async def append(self, stream: str, expected_rev: int, events: Sequence[Event]) -> int:
         """See EventStore.append."""
-        log = self._events.setdefault(stream, [])
+        check_stream_name(stream)
+        self._appends += 1
+        held, current = self._held.get(stream, 0), self._data.fences.get(stream, 0)
+        if held != current:
+            self._fenced += 1
+            raise FencedError(stream, held, current)
+        log = self._data.events.get(stream, [])
         if len(log) != expected_rev:
             raise ConflictError(stream, expected_rev, len(log))
-        # A JSON round trip, as a real backend does: a non-JSON event fails here too.
-        log.extend(json.loads(json.dumps(e)) for e in events)
-        self._appends += 1
-        self._events_written += len(events)
+        copies = [_round_trip(e) for e in events]
+        self._data.events.setdefault(stream, log).extend(copies)
+        self._commits += 1
+        self._events_written += len(copies)
         return len(log)
+
+    async def claim(self, stream: str) -> tuple[int, int]:
+        """See EventStore.claim."""
+        fence = self._data.fences[stream] = self._data.fences.get(stream, 0) + 1
+        self._held[stream] = fence
+        return fence, len(self._data.events.get(stream, []))
 
     async def read(self, stream: str, after: int = 0) -> list[StoredEvent]:
         """See EventStore.read."""
-        log = self._events.get(stream, [])
-        return [StoredEvent(rev, json.loads(json.dumps(e))) for rev, e in enumerate(log[after:], start=after + 1)]
+        log = self._data.events.get(stream, [])
+        return [StoredEvent(rev, _round_trip(e))
+                for rev, e in enumerate(log[after:], start=after + 1)]
 
     async def revision(self, stream: str) -> int:
         """See EventStore.revision."""
-        return len(self._events.get(stream, []))
+        return len(self._data.events.get(stream, []))
 
     async def save_snapshot(self, stream: str, rev: int, data: Any) -> None:
         """See EventStore.save_snapshot."""
-        self._snapshots[stream] = Snapshot(rev, json.loads(json.dumps(data)))
+        copy = _round_trip(data)
+        old = self._data.snapshots.get(stream)
+        if old is None or old.rev <= rev:
+            self._data.snapshots[stream] = Snapshot(rev, copy)
 
     async def load_snapshot(self, stream: str) -> Snapshot | None:
         """See EventStore.load_snapshot."""
-        return self._snapshots.get(stream)
+        return self._data.snapshots.get(stream)
 
     async def streams(self, prefix: str = "") -> dict[str, int]:
         """See EventStore.streams."""
-        return {s: len(log) for s, log in self._events.items() if log and s.startswith(prefix)}
+        return {s: len(log) for s, log in self._data.events.items()
+                if log and s.startswith(prefix)}
 
     def statistics(self) -> StoreStatistics:
-        """See EventStore.statistics (each append is its own commit here)."""
-        return StoreStatistics(self._appends, self._appends, self._events_written)
+        """See EventStore.statistics (each append that writes is its own commit here)."""
+        return StoreStatistics(self._appends, self._commits, self._events_written, self._fenced)

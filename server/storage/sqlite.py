@@ -6,10 +6,14 @@ queueing it for a sender task, which writes all the jobs queued meanwhile as one
 the writer's stdin, and parks; a reader task wakes the callers as the answers arrive on
 the writer's stdout. The writer takes every
 job that is waiting when it looks: a run of consecutive appends becomes ONE transaction
-(one fsync), and it checks each append's expected revision against its own cache
-(it is the only writer) and refuses stale ones with ConflictError. This group commit is
+(one fsync), inside which it checks each append's fence and expected revision against the
+database and refuses stale ones (FencedError, ConflictError). This group commit is
 why durability does not cost one fsync per message. If the transaction itself fails,
 every append of that group fails with the error.
+
+One server process owns every stream of its file, so fences matter here only between two
+clients of one file (each `SqliteEventStore` is one, with its own writer process); they
+work as on PostgreSQL, and nothing above the interface needs to know which it has.
 
 The writer dies with the server (Linux parent-death signal) and stops at the end of its
 input; a writer that exits unexpectedly fails every waiting call and every later one.
@@ -27,7 +31,16 @@ from typing import Any, Self
 
 import trio
 
-from actors.store import ConflictError, Event, EventStore, Snapshot, StoredEvent, StoreStatistics
+from actors.store import (
+    ConflictError,
+    Event,
+    EventStore,
+    FencedError,
+    Snapshot,
+    StoredEvent,
+    StoreStatistics,
+    check_stream_name,
+)
 from protocol.jsontext import compact_encoder
 from server.storage import sqlite_writer
 from server.storage.sqlite_writer import frame, split_frames
@@ -63,7 +76,8 @@ class SqliteEventStore(EventStore):
         self._next_id = 0
         self._broken: str | None = None  # why calls fail, once the writer is gone
         self._reader_done = trio.Event()
-        self._appends = self._commits = self._events = 0
+        self._fences: dict[str, int] = {}  # stream -> fence this client claimed
+        self._appends = self._commits = self._events = self._fenced = 0
 
     @classmethod
     def in_directory(cls, data_dir: str | Path) -> SqliteEventStore:
@@ -154,6 +168,9 @@ class SqliteEventStore(EventStore):
         job = self._waiting.pop(job_id)
         if ok:
             job.result = value
+        elif isinstance(value, tuple) and value[0] == "fenced":  # (_, stream, held, current)
+            self._fenced += 1
+            job.error = FencedError(*value[1:])
         elif isinstance(value, tuple):  # ("conflict", stream, expected, actual)
             job.error = ConflictError(*value[1:])
         else:
@@ -224,11 +241,19 @@ class SqliteEventStore(EventStore):
 
     async def append(self, stream: str, expected_rev: int, events: Sequence[Event]) -> int:
         """See EventStore.append; groups with the appends queued beside it."""
+        check_stream_name(stream)
         rows = [_encode(e) for e in events]
         self._appends += 1
-        rev = await self._call("append", stream, expected_rev, rows, cancellable=False)
+        rev = await self._call("append", stream, expected_rev, self._fences.get(stream, 0),
+                               rows, cancellable=False)
         self._events += len(rows)
         return rev
+
+    async def claim(self, stream: str) -> tuple[int, int]:
+        """See EventStore.claim (its own small transaction)."""
+        fence, rev = await self._call("claim", stream, cancellable=False)
+        self._fences[stream] = max(fence, self._fences.get(stream, 0))
+        return fence, rev
 
     async def read(self, stream: str, after: int = 0) -> list[StoredEvent]:
         """See EventStore.read."""
@@ -240,7 +265,7 @@ class SqliteEventStore(EventStore):
         return await self._call("revision", stream)
 
     async def save_snapshot(self, stream: str, rev: int, data: Any) -> None:
-        """See EventStore.save_snapshot (its own small transaction)."""
+        """See EventStore.save_snapshot (its own small transaction, unless newer is kept)."""
         await self._call("save_snapshot", stream, rev, _encode(data))
 
     async def load_snapshot(self, stream: str) -> Snapshot | None:
@@ -253,5 +278,6 @@ class SqliteEventStore(EventStore):
         return await self._call("streams", prefix)
 
     def statistics(self) -> StoreStatistics:
-        """Appends requested, transactions committed (one per group), events written."""
-        return StoreStatistics(self._appends, self._commits, self._events)
+        """Appends requested, transactions committed (one per group), events written,
+        appends fenced."""
+        return StoreStatistics(self._appends, self._commits, self._events, self._fenced)

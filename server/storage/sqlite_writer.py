@@ -11,6 +11,11 @@ among them is ONE transaction (one fsync), so appends that arrive while a commit
 written share the next one (group commit). Each batch of answers is one frame,
 `(commits, [(job_id, ok, value), ...])`.
 
+Each append carries the fence its client claimed (`claim` bumps a stream's fence). The
+revisions and fences are checked against the database inside the write transaction
+(BEGIN IMMEDIATE holds SQLite's write lock), so a second client of the same file, with
+its own writer process, is fenced and conflicts exactly as it would on PostgreSQL.
+
 Why a process and not a thread of the server: the sqlite3 module releases the GIL around
 every statement, and a thread that wants it back from a busy trio thread waits up to the
 interpreter's switch interval (5 ms) each time, then forces a switch that stalls the trio
@@ -33,7 +38,8 @@ READ_SIZE = 1 << 20
 MAX_GROUP = 512  # appends per transaction: bounds the latency of the first one in a group
 
 SCHEMA = """
-CREATE TABLE IF NOT EXISTS streams (name TEXT PRIMARY KEY, rev INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS streams (
+    name TEXT PRIMARY KEY, rev INTEGER NOT NULL, fence INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS events (
     stream TEXT NOT NULL, rev INTEGER NOT NULL, data TEXT NOT NULL,
     PRIMARY KEY (stream, rev)) WITHOUT ROWID;
@@ -44,6 +50,10 @@ CREATE TABLE IF NOT EXISTS snapshots (
 # the server wrote (SQLite re-rendering it could turn a big integer into a float).
 INSERT_EVENTS = ("INSERT INTO events (stream, rev, data) SELECT json_extract(value, '$[0]'), "
                  "json_extract(value, '$[1]'), json_extract(value, '$[2]') FROM json_each(?)")
+# Databases made before fences existed gain the column (every stream at fence 0).
+ADD_FENCE = "ALTER TABLE streams ADD COLUMN fence INTEGER NOT NULL DEFAULT 0"
+STREAM_STATES = ("SELECT name, rev, fence FROM streams "
+                 "WHERE name IN (SELECT value FROM json_each(?))")
 UPSERT_STREAMS = ("INSERT INTO streams (name, rev) SELECT json_extract(value, '$[0]'), "
                   "json_extract(value, '$[1]') FROM json_each(?) WHERE true "
                   "ON CONFLICT (name) DO UPDATE SET rev = excluded.rev")
@@ -75,12 +85,19 @@ def _error(exc: BaseException) -> BaseException:
     return RuntimeError(f"{type(exc).__name__}: {exc}")
 
 
+def migrate(conn: sqlite3.Connection) -> None:
+    """Create the tables, or bring an older database's up to date."""
+    conn.executescript(SCHEMA)
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(streams)")}
+    if "fence" not in columns:
+        conn.execute(ADD_FENCE)
+
+
 class Writer:
-    """The connection, the committed revision of every stream seen, and the job handlers."""
+    """The connection and the job handlers."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
-        self.revs: dict[str, int] = {}  # stream -> revision, as committed (the only writer)
 
     def settings(self) -> dict[str, Any]:
         """The durability settings in force on this connection."""
@@ -109,39 +126,41 @@ class Writer:
 
     def commit_group(self, group: list[tuple[int, str, tuple[Any, ...]]],
                      answers: list[Any]) -> int:
-        """Check each append's expected revision, write the sound ones in one transaction;
-        the number of commits made (0 or 1)."""
+        """In one transaction: check each append's fence and expected revision against
+        the database, write the sound ones; the number of commits made (0 or 1)."""
         staged: dict[str, int] = {}  # revisions after this group
         rows: list[tuple[str, int, str]] = []
         accepted: list[tuple[int, int]] = []  # (job id, new revision)
-        for job_id, _, (stream, expected, texts) in group:
-            current = staged.get(stream)
-            if current is None:
-                current = self.revs.get(stream)
-            if current is None:
-                current = self.revs[stream] = self.op_revision(stream)
-            if current != expected:
-                answers.append((job_id, False, ("conflict", stream, expected, current)))
-                continue
-            rows.extend((stream, expected + k, text) for k, text in enumerate(texts, 1))
-            staged[stream] = expected + len(texts)
-            accepted.append((job_id, staged[stream]))
-        if not accepted:
-            return 0
         try:
             self.conn.execute("BEGIN IMMEDIATE")
-            self.conn.execute(INSERT_EVENTS, (json.dumps(rows),))
-            self.conn.execute(UPSERT_STREAMS, (json.dumps(list(staged.items())),))
+            names = json.dumps(sorted({args[0] for _, _, args in group}))
+            truth = {name: (rev, fence)
+                     for name, rev, fence in self.conn.execute(STREAM_STATES, (names,))}
+            for job_id, _, (stream, expected, fence, texts) in group:
+                current, current_fence = truth.get(stream, (0, 0))
+                current = staged.get(stream, current)
+                if fence != current_fence:
+                    answers.append((job_id, False, ("fenced", stream, fence, current_fence)))
+                elif current != expected:
+                    answers.append((job_id, False, ("conflict", stream, expected, current)))
+                else:
+                    rows.extend((stream, expected + k, text) for k, text in enumerate(texts, 1))
+                    staged[stream] = expected + len(texts)
+                    accepted.append((job_id, staged[stream]))
+            if rows:
+                self.conn.execute(INSERT_EVENTS, (json.dumps(rows),))
+            if staged:
+                self.conn.execute(UPSERT_STREAMS, (json.dumps(list(staged.items())),))
             self.conn.execute("COMMIT")
         except Exception as exc:  # noqa: BLE001 - the whole group failed; each caller raises it
             if self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")
-            self.revs.clear()  # the database is the truth again
-            answers.extend((job_id, False, _error(exc)) for job_id, _ in accepted)
+            refused = {a[0] for a in answers}
+            answers.extend((job_id, False, _error(exc)) for job_id, _, _ in group
+                           if job_id not in refused)
             return 0
-        self.revs.update(staged)
         answers.extend((job_id, True, rev) for job_id, rev in accepted)
-        return 1
+        return 1 if accepted else 0
 
     # ---- the other jobs (`op_<name>`): values go back as they are -----------------------
 
@@ -156,11 +175,18 @@ class Writer:
         row = self.conn.execute("SELECT rev FROM streams WHERE name = ?", (stream,)).fetchone()
         return row[0] if row else 0
 
+    def op_claim(self, stream: str) -> tuple[int, int]:
+        """Bump the stream's fence (creating it at revision 0); (fence, revision)."""
+        return self.conn.execute("INSERT INTO streams (name, rev, fence) VALUES (?, 0, 1) "
+                                 "ON CONFLICT (name) DO UPDATE SET fence = fence + 1 "
+                                 "RETURNING fence, rev", (stream,)).fetchone()
+
     def op_save_snapshot(self, stream: str, rev: int, text: str) -> None:
-        """Replace the stream's snapshot (its own small transaction)."""
+        """Keep the snapshot unless a newer one is stored (its own small transaction)."""
         self.conn.execute("INSERT INTO snapshots (stream, rev, data) VALUES (?, ?, ?) "
                           "ON CONFLICT (stream) DO UPDATE SET rev = excluded.rev, "
-                          "data = excluded.data", (stream, rev, text))
+                          "data = excluded.data WHERE snapshots.rev <= excluded.rev",
+                          (stream, rev, text))
 
     def op_load_snapshot(self, stream: str) -> tuple[int, str] | None:
         """(rev, data text) of the stream's snapshot, or None."""
@@ -201,7 +227,7 @@ def main(argv: list[str]) -> int:
     try:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=FULL")
-        conn.executescript(SCHEMA)
+        migrate(conn)
         writer = Writer(conn)
         _write_all(frame(writer.settings()))
         buffer = bytearray()

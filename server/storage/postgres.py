@@ -1,0 +1,385 @@
+"""The shared event store: PostgreSQL, for several server processes serving the worlds.
+
+Tables (postgres_schema.sql, applied at open): `streams (name, rev, fence)`, `events
+(stream, rev, data text)` keyed by `(stream, rev)`, `snapshots`, and the ownership
+tables that server/storage/cluster.py uses. `data` is text: the stored text is exactly
+what the server wrote (jsonb would re-render numbers and key order).
+
+How it talks to PostgreSQL from trio: psycopg 3's AsyncConnection with trio doing the
+waiting (pg_trio.py), in this process. SCALEOUT.md names a second way, psycopg's sync API
+in a writer process shaped like sqlite_writer.py; this one was picked because it was the
+fastest per append there (937 vs 483-564 appends/s on one stream), LISTEN/NOTIFY runs on
+the same event loop without a relay, and a cancelled read just drops its connection. The
+price is two private names of psycopg, pinned and checked by tests/storage/test_pg_trio.py;
+should an upgrade break them, the writer process is the fallback.
+
+Connections: one writer connection, owned by a writer task, and a small pool (a trio
+memory channel of connections) for reads, claims, snapshots and cluster.py's statements.
+All run in autocommit, so one statement is one transaction.
+
+Group commit: `append` queues its request and parks; the writer task takes every append
+waiting (at most one per stream, at most `max_batch`) and sends them as ONE statement,
+which is ONE commit: it checks every stream's expected revision and fence in the
+database (`UPDATE ... WHERE rev = expected AND fence = held`), inserts the events of the
+streams that passed, and NOTIFYs their new revisions (pg_listen.py), all at once. A
+stream that did not pass is looked up afterwards: another fence -> FencedError, another
+revision -> ConflictError; the others in the batch commit regardless. If the statement
+fails, every append of the batch fails with that error: after `write_timeout` the server
+cancels it (QueryCanceled: nothing was written); if the connection is lost, or the
+server does not answer within 2 s more, the outcome is unknown: the caller stops, and a
+claim + replay tells the truth.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
+from typing import Any, Self
+
+import psycopg
+import trio
+from psycopg.pq import TransactionStatus
+
+from actors.store import (
+    ConflictError,
+    Event,
+    EventStore,
+    FencedError,
+    Snapshot,
+    StoredEvent,
+    StoreStatistics,
+    check_stream_name,
+)
+from protocol.jsontext import compact_encoder
+from server.storage.pg_listen import Notifications, listen
+from server.storage.pg_trio import TrioConnection
+
+_encode = compact_encoder(ensure_ascii=True)  # ASCII: no NUL byte or encoding can differ
+SCHEMA = (Path(__file__).with_name("postgres_schema.sql")).read_text()
+SCHEMA_LOCK = 0x70657472  # advisory lock key: processes starting together apply it in turn
+CHANNEL = "world_events"
+NOTIFY_CHUNK = 7000  # bytes of `stream:rev` lines per NOTIFY (PostgreSQL's limit is 8000)
+UNANSWERED = 2.0  # seconds past write_timeout before the writer gives a batch up itself
+
+# One batch of appends: b = one row per append, e = one row per event (pre-numbered).
+# New streams (never claimed: fence 0, expected 0) are inserted; the others move only if
+# their revision and fence are the held ones. Row locks make a concurrent claim wait or
+# win: a claim that commits first leaves this batch's UPDATE nothing to match.
+APPEND = f"""
+WITH b AS (SELECT * FROM unnest(%(s)s::text[], %(x)s::bigint[], %(n)s::bigint[],
+                                %(f)s::bigint[]) AS b(stream, expected, n, fence)),
+fresh AS (INSERT INTO streams AS t (name, rev, fence)
+          SELECT stream, n, 0 FROM b WHERE expected = 0 AND fence = 0
+          ON CONFLICT (name) DO UPDATE SET rev = excluded.rev WHERE t.rev = 0 AND t.fence = 0
+          RETURNING t.name, t.rev),
+moved AS (UPDATE streams t SET rev = t.rev + b.n FROM b
+          WHERE t.name = b.stream AND t.rev = b.expected AND t.fence = b.fence
+            AND NOT (b.expected = 0 AND b.fence = 0)
+          RETURNING t.name, t.rev),
+ok AS (SELECT name, rev FROM fresh UNION ALL SELECT name, rev FROM moved),
+ins AS (INSERT INTO events (stream, rev, data)
+        SELECT e.stream, e.rev, e.data
+        FROM unnest(%(es)s::text[], %(er)s::bigint[], %(ed)s::text[]) AS e(stream, rev, data)
+        WHERE e.stream IN (SELECT name FROM ok)),
+note AS MATERIALIZED (
+        SELECT pg_notify(%(channel)s, string_agg(name || ':' || rev, E'\\n' ORDER BY name))
+        FROM (SELECT name, rev, sum(octet_length(name) + 21) OVER (ORDER BY name)
+                                / {NOTIFY_CHUNK} AS chunk FROM ok) c
+        GROUP BY chunk)
+SELECT name, rev FROM ok UNION ALL SELECT NULL, count(*) FROM note
+"""
+STATES = "SELECT name, rev, fence FROM streams WHERE name = ANY(%s)"
+CLAIM = ("INSERT INTO streams AS s (name, rev, fence) VALUES (%s, 0, 1) "
+         "ON CONFLICT (name) DO UPDATE SET fence = s.fence + 1 RETURNING fence, rev")
+SAVE_SNAPSHOT = ("INSERT INTO snapshots AS p (stream, rev, data) VALUES (%s, %s, %s) "
+                 "ON CONFLICT (stream) DO UPDATE SET rev = excluded.rev, data = excluded.data "
+                 "WHERE p.rev <= excluded.rev")
+
+
+class _Append:
+    """One append waiting for the writer: what to write, and, once answered, the outcome."""
+
+    __slots__ = ("error", "expected", "fence", "result", "rows", "stream", "task")
+
+    def __init__(self, stream: str, expected: int, fence: int, rows: list[str]) -> None:
+        self.stream, self.expected, self.fence, self.rows = stream, expected, fence, rows
+        self.task = trio.lowlevel.current_task()
+        self.result = 0
+        self.error: BaseException | None = None
+
+
+class _Pool:
+    """Up to `size` autocommit connections, opened when first needed, dropped when broken."""
+
+    def __init__(self, dsn: str, size: int) -> None:
+        self.dsn, self.size = dsn, size
+        self._put, self._take = trio.open_memory_channel[TrioConnection | None](size)
+        for _ in range(size):
+            self._put.send_nowait(None)
+        self.closed = False
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[TrioConnection]:
+        if self.closed:
+            raise RuntimeError("the event store is closed")
+        conn = await self._take.receive()
+        try:
+            if conn is None or conn.closed:
+                conn = None
+                conn = await TrioConnection.connect(self.dsn, autocommit=True)
+            yield conn
+        finally:
+            if conn is not None and (
+                    conn.closed or conn.info.transaction_status != TransactionStatus.IDLE):
+                await conn.close()
+                conn = None
+            self._put.send_nowait(conn)
+
+    async def aclose(self) -> None:
+        """Wait for the connections in use to come back; close them all."""
+        self.closed = True
+        for _ in range(self.size):
+            conn = await self._take.receive()
+            if conn is not None:
+                await conn.close()
+
+
+class PostgresEventStore(EventStore):
+    """An EventStore in a PostgreSQL database; use `async with` or `open`/`aclose`.
+
+    `dsn` is a libpq connection string or URI (host names are resolved off the event loop;
+    the schema is the search_path's). `readers` is the pool's size. `channel` is the
+    NOTIFY channel of this store's appends (one per database that several clusters
+    share). `write_timeout` bounds one batch's statement (seconds).
+    """
+
+    def __init__(self, dsn: str, *, readers: int = 2, channel: str = CHANNEL,
+                 max_batch: int = 512, write_timeout: float = 10.0) -> None:
+        self.dsn, self.channel = dsn, channel
+        self.max_batch, self.write_timeout = max_batch, write_timeout
+        self.settings: dict[str, str] = {}  # the server's fsync and synchronous_commit
+        self._pool = _Pool(dsn, readers)
+        self._writer: TrioConnection | None = None
+        self._writer_pids: set[int] = set()  # the backend that sends our NOTIFYs
+        self._queue: deque[_Append] = deque()
+        self._inflight: list[_Append] = []  # the batch being committed
+        self._queued = trio.lowlevel.ParkingLot()  # the writer task waits here
+        self._writer_done = trio.Event()
+        self._fences: dict[str, int] = {}  # stream -> fence this client claimed
+        self._state = "new"  # -> open -> closing -> closed
+        self._appends = self._commits = self._events = self._fenced = 0
+
+    async def __aenter__(self) -> Self:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def open(self) -> None:
+        """Connect, apply the schema, start the writer task (idempotent)."""
+        if self._state != "new":
+            return
+        async with self._pool.connection() as conn:
+            await conn.execute(f"BEGIN; SELECT pg_advisory_xact_lock({SCHEMA_LOCK}); "
+                               f"{SCHEMA} COMMIT;")
+            cur = await conn.execute("SELECT current_setting('fsync'), "
+                                     "current_setting('synchronous_commit')")
+            row = await cur.fetchone()
+            assert row is not None
+            self.settings = {"fsync": row[0], "synchronous_commit": row[1]}
+        self._state = "open"
+        trio.lowlevel.spawn_system_task(self._write_batches, name="postgres-writer")
+
+    async def aclose(self) -> None:
+        """Let the writer finish the queued appends, then close every connection."""
+        if self._state != "open":
+            return
+        self._state = "closing"
+        self._queued.unpark_all()
+        await self._writer_done.wait()
+        await self._pool.aclose()
+        self._state = "closed"
+
+    def connection(self) -> AbstractAsyncContextManager[TrioConnection]:
+        """A pooled autocommit connection (for cluster.py's statements)."""
+        return self._pool.connection()
+
+    def listen(self, *, own: bool = False) -> AbstractAsyncContextManager[Notifications]:
+        """Notifications of the streams that moved, on a connection of their own.
+
+        `async with store.listen() as notes: async for moved in notes:` where `moved`
+        maps every stream appended to since the last batch to its latest revision
+        (`store.read(stream, after=last_rev)` fetches the events). LISTEN is in force
+        once the `async with` is entered. Without `own`, this store's own appends are
+        left out (its process already has them). If the connection is lost, iterating
+        raises: notifications may have been missed, so listen again and read after the
+        last revision of every stream followed.
+        """
+        return listen(self.dsn, self.channel, set() if own else self._writer_pids)
+
+    # ---- the writer task ----------------------------------------------------------------
+
+    async def _write_batches(self) -> None:
+        """Take every append waiting, commit them as one batch, answer them; repeat."""
+        try:
+            while True:
+                while not self._queue:
+                    if self._state != "open":
+                        return
+                    await self._queued.park()
+                batch = self._inflight = self._take_batch()
+                try:
+                    await self._commit(batch)
+                except Exception as exc:  # noqa: BLE001 - each caller raises it
+                    if self._writer is not None and (
+                            self._writer.closed or self._writer.info.transaction_status
+                            != TransactionStatus.IDLE):
+                        await self._drop_writer()
+                    if isinstance(exc, trio.TooSlowError):
+                        exc = psycopg.OperationalError(
+                            f"the batch got no answer within "
+                            f"{self.write_timeout + UNANSWERED} s; its outcome is unknown")
+                    for a in batch:
+                        if a.error is None:
+                            a.error = exc
+                self._inflight = []
+                for a in batch:
+                    trio.lowlevel.reschedule(a.task)
+        finally:
+            for a in [*self._inflight, *self._queue]:  # cancelled: the run is ending
+                a.error = RuntimeError("the event store's writer stopped; outcome unknown")
+                trio.lowlevel.reschedule(a.task)
+            self._inflight = []
+            self._queue.clear()
+            await self._drop_writer()
+            self._writer_done.set()
+
+    def _take_batch(self) -> list[_Append]:
+        """The oldest append of each stream waiting (others stay queued, in order)."""
+        batch: list[_Append] = []
+        later: list[_Append] = []
+        streams: set[str] = set()
+        while self._queue and len(batch) < self.max_batch:
+            a = self._queue.popleft()
+            (later if a.stream in streams else batch).append(a)
+            streams.add(a.stream)
+        self._queue.extendleft(reversed(later))
+        return batch
+
+    async def _drop_writer(self) -> None:
+        if self._writer is not None:
+            with trio.CancelScope(shield=True):
+                await self._writer.close()
+            self._writer = None
+
+    async def _commit(self, batch: list[_Append]) -> None:
+        """One statement, one commit for `batch`; sets each append's result or error."""
+        params: dict[str, Any] = {"s": [], "x": [], "n": [], "f": [], "es": [], "er": [],
+                                  "ed": [], "channel": self.channel}
+        for a in batch:
+            params["s"].append(a.stream)
+            params["x"].append(a.expected)
+            params["n"].append(len(a.rows))
+            params["f"].append(a.fence)
+            params["es"].extend([a.stream] * len(a.rows))
+            params["er"].extend(range(a.expected + 1, a.expected + 1 + len(a.rows)))
+            params["ed"].extend(a.rows)
+        with trio.fail_after(self.write_timeout + UNANSWERED):
+            if self._writer is None or self._writer.closed:
+                self._writer = await TrioConnection.connect(self.dsn, autocommit=True)
+                self._writer_pids.clear()  # in place: listeners hold this set
+                self._writer_pids.add(self._writer.info.backend_pid)
+                await self._writer.execute(f"SET statement_timeout = "
+                                           f"{round(self.write_timeout * 1000)}")
+            cur = await self._writer.execute(APPEND, params)
+            moved = {name: rev for name, rev in await cur.fetchall() if name is not None}
+            self._commits += bool(moved)  # as SQLite counts: commits that wrote
+            refused = [a for a in batch if a.stream not in moved]
+            truth: dict[str, tuple[int, int]] = {}
+            if refused:
+                cur = await self._writer.execute(STATES, ([a.stream for a in refused],))
+                truth = {name: (rev, fence) for name, rev, fence in await cur.fetchall()}
+        for a in batch:
+            if a.stream in moved:
+                a.result = moved[a.stream]
+                self._events += len(a.rows)
+                continue
+            rev, fence = truth.get(a.stream, (0, 0))
+            if fence != a.fence:
+                self._fenced += 1
+                a.error = FencedError(a.stream, a.fence, fence)
+            else:
+                a.error = ConflictError(a.stream, a.expected, rev)
+
+    # ---- the EventStore interface -------------------------------------------------------
+
+    async def append(self, stream: str, expected_rev: int, events: Sequence[Event]) -> int:
+        """See EventStore.append; commits with every other append waiting (group commit)."""
+        check_stream_name(stream)
+        rows = [_encode(e) for e in events]
+        if self._state != "open":
+            raise RuntimeError(f"the event store is {self._state}, not open")
+        self._appends += 1
+        append = _Append(stream, expected_rev, self._fences.get(stream, 0), rows)
+        self._queue.append(append)
+        self._queued.unpark()
+        # Not cancellable once queued: it may commit, and the caller must learn it did.
+        await trio.lowlevel.wait_task_rescheduled(lambda _: trio.lowlevel.Abort.FAILED)
+        if append.error is not None:
+            raise append.error
+        return append.result
+
+    async def claim(self, stream: str) -> tuple[int, int]:
+        """See EventStore.claim."""
+        check_stream_name(stream)
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(CLAIM, (stream,))
+            row = await cur.fetchone()
+        assert row is not None  # the upsert always returns its row
+        fence, rev = row
+        self._fences[stream] = max(fence, self._fences.get(stream, 0))
+        return fence, rev
+
+    async def read(self, stream: str, after: int = 0) -> list[StoredEvent]:
+        """See EventStore.read (one indexed range scan of `(stream, rev)`)."""
+        async with self._pool.connection() as conn:
+            cur = await conn.execute("SELECT rev, data FROM events WHERE stream = %s "
+                                     "AND rev > %s ORDER BY rev", (stream, after))
+            rows = await cur.fetchall()
+        return [StoredEvent(rev, json.loads(data)) for rev, data in rows]
+
+    async def revision(self, stream: str) -> int:
+        """See EventStore.revision."""
+        async with self._pool.connection() as conn:
+            cur = await conn.execute("SELECT rev FROM streams WHERE name = %s", (stream,))
+            row = await cur.fetchone()
+        return row[0] if row else 0
+
+    async def save_snapshot(self, stream: str, rev: int, data: Any) -> None:
+        """See EventStore.save_snapshot."""
+        text = _encode(data)
+        async with self._pool.connection() as conn:
+            await conn.execute(SAVE_SNAPSHOT, (stream, rev, text))
+
+    async def load_snapshot(self, stream: str) -> Snapshot | None:
+        """See EventStore.load_snapshot."""
+        async with self._pool.connection() as conn:
+            cur = await conn.execute("SELECT rev, data FROM snapshots WHERE stream = %s",
+                                     (stream,))
+            row = await cur.fetchone()
+        return Snapshot(row[0], json.loads(row[1])) if row else None
+
+    async def streams(self, prefix: str = "") -> dict[str, int]:
+        """See EventStore.streams."""
+        async with self._pool.connection() as conn:
+            cur = await conn.execute("SELECT name, rev FROM streams WHERE rev > 0 "
+                                     "AND starts_with(name, %s) ORDER BY name", (prefix,))
+            return dict(await cur.fetchall())
+
+    def statistics(self) -> StoreStatistics:
+        """Appends requested, commits (one per batch), events written, appends fenced."""
+        return StoreStatistics(self._appends, self._commits, self._events, self._fenced)

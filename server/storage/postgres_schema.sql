@@ -1,0 +1,34 @@
+-- The PostgreSQL store's tables (server/storage/postgres.py applies this at open, under an
+-- advisory lock, so processes starting together do not race). Idempotent.
+
+-- One row per stream that was ever claimed or appended to: its revision and fence.
+CREATE TABLE IF NOT EXISTS streams (
+    name text PRIMARY KEY,
+    rev bigint NOT NULL DEFAULT 0,
+    fence bigint NOT NULL DEFAULT 0
+);
+-- data is text, not jsonb: the stored text is exactly what the server wrote.
+CREATE TABLE IF NOT EXISTS events (
+    stream text NOT NULL,
+    rev bigint NOT NULL,
+    data text NOT NULL,
+    PRIMARY KEY (stream, rev)
+);
+CREATE TABLE IF NOT EXISTS snapshots (
+    stream text PRIMARY KEY,
+    rev bigint NOT NULL,
+    data text NOT NULL
+);
+-- Ownership (server/storage/cluster.py): which process holds a world until when (the
+-- database's clock), and each process's internal address with its last heartbeat.
+CREATE TABLE IF NOT EXISTS leases (
+    world text PRIMARY KEY,
+    node text NOT NULL,
+    expires_at timestamptz NOT NULL
+);
+CREATE INDEX IF NOT EXISTS leases_node ON leases (node);
+CREATE TABLE IF NOT EXISTS nodes (
+    node text PRIMARY KEY,
+    addr text NOT NULL,
+    seen_at timestamptz NOT NULL
+);

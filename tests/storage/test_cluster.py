@@ -1,0 +1,102 @@
+"""Leases and the node registry (server/storage/cluster.py) on a real PostgreSQL.
+
+Lapses use a 300 ms TTL and sleep past it; a lease's expiry is judged by the database's
+clock, which a sleep on this side can only move forward.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+import trio
+
+from server.storage.cluster import Cluster
+from server.storage.postgres import PostgresEventStore
+
+pytestmark = pytest.mark.postgres
+TTL = 0.3
+
+
+@pytest.fixture
+async def store(postgres_dsn: str) -> AsyncIterator[PostgresEventStore]:
+    async with PostgresEventStore(postgres_dsn) as s:
+        yield s
+
+
+async def test_one_holder_at_a_time(store: PostgresEventStore) -> None:
+    a, b = Cluster(store, "a", ttl=5), Cluster(store, "b", ttl=5)
+    await a.join("127.0.0.1:7001")
+    assert await a.holder("field:1") is None
+    assert await a.acquire("field:1") == "a"
+    assert await b.acquire("field:1") == "a"  # held: b learns who holds it
+    assert await a.acquire("field:1") == "a"  # the holder's acquire renews
+    holder = await b.holder("field:1")
+    assert holder is not None
+    assert (holder.node, holder.addr) == ("a", "127.0.0.1:7001")
+    assert 0 < holder.expires_in <= 5
+    assert await b.renew(["field:1"]) == set()  # b cannot renew what it does not hold
+
+
+async def test_concurrent_acquires_agree_on_one_holder(store: PostgresEventStore) -> None:
+    answers: dict[str, str] = {}
+
+    async def acquire(node: str) -> None:
+        answers[node] = await Cluster(store, node).acquire("field:1")
+
+    async with trio.open_nursery() as nursery:
+        for i in range(8):
+            nursery.start_soon(acquire, f"n{i}")
+    assert len(set(answers.values())) == 1
+    (winner,) = set(answers.values())
+    assert answers[winner] == winner
+
+
+async def test_renewal_extends_the_lease(store: PostgresEventStore) -> None:
+    a = Cluster(store, "a", ttl=5)
+    await a.acquire("field:1")
+    await trio.sleep(0.2)
+    before = await a.holder("field:1")
+    assert await a.renew(["field:1", "field:not-held"]) == {"field:1"}
+    after = await a.holder("field:1")
+    assert before is not None and after is not None
+    assert after.expires_in > before.expires_in
+
+
+async def test_a_lapsed_lease_is_taken_over_and_its_renewal_fails(
+        store: PostgresEventStore) -> None:
+    a, b = Cluster(store, "a", ttl=TTL), Cluster(store, "b", ttl=TTL)
+    assert await a.acquire("field:1") == "a"
+    await trio.sleep(TTL + 0.1)
+    assert await a.holder("field:1") is None  # lapsed, nobody took it yet
+    assert await a.renew(["field:1"]) == set()  # too late: lost, even though free
+    assert await b.acquire("field:1") == "b"
+    assert await a.renew(["field:1"]) == set()
+    assert await a.acquire("field:1") == "b"
+
+
+async def test_release_frees_the_world_at_once(store: PostgresEventStore) -> None:
+    a, b = Cluster(store, "a", ttl=5), Cluster(store, "b", ttl=5)
+    await a.acquire("field:1")
+    assert await b.release("field:1") is False  # not b's to release
+    assert await a.release("field:1") is True
+    assert await a.holder("field:1") is None
+    assert await b.acquire("field:1") == "b"
+
+
+async def test_nodes_register_beat_and_leave(store: PostgresEventStore) -> None:
+    a, b = Cluster(store, "a", ttl=5), Cluster(store, "b", ttl=5)
+    await a.join("10.0.0.1:7001")
+    await a.join("127.0.0.1:7001")  # a restart may move the address
+    await b.join("127.0.0.1:7002")
+    await b.acquire("field:1")
+    await trio.sleep(0.2)
+    await a.renew([])  # the heartbeat rides on the renewal
+    nodes = await a.nodes()
+    assert {n: v.addr for n, v in nodes.items()} == {"a": "127.0.0.1:7001",
+                                                      "b": "127.0.0.1:7002"}
+    assert nodes["a"].seen_ago < nodes["b"].seen_ago
+    await b.leave()
+    assert set(await a.nodes()) == {"a"}
+    assert await a.holder("field:1") is None  # leaving released b's leases
+    assert await a.acquire("field:1") == "a"

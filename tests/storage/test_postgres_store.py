@@ -1,0 +1,257 @@
+"""The PostgreSQL store's own behaviour: one statement per batch, the fence checked by the
+database under concurrency, NOTIFY, timeouts and lost connections."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import psycopg
+import pytest
+import trio
+
+from actors.store import FencedError
+from server.storage.pg_trio import TrioConnection
+from server.storage.postgres import PostgresEventStore
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture
+async def store(postgres_dsn: str) -> AsyncIterator[PostgresEventStore]:
+    async with PostgresEventStore(postgres_dsn) as s:
+        yield s
+
+
+async def _sql(dsn: str, query: str, *params: object) -> list[tuple]:
+    conn = await TrioConnection.connect(dsn, autocommit=True)
+    try:
+        cur = await conn.execute(query, params or None)
+        return await cur.fetchall() if cur.description else []
+    finally:
+        await conn.close()
+
+
+async def _wait_for_lock_waiters(dsn: str, n: int) -> None:
+    """Poll until `n` backends wait for a lock (bounded: fails after 10 s)."""
+    with trio.fail_after(10):
+        while (await _sql(dsn, "SELECT count(*) FROM pg_locks WHERE NOT granted"))[0][0] < n:
+            await trio.sleep(0.01)
+
+
+async def test_durability_settings_are_on(store: PostgresEventStore) -> None:
+    assert store.settings == {"fsync": "on", "synchronous_commit": "on"}
+
+
+async def test_every_append_waiting_goes_out_in_one_transaction(
+        store: PostgresEventStore, postgres_dsn: str) -> None:
+    """New streams, claimed streams and a fenced one, all in one batch."""
+    for i in range(10):
+        await store.claim(f"w:{i}")
+    async with PostgresEventStore(postgres_dsn) as other:
+        await other.claim("w:7")
+    outcomes: dict[int, object] = {}
+
+    async def append(i: int) -> None:
+        try:
+            outcomes[i] = await store.append(f"w:{i}", 0, [{"i": i}, {"i": -i}])
+        except FencedError as exc:
+            outcomes[i] = exc
+
+    async with trio.open_nursery() as nursery:  # all queue before the writer task runs
+        for i in range(100):
+            nursery.start_soon(append, i)
+    assert isinstance(outcomes.pop(7), FencedError)
+    assert outcomes == {i: 2 for i in range(100) if i != 7}
+    stats = store.statistics()
+    assert (stats.appends, stats.commits, stats.events, stats.fenced) == (100, 1, 198, 1)
+    # The database's own record: every row written by one transaction.
+    assert await _sql(postgres_dsn, "SELECT count(*), count(DISTINCT xmin::text) FROM events") \
+        == [(198, 1)]
+
+
+async def test_stored_text_is_byte_for_byte_what_the_server_wrote(
+        store: PostgresEventStore, postgres_dsn: str) -> None:
+    from protocol.jsontext import compact_encoder
+
+    encode = compact_encoder(ensure_ascii=True)
+    events = [{"z": 1, "a": [1.0, 1e300, 2**70]}, {"s": "é\u0000\n😀\"\\"}, {}]
+    await store.append("a:1", 0, events)
+    await store.save_snapshot("a:1", 3, {"b": 2, "a": 1.5})
+    stored = await _sql(postgres_dsn, "SELECT data FROM events WHERE stream = 'a:1' ORDER BY rev")
+    assert [row[0].encode() for row in stored] == [encode(e).encode() for e in events]
+    assert await _sql(postgres_dsn, "SELECT data FROM snapshots") == [('{"b":2,"a":1.5}',)]
+
+
+async def test_the_database_fences_an_append_racing_a_claim(
+        store: PostgresEventStore, postgres_dsn: str) -> None:
+    """The old owner's append reaches the row after the new owner's claim took it: the
+    statement itself sees the new fence and writes nothing."""
+    await store.claim("w:1")
+    await store.append("w:1", 0, [{"n": 1}])
+    async with PostgresEventStore(postgres_dsn) as new:
+        blocker = await TrioConnection.connect(postgres_dsn)  # holds the row locked
+        await blocker.execute("SELECT * FROM streams WHERE name = 'w:1' FOR UPDATE")
+        outcome: dict[str, object] = {}
+
+        async def old_append() -> None:
+            try:
+                outcome["old"] = await store.append("w:1", 1, [{"n": "zombie"}])
+            except FencedError as exc:
+                outcome["old"] = exc
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(new.claim, "w:1")
+            await _wait_for_lock_waiters(postgres_dsn, 1)  # the claim waits first
+            nursery.start_soon(old_append)
+            await _wait_for_lock_waiters(postgres_dsn, 2)  # then the append
+            await blocker.commit()
+            await blocker.close()
+        assert isinstance(outcome["old"], FencedError)
+        assert [e.data for e in await new.read("w:1")] == [{"n": 1}]
+        assert await new.append("w:1", 1, [{"n": 2}]) == 2
+
+
+async def test_a_batch_the_server_cancels_writes_nothing(postgres_dsn: str) -> None:
+    async with PostgresEventStore(postgres_dsn, write_timeout=0.3) as store:
+        await store.append("w:1", 0, [{"n": 1}])
+        blocker = await TrioConnection.connect(postgres_dsn)
+        await blocker.execute("SELECT * FROM streams WHERE name = 'w:1' FOR UPDATE")
+        with pytest.raises(psycopg.errors.QueryCanceled):
+            await store.append("w:1", 1, [{"n": "late"}])
+        await blocker.commit()
+        await blocker.close()
+        assert await store.revision("w:1") == 1
+        assert await store.append("w:1", 1, [{"n": 2}]) == 2
+
+
+async def test_an_unanswered_batch_fails_as_unknown_and_the_writer_reconnects(
+        postgres_dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The database's backend stops answering (SIGSTOP): the batch fails after
+    write_timeout + UNANSWERED without waiting forever; once it runs again the store
+    goes on, and the revision tells whether the batch had landed."""
+    import os
+    import signal
+
+    from server.storage import postgres
+
+    monkeypatch.setattr(postgres, "UNANSWERED", 0.3)
+    async with PostgresEventStore(postgres_dsn, write_timeout=0.2) as store:
+        await store.append("w:1", 0, [{"n": 1}])
+        (pid,) = store._writer_pids
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            with pytest.raises(psycopg.OperationalError, match="outcome is unknown"):
+                await store.append("w:1", 1, [{"n": 2}])
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        rev = await store.revision("w:1")
+        assert rev in (1, 2)
+        assert await store.append("w:1", rev, [{"n": 3}]) == rev + 1
+
+
+async def test_a_lost_writer_connection_fails_its_batch_then_reconnects(
+        store: PostgresEventStore, postgres_dsn: str) -> None:
+    await store.append("w:1", 0, [{"n": 1}])
+    (pid,) = store._writer_pids
+    await _sql(postgres_dsn, "SELECT pg_terminate_backend(%s)", pid)
+    with pytest.raises(psycopg.OperationalError):
+        await store.append("w:1", 1, [{"n": 2}])
+    rev = await store.revision("w:1")  # lost before it ran: the outcome was unknown
+    assert await store.append("w:1", rev, [{"n": 3}]) == rev + 1
+    assert store._writer_pids != {pid}
+
+
+async def test_a_cancelled_query_drops_its_connection_and_the_pool_goes_on(
+        store: PostgresEventStore) -> None:
+    with trio.move_on_after(0.2):
+        async with store.connection() as conn:
+            await conn.execute("SELECT pg_sleep(10)")
+    assert conn.closed
+    await store.append("w:1", 0, [{}])
+    assert [e.rev for e in await store.read("w:1")] == [1]
+
+
+async def test_stores_opening_together_apply_the_schema_once(postgres_dsn: str) -> None:
+    stores = [PostgresEventStore(postgres_dsn) for _ in range(4)]
+    async with trio.open_nursery() as nursery:
+        for s in stores:
+            nursery.start_soon(s.open)
+    for i, s in enumerate(stores):
+        assert await s.append(f"w:{i}", 0, [{}]) == 1
+        await s.aclose()
+
+
+async def test_close_finishes_queued_appends_and_refuses_later_ones(postgres_dsn: str) -> None:
+    store = PostgresEventStore(postgres_dsn)
+    await store.open()
+    revs: list[int] = []
+
+    async def append(i: int) -> None:
+        revs.append(await store.append(f"w:{i}", 0, [{}]))
+
+    async with trio.open_nursery() as nursery:
+        for i in range(20):
+            nursery.start_soon(append, i)
+        await trio.lowlevel.checkpoint()  # all queued
+        nursery.start_soon(store.aclose)
+    assert revs == [1] * 20
+    with pytest.raises(RuntimeError, match="closed, not open"):
+        await store.append("w:0", 1, [{}])
+    async with PostgresEventStore(postgres_dsn) as again:
+        assert len(await again.streams("w:")) == 20
+
+
+async def test_other_processes_are_notified_of_new_revisions(
+        store: PostgresEventStore, postgres_dsn: str) -> None:
+    async with PostgresEventStore(postgres_dsn) as other, other.listen() as notes, \
+            store.listen() as own_left_out, store.listen(own=True) as own_too:
+        await store.append("w:1", 0, [{}, {}])
+        await store.append("w:1", 2, [{}])
+        await store.append("w:2", 0, [{}])
+        moved: dict[str, int] = {}
+        with trio.fail_after(10):
+            async for batch in notes:
+                moved |= batch
+                if moved == {"w:1": 3, "w:2": 1}:
+                    break
+        assert moved == {"w:1": 3, "w:2": 1}
+        await other.append("w:3", 0, [{}])  # notifications arrive in commit order
+        with trio.fail_after(10):
+            assert await anext(own_left_out) == {"w:3": 1}
+        seen: dict[str, int] = {}
+        with trio.fail_after(10):
+            async for batch in own_too:
+                seen |= batch
+                if "w:3" in seen:
+                    break
+        assert seen == {"w:1": 3, "w:2": 1, "w:3": 1}
+        assert notes.statistics().batches >= 1
+        assert own_left_out.statistics().foreign == 1
+
+
+async def test_a_large_batch_is_notified_in_pieces_under_the_payload_limit(
+        store: PostgresEventStore, postgres_dsn: str) -> None:
+    names = [f"w:{i:03d}" + "x" * 240 for i in range(300)]  # 300 x ~270 bytes > 8000
+    async with PostgresEventStore(postgres_dsn) as other, other.listen() as notes:
+        async with trio.open_nursery() as nursery:
+            for name in names:
+                nursery.start_soon(store.append, name, 0, [{}])
+        moved: dict[str, int] = {}
+        with trio.fail_after(10):
+            async for batch in notes:
+                moved |= batch
+                if len(moved) == len(names):
+                    break
+        assert moved == dict.fromkeys(names, 1)
+        assert store.statistics().commits == 1
+        assert notes.statistics().received >= 11  # 81,000 bytes of lines in 7,000-byte pieces
+
+
+async def test_a_lost_listener_connection_raises_in_the_consumer(
+        store: PostgresEventStore, postgres_dsn: str) -> None:
+    async with store.listen() as notes:
+        (pid,) = (await _sql(postgres_dsn, "SELECT pid FROM pg_stat_activity "
+                                           "WHERE query LIKE 'LISTEN%%'"))[0]
+        await _sql(postgres_dsn, "SELECT pg_terminate_backend(%s)", pid)
+        with trio.fail_after(10), pytest.raises(psycopg.OperationalError):
+            await anext(notes)
