@@ -69,7 +69,7 @@ def _setup(args: argparse.Namespace) -> int:
 
 def _validate_graph(args: argparse.Namespace) -> int:
     from actors.ecosystem.errors import EcosystemError
-    from actors.ecosystem.rules import validate_rule_graph
+    from actors.ecosystem.graph import validate_rule_graph
 
     try:
         graph = validate_rule_graph(_load(args.file))
@@ -105,7 +105,7 @@ def _run(args: argparse.Namespace) -> int:
         print(json.dumps(result))
     else:
         for frame in result["generations"]:
-            totals = " ".join(f"{k}={v:.1f}" for k, v in frame["totals"].items())
+            totals = " ".join(f"{k}={v:.1f}" for k, v in frame["biomass"].items())
             print(f"{frame['generation']:4d} {totals} resource={frame['resource']:.3f} "
                   f"score={frame['score']['total']:.3f} {frame['digest'][:12]}")
     return 0

@@ -30,16 +30,7 @@ from typing import Any, Protocol
 import attrs
 
 from actors.ecosystem.errors import EcosystemError
-from actors.ecosystem.intent import (
-    ContractConflict,
-    NamedIntent,
-    output_shape,
-    palette,
-    parse_mapping,
-)
-from actors.ecosystem.keywords import FALLBACK_SOURCE, deterministic_setup
-from actors.ecosystem.model_client import CallBudget, ModelFailure, Usage
-from actors.ecosystem.rules import (
+from actors.ecosystem.graph import (
     ENVIRONMENT_VOCABULARY,
     GRAPH_ERROR,
     PAIR_MODES,
@@ -51,6 +42,15 @@ from actors.ecosystem.rules import (
     validate_council,
     validate_rule_graph,
 )
+from actors.ecosystem.intent import (
+    ContractConflict,
+    NamedIntent,
+    output_shape,
+    palette,
+    parse_mapping,
+)
+from actors.ecosystem.keywords import FALLBACK_SOURCE, deterministic_setup
+from actors.ecosystem.model_client import CallBudget, ModelFailure, Usage
 from actors.ecosystem.setup import (
     CONFIG_VOCABULARY,
     FITNESS_KEYS,

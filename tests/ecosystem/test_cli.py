@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from actors.ecosystem.graph import default_rule_graph
 from actors.ecosystem.keywords import deterministic_setup
-from actors.ecosystem.rules import default_rule_graph
 from actors.ecosystem.setup import default_config
 from server.cli import main
 
@@ -59,8 +59,8 @@ def test_run_prints_frames_and_a_record_that_replays(capsys, tmp_path: Path) -> 
     result = json.loads(out)
     frames = result["generations"]
     assert [f["generation"] for f in frames] == list(range(13))
-    assert set(frames[3]) >= {"generation", "totals", "alive", "resource", "score", "digest"}
-    assert set(frames[3]["totals"]) == {"A", "B", "C"}
+    assert set(frames[3]) >= {"generation", "biomass", "alive", "resource", "score", "digest"}
+    assert set(frames[3]["biomass"]) == {"A", "B", "C"}
     assert frames[2]["events"][0]["outcome"] == "applied"
     assert result["record"]["answers"] == ANSWERS
     record = tmp_path / "record.json"

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
+from actors.ecosystem.graph import validate_rule_graph
 from actors.ecosystem.intent import palette
 from actors.ecosystem.interpret import DeterministicInterpreter, ModelInterpreter
 from actors.ecosystem.keywords import deterministic_setup
 from actors.ecosystem.model_client import ChatClient, ModelFailure, ModelSettings
-from actors.ecosystem.rules import validate_rule_graph
 from actors.ecosystem.run import simulate
 from tests.ecosystem import conftest
 from tests.ecosystem.conftest import FakeModel

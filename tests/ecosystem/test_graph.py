@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from actors.ecosystem.errors import EcosystemError
-from actors.ecosystem.rules import (
+from actors.ecosystem.graph import (
     ENVIRONMENT_VOCABULARY,
     PAIR_MODES,
     ROLES,

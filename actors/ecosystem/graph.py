@@ -208,6 +208,27 @@ def patch_target(graph: dict[str, Any], patch: dict[str, Any]) -> str:
     return graph["environment"][patch["field"]]
 
 
+def patch_key(patch: dict[str, Any]) -> tuple[str, str]:
+    """What a patch targets: ("pair", "A-B"), ("self", "A") or ("environment", field)."""
+    if patch["kind"] == "pair":
+        return "pair", patch["pair"]
+    if patch["kind"] == "self":
+        return "self", patch["species"]
+    return "environment", patch["field"]
+
+
+def patch_value(patch: dict[str, Any]) -> str:
+    """The value a patch writes at its target."""
+    return patch["mode"] if patch["kind"] == "pair" else patch["value"]
+
+
+def with_value(patch: dict[str, Any], value: str) -> dict[str, Any]:
+    """The same target, written with `value` (how a temporary change reverts)."""
+    out = dict(patch)
+    out["mode" if patch["kind"] == "pair" else "value"] = value
+    return out
+
+
 def apply_patch(graph: dict[str, Any], patch: Any) -> tuple[dict[str, Any], bool]:
     """Apply a patch to a valid graph; returns (new graph, changed).
 
@@ -217,7 +238,7 @@ def apply_patch(graph: dict[str, Any], patch: Any) -> tuple[dict[str, Any], bool
     """
     patch = validate_patch(patch, graph)
     new = copy.deepcopy(graph)
-    if patch_target(graph, patch) == _value(patch):
+    if patch_target(graph, patch) == patch_value(patch):
         return new, False
     if patch["kind"] == "pair":
         next(i for i in new["interactions"] if i["pair"] == patch["pair"])["mode"] = patch["mode"]
@@ -227,8 +248,3 @@ def apply_patch(graph: dict[str, Any], patch: Any) -> tuple[dict[str, Any], bool
         new["environment"][patch["field"]] = patch["value"]
     new["version"] = graph["version"] + 1
     return validate_rule_graph(new), True
-
-
-def _value(patch: dict[str, Any]) -> str:
-    """The value a patch writes at its target."""
-    return patch["mode"] if patch["kind"] == "pair" else patch["value"]
