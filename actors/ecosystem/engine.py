@@ -22,7 +22,12 @@ import attrs
 from actors.ecosystem.errors import EcosystemError
 from actors.ecosystem.graph import validate_rule_graph
 from actors.ecosystem.rates import Rates, compute_rates, species_rates
-from actors.ecosystem.schedule import MAX_DECISIONS, MAX_GENERATION, Schedule
+from actors.ecosystem.schedule import (
+    MAX_DECISIONS,
+    MAX_GENERATION,
+    Schedule,
+    validate_decisions,
+)
 from actors.ecosystem.score import score
 from actors.ecosystem.setup import validate_config
 from actors.ecosystem.sim import Fields, Metrics, stream
@@ -147,11 +152,14 @@ def start(config: Any, graph: Any, seed: int, size: int = DEFAULT_SIZE) -> RunSt
                     RateCache())
 
 
-def step(state: RunState, decisions_due: Sequence[Any] = ()) -> tuple[RunState, dict[str, Any]]:
+def step(state: RunState, decisions_due: Sequence[Any] = (), *, fork: bool = True
+         ) -> tuple[RunState, dict[str, Any]]:
     """Accept `decisions_due`, then simulate the next generation; returns (state, frame).
 
-    `state` itself is left as it was. Decisions are validated (a refused one raises its
-    `EcosystemError` and nothing happens) and may not predate the current generation.
+    `state` itself is left as it was, unless `fork=False`: a caller that drops the state
+    it passes (a batch run) saves the copy; it must then not use `state` again. Decisions
+    are validated (a refused one raises its `EcosystemError` and nothing happens) and may
+    not predate the current generation.
     """
     if state.generation >= MAX_GENERATION:
         raise EcosystemError("invalid_run", f"the run has reached generation {MAX_GENERATION}",
@@ -159,16 +167,18 @@ def step(state: RunState, decisions_due: Sequence[Any] = ()) -> tuple[RunState, 
     if len(state.decisions) + len(decisions_due) > MAX_DECISIONS:
         raise EcosystemError("invalid_run", f"a run holds at most {MAX_DECISIONS} decisions",
                              "decisions")
-    new = state.fork()
-    accepted = new.schedule.accept(decisions_due, len(new.decisions))
-    for k, decision in enumerate(accepted, len(new.decisions)):
-        if decision["generation"] < state.generation:
+    generation = state.generation
+    accepted = validate_decisions(decisions_due, len(state.decisions))
+    for k, decision in enumerate(accepted, len(state.decisions)):
+        if decision["generation"] < generation:
             raise EcosystemError(
                 "invalid_schedule", f"Invalid scheduled change: decisions[{k}].generation "
-                f"must not precede the run's generation {state.generation}",
+                f"must not precede the run's generation {generation}",
                 f"decisions[{k}].generation")
+    new = state.fork() if fork else state
+    new.schedule.pending.extend(enumerate(accepted, len(new.decisions)))
     new.decisions.extend(accepted)
-    t = state.generation + 1
+    t = generation + 1
     new.graph, events = new.schedule.advance(t, new.graph, new.history)
     metrics = new.fields.step(
         effective_rates(new.config, new.graph, new.schedule, t, new.seed, new.cache), t)

@@ -2,7 +2,8 @@
 
 `simulate` is `engine.start` followed by `engine.step` per generation (all decisions are
 handed to the first step; each stays dormant until the generation after its acceptance),
-so a batch run, a live run and a replay share one code path. The record holds everything
+so a batch run, a live run and a replay share one code path. It drops each state as it
+steps, so it steps without forking (`fork=False`). The record holds everything
 a replay needs and no model output beyond the accepted config and graph.
 """
 
@@ -14,7 +15,7 @@ from typing import Any
 from actors.ecosystem.engine import DEFAULT_SIZE, check_run_parameters, start, step
 from actors.ecosystem.errors import EcosystemError
 from actors.ecosystem.keywords import deterministic_setup
-from actors.ecosystem.schedule import Schedule
+from actors.ecosystem.schedule import validate_decisions
 from actors.ecosystem.setup import canonical_answers, config_graph, validate_config
 
 RECORD_FORMAT = "lifepot-run/1"
@@ -33,12 +34,12 @@ def simulate(config: Any, seed: int, generations: int, *, graph: Any = None,
         raise EcosystemError("invalid_run", "config is not the deterministic setup of the answers",
                              "answers")
     check_run_parameters(seed, size, generations)
-    accepted = Schedule().accept(decisions, 0)
+    accepted = validate_decisions(decisions)
     state = start(config, graph if graph is not None else config_graph(config), seed, size)
     start_graph, frames = state.graph, [state.frame]
     due: Sequence[Any] = accepted
     for _ in range(generations):
-        state, frame = step(state, due)
+        state, frame = step(state, due, fork=False)
         frames.append(frame)
         due = ()
     record: dict[str, Any] = {"format": RECORD_FORMAT}

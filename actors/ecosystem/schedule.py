@@ -85,6 +85,11 @@ def validate_decision(value: Any, path: str = "decision") -> dict[str, Any]:
             "change": change}
 
 
+def validate_decisions(decisions: Sequence[Any], first: int = 0) -> list[dict[str, Any]]:
+    """Validate decisions numbered from `first` (errors name `decisions[k]`)."""
+    return [validate_decision(d, f"decisions[{k}]") for k, d in enumerate(decisions, first)]
+
+
 def transition_weight(transition: str, generation: int, fired_at: int) -> float:
     """Share of a change's effect at `generation` (pure in the generation)."""
     age = generation - fired_at
@@ -160,15 +165,7 @@ class Schedule:
     @classmethod
     def from_decisions(cls, decisions: Sequence[Any]) -> Schedule:
         """Validate decisions (in record order) into a fresh schedule."""
-        schedule = cls()
-        schedule.accept(decisions, 0)
-        return schedule
-
-    def accept(self, decisions: Sequence[Any], first: int) -> list[dict[str, Any]]:
-        """Validate decisions numbered from `first` and make them pending; returns them."""
-        valid = [validate_decision(d, f"decisions[{k}]") for k, d in enumerate(decisions, first)]
-        self.pending.extend(enumerate(valid, first))
-        return valid
+        return cls(list(enumerate(validate_decisions(decisions))))
 
     def copy(self) -> Schedule:
         """An independent copy (the items themselves are never mutated)."""

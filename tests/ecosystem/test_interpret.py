@@ -53,7 +53,7 @@ BROKEN_LINKS = {"interactions": [{"pair": "A-B", "mode": "b_consumes_a"},
                                  {"pair": "A-C", "mode": "neutral"},
                                  {"pair": "B-C", "mode": "neutral"}]}
 APPROVE = {"verdict": "approve"}
-REJECT = {"verdict": "reject", "focus": "the pike should eat the snails"}
+REJECT = {"verdict": "reject", "focus": "B-C"}
 COUNCIL = {"choice": {"selected": "steady", "options": [{"label": "steady", "probability": 0.6},
                                                         {"label": "bold", "probability": 0.3}]}}
 NONMAXIMAL = {"choice": {"selected": "bold", "options": [{"label": "steady", "probability": 0.6},
@@ -172,12 +172,12 @@ def test_malformed_council_distribution_is_not_corrected(fake_model: FakeModel) 
 
 
 def test_persistent_rejection_stays_blocked(fake_model: FakeModel) -> None:
-    again = {"verdict": "reselect", "focus": "snails are the pike's food"}
+    again = {"verdict": "reselect", "focus": "C"}
     result = interpret(fake_model, HAPPY[:4] + [REJECT, ROLES, LINKS, again])
     assert result.status == "blocked" and result.answers == ANSWERS
     assert result.config is None and result.graph is None and result.source is None
     assert result.failure["code"] == "not_approved"
-    assert result.review_focus == "snails are the pike's food"
+    assert result.review_focus == "C"
     assert result.calls == 8
     assert fake_model.tasks() == HAPPY_TASKS[:5] + ["roles", "links", "review"]
     assert fake_model.requests[5]["task"]["focus"] == REJECT["focus"]
