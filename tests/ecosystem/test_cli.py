@@ -23,7 +23,11 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 def test_setup_prints_the_deterministic_config_and_graph(capsys) -> None:
     code, out, _ = run(capsys, "setup", "--answers", json.dumps(ANSWERS))
-    assert code == 0 and json.loads(out) == deterministic_setup(ANSWERS)
+    result, expected = json.loads(out), deterministic_setup(ANSWERS)
+    assert code == 0 and (result["status"], result["source"]) == ("fallback",
+                                                                  "deterministic_fallback")
+    assert (result["config"], result["graph"]) == (expected["config"], expected["graph"])
+    assert result["failure"] is None and result["calls"] == 0
 
 
 def test_setup_prints_the_schema_error(capsys) -> None:

@@ -8,11 +8,12 @@ from typing import Any
 
 import pytest
 
+from actors.ecosystem.endpoint import ModelEndpoint
 from actors.ecosystem.graph import validate_rule_graph
 from actors.ecosystem.intent import palette
 from actors.ecosystem.interpret import DeterministicInterpreter, ModelInterpreter
 from actors.ecosystem.keywords import deterministic_setup
-from actors.ecosystem.model_client import ChatClient, ModelFailure, ModelSettings
+from actors.ecosystem.model_client import ChatClient, ModelFailure
 from actors.ecosystem.run import simulate
 from tests.ecosystem import conftest
 from tests.ecosystem.conftest import FakeModel
@@ -64,7 +65,7 @@ HAPPY_TASKS = ["map_organisms", "environment", "roles", "links", "review", "coun
 
 def interpret(fake: FakeModel, script: list[Any], max_calls: int = 13):
     fake.script = copy.deepcopy(script)
-    client = ChatClient(ModelSettings(fake.url, "fake-model", KEY, timeout=5.0))
+    client = ChatClient(ModelEndpoint(fake.url, "fake-model", KEY, timeout=5.0))
     try:
         return ModelInterpreter(client, max_calls).interpret(ANSWERS)
     finally:
@@ -273,7 +274,7 @@ def test_palette_excludes_assigned_and_overlapping_mentions() -> None:
 
 def test_no_test_reaches_beyond_loopback(fake_model: FakeModel) -> None:
     before = len(conftest.BLOCKED)
-    client = ChatClient(ModelSettings("http://10.255.255.1:9/v1", "m", KEY, timeout=2.0))
+    client = ChatClient(ModelEndpoint("http://10.255.255.1:9/v1", "m", KEY, timeout=2.0))
     with pytest.raises(ModelFailure) as err:
         client.complete("mapping", "s", {"task": "x"})
     client.close()
