@@ -213,11 +213,16 @@ def decide_control(state: Run, args: ops.ControlArgs, ctx: Ctx) -> list[Event] |
 
 
 def decide_patch(state: Run, args: ops.PatchArgs, ctx: Ctx) -> list[Event] | Refusal:
-    """A RulePatch for the next generation, if the graph is still at the version the
-    caller decided against and the patch keeps every invariant."""
+    """A RulePatch for the next generation, if it keeps every invariant of the current
+    graph and the graph is still at the version the caller decided against."""
     refusal = _decision_guard(state, ctx)
     if refusal is not None:
         return refusal
+    patch = _patch(args.patch)
+    try:
+        apply_patch(state.graph, patch)
+    except EcosystemError as err:
+        return Refusal(EcosystemCode.INVALID_PATCH, err.message, {"path": err.path})
     version = state.graph["version"]
     detail: dict[str, Any] = {"graph_version": version,
                               "expected_graph_version": args.expected_graph_version}
@@ -231,11 +236,6 @@ def decide_patch(state: Run, args: ops.PatchArgs, ctx: Ctx) -> list[Event] | Ref
         return Refusal(EcosystemCode.STALE_GRAPH_VERSION,
                        f"patch {waiting[0]} lands at the next generation first",
                        {**detail, "pending_patch": waiting[0]})
-    patch = _patch(args.patch)
-    try:
-        apply_patch(state.graph, patch)
-    except EcosystemError as err:
-        return Refusal(EcosystemCode.INVALID_PATCH, err.message, {"path": err.path})
     g = state.generation
     return [Patched(validate_decision({"generation": g, "graphVersion": version, "change": {
         "generation": g + 1, "activation": "immediate", "duration": "persistent",
