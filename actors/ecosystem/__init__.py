@@ -24,7 +24,8 @@ exist yet. Every module here is pure: no trio, no clock, seeded numpy only.
 - `run`         `simulate`: a batch run over `engine` and its replayable record
 - `replay`      re-run a record and compare digests
 - `export`      a run's stored events as JSON lines, and the record they make
-- `endpoint`    `ModelEndpoint`: where the model lives (URL, model, key), from CLI options
+- `endpoint`    `ModelEndpoint`: where the model lives (URL, model, key)
+- `model_options` the `--model-*` options (argparse only, for a light `petridish --help`)
 - `model_client` the chat-completions client and the call budget
 - `intent`      the named-intent contract (organisms as spans, stated roles and links)
 - `interpret`   the live interpretation pipeline with its labelled fallback

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from actors.ecosystem.endpoint import add_model_options
+from actors.ecosystem.model_options import add_model_options
 
 BLOCKED_EXIT = 3  # setup: the model's fidelity review did not approve (no config)
 

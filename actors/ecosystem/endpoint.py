@@ -1,7 +1,7 @@
 """Where a model lives: an OpenAI-compatible chat-completions endpoint, as one settings value.
 
 `ModelEndpoint(base_url, model, api_key, timeout)` is what `petridish ecosystem setup` builds
-from its options and what `petridish serve` will hand the run worlds (and can hand the
+from its options (`model_options.add_model_options`) and what `petridish serve` will hand the run worlds (and can hand the
 lab's breeder: `ModelBreeder(e.base_url, e.model, api_key=e.api_key, timeout=e.timeout)`);
 it depends on nothing else in this package. The key comes from a file (`--model-key-file`)
 or the environment variable `PETRIDISH_MODEL_KEY`; it is kept out of `repr`, and no message
@@ -17,8 +17,8 @@ from urllib.parse import urlsplit
 
 import attrs
 
-KEY_ENV = "PETRIDISH_MODEL_KEY"
-DEFAULT_TIMEOUT = 30.0
+from actors.ecosystem.model_options import DEFAULT_TIMEOUT, KEY_ENV
+
 MAX_KEY_FILE = 4096  # bytes; a key file is one line
 
 
@@ -71,18 +71,6 @@ def read_key(key_file: Path | None, environ: Mapping[str, str]) -> str | None:
     if not lines:
         raise EndpointError(f"--model-key-file {key_file}: is empty")
     return lines[0].strip()
-
-
-def add_model_options(parser: argparse.ArgumentParser) -> None:
-    """`--model-url`, `--model`, `--model-key-file`, `--model-timeout`."""
-    group = parser.add_argument_group("model (OpenAI-compatible chat completions)")
-    group.add_argument("--model-url", help="endpoint base URL, e.g. http://127.0.0.1:8080/v1 "
-                                           "(without it: the deterministic setup)")
-    group.add_argument("--model", help="model name sent with every request")
-    group.add_argument("--model-key-file", type=Path,
-                       help=f"file holding the API key (default: ${KEY_ENV}, else no key)")
-    group.add_argument("--model-timeout", type=float, default=DEFAULT_TIMEOUT,
-                       help=f"seconds per request (default {DEFAULT_TIMEOUT:g})")
 
 
 def endpoint_from_args(args: argparse.Namespace, environ: Mapping[str, str]
