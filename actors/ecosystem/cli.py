@@ -1,16 +1,24 @@
 """`petridish ecosystem setup | validate-graph | run | replay`.
 
 Successful output is JSON on stdout; a refused input prints its exact contract message
-on stderr and exits 1 (2 for a replay whose digests differ).
+on stderr and exits 1 (2 for a replay whose digests differ, 3 for a setup the model's
+fidelity review blocked). `setup --model-url URL --model NAME [--model-key-file FILE]`
+interprets through an OpenAI-compatible endpoint (key: the file, else
+`$PETRIDISH_MODEL_KEY`), falling back to the labelled deterministic setup on any failure.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
+
+from actors.ecosystem.model_options import add_model_options
+
+BLOCKED_EXIT = 3  # setup: the model's fidelity review did not approve (no config)
 
 
 def register(subparsers: Any) -> None:
@@ -18,8 +26,10 @@ def register(subparsers: Any) -> None:
     group = subparsers.add_parser("ecosystem", help="LifePot: setup, rule graphs, runs, replay")
     sub = group.add_subparsers(dest="ecosystem_command", required=True)
 
-    setup = sub.add_parser("setup", help="deterministic config and graph from setup answers")
+    setup = sub.add_parser("setup", help="config and graph from setup answers: through a model "
+                                          "with --model-url, else the deterministic setup")
     setup.add_argument("--answers", required=True, help='JSON {"world","threat","reward"}')
+    add_model_options(setup)
     setup.set_defaults(func=_setup)
 
     check = sub.add_parser("validate-graph", help="validate a rule graph JSON file")
@@ -38,7 +48,8 @@ def register(subparsers: Any) -> None:
     run.add_argument("--json", action="store_true", help="print the full JSON object")
     run.set_defaults(func=_run)
 
-    again = sub.add_parser("replay", help="re-run a record; nonzero exit on a digest mismatch")
+    again = sub.add_parser("replay", help="re-run a record or a run's export (JSON lines); "
+                                          "nonzero exit on a digest mismatch")
     again.add_argument("record", type=Path)
     again.set_defaults(func=_replay)
 
@@ -54,22 +65,36 @@ def _load(path: Path) -> Any:
 
 
 def _setup(args: argparse.Namespace) -> int:
+    from actors.ecosystem.endpoint import EndpointError, endpoint_from_args
     from actors.ecosystem.errors import EcosystemError
-    from actors.ecosystem.keywords import deterministic_setup
+    from actors.ecosystem.interpret import DeterministicInterpreter, ModelInterpreter
+    from actors.ecosystem.model_client import ChatClient
 
     try:
-        result = deterministic_setup(json.loads(args.answers))
+        answers = json.loads(args.answers)
+        endpoint = endpoint_from_args(args, os.environ)
     except json.JSONDecodeError as err:
         return _fail(f"--answers is not JSON: {err.msg}")
+    except EndpointError as err:
+        return _fail(str(err))
+    try:
+        if endpoint is None:
+            result = DeterministicInterpreter().interpret(answers)
+        else:
+            client = ChatClient(endpoint)
+            try:
+                result = ModelInterpreter(client).interpret(answers)
+            finally:
+                client.close()
     except EcosystemError as err:
         return _fail(err.message)
-    print(json.dumps(result, indent=2))
-    return 0
+    print(json.dumps(result.as_dict(), indent=2))
+    return BLOCKED_EXIT if result.status == "blocked" else 0
 
 
 def _validate_graph(args: argparse.Namespace) -> int:
     from actors.ecosystem.errors import EcosystemError
-    from actors.ecosystem.rules import validate_rule_graph
+    from actors.ecosystem.graph import validate_rule_graph
 
     try:
         graph = validate_rule_graph(_load(args.file))
@@ -105,7 +130,7 @@ def _run(args: argparse.Namespace) -> int:
         print(json.dumps(result))
     else:
         for frame in result["generations"]:
-            totals = " ".join(f"{k}={v:.1f}" for k, v in frame["totals"].items())
+            totals = " ".join(f"{k}={v:.1f}" for k, v in frame["biomass"].items())
             print(f"{frame['generation']:4d} {totals} resource={frame['resource']:.3f} "
                   f"score={frame['score']['total']:.3f} {frame['digest'][:12]}")
     return 0
@@ -113,11 +138,16 @@ def _run(args: argparse.Namespace) -> int:
 
 def _replay(args: argparse.Namespace) -> int:
     from actors.ecosystem.errors import EcosystemError
+    from actors.ecosystem.export import is_export, parse_export, record_of_export
     from actors.ecosystem.replay import replay
 
     try:
-        record = _load(args.record)
-        record = record.get("record", record) if isinstance(record, dict) else record
+        text = args.record.read_text(encoding="utf-8")
+        if is_export(text):
+            record = record_of_export(parse_export(text))
+        else:
+            record = json.loads(text)
+            record = record.get("record", record) if isinstance(record, dict) else record
         report = replay(record)
     except EcosystemError as err:
         return _fail(err.message)

@@ -15,7 +15,7 @@ from typing import Any
 import attrs
 
 from actors.ecosystem.errors import Shape
-from actors.ecosystem.rules import MAX_NAME, ROLES, SPECIES_IDS, feeding_edges
+from actors.ecosystem.graph import MAX_NAME, ROLES, SPECIES_IDS, feeding_edges
 
 MAPPED_SOURCES = ("world", "threat")
 

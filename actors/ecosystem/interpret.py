@@ -12,9 +12,11 @@ The pipeline (six calls; at most thirteen with corrections):
 4. `links`     one mode per canonical pair, given the fixed species and roles; a broken
                food-web invariant or a dropped stated link gets one food-web correction.
 5. `fidelity`  approve / reselect / reject, reading the original answers, the full config,
-               the encoded graph and an engine-derived food web. A nonapproval gets one
-               correction (roles, links, review again) that must keep the named intent and
-               be approved; otherwise, or when the correction fails, it stays `blocked`.
+               the encoded graph and an engine-derived food web. A nonapproval must select
+               its focus from the graph's finite parts (a species, a pair, the environment).
+               It gets one correction (roles, links, review again) that must keep the named
+               intent and be approved; otherwise, or when the correction fails, it stays
+               `blocked`, always with a focus from that finite set.
 6. `council`   a Choice whose selected label must have maximal probability; one
                `council_correction`; probabilities are kept exactly as returned.
 
@@ -30,16 +32,7 @@ from typing import Any, Protocol
 import attrs
 
 from actors.ecosystem.errors import EcosystemError
-from actors.ecosystem.intent import (
-    ContractConflict,
-    NamedIntent,
-    output_shape,
-    palette,
-    parse_mapping,
-)
-from actors.ecosystem.keywords import FALLBACK_SOURCE, deterministic_setup
-from actors.ecosystem.model_client import CallBudget, ModelFailure, Usage
-from actors.ecosystem.rules import (
+from actors.ecosystem.graph import (
     ENVIRONMENT_VOCABULARY,
     GRAPH_ERROR,
     PAIR_MODES,
@@ -51,6 +44,15 @@ from actors.ecosystem.rules import (
     validate_council,
     validate_rule_graph,
 )
+from actors.ecosystem.intent import (
+    ContractConflict,
+    NamedIntent,
+    output_shape,
+    palette,
+    parse_mapping,
+)
+from actors.ecosystem.keywords import FALLBACK_SOURCE, deterministic_setup
+from actors.ecosystem.model_client import CallBudget, ModelFailure, Usage
 from actors.ecosystem.setup import (
     CONFIG_VOCABULARY,
     FITNESS_KEYS,
@@ -60,6 +62,7 @@ from actors.ecosystem.setup import (
 
 MAX_CALLS = 13
 MODEL_SOURCE = "model"
+ENVIRONMENT_FOCUS = "environment"
 NONMAXIMAL = "Council selection does not have maximal probability"
 
 SYSTEM: dict[str, str] = {
@@ -77,7 +80,7 @@ SYSTEM: dict[str, str] = {
              "Reply with JSON {\"interactions\": [{\"pair\", \"mode\"}]}.",
     "review": "Judge whether this interpreted world keeps the food-web intent of the original "
               "answers. Reply with JSON {\"verdict\": \"approve\"|\"reselect\"|\"reject\", "
-              "\"focus\"?: short text}.",
+              "\"focus\": one of focus_options, required unless you approve}.",
     "council": "Select a council label for this world with a probability for each option. "
                "Reply with JSON {\"choice\": {\"selected\", \"options\": [{\"label\", "
                "\"probability\"}]}}; the selected label must have maximal probability.",
@@ -157,6 +160,13 @@ class ModelInterpreter:
                 session.intent_dict(),
                 {"stage": failure.stage, "code": failure.code, "conflicts": session.conflicts},
                 None, session.budget.reserved, session.budget.usage)
+
+
+def review_focuses(graph: dict[str, Any]) -> list[str]:
+    """The finite parts of a graph a nonapproving review may select as its focus: each
+    species id, each canonical pair and the environment."""
+    ids = [s["id"] for s in graph["species"]]
+    return ids + canonical_pairs(len(ids)) + [ENVIRONMENT_FOCUS]
 
 
 def food_web(graph: dict[str, Any]) -> list[str]:
@@ -347,15 +357,19 @@ class _Session:
         """Fidelity verdict and optional focus for `graph` against the original answers."""
         full = copy.deepcopy(config)
         full["rules"] = graph
+        focuses = review_focuses(graph)
         data = self.call(stage, "review", {"answers": self.answers, "config": full,
-                                           "graph": graph, "food_web": food_web(graph)})
+                                           "graph": graph, "food_web": food_web(graph),
+                                           "focus_options": focuses})
         out = output_shape
         try:
             out.obj(data, "", ("verdict",), ("focus",))
             verdict = out.enum(data["verdict"], "verdict", ("approve", "reselect", "reject"))
-            focus = out.text(data["focus"], "focus", 140, trim=True) if "focus" in data else None
+            focus = out.enum(data["focus"], "focus", focuses) if "focus" in data else None
         except ContractConflict as conflict:
             raise self.invalid(stage, str(conflict)) from None
+        if verdict != "approve" and focus is None:
+            raise self.invalid(stage, "a nonapproval must select a focus")
         return verdict, focus
 
     # -- 6. council Choice

@@ -12,7 +12,7 @@ import copy
 import re
 from typing import Any
 
-from actors.ecosystem.rules import BASAL_ROLES, SPECIES_IDS, validate_rule_graph
+from actors.ecosystem.graph import BASAL_ROLES, SPECIES_IDS, validate_rule_graph
 from actors.ecosystem.setup import (
     canonical_answers,
     normalize_fitness,

@@ -1,6 +1,6 @@
 """A synchronous client for an OpenAI-compatible chat-completions endpoint, and the call budget.
 
-The URL, model name and key come from configuration (`ModelSettings`). Every failure is a
+The URL, model name and key come from configuration (`endpoint.ModelEndpoint`). Every failure is a
 `ModelFailure(stage, code)` with a code from a closed set: no provider payload and no
 credential ever reaches a diagnostic. The client is blocking (httpx); an actor runs it in
 a worker thread.
@@ -13,6 +13,8 @@ from typing import Any
 
 import attrs
 import httpx
+
+from actors.ecosystem.endpoint import ModelEndpoint
 
 FAILURE_CODES = (
     "budget_exhausted",   # the call budget denied a reservation
@@ -36,16 +38,6 @@ class ModelFailure(Exception):
         super().__init__(f"{stage}: {code}")
         self.stage = stage
         self.code = code
-
-
-@attrs.frozen
-class ModelSettings:
-    """Where and how to call the model; the key is hidden from repr."""
-
-    base_url: str
-    model: str
-    api_key: str | None = attrs.field(default=None, repr=False)
-    timeout: float = 30.0
 
 
 @attrs.frozen
@@ -82,14 +74,14 @@ class CallBudget:
 class ChatClient:
     """POST {base_url}/chat/completions; returns the parsed JSON object the model wrote."""
 
-    def __init__(self, settings: ModelSettings, transport: httpx.BaseTransport | None = None
+    def __init__(self, endpoint: ModelEndpoint, transport: httpx.BaseTransport | None = None
                  ) -> None:
-        self.settings = settings
+        self.endpoint = endpoint
         headers = {"Content-Type": "application/json"}
-        if settings.api_key:
-            headers["Authorization"] = f"Bearer {settings.api_key}"
-        self._http = httpx.Client(base_url=settings.base_url.rstrip("/") + "/",
-                                  headers=headers, timeout=settings.timeout,
+        if endpoint.api_key:
+            headers["Authorization"] = f"Bearer {endpoint.api_key}"
+        self._http = httpx.Client(base_url=endpoint.base_url.rstrip("/") + "/",
+                                  headers=headers, timeout=endpoint.timeout,
                                   transport=transport, trust_env=False)
 
     def close(self) -> None:
@@ -98,7 +90,7 @@ class ChatClient:
 
     def complete(self, stage: str, system: str, user: dict[str, Any]) -> tuple[Any, Usage]:
         """One chat completion for `stage`; returns (parsed JSON content, usage)."""
-        body = {"model": self.settings.model, "temperature": 0,
+        body = {"model": self.endpoint.model, "temperature": 0,
                 "response_format": {"type": "json_object"},
                 "messages": [{"role": "system", "content": system},
                              {"role": "user", "content": json.dumps(user, ensure_ascii=False)}]}

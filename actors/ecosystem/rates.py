@@ -13,7 +13,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from actors.ecosystem.rules import BASAL_ROLES, SPECIES_IDS, feeding_edges
+from actors.ecosystem.graph import BASAL_ROLES, SPECIES_IDS, feeding_edges
 
 # role -> basal uptake, conversion efficiency, mortality, crowding, dispersal, attack
 ROLE_TABLE: dict[str, tuple[float, float, float, float, float, float]] = {

@@ -11,10 +11,11 @@ from typing import Any
 
 import attrs
 
+from actors.ecosystem.engine import MAX_SEED, MAX_SIZE, MIN_SIZE
 from actors.ecosystem.errors import EcosystemError, Shape
 from actors.ecosystem.keywords import deterministic_setup
-from actors.ecosystem.run import MAX_SEED, MAX_SIZE, MIN_SIZE, RECORD_FORMAT, simulate
-from actors.ecosystem.schedule import MAX_GENERATION
+from actors.ecosystem.run import RECORD_FORMAT, simulate
+from actors.ecosystem.schedule import MAX_DECISIONS, MAX_GENERATION
 
 _shape = Shape(lambda path, why: EcosystemError(
     "invalid_record", f"Invalid run record: {path} {why}", path))
@@ -49,7 +50,7 @@ def validate_record(value: Any) -> dict[str, Any]:
     _shape.integer(value["seed"], "seed", 0, MAX_SEED)
     generations = _shape.integer(value["generations"], "generations", 0, MAX_GENERATION)
     _shape.integer(value["size"], "size", MIN_SIZE, MAX_SIZE)
-    _shape.array(value["decisions"], "decisions", 0, 1000)
+    _shape.array(value["decisions"], "decisions", 0, MAX_DECISIONS)
     digests = _shape.array(value["digests"], "digests", generations + 1, generations + 1)
     for k, digest in enumerate(digests):
         if not isinstance(digest, str):

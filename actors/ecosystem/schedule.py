@@ -1,12 +1,21 @@
 """Accepted decisions and scheduled changes: when a patch takes effect, how, and for how long.
 
-A decision is `{"generation": g, "graphVersion": v, "change": {...}}`: accepted at
-generation g against graph version v. Its change binds a generation (0-180, not before g)
-from which its activation trigger is armed, a duration, a transition and a RulePatch. When
-the trigger is due the change applies only if the graph is still at version v; otherwise
-the decision ends as `stale_graph_version`. Temporary changes revert after their duration;
-persistent ones stay. Ramps and pulses are pure functions of the generation and only blend
-the simulation's rates; the graph itself changes at once.
+A decision is `{"generation": g, "graphVersion": v, "change": {...}}`: accepted after
+generation g was shown, against graph version v. Its change binds a generation (0-180,
+not before g) from which its activation trigger is armed, a duration, a transition and a
+RulePatch. A decision is never due before generation g + 1. When its trigger is due the
+change applies only if the graph is still at version v; otherwise the decision ends as
+`stale_graph_version`.
+
+Every target (a pair, a species' self-interaction, an environment field) keeps the changes
+that hold it in firing order, over the value it had before them. A temporary change that
+runs out reverts only what it set and still holds: when a later change holds the target
+its expiry reverts nothing (`superseded`); otherwise the target goes back to the value
+under it (`reverted`), unless that would break a graph invariant: the revert is refused
+(`revert_refused`, reported with the invariant's message) and the change stays in force
+for good. Persistent changes never revert, and an earlier temporary change cannot undo
+them. Ramps and pulses are pure functions of the generation and only blend the
+simulation's rates; the graph itself changes at once.
 """
 
 from __future__ import annotations
@@ -18,10 +27,18 @@ from typing import Any
 import attrs
 
 from actors.ecosystem.errors import EcosystemError, Shape
-from actors.ecosystem.rules import apply_patch, patch_target, validate_patch
+from actors.ecosystem.graph import (
+    apply_patch,
+    patch_key,
+    patch_target,
+    patch_value,
+    validate_patch,
+    with_value,
+)
 from actors.ecosystem.sim import Metrics
 
 MAX_GENERATION = 180
+MAX_DECISIONS = 1000       # accepted decisions one run (or record) may hold
 ACTIVATIONS = ("immediate", "after_6", "after_12", "after_24", "resources_low",
                "population_boom", "population_crash", "species_emergence",
                "species_extinction", "predation_high")
@@ -34,6 +51,10 @@ RESOURCE_LOW = 0.35        # mean resource below this is "low"
 BOOM, CRASH = 1.15, 0.9    # total biomass ratio to the previous generation
 EMERGENCE = 1.5            # a species first passing 1.5x its founding biomass
 PREDATION_HIGH = 0.15      # predation flux per unit of total biomass, per generation
+
+# Outcomes a frame's events report for decisions and changes (plus `extinct`).
+OUTCOMES = ("applied", "unchanged", "rejected", "stale_graph_version", "reverted",
+            "superseded", "revert_refused")
 
 SCHEDULE_ERROR = "Invalid scheduled change"
 _shape = Shape(lambda path, why: EcosystemError(
@@ -62,6 +83,11 @@ def validate_decision(value: Any, path: str = "decision") -> dict[str, Any]:
         raise _shape.fail(f"{path}.change.generation", "must not precede the decision")
     return {"generation": value["generation"], "graphVersion": value["graphVersion"],
             "change": change}
+
+
+def validate_decisions(decisions: Sequence[Any], first: int = 0) -> list[dict[str, Any]]:
+    """Validate decisions numbered from `first` (errors name `decisions[k]`)."""
+    return [validate_decision(d, f"decisions[{k}]") for k, d in enumerate(decisions, first)]
 
 
 def transition_weight(transition: str, generation: int, fired_at: int) -> float:
@@ -105,79 +131,126 @@ def is_due(activation: str, armed: int, generation: int, history: Sequence[Metri
 
 
 @attrs.frozen
-class Active:
-    """A change in force: the graphs either side of it (for blending) and its revert."""
+class Holding:
+    """A fired change holding its target: the value it wrote, until when (None: for good)."""
 
     index: int
+    key: tuple[str, str]
+    patch: dict[str, Any]
+    until: int | None
+
+
+@attrs.frozen
+class Blend:
+    """An unfinished transition: the graphs either side of a change, from when it fired."""
+
+    index: int
+    key: tuple[str, str]
     fired_at: int
     transition: str
-    until: int | None
-    revert: dict[str, Any]
     before: dict[str, Any]
     after: dict[str, Any]
 
 
 @attrs.define
 class Schedule:
-    """Pending decisions and active changes of one run (replayable state)."""
+    """Pending decisions, the changes holding each target and their transitions (the
+    replayable state of one run's decisions)."""
 
-    pending: list[tuple[int, dict[str, Any]]]
-    active: list[Active] = attrs.field(factory=list)
+    pending: list[tuple[int, dict[str, Any]]] = attrs.field(factory=list)
+    holdings: list[Holding] = attrs.field(factory=list)  # in firing order
+    bases: dict[tuple[str, str], str] = attrs.field(factory=dict)  # value under the holdings
+    transitions: list[Blend] = attrs.field(factory=list)
 
     @classmethod
     def from_decisions(cls, decisions: Sequence[Any]) -> Schedule:
         """Validate decisions (in record order) into a fresh schedule."""
-        return cls([(k, validate_decision(d, f"decisions[{k}]")) for k, d in enumerate(decisions)])
+        return cls(list(enumerate(validate_decisions(decisions))))
+
+    def copy(self) -> Schedule:
+        """An independent copy (the items themselves are never mutated)."""
+        return Schedule(list(self.pending), list(self.holdings), dict(self.bases),
+                        list(self.transitions))
 
     def advance(self, generation: int, graph: dict[str, Any], history: Sequence[Metrics]
                 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        """Revert expired changes, then fire due decisions; returns (graph, events)."""
+        """Expire changes whose time ran out, then fire due decisions; returns (graph,
+        events)."""
         events: list[dict[str, Any]] = []
-        for act in [a for a in self.active if a.until == generation]:
-            self.active.remove(act)
-            graph = self._apply(graph, act.revert, act.index, "reverted", generation, events)[0]
+        for held in [h for h in self.holdings if h.until == generation]:
+            graph = self._expire(held, graph, generation, events)
         for item in list(self.pending):
             index, decision = item
             change = decision["change"]
-            if not is_due(change["activation"], change["generation"], generation, history):
+            if generation <= decision["generation"] or not is_due(
+                    change["activation"], change["generation"], generation, history):
                 continue
             self.pending.remove(item)
-            if graph["version"] != decision["graphVersion"]:
-                events.append({"generation": generation, "decision": index,
-                               "outcome": "stale_graph_version"})
-                continue
-            prior = patch_target(graph, change["patch"])
-            before = graph
-            graph, changed = self._apply(graph, change["patch"], index, "applied", generation,
-                                         events)
-            if changed:
-                span = DURATIONS[change["duration"]]
-                revert = dict(change["patch"])
-                revert["mode" if revert["kind"] == "pair" else "value"] = prior
-                self.active.append(Active(index, generation, change["transition"],
-                                          None if span is None else generation + span,
-                                          revert, before, graph))
+            graph = self._fire(index, decision, graph, generation, events)
         return graph, events
 
-    @staticmethod
-    def _apply(graph: dict[str, Any], patch: dict[str, Any], index: int, outcome: str,
-               generation: int, events: list[dict[str, Any]]) -> tuple[dict[str, Any], bool]:
+    def _fire(self, index: int, decision: dict[str, Any], graph: dict[str, Any],
+              generation: int, events: list[dict[str, Any]]) -> dict[str, Any]:
+        change = decision["change"]
+        event = {"generation": generation, "decision": index, "trigger": change["activation"]}
+        if graph["version"] != decision["graphVersion"]:
+            events.append({**event, "outcome": "stale_graph_version"})
+            return graph
+        patch = change["patch"]
         try:
             new, changed = apply_patch(graph, patch)
         except EcosystemError as err:
-            events.append({"generation": generation, "decision": index,
-                           "outcome": "rejected", "reason": err.message})
-            return graph, False
-        events.append({"generation": generation, "decision": index,
-                       "outcome": outcome if changed else "unchanged",
+            events.append({**event, "outcome": "rejected", "reason": err.message})
+            return graph
+        events.append({**event, "outcome": "applied" if changed else "unchanged",
                        "version": new["version"]})
-        return new, changed
+        span = DURATIONS[change["duration"]]
+        key = patch_key(patch)
+        if changed:  # an earlier change's transition on this target is over
+            self.transitions = [b for b in self.transitions if b.key != key]
+            self.transitions.append(Blend(index, key, generation, change["transition"],
+                                          graph, new))
+        # An unchanged temporary patch set nothing, so it has nothing to revert; an
+        # unchanged persistent one still holds its value against earlier temporary ones.
+        if changed or span is None:
+            if not any(h.key == key for h in self.holdings):
+                self.bases[key] = patch_target(graph, patch)
+            self.holdings.append(Holding(index, key, patch,
+                                         None if span is None else generation + span))
+        return new
+
+    def _expire(self, held: Holding, graph: dict[str, Any], generation: int,
+                events: list[dict[str, Any]]) -> dict[str, Any]:
+        """A temporary change ran out: revert what it set and still holds, if anything."""
+        on_target = [h for h in self.holdings if h.key == held.key]
+        holds = on_target[-1] is held  # no later change holds the target
+        self.holdings.remove(held)
+        self.transitions = [b for b in self.transitions if b.index != held.index]
+        rest = [h for h in on_target if h is not held]
+        value = patch_value(rest[-1].patch) if rest else self.bases[held.key]
+        event = {"generation": generation, "decision": held.index}
+        if not holds or value == patch_value(held.patch):
+            outcome: dict[str, Any] = {"outcome": "superseded"}
+            new = graph
+        else:
+            try:
+                new, _ = apply_patch(graph, with_value(held.patch, value))
+                outcome = {"outcome": "reverted", "version": new["version"]}
+            except EcosystemError as err:
+                # The graph cannot take the value back: the change stays in force for good.
+                events.append({**event, "outcome": "revert_refused", "reason": err.message})
+                self.holdings.append(attrs.evolve(held, until=None))
+                return graph
+        if not rest:
+            del self.bases[held.key]
+        events.append({**event, **outcome})
+        return new
 
     def blends(self, generation: int) -> list[tuple[dict[str, Any], dict[str, Any], float]]:
-        """(before, after, weight) for each active change that is not fully in force."""
+        """(before, after, weight) for each change whose transition is not complete."""
         out = []
-        for act in self.active:
-            weight = transition_weight(act.transition, generation, act.fired_at)
+        for blend in self.transitions:
+            weight = transition_weight(blend.transition, generation, blend.fired_at)
             if weight != 1.0:
-                out.append((act.before, act.after, weight))
+                out.append((blend.before, blend.after, weight))
         return out

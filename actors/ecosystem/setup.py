@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from actors.ecosystem.errors import EcosystemError, Shape
-from actors.ecosystem.rules import default_rule_graph, validate_rule_graph
+from actors.ecosystem.graph import default_rule_graph, validate_rule_graph
 
 ANSWER_KEYS = ("world", "threat", "reward")
 MAX_ANSWER = 140

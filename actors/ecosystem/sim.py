@@ -11,6 +11,7 @@ small floor; then one 4-neighbour dispersal step. The per-cell update uses only 
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from typing import Any
@@ -18,8 +19,8 @@ from typing import Any
 import attrs
 import numpy as np
 
+from actors.ecosystem.graph import BASAL_ROLES, SPECIES_IDS
 from actors.ecosystem.rates import Rates
-from actors.ecosystem.rules import BASAL_ROLES, SPECIES_IDS
 
 FIELD = np.float32         # cell precision: half the memory traffic of float64, same bits
                            # on every CPU (IEEE + - * / are exact-rounded at any width)
@@ -54,6 +55,8 @@ class Metrics:
     occupied: float
     alive: tuple[bool, ...]
     extinct_now: tuple[str, ...]
+    population: tuple[int, ...] = ()  # cells each species holds (density > OCCUPIED);
+                                      # not part of the digest
 
     def digest(self) -> str:
         """Hex digest of the rounded figures (the replay contract)."""
@@ -74,8 +77,8 @@ def _bump(size: int, cy: float, cx: float, radius: float) -> np.ndarray:
     return core * core
 
 
-class World:
-    """Mutable field state of one run; `step` advances it by one generation.
+class Fields:
+    """Mutable field state of one run; `step` advances it by one generation, `copy` forks it.
 
     Fields live in one (S, N, N) array and every per-cell operation writes into a
     preallocated buffer (`out=`): at 64x64 numpy's per-call allocation would otherwise
@@ -99,6 +102,18 @@ class World:
         self._buf = {name: np.zeros(plane, FIELD) for name in ("dR", "t1", "t2", "c", "pred")}
         self._dX = np.zeros_like(self.fields)
         self._inflow = np.zeros_like(self.fields)
+
+    def copy(self) -> Fields:
+        """An independent fork: own fields, resource, alive flags and scratch buffers
+        (the terrain maps are never written after construction and stay shared)."""
+        out = copy.copy(self)
+        out.resource = self.resource.copy()
+        out.fields = self.fields.copy()
+        out.alive = list(self.alive)
+        out._buf = {name: np.empty_like(b) for name, b in self._buf.items()}
+        out._dX = np.empty_like(self._dX)
+        out._inflow = np.empty_like(self._inflow)
+        return out
 
     def _terrain(self, distribution: str) -> np.ndarray:
         """Base capacity map (mean about 1): scattered noise or a few rich clusters."""
@@ -133,10 +148,12 @@ class World:
             self.size * self.size)
         if totals is None:
             totals = self.fields.sum(axis=(1, 2), dtype=np.float64)
+        population = np.count_nonzero(self.fields > OCCUPIED, axis=(1, 2))
         return Metrics(generation, tuple(round(float(t), DIGITS) for t in totals),
                        round(float(self.resource.mean(dtype=np.float64)), DIGITS),
                        round(predation, DIGITS),
-                       round(occupied, DIGITS), tuple(self.alive), extinct_now)
+                       round(occupied, DIGITS), tuple(self.alive), extinct_now,
+                       tuple(int(p) for p in population))
 
     def step(self, rates: Rates, generation: int) -> Metrics:
         """Advance one generation under `rates`; returns its metrics."""

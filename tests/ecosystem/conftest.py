@@ -25,8 +25,11 @@ def _is_loopback(address: Any) -> bool:
 
 
 @pytest.fixture(autouse=True)
-def loopback_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every ecosystem test: a connect to anything but loopback raises and is recorded."""
+def loopback_only(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
+    """Every ecosystem test: a connect to anything but loopback raises and is recorded
+    (except the opt-in `live_model` tests, which call the endpoint they are given)."""
+    if request.node.get_closest_marker("live_model") is not None:
+        return
     real_connect, real_connect_ex = socket.socket.connect, socket.socket.connect_ex
 
     def connect(self: socket.socket, address: Any) -> None:
@@ -49,12 +52,15 @@ class FakeModel:
     """A chat-completions server on 127.0.0.1 answering from a script, in order.
 
     Script items: a dict (sent as the JSON message content), a str (sent verbatim as
-    content, e.g. invalid JSON) or an int (an HTTP error status with a secret-looking body).
+    content, e.g. invalid JSON), an int (an HTTP error status with a secret-looking body)
+    or a float (stall that many seconds, then answer `{}`: a client with a shorter
+    timeout has given up by then).
     """
 
     def __init__(self) -> None:
         self.script: list[Any] = []
         self.requests: list[dict[str, Any]] = []
+        self.stalled = threading.Event()  # set on close: stalls end at once
         model = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -65,6 +71,9 @@ class FakeModel:
                                        "peer": self.client_address[0],
                                        "task": json.loads(body["messages"][1]["content"])})
                 item = model.script.pop(0) if model.script else 500
+                if isinstance(item, float):
+                    model.stalled.wait(item)
+                    item = {}
                 if isinstance(item, int):
                     self._send(item, b'{"error": "PROVIDER-SECRET-PAYLOAD"}')
                     return
@@ -77,11 +86,14 @@ class FakeModel:
                 self._send(200, json.dumps(payload).encode())
 
             def _send(self, status: int, data: bytes) -> None:
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except OSError:  # the client gave up (a stalled answer)
+                    pass
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -97,6 +109,7 @@ class FakeModel:
         return [r["task"]["task"] for r in self.requests]
 
     def close(self) -> None:
+        self.stalled.set()
         self.server.shutdown()
         self.server.server_close()
 

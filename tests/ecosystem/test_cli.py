@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from actors.ecosystem.graph import default_rule_graph
 from actors.ecosystem.keywords import deterministic_setup
-from actors.ecosystem.rules import default_rule_graph
 from actors.ecosystem.setup import default_config
 from server.cli import main
 
@@ -23,7 +23,11 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 def test_setup_prints_the_deterministic_config_and_graph(capsys) -> None:
     code, out, _ = run(capsys, "setup", "--answers", json.dumps(ANSWERS))
-    assert code == 0 and json.loads(out) == deterministic_setup(ANSWERS)
+    result, expected = json.loads(out), deterministic_setup(ANSWERS)
+    assert code == 0 and (result["status"], result["source"]) == ("fallback",
+                                                                  "deterministic_fallback")
+    assert (result["config"], result["graph"]) == (expected["config"], expected["graph"])
+    assert result["failure"] is None and result["calls"] == 0
 
 
 def test_setup_prints_the_schema_error(capsys) -> None:
@@ -59,8 +63,8 @@ def test_run_prints_frames_and_a_record_that_replays(capsys, tmp_path: Path) -> 
     result = json.loads(out)
     frames = result["generations"]
     assert [f["generation"] for f in frames] == list(range(13))
-    assert set(frames[3]) >= {"generation", "totals", "alive", "resource", "score", "digest"}
-    assert set(frames[3]["totals"]) == {"A", "B", "C"}
+    assert set(frames[3]) >= {"generation", "biomass", "alive", "resource", "score", "digest"}
+    assert set(frames[3]["biomass"]) == {"A", "B", "C"}
     assert frames[2]["events"][0]["outcome"] == "applied"
     assert result["record"]["answers"] == ANSWERS
     record = tmp_path / "record.json"

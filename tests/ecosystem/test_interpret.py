@@ -8,11 +8,12 @@ from typing import Any
 
 import pytest
 
+from actors.ecosystem.endpoint import ModelEndpoint
+from actors.ecosystem.graph import validate_rule_graph
 from actors.ecosystem.intent import palette
 from actors.ecosystem.interpret import DeterministicInterpreter, ModelInterpreter
 from actors.ecosystem.keywords import deterministic_setup
-from actors.ecosystem.model_client import ChatClient, ModelFailure, ModelSettings
-from actors.ecosystem.rules import validate_rule_graph
+from actors.ecosystem.model_client import ChatClient, ModelFailure
 from actors.ecosystem.run import simulate
 from tests.ecosystem import conftest
 from tests.ecosystem.conftest import FakeModel
@@ -53,7 +54,7 @@ BROKEN_LINKS = {"interactions": [{"pair": "A-B", "mode": "b_consumes_a"},
                                  {"pair": "A-C", "mode": "neutral"},
                                  {"pair": "B-C", "mode": "neutral"}]}
 APPROVE = {"verdict": "approve"}
-REJECT = {"verdict": "reject", "focus": "the pike should eat the snails"}
+REJECT = {"verdict": "reject", "focus": "B-C"}
 COUNCIL = {"choice": {"selected": "steady", "options": [{"label": "steady", "probability": 0.6},
                                                         {"label": "bold", "probability": 0.3}]}}
 NONMAXIMAL = {"choice": {"selected": "bold", "options": [{"label": "steady", "probability": 0.6},
@@ -64,7 +65,7 @@ HAPPY_TASKS = ["map_organisms", "environment", "roles", "links", "review", "coun
 
 def interpret(fake: FakeModel, script: list[Any], max_calls: int = 13):
     fake.script = copy.deepcopy(script)
-    client = ChatClient(ModelSettings(fake.url, "fake-model", KEY, timeout=5.0))
+    client = ChatClient(ModelEndpoint(fake.url, "fake-model", KEY, timeout=5.0))
     try:
         return ModelInterpreter(client, max_calls).interpret(ANSWERS)
     finally:
@@ -172,12 +173,12 @@ def test_malformed_council_distribution_is_not_corrected(fake_model: FakeModel) 
 
 
 def test_persistent_rejection_stays_blocked(fake_model: FakeModel) -> None:
-    again = {"verdict": "reselect", "focus": "snails are the pike's food"}
+    again = {"verdict": "reselect", "focus": "C"}
     result = interpret(fake_model, HAPPY[:4] + [REJECT, ROLES, LINKS, again])
     assert result.status == "blocked" and result.answers == ANSWERS
     assert result.config is None and result.graph is None and result.source is None
     assert result.failure["code"] == "not_approved"
-    assert result.review_focus == "snails are the pike's food"
+    assert result.review_focus == "C"
     assert result.calls == 8
     assert fake_model.tasks() == HAPPY_TASKS[:5] + ["roles", "links", "review"]
     assert fake_model.requests[5]["task"]["focus"] == REJECT["focus"]
@@ -273,7 +274,7 @@ def test_palette_excludes_assigned_and_overlapping_mentions() -> None:
 
 def test_no_test_reaches_beyond_loopback(fake_model: FakeModel) -> None:
     before = len(conftest.BLOCKED)
-    client = ChatClient(ModelSettings("http://10.255.255.1:9/v1", "m", KEY, timeout=2.0))
+    client = ChatClient(ModelEndpoint("http://10.255.255.1:9/v1", "m", KEY, timeout=2.0))
     with pytest.raises(ModelFailure) as err:
         client.complete("mapping", "s", {"task": "x"})
     client.close()

@@ -7,12 +7,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from actors.ecosystem.errors import EcosystemError
+from actors.ecosystem.graph import default_rule_graph, validate_rule_graph
 from actors.ecosystem.keywords import (
     FALLBACK_SOURCE,
     SETTING_TABLE,
     deterministic_setup,
 )
-from actors.ecosystem.rules import default_rule_graph, validate_rule_graph
 from actors.ecosystem.run import simulate
 from actors.ecosystem.setup import default_config, validate_config
 

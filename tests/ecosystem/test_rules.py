@@ -1,312 +1,371 @@
-"""Rule graph contract: the seed's validation example, vocabularies, errors, clones, patches."""
+"""The run world as pure functions: create, advance to 180 with patches and a scheduled
+change, graph-version evidence, the owner's rights, and a replay of the stored events.
+
+`Table` stands in for the generic host (not written yet): it checks the op's role,
+structures the args with the strict converter (bounds included), calls `decide`, folds
+the events with `evolve`, keeps their stored JSON and builds the reply.
+"""
 
 from __future__ import annotations
 
-import copy
+import json
 import re
+from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
+from actors.ecosystem import engine
 from actors.ecosystem.errors import EcosystemError
-from actors.ecosystem.rules import (
-    ENVIRONMENT_VOCABULARY,
-    PAIR_MODES,
-    ROLES,
-    SELF_MODES,
-    apply_patch,
-    canonical_pairs,
-    default_rule_graph,
-    validate_patch,
-    validate_rule_graph,
-)
+from actors.ecosystem.events import config_hash, decode
+from actors.ecosystem.export import export_lines, parse_export, record_of_export
+from actors.ecosystem.interpret import Interpretation
+from actors.ecosystem.keywords import deterministic_setup
+from actors.ecosystem.replay import replay
+from actors.ecosystem.rules import WORLD, advance, setup_events
+from actors.ecosystem.setup import hash_setup_request
+from actors.world import Caller, Ctx, Refusal
+from protocol.convert import structure, unstructure
+from protocol.errors import ErrorCode, ProtocolError
+from protocol.ops import ecosystem as ops
+from protocol.roles import role_at_least
+from server.cli import main
 
-SHAPE = "^Invalid ecosystem rule graph$"
-
-
-def three() -> dict[str, Any]:
-    """A valid three-species graph: A producer, B grazer eats A, C hunter eats B."""
-    return {
-        "version": 3,
-        "species": [{"id": "A", "name": "algae", "role": "producer", "self": "neutral"},
-                    {"id": "B", "name": "snails", "role": "grazer", "self": "cooperative"},
-                    {"id": "C", "name": "pike", "role": "hunter", "self": "territorial"}],
-        "interactions": [{"pair": "A-B", "mode": "b_consumes_a"},
-                         {"pair": "A-C", "mode": "neutral"},
-                         {"pair": "B-C", "mode": "b_consumes_a"}],
-        "environment": {"regeneration": "pulsed", "pressure": "toxin_wave",
-                        "volatility": "chaotic", "intensity": "high", "duration": "short"},
-        "council": {"selected": "calm", "options": [{"label": "calm", "probability": 0.5},
-                                                    {"label": "wild", "probability": 0.5}]},
-    }
+OWNER, OTHER = "ada", "bob"
+ANSWERS = {"world": "A quiet pond where algae bloom and snails graze",
+           "threat": "A hungry pike stalks the snails", "reward": "Keep all three alive"}
+SPECS = {spec.name: spec for spec in WORLD.ops}
 
 
-def test_seed_validation_example() -> None:
-    graph = validate_rule_graph(default_rule_graph())
-    assert (len(graph["species"]), graph["interactions"][0]["mode"]) == (2, "b_consumes_a")
-    with pytest.raises(EcosystemError, match=SHAPE) as err:
-        validate_rule_graph({**graph, "surprise": True})
-    assert err.value.code == "invalid_graph" and err.value.path == "surprise"
+class Table:
+    """A pure stand-in for the host: role, strict args, decide, evolve, stored JSON, reply."""
+
+    def __init__(self, name: str = "ecosystem:pond") -> None:
+        self.state = WORLD.initial(name)
+        self.stored: list[dict[str, Any]] = []
+
+    def call(self, op: str, args: dict[str, Any], caller: str = OWNER, role: str = "agent"
+             ) -> Any:
+        spec = SPECS[op]
+        if not role_at_least(role, spec.role):
+            return Refusal(ErrorCode.FORBIDDEN, f"{op} needs the {spec.role} role")
+        value = structure(args, spec.args)
+        if op in WORLD.reads:
+            ctx = Ctx(Caller(caller, role), 0, self.state.rev, WORLD.seed(self.state))
+            out = WORLD.reads[op].answer(self.state, value, ctx)
+            return out if isinstance(out, Refusal) else unstructure(out)
+        move = WORLD.moves[op]
+        ctx = Ctx(Caller(caller, role), 0, self.state.rev, WORLD.seed(self.state), move.purpose)
+        events = move.decide(self.state, value, ctx)
+        if isinstance(events, Refusal):
+            return events
+        self.fold(events)
+        return unstructure(move.result(self.state, events, value))
+
+    def fold(self, events: list[Any]) -> None:
+        for event in events:
+            self.state = WORLD.evolve(self.state, event)
+            self.stored.append(json.loads(json.dumps(WORLD.codec.encode(event, self.state))))
+
+    def tick(self) -> list[Any]:
+        """What the generation timer will do: fold `advance`."""
+        events = advance(self.state)
+        self.fold(events)
+        return events
+
+    def run_to(self, generation: int) -> None:
+        while self.state.generation < generation:
+            assert self.tick()
 
 
-def test_validation_returns_a_clone() -> None:
-    graph = three()
-    out = validate_rule_graph(graph)
-    assert out == graph and out is not graph
-    out["species"][0]["name"] = "changed"
-    out["council"]["options"][0]["probability"] = 0.1
-    assert graph == three()
+def created(seed: int = 11, size: int = 16) -> Table:
+    table = Table()
+    info = table.call("ecosystem.create", {"answers": ANSWERS, "seed": seed, "size": size})
+    assert info["generation"] == 0
+    return table
 
 
-def test_vocabularies_are_the_seeds() -> None:
-    assert ROLES == ("producer", "grazer", "hunter", "scavenger", "omnivore")
-    assert SELF_MODES == ("cooperative", "territorial", "cannibalistic", "neutral")
-    assert PAIR_MODES == ("a_consumes_b", "b_consumes_a", "competition", "mutualism",
-                          "avoidance", "neutral")
-    assert ENVIRONMENT_VOCABULARY == {
-        "regeneration": ("steady", "pulsed", "depletion_feedback"),
-        "pressure": ("stability", "drought", "toxin_wave", "heat_wave", "fragmentation",
-                     "nutrient_bloom"),
-        "volatility": ("stable", "pulsing", "chaotic"),
-        "intensity": ("low", "medium", "high"),
-        "duration": ("short", "medium", "long", "persistent"),
-    }
+def self_patch(species: str, value: str) -> dict[str, str]:
+    return {"kind": "self", "species": species, "value": value}
 
 
-def test_every_vocabulary_word_is_accepted() -> None:
-    for field, words in ENVIRONMENT_VOCABULARY.items():
-        for word in words:
-            graph = three()
-            graph["environment"][field] = word
-            assert validate_rule_graph(graph)["environment"][field] == word
-    for word in SELF_MODES:
-        graph = three()
-        graph["species"][0]["self"] = word
-        assert validate_rule_graph(graph)["species"][0]["self"] == word
-    for mode in ("competition", "mutualism", "avoidance", "neutral", "b_consumes_a",
-                 "a_consumes_b"):
-        graph = three()
-        graph["interactions"][1]["mode"] = mode  # A-C: C already eats B
-        assert validate_rule_graph(graph)["interactions"][1]["mode"] == mode
+def test_create_sets_up_deterministically_and_labels_the_source() -> None:
+    table = Table()
+    info = table.call("ecosystem.create", {"answers": {k: f"  {v} " for k, v in
+                                                        ANSWERS.items()}, "size": 16})
+    setup, frame0 = (decode(e) for e in table.stored)
+    expected = deterministic_setup(ANSWERS)
+    assert table.stored[0]["type"] == "setup" and table.stored[1]["type"] == "generation"
+    assert (setup.source, setup.owner, setup.answers) == ("deterministic_fallback", OWNER,
+                                                          ANSWERS)
+    assert (setup.config, setup.graph) == (expected["config"], expected["graph"])
+    assert setup.config_hash == config_hash(setup.config, setup.graph)
+    assert setup.answers_hash == hash_setup_request(ANSWERS) == info["answers_hash"]
+    assert info == {"generation": 0, "source": "deterministic_fallback",
+                    "answers_hash": setup.answers_hash, "config_hash": setup.config_hash,
+                    "seed": setup.seed, "graph_version": 1, "failure": None}
+    assert frame0.frame["generation"] == 0 and frame0.frame["digest"]
+    again = table.call("ecosystem.create", {"answers": ANSWERS})
+    assert again.code == ErrorCode.ALREADY_EXISTS and len(table.stored) == 2
+    # No seed given: drawn from the run's own generator, so two runs differ, and one
+    # run's draw is reproducible.
+    other = Table("ecosystem:other")
+    other.call("ecosystem.create", {"answers": ANSWERS, "size": 16})
+    assert decode(other.stored[0]).seed != setup.seed
+    same = Table()
+    same.call("ecosystem.create", {"answers": ANSWERS, "size": 16})
+    assert decode(same.stored[0]).seed == setup.seed
 
 
-@pytest.mark.parametrize("mutate", [
-    lambda g: g.update(version=0),
-    lambda g: g.update(version=True),
-    lambda g: g.update(version=1.5),
-    lambda g: g.pop("environment"),
-    lambda g: g["species"].pop(),  # leaves 2 species but 3 pairs: pairs fail, see below
-    lambda g: g["species"][0].update(role="tree"),
-    lambda g: g["species"][0].update(size=3),
-    lambda g: g["species"][1].update(self="shy"),
-    lambda g: g["species"][1].update(name=""),
-    lambda g: g["species"][1].update(name=" x"),
-    lambda g: g["species"][1].update(name="x" * 41),
-    lambda g: g["species"][1].update(id="E"),
-    lambda g: g["interactions"][0].update(mode="eats"),
-    lambda g: g["interactions"][0].update(pair="AB"),
-    lambda g: g["interactions"][0].update(weight=1),
-    lambda g: g["environment"].update(pressure="flood"),
-    lambda g: g["environment"].update(season="winter"),
-    lambda g: g.update(species=[]),
-    lambda g: g.update(species=g["species"] * 2),
-    lambda g: g.update(interactions=[{}]),
-    lambda g: g["council"].update(selected="other"),
-    lambda g: g["council"]["options"][0].update(probability=1.5),
-    lambda g: g["council"]["options"][1].update(probability=0.6),  # sum 1.1 > 1
-    lambda g: g["council"]["options"][1].update(label="calm"),
-    lambda g: g["council"].update(reason="x"),
-    lambda g: g["council"].update(options=[]),
-])
-def test_shape_faults_raise_the_strict_message(mutate) -> None:
-    graph = three()
-    mutate(graph)
-    with pytest.raises(EcosystemError, match=SHAPE if len(graph.get("species", [])) != 2
-                       else r"^Ecosystem interactions must"):
-        validate_rule_graph(graph)
+def test_create_refuses_bad_answers_with_the_seeds_message() -> None:
+    table = Table()
+    long = {**ANSWERS, "world": "x" * 141}
+    refusal = table.call("ecosystem.create", {"answers": long})
+    assert refusal == Refusal(ops.EcosystemCode.INVALID_ANSWERS,
+                              "Invalid setup answers: world must be at most 140 characters",
+                              {"path": "world"})
+    padded = {**ANSWERS, "world": "   " + "x" * 140 + "   "}  # trimmed first, as the seed says
+    blank = table.call("ecosystem.create", {"answers": {**ANSWERS, "reward": "   "}})
+    assert blank.message == "Invalid setup answers: reward must be nonempty after trimming"
+    with pytest.raises(ProtocolError, match=r"^args\.answers\.world: at most 1024 characters$"):
+        table.call("ecosystem.create", {"answers": {**ANSWERS, "world": "x" * 1025}})
+    with pytest.raises(ProtocolError, match=r"^args\.answers\.extra: unknown key$"):
+        table.call("ecosystem.create", {"answers": {**ANSWERS, "extra": "x"}})
+    assert table.stored == [] and table.state.setup is None
+    assert table.call("ecosystem.create", {"answers": padded, "size": 16})["generation"] == 0
 
 
-@pytest.mark.parametrize("value", [None, [], "graph", 3])
-def test_non_objects_are_shape_faults(value: Any) -> None:
-    with pytest.raises(EcosystemError, match=SHAPE):
-        validate_rule_graph(value)
+def test_a_run_to_180_with_two_patches_and_a_scheduled_change() -> None:
+    table = created()
+    assert table.call("ecosystem.control", {"action": "play", "speed": 30}) == {
+        "playing": True, "speed": 30, "generation": 0, "ended": False}
+    table.run_to(20)
+    first = table.call("ecosystem.patch", {"patch": self_patch("A", "cooperative"),
+                                           "expected_graph_version": 1})
+    assert first == {"decision": 0, "generation": 20, "graph_version": 1,
+                     "from_generation": 21}
+    table.run_to(40)
+    assert table.state.graph["version"] == 2
+    change = {"generation": 45, "activation": "after_6", "duration": "short",
+              "transition": "ramp", "patch": {"kind": "environment", "field": "pressure",
+                                              "value": "toxin_wave"}}
+    assert table.call("ecosystem.schedule", {"change": change}) == {
+        "decision": 1, "generation": 40, "graph_version": 2, "from_generation": 45}
+    table.run_to(60)
+    assert table.state.graph["version"] == 4  # applied at 51, reverted at 57
+    stale = table.call("ecosystem.patch", {"patch": self_patch("C", "cooperative"),
+                                           "expected_graph_version": 2})
+    assert stale.code == ops.EcosystemCode.STALE_GRAPH_VERSION
+    assert stale.message == "the graph is at version 4, not 2"
+    second = table.call("ecosystem.patch", {"patch": self_patch("C", "cooperative"),
+                                            "expected_graph_version": 4})
+    assert second["decision"] == 2
+    table.run_to(180)
+    frames = [e["frame"] for e in table.stored if e["type"] == "generation"]
+    assert [f["generation"] for f in frames] == list(range(181))
+    outcomes = [(e["generation"], e["decision"], e["outcome"]) for f in frames
+                for e in f["events"] if "decision" in e]
+    assert outcomes == [(21, 0, "applied"), (51, 1, "applied"), (57, 1, "reverted"),
+                        (61, 2, "applied")]
+    assert table.state.graph["version"] == 5
+    assert table.stored[-1]["type"] == "end" and not table.state.playing
+    end = table.stored[-1]
+    weights = table.state.setup.config["fitness"]
+    parts = end["breakdown"]["components"]
+    assert {k: p["weight"] for k, p in parts.items()} == weights
+    assert end["breakdown"]["total"] == frames[-1]["score"]["total"]
+    assert sum(p["points"] for p in parts.values()) == pytest.approx(
+        end["breakdown"]["total"], abs=1e-5)
+    facts = end["reflection"]
+    assert facts["source"] == "engine" and facts["generations"] == 180
+    assert [d["via"] for d in facts["decisions"]] == ["patch", "schedule", "patch"]
+    assert [o["outcome"] for o in facts["decisions"][1]["outcomes"]] == ["applied", "reverted"]
+    assert all("swing" in d for d in facts["decisions"])
+    assert {p["species"] for p in facts["peaks"]} == {"A", "B", "C"}
+    for peak in facts["peaks"]:
+        assert peak["biomass"] == max(f["biomass"][peak["species"]] for f in frames)
+    # Ended: nothing advances, every write is refused.
+    assert advance(table.state) == []
+    for op, args in (("ecosystem.control", {"action": "play"}),
+                     ("ecosystem.patch", {"patch": self_patch("A", "neutral"),
+                                          "expected_graph_version": 5})):
+        assert table.call(op, args).code == ops.EcosystemCode.RUN_ENDED
+    assert table.call("ecosystem.history", {"generation": 50}) == {"frame": frames[50]}
 
 
-def test_canonical_order_error() -> None:
-    graph = three()
-    graph["species"][1]["id"], graph["species"][2]["id"] = "C", "B"
-    with pytest.raises(EcosystemError, match=r"^Ecosystem species must be in canonical prefix "
-                       r"order A, B, C; got A, C, B$"):
-        validate_rule_graph(graph)
-    graph = three()
-    graph["species"][2]["id"] = "D"
-    with pytest.raises(EcosystemError, match=r"got A, B, D$"):
-        validate_rule_graph(graph)
+def test_a_stale_or_colliding_patch_is_refused_and_changes_nothing() -> None:
+    table = created()
+    table.run_to(3)
+    before, rev = list(table.stored), table.state.rev
+    stale = table.call("ecosystem.patch", {"patch": self_patch("A", "cooperative"),
+                                           "expected_graph_version": 2})
+    assert stale == Refusal(ops.EcosystemCode.STALE_GRAPH_VERSION,
+                            "the graph is at version 1, not 2",
+                            {"graph_version": 1, "expected_graph_version": 2})
+    assert (table.stored, table.state.rev) == (before, rev)
+    table.call("ecosystem.patch", {"patch": self_patch("A", "cooperative"),
+                                   "expected_graph_version": 1})
+    second = table.call("ecosystem.patch", {"patch": self_patch("B", "cooperative"),
+                                            "expected_graph_version": 1})
+    assert second.code == ops.EcosystemCode.STALE_GRAPH_VERSION
+    assert second.detail["pending_patch"] == 0
+    broken = table.call("ecosystem.schedule", {"change": {
+        "generation": 3, "activation": "immediate", "duration": "short", "transition": "abrupt",
+        "patch": {"kind": "pair", "pair": "A-D", "mode": "neutral"}}})
+    assert broken == Refusal(ops.EcosystemCode.INVALID_PATCH,
+                             "Patch pair A-D does not exist in this graph", {"path": "pair"})
+    starving = table.call("ecosystem.schedule", {"change": {
+        "generation": 3, "activation": "someday", "duration": "short", "transition": "abrupt",
+        "patch": self_patch("A", "neutral")}})
+    assert starving.code == ops.EcosystemCode.INVALID_CHANGE
+    assert starving.message.startswith("Invalid scheduled change: change.activation must be "
+                                       "one of immediate, after_6")
+    past = table.call("ecosystem.schedule", {"change": {
+        "generation": 2, "activation": "immediate", "duration": "short", "transition": "abrupt",
+        "patch": self_patch("A", "neutral")}})
+    assert past.message == ("Invalid scheduled change: change.generation must not precede "
+                            "the run's generation 3")
+    cut = table.call("ecosystem.patch", {"patch": {"kind": "pair", "pair": "B-C",
+                                                   "mode": "neutral"},
+                                         "expected_graph_version": 1})
+    assert cut.code == ops.EcosystemCode.INVALID_PATCH  # the pike would starve
+    mixed = table.call("ecosystem.patch", {"patch": {**self_patch("A", "neutral"),
+                                                     "pair": "A-B"},
+                                           "expected_graph_version": 1})
+    assert mixed.message == "Invalid rule patch"
+    assert len(table.state.decisions) == 1
 
 
-@pytest.mark.parametrize(("pairs", "got"), [
-    (["A-C", "A-B", "B-C"], "A-C, A-B, B-C"),
-    (["A-B", "B-C"], "A-B, B-C"),
-    (["A-B", "A-C", "B-C", "B-C"], "A-B, A-C, B-C, B-C"),
-    (["A-B", "A-C", "C-B"], "A-B, A-C, C-B"),
-])
-def test_complete_pair_error(pairs: list[str], got: str) -> None:
-    graph = three()
-    graph["interactions"] = [{"pair": p, "mode": "neutral"} for p in pairs]
-    message = ("Ecosystem interactions must list every canonical pair exactly once and in "
-               f"order (A-B, A-C, B-C); got ({got})")
-    with pytest.raises(EcosystemError, match=f"^{re.escape(message)}$"):
-        validate_rule_graph(graph)
+def test_only_the_owner_controls_patches_and_schedules() -> None:
+    table = created()
+    rev = table.state.rev
+    for op, args in (("ecosystem.control", {"action": "play"}),
+                     ("ecosystem.patch", {"patch": self_patch("A", "cooperative"),
+                                          "expected_graph_version": 1}),
+                     ("ecosystem.schedule", {"change": {
+                         "generation": 1, "activation": "immediate", "duration": "short",
+                         "transition": "abrupt", "patch": self_patch("A", "cooperative")}})):
+        refusal = table.call(op, args, caller=OTHER)
+        assert (refusal.code, refusal.message) == (ErrorCode.FORBIDDEN,
+                                                    "only the run's owner may do this")
+        assert table.call(op, args, caller=OTHER, role="spectator").code == ErrorCode.FORBIDDEN
+    assert table.state.rev == rev
+    assert table.call("ecosystem.view", {}, caller=OTHER, role="spectator")["view"]["owner"] \
+        == OWNER
+    with pytest.raises(ProtocolError, match=r"^args\.speed: must be between 1 and 30$"):
+        table.call("ecosystem.control", {"action": "play", "speed": 31})
+    with pytest.raises(ProtocolError, match=r'^args\.action: expected one of "play", '):
+        table.call("ecosystem.control", {"action": "rewind"})
 
 
-def test_basal_path_errors() -> None:
-    graph = three()
-    for s in graph["species"]:
-        s["role"] = "hunter"
-    with pytest.raises(EcosystemError, match=r"^Ecosystem rule graph needs a basal-feeding "
-                       r"species \(producer, grazer or omnivore\)$"):
-        validate_rule_graph(graph)
-    graph = three()
-    graph["interactions"][2]["mode"] = "competition"  # the hunter no longer eats
-    with pytest.raises(EcosystemError, match=r"^Species C \(hunter\) has no feeding path to a "
-                       r"basal-feeding species$"):
-        validate_rule_graph(graph)
-    graph = three()  # roles alone do not authorize predation: a scavenger needs an edge too
-    graph["species"][2]["role"] = "scavenger"
-    assert validate_rule_graph(graph)
-    graph["interactions"][2]["mode"] = "a_consumes_b"  # B eats C: C starves
-    with pytest.raises(EcosystemError, match=r"^Species C \(scavenger\)"):
-        validate_rule_graph(graph)
+def test_control_step_advances_one_generation_and_pauses() -> None:
+    table = created()
+    assert table.call("ecosystem.control", {"action": "pause"}) == {
+        "playing": False, "speed": 10, "generation": 0, "ended": False}
+    assert len(table.stored) == 2  # a pause that changes nothing stores nothing
+    table.call("ecosystem.control", {"action": "play", "speed": 5})
+    assert table.call("ecosystem.control", {"action": "step"}) == {
+        "playing": False, "speed": 5, "generation": 1, "ended": False}
+    assert [e["type"] for e in table.stored[2:]] == ["control", "control", "generation"]
+    view = table.call("ecosystem.view", {})["view"]
+    assert (view["generation"], view["graph_version"], view["frame"]["generation"]) == (1, 1, 1)
+    assert view["setup"]["source"] == "deterministic_fallback"
+    refusal = table.call("ecosystem.history", {"generation": 2})
+    assert (refusal.code, refusal.detail) == (ops.EcosystemCode.NOT_REACHED, {"generation": 1})
 
 
-def test_council_selection_must_be_maximal() -> None:
-    graph = three()
-    graph["council"]["options"][1]["probability"] = 0.4
-    graph["council"]["selected"] = "wild"
-    with pytest.raises(EcosystemError,
-                       match=r"^Council selection does not have maximal probability$"):
-        validate_rule_graph(graph)
+def test_the_stored_events_replay_to_the_same_frames_without_a_model(tmp_path: Path,
+                                                                      capsys) -> None:
+    table = created(seed=5)
+    table.run_to(10)
+    table.call("ecosystem.patch", {"patch": self_patch("B", "cooperative"),
+                                   "expected_graph_version": 1})
+    table.call("ecosystem.schedule", {"change": {
+        "generation": 12, "activation": "population_boom", "duration": "medium",
+        "transition": "pulse", "patch": self_patch("C", "cooperative")}})
+    table.run_to(180)
+    digests = [e["frame"]["digest"] for e in table.stored if e["type"] == "generation"]
+    # Fold the decoded events (no engine rides on them): every frame is simulated again.
+    again = WORLD.initial("ecosystem:pond")
+    refolded = []
+    for data in table.stored:
+        event = WORLD.codec.decode(data)
+        assert decode(data) == event and "engine" not in data
+        again = WORLD.evolve(again, event)
+        if data["type"] == "generation":
+            refolded.append(again.engine.frame["digest"])
+    assert refolded == digests and again.frames == table.state.frames
+    assert again.decisions == table.state.decisions and again.ended == table.state.ended
+    # The export: JSON lines of the stored events, replayed through the record.
+    text = export_lines([WORLD.codec.decode(d) for d in table.stored])
+    assert [json.loads(line) for line in text.splitlines()] == table.stored
+    record = record_of_export(parse_export(text))
+    assert record["digests"] == digests and len(record["decisions"]) == 2
+    assert replay(record).ok
+    path = tmp_path / "run.jsonl"
+    path.write_text(text)
+    assert main(["ecosystem", "replay", str(path)]) == 0
+    assert json.loads(capsys.readouterr().out) == {"ok": True, "digests": 181}
+    lines = text.splitlines()
+    k = next(i for i, line in enumerate(lines) if '"generation":77,' in line)
+    lines[k] = re.sub(r'"digest":"[0-9a-f]+"', '"digest":"' + "0" * 32 + '"', lines[k])
+    path.write_text("\n".join(lines) + "\n")
+    assert main(["ecosystem", "replay", str(path)]) == 2
+    assert capsys.readouterr().err.startswith("digest differs at generation 77:")
+    path.write_text(lines[0] + "\n{not json\n")
+    assert main(["ecosystem", "replay", str(path)]) == 1
+    assert capsys.readouterr().err == "Invalid run export: line 2 is not a stored run event\n"
+    with pytest.raises(EcosystemError, match=r"^Invalid run export: line 1 must be the setup "
+                                             r"event$"):
+        parse_export(lines[1] + "\n")
 
 
-# ---------------------------------------------------------------- random graphs
-
-def _reference_valid(graph: dict[str, Any]) -> str | None:
-    """Independent statement of the basal-path invariant: the first starving species."""
-    basal = [s["id"] for s in graph["species"] if s["role"] in ("producer", "grazer",
-                                                               "omnivore")]
-    if not basal:
-        return "none"
-    eats: dict[str, set[str]] = {s["id"]: set() for s in graph["species"]}
-    for item in graph["interactions"]:
-        a, b = item["pair"][0], item["pair"][2]
-        if item["mode"] == "a_consumes_b":
-            eats[a].add(b)
-        if item["mode"] == "b_consumes_a":
-            eats[b].add(a)
-
-    def reaches(sid: str, seen: frozenset[str]) -> bool:
-        return sid in basal or any(reaches(x, seen | {sid}) for x in eats[sid] - seen)
-
-    return next((sid for sid in eats if not reaches(sid, frozenset())), None)
+def test_setup_events_from_a_model_interpretation() -> None:
+    expected = deterministic_setup(ANSWERS)
+    model = Interpretation("accepted", ANSWERS, "model", expected["config"], expected["graph"],
+                           {"organisms": []}, None, None, 6)
+    events = setup_events(ANSWERS, model, OWNER, 3, 16)
+    assert events[0].source == "model" and events[0].calls == 6
+    failed = Interpretation("fallback", ANSWERS, "deterministic_fallback", expected["config"],
+                            expected["graph"], None,
+                            {"stage": "council", "code": "nonmaximal_choice", "conflicts": []},
+                            None, 7)
+    assert setup_events(ANSWERS, failed, OWNER, 3, 16)[0].failure["code"] == "nonmaximal_choice"
+    blocked = Interpretation("blocked", ANSWERS, None, None, None, None,
+                             {"stage": "fidelity", "code": "not_approved", "conflicts": []},
+                             "B-C", 8)
+    refusal = setup_events(ANSWERS, blocked, OWNER, 3, 16)
+    assert refusal.code == ops.EcosystemCode.SETUP_BLOCKED
+    assert refusal.detail["review_focus"] == "B-C"
 
 
-@st.composite
-def graphs(draw: st.DrawFn) -> dict[str, Any]:
-    n = draw(st.integers(2, 4))
-    ids = "ABCD"[:n]
-    return {
-        "version": draw(st.integers(1, 10**6)),
-        "species": [{"id": sid, "name": draw(st.sampled_from(["a", "deer", "Grey wolf"])),
-                     "role": draw(st.sampled_from(ROLES)),
-                     "self": draw(st.sampled_from(SELF_MODES))} for sid in ids],
-        "interactions": [{"pair": p, "mode": draw(st.sampled_from(PAIR_MODES))}
-                         for p in canonical_pairs(n)],
-        "environment": {f: draw(st.sampled_from(words))
-                        for f, words in ENVIRONMENT_VOCABULARY.items()},
-    }
+def test_every_args_field_is_bounded_and_limits_agree_with_the_engine() -> None:
+    assert ops.MAX_SEED == engine.MAX_SEED and ops.MAX_GENERATION == 180
+    seen: set[type] = set()
+
+    def walk(cls: type) -> None:
+        seen.add(cls)
+        for field in attrs.fields(cls):
+            tp = field.type
+            nested = next((t for t in (ops.Answers, ops.RulePatch, ops.Change)
+                           if t.__name__ in str(tp)), None)
+            if nested is not None:
+                if nested not in seen:
+                    walk(nested)
+            elif "Literal" not in str(tp):
+                assert "petridish.bounds" in field.metadata, (cls.__name__, field.name)
+
+    for spec in ops.OPS:
+        walk(spec.args)
+    assert {ops.Answers, ops.RulePatch, ops.Change} <= seen
 
 
-@settings(max_examples=150, deadline=None)
-@given(graphs(), st.randoms(use_true_random=False))
-def test_random_graphs_validate_or_fail_with_the_right_message(graph: dict, rnd) -> None:
-    starving = _reference_valid(graph)
-    if starving is None:
-        out = validate_rule_graph(graph)
-        assert out == graph and validate_rule_graph(out) == out
-    elif starving == "none":
-        with pytest.raises(EcosystemError, match=r"^Ecosystem rule graph needs a basal"):
-            validate_rule_graph(graph)
-    else:
-        with pytest.raises(EcosystemError, match=rf"^Species {starving} \("):
-            validate_rule_graph(graph)
-    # Structural damage always gives its own message, whatever the basal state.
-    broken = copy.deepcopy(graph)
-    broken["species"].reverse()
-    with pytest.raises(EcosystemError, match=r"^Ecosystem species must be in canonical"):
-        validate_rule_graph(broken)
-    broken = copy.deepcopy(graph)
-    broken["interactions"].append(copy.deepcopy(rnd.choice(graph["interactions"])))
-    with pytest.raises(EcosystemError, match=r"^Ecosystem interactions must list"):
-        validate_rule_graph(broken)
-    broken = copy.deepcopy(graph)
-    target = rnd.choice([broken, broken["environment"], rnd.choice(broken["species"]),
-                         rnd.choice(broken["interactions"])])
-    target["surprise"] = True
-    with pytest.raises(EcosystemError, match=SHAPE):
-        validate_rule_graph(broken)
-
-
-# ---------------------------------------------------------------- patches
-
-def test_patch_kinds_apply_and_bump_the_version_once() -> None:
-    graph = validate_rule_graph(three())
-    for patch, where in [
-        ({"kind": "pair", "pair": "A-C", "mode": "competition"},
-         lambda g: g["interactions"][1]["mode"]),
-        ({"kind": "self", "species": "B", "value": "cannibalistic"},
-         lambda g: g["species"][1]["self"]),
-        ({"kind": "environment", "field": "pressure", "value": "fragmentation"},
-         lambda g: g["environment"]["pressure"]),
-    ]:
-        new, changed = apply_patch(graph, patch)
-        assert changed and new["version"] == graph["version"] + 1
-        assert where(new) == patch.get("mode", patch.get("value"))
-        same, changed = apply_patch(new, patch)
-        assert not changed and same == new and same["version"] == new["version"]
-    assert graph == three()  # the input is untouched
-
-
-@pytest.mark.parametrize("patch", [
-    {"kind": "pair", "pair": "A-B"},
-    {"kind": "pair", "pair": "A-B", "mode": "eats"},
-    {"kind": "pair", "pair": "B-A", "mode": "neutral"},
-    {"kind": "pair", "pair": "A-B", "mode": "neutral", "value": "x"},
-    {"kind": "self", "species": "E", "value": "neutral"},
-    {"kind": "self", "species": "A", "value": "friendly"},
-    {"kind": "environment", "field": "pressure", "value": "stable"},
-    {"kind": "environment", "field": "weather", "value": "stable"},
-    {"kind": "weather", "field": "pressure", "value": "drought"},
-    {"field": "pressure", "value": "drought"},
-    "pair",
-])
-def test_malformed_patches_reject(patch: Any) -> None:
-    with pytest.raises(EcosystemError, match=r"^Invalid rule patch$") as err:
-        validate_patch(patch)
-    assert err.value.code == "invalid_patch"
-
-
-def test_patch_targets_must_exist() -> None:
-    graph = default_rule_graph()
-    with pytest.raises(EcosystemError, match=r"^Patch pair A-C does not exist in this graph$"):
-        apply_patch(graph, {"kind": "pair", "pair": "A-C", "mode": "neutral"})
-    with pytest.raises(EcosystemError, match=r"^Patch species C does not exist in this graph$"):
-        apply_patch(graph, {"kind": "self", "species": "C", "value": "neutral"})
-
-
-def test_patch_that_breaks_an_invariant_changes_nothing() -> None:
-    graph = default_rule_graph()
-    with pytest.raises(EcosystemError, match=r"^Species B \(hunter\) has no feeding path"):
-        apply_patch(graph, {"kind": "pair", "pair": "A-B", "mode": "mutualism"})
-    assert graph == default_rule_graph()
+def test_domain_modules_are_pure() -> None:
+    """No trio, no server, no clock and no unseeded generator in the world package."""
+    package = Path(__file__).resolve().parents[2] / "actors" / "ecosystem"
+    banned = re.compile(r"^\s*(import|from)\s+(trio|server|time|threading)\b|datetime\.now"
+                        r"|default_rng\(\s*\)|\btime\.\w+\(", re.MULTILINE)
+    for path in sorted(package.glob("*.py")):
+        assert not banned.search(path.read_text()), (path.name, banned.search(path.read_text()))
+    assert banned.search("import time\n") and banned.search("x = time.monotonic()")

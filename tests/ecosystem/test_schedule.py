@@ -6,10 +6,11 @@ import re
 
 import pytest
 
+from actors.ecosystem.engine import effective_rates
 from actors.ecosystem.errors import EcosystemError
+from actors.ecosystem.graph import default_rule_graph
 from actors.ecosystem.rates import compute_rates
-from actors.ecosystem.rules import default_rule_graph
-from actors.ecosystem.run import effective_rates, simulate
+from actors.ecosystem.run import simulate
 from actors.ecosystem.schedule import (
     ACTIVATIONS,
     Schedule,

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from actors.ecosystem.errors import EcosystemError
-from actors.ecosystem.rules import default_rule_graph
+from actors.ecosystem.graph import default_rule_graph
 from actors.ecosystem.setup import (
     CONFIG_VOCABULARY,
     FITNESS_KEYS,

@@ -15,7 +15,7 @@ from actors.ecosystem.keywords import deterministic_setup
 from actors.ecosystem.rates import compute_rates
 from actors.ecosystem.run import simulate
 from actors.ecosystem.setup import config_graph, default_config
-from actors.ecosystem.sim import World, stream
+from actors.ecosystem.sim import Fields, stream
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -26,8 +26,8 @@ def test_default_world_keeps_every_species_alive_for_180_generations(seed: int) 
     assert all(all(f["alive"].values()) for f in frames)
     assert not any(e["outcome"] == "extinct" for f in frames for e in f["events"])
     # Not merely alive by the threshold: both keep a real population throughout.
-    assert min(f["totals"]["B"] for f in frames) > 20.0
-    assert min(f["totals"]["A"] for f in frames) > 100.0
+    assert min(f["biomass"]["B"] for f in frames) > 20.0
+    assert min(f["biomass"]["A"] for f in frames) > 100.0
 
 
 def test_runs_are_deterministic_and_seeded() -> None:
@@ -49,7 +49,7 @@ def test_streams_are_per_seed_generation_and_purpose() -> None:
 def test_extinction_is_a_discrete_observable_event() -> None:
     config = default_config()
     graph = config_graph(config)
-    world = World(config, graph, 3, 16)
+    world = Fields(config, graph, 3, 16)
     rates = compute_rates(config, graph, 1, (1.0, 1.0))
     starving = attrs.evolve(rates, attack=np.zeros_like(rates.attack))  # the hunter cannot eat
     events = []
@@ -80,7 +80,7 @@ def test_fields_stay_finite_and_nonnegative_in_a_busy_world() -> None:
                                  "reward": "cooperate together"})
     config = setup["config"]
     graph = config["rules"]
-    world = World(config, graph, 4, 24)
+    world = Fields(config, graph, 4, 24)
     for g in range(1, 61):
         world.step(compute_rates(config, graph, g, (1.3, 0.7)), g)
         assert np.isfinite(world.fields).all() and (world.fields >= 0).all()
@@ -122,7 +122,7 @@ def test_avoidance_never_sends_away_more_than_half_a_cell() -> None:
                               for p in ("A-B", "A-C", "A-D", "B-C", "B-D", "C-D")],
              "environment": config["rules"]["environment"]}
     config["founders"]["preyStrategy"] = "dispersal"  # the largest base dispersal
-    world = World(config, graph, 2, 16)
+    world = Fields(config, graph, 2, 16)
     world.fields[:] = 50.0
     world.fields[0] = 0.0
     world.fields[0, 5, 5] = 1.0  # one cell of A among crowds of everything it avoids

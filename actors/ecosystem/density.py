@@ -1,0 +1,51 @@
+"""The density fields as spectators get them: downsampled and quantised to bytes.
+
+A 64x64 run has one float32 plane per species plus the resource; spectators get each
+plane as `side` x `side` block means (nearest cells when the grid does not divide into
+blocks), scaled by the plane's maximum to 0..255, base64-encoded row by row. The
+figures are a picture of the state, not part of the replay contract.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import numpy as np
+
+from actors.ecosystem.engine import RunState
+
+SPECTATOR_SIDE = 32
+LEVELS = 255
+
+
+def downsample(plane: np.ndarray, side: int = SPECTATOR_SIDE) -> np.ndarray:
+    """A square plane reduced (or, when smaller, repeated) to `side` x `side` float64."""
+    n = plane.shape[0]
+    if n >= side and n % side == 0:
+        k = n // side
+        return plane.astype(np.float64).reshape(side, k, side, k).mean(axis=(1, 3))
+    idx = (np.arange(side) * n) // side
+    return plane[np.ix_(idx, idx)].astype(np.float64)
+
+
+def quantise(plane: np.ndarray) -> tuple[float, bytes]:
+    """(scale, bytes): each cell as round(255 x value / scale); scale is the maximum."""
+    scale = float(plane.max()) if plane.size else 0.0
+    if not scale > 0.0:
+        return 0.0, bytes(plane.size)
+    levels = np.rint(np.clip(plane / scale, 0.0, 1.0) * LEVELS).astype(np.uint8)
+    return round(scale, 6), levels.tobytes()
+
+
+def density_frame(state: RunState, side: int = SPECTATOR_SIDE) -> dict[str, Any]:
+    """`{"generation", "side", "species": {id: {"scale", "data"}}, "resource": {...}}`;
+    `data` is base64 of side*side bytes, row-major; a cell's density is byte/255 x scale."""
+
+    def encoded(plane: np.ndarray) -> dict[str, Any]:
+        scale, data = quantise(downsample(plane, side))
+        return {"scale": scale, "data": base64.b64encode(data).decode("ascii")}
+
+    return {"generation": state.generation, "side": side,
+            "species": {sid: encoded(state.fields.fields[k]) for k, sid in enumerate(state.ids)},
+            "resource": encoded(state.fields.resource)}

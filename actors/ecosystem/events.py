@@ -1,0 +1,111 @@
+"""The events of a run, `ecosystem:<run id>`, and their stored JSON.
+
+A run's stream is: `SetUp` (always first: the validated config and graph, their hash,
+the source label), one `Generated` per generation 0..180 (its frame), `Patched` and
+`Scheduled` (accepted decisions), `Controlled` (play, pause, step, speed) and, at 180,
+`Ended` (the score breakdown and the reflection). Stored JSON is `{"type": ..., ...}`
+with the fields below; `decode(encode(e)) == e` for every event.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import attrs
+
+from actors.ecosystem.engine import RunState
+
+
+def config_hash(config: dict[str, Any], graph: dict[str, Any]) -> str:
+    """`config_` + SHA-256 of the canonical JSON of the validated config and graph."""
+    body = json.dumps({"config": config, "graph": graph}, sort_keys=True,
+                      separators=(",", ":"), ensure_ascii=False)
+    return "config_" + hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+@attrs.frozen
+class SetUp:
+    """The run exists: owner, canonical answers and their hash, the validated config and
+    starting graph and their hash, the source label (`model` or `deterministic_fallback`),
+    the engine seed and grid size. `failure` (the model path's `{stage, code, conflicts}`
+    when it fell back), `named_intent` and `calls` are metadata outside the replay
+    contract."""
+
+    owner: str
+    answers: dict[str, str]
+    answers_hash: str
+    config: dict[str, Any]
+    graph: dict[str, Any]
+    config_hash: str
+    source: str
+    seed: int
+    size: int
+    failure: dict[str, Any] | None = None
+    named_intent: dict[str, Any] | None = None
+    calls: int = 0
+
+
+@attrs.frozen
+class Generated:
+    """One generation's frame. `engine` is the run state after it when the event was just
+    decided (the host folds it without simulating twice); it is never stored, and a
+    decoded event folds by stepping the engine again."""
+
+    frame: dict[str, Any]
+    engine: RunState | None = attrs.field(default=None, eq=False, repr=False)
+
+
+@attrs.frozen
+class Patched:
+    """A RulePatch accepted for the next generation, as a decision (immediate, persistent,
+    abrupt) carrying its graph-version evidence."""
+
+    decision: dict[str, Any]
+
+
+@attrs.frozen
+class Scheduled:
+    """A scheduled change accepted, as a decision carrying the graph version of its time."""
+
+    decision: dict[str, Any]
+
+
+@attrs.frozen
+class Controlled:
+    """The owner played, paused or stepped the run, or changed its speed."""
+
+    action: str
+    playing: bool
+    speed: int
+
+
+@attrs.frozen
+class Ended:
+    """Generation 180 was reached: the score breakdown by fitness weight and the
+    reflection (engine-derived facts; `source` says who phrased it)."""
+
+    breakdown: dict[str, Any]
+    reflection: dict[str, Any]
+
+
+Event = SetUp | Generated | Patched | Scheduled | Controlled | Ended
+
+_TYPES: dict[str, type] = {"setup": SetUp, "generation": Generated, "patch": Patched,
+                           "schedule": Scheduled, "control": Controlled, "end": Ended}
+_NAMES = {cls: name for name, cls in _TYPES.items()}
+
+
+def encode(event: Event) -> dict[str, Any]:
+    """The stored JSON of an event."""
+    if isinstance(event, Generated):
+        return {"type": "generation", "frame": event.frame}
+    return {"type": _NAMES[type(event)], **attrs.asdict(event, recurse=False)}
+
+
+def decode(data: dict[str, Any]) -> Event:
+    """The event of stored JSON (KeyError or TypeError on a shape this module never wrote)."""
+    cls = _TYPES[data["type"]]
+    fields = {k: v for k, v in data.items() if k != "type"}
+    return cls(**fields)

@@ -1,0 +1,76 @@
+"""A run's export: its stored events as JSON lines, and the replay record they make.
+
+An export is one JSON object per line, the run's stored events in stream order (the
+`events.encode` form): the `setup` event first, then `generation` frames 0..G with the
+`patch`, `schedule`, `control` and `end` events between them. `record_of_export` turns it
+into a `lifepot-run/1` record (the config and starting graph, seed, size, the decisions in
+acceptance order and every frame's digest), which `replay.replay` re-runs with no model.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from actors.ecosystem.errors import EcosystemError
+from actors.ecosystem.events import Event, Generated, Patched, Scheduled, SetUp, decode, encode
+from actors.ecosystem.run import RECORD_FORMAT
+
+MAX_LINES = 5000  # 181 frames, the decisions and controls of a run fit well within
+
+
+def _refuse(line: int, why: str) -> EcosystemError:
+    return EcosystemError("invalid_record", f"Invalid run export: line {line} {why}",
+                          f"line {line}")
+
+
+def export_lines(events: Sequence[Event]) -> str:
+    """The export of a run's events: one compact JSON object per line."""
+    return "".join(json.dumps(encode(e), separators=(",", ":")) + "\n" for e in events)
+
+
+def parse_export(text: str) -> list[Event]:
+    """The events of an export (strict: every nonblank line one event, setup first)."""
+    lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+    if len(lines) > MAX_LINES:
+        raise _refuse(MAX_LINES + 1, f"exceeds {MAX_LINES} lines")
+    events: list[Event] = []
+    for n, line in lines:
+        try:
+            data = json.loads(line)
+            if not isinstance(data, dict):
+                raise TypeError
+            events.append(decode(data))
+        except (ValueError, KeyError, TypeError):
+            raise _refuse(n, "is not a stored run event") from None
+    if not events or not isinstance(events[0], SetUp):
+        raise _refuse(lines[0][0] if lines else 1, "must be the setup event")
+    return events
+
+
+def record_of_export(events: Iterable[Event]) -> dict[str, Any]:
+    """The replay record of a run's events (its generations so far)."""
+    events = list(events)
+    setup = events[0]
+    assert isinstance(setup, SetUp)
+    decisions = [e.decision for e in events if isinstance(e, Patched | Scheduled)]
+    frames = [e.frame for e in events if isinstance(e, Generated)]
+    for k, frame in enumerate(frames):
+        if not isinstance(frame, dict) or frame.get("generation") != k:
+            raise EcosystemError("invalid_record",
+                                 f"Invalid run export: frame {k} is missing or out of order",
+                                 f"frames[{k}]")
+    return {"format": RECORD_FORMAT, "config": setup.config, "graph": setup.graph,
+            "seed": setup.seed, "generations": len(frames) - 1, "size": setup.size,
+            "decisions": decisions, "digests": [f.get("digest") for f in frames]}
+
+
+def is_export(text: str) -> bool:
+    """Whether a file's text looks like an export (its first line a setup event)."""
+    first = text.lstrip().split("\n", 1)[0]
+    try:
+        data = json.loads(first)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and data.get("type") == "setup"
