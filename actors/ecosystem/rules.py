@@ -340,5 +340,4 @@ WORLD = World(
     create_role="agent",
     codes=EcosystemCode,
     seed=run_seed,
-    cli="actors.ecosystem.cli",
 )
