@@ -6,10 +6,15 @@ breakdown and the reflection. Its owner plays, pauses and steps it, patches its 
 for the next generation (with graph-version evidence) and schedules changes; anyone may
 view it and read any generation it reached.
 
-Two effects plug in from the run's actor (`actor.py`, next phase), never from here:
-the generation timer (`every(1 / speed)` while playing; each tick folds `advance(state)`)
-and the model setup (network I/O off the task; its `Interpretation` goes to
-`setup_events` in place of the deterministic one `decide_create` uses).
+The effects live in the run's actor (`actor.py`), never here: the generation timer (each
+tick folds `advance(state, t)` while playing), the model setup (network I/O off the task:
+`prepare_create` checks the call, the model's `Interpretation` goes to `setup_events` in
+place of the deterministic one `decide_create` uses; meanwhile `setting_up` holds the
+request in memory) and the model's phrasing of the reflection (a `Phrased` event).
+
+A stored `generation` event folds by stepping the engine again (a decided one carries the
+stepped engine): a restart re-simulates the run from its setup, at most 180 generations,
+and refuses a stream whose digests the engine no longer reproduces.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from typing import Any
 
 import attrs
 
+from actors.ecosystem.density import Coarse, coarse, density_frame, spectator_side
 from actors.ecosystem.engine import MAX_SEED, RunState, start, step
 from actors.ecosystem.errors import EcosystemError
 from actors.ecosystem.events import (
@@ -27,6 +33,7 @@ from actors.ecosystem.events import (
     Event,
     Generated,
     Patched,
+    Phrased,
     Scheduled,
     SetUp,
     config_hash,
@@ -53,9 +60,23 @@ SEED_PURPOSE = 1  # `ctx.rng` purpose: the engine seed drawn at create
 
 
 @attrs.frozen
+class PendingSetup:
+    """A create the model is interpreting: canonical answers, owner, engine seed, size."""
+
+    answers: dict[str, str]
+    owner: str
+    seed: int
+    size: int
+
+
+@attrs.frozen
 class Run:
     """The folded state: setup, the engine at the latest generation, every frame, the
-    accepted decisions (and how each came), the controls and the end."""
+    accepted decisions (and how each came), the controls, the end and its phrasing; for
+    history, each graph version and a coarse picture of every generation.
+
+    `setting_up` (a create the model is interpreting) and `blocked` (the last setup the
+    fidelity review did not approve) are kept in memory only, by the actor."""
 
     name: str
     rev: int = 0
@@ -67,6 +88,11 @@ class Run:
     playing: bool = False
     speed: int = DEFAULT_SPEED
     ended: Ended | None = None
+    phrasing: Phrased | None = None
+    graphs: dict[int, dict[str, Any]] = attrs.field(factory=dict, eq=False, repr=False)
+    densities: tuple[Coarse, ...] = attrs.field(default=(), eq=False, repr=False)
+    setting_up: PendingSetup | None = None
+    blocked: dict[str, Any] | None = None
 
     @property
     def generation(self) -> int:
@@ -96,25 +122,42 @@ def run_seed(state: Run) -> int:
     return int.from_bytes(hashlib.sha256(state.name.encode()).digest()[:8], "big")
 
 
+def refold(state: Run, frame: dict[str, Any]) -> RunState:
+    """The engine after a stored generation, simulated again from the state before it; an
+    `invalid_record` EcosystemError when its digest is not the stored frame's (the engine
+    no longer reproduces the stream: the run cannot go on exactly)."""
+    assert state.setup is not None
+    s = state.setup
+    engine = (step(state.engine, state.due)[0] if state.engine is not None else
+              start(s.config, s.graph, s.seed, s.size))
+    if engine.frame["digest"] != frame.get("digest"):
+        g = engine.generation
+        raise EcosystemError("invalid_record", f"Invalid run record: generation {g} simulates "
+                             f"to digest {engine.frame['digest']}, the stream holds "
+                             f"{frame.get('digest')}", f"frames[{g}].digest")
+    return engine
+
+
 def evolve(state: Run, event: Event) -> Run:
     """The state after one event (a decoded `Generated` steps the engine again)."""
     state = attrs.evolve(state, rev=state.rev + 1)
     if isinstance(event, SetUp):
-        return attrs.evolve(state, setup=event)
+        return attrs.evolve(state, setup=event, setting_up=None, blocked=None)
     if isinstance(event, Generated):
-        engine = event.engine
-        if engine is None:
-            assert state.setup is not None
-            engine = (step(state.engine, state.due)[0] if state.engine is not None else
-                      start(state.setup.config, state.setup.graph, state.setup.seed,
-                            state.setup.size))
-        return attrs.evolve(state, engine=engine, frames=state.frames + (event.frame,))
+        engine = event.engine if event.engine is not None else refold(state, event.frame)
+        version = engine.graph["version"]
+        graphs = state.graphs if version in state.graphs else {**state.graphs,
+                                                               version: engine.graph}
+        return attrs.evolve(state, engine=engine, frames=state.frames + (event.frame,),
+                            graphs=graphs, densities=state.densities + (coarse(engine),))
     if isinstance(event, Patched | Scheduled):
         via = "patch" if isinstance(event, Patched) else "schedule"
         return attrs.evolve(state, decisions=state.decisions + (event.decision,),
                             vias=state.vias + (via,))
     if isinstance(event, Controlled):
         return attrs.evolve(state, playing=event.playing, speed=event.speed)
+    if isinstance(event, Phrased):
+        return attrs.evolve(state, phrasing=event)
     return attrs.evolve(state, ended=event, playing=False)
 
 
@@ -122,30 +165,33 @@ def evolve(state: Run, event: Event) -> Run:
 
 
 def setup_events(answers: dict[str, str], interpretation: Interpretation, owner: str,
-                 seed: int, size: int) -> list[Event] | Refusal:
+                 seed: int, size: int, t: int | None = None) -> list[Event] | Refusal:
     """The first events of a run from an interpretation of its answers: `SetUp` and
-    generation 0. A blocked interpretation (the fidelity review did not approve) is
-    refused with its finite review focus."""
+    generation 0 (made at `t`). A blocked interpretation (the fidelity review did not
+    approve) is refused with its finite review focus, its failure and named intent."""
     if interpretation.status == "blocked":
         return Refusal(EcosystemCode.SETUP_BLOCKED,
                        "the model's fidelity review did not approve this setup",
                        {"review_focus": interpretation.review_focus,
-                        "failure": interpretation.failure})
+                        "failure": interpretation.failure,
+                        "named_intent": interpretation.named_intent,
+                        "calls": interpretation.calls})
     assert interpretation.config is not None and interpretation.source is not None
     engine = start(interpretation.config, interpretation.graph, seed, size)
     setup = SetUp(owner, answers, hash_setup_request(answers), engine.config, engine.graph,
                   config_hash(engine.config, engine.graph), interpretation.source, seed, size,
                   interpretation.failure, interpretation.named_intent, interpretation.calls)
-    return [setup, Generated(engine.frame, engine)]
+    return [setup, Generated(engine.frame, t, engine)]
 
 
-def advance(state: Run) -> list[Event]:
-    """One generation: its frame and, at 180, the end. Nothing once ended (or before the
-    setup). The generation timer of `actor.py` folds this on every tick while playing."""
+def advance(state: Run, t: int | None = None) -> list[Event]:
+    """One generation (made at `t`): its frame and, at 180, the end. Nothing once ended
+    (or before the setup). The generation timer of `actor.py` folds this on every tick
+    while playing."""
     if state.engine is None or state.ended is not None:
         return []
     engine, frame = step(state.engine, state.due)
-    events: list[Event] = [Generated(frame, engine)]
+    events: list[Event] = [Generated(frame, t, engine)]
     if frame["generation"] == MAX_GENERATION:
         assert state.setup is not None
         events.append(Ended(breakdown(frame, state.setup.config["fitness"]),
@@ -156,10 +202,21 @@ def advance(state: Run) -> list[Event]:
 # ---------------------------------------------------------------- moves
 
 
+def _unready(state: Run) -> Refusal | None:
+    """No run yet: being set up by the model, or never created."""
+    if state.setup is not None:
+        return None
+    if state.setting_up is not None:
+        return Refusal(EcosystemCode.SETTING_UP, "the model is interpreting this run's "
+                       "answers; its setup follows")
+    return Refusal(ErrorCode.UNKNOWN_ACTOR, "this run has not been created")
+
+
 def _guard(state: Run, ctx: Ctx) -> Refusal | None:
     """The refusals every owner's write shares: no run, not the owner, ended."""
-    if state.setup is None:
-        return Refusal(ErrorCode.UNKNOWN_ACTOR, "this run has not been created")
+    if (refusal := _unready(state)) is not None:
+        return refusal
+    assert state.setup is not None
     if ctx.caller.name != state.setup.owner:
         return Refusal(ErrorCode.FORBIDDEN, "only the run's owner may do this",
                        {"owner": state.setup.owner})
@@ -180,20 +237,30 @@ def _patch(value: ops.RulePatch) -> dict[str, str]:
     return {k: v for k, v in attrs.asdict(value).items() if v is not None}
 
 
-def decide_create(state: Run, args: ops.CreateArgs, ctx: Ctx) -> list[Event] | Refusal:
-    """Set the run up with the deterministic setup (labelled as the fallback)."""
+def prepare_create(state: Run, args: ops.CreateArgs, ctx: Ctx) -> PendingSetup | Refusal:
+    """A create's checks and its engine seed (drawn from the run's generator unless
+    given), before any interpretation."""
     if state.setup is not None:
         return Refusal(ErrorCode.ALREADY_EXISTS, "this run exists")
+    if state.setting_up is not None:
+        return Refusal(ErrorCode.ALREADY_EXISTS, "this run is being set up")
     try:
         answers = canonical_answers(attrs.asdict(args.answers))
     except EcosystemError as err:
         return Refusal(EcosystemCode.INVALID_ANSWERS, err.message, {"path": err.path})
     seed = args.seed if args.seed is not None else int(
         ctx.rng.integers(0, MAX_SEED, endpoint=True))
-    # Effect (actor.py): with a model configured, `ModelInterpreter` runs off the task and
-    # its Interpretation replaces this one.
-    return setup_events(answers, DeterministicInterpreter().interpret(answers),
-                        ctx.caller.name, seed, args.size)
+    return PendingSetup(answers, ctx.caller.name, seed, args.size)
+
+
+def decide_create(state: Run, args: ops.CreateArgs, ctx: Ctx) -> list[Event] | Refusal:
+    """Set the run up with the deterministic setup (labelled as the fallback). With a
+    model configured the actor's create effect interprets the answers instead."""
+    pending = prepare_create(state, args, ctx)
+    if isinstance(pending, Refusal):
+        return pending
+    return setup_events(pending.answers, DeterministicInterpreter().interpret(pending.answers),
+                        pending.owner, pending.seed, pending.size, ctx.t)
 
 
 def decide_control(state: Run, args: ops.ControlArgs, ctx: Ctx) -> list[Event] | Refusal:
@@ -207,7 +274,7 @@ def decide_control(state: Run, args: ops.ControlArgs, ctx: Ctx) -> list[Event] |
     if (playing, speed) != (state.playing, state.speed):
         events.append(Controlled(args.action, playing, speed))
     if args.action == "step":
-        events += advance(state)
+        events += advance(state, ctx.t)
     # Effect (actor.py): after a Controlled event the actor (re)arms or stops its timer.
     return events
 
@@ -270,11 +337,16 @@ def decide_schedule(state: Run, args: ops.ScheduleArgs, ctx: Ctx) -> list[Event]
 
 
 def run_info(state: Run, *_: Any) -> ops.RunInfo:
-    """The reply of `create`."""
+    """The reply of `create`, once set up."""
     assert state.setup is not None
     s = state.setup
-    return ops.RunInfo(state.generation, s.source, s.answers_hash, s.config_hash, s.seed,
-                       state.graph["version"], s.failure)
+    return ops.RunInfo("ready", state.generation, s.answers_hash, s.seed, s.source,
+                       s.config_hash, state.graph["version"], s.failure)
+
+
+def pending_info(pending: PendingSetup) -> ops.RunInfo:
+    """The reply of `create` while the model interprets the answers."""
+    return ops.RunInfo("setting_up", -1, hash_setup_request(pending.answers), pending.seed)
 
 
 def control_result(state: Run, *_: Any) -> ops.ControlResult:
@@ -292,20 +364,29 @@ def decision_result(state: Run, *_: Any) -> ops.DecisionResult:
 
 
 def view(state: Run) -> dict[str, Any]:
-    """What spectators see: setup, graph, the latest frame, decisions, controls, the end."""
+    """What spectators see: setup, graph, the latest frame and the density fields
+    (downsampled, quantised), decisions, controls, the end and its phrasing. Before the
+    setup: whether the model is interpreting the answers, or the last blocked setup."""
     if state.setup is None:
-        return {"created": False}
+        pending = state.setting_up
+        return {"created": False, "setting_up": pending is not None,
+                "owner": None if pending is None else pending.owner,
+                "answers": None if pending is None else pending.answers,
+                "blocked": state.blocked}
     s = state.setup
+    assert state.engine is not None
     return {"created": True, "generation": state.generation, "playing": state.playing,
             "speed": state.speed, "owner": s.owner,
             "setup": {"source": s.source, "answers": s.answers, "answers_hash": s.answers_hash,
                       "config_hash": s.config_hash, "seed": s.seed, "size": s.size,
-                      "failure": s.failure, "named_intent": s.named_intent},
+                      "failure": s.failure, "named_intent": s.named_intent, "calls": s.calls},
             "config": s.config, "graph": state.graph, "graph_version": state.graph["version"],
             "frame": state.frames[-1],
+            "density": density_frame(state.engine, spectator_side(s.size)),
             "decisions": [{"decision": k, "via": via, **d} for k, (d, via) in
                           enumerate(zip(state.decisions, state.vias, strict=True))],
-            "end": None if state.ended is None else attrs.asdict(state.ended)}
+            "end": None if state.ended is None else attrs.asdict(state.ended),
+            "phrasing": None if state.phrasing is None else attrs.asdict(state.phrasing)}
 
 
 def answer_view(state: Run, _args: ops.ViewArgs, _ctx: Ctx) -> ops.RunView:
@@ -313,15 +394,18 @@ def answer_view(state: Run, _args: ops.ViewArgs, _ctx: Ctx) -> ops.RunView:
     return ops.RunView(view(state))
 
 
-def answer_history(state: Run, args: ops.HistoryArgs, _ctx: Ctx) -> ops.Frame | Refusal:
-    """The frame of an earlier generation."""
-    if state.setup is None:
-        return Refusal(ErrorCode.UNKNOWN_ACTOR, "this run has not been created")
-    if args.generation > state.generation:
+def answer_history(state: Run, args: ops.HistoryArgs, _ctx: Ctx) -> ops.History | Refusal:
+    """Frames from an earlier generation on, with its graph and coarse density."""
+    if (refusal := _unready(state)) is not None:
+        return refusal
+    g = args.generation
+    if g > state.generation:
         return Refusal(EcosystemCode.NOT_REACHED,
                        f"the run is at generation {state.generation}",
                        {"generation": state.generation})
-    return ops.Frame(state.frames[args.generation])
+    frames = state.frames[g:g + args.count]
+    return ops.History(list(frames), state.graphs[frames[0]["graphVersion"]],
+                       state.densities[g].as_json())
 
 
 WORLD = World(
