@@ -31,6 +31,7 @@ import trio
 from actors.ecosystem import rules
 from actors.ecosystem.endpoint import ModelEndpoint
 from actors.ecosystem.events import Ended, Phrased
+from actors.ecosystem.export import lines_of
 from actors.ecosystem.interpret import DeterministicInterpreter, Interpretation, ModelInterpreter
 from actors.ecosystem.model_client import ChatClient
 from actors.ecosystem.phrase import phrase, unphrased
@@ -38,6 +39,7 @@ from actors.runtime import Call, Timer, WorldActor, refused
 from actors.runtime.context import ActorContext
 from actors.runtime.host import Effect
 from actors.world import Refusal, World
+from protocol.ops import ecosystem as ops
 
 DENSITY_INTERVAL = 0.25  # seconds between density snapshots: at most 4 a second
 
@@ -154,8 +156,17 @@ class EcosystemActor(WorldActor):
             self._after_generation()
         return result
 
+    async def _export(self, call: Call) -> ops.Export:
+        """The run's stored events as JSON lines, read back from the store."""
+        if (refusal := rules.unready(self.state)) is not None:
+            raise refused(refusal)
+        stored = await self.context.store.read(self.actor_id)
+        return ops.Export(lines_of(e.data for e in stored), len(stored),
+                          stored[-1].rev if stored else 0)
+
     effects: ClassVar[Mapping[str, Effect]] = {"ecosystem.create": _create,
-                                                "ecosystem.control": _control}
+                                                "ecosystem.control": _control,
+                                                "ecosystem.export": _export}
 
     # ---- messages -----------------------------------------------------------------------
 

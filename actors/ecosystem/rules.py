@@ -202,7 +202,7 @@ def advance(state: Run, t: int | None = None) -> list[Event]:
 # ---------------------------------------------------------------- moves
 
 
-def _unready(state: Run) -> Refusal | None:
+def unready(state: Run) -> Refusal | None:
     """No run yet: being set up by the model, or never created."""
     if state.setup is not None:
         return None
@@ -214,7 +214,7 @@ def _unready(state: Run) -> Refusal | None:
 
 def _guard(state: Run, ctx: Ctx) -> Refusal | None:
     """The refusals every owner's write shares: no run, not the owner, ended."""
-    if (refusal := _unready(state)) is not None:
+    if (refusal := unready(state)) is not None:
         return refusal
     assert state.setup is not None
     if ctx.caller.name != state.setup.owner:
@@ -396,7 +396,7 @@ def answer_view(state: Run, _args: ops.ViewArgs, _ctx: Ctx) -> ops.RunView:
 
 def answer_history(state: Run, args: ops.HistoryArgs, _ctx: Ctx) -> ops.History | Refusal:
     """Frames from an earlier generation on, with its graph and coarse density."""
-    if (refusal := _unready(state)) is not None:
+    if (refusal := unready(state)) is not None:
         return refusal
     g = args.generation
     if g > state.generation:

@@ -129,6 +129,11 @@ class HistoryArgs:
 
 
 @attrs.frozen
+class ExportArgs:
+    """No arguments."""
+
+
+@attrs.frozen
 class RunInfo:
     """The run as set up (`status` "ready": its source, model or deterministic_fallback,
     hashes and graph version), or "setting_up" while the model interprets the answers
@@ -182,6 +187,16 @@ class History:
     density: dict[str, Any]
 
 
+@attrs.frozen
+class Export:
+    """The run's stored events as JSON lines (setup first), for `petridish ecosystem
+    replay`; `events` lines, the last at revision `revision`."""
+
+    lines: str
+    events: int
+    revision: int
+
+
 OPS = (
     OpSpec("ecosystem.create", CreateArgs, RunInfo, "agent",
            "Set a run up from three answers (model when configured, else the labelled "
@@ -196,4 +211,7 @@ OPS = (
            "The run: setup, graph, latest frame, decisions, controls, and the end."),
     OpSpec("ecosystem.history", HistoryArgs, History, "spectator",
            "Frames from an earlier generation, with its graph and density (for scrubbing)."),
+    OpSpec("ecosystem.export", ExportArgs, Export, "spectator",
+           "The run's stored events as JSON lines, which `petridish ecosystem replay` re-runs "
+           "without a model."),
 )
