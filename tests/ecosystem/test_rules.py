@@ -381,3 +381,22 @@ def test_domain_modules_are_pure() -> None:
     for path in sorted(p for p in package.glob("*.py") if p.name != "actor.py"):
         assert not banned.search(path.read_text()), (path.name, banned.search(path.read_text()))
     assert banned.search("import time\n") and banned.search("x = time.monotonic()")
+
+
+def test_a_stream_the_engine_no_longer_reproduces_is_refused() -> None:
+    """A restart refolds by simulating again; a stored digest it does not reproduce stops
+    the load rather than letting the run go on from a different state."""
+    table = created(seed=3)
+    table.run_to(4)
+    stored = [dict(e) for e in table.stored]
+    again = WORLD.initial("ecosystem:pond")
+    for data in stored[:4]:
+        again = WORLD.evolve(again, WORLD.codec.decode(data))
+    assert again.generation == 2
+    tampered = {**stored[4], "frame": {**stored[4]["frame"], "digest": "0" * 32}}
+    with pytest.raises(EcosystemError, match=r"^Invalid run record: generation 3 simulates to "
+                                             r"digest [0-9a-f]{32}, the stream holds 0{32}$"):
+        WORLD.evolve(again, WORLD.codec.decode(tampered))
+    # The coarse pictures of history are those of the live run, generation by generation.
+    assert [d.as_json() for d in again.densities] == [
+        d.as_json() for d in table.state.densities[:3]]
