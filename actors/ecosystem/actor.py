@@ -28,13 +28,14 @@ from typing import Any, ClassVar
 import attrs
 import trio
 
-from actors.ecosystem import rules
+from actors.ecosystem import reads, rules
 from actors.ecosystem.endpoint import ModelEndpoint
 from actors.ecosystem.events import Ended, Phrased
 from actors.ecosystem.export import lines_of
 from actors.ecosystem.interpret import DeterministicInterpreter, Interpretation, ModelInterpreter
 from actors.ecosystem.model_client import ChatClient
 from actors.ecosystem.phrase import phrase, unphrased
+from actors.ecosystem.state import PendingSetup, Run, unready
 from actors.runtime import Call, Timer, WorldActor, refused
 from actors.runtime.context import ActorContext
 from actors.runtime.host import Effect
@@ -58,7 +59,7 @@ class _DensityDue:
 class _Interpreted:
     """The model's interpretation of a pending create is back."""
 
-    pending: rules.PendingSetup
+    pending: PendingSetup
     interpretation: Interpretation
 
 
@@ -96,7 +97,7 @@ def _internal_fallback(answers: dict[str, str]) -> Interpretation:
 class EcosystemActor(WorldActor):
     """One run: the table's ops, plus the model setup, the timer, densities, phrasing."""
 
-    state: rules.Run
+    state: Run
     # The chat-completions endpoint runs are set up through (None: deterministic setup).
     model: ClassVar[ModelEndpoint | None] = None
 
@@ -113,7 +114,7 @@ class EcosystemActor(WorldActor):
         self._density_timer: Timer | None = None
         self._density_at = -math.inf  # trio time of the last density snapshot
         self._density_generation = -1
-        self._pending: rules.PendingSetup | None = None  # survives a crash-restart
+        self._pending: PendingSetup | None = None  # survives a crash-restart
         self._phrasing = False
 
     # ---- start and restart ------------------------------------------------------------
@@ -145,7 +146,7 @@ class EcosystemActor(WorldActor):
         self.offload(lambda: _interpret(endpoint, pending.answers),
                      lambda interpretation: _Interpreted(pending, interpretation),
                      lambda: _Interpreted(pending, _internal_fallback(pending.answers)))
-        return rules.pending_info(pending)
+        return reads.pending_info(pending)
 
     async def _control(self, call: Call) -> Any:
         """The table's control, then the timer follows the run's new controls."""
@@ -158,7 +159,7 @@ class EcosystemActor(WorldActor):
 
     async def _export(self, call: Call) -> ops.Export:
         """The run's stored events as JSON lines, read back from the store."""
-        if (refusal := rules.unready(self.state)) is not None:
+        if (refusal := unready(self.state)) is not None:
             raise refused(refusal)
         stored = await self.context.store.read(self.actor_id)
         return ops.Export(lines_of(e.data for e in stored), len(stored),

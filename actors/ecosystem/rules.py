@@ -12,20 +12,16 @@ tick folds `advance(state, t)` while playing), the model setup (network I/O off 
 place of the deterministic one `decide_create` uses; meanwhile `setting_up` holds the
 request in memory) and the model's phrasing of the reflection (a `Phrased` event).
 
-A stored `generation` event folds by stepping the engine again (a decided one carries the
-stepped engine): a restart re-simulates the run from its setup, at most 180 generations,
-and refuses a stream whose digests the engine no longer reproduces.
+The state and its fold are in `state.py`, the replies and reads in `reads.py`.
 """
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 import attrs
 
-from actors.ecosystem.density import Coarse, coarse, density_frame, spectator_side
-from actors.ecosystem.engine import MAX_SEED, RunState, start, step
+from actors.ecosystem.engine import MAX_SEED, start, step
 from actors.ecosystem.errors import EcosystemError
 from actors.ecosystem.events import (
     Controlled,
@@ -33,7 +29,6 @@ from actors.ecosystem.events import (
     Event,
     Generated,
     Patched,
-    Phrased,
     Scheduled,
     SetUp,
     config_hash,
@@ -42,6 +37,14 @@ from actors.ecosystem.events import (
 )
 from actors.ecosystem.graph import apply_patch, validate_patch
 from actors.ecosystem.interpret import DeterministicInterpreter, Interpretation
+from actors.ecosystem.reads import (
+    answer_history,
+    answer_view,
+    control_result,
+    decision_result,
+    run_info,
+    view,
+)
 from actors.ecosystem.reflect import breakdown, reflection
 from actors.ecosystem.schedule import (
     MAX_DECISIONS,
@@ -50,115 +53,13 @@ from actors.ecosystem.schedule import (
     validate_decision,
 )
 from actors.ecosystem.setup import canonical_answers, hash_setup_request
+from actors.ecosystem.state import PendingSetup, Run, evolve, initial, run_seed, unready
 from actors.world import Codec, Ctx, Move, Read, Refusal, World
 from protocol.errors import ErrorCode
 from protocol.ops import ecosystem as ops
 from protocol.ops.ecosystem import EcosystemCode
 
-DEFAULT_SPEED = 10  # generations a second
 SEED_PURPOSE = 1  # `ctx.rng` purpose: the engine seed drawn at create
-
-
-@attrs.frozen
-class PendingSetup:
-    """A create the model is interpreting: canonical answers, owner, engine seed, size."""
-
-    answers: dict[str, str]
-    owner: str
-    seed: int
-    size: int
-
-
-@attrs.frozen
-class Run:
-    """The folded state: setup, the engine at the latest generation, every frame, the
-    accepted decisions (and how each came), the controls, the end and its phrasing; for
-    history, each graph version and a coarse picture of every generation.
-
-    `setting_up` (a create the model is interpreting) and `blocked` (the last setup the
-    fidelity review did not approve) are kept in memory only, by the actor."""
-
-    name: str
-    rev: int = 0
-    setup: SetUp | None = None
-    engine: RunState | None = attrs.field(default=None, eq=False, repr=False)
-    frames: tuple[dict[str, Any], ...] = ()
-    decisions: tuple[dict[str, Any], ...] = ()
-    vias: tuple[str, ...] = ()  # "patch" or "schedule", per decision
-    playing: bool = False
-    speed: int = DEFAULT_SPEED
-    ended: Ended | None = None
-    phrasing: Phrased | None = None
-    graphs: dict[int, dict[str, Any]] = attrs.field(factory=dict, eq=False, repr=False)
-    densities: tuple[Coarse, ...] = attrs.field(default=(), eq=False, repr=False)
-    setting_up: PendingSetup | None = None
-    blocked: dict[str, Any] | None = None
-
-    @property
-    def generation(self) -> int:
-        """The latest generation (-1 before the setup)."""
-        return len(self.frames) - 1
-
-    @property
-    def due(self) -> tuple[dict[str, Any], ...]:
-        """Decisions accepted since the last generation, for the next step."""
-        handed = len(self.engine.decisions) if self.engine is not None else 0
-        return self.decisions[handed:]
-
-    @property
-    def graph(self) -> dict[str, Any]:
-        """The current rule graph."""
-        assert self.engine is not None
-        return self.engine.graph
-
-
-def initial(name: str) -> Run:
-    """A run that was never created."""
-    return Run(name)
-
-
-def run_seed(state: Run) -> int:
-    """The world's seed for `ctx.rng`: from the run's name, so runs draw apart."""
-    return int.from_bytes(hashlib.sha256(state.name.encode()).digest()[:8], "big")
-
-
-def refold(state: Run, frame: dict[str, Any]) -> RunState:
-    """The engine after a stored generation, simulated again from the state before it; an
-    `invalid_record` EcosystemError when its digest is not the stored frame's (the engine
-    no longer reproduces the stream: the run cannot go on exactly)."""
-    assert state.setup is not None
-    s = state.setup
-    engine = (step(state.engine, state.due)[0] if state.engine is not None else
-              start(s.config, s.graph, s.seed, s.size))
-    if engine.frame["digest"] != frame.get("digest"):
-        g = engine.generation
-        raise EcosystemError("invalid_record", f"Invalid run record: generation {g} simulates "
-                             f"to digest {engine.frame['digest']}, the stream holds "
-                             f"{frame.get('digest')}", f"frames[{g}].digest")
-    return engine
-
-
-def evolve(state: Run, event: Event) -> Run:
-    """The state after one event (a decoded `Generated` steps the engine again)."""
-    state = attrs.evolve(state, rev=state.rev + 1)
-    if isinstance(event, SetUp):
-        return attrs.evolve(state, setup=event, setting_up=None, blocked=None)
-    if isinstance(event, Generated):
-        engine = event.engine if event.engine is not None else refold(state, event.frame)
-        version = engine.graph["version"]
-        graphs = state.graphs if version in state.graphs else {**state.graphs,
-                                                               version: engine.graph}
-        return attrs.evolve(state, engine=engine, frames=state.frames + (event.frame,),
-                            graphs=graphs, densities=state.densities + (coarse(engine),))
-    if isinstance(event, Patched | Scheduled):
-        via = "patch" if isinstance(event, Patched) else "schedule"
-        return attrs.evolve(state, decisions=state.decisions + (event.decision,),
-                            vias=state.vias + (via,))
-    if isinstance(event, Controlled):
-        return attrs.evolve(state, playing=event.playing, speed=event.speed)
-    if isinstance(event, Phrased):
-        return attrs.evolve(state, phrasing=event)
-    return attrs.evolve(state, ended=event, playing=False)
 
 
 # ---------------------------------------------------------------- pure effects' halves
@@ -200,16 +101,6 @@ def advance(state: Run, t: int | None = None) -> list[Event]:
 
 
 # ---------------------------------------------------------------- moves
-
-
-def unready(state: Run) -> Refusal | None:
-    """No run yet: being set up by the model, or never created."""
-    if state.setup is not None:
-        return None
-    if state.setting_up is not None:
-        return Refusal(EcosystemCode.SETTING_UP, "the model is interpreting this run's "
-                       "answers; its setup follows")
-    return Refusal(ErrorCode.UNKNOWN_ACTOR, "this run has not been created")
 
 
 def _guard(state: Run, ctx: Ctx) -> Refusal | None:
@@ -331,81 +222,6 @@ def decide_schedule(state: Run, args: ops.ScheduleArgs, ctx: Ctx) -> list[Event]
                        f"run's generation {g}", {"path": "change.generation"})
     return [Scheduled({"generation": g, "graphVersion": state.graph["version"],
                        "change": change})]
-
-
-# ---------------------------------------------------------------- replies and reads
-
-
-def run_info(state: Run, *_: Any) -> ops.RunInfo:
-    """The reply of `create`, once set up."""
-    assert state.setup is not None
-    s = state.setup
-    return ops.RunInfo("ready", state.generation, s.answers_hash, s.seed, s.source,
-                       s.config_hash, state.graph["version"], s.failure)
-
-
-def pending_info(pending: PendingSetup) -> ops.RunInfo:
-    """The reply of `create` while the model interprets the answers."""
-    return ops.RunInfo("setting_up", -1, hash_setup_request(pending.answers), pending.seed)
-
-
-def control_result(state: Run, *_: Any) -> ops.ControlResult:
-    """The reply of `control`."""
-    return ops.ControlResult(state.playing, state.speed, state.generation,
-                             state.ended is not None)
-
-
-def decision_result(state: Run, *_: Any) -> ops.DecisionResult:
-    """The reply of `patch` and `schedule`: the decision just accepted."""
-    decision = state.decisions[-1]
-    return ops.DecisionResult(len(state.decisions) - 1, decision["generation"],
-                              decision["graphVersion"],
-                              max(decision["change"]["generation"], decision["generation"] + 1))
-
-
-def view(state: Run) -> dict[str, Any]:
-    """What spectators see: setup, graph, the latest frame and the density fields
-    (downsampled, quantised), decisions, controls, the end and its phrasing. Before the
-    setup: whether the model is interpreting the answers, or the last blocked setup."""
-    if state.setup is None:
-        pending = state.setting_up
-        return {"created": False, "setting_up": pending is not None,
-                "owner": None if pending is None else pending.owner,
-                "answers": None if pending is None else pending.answers,
-                "blocked": state.blocked}
-    s = state.setup
-    assert state.engine is not None
-    return {"created": True, "generation": state.generation, "playing": state.playing,
-            "speed": state.speed, "owner": s.owner,
-            "setup": {"source": s.source, "answers": s.answers, "answers_hash": s.answers_hash,
-                      "config_hash": s.config_hash, "seed": s.seed, "size": s.size,
-                      "failure": s.failure, "named_intent": s.named_intent, "calls": s.calls},
-            "config": s.config, "graph": state.graph, "graph_version": state.graph["version"],
-            "frame": state.frames[-1],
-            "density": density_frame(state.engine, spectator_side(s.size)),
-            "decisions": [{"decision": k, "via": via, **d} for k, (d, via) in
-                          enumerate(zip(state.decisions, state.vias, strict=True))],
-            "end": None if state.ended is None else attrs.asdict(state.ended),
-            "phrasing": None if state.phrasing is None else attrs.asdict(state.phrasing)}
-
-
-def answer_view(state: Run, _args: ops.ViewArgs, _ctx: Ctx) -> ops.RunView:
-    """The `view` read."""
-    return ops.RunView(view(state))
-
-
-def answer_history(state: Run, args: ops.HistoryArgs, _ctx: Ctx) -> ops.History | Refusal:
-    """Frames from an earlier generation on, with its graph and coarse density."""
-    if (refusal := unready(state)) is not None:
-        return refusal
-    g = args.generation
-    if g > state.generation:
-        return Refusal(EcosystemCode.NOT_REACHED,
-                       f"the run is at generation {state.generation}",
-                       {"generation": state.generation})
-    frames = state.frames[g:g + args.count]
-    return ops.History(list(frames), state.graphs[frames[0]["graphVersion"]],
-                       state.densities[g].as_json())
 
 
 WORLD = World(

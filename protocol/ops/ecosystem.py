@@ -172,9 +172,12 @@ class DecisionResult:
 
 @attrs.frozen
 class RunView:
-    """A spectator's view of the run (the same value a `snapshot` push carries)."""
+    """A spectator's view of the run (the same value a `snapshot` push carries), and the
+    vocabulary of patches and scheduled changes (`roles`, `self`, `pair`, `environment`
+    {field: values}, `activation`, `duration`, `transition`)."""
 
     view: dict[str, Any]
+    vocabulary: dict[str, Any]
 
 
 @attrs.frozen
