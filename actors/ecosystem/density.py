@@ -28,7 +28,9 @@ LEVELS = 255
 def downsample(plane: np.ndarray, side: int = SPECTATOR_SIDE) -> np.ndarray:
     """A square plane reduced (or, when smaller, repeated) to `side` x `side` float64."""
     n = plane.shape[0]
-    if n >= side and n % side == 0:
+    if n == side:
+        return plane.astype(np.float64)
+    if n > side and n % side == 0:
         k = n // side
         return plane.astype(np.float64).reshape(side, k, side, k).mean(axis=(1, 3))
     idx = (np.arange(side) * n) // side
@@ -87,9 +89,21 @@ class Coarse:
 
 
 def coarse(state: RunState, side: int = HISTORY_SIDE) -> Coarse:
-    """The coarse picture of the run's latest generation."""
-    side = min(side, state.size)
-    planes = [quantise(downsample(p, side)) for p in (*state.fields.fields,
-                                                       state.fields.resource)]
-    return Coarse(state.generation, side, tuple(state.ids), tuple(s for s, _ in planes),
-                  b"".join(d for _, d in planes))
+    """The coarse picture of the run's latest generation (every plane in one pass)."""
+    f = state.fields
+    n = state.size
+    side = min(side, n)
+    planes = np.concatenate([f.fields, f.resource[None]]).astype(np.float64)
+    if n != side:
+        if n % side == 0:
+            k = n // side
+            planes = planes.reshape(len(planes), side, k, side, k).mean(axis=(2, 4))
+        else:
+            idx = (np.arange(side) * n) // side
+            planes = planes[:, idx][:, :, idx]
+    scales = planes.max(axis=(1, 2))
+    safe = np.where(scales > 0.0, scales, 1.0)[:, None, None]
+    levels = np.rint(np.clip(planes / safe, 0.0, 1.0) * LEVELS).astype(np.uint8)
+    return Coarse(state.generation, side, tuple(state.ids),
+                  tuple(round(float(s), 6) if s > 0.0 else 0.0 for s in scales),
+                  levels.tobytes())

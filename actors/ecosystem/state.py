@@ -113,25 +113,27 @@ def refold(state: Run, frame: dict[str, Any]) -> RunState:
 
 def evolve(state: Run, event: Event) -> Run:
     """The state after one event (a decoded `Generated` steps the engine again)."""
-    state = attrs.evolve(state, rev=state.rev + 1)
+    return attrs.evolve(state, rev=state.rev + 1, **_changes(state, event))
+
+
+def _changes(state: Run, event: Event) -> dict[str, Any]:
     if isinstance(event, SetUp):
-        return attrs.evolve(state, setup=event, setting_up=None, blocked=None)
+        return {"setup": event, "setting_up": None, "blocked": None}
     if isinstance(event, Generated):
         engine = event.engine if event.engine is not None else refold(state, event.frame)
         version = engine.graph["version"]
         graphs = state.graphs if version in state.graphs else {**state.graphs,
                                                                version: engine.graph}
-        return attrs.evolve(state, engine=engine, frames=state.frames + (event.frame,),
-                            graphs=graphs, densities=state.densities + (coarse(engine),))
+        return {"engine": engine, "frames": state.frames + (event.frame,), "graphs": graphs,
+                "densities": state.densities + (coarse(engine),)}
     if isinstance(event, Patched | Scheduled):
         via = "patch" if isinstance(event, Patched) else "schedule"
-        return attrs.evolve(state, decisions=state.decisions + (event.decision,),
-                            vias=state.vias + (via,))
+        return {"decisions": state.decisions + (event.decision,), "vias": state.vias + (via,)}
     if isinstance(event, Controlled):
-        return attrs.evolve(state, playing=event.playing, speed=event.speed)
+        return {"playing": event.playing, "speed": event.speed}
     if isinstance(event, Phrased):
-        return attrs.evolve(state, phrasing=event)
-    return attrs.evolve(state, ended=event, playing=False)
+        return {"phrasing": event}
+    return {"ended": event, "playing": False}
 
 
 def unready(state: Run) -> Refusal | None:
