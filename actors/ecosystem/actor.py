@@ -47,7 +47,10 @@ DENSITY_INTERVAL = 0.25  # seconds between density snapshots: at most 4 a second
 
 @attrs.frozen
 class _Tick:
-    """Timer: the next generation is due."""
+    """Timer: the next generation is due (`timer`: which arming sent it; a tick already
+    posted when its timer was stopped or re-armed is ignored)."""
+
+    timer: int
 
 
 @attrs.frozen
@@ -109,6 +112,7 @@ class EcosystemActor(WorldActor):
     def __init__(self, actor_id: str, context: ActorContext, world: World) -> None:
         super().__init__(actor_id, context, world)
         self._timer: Timer | None = None
+        self._armed = 0  # the arming whose ticks count
         self._period = 0.0  # seconds between the armed timer's ticks
         self._due = 0.0  # trio time the armed tick is due
         self._density_timer: Timer | None = None
@@ -174,7 +178,8 @@ class EcosystemActor(WorldActor):
     async def on_message(self, message: Any) -> None:
         """Ticks, density snapshots, interpretations and phrasings."""
         if isinstance(message, _Tick):
-            self._tick()
+            if message.timer == self._armed:
+                self._tick()
         elif isinstance(message, _DensityDue):
             self._density_timer = None
             self._densities()
@@ -215,10 +220,11 @@ class EcosystemActor(WorldActor):
                 return
             self._timer.cancel()
             self._timer = None
+        self._armed += 1  # a tick of an earlier arming, already posted, is stale now
         if self._playing():
             self._period = period
             self._due = trio.current_time() + period
-            self._timer = self.after(period, _Tick())
+            self._timer = self.after(period, _Tick(self._armed))
 
     def _tick(self) -> None:
         self._timer = None
@@ -231,7 +237,8 @@ class EcosystemActor(WorldActor):
             # The next tick is due a period after this one was; after a stall of more than
             # a period, at most one period of backlog is caught up (no burst).
             self._due = max(self._due + self._period, now - self._period)
-            self._timer = self.after(max(0.0, self._due - trio.current_time()), _Tick())
+            self._timer = self.after(max(0.0, self._due - trio.current_time()),
+                                     _Tick(self._armed))
 
     def _after_generation(self) -> None:
         """A generation was folded: density snapshot due; at the end, the phrasing."""

@@ -16,8 +16,10 @@ import pytest
 import trio
 
 from actors.ecosystem.endpoint import ModelEndpoint
+from actors.ecosystem.export import parse_export, record_of_export
 from actors.ecosystem.interpret import MAX_CALLS
 from actors.ecosystem.keywords import deterministic_setup
+from actors.ecosystem.replay import replay
 from protocol.client import Client, RequestError
 from tests.ecosystem.conftest import FakeModel
 from tests.ecosystem.live import SIZE, TOP, WAIT, agent_tokens
@@ -184,3 +186,7 @@ async def test_the_model_phrases_the_reflection_at_the_end(served, fake_model, c
     assert request["task"] == "phrase_reflection"
     assert request["facts"] == view["end"]["reflection"] and "answers" not in request
     watch.assert_clean(caplog)
+    # The model's run replays from its export with no model: every frame's digest.
+    export = await spectator.request("ecosystem.export", to, {})
+    report = replay(record_of_export(parse_export(export["lines"])))
+    assert report.ok and report.checked == 181, report
