@@ -13,9 +13,10 @@ Figures:
   each generation event (server side; the first and last generation made while every run
   played), against `target_generations_per_s` (runs x speed); `delivered_per_s`: generation
   events received per second, summed over the spectators.
-- `tick_jitter_ms`: how late each generation was made against its run's schedule: the
-  run's first generation after play at t0 sets it, generation k is due at
-  t0 + (k - k0) / speed (so a timer that drifts or a server that falls behind shows here).
+- `tick_jitter_ms`: how late each generation was made against its run's schedule:
+  generation k due at t0 + k / speed, t0 the latest start that no generation of the run
+  beat (its earliest generation is on time); a timer that drifts or a server that falls
+  behind shows here.
 - `spectator_lag_ms`: arrival at a spectator minus the event's `t` (one machine, one wall
   clock; `t` has millisecond resolution).
 - `memory_per_run_kib`: the server's resident set growth per run, once all were created
@@ -73,6 +74,20 @@ async def _call(ws: Any, rid: int, op: str, to: str, args: dict[str, Any]) -> di
             if not reply["ok"]:
                 raise RuntimeError(f"{op} {to}: {reply['error']}")
             return reply["result"]
+
+
+async def _call_all(ws: Any, op: str, calls: list[tuple[str, dict[str, Any]]]) -> None:
+    """Send every call at once (the server runs up to 32 of a connection's requests at a
+    time), then wait for every reply: the runs start together, not one append apart."""
+    for rid, (to, args) in enumerate(calls, 1):
+        await ws.send(json.dumps({"id": rid, "op": op, "to": to, "args": args}))
+    waiting = set(range(1, len(calls) + 1))
+    while waiting:
+        reply = json.loads(await ws.recv())
+        if reply.get("id") in waiting:
+            if not reply["ok"]:
+                raise RuntimeError(f"{op}: {reply['error']}")
+            waiting.discard(reply["id"])
 
 
 # ---- spectators (a child process) --------------------------------------------------------
@@ -197,10 +212,9 @@ async def _live(args: argparse.Namespace, data: str) -> dict[str, Any]:
         async with _connect(server.url) as owner:
             await owner.send(HELLO)
             await owner.recv()
-            rid = iter(range(1, 1 << 30))
-            for k, to in enumerate(runs):
-                await _call(owner, next(rid), "ecosystem.create", to,
-                            {"answers": POND, "seed": k, "size": args.size})
+            await _call_all(owner, "ecosystem.create", [
+                (to, {"answers": POND, "seed": k, "size": args.size})
+                for k, to in enumerate(runs)])
             rss_created = server.rss()
             _log(f"{args.runs} runs created; {args.spectators} spectators subscribing")
             spectators = Spectators(server.url, runs, args.spectators)
@@ -209,9 +223,8 @@ async def _live(args: argparse.Namespace, data: str) -> dict[str, Any]:
                 _log(f"playing at {args.speed} generations a second")
                 cpu0 = sum(server_cpu(server))
                 wall0 = time.perf_counter()
-                for to in runs:
-                    await _call(owner, next(rid), "ecosystem.control", to,
-                                {"action": "play", "speed": args.speed})
+                await _call_all(owner, "ecosystem.control", [
+                    (to, {"action": "play", "speed": args.speed}) for to in runs])
                 arrivals = await spectators.arrivals(GENERATIONS / args.speed * 4 + 60)
                 wall = time.perf_counter() - wall0
                 cpu = sum(server_cpu(server)) - cpu0
@@ -257,9 +270,11 @@ def _figures(arrivals: list[list[tuple[int, int, float]]], args: argparse.Namesp
         gens = sorted(g for g in stamps if g > 0)  # generation 0 was made at create
         if not gens:
             continue
-        g0, t0 = gens[0], stamps[gens[0]]
-        late += [stamps[g] - (t0 + (g - g0) * period) for g in gens[1:]]
-        starts.append(t0)
+        # The run's schedule: generation g due at t0 + g / speed, t0 the latest start that
+        # no generation beat (the earliest one is on time, none is early).
+        t0 = min(stamps[g] - g * period for g in gens)
+        late += [stamps[g] - (t0 + g * period) for g in gens]
+        starts.append(stamps[gens[0]])
         ends.append(stamps[gens[-1]])
     total = sum(len([g for g in s if g > 0]) for s in made.values())
     span = (max(ends) - min(starts)) / 1000.0 if starts else 0.0

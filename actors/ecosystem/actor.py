@@ -9,8 +9,10 @@
   Without a model the table's deterministic create runs as is.
 - The generation timer: while the run plays, one tick per 1/speed seconds on an absolute
   schedule (each tick arms the next at its due time with `after`, so the wake-up latency
-  of a timer does not add up over 180 generations the way a fixed `every` interval's does);
-  a tick more than a period late does not make the timer burst to catch up.
+  of a timer does not add up over 180 generations the way a fixed `every` interval's does).
+  The actor handles its next message only once the last batch is durable, so when an
+  append takes longer than a period the next tick is late: it then makes every generation
+  due since (at most CATCH_UP) in one batch, and the run keeps its speed.
 - The density fields: a fresh `snapshot` (the view, with the fields downsampled and
   quantised) after generations advance, at most every DENSITY_INTERVAL seconds, and only
   while someone subscribes.
@@ -43,6 +45,7 @@ from actors.world import Refusal, World
 from protocol.ops import ecosystem as ops
 
 DENSITY_INTERVAL = 0.25  # seconds between density snapshots: at most 4 a second
+CATCH_UP = 5  # generations one late tick may make at once
 
 
 @attrs.frozen
@@ -227,16 +230,21 @@ class EcosystemActor(WorldActor):
             self._timer = self.after(period, _Tick(self._armed))
 
     def _tick(self) -> None:
+        """Make the generations due: one, or, when the tick is late (the last batch's append
+        took longer than a period), those due since, at most CATCH_UP at once, in one batch
+        and so one append. A stall of more than a second is not made up."""
         self._timer = None
         if not self._playing():
             return
         now = trio.current_time()
-        self.fold(rules.advance(self.state, self.now()))
+        due = 1 + max(0, int((now - self._due) / self._period))
+        t, made = self.now(), 0
+        while made < min(due, CATCH_UP) and self._playing():
+            self.fold(rules.advance(self.state, t))
+            made += 1
         self._after_generation()
         if self._playing():
-            # The next tick is due a period after this one was; after a stall of more than
-            # a period, at most one period of backlog is caught up (no burst).
-            self._due = max(self._due + self._period, now - self._period)
+            self._due = max(self._due + made * self._period, now - 1.0)
             self._timer = self.after(max(0.0, self._due - trio.current_time()),
                                      _Tick(self._armed))
 
