@@ -15,7 +15,8 @@ from mcp.client.streamable_http import streamable_http_client
 from sse_starlette.sse import EventSourceResponse
 
 from actors.field.actor import FieldActor
-from actors.runtime.mailbox import Call
+from actors.runtime import Call, refused
+from actors.world import Refusal
 from examples.field_mcp import play
 from protocol.client import Client
 from protocol.ops.field import OPS
@@ -68,7 +69,10 @@ async def test_long_calls_send_keepalive_comments(tmp_path: Path, monkeypatch) -
     monkeypatch.setattr(EventSourceResponse, "DEFAULT_PING_INTERVAL", 0.2)
     async def slow_rules(self: FieldActor, call: Call) -> Any:
         await trio.sleep(1.0)
-        return self.world.reads["field.rules"].answer(self.state, call.args, self.ctx(call))
+        answer = self.world.reads["field.rules"].answer(self.state, call.args, self.ctx(call))
+        if isinstance(answer, Refusal):
+            raise refused(answer)
+        return answer
 
     monkeypatch.setitem(FieldActor.effects, "field.rules", slow_rules)
     async with running_server(tmp_path, open_mode=True) as srv, httpx.AsyncClient() as http:
