@@ -35,6 +35,7 @@ from protocol.envelope import (
     request_id_of,
 )
 from protocol.errors import ErrorCode, ProtocolError
+from protocol.jsontext import escape_lone_surrogates
 from protocol.roles import role_at_least
 from server.auth import Principal
 from server.ratelimit import TokenBucket
@@ -326,7 +327,11 @@ class Session:
         frames_out = self.server.metrics.frames_out
         try:
             while (frame := await self.outbox.get()) is not None:
-                await self.ws.send_text(frame)
+                try:
+                    await self.ws.send_text(frame)
+                except UnicodeEncodeError:
+                    # A lone surrogate stored before the protocol refused them: sent escaped.
+                    await self.ws.send_text(escape_lone_surrogates(frame))
                 frames_out.inc()
         except Exception as exc:  # noqa: BLE001 - any send failure means the client is gone
             log.debug("writer stopped: %r", exc)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from protocol.client import Client
 from server.storage import SqliteEventStore
-from tests.server.ws_harness import running_server
+from tests.server.ws_harness import error, raw_client, result, running_server
 
 RECORDED = Path(__file__).with_name("stream_2026-12-01.json")
 
@@ -40,3 +40,36 @@ async def test_a_stream_recorded_before_the_change_loads_with_an_identical_state
         assert joined["revision"] == len(events) + 1
         stored = await srv.state.directory.store.read(to)
     assert [e.data for e in stored[:len(events)]] == events
+
+
+async def test_a_stored_lone_surrogate_is_served_escaped_to_every_reader(
+        tmp_path: Path) -> None:
+    """Streams written before the protocol refused lone surrogates may hold one (a join
+    name, an intent): every read and push still goes out, the text escaped."""
+    recorded = json.loads(RECORDED.read_text())
+    game, events = recorded["game"], recorded["events"]
+    events = [dict(e) for e in events]
+    joins = [e for e in events if e["kind"] == "join"]
+    joins[0]["name"] = "bad\ud800name"
+    commit = next(e for e in events if e["kind"] == "commit")
+    commit["intent"] = "half \udc00 a pair"
+    to = f"field:{game}"
+    async with SqliteEventStore.in_directory(tmp_path) as store:
+        await store.save_snapshot(f"fieldtruth:{game}", 0, recorded["truth"])
+        await store.append(to, 0, events)
+    async with running_server(tmp_path, open_mode=True) as srv, \
+            raw_client(srv) as raw, Client.connect(srv.ws_url) as c:
+        reply = await raw.call("field.observe", to, rect=[0, 0, 30, 30])
+        assert [a["name"] for a in result(reply)["agents"]][0] == "bad\ud800name"
+        for _ in range(3):  # the connection keeps working
+            assert (await c.request("field.rules", to))["text"]
+        await raw.send({"id": 77, "op": "subscribe", "to": to, "since": 0})
+        assert result(await raw.recv())["rev"] == len(events)
+        pushed = await raw.recv()
+        assert any(e.get("intent") == "half \udc00 a pair" for e in pushed["data"])
+        late = await c.request("field.join", to, {"name": "late"})
+        assert late["revision"] == len(events) + 1
+        refused = await raw.call("field.join", to, name="new\ud800")
+        assert error(refused) == {
+            "code": "bad_request", "detail": {"path": "args.name"},
+            "message": "args.name: text must be valid Unicode (no NUL, no lone surrogate)"}
