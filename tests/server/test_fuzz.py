@@ -141,7 +141,7 @@ def _frames(defects: list[tuple[str, str, Any]], rng: random.Random) -> Iterator
                 rid += 1
                 yield json.dumps({"id": rid, "op": op, "to": to, "args": {"n": "x" * 70000}})
                 rid += 1
-                yield '{"id": %d, "op": ' % rid + "[" * 50 + "'"
+                yield f'{{"id": {rid}, "op": ' + "[" * 50 + "'"
 
 
 async def _hammer(raw: Raw, frames: Iterator[str], count: int) -> list[dict[str, Any]]:
