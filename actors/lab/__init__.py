@@ -16,10 +16,6 @@ The server may import `validate`, `Catalogue`, the dealing functions, `CanaryBoo
 `ModelBreeder` and `contract_text` from here; everything else is private to the package.
 """
 
-import sys
-from types import ModuleType
-from typing import Any
-
 from actors.exports import lazy_exports
 
 # The public names, each with the module that holds it; they load on first use
@@ -32,7 +28,7 @@ _PUBLIC = {
     "Birth": "model_breeder", "ModelBreeder": "model_breeder",
     "Organism": "organism",
     "BirthOutcome": "store", "Catalogue": "store", "CatalogueError": "store",
-    "validate": "validate",
+    "validate": "validation",
 }
 __all__ = [
     "PANEL_DATA", "SHADER_PRELUDE", "Birth", "BirthOutcome", "CanaryBook", "Catalogue",
@@ -41,15 +37,3 @@ __all__ = [
 ]
 __getattr__, __dir__ = lazy_exports(__name__, _PUBLIC)
 
-
-class _Package(ModuleType):
-    """Keeps `actors.lab.validate` the function: importing the submodule of the same name
-    would otherwise bind the module over it (the import system sets it on the package)."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name == "validate" and isinstance(value, ModuleType):
-            value = value.validate
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package

@@ -27,7 +27,7 @@ def register(subparsers) -> None:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from actors.lab.validate import validate
+    from actors.lab.validation import validate
 
     try:
         code = args.file.read_text(encoding="utf-8")
@@ -42,7 +42,7 @@ def _validate(args: argparse.Namespace) -> int:
 def _breed(args: argparse.Namespace) -> int:
     from actors.lab.breed import generate, genome_dict
     from actors.lab.organism import organism_id
-    from actors.lab.validate import validate
+    from actors.lab.validation import validate
 
     if args.count < 1:
         print("--count must be at least 1", file=sys.stderr)

@@ -19,7 +19,7 @@ import attrs
 from actors.lab.directives import Directive
 from actors.lab.organism import Organism, organism_id
 from actors.lab.ratings import Rating, bradley_terry, update
-from actors.lab.validate import validate
+from actors.lab.validation import validate
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: the catalogue

@@ -12,7 +12,7 @@ from actors.lab.directives import seed_directive
 from actors.lab.organism import organism_id
 from actors.lab.seeding import rng_for
 from actors.lab.store import MIGRATIONS, Catalogue, CatalogueError
-from actors.lab.validate import static_reason
+from actors.lab.validation import static_reason
 
 SHADER = """void main() {
     vec2 uv = gl_FragCoord.xy / u_res;
