@@ -10,9 +10,9 @@ The world is one `World` value, `rules.WORLD`, over these modules:
 - `dealing`: which organisms each surface may show; `canary`: the seed's report and
   vote rules; `births`: candidates and the events they become once validated.
 - `contract`: the prelude, the clauses of each track, the fixed panel data block.
-- `validation` (`validate_shader`, `glsl_preprocess`, `shader_loops`, `validate_panel`,
-  `panel_css`): `validate(track, code) -> reason | None`, reading the source as the
-  compiler and the browser do.
+- `validation` (`validate_shader`, `glsl_text`, `glsl_preprocess`, `shader_loops`,
+  `validate_panel`, `panel_css`): `validate(track, code) -> reason | None`, reading the
+  source as the compiler and the browser do.
 - `genome`, `panel_genome`, `gene_groups`, `breed`: organisms without a model;
   `model_breeder`: births through an OpenAI-compatible chat-completions endpoint;
   `directives`: prompt evolution of aesthetic directives; `ratings`: openskill ratings

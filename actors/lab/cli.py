@@ -1,5 +1,9 @@
 """`petridish lab ...`: validate one file, breed organisms without a model, import a
-catalogue written before the event stream, or remake the judging page's voice track."""
+catalogue written before the event stream, or remake the judging page's voice track.
+
+This is the command line's edge: `import` writes the server's event store (trio and
+`server.storage`, imported in its handler only, so `petridish --help` loads neither).
+"""
 
 from __future__ import annotations
 

@@ -223,23 +223,19 @@ def rules_reason(rules: Iterable[Token], root: Root, in_keyframes: bool = False
     return None
 
 
-def resolved_text(css: str) -> str:
-    """CSS as the browser reads its values: escapes resolved, comments dropped, strings
-    quoted, so the seed's text rules can read what a stylesheet really says."""
-    return _resolved(tinycss2.parse_component_value_list(css, skip_comments=True))
-
-
 _BLOCKS = {"() block": "()", "[] block": "[]", "{} block": "{}"}
 
 
-def _resolved(tokens: Iterable[Token]) -> str:
+def resolved_text(tokens: Iterable[Token]) -> str:
+    """CSS tokens as the browser reads their values: escapes resolved, comments dropped,
+    strings quoted, so the seed's text rules can read what a stylesheet really says."""
     out = []
     for tok in tokens:
         kind = tok.type
         if kind == "ident":
             out.append(tok.value)
         elif kind == "function":
-            out.append(f"{tok.name}({_resolved(tok.arguments)})")
+            out.append(f"{tok.name}({resolved_text(tok.arguments)})")
         elif kind == "url":
             out.append(f"url({tok.value})")
         elif kind == "string":
@@ -249,7 +245,7 @@ def _resolved(tokens: Iterable[Token]) -> str:
         elif kind == "hash":
             out.append("#" + tok.value)
         elif kind in _BLOCKS:
-            out.append(_BLOCKS[kind][0] + _resolved(tok.content) + _BLOCKS[kind][1])
+            out.append(_BLOCKS[kind][0] + resolved_text(tok.content) + _BLOCKS[kind][1])
         elif kind != "comment":
             out.append(tok.serialize())
     return "".join(out)

@@ -15,10 +15,17 @@ from __future__ import annotations
 
 import re
 
+import attrs
 import tinycss2
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from actors.lab.panel_css import Root, declarations_reason, resolved_text, rules_reason
+from actors.lab.panel_css import (
+    Root,
+    Token,
+    declarations_reason,
+    resolved_text,
+    rules_reason,
+)
 
 # --- the seed's table, in the seed's order --------------------------------------------
 
@@ -87,14 +94,38 @@ def _attrs_reason(elements: list[LexborNode]) -> str | None:
     return None
 
 
-def hardening_reason(top: list[LexborNode], elements: list[LexborNode]) -> str | None:
+@attrs.frozen
+class Parsed:
+    """A panel as the browser parses it: the fragment's top-level nodes, every element in
+    document order, and the CSS tokens of each style element and each style attribute."""
+
+    top: list[LexborNode]
+    elements: list[LexborNode]
+    sheets: list[list[Token]]
+    inline: list[list[Token]]
+
+
+def parse(code: str) -> Parsed:
+    """Parse a panel once, markup and CSS, for every rule that reads it."""
+    parser = LexborHTMLParser(code, is_fragment=True)
+    top = list(parser.root.iter(include_text=True)) if parser.root is not None else []
+    elements = [n for t in top for n in t.traverse(include_text=False) if not n.tag.startswith("-")]
+    return Parsed(
+        top, elements,
+        [tinycss2.parse_component_value_list(n.text() or "") for n in elements
+         if n.tag == "style"],
+        [tinycss2.parse_component_value_list(v) for n in elements
+         if (v := n.attributes.get("style"))])
+
+
+def hardening_reason(parsed: Parsed) -> str | None:
     """The first parser/allowlist rule the (seed-clean) parsed panel breaks, or None."""
+    top, elements = parsed.top, parsed.elements
     reason = _tags_reason(elements) or _attrs_reason(elements)
     if reason:
         return reason
-    styles = [n for n in elements if n.tag == "style"]
-    if len(styles) != 1:
-        return "multiple style blocks" if styles else "no style block"
+    if len(parsed.sheets) != 1:
+        return "multiple style blocks" if parsed.sheets else "no style block"
     roots = [n for n in top if n.tag not in _HTML_DIRECT]
     stray_text = any(n.tag == "-text" and (n.text_content or "").strip() for n in top)
     if len(roots) != 1 or stray_text:
@@ -104,25 +135,11 @@ def hardening_reason(top: list[LexborNode], elements: list[LexborNode]) -> str |
                 root_node.attributes.get("id"))
     if not root.classes and not root.id:
         return "root element has no class or id"
-    sheet = tinycss2.parse_stylesheet(styles[0].text(), skip_whitespace=True, skip_comments=True)
+    sheet = tinycss2.parse_stylesheet(parsed.sheets[0], skip_whitespace=True, skip_comments=True)
     reason = rules_reason(sheet, root)
-    if reason:
-        return reason
-    for node in elements:
-        inline = node.attributes.get("style")
-        if inline:
-            reason = declarations_reason(tinycss2.parse_component_value_list(inline), root, None)
-            if reason:
-                return reason
-    return None
-
-
-def parse(code: str) -> tuple[list[LexborNode], list[LexborNode]]:
-    """The top-level nodes of the fragment and every element, in document order."""
-    parser = LexborHTMLParser(code, is_fragment=True)
-    top = list(parser.root.iter(include_text=True)) if parser.root is not None else []
-    elements = [n for t in top for n in t.traverse(include_text=False) if not n.tag.startswith("-")]
-    return top, elements
+    for tokens in parsed.inline:
+        reason = reason or declarations_reason(tokens, root, None)
+    return reason
 
 
 # --- the seed's reference rows over the parsed panel ------------------------------------
@@ -132,21 +149,18 @@ REFERENCE_RULES = SEED_RULES[4:]
 _URL_STRIPPED = str.maketrans("", "", "\t\n\r")  # the URL parser drops these anywhere
 
 
-def parsed_view(top: list[LexborNode]) -> str:
+def parsed_view(parsed: Parsed) -> str:
     """The panel as the browser holds it: every attribute as `name="decoded value"` (tab
     and newlines dropped, as a URL parser drops them), every text node decoded, and every
     piece of CSS with its escapes resolved (`panel_css.resolved_text`)."""
     parts = []
-    for node in (n for t in top for n in t.traverse(include_text=True)):
+    for node in (n for t in parsed.top for n in t.traverse(include_text=True)):
         if node.tag == "-text":
             parts.append(node.text_content or "")
             continue
         for name, value in node.attributes.items():
             parts.append(f' {name}="{(value or "").translate(_URL_STRIPPED)}"')
-            if name == "style" and value:
-                parts.append(resolved_text(value))
-        if node.tag == "style":
-            parts.append(resolved_text(node.text() or ""))
+    parts.extend(resolved_text(tokens) for tokens in parsed.sheets + parsed.inline)
     return "\n".join(parts)
 
 
@@ -156,11 +170,11 @@ def panel_reason(code: str) -> str | None:
     for reason, pattern, reject_on_match in SEED_RULES:
         if (pattern.search(code) is not None) == reject_on_match:
             return reason
-    top, elements = parse(code)
-    reason = hardening_reason(top, elements)
+    parsed = parse(code)
+    reason = hardening_reason(parsed)
     if reason:
         return reason
-    view = parsed_view(top)
+    view = parsed_view(parsed)
     for reason, pattern, _ in REFERENCE_RULES:
         if pattern.search(view) is not None:
             return reason

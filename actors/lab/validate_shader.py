@@ -16,7 +16,8 @@ import shutil
 import subprocess
 
 from actors.lab.contract import SHADER_PRELUDE
-from actors.lab.glsl_preprocess import PreprocessError, blank_comments, join_lines, preprocess
+from actors.lab.glsl_preprocess import PreprocessError, preprocess
+from actors.lab.glsl_text import blank_comments, join_lines
 from actors.lab.shader_loops import loop_reason
 
 log = logging.getLogger(__name__)
