@@ -108,7 +108,8 @@ def _vote(state: Lab, r: sqlite3.Row, i: int) -> VoteCast:
     w, lo = state.organisms[r["winner"]], state.organisms[r["loser"]]
     rw, rl = update(w.rating, lo.rating)
     rated: tuple = ()
-    if w.directive and lo.directive and w.directive != lo.directive:
+    if (w.directive in state.directives and lo.directive in state.directives
+            and w.directive != lo.directive):
         dw, dl = update(state.directives[w.directive].rating,
                         state.directives[lo.directive].rating)
         rated = ((w.directive, dw), (lo.directive, dl))

@@ -210,7 +210,8 @@ def decide_vote(state: Lab, args: ops.VoteArgs, ctx: Ctx) -> list[Event] | Refus
     w, lo = state.organisms[args.winner], state.organisms[loser]
     rw, rl = update(w.rating, lo.rating)
     directives: tuple = ()
-    if w.directive and lo.directive and w.directive != lo.directive:
+    if (w.directive in state.directives and lo.directive in state.directives
+            and w.directive != lo.directive):
         dw, dl = update(state.directives[w.directive].rating,
                         state.directives[lo.directive].rating)
         directives = ((w.directive, dw), (lo.directive, dl))

@@ -147,6 +147,7 @@ def hardening_reason(parsed: Parsed) -> str | None:
 # The rows about what a value refers to; the tag rows are the allowlist's already.
 REFERENCE_RULES = SEED_RULES[4:]
 _URL_STRIPPED = str.maketrans("", "", "\t\n\r")  # the URL parser drops these anywhere
+_APART = "\n\0"  # between parts: no rule matches across it (the parser never yields NUL)
 
 
 def parsed_view(parsed: Parsed) -> str:
@@ -161,7 +162,7 @@ def parsed_view(parsed: Parsed) -> str:
         for name, value in node.attributes.items():
             parts.append(f' {name}="{(value or "").translate(_URL_STRIPPED)}"')
     parts.extend(resolved_text(tokens) for tokens in parsed.sheets + parsed.inline)
-    return "\n".join(parts)
+    return _APART.join(parts)
 
 
 def panel_reason(code: str) -> str | None:

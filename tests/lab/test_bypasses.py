@@ -169,7 +169,7 @@ def test_panel_bypass_is_refused(source: str, reason: str) -> None:
 
 @pytest.mark.parametrize("markup", [
     '<p title="see &lt;example&gt;">a</p>', "<p>pH 6.8 &amp; stable</p>",
-    '<p title="ratio 3:4">a</p>',
+    '<p title="ratio 3:4">a</p>', "<p>ratio:</p><p>//not.a.link here</p>",
 ])
 def test_decoded_text_without_references_passes(markup: str) -> None:
     assert validate("panel", panel(markup)) is None
