@@ -364,5 +364,4 @@ WORLD = World(
     seed=lambda state: state.seed,
     transient=is_transient,
     snapshot=StateCodec(dump, load),
-    cli="actors.lab.cli",
 )
