@@ -60,7 +60,8 @@ async def test_a_stored_lone_surrogate_is_served_escaped_to_every_reader(
     async with running_server(tmp_path, open_mode=True) as srv, \
             raw_client(srv) as raw, Client.connect(srv.ws_url) as c:
         reply = await raw.call("field.observe", to, rect=[0, 0, 30, 30])
-        assert [a["name"] for a in result(reply)["agents"]][0] == "bad\ud800name"
+        names = [a["name"] for a in result(reply)["agents"]]
+        assert names[0] == "bad\ud800name"
         for _ in range(3):  # the connection keeps working
             assert (await c.request("field.rules", to))["text"]
         await raw.send({"id": 77, "op": "subscribe", "to": to, "since": 0})

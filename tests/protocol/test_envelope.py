@@ -101,11 +101,11 @@ def test_any_text_parses_or_is_refused_with_bad_request(text: str) -> None:
     (r'{"id": 3, "op": "a.b", "args": {"n": "nul\u0000"}}',
      "args.n: text must be valid Unicode (no NUL, no lone surrogate)"),
     ('{"id": 3, "op": "a.b", "args": {"n": 9007199254740992}}',
-     "bad number: the integer 9007199254740992 is beyond +-(2^53 - 1), the range every JSON "
-     "reader holds exactly"),
+     ("bad number: the integer 9007199254740992 is beyond +-(2^53 - 1), the range every JSON "
+      "reader holds exactly")),
     ('{"id": 3, "op": "a.b", "args": {"n": -1' + "0" * 40 + '}}',
-     "bad number: the integer -10000000000000000000000 is beyond +-(2^53 - 1), the range "
-     "every JSON reader holds exactly"),
+     ("bad number: the integer -10000000000000000000000 is beyond +-(2^53 - 1), the range "
+      "every JSON reader holds exactly")),
     ('{"id": 3, "op": "a.b", "args": {"n": 1e400}}', "bad number: the number 1e400 is out of range"),
 ])
 def test_text_and_numbers_no_client_can_read_back_are_refused(text: str, message: str) -> None:
