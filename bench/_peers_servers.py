@@ -95,8 +95,9 @@ def node_env() -> dict[str, str]:
 
 
 class ServerProcess:
-    """A server subprocess; `port` is read from its `listening on` line, and its later
-    output is drained (stderr goes to `log_path` for a post-mortem)."""
+    """A server subprocess, started at once; `ready()` waits for its `listening on` line
+    (the port), then drains its later output (stderr goes to `log_path` for a
+    post-mortem)."""
 
     def __init__(self, name: str, argv: list[str], log_dir: Path,
                  env: dict[str, str] | None = None) -> None:
@@ -106,8 +107,12 @@ class ServerProcess:
             self.proc = subprocess.Popen(argv, cwd=REPO, env=env, text=True,
                                          stdout=subprocess.PIPE, stderr=errors,
                                          stdin=subprocess.DEVNULL)
-        assert self.proc.stdout is not None
         self.lines: list[str] = []
+        self.pids = [self.proc.pid]
+
+    def ready(self) -> None:
+        """Wait until the server listens; then `host`, `port` and `pids` are known."""
+        assert self.proc.stdout is not None
         for line in self.proc.stdout:
             self.lines.append(line.rstrip("\n"))
             if m := _LISTENING.search(line):
@@ -115,7 +120,7 @@ class ServerProcess:
                 break
         else:
             self.proc.wait(10)
-            raise RuntimeError(f"{name} did not start:\n" + "\n".join(self.lines)
+            raise RuntimeError(f"{self.name} did not start:\n" + "\n".join(self.lines)
                                + self.log_path.read_text()[-3000:])
         threading.Thread(target=self.proc.stdout.read, daemon=True).start()
         # The processes whose CPU counts: the server and what it started (our event

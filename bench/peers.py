@@ -132,6 +132,8 @@ def run(args: argparse.Namespace, levels: list[int], tmp: Path) -> dict[str, Any
         procs["echo_python"] = servers.python_server(
             "echo_python", "import bench.ws as b; b.serve_echo()", tmp)
         procs["echo_node"] = servers.node_server("echo_node", tmp, "echo")
+        for proc in procs.values():  # they start side by side
+            proc.ready()
         return measure(args, levels, procs)
     except BaseException:
         for proc in procs.values():
