@@ -75,7 +75,7 @@ async def confirm_join(ws: Any) -> None:
     frame = await ws.recv()
     if not isinstance(frame, bytes) or not frame or frame[0] != JOIN_ROOM:
         raise ColyseusError(f"expected JOIN_ROOM, got {frame[:40]!r}")
-    await ws.send(bytes([JOIN_ROOM]))
+    await ws.send(bytes([JOIN_ROOM]))  # binary
 
 
 def encode_type(name: str) -> bytes:

@@ -14,6 +14,7 @@ import hashlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -100,8 +101,9 @@ class ServerProcess:
     post-mortem)."""
 
     def __init__(self, name: str, argv: list[str], log_dir: Path,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, gc_signal: int | None = None) -> None:
         self.name = name
+        self.gc_signal = gc_signal
         self.log_path = log_dir / f"{name}.log"
         with self.log_path.open("w") as errors:
             self.proc = subprocess.Popen(argv, cwd=REPO, env=env, text=True,
@@ -139,6 +141,13 @@ class ServerProcess:
             total += int(fields[11]) + int(fields[12])  # utime, stime
         return total / _CLOCK_TICKS
 
+    def collect_garbage(self) -> None:
+        """Ask the server for a full garbage collection, if it takes a signal for one (the
+        Node servers: a V8 heap holds its garbage until a major collection, so its RSS
+        rises and falls with it; ours frees by reference counting)."""
+        if self.gc_signal is not None:
+            os.kill(self.proc.pid, self.gc_signal)
+
     def rss(self) -> int:
         """Resident set size of the server's main process in bytes (/proc/PID/status)."""
         with open(f"/proc/{self.proc.pid}/status") as status:
@@ -162,8 +171,8 @@ def python_server(name: str, code: str, log_dir: Path, *args: str) -> ServerProc
 
 def node_server(name: str, log_dir: Path, *args: str) -> ServerProcess:
     """A peer server: bench/peers_node/server.js with `args`."""
-    return ServerProcess(name, ["node", str(SOURCES / "server.js"), *args], log_dir,
-                         node_env())
+    return ServerProcess(name, ["node", "--expose-gc", str(SOURCES / "server.js"), *args],
+                         log_dir, node_env(), gc_signal=signal.SIGHUP)
 
 
 def serve_ours(data_dir: str) -> None:

@@ -12,7 +12,7 @@ Five servers, each in its own process, on this machine:
   echo_python      our stack's ceiling: a bare Starlette + Hypercorn websocket echo;
   echo_node        Node's: a bare `ws` echo.
 
-One load generator (this process: trio and the `websockets` client, speaking each
+One load generator (this process: trio and a lean websocket client, speaking each
 server's own wire protocol, bench/_peers_load.py) drives them all in alternating turns,
 so every server meets the same machine. It measures round trips (one add in flight per
 connection) at 1, 100 and 1,000 connections with the server's CPU per round trip (from
@@ -40,9 +40,13 @@ from typing import Any
 
 import trio
 
+from bench import _colyseus as colyseus
 from bench import _peers_load as load
 from bench import _peers_servers as servers
+from bench._peers_sides import Colyseus, Echo, Ours, Side, client_cost
+from bench._wsclient import BINARY, TEXT
 from bench.ws import _raise_fd_limit
+from server.commands import tune_gc
 
 # Our counter world. Main renames `scratch` to `counter`: switch it here, in one line;
 # its ops are `KIND.add {amount, note}` and `KIND.get`, created with
@@ -113,7 +117,8 @@ def main(argv: list[str]) -> dict[str, Any]:
     if args.install_only:
         return {"installed": str(servers.cache_dir()), "packages": servers.package_versions()}
     levels = [int(x) for x in args.connections.split(",")]
-    _raise_fd_limit(2 * (len(PEERS) + 3) * max([*levels, args.idle, args.spectators]) + 256)
+    # The client holds every server's connections at once (servers inherit the limit).
+    _raise_fd_limit(max(5 * max(levels), args.idle, 3 * (args.writers + args.spectators)) + 256)
     with tempfile.TemporaryDirectory(prefix="bench-peers-", dir=servers.REPO) as tmp:
         return run(args, levels, Path(tmp))
 
@@ -145,34 +150,59 @@ def run(args: argparse.Namespace, levels: list[int], tmp: Path) -> dict[str, Any
             proc.close()
 
 
-def _sides(procs: dict[str, servers.ServerProcess]) -> dict[str, load.Side]:
+def _sides(procs: dict[str, servers.ServerProcess]) -> dict[str, Side]:
     ours = procs["ours"]
-    sample = json.dumps({"id": 1, "op": f"{KIND}.add", "to": f"{KIND}:c0",
-                         "args": {"amount": 1, "note": ""}}, separators=(",", ":"))
-    sides: dict[str, load.Side] = {"ours": load.Ours(f"ws://{ours.host}:{ours.port}/ws", KIND)}
+    sides: dict[str, Side] = {"ours": Ours(f"ws://{ours.host}:{ours.port}/ws", KIND)}
     for name in PEERS:
-        sides[name] = load.Colyseus(name, procs[name].host, procs[name].port)
-    # Both echoes carry frames the size of our add (text, as ours are).
+        sides[name] = Colyseus(name, procs[name].host, procs[name].port)
+    # Both echoes carry our add's text frame.
+    sample = json.dumps({"id": 1, "op": f"{KIND}.add", "to": f"{KIND}:c0",
+                         "args": {"amount": 1, "note": ""}}, separators=(",", ":")).encode()
     for name in ECHOES:
         path = "/ws" if name == "echo_python" else "/"
-        sides[name] = load.Echo(name, f"ws://{procs[name].host}:{procs[name].port}{path}", sample)
+        sides[name] = Echo(name, f"ws://{procs[name].host}:{procs[name].port}{path}", sample)
     return sides
+
+
+def _client_costs(sides: dict[str, Side]) -> dict[str, float]:
+    """The client's CPU per add on each kind of side with the network left out: the check
+    that the client does the same work whichever server it drives."""
+    ours, peer, echo = sides["ours"], sides["colyseus_memory"], sides["echo_node"]
+    assert isinstance(ours, Ours) and isinstance(peer, Colyseus) and isinstance(echo, Echo)
+    reply = json.dumps({"id": 1, "ok": True, "result": {"total": 1, "adds": 1, "revision": 2}},
+                       separators=(",", ":")).encode()
+    added = colyseus.message("added", {"total": 1, "adds": 1, "revision": 1})
+    return {"ours": client_cost(ours, ours.add_frame(f"{KIND}:c0"), reply, TEXT),
+            "colyseus": client_cost(peer, peer.add_frame, added, BINARY),
+            "echo": client_cost(echo, echo.add_frame, echo.sample, TEXT)}
 
 
 def measure(args: argparse.Namespace, levels: list[int],
             procs: dict[str, servers.ServerProcess]) -> dict[str, Any]:
     """Every figure, with the ratios and the goals."""
     sides = _sides(procs)
+    tune_gc()  # the client's collector as the servers': young passes rare, full ones rarer
     result: dict[str, Any] = {
         "setup": {
             "cpus": os.cpu_count(), "node": servers.node_version(),
             "packages": servers.package_versions(), "kind": KIND,
             "seconds_per_level": args.seconds, "turns": args.turns,
-            "load_generator": "one Python process (trio, websockets client)",
+            "load_generator": "one Python process (trio, bench/_wsclient.py)",
             "colyseus_store": procs["colyseus_sqlite"].lines[0],
+            "client_cpu_us_per_add_without_network": _client_costs(sides),
         },
         "round_trips": {},
     }
+    # First, while the servers are fresh: no memory freed by earlier phases to reuse.
+    _log(f"idle memory at {args.idle} connections")
+    idle: dict[str, Any] = {"connections": args.idle}
+    for name in ("ours", "colyseus_memory"):
+        idle[name] = trio.run(load.idle_memory, sides[name], args.idle, procs[name].rss,
+                              procs[name].collect_garbage)
+    idle["ratio_ours/colyseus_memory"] = _ratio(idle["ours"]["kib_per_connection"],
+                                                idle["colyseus_memory"]["kib_per_connection"])
+    result["idle_memory"] = idle
+
     for c in levels:
         _log(f"round trips at {c} connections, {args.turns} turns per server")
         meters = {name: load.Meter(procs[name].cpu_seconds) for name in sides}
@@ -181,14 +211,6 @@ def measure(args: argparse.Namespace, levels: list[int],
         figures = {name: meter.figures() for name, meter in meters.items()}
         figures["ratios"] = _ratios(figures, RT_KEYS, RT_PAIRS)
         result["round_trips"][str(c)] = figures
-
-    _log(f"idle memory at {args.idle} connections")
-    idle: dict[str, Any] = {"connections": args.idle}
-    for name in ("ours", "colyseus_memory"):
-        idle[name] = trio.run(load.idle_memory, sides[name], args.idle, procs[name].rss)
-    idle["ratio_ours/colyseus_memory"] = _ratio(idle["ours"]["kib_per_connection"],
-                                                idle["colyseus_memory"]["kib_per_connection"])
-    result["idle_memory"] = idle
 
     _log(f"fan-out: {args.writers} writers, {args.spectators} spectators")
     fan_sides = [sides[name] for name in ("ours", *PEERS)]

@@ -110,7 +110,10 @@ function serveColyseus(mode, dbPath) {
     }
   }
 
-  const server = new Server({ transport: new WebSocketTransport(), greet: false });
+  // Keepalive pings every 20 s, as our server sends them (Colyseus's default is 3 s): the
+  // client answers every ping of every open connection, whichever server's turn it is.
+  const transport = new WebSocketTransport({ pingInterval: 20000 });
+  const server = new Server({ transport, greet: false });
   server.define("counter", CounterRoom);
   server.define("counter_watched", CounterRoom, { watched: true });
   server.define("lounge", CounterRoom);
@@ -131,6 +134,10 @@ function serveEcho() {
     console.log(`echo: listening on http://${HOST}:${wss.address().port}`);
   });
 }
+
+// `bench peers` reads the memory of live objects only: SIGHUP asks for a full collection
+// first (node --expose-gc; Colyseus takes SIGUSR2 for a graceful shutdown).
+if (typeof global.gc === "function") process.on("SIGHUP", () => global.gc());
 
 const [what, mode, dbPath] = process.argv.slice(2);
 if (what === "colyseus" && (mode === "memory" || (mode === "sqlite" && dbPath))) {

@@ -15,7 +15,7 @@ import pytest
 from bench import _peers_servers as servers
 from bench import peers
 
-TINY = ["--connections", "10", "--seconds", "0.3", "--turns", "1", "--idle", "200",
+TINY = ["--connections", "10", "--seconds", "0.3", "--turns", "1", "--idle", "300",
         "--writers", "2", "--spectators", "10", "--fan-seconds", "0.3"]
 ROUND_TRIP_KEYS = {"round_trips", "round_trips_per_s", "p50_ms", "p99_ms",
                    "per_turn_round_trips_per_s", "server_cpu_us_per_round_trip",
@@ -59,7 +59,7 @@ def test_round_trips_have_every_side_and_figure(result: dict[str, Any]) -> None:
 
 def test_idle_memory_grows_on_both_servers(result: dict[str, Any]) -> None:
     idle = result["idle_memory"]
-    assert idle["connections"] == 200
+    assert idle["connections"] == 300
     for side in ("ours", "colyseus_memory"):
         assert all(_positive(v) for v in idle[side].values()), idle[side]
     assert _positive(idle["ratio_ours/colyseus_memory"])
@@ -95,3 +95,5 @@ def test_setup_names_what_ran(result: dict[str, Any]) -> None:
     assert setup["packages"]["@colyseus/core"].startswith("0.16.")
     assert '"journal_mode":"wal"' in setup["colyseus_store"]
     assert '"synchronous":2' in setup["colyseus_store"]  # FULL
+    costs = setup["client_cpu_us_per_add_without_network"]
+    assert set(costs) == {"ours", "colyseus", "echo"} and all(map(_positive, costs.values()))
