@@ -110,9 +110,12 @@ function serveColyseus(mode, dbPath) {
     }
   }
 
-  // Keepalive pings every 20 s, as our server sends them (Colyseus's default is 3 s): the
-  // client answers every ping of every open connection, whichever server's turn it is.
-  const transport = new WebSocketTransport({ pingInterval: 20000 });
+  // Keepalive as our server's (Hypercorn's): a ping every 20 s, and no connection dropped
+  // for a missing pong (Colyseus's default pings every 3 s and drops after 2 unanswered).
+  // The load generator reads a connection only in its server's turns, so it answers
+  // pings late, and any ping costs the client its share during every server's turn.
+  const transport = new WebSocketTransport({ pingInterval: 20000,
+                                             pingMaxRetries: Number.MAX_SAFE_INTEGER });
   const server = new Server({ transport, greet: false });
   server.define("counter", CounterRoom);
   server.define("counter_watched", CounterRoom, { watched: true });
