@@ -175,10 +175,17 @@ def node_server(name: str, log_dir: Path, *args: str) -> ServerProcess:
                          log_dir, node_env(), gc_signal=signal.SIGHUP)
 
 
-def serve_ours(data_dir: str) -> None:
+def serve_ours(data_dir: str, snapshots: str | None = None) -> None:
     """Serve our server as `petridish serve --open` does (the same `serve`, the same
     garbage-collector tuning) with one difference: the per-connection token bucket is
-    lifted, as in `bench ws` (at 200 frames/s it would cap one connection's rate)."""
+    lifted, as in `bench ws` (at 200 frames/s it would cap one connection's rate).
+
+    With `snapshots` (a directory; bench/_peers_profile.py), each SIGUSR1 writes snapshot
+    N there: `snapshot-N.tracemalloc` (allocations traced since the first SIGUSR1, which
+    starts tracing) and then `snapshot-N.pickle` (`{"types": objects by type name}`); and
+    SIGUSR2 starts counting trio's task steps, the next one stops and writes
+    `steps-N.json` (`{"task_steps", "tasks_spawned"}`).
+    """
     import trio
 
     from server.app import Running, serve
@@ -192,9 +199,58 @@ def serve_ours(data_dir: str) -> None:
         async with trio.open_nursery() as nursery:
             running: Running = await nursery.start(serve, config)
             tune_gc()
+            if snapshots is not None:
+                nursery.start_soon(_snapshot_on_signal, Path(snapshots))
+                nursery.start_soon(_count_steps_on_signal, Path(snapshots))
             print(f"petridish: listening on {running.url}", flush=True)
 
     trio.run(main)
+
+
+async def _snapshot_on_signal(folder: Path) -> None:
+    import gc
+    import pickle
+    import tracemalloc
+    from collections import Counter
+
+    import trio
+
+    with trio.open_signal_receiver(signal.SIGUSR1) as signals:
+        n = 0
+        async for _ in signals:
+            if not tracemalloc.is_tracing():
+                tracemalloc.start()
+            gc.collect()
+            tracemalloc.take_snapshot().dump(str(folder / f"snapshot-{n}.tracemalloc"))
+            types = Counter(type(o).__name__ for o in gc.get_objects())
+            (folder / f"snapshot-{n}.pickle").write_bytes(pickle.dumps({"types": types}))
+            n += 1
+
+
+async def _count_steps_on_signal(folder: Path) -> None:
+    import json
+
+    import trio
+
+    class Steps(trio.abc.Instrument):
+        def __init__(self) -> None:
+            self.task_steps = self.tasks_spawned = 0
+
+        def before_task_step(self, task: trio.lowlevel.Task) -> None:
+            self.task_steps += 1
+
+        def task_spawned(self, task: trio.lowlevel.Task) -> None:
+            self.tasks_spawned += 1
+
+    with trio.open_signal_receiver(signal.SIGUSR2) as signals:
+        n = 0
+        async for _ in signals:
+            steps = Steps()
+            trio.lowlevel.add_instrument(steps)
+            await signals.__anext__()
+            trio.lowlevel.remove_instrument(steps)
+            (folder / f"steps-{n}.json").write_text(json.dumps(vars(steps)))
+            n += 1
 
 
 def package_versions() -> dict[str, Any]:

@@ -31,6 +31,12 @@ _REVISION = re.compile(rb'"revision":(\d+)')
 _PUSH = re.compile(rb'\{"topic":"[^"]*","rev":(\d+),"kind":"(\w+)"')
 
 
+def add_request(kind: str, to: str) -> bytes:
+    """The JSON text of our add request to world `to` (the echoes carry it too)."""
+    return json.dumps({"id": 1, "op": f"{kind}.add", "to": to,
+                       "args": {"amount": 1, "note": ""}}, separators=(",", ":")).encode()
+
+
 @attrs.define
 class Conn:
     """One client connection: its socket, the frame of its add, and the last revision it
@@ -79,9 +85,7 @@ class Ours(Side):
 
     def add_frame(self, to: str) -> bytes:
         """The framed add request to world `to`."""
-        text = json.dumps({"id": 1, "op": f"{self.kind}.add", "to": to,
-                           "args": {"amount": 1, "note": ""}}, separators=(",", ":"))
-        return frame(text.encode(), TEXT)
+        return frame(add_request(self.kind, to), TEXT)
 
     async def _call(self, ws: WsClient, request: dict[str, Any],
                     ok: tuple[str, ...] = ()) -> Any:

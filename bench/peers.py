@@ -43,7 +43,7 @@ import trio
 from bench import _colyseus as colyseus
 from bench import _peers_load as load
 from bench import _peers_servers as servers
-from bench._peers_sides import Colyseus, Echo, Ours, Side, client_cost
+from bench._peers_sides import Colyseus, Echo, Ours, Side, add_request, client_cost
 from bench._wsclient import BINARY, TEXT
 from bench.ws import _raise_fd_limit
 from server.commands import tune_gc
@@ -155,9 +155,7 @@ def _sides(procs: dict[str, servers.ServerProcess]) -> dict[str, Side]:
     sides: dict[str, Side] = {"ours": Ours(f"ws://{ours.host}:{ours.port}/ws", KIND)}
     for name in PEERS:
         sides[name] = Colyseus(name, procs[name].host, procs[name].port)
-    # Both echoes carry our add's text frame.
-    sample = json.dumps({"id": 1, "op": f"{KIND}.add", "to": f"{KIND}:c0",
-                         "args": {"amount": 1, "note": ""}}, separators=(",", ":")).encode()
+    sample = add_request(KIND, f"{KIND}:c0")  # both echoes carry our add's text frame
     for name in ECHOES:
         path = "/ws" if name == "echo_python" else "/"
         sides[name] = Echo(name, f"ws://{procs[name].host}:{procs[name].port}{path}", sample)
