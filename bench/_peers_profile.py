@@ -3,6 +3,7 @@
     python -m bench._peers_profile cpu [--connections 100] [--seconds 20] [--out DIR]
     python -m bench._peers_profile memory [--connections 2000] [--out DIR]
     python -m bench._peers_profile stacks [--connections 100] [--seconds 20]
+    python -m bench._peers_profile codecs
 
 `cpu` starts our server as `bench peers` does (bench/_peers_servers.py), drives its
 counter world with the same load generator (one add in flight per connection, each
@@ -21,6 +22,11 @@ server's own snapshots, taken on SIGUSR1: bench/_peers_servers.py).
 `stacks` measures the websocket framing candidate: bare echo servers on Starlette +
 Hypercorn (ours, `bench ws`'s), on `websockets`' own trio server, and on Node's `ws`,
 driven alike in alternating turns: round trips per second and server CPU per round trip.
+
+`codecs` measures the JSON candidate: microseconds per call of each JSON step of an add
+(the request's parse, its args' validation, the reply's encoding) beside `orjson` and
+`msgspec` doing the same decode and encode, where they are installed (they are not
+dependencies: `pip install orjson msgspec` to compare).
 """
 
 from __future__ import annotations
@@ -392,10 +398,44 @@ def stacks(args: argparse.Namespace, out: Path) -> dict[str, Any]:
                                               / figures["hypercorn"][k], 3) for k in keys}}
 
 
+def codecs(args: argparse.Namespace, out: Path) -> dict[str, Any]:
+    """Microseconds per call of the JSON work of one add, ours and the alternatives'."""
+    import importlib
+    import timeit
+
+    from protocol.convert import structure, unstructure
+    from protocol.envelope import encode_result, parse_frame
+    from protocol.jsontext import compact_encoder, strict_decoder
+    from protocol.ops.scratch import AddArgs, Total
+
+    request = add_request(KIND, f"{KIND}:c0").decode()
+    reply = {"id": 1, "ok": True, "result": {"total": 5, "adds": 5, "revision": 6}}
+    decode, encode = strict_decoder(lambda c: None), compact_encoder(ensure_ascii=False)
+    calls: dict[str, Any] = {
+        "parse_frame (decode and envelope checks)": lambda: parse_frame(request),
+        "strict_decoder (the decode alone)": lambda: decode(request),
+        "structure AddArgs (cattrs)": lambda: structure({"amount": 1, "note": ""}, AddArgs),
+        "unstructure Total": lambda: unstructure(Total(5, 5, 6)),
+        "encode_result (encode and envelope)": lambda: encode_result(1, reply["result"]),
+        "compact_encoder (the encode alone)": lambda: encode(reply),
+    }
+    for name, loads, dumps in (("orjson", "loads", "dumps"), ("msgspec.json", "decode", "encode")):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        calls[f"{name}.{loads}"] = partial(getattr(module, loads), request)
+        calls[f"{name}.{dumps} + decode"] = lambda m=module, d=dumps: getattr(m, d)(reply).decode()
+    n = 100_000
+    return {"us_per_call (best of 5)": {
+        name: round(min(timeit.repeat(call, number=n, repeat=5)) / n * 1e6, 3)
+        for name, call in calls.items()}}
+
+
 def main(argv: list[str]) -> None:
     """Run the chosen profile and print its JSON."""
     parser = argparse.ArgumentParser(prog="python -m bench._peers_profile")
-    parser.add_argument("what", choices=("cpu", "memory", "stacks"))
+    parser.add_argument("what", choices=("cpu", "memory", "stacks", "codecs"))
     parser.add_argument("--connections", type=int)
     parser.add_argument("--seconds", type=int, default=20)
     parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "peers-profile")
@@ -404,8 +444,8 @@ def main(argv: list[str]) -> None:
     if args.connections is None:
         args.connections = 2000 if args.what == "memory" else 100
     t0 = time.perf_counter()
-    result = {"cpu": cpu, "memory": memory, "stacks": stacks}[args.what](args,
-                                                                         args.out.resolve())
+    run = {"cpu": cpu, "memory": memory, "stacks": stacks, "codecs": codecs}[args.what]
+    result = run(args, args.out.resolve())
     _log(f"done in {time.perf_counter() - t0:.0f} s")
     print(json.dumps(result, indent=2))
 
