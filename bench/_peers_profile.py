@@ -19,14 +19,7 @@ as many again, and prints beside the RSS per connection the Python allocations p
 connection by package and by source line, and the objects per connection by type (the
 server's own snapshots, taken on SIGUSR1: bench/_peers_servers.py).
 
-`stacks` measures the websocket framing candidate: bare echo servers on Starlette +
-Hypercorn (ours, `bench ws`'s), on `websockets`' own trio server, and on Node's `ws`,
-driven alike in alternating turns: round trips per second and server CPU per round trip.
-
-`codecs` measures the JSON candidate: microseconds per call of each JSON step of an add
-(the request's parse, its args' validation, the reply's encoding) beside `orjson` and
-`msgspec` doing the same decode and encode, where they are installed (they are not
-dependencies: `pip install orjson msgspec` to compare).
+`stacks` and `codecs` measure two candidate cuts (bench/_peers_candidates.py).
 """
 
 from __future__ import annotations
@@ -42,7 +35,6 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +42,7 @@ import trio
 
 from bench import _peers_load as load
 from bench import _peers_servers as servers
-from bench._peers_sides import Echo, Ours, add_request
+from bench._peers_sides import Ours
 from bench.peers import KIND
 
 # Stages of the path, matched from a sample's innermost frame outwards: the first frame
@@ -67,10 +59,9 @@ STAGES: tuple[tuple[str, str, frozenset[str] | None], ...] = (
     ("validate", "protocol/convert.py", frozenset({"structure"})),
     ("encode", "protocol/convert.py", frozenset({"unstructure"})),
     ("validate", "server/session.py", frozenset({"_call_of", "_parse", "_check_size"})),
-    ("decide", "actors/scratch/fold.py", frozenset({"decide_add"})),
-    ("evolve", "actors/scratch/fold.py", frozenset({"apply"})),
-    ("decide", "actors/scratch/actor.py", frozenset({"handle"})),
-    ("evolve", "actors/scratch/actor.py", frozenset({"apply"})),
+    # The counter world's package: folding is evolve, the rest of it decides.
+    ("evolve", f"actors/{KIND}/", frozenset({"apply", "evolve"})),
+    ("decide", f"actors/{KIND}/", None),
     ("evolve", "actors/runtime.py", frozenset({"commit"})),
     ("publish", "actors/topic.py", None),
     ("append", "server/storage/", None),
@@ -346,92 +337,6 @@ def compare(before: Path, after: Path, connections: int, rss_delta: int) -> dict
     }
 
 
-def serve_websockets_echo() -> None:
-    """A bare echo on `websockets`' trio server (its C-accelerated framing), until killed."""
-    from websockets.trio.server import ServerConnection, serve
-
-    from server.commands import tune_gc
-
-    async def echo(ws: ServerConnection) -> None:
-        async for message in ws:
-            await ws.send(message)
-
-    async def main() -> None:
-        async with trio.open_nursery() as nursery:
-            server = await nursery.start(partial(serve, echo, 0, host="127.0.0.1",
-                                                 compression=None, ping_interval=20.0,
-                                                 ping_timeout=None))
-            tune_gc()
-            port = server.listeners[0].socket.getsockname()[1]
-            print(f"websockets echo: listening on http://127.0.0.1:{port}", flush=True)
-
-    trio.run(main)
-
-
-def stacks(args: argparse.Namespace, out: Path) -> dict[str, Any]:
-    """Echo round trips on the three stacks, alternating turns."""
-    with tempfile.TemporaryDirectory(prefix="bench-profile-", dir=servers.REPO) as tmp:
-        procs = {
-            "hypercorn": servers.python_server("hypercorn", "import bench.ws as b; b.serve_echo()",
-                                               Path(tmp)),
-            "websockets": servers.python_server(
-                "websockets", "import bench._peers_profile as p; p.serve_websockets_echo()",
-                Path(tmp)),
-            "node_ws": servers.node_server("node_ws", Path(tmp), "echo"),
-        }
-        try:
-            for proc in procs.values():
-                proc.ready()
-            sample = add_request(KIND, f"{KIND}:c0")
-            paths = {"hypercorn": "/ws", "websockets": "/", "node_ws": "/"}
-            sides = [Echo(name, f"ws://{p.host}:{p.port}{paths[name]}", sample)
-                     for name, p in procs.items()]
-            meters = {name: load.Meter(p.cpu_seconds) for name, p in procs.items()}
-            trio.run(load.round_trips, sides, meters, args.connections, args.seconds, 4, _log)
-        finally:
-            for proc in procs.values():
-                proc.close()
-    figures = {name: meter.figures() for name, meter in meters.items()}
-    keys = ("round_trips_per_s", "p50_ms", "server_cpu_us_per_round_trip")
-    return {"connections": args.connections, "seconds": args.seconds, **figures,
-            "websockets/hypercorn": {k: round(figures["websockets"][k]
-                                              / figures["hypercorn"][k], 3) for k in keys}}
-
-
-def codecs(args: argparse.Namespace, out: Path) -> dict[str, Any]:
-    """Microseconds per call of the JSON work of one add, ours and the alternatives'."""
-    import importlib
-    import timeit
-
-    from protocol.convert import structure, unstructure
-    from protocol.envelope import encode_result, parse_frame
-    from protocol.jsontext import compact_encoder, strict_decoder
-    from protocol.ops.scratch import AddArgs, Total
-
-    request = add_request(KIND, f"{KIND}:c0").decode()
-    reply = {"id": 1, "ok": True, "result": {"total": 5, "adds": 5, "revision": 6}}
-    decode, encode = strict_decoder(lambda c: None), compact_encoder(ensure_ascii=False)
-    calls: dict[str, Any] = {
-        "parse_frame (decode and envelope checks)": lambda: parse_frame(request),
-        "strict_decoder (the decode alone)": lambda: decode(request),
-        "structure AddArgs (cattrs)": lambda: structure({"amount": 1, "note": ""}, AddArgs),
-        "unstructure Total": lambda: unstructure(Total(5, 5, 6)),
-        "encode_result (encode and envelope)": lambda: encode_result(1, reply["result"]),
-        "compact_encoder (the encode alone)": lambda: encode(reply),
-    }
-    for name, loads, dumps in (("orjson", "loads", "dumps"), ("msgspec.json", "decode", "encode")):
-        try:
-            module = importlib.import_module(name)
-        except ImportError:
-            continue
-        calls[f"{name}.{loads}"] = partial(getattr(module, loads), request)
-        calls[f"{name}.{dumps} + decode"] = lambda m=module, d=dumps: getattr(m, d)(reply).decode()
-    n = 100_000
-    return {"us_per_call (best of 5)": {
-        name: round(min(timeit.repeat(call, number=n, repeat=5)) / n * 1e6, 3)
-        for name, call in calls.items()}}
-
-
 def main(argv: list[str]) -> None:
     """Run the chosen profile and print its JSON."""
     parser = argparse.ArgumentParser(prog="python -m bench._peers_profile")
@@ -444,7 +349,10 @@ def main(argv: list[str]) -> None:
     if args.connections is None:
         args.connections = 2000 if args.what == "memory" else 100
     t0 = time.perf_counter()
-    run = {"cpu": cpu, "memory": memory, "stacks": stacks, "codecs": codecs}[args.what]
+    from bench import _peers_candidates as candidates
+
+    run = {"cpu": cpu, "memory": memory, "stacks": candidates.stacks,
+           "codecs": candidates.codecs}[args.what]
     result = run(args, args.out.resolve())
     _log(f"done in {time.perf_counter() - t0:.0f} s")
     print(json.dumps(result, indent=2))
