@@ -91,7 +91,7 @@ def codecs(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     from protocol.convert import structure, unstructure
     from protocol.envelope import encode_result, parse_frame
     from protocol.jsontext import compact_encoder, strict_decoder
-    from protocol.registry import default_registry
+    from server.worlds import registry as default_registry
 
     spec = default_registry().get(f"{KIND}.add")
     request = add_request(KIND, f"{KIND}:c0").decode()

@@ -48,10 +48,9 @@ from bench._wsclient import BINARY, TEXT
 from bench.ws import _raise_fd_limit
 from server.commands import tune_gc
 
-# Our counter world. Main renames `scratch` to `counter`: switch it here, in one line;
-# its ops are `KIND.add {amount, note}` and `KIND.get`, created with
+# Our counter world: its ops are `KIND.add {amount, note}` and `KIND.get`, created with
 # `lobby.create {kind: KIND, name}`.
-KIND = "scratch"
+KIND = "counter"
 
 PEERS = ("colyseus_memory", "colyseus_sqlite")
 ECHOES = ("echo_python", "echo_node")
