@@ -15,11 +15,10 @@ from __future__ import annotations
 from typing import Any
 
 from .board import Board, Context, Limits
-from .contacts import victory
+from .contacts import has_you, victory
 from .diagnostics import Diagnostic
 from .level import Level, parse_level
 from .profiles import Profile
-from .rules import YOU
 from .snapshot import RestoreError, board_to_state, state_to_board
 from .turn import REASONS, Work, advance, settle_initial
 
@@ -137,7 +136,7 @@ class Game:
     def _status(self, board: Board) -> tuple[bool, bool]:
         work = Work(self.ctx, board, record=False)
         won = victory(work)
-        return won, not won and not any(work.rules.masks[o[1]] & YOU for o in work.objs)
+        return won, not won and not has_you(work)
 
 
 def create_game(level: Level | dict[str, Any], profile: str | Profile | None = None,

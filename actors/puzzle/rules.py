@@ -9,8 +9,9 @@ Text reads left-to-right along each row and top-to-bottom along each column. A s
   text into objects); `X IS X` and `X IS NOT Y` block those transforms.
 * `NOT X IS ...` applies to every object noun but X.
 
-When text is stacked, a cell reads as its first text block in board order (Keke's layered model:
-its last, see `board_lines`). Text is always PUSH.
+When text is stacked, a cell reads as its first text block in board order. Keke's layered model
+reads its object map instead (`board_lines`): each cell shows one word, and every IS joins the
+words shown beside it. Text is always PUSH.
 """
 
 from __future__ import annotations
@@ -35,7 +36,9 @@ class RuleSet:
     """The rules in force: readable sentences, a property mask per kind, transforms in order.
 
     `you_order` / `move_order` list noun indices in the order their YOU / MOVE rules were read
-    (Keke moves objects noun by noun in that order).
+    (Keke moves objects noun by noun in that order); `ordered` lists every (noun index,
+    property bit) in force in the order its rule was read (Keke builds its YOU, DEFEAT, SINK,
+    ... lists rule by rule, `layer.with_property`).
     """
 
     sentences: tuple[str, ...]
@@ -43,6 +46,7 @@ class RuleSet:
     transforms: tuple[tuple[int, int], ...]
     you_order: tuple[int, ...]
     move_order: tuple[int, ...]
+    ordered: tuple[tuple[int, int], ...] = ()
     present: int = 0  # every property some object noun has: lets a turn skip idle steps
 
 
@@ -75,13 +79,17 @@ def _terms(line: list[str], i: int, step: int, allowed: frozenset[str]
         i += step
 
 
-def read_sentences(lines: list[list[str]]) -> list[tuple[list[tuple[bool, str]],
-                                                         list[tuple[bool, str]]]]:
+Line = tuple[list[str], int | None]
+"""A word line and the index of the one IS to read there (None: every IS in it)."""
+
+
+def read_sentences(lines: list[Line]) -> list[tuple[list[tuple[bool, str]],
+                                                    list[tuple[bool, str]]]]:
     """Every (subjects, predicates) sentence in the given word lines, in reading order."""
     found = []
-    for line in lines:
-        for i, word in enumerate(line):
-            if word != "is":
+    for line, at in lines:
+        for i in range(len(line)) if at is None else (at,):
+            if line[i] != "is":
                 continue
             subjects = _terms(line, i - 1, -1, _NOUN_WORDS)
             predicates = _terms(line, i + 1, 1, _NOUN_WORDS | _PROP_WORDS)
@@ -90,31 +98,24 @@ def read_sentences(lines: list[list[str]]) -> list[tuple[list[tuple[bool, str]],
     return found
 
 
-def board_lines(text: list[tuple[int, int, int]], layered: bool = False) -> list[list[str]]:
-    """Word lines of the board: every maximal horizontal and vertical run of text cells.
+def board_lines(text: list[tuple[int, ...]], layered: bool = False) -> list[Line]:
+    """Word lines of the board, in the order their IS blocks come in board order.
 
-    Keke reads each IS horizontally then vertically, in board order; the runs here are ordered by
-    their IS blocks the same way so that rule order (which decides transform order) matches.
-    Where text is stacked a cell shows its first block, or under `layered` (Keke's object map,
-    where words are re-placed in list order) its last; there an IS hidden under another word
-    still joins the words the map shows on either side, as Keke's reader does.
+    Classic (`text` holds `(kind, x, y)`): every maximal horizontal and vertical run of text
+    cells through an IS; a stacked cell shows its first block. Layered (`(kind, x, y, unread)`,
+    Keke's object map): a cell shows its last word that was not hidden from the map
+    (`layer.UNREAD`), and every IS, shown or hidden, reads the runs of shown words on either
+    side of it, horizontally then vertically, as Keke's `interpretRules` reads each IS.
     """
+    if layered:
+        return _map_lines(text)
     cell: dict[tuple[int, int], str] = {}
     for kind, x, y in text:
-        if layered:
-            cell[(x, y)] = WORDS[kind - TEXT_BASE]
-        else:
-            cell.setdefault((x, y), WORDS[kind - TEXT_BASE])
-    lines: list[list[str]] = []
+        cell.setdefault((x, y), WORDS[kind - TEXT_BASE])
+    lines: list[Line] = []
     seen: set[tuple[int, int, int]] = set()
     for kind, x, y in text:
-        if WORDS[kind - TEXT_BASE] != "is":
-            continue
-        if cell[(x, y)] != "is":
-            if layered:  # a hidden IS: the triples around it
-                lines.extend([cell[(x - dx, y - dy)], "is", cell[(x + dx, y + dy)]]
-                             for dx, dy in ((1, 0), (0, 1))
-                             if (x - dx, y - dy) in cell and (x + dx, y + dy) in cell)
+        if WORDS[kind - TEXT_BASE] != "is" or cell[(x, y)] != "is":
             continue
         for dx, dy, axis in ((1, 0, 0), (0, 1, 1)):
             sx, sy = x, y
@@ -127,21 +128,42 @@ def board_lines(text: list[tuple[int, int, int]], layered: bool = False) -> list
             while (sx, sy) in cell:
                 run.append(cell[(sx, sy)])
                 sx, sy = sx + dx, sy + dy
-            lines.append(run)
+            lines.append((run, None))
     return lines
 
 
-def parse_rules(text: list[tuple[int, int, int]], layered: bool = False) -> RuleSet:
-    """The rule set that the text blocks `(kind, x, y)` (in board order) spell out; `layered`
-    reads stacked text as Keke does (see `board_lines`)."""
+def _map_lines(text: list[tuple[int, ...]]) -> list[Line]:
+    cell = {(x, y): WORDS[kind - TEXT_BASE] for kind, x, y, unread in text if not unread}
+    lines: list[Line] = []
+    for kind, x, y, _ in text:
+        if WORDS[kind - TEXT_BASE] != "is":
+            continue
+        for dx, dy in ((1, 0), (0, 1)):
+            before: list[str] = []
+            sx, sy = x - dx, y - dy
+            while (sx, sy) in cell:
+                before.append(cell[(sx, sy)])
+                sx, sy = sx - dx, sy - dy
+            after: list[str] = []
+            sx, sy = x + dx, y + dy
+            while (sx, sy) in cell:
+                after.append(cell[(sx, sy)])
+                sx, sy = sx + dx, sy + dy
+            if before and after:
+                lines.append(([*before[::-1], "is", *after], len(before)))
+    return lines
+
+
+def parse_rules(text: list[tuple[int, ...]], layered: bool = False) -> RuleSet:
+    """The rule set that the text blocks (in board order) spell out: `(kind, x, y)` each, or
+    under `layered` `(kind, x, y, unread)`, read from Keke's object map (see `board_lines`)."""
     plus = [0] * (len(NOUNS) + 1)
     minus = [0] * (len(NOUNS) + 1)
     sentences: list[str] = []
     transforms: list[tuple[int, int]] = []
     blocked: set[tuple[int, int]] = set()
     frozen: set[int] = set()
-    you_order: list[int] = []
-    move_order: list[int] = []
+    ordered: list[tuple[int, int]] = []
     for subjects, predicates in read_sentences(board_lines(text, layered)):
         for sneg, subject in subjects:
             targets = ([n for n in range(len(NOUNS)) if NOUNS[n] != subject] if sneg
@@ -153,10 +175,8 @@ def parse_rules(text: list[tuple[int, int, int]], layered: bool = False) -> Rule
                 for noun in targets:
                     if word in PROP_BIT:
                         (minus if pneg else plus)[noun] |= PROP_BIT[word]
-                        order = you_order if word == "you" else move_order \
-                            if word == "move" else None
-                        if order is not None and not pneg and noun not in order:
-                            order.append(noun)
+                        if not pneg and (noun, PROP_BIT[word]) not in ordered:
+                            ordered.append((noun, PROP_BIT[word]))
                     elif pneg:
                         blocked.add((noun, _noun_index(word)))
                     elif _noun_index(word) == noun:
@@ -171,13 +191,12 @@ def parse_rules(text: list[tuple[int, int, int]], layered: bool = False) -> Rule
             if kind >= TEXT_BASE:
                 masks[kind] |= PUSH
     kept = tuple(t for t in transforms if t[0] not in frozen and t not in blocked)
-    you_mask = [m for m in range(len(NOUNS) + 1) if plus[m] & ~minus[m] & YOU]
-    move_mask = [m for m in range(len(NOUNS) + 1) if plus[m] & ~minus[m] & MOVE]
+    live = tuple((n, bit) for n, bit in ordered if plus[n] & ~minus[n] & bit)
     return RuleSet(
         sentences=tuple(sentences), masks=tuple(masks), transforms=kept,
-        you_order=tuple(n for n in you_order if n in you_mask),
-        move_order=tuple(n for n in move_order if n in move_mask),
-        present=_union(plus[m] & ~minus[m] for m in range(len(NOUNS) + 1)))
+        you_order=tuple(n for n, bit in live if bit == YOU),
+        move_order=tuple(n for n, bit in live if bit == MOVE),
+        ordered=live, present=_union(plus[m] & ~minus[m] for m in range(len(NOUNS) + 1)))
 
 
 def _union(bits: Iterable[int]) -> int:

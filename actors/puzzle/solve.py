@@ -3,7 +3,7 @@
 A search runs over a *model*, a transition system on keys:
 
 * `FastModel` (the `keke` profile without mechanics): `fast.FastLevel`, which re-states the
-  Keke simulator on flat lists and packs its whole state, quirks included, into the key;
+  Keke simulator on flat lists and packs its whole state into the key;
 * `EngineModel` (everything else): the public transition function (`turn.advance`, which
   `game.step` runs) with the state codec of `codec.py` as the key, mechanic state included.
 
@@ -67,12 +67,10 @@ class SolveResult:
 
 
 class Model(Protocol):
-    """A transition system over exact state keys. `quirks` holds the children of the last
-    `expand` reached by a turn the public engine may play otherwise; `lossy` says whether the
-    last `expand` skipped successors (folded walks that drop some arrivals)."""
+    """A transition system over exact state keys. `lossy` says whether the last `expand`
+    skipped successors (folded walks that drop some arrivals)."""
 
     name: str
-    quirks: Container[bytes]
     lossy: bool
 
     def initial(self) -> bytes:
@@ -99,11 +97,6 @@ class FastModel:
         self.expand = self._fast.expand
 
     @property
-    def quirks(self) -> Container[bytes]:
-        """Children of the last expansion whose turn hit Keke's double-removal quirk."""
-        return self._fast.quirks
-
-    @property
     def lossy(self) -> bool:
         """Whether the last expansion's timed walk (`walks.timed_exits`) skipped states."""
         return self._fast.lossy
@@ -115,7 +108,6 @@ class EngineModel:
     move, complexity cap) have no successor."""
 
     name = "engine"
-    quirks: Container[bytes] = frozenset()  # the engine is the reference
     lossy = False  # it never folds walks, so it never skips a successor
 
     def __init__(self, level: Level) -> None:
@@ -184,12 +176,11 @@ def search(model: Model, *, strategy: str, caps: Caps, clock: Callable[[], float
     It usually needs far fewer nodes than `bfs`; its answers are not always shortest. The
     caps count from the clock reading `started` and from `spent` earlier expansions (a search
     that continues another one's budget). A goal counts only when `verify` accepts its moves
-    (the caller replays them in the public engine); a refuted goal is a dead end. Paths through
-    a quirk turn (`Model.quirks`) are followed, since most still replay, until one such goal
-    is refuted; from then on they are dropped. A state whose expansion skipped successors
+    (the caller replays them in the public engine); a refuted goal (a model that disagrees
+    with the engine: a bug) is a dead end. A state whose expansion skipped successors
     (`Model.lossy`) is expanded again one move at a time once every queue is empty. An
-    exhausted search that met a quirk or a refutation proves nothing: it says
-    `complexity_blocked`, with a reason starting `_PARTIAL`.
+    exhausted search that met a refutation proves nothing: it says `complexity_blocked`, with
+    a reason starting `_PARTIAL`.
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r} (one of {', '.join(STRATEGIES)})")
@@ -205,8 +196,6 @@ def search(model: Model, *, strategy: str, caps: Caps, clock: Callable[[], float
     done: set[bytes] = set()
     pushed, expanded, turn, refuted = 0, spent, 0, 0
     popped_by: dict[bytes, int] = {}  # with `trace`: the queue that expanded each state
-    tainted: set[bytes] = set()  # states whose stored path crosses a quirk turn (`Model.quirks`)
-    shun = False  # set once a tainted goal was refuted: tainted states are dropped from then on
     # States whose expansion skipped some successors (`Model.lossy`): once every queue is empty
     # they are expanded again one move at a time, so that running dry still proves something.
     redo: list[tuple[int, bytes]] = []
@@ -235,13 +224,10 @@ def search(model: Model, *, strategy: str, caps: Caps, clock: Callable[[], float
             if key in done:
                 continue
             done.add(key)
-        if shun and key in tainted:
-            continue
         if trace:
             popped_by[key] = max(queue, 0)
         expanded += 1
-        children, dirty = model.expand(key, parents, walks, timed), key in tainted
-        quirks = model.quirks
+        children = model.expand(key, parents, walks, timed)
         if model.lossy:
             redo.append((depth, key))
         for move, child, won, _lost, novel, estimates in children:
@@ -249,10 +235,6 @@ def search(model: Model, *, strategy: str, caps: Caps, clock: Callable[[], float
                 continue
             parents[child] = (key, move)
             held += len(child) + _ENTRY_OVERHEAD
-            if dirty or child in quirks:
-                tainted.add(child)
-                if shun:
-                    continue
             if won:
                 moves = _path(parents, child)
                 if verify(moves):
@@ -262,7 +244,6 @@ def search(model: Model, *, strategy: str, caps: Caps, clock: Callable[[], float
                               + _queues(parents, popped_by, key))
                     return SOLVED, moves, expanded - spent, ""
                 refuted += 1  # a model/engine disagreement: search on past this state
-                shun |= child in tainted
                 continue
             pushed += 1
             if strategy == "bfs" or novel:
@@ -278,7 +259,7 @@ def search(model: Model, *, strategy: str, caps: Caps, clock: Callable[[], float
                                           depth + len(move), child))
         if trace and expanded % 10_000 == 0:
             trace(f"expanded {expanded - spent}, seen {len(parents)}, depth {depth}")
-    if tainted or refuted:
+    if refuted:
         why = f"{_PARTIAL} ({len(parents)} states, {refuted} goals refuted by replay)"
         return BLOCKED, "", expanded - spent, why
     return UNSOLVABLE, "", expanded - spent, f"all {len(parents)} reachable states explored"

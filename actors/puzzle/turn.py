@@ -16,8 +16,9 @@ from typing import Any
 import attrs
 
 from .board import Board, Context
-from .contacts import contacts, victory
-from .movement import move_layered, move_stacked, rebuild_layer
+from .contacts import contacts, has_you, victory
+from .layer import GONE, IN_LAYER, OFF_NOUN, OFF_PHYS, drop_gone, mark_read, reset
+from .movement import move_layered, move_stacked
 from .rules import FLOAT, MOVE, YOU, RuleSet
 from .words import (
     DIRECTIONS,
@@ -65,6 +66,7 @@ class Work:
         self.budget = ctx.limits.work
         self.record = record
         self.destroyed: list[dict[str, Any]] = []
+        self.reported: set[int] = set()  # ids already in `destroyed`
         self.transforms: list[dict[str, Any]] = []
         self.events: list[dict[str, Any]] = []
         # (id code, from x, from y, to x, to y, facing) per move or turn, when recording
@@ -94,7 +96,12 @@ class Work:
         """Remove `obj` from the board."""
         self.objs = [o for o in self.objs if o is not obj]
         self.layer = None
-        if self.record:
+        self.note_destroyed(obj, cause)
+
+    def note_destroyed(self, obj: list[int], cause: str) -> None:
+        """Report `obj` in this turn's `destroyed` (once)."""
+        if self.record and obj[0] not in self.reported:
+            self.reported.add(obj[0])
             self.destroyed.append({"id": self.ids[obj[0]], "noun": kind_name(obj[1]),
                                    "at": [obj[2], obj[3]], "cause": cause})
 
@@ -144,12 +151,15 @@ def transform(work: Work) -> bool:
         return False
     changed: list[tuple[list[int], int]] = []
     if work.ctx.profile.transforms_in_rule_order:
+        # Keke's changeSprite: each object on the noun's list is replaced by a new one at the
+        # end of the board, facing right, taking its map entry; one spliced off the phys list
+        # already makes a new one that is off it too (the splice takes the new last element).
         for src, dst in rules.transforms:
-            for o in [o for o in work.objs if _noun(o[1]) == src]:
+            for o in [o for o in work.objs if _noun(o[1]) == src and not o[5] & OFF_NOUN]:
                 new = _transform_kind(o[1], dst)
                 if new is not None:
                     work.objs.remove(o)
-                    work.objs.append([o[0], new, o[2], o[3], 0, 0])
+                    work.objs.append([o[0], new, o[2], o[3], 0, o[5] & (IN_LAYER | OFF_PHYS)])
                     changed.append((o, new))
     else:
         for o in work.objs:
@@ -170,22 +180,32 @@ def _noun(kind: int) -> int:
     return len(NOUNS) if kind >= TEXT_BASE else kind
 
 
+def _made_text(changed: bool, work: Work, before: int) -> bool:
+    return changed and sum(o[1] >= TEXT_BASE for o in work.objs) != before
+
+
 def rules_step(work: Work) -> None:
-    """Re-read the rules and transform (Keke: only if text moved, once per moved word)."""
+    """Re-read the rules and transform: every rules step (classic), or once per word that
+    moved (Keke's interpretRules, each reading its object map and ending in a `layer.reset`)."""
     if work.ctx.profile.reparse_every_turn:
-        passes = 1
-    else:
-        passes = len(work.moved_text)
-        work.moved_text.clear()
-    layered = work.ctx.profile.collision == "layered"
-    for _ in range(passes):
+        work.reread()
+        if transform(work):
+            work.reread()
+        return
+    passes = len(work.moved_text)
+    work.moved_text.clear()
+    for i in range(passes):
+        before, text = work.rules, sum(o[1] >= TEXT_BASE for o in work.objs)
+        mark_read(work)
         work.reread()
         changed = transform(work)
-        if changed:
+        if _made_text(changed, work, text):  # X IS TEXT / TEXT IS X: not in Keke
+            mark_read(work)
             work.reread()
-        if layered:
-            rebuild_layer(work)
-        if not changed:
+        reset(work)
+        # From the second reading on, one that changes nothing leaves the map as the one before
+        # did, so every later one reads the same. (The first reads the map as movement left it.)
+        if i and not changed and work.rules.sentences == before.sentences:
             break
 
 
@@ -196,8 +216,8 @@ def settle_initial(ctx: Context, objects: tuple[Any, ...]) -> Board:
     work.reread()
     if transform(work):
         work.reread()
-    if ctx.profile.collision == "layered":
-        rebuild_layer(work)
+    if ctx.layered:
+        reset(work)
     values = tuple(host.initial(settings, work) for _, host, settings in ctx.mechanics)
     return Board(tuple(tuple(o) for o in work.objs), values, work.rules)
 
@@ -220,7 +240,7 @@ def advance(ctx: Context, board: Board, action: str, record: bool = True) -> Out
     work = Work(ctx, board, record)
     masks = work.rules.masks
     if direction is not None and not (work.rules.present & (YOU | MOVE) and any(
-            masks[o[1]] & (YOU | MOVE) for o in work.objs)):
+            masks[o[1]] & (YOU | MOVE) and not o[5] & OFF_NOUN for o in work.objs)):
         return _reject(board, "nothing_can_move")
     rules_before = work.rules
     move = move_layered if ctx.profile.collision == "layered" else move_stacked
@@ -246,10 +266,12 @@ def advance(ctx: Context, board: Board, action: str, record: bool = True) -> Out
                 phases.append(step)
     except ComplexityBlocked:
         return _reject(board, "complexity_blocked")
+    if ctx.layered and any(o[5] & GONE == GONE for o in work.objs):
+        drop_gone(work)  # a ghost map entry that movement overwrote
     new = Board(tuple(map(tuple, work.objs)), tuple(work.mech), work.rules)
     if new == board:
         return _reject(board, "no_change")
-    lost = not won and not any(work.rules.masks[o[1]] & YOU for o in work.objs)
+    lost = not won and not has_you(work)
     rec = None
     if record:
         rec = _record(work, action, players_trail, rules_before, phases, won, lost)

@@ -107,5 +107,5 @@ def test_a_malformed_key_fails_closed() -> None:
         codec.decode(key[:5])
     with pytest.raises(CodecError, match=r"^malformed key: mechanic byte 9 out of range$"):
         codec.decode(key[:-1] + b"\x09")
-    with pytest.raises(CodecError, match=r"^malformed key: an object id, kind or position"):
+    with pytest.raises(CodecError, match=r"^malformed key: an object id, kind, position or flag"):
         codec.decode(b"\xff\x00" + key[2:])
