@@ -5,7 +5,10 @@ beforeContacts, contacts, afterContacts, victory, settled. (Keke's differs; see 
 Mechanic hooks run at the lifecycle phases in mechanic-id order on a private working copy; the
 new mechanic values are committed only at `settled`, and nothing is committed at all when the
 turn is rejected (bad action, nothing can move, no change, or a complexity cap), so a rejected
-turn leaves the caller's board untouched. This is the only transition path: `game.step` and the
+turn leaves the caller's board untouched. When a direction moves no controllable entity (every
+YOU blocked), no mechanic phase runs after `beforeMovement` (whose only effect, blocking cells,
+is what blocked them) and nothing of the mechanics commits; the rest of the turn (MOVE objects)
+is played, and a turn that then changes nothing is rejected as `no_change`. This is the only transition path: `game.step` and the
 solver both call `advance` (the solver with `record=False`, which skips building event data).
 """
 
@@ -60,6 +63,7 @@ class Work:
         self.blocked: set[tuple[int, int]] = set()
         self.moved: set[int] = set()
         self.moved_text: set[int] = set()
+        self.relocated = 0  # moves made so far this turn
         # Keke's object layer as a cell -> object map, kept across the turn's movement steps;
         # None means "rebuild it from the board flags" (after a destruction).
         self.layer: dict[tuple[int, int], list[int]] | None = None
@@ -118,6 +122,7 @@ class Work:
 
     def relocate(self, obj: list[int], x: int, y: int, facing: int) -> None:
         """Move `obj` to (x, y) facing `facing`."""
+        self.relocated += 1
         if self.record:
             self.trail.append((obj[0], obj[2], obj[3], x, y, facing))
         obj[2], obj[3], obj[4] = x, y, facing
@@ -247,11 +252,18 @@ def advance(ctx: Context, board: Board, action: str, record: bool = True) -> Out
     players_trail = 0
     phases: list[str] = []
     won = False
+    frozen = False  # a direction that moved no controllable entity: no mechanic runs on
     try:
         for step in ctx.profile.plan:
             if step == "players":
                 if direction is not None:
                     move(work, direction)
+                    # The seed: on an input where nothing controllable can move, no mutating
+                    # mechanic phase commits state or emits a transition. (A player step moves
+                    # something only when some YOU moves.) The rest of the turn is played.
+                    if not work.relocated and ctx.mechanics:
+                        frozen = True
+                        work.mech, work.events = list(board.mechanics), []
                 players_trail = len(work.trail)
             elif step == "automata":
                 move(work, None)
@@ -261,7 +273,7 @@ def advance(ctx: Context, board: Board, action: str, record: bool = True) -> Out
                 contacts(work)
             elif step == "victory":
                 won = victory(work)
-            else:
+            elif not frozen:
                 _run_phase(work, step)
                 phases.append(step)
     except ComplexityBlocked:

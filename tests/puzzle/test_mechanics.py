@@ -165,3 +165,54 @@ def test_turns_without_mechanic_changes_keep_the_plain_event_shape() -> None:
     assert "mechanics" not in g.get_state()
     m = create_game(mechanic_level())
     assert set(m.step("up")) == plain  # baba walks away from plate and tile: nothing changes
+
+
+FRAIL = {"id": "f", "type": "frail_floor", "version": 1, "config": {"tile": "tile2"},
+         "state_schema": {"stage": "enum:intact|pressed|cracking|broken"}}
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+@pytest.mark.parametrize("mover", [False, True])
+def test_a_blocked_move_commits_no_mechanic_state(profile: str, mover: bool) -> None:
+    """Baba leaves the tile (cracking: it breaks at the next turn's beforeContacts) and walks into
+    a wall. Nothing controllable moved, so the tile does not break and no transition is reported;
+    with a KEKE IS MOVE keke about, the turn is still played for the keke. A wait is a valid
+    input: time passes and the tile breaks."""
+    data = make_level(["B=Y.W=S.", "..bt.w..", "K=M.....", "........"], profile=profile,
+                      mechanics=[FRAIL],
+                      extra=[{"id": "k9", "noun": "keke", "x": 0, "y": 3}] if mover else [])
+    g = create_game(data)
+    g.step("right")
+    assert g.step("right")["mechanics"][0]["type"] == "cracked"
+    state = g.get_state()
+    r = g.step("right")
+    if mover:
+        assert r["accepted"] and r["moves"] == [] and "mechanics" not in r
+        assert [a["id"] for a in r["automata"]] == ["k9"]
+    else:
+        assert r["reason"] == "no_change"
+        assert g.get_state() == state
+    assert mech(g) == {"f": {"stage": "cracking"}}
+    r = g.step("wait")
+    assert [(e["type"], e["phase"]) for e in r["mechanics"]] == [("broke", "beforeContacts")]
+
+
+def test_the_frail_floor_meets_contacts_in_each_profiles_order() -> None:
+    """The tile is DEFEAT and broken when baba steps on it. Classic runs `beforeContacts` before
+    the contacts: baba falls (cause frail_floor) and DEFEAT finds no YOU left. Keke checks
+    contacts right after the players move, before any mechanic phase: YOU on DEFEAT destroys
+    both, so the tile is gone before it could swallow anything."""
+    rows = ["B=Y.R=M.", "I=D.....", "..b.....", ".rt.....", "........"]
+    outcome = {}
+    for profile in PROFILES:
+        frail = {**FRAIL, "config": {"tile": "tile3"}}
+        g = create_game(make_level(rows, {"I": "TILE"}, profile=profile, mechanics=[frail]),
+                        trace_phases=True)
+        types = [[e["type"] for e in g.step("wait").get("mechanics", [])] for _ in range(3)]
+        assert types == [["pressed"], ["cracked"], ["broke"]]  # the MOVE rock crossed it
+        r = g.step("down")
+        assert r["phases"] == list(PHASES)
+        outcome[profile] = ([(d["id"], d["cause"]) for d in r["destroyed"]],
+                            [e["type"] for e in r.get("mechanics", [])], r["lost"])
+    assert outcome == {"classic": ([("baba1", "frail_floor")], ["fell"], True),
+                       "keke": ([("baba1", "defeat"), ("tile3", "defeat")], [], True)}

@@ -197,3 +197,44 @@ def test_a_corpus_sample_is_solved_and_replays() -> None:
         assert result.status == SOLVED, (lid, result)
         check = replay(lv, result.moves)
         assert check["won"] and check["won_at"] == len(result.moves)
+
+
+# ------------------------------------------------------------------ mechanics
+# Baba crosses a frail tile (the only way down; it breaks behind it), pushes the rock onto the
+# plate (baba on the plate would close the gate again as it leaves) and walks through the open
+# gate to the flag. The text is sealed off below the wall.
+GATED = ["b.........", "wwwwtwwwww", "........w.", ".....r.wfw", "..p.....g.",
+         "wwwwwwwwww", "B=Y.W=S...", "R=P.F=V..."]
+
+
+def gated(profile: str) -> Level:
+    data = make_level(GATED, profile=profile)
+    ids = {o["noun"]: o["id"] for o in data["objects"]}  # one plate, gate and tile each
+    data["mechanics"] = [
+        {"id": "gate", "type": "plate_gate", "version": 1,
+         "config": {"plates": [ids["plate"]], "gates": [ids["gate"]]},
+         "state_schema": {"open": "bool"}},
+        {"id": "frail", "type": "frail_floor", "version": 1, "config": {"tile": ids["tile"]},
+         "state_schema": {"stage": "enum:intact|pressed|cracking|broken"}}]
+    return parse_level(data)
+
+
+@pytest.mark.parametrize("profile", ["classic", "keke"])
+def test_the_solver_plays_the_mechanics(profile: str) -> None:
+    from actors.puzzle.game import create_game
+    from actors.puzzle.words import MOVE_LETTERS as ACTIONS
+
+    lv = gated(profile)
+    shortest = run(lv, strategy="bfs")
+    best = run(lv, strategy="best")
+    assert (shortest.status, shortest.model, len(shortest.moves)) == (SOLVED, "engine", 19)
+    assert best.status == SOLVED and len(best.moves) >= 19
+    for found in (shortest, best):
+        game = create_game(lv)
+        events = []
+        for letter in found.moves:
+            events += [(e["mechanic"], e["type"])
+                       for e in game.step(ACTIONS[letter]).get("mechanics", [])]
+        assert game.won and game.get_state()["mechanics"] == {
+            "frail": {"stage": "broken"}, "gate": {"open": True}}
+        assert ("frail", "broke") in events and events[-1] == ("gate", "opened")
