@@ -17,7 +17,7 @@ from .layer import UNREAD
 from .level import Level
 from .mechanics.host import HOST_TYPES, HostMechanic, Value
 from .profiles import Profile, get_profile
-from .rules import RuleSet, parse_rules
+from .ruleset import RuleSet, parse_rules
 from .words import TEXT_BASE
 
 RULE_CACHE_LIMIT = 200_000
@@ -63,7 +63,7 @@ class Context:
 
     def rules(self, objects: Any) -> RuleSet:
         """The rules the text among `objects` spells (memoized on the text layout); the layered
-        (Keke) collision model reads Keke's object map (`rules.board_lines`)."""
+        (Keke) collision model reads Keke's object map (`ruleset.board_lines`)."""
         if self.layered:
             key = tuple((o[1], o[2], o[3], o[5] & UNREAD) for o in objects if o[1] >= TEXT_BASE)
         else:

@@ -23,7 +23,7 @@ from .board import Board, Context
 from .layer import flags_valid
 from .level import Level
 from .mechanics.host import field_values
-from .rules import KINDS
+from .ruleset import KINDS
 from .snapshot import board_to_state, mechanics_from_state
 from .words import NOUNS, TEXT_BASE
 

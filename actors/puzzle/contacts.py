@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .layer import OFF_NOUN, OFF_PHYS, destroy_pairs, with_property
-from .rules import DEFEAT, FLOAT, HOT, MELT, OPEN, SHUT, SINK, WEAK, WIN, YOU
+from .ruleset import DEFEAT, FLOAT, HOT, MELT, OPEN, SHUT, SINK, WEAK, WIN, YOU
 from .words import TEXT_BASE
 
 if TYPE_CHECKING:

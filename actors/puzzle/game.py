@@ -4,9 +4,10 @@
 `{"accepted": true, "action", "turn", "moves", "rules", "rules_changed", "transforms",
 "destroyed", "automata", "won", "lost"}`, plus `mechanics` (transition records) only when some
 mechanic reported a transition, and `phases` (lifecycle phases run) when asked for. A
-rejected turn returns `{"accepted": false, "reason", "message"}` and changes nothing: no state,
-no history, no undo entry. `undo()`, `reset()` and `restore(snapshot)` return results of the same
-shape family; `get_state()` returns a fresh snapshot (see snapshot.py) that callers may mutate
+rejected turn returns an `actors.world.Refusal` (code a `PuzzleCode`: bad_action,
+nothing_can_move, no_change, complexity_blocked, game_over) and changes nothing: no state, no
+history, no undo entry. `undo()` (refused with nothing_to_undo), `reset()` and
+`restore(snapshot)` return results of the same shape family; `get_state()` returns a fresh snapshot (see snapshot.py) that callers may mutate
 freely. Every returned dict is built anew, so nothing a caller holds aliases game state.
 """
 
@@ -14,13 +15,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from actors.world import Refusal
+from protocol.ops.puzzle import PuzzleCode
+
 from .board import Board, Context, Limits
 from .contacts import has_you, victory
 from .diagnostics import Diagnostic
 from .level import Level, parse_level
 from .profiles import Profile
 from .snapshot import RestoreError, board_to_state, state_to_board
-from .turn import REASONS, Work, advance, settle_initial
+from .turn import Work, advance, refusal, settle_initial
 
 ACTIONS = frozenset({"up", "down", "left", "right", "wait"})
 
@@ -66,24 +70,23 @@ class Game:
         return state
 
     # ------------------------------------------------------------------ playing
-    def step(self, action: str) -> dict[str, Any]:
+    def step(self, action: str) -> dict[str, Any] | Refusal:
         """Play one action; see the module docstring for the result."""
         if self._won:
-            return {"accepted": False, "reason": "game_over", "message": REASONS["game_over"]}
+            return refusal(PuzzleCode.GAME_OVER)
         out = advance(self.ctx, self._board, action)
+        if out.refusal is not None:
+            return out.refusal
         assert out.record is not None
-        if not out.accepted:
-            return out.record
         self._undo.append((self._board, self._moves))
         self._board, self._moves = out.board, self._moves + (action,)
         self._won, self._lost = out.won, out.lost
         return {**out.record, "turn": len(self._moves)}
 
-    def undo(self) -> dict[str, Any]:
+    def undo(self) -> dict[str, Any] | Refusal:
         """Return to the state before the last accepted turn, reset or restore."""
         if not self._undo:
-            return {"accepted": False, "reason": "nothing_to_undo",
-                    "message": "There is nothing to undo."}
+            return refusal(PuzzleCode.NOTHING_TO_UNDO)
         board, moves = self._undo.pop()
         return self._jump(board, moves, "undo")
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .rules import MOVE, PUSH, STOP, YOU
+from .ruleset import MOVE, PUSH, STOP, YOU
 from .words import TEXT_BASE
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING
 
 from .layer import IN_LAYER, OFF_NOUN, movable, stopped
-from .rules import MOVE, OPEN, PULL, PUSH, SHUT, STOP, TEXT_INDEX, WEAK, YOU
+from .ruleset import MOVE, OPEN, PULL, PUSH, SHUT, STOP, TEXT_INDEX, WEAK, YOU
 from .words import DELTAS, TEXT_BASE
 
 if TYPE_CHECKING:

@@ -145,7 +145,7 @@ class EngineModel:
     def _estimate(self, board: Board) -> int:
         """Manhattan distance from a YOU object to a WIN object (16 without WIN, 64 without
         YOU); the fast path has the finer, rule-forming estimate."""
-        from .rules import WIN, YOU
+        from .ruleset import WIN, YOU
 
         masks = self._ctx.rules(board.objects).masks
         you = [(o[2], o[3]) for o in board.objects if masks[o[1]] & YOU]

@@ -4,8 +4,8 @@ Classic plan: beforeMovement, players, rules, automata, afterMovement, rules, af
 beforeContacts, contacts, afterContacts, victory, settled. (Keke's differs; see profiles.py.)
 Mechanic hooks run at the lifecycle phases in mechanic-id order on a private working copy; the
 new mechanic values are committed only at `settled`, and nothing is committed at all when the
-turn is rejected (bad action, nothing can move, no change, or a complexity cap), so a rejected
-turn leaves the caller's board untouched. When a direction moves no controllable entity (every
+turn is rejected (a `Refusal`: bad action, nothing can move, no change, or a complexity cap), so
+a rejected turn leaves the caller's board untouched. When a direction moves no controllable entity (every
 YOU blocked), no mechanic phase runs after `beforeMovement` (whose only effect, blocking cells,
 is what blocked them) and nothing of the mechanics commits; the rest of the turn (MOVE objects)
 is played, and a turn that then changes nothing is rejected as `no_change`. This is the only transition path: `game.step` and the
@@ -18,11 +18,14 @@ from typing import Any
 
 import attrs
 
+from actors.world import Refusal
+from protocol.ops.puzzle import PuzzleCode
+
 from .board import Board, Context
 from .contacts import contacts, has_you, victory
 from .layer import GONE, IN_LAYER, OFF_NOUN, OFF_PHYS, drop_gone, mark_read, reset
 from .movement import move_layered, move_stacked
-from .rules import FLOAT, MOVE, YOU, RuleSet
+from .ruleset import FLOAT, MOVE, YOU, RuleSet
 from .words import (
     DIRECTIONS,
     FACING_CODE,
@@ -41,14 +44,19 @@ class ComplexityBlocked(Exception):
 
 @attrs.frozen
 class Outcome:
-    """What `advance` returns: the new board (the old one when rejected) and the turn record."""
+    """What `advance` returns: the new board (the old one when rejected, with the `refusal`)
+    and, when recording, the turn record."""
 
     board: Board
-    accepted: bool
-    reason: str | None
+    refusal: Refusal | None
     won: bool
     lost: bool
     record: dict[str, Any] | None = None
+
+    @property
+    def accepted(self) -> bool:
+        """Whether the turn was taken."""
+        return self.refusal is None
 
 
 class Work:
@@ -241,12 +249,12 @@ def advance(ctx: Context, board: Board, action: str, record: bool = True) -> Out
     try:
         direction = parse_action(action)
     except ValueError:
-        return _reject(board, "bad_action")
+        return _reject(board, PuzzleCode.BAD_ACTION)
     work = Work(ctx, board, record)
     masks = work.rules.masks
     if direction is not None and not (work.rules.present & (YOU | MOVE) and any(
             masks[o[1]] & (YOU | MOVE) and not o[5] & OFF_NOUN for o in work.objs)):
-        return _reject(board, "nothing_can_move")
+        return _reject(board, PuzzleCode.NOTHING_CAN_MOVE)
     rules_before = work.rules
     move = move_layered if ctx.profile.collision == "layered" else move_stacked
     players_trail = 0
@@ -277,17 +285,17 @@ def advance(ctx: Context, board: Board, action: str, record: bool = True) -> Out
                 _run_phase(work, step)
                 phases.append(step)
     except ComplexityBlocked:
-        return _reject(board, "complexity_blocked")
+        return _reject(board, PuzzleCode.COMPLEXITY_BLOCKED)
     if ctx.layered and any(o[5] & GONE == GONE for o in work.objs):
         drop_gone(work)  # a ghost map entry that movement overwrote
     new = Board(tuple(map(tuple, work.objs)), tuple(work.mech), work.rules)
     if new == board:
-        return _reject(board, "no_change")
+        return _reject(board, PuzzleCode.NO_CHANGE)
     lost = not won and not has_you(work)
     rec = None
     if record:
         rec = _record(work, action, players_trail, rules_before, phases, won, lost)
-    return Outcome(new, True, None, won, lost, rec)
+    return Outcome(new, None, won, lost, rec)
 
 
 def _run_phase(work: Work, phase: str) -> None:
@@ -330,15 +338,21 @@ def _record(work: Work, action: str, players_trail: int, rules_before: RuleSet,
     return result
 
 
-def _reject(board: Board, reason: str) -> Outcome:
-    return Outcome(board, False, reason, False, False,
-                   {"accepted": False, "reason": reason, "message": REASONS[reason]})
+def _reject(board: Board, code: PuzzleCode) -> Outcome:
+    return Outcome(board, refusal(code), False, False)
 
 
-REASONS: dict[str, str] = {
-    "bad_action": "The action must be one of up, down, left, right or wait.",
-    "nothing_can_move": "Nothing on the board is YOU or MOVE, so a direction does nothing.",
-    "no_change": "The turn would change nothing, so it was not taken.",
-    "complexity_blocked": "The turn exceeded the engine's complexity cap and was not taken.",
-    "game_over": "The level is already won; undo or reset to play on.",
+def refusal(code: PuzzleCode) -> Refusal:
+    """The engine's refusal for `code`, with its fixed message."""
+    return Refusal(code, MESSAGES[code])
+
+
+MESSAGES: dict[PuzzleCode, str] = {
+    PuzzleCode.BAD_ACTION: "The action must be one of up, down, left, right or wait.",
+    PuzzleCode.NOTHING_CAN_MOVE: "Nothing on the board is YOU or MOVE, so a direction does nothing.",
+    PuzzleCode.NO_CHANGE: "The turn would change nothing, so it was not taken.",
+    PuzzleCode.COMPLEXITY_BLOCKED:
+        "The turn exceeded the engine's complexity cap and was not taken.",
+    PuzzleCode.GAME_OVER: "The level is already won; undo or reset to play on.",
+    PuzzleCode.NOTHING_TO_UNDO: "There is nothing to undo.",
 }

@@ -15,7 +15,7 @@ from actors.puzzle.fast import FastLevel
 from actors.puzzle.fast_turn import FastTurn
 from actors.puzzle.layer import IN_LAYER, OFF_NOUN, OFF_PHYS, movable, stopped
 from actors.puzzle.level import Level
-from actors.puzzle.rules import MOVE, PROP_BIT
+from actors.puzzle.ruleset import MOVE, PROP_BIT
 from actors.puzzle.turn import advance, settle_initial
 from actors.puzzle.words import MOVE_LETTERS, NOUNS, TEXT_BASE, WORDS
 

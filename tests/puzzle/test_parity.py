@@ -66,7 +66,7 @@ def test_a_you_that_is_defeat_is_removed_twice_as_keke_removes_it() -> None:
     last three floors, which stay on FLOOR's list (still STOP, still on the map). The shipped
     solution still wins, on both paths."""
     lv = full_biy()["187"]
-    ctx, board = board_after(lv, lv.solution[:2])
+    _, board = board_after(lv, lv.solution[:2])
     assert not any(o[1] == WORDS.index("love") for o in board.objects)
     floors = [o for o in board.objects if o[1] == WORDS.index("floor")]
     assert [o[5] & (OFF_PHYS | OFF_NOUN | IN_LAYER) for o in floors[-3:]] == [
@@ -103,10 +103,10 @@ def quirk_level(profile: str) -> Level:
 def test_a_spliced_out_object_is_never_drowned() -> None:
     keke = quirk_level("keke")
     assert first_divergence(keke, "ddlll") is None
-    ctx, board = board_after(keke, "d")
+    _, board = board_after(keke, "d")
     rock = next(o for o in board.objects if o[1] == WORDS.index("rock"))
     assert rock[5] & (OFF_PHYS | OFF_NOUN | IN_LAYER) == OFF_PHYS | IN_LAYER
-    ctx, board = board_after(keke, "ddl")
+    _, board = board_after(keke, "ddl")
     kinds = collections.Counter(o[1] for o in board.objects if o[1] < TEXT_BASE)
     assert kinds[WORDS.index("rock")] == kinds[WORDS.index("water")] == 1
     assert replay(keke, "ddlll") == {"won": False, "won_at": None, "lost": True, "steps": 5}
