@@ -106,6 +106,8 @@ def move_layered(work: Work, direction: int | None) -> None:
 
 def move_stacked(work: Work, direction: int | None) -> None:
     """One classic movement step: players toward `direction`, or automata when it is None."""
+    if not work.rules.present & (MOVE if direction is None else YOU):
+        return
     masks, width, height, blocked = work.rules.masks, work.ctx.width, work.ctx.height, work.blocked
     cells: dict[tuple[int, int], list[list[int]]] = defaultdict(list)
     for o in work.objs:

@@ -118,6 +118,7 @@ class EngineModel:
         self._ctx = Context(level)
         self._codec = create_codec(self._ctx)
         self._start = settle_initial(self._ctx, level.objects)
+        self._seen: set[object] = set()  # novelty features of the states generated so far
 
     def initial(self) -> bytes:
         """The key of the settled initial board."""
@@ -126,8 +127,8 @@ class EngineModel:
     def expand(self, key: bytes, seen: Container[bytes], walks: bool = False,
                timed: bool = True) -> list[tuple[str, bytes, bool, bool, bool, tuple[int, ...]]]:
         """(move, next key, won, lost, novel, estimates) for every accepted move that leads
-        out of `seen`; every state counts as novel here (no novelty features on this path),
-        and walks are never folded."""
+        out of `seen`; walks are never folded. A state is novel when it shows a feature no
+        earlier generated state showed (`_novel`)."""
         from .turn import advance
         from .words import MOVE_LETTERS as ACTIONS
 
@@ -138,9 +139,28 @@ class EngineModel:
             if step.accepted:
                 child = self._codec.encode(step.board)
                 if child not in seen:
-                    out.append((letter, child, step.won, step.lost, True,
+                    out.append((letter, child, step.won, step.lost, self._novel(step.board),
                                 (self._estimate(step.board),)))
         return out
+
+    def _novel(self, board: Board) -> bool:
+        """Width-based novelty, as the fast path's (`guide.Guide.novel`): pairs of a word or a
+        PUSH object on a cell with a YOU object on a cell, the rules in force and the mechanic
+        values (each with the YOU's cell: a gate's state matters where the YOU stands)."""
+        from .ruleset import PUSH, YOU
+        from .words import TEXT_BASE
+
+        rules = self._ctx.rules(board.objects)
+        masks = rules.masks
+        you = [(o[2], o[3]) for o in board.objects if masks[o[1]] & YOU]
+        things = [(o[1], o[2], o[3]) for o in board.objects
+                  if o[1] >= TEXT_BASE or masks[o[1]] & PUSH]
+        before = len(self._seen)
+        self._seen.update((thing, cell) for thing in things for cell in you)
+        self._seen.update(rules.sentences)
+        self._seen.update((i, value, cell) for i, value in enumerate(board.mechanics)
+                          for cell in you)
+        return len(self._seen) > before
 
     def _estimate(self, board: Board) -> int:
         """Manhattan distance from a YOU object to a WIN object (16 without WIN, 64 without

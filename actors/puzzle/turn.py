@@ -70,7 +70,7 @@ class Work:
         self.rules: RuleSet = board.rules or ctx.rules(board.objects)
         self.blocked: set[tuple[int, int]] = set()
         self.moved: set[int] = set()
-        self.moved_text: set[int] = set()
+        self.moved_text: set[int] = set()  # text moved or removed since the rules were read
         self.relocated = 0  # moves made so far this turn
         # Keke's object layer as a cell -> object map, kept across the turn's movement steps;
         # None means "rebuild it from the board flags" (after a destruction).
@@ -108,6 +108,8 @@ class Work:
         """Remove `obj` from the board."""
         self.objs = [o for o in self.objs if o is not obj]
         self.layer = None
+        if obj[1] >= TEXT_BASE:
+            self.moved_text.add(obj[0])
         self.note_destroyed(obj, cause)
 
     def note_destroyed(self, obj: list[int], cause: str) -> None:
@@ -201,8 +203,12 @@ def rules_step(work: Work) -> None:
     """Re-read the rules and transform: every rules step (classic), or once per word that
     moved (Keke's interpretRules, each reading its object map and ending in a `layer.reset`)."""
     if work.ctx.profile.reparse_every_turn:
-        work.reread()
-        if transform(work):
+        # Rules are a function of the text: re-read only when some text moved or went.
+        if work.moved_text:
+            work.moved_text.clear()
+            work.reread()
+        text = sum(o[1] >= TEXT_BASE for o in work.objs) if work.rules.transforms else 0
+        if transform(work) and _made_text(True, work, text):
             work.reread()
         return
     passes = len(work.moved_text)
