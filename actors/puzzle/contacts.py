@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .layer import OFF_NOUN, OFF_PHYS, destroy_pairs, with_property
+from .layer import OFF_NOUN, OFF_PHYS, destroy_pairs, noun_lists, with_property
 from .ruleset import DEFEAT, FLOAT, HOT, MELT, OPEN, SHUT, SINK, WEAK, WIN, YOU
 from .words import TEXT_BASE
 
@@ -49,17 +49,21 @@ def contacts(work: Work) -> None:
 def _pair_contacts(work: Work) -> None:
     masks = work.rules.masks
     present = work.rules.present
-    players = with_property(work, YOU) if present & YOU else []
-    killers = with_property(work, DEFEAT | SINK) if players else []
-    sinkers = with_property(work, SINK) if present & SINK else []
+    listed = noun_lists(work)
+    players = with_property(work, YOU, listed) if present & YOU else []
+    killers = with_property(work, DEFEAT | SINK, listed) if players else []
+    sinkers = with_property(work, SINK, listed) if present & SINK else []
     features = {bit: [n for n, b in work.rules.ordered if b == bit]
                 for bit in (HOT, MELT, OPEN, SHUT) if present & bit}
 
     def pairs(sides: list[list[int]], others: list[list[int]], cause: str, self_too: bool = True
               ) -> list[tuple[list[int], list[int], str]]:
-        return [(a, b, cause) for a in sides for b in others
-                if a[2] == b[2] and a[3] == b[3] and (self_too or a is not b)
-                and not (masks[a[1]] ^ masks[b[1]]) & FLOAT]
+        """Every (a, b) on one cell, in Keke's nested-loop order (a outer, b inner)."""
+        at: dict[tuple[int, int], list[list[int]]] = {}
+        for b in others:
+            at.setdefault((b[2], b[3]), []).append(b)
+        return [(a, b, cause) for a in sides for b in at.get((a[2], a[3]), ())
+                if (self_too or a is not b) and not (masks[a[1]] ^ masks[b[1]]) & FLOAT]
 
     if killers:
         destroy_pairs(work, [(p, k, "sink" if masks[k[1]] & SINK else "defeat")
@@ -70,8 +74,9 @@ def _pair_contacts(work: Work) -> None:
     found = []
     for a_bit, b_bit, cause in ((HOT, MELT, "melt"), (OPEN, SHUT, "open_shut")):
         if a_bit in features and b_bit in features:
-            side_a, side_b = ([o for n in features[bit] for o in work.objs
-                               if o[1] == n and not o[5] & OFF_NOUN] for bit in (a_bit, b_bit))
+            now = noun_lists(work)
+            side_a, side_b = ([o for n in features[bit] for o in now.get(n, ())]
+                              for bit in (a_bit, b_bit))
             found.extend(pairs(side_a, side_b, cause))
     destroy_pairs(work, found)
 

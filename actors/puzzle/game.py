@@ -38,7 +38,7 @@ class Game:
         self._board = self.initial
         self._moves: tuple[str, ...] = ()
         self._undo: list[tuple[Board, tuple[str, ...]]] = []
-        self._won, self._lost = self._status(self._board)
+        self._won, self._lost = status(ctx, self._board)
 
     # ------------------------------------------------------------------ reading
     @property
@@ -123,23 +123,31 @@ class Game:
     def _jump(self, board: Board, moves: tuple[str, ...], cause: str) -> dict[str, Any]:
         old = self._board
         self._board, self._moves = board, moves
-        self._won, self._lost = self._status(board)
+        self._won, self._lost = status(self.ctx, board)
         result: dict[str, Any] = {"accepted": True, "cause": cause, "changed": True,
                                   "turn": len(moves), "won": self._won, "lost": self._lost}
-        records = [
-            {"mechanic": mid, "type": "restored", "subject": None,
-             "from": dict(zip([n for n, _ in host.schema], a, strict=True)),
-             "to": dict(zip([n for n, _ in host.schema], b, strict=True)), "cause": cause}
-            for (mid, host, _), a, b in zip(self.ctx.mechanics, old.mechanics, board.mechanics,
-                                            strict=True) if a != b]
+        records = restored(self.ctx, old, board, cause)
         if records:
             result["mechanics"] = records
         return result
 
-    def _status(self, board: Board) -> tuple[bool, bool]:
-        work = Work(self.ctx, board, record=False)
-        won = victory(work)
-        return won, not won and not has_you(work)
+
+def status(ctx: Context, board: Board) -> tuple[bool, bool]:
+    """(won, lost) of a settled board: a YOU on a WIN; nothing YOU and not won."""
+    work = Work(ctx, board, record=False)
+    won = victory(work)
+    return won, not won and not has_you(work)
+
+
+def restored(ctx: Context, old: Board, new: Board, cause: str) -> list[dict[str, Any]]:
+    """The `restored` transition records of the mechanics whose value differs from `old` to
+    `new` (an undo, reset or restore: `cause`)."""
+    return [
+        {"mechanic": mid, "type": "restored", "subject": None,
+         "from": dict(zip([n for n, _ in host.schema], a, strict=True)),
+         "to": dict(zip([n for n, _ in host.schema], b, strict=True)), "cause": cause}
+        for (mid, host, _), a, b in zip(ctx.mechanics, old.mechanics, new.mechanics, strict=True)
+        if a != b]
 
 
 def create_game(level: Level | dict[str, Any], profile: str | Profile | None = None,

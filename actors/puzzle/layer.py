@@ -78,14 +78,26 @@ def stopped(o: list[int], masks: tuple[int, ...]) -> bool:
     return not f & OFF_NOUN and bool(masks[o[1]] & STOP)
 
 
-def with_property(work: Work, bits: int) -> list[list[int]]:
+def with_property(work: Work, bits: int, listed: dict[int, list[list[int]]] | None = None
+                  ) -> list[list[int]]:
     """Keke's list of the objects with a property in `bits`: for every rule giving one, in rule
-    order, the objects on that noun's list (a noun with two such rules is listed twice)."""
-    out: list[list[int]] = []
-    for noun, bit in work.rules.ordered:
-        if bit & bits:
-            out.extend(o for o in work.objs if o[1] == noun and not o[5] & OFF_NOUN)
-    return out
+    order, the objects on that noun's list (a noun with two such rules is listed twice).
+    `listed` (from `noun_lists`) saves the scan of the board."""
+    nouns = [noun for noun, bit in work.rules.ordered if bit & bits]
+    if not nouns:
+        return []
+    if listed is None:
+        listed = noun_lists(work)
+    return [o for noun in nouns for o in listed.get(noun, ())]
+
+
+def noun_lists(work: Work) -> dict[int, list[list[int]]]:
+    """Keke's `sort_phys`: per noun, the objects on its list, in list order."""
+    listed: dict[int, list[list[int]]] = {}
+    for o in work.objs:
+        if o[1] < TEXT_BASE and not o[5] & OFF_NOUN:
+            listed.setdefault(o[1], []).append(o)
+    return listed
 
 
 def reset(work: Work) -> None:

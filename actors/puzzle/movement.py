@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from .layer import IN_LAYER, OFF_NOUN, movable, stopped
+from .layer import GONE, IN_LAYER, OFF_NOUN, movable, stopped
 from .ruleset import MOVE, OPEN, PULL, PUSH, SHUT, STOP, TEXT_INDEX, WEAK, YOU
 from .words import DELTAS, TEXT_BASE
 
@@ -80,12 +80,11 @@ def move_layered(work: Work, direction: int | None) -> None:
             elif not shift(o, d):
                 return False
         # Keke clears the origin cell of the layer even when `e` was hidden under another thing.
-        gone = layer.pop((e[2], e[3]), None)
-        if gone is not None:
-            gone[5] &= ~IN_LAYER
-        under = layer.get((x, y))
-        if under is not None:
-            under[5] &= ~IN_LAYER
+        for cleared in (layer.pop((e[2], e[3]), None), layer.get((x, y))):
+            if cleared is not None:
+                cleared[5] &= ~IN_LAYER
+                if cleared[5] & GONE == GONE:
+                    work.ghost_gone = True  # a map entry was all that kept it (`layer.py`)
         work.relocate(e, x, y, d)
         layer[(x, y)] = e
         e[5] |= IN_LAYER

@@ -104,20 +104,20 @@ class FastModel:
 
 class EngineModel:
     """The public transition path (`turn.advance`, which `game.step` runs) keyed by the
-    level's state codec, mechanic state included. Rejected turns (no change, nothing can
-    move, complexity cap) have no successor."""
+    level's state codec, mechanic state included, from the level's start or a given settled
+    board. Rejected turns (no change, nothing can move, complexity cap) have no successor."""
 
     name = "engine"
     lossy = False  # it never folds walks, so it never skips a successor
 
-    def __init__(self, level: Level) -> None:
+    def __init__(self, level: Level, start: Board | None = None) -> None:
         from .board import Context
         from .codec import create_codec
         from .turn import settle_initial
 
         self._ctx = Context(level)
         self._codec = create_codec(self._ctx)
-        self._start = settle_initial(self._ctx, level.objects)
+        self._start = settle_initial(self._ctx, level.objects) if start is None else start
         self._seen: set[object] = set()  # novelty features of the states generated so far
 
     def initial(self) -> bytes:
@@ -306,29 +306,41 @@ def _path(parents: dict[bytes, tuple[bytes, str] | None], key: bytes) -> str:
 
 
 def solve(level: Level, *, clock: Callable[[], float], strategy: str = "best",
-          caps: Caps = Caps(), trace: Callable[[str], None] | None = None) -> SolveResult:
+          caps: Caps = Caps(), trace: Callable[[str], None] | None = None,
+          board: Board | None = None) -> SolveResult:
     """Search `level` for a winning move list; the answer is checked in the public engine.
 
     Every goal a search reaches is replayed before it is accepted; a refuted one is passed over
     and the search goes on. The fast path is used when it supports the level; if it ran dry
     without proving anything (see `search`), the public engine searches in the time left.
+    `board` (a settled board of the level, e.g. a game's current one) starts the search there
+    instead of at the level's start, on the public engine only.
     """
     from . import fast
-    from .game import replay
+    from .board import Context
+    from .turn import advance, settle_initial
+    from .words import MOVE_LETTERS as ACTIONS
 
     start = clock()
+    ctx = Context(level)
+    origin = settle_initial(ctx, level.objects) if board is None else board
     models: list[Callable[[], Model]] = []
-    if fast.unsupported(level) is None:
+    if board is None and fast.unsupported(level) is None:
         models.append(lambda: FastModel(level))
-    models.append(lambda: EngineModel(level))
+    models.append(lambda: EngineModel(level, origin))
     reason = ""
     expanded = 0
     rejected: list[str] = []
 
     def replays(moves: str) -> bool:
-        check = replay(level, moves)
-        if check["won"] and check["won_at"] == len(moves):
-            return True
+        at = origin
+        for i, letter in enumerate(moves, 1):
+            out = advance(ctx, at, ACTIONS[letter], record=False)
+            at = out.board
+            if out.won:
+                if i == len(moves):
+                    return True
+                break
         rejected.append(moves)
         return False
 

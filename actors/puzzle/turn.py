@@ -23,7 +23,7 @@ from protocol.ops.puzzle import PuzzleCode
 
 from .board import Board, Context
 from .contacts import contacts, has_you, victory
-from .layer import GONE, IN_LAYER, OFF_NOUN, OFF_PHYS, drop_gone, mark_read, reset
+from .layer import IN_LAYER, OFF_NOUN, OFF_PHYS, UNREAD, drop_gone, mark_read, reset
 from .movement import move_layered, move_stacked
 from .ruleset import FLOAT, MOVE, YOU, RuleSet
 from .words import (
@@ -72,6 +72,7 @@ class Work:
         self.moved: set[int] = set()
         self.moved_text: set[int] = set()  # text moved or removed since the rules were read
         self.relocated = 0  # moves made so far this turn
+        self.ghost_gone = False  # movement overwrote the map entry of an object off both lists
         # Keke's object layer as a cell -> object map, kept across the turn's movement steps;
         # None means "rebuild it from the board flags" (after a destruction).
         self.layer: dict[tuple[int, int], list[int]] | None = None
@@ -203,6 +204,14 @@ def rules_step(work: Work) -> None:
     """Re-read the rules and transform: every rules step (classic), or once per word that
     moved (Keke's interpretRules, each reading its object map and ending in a `layer.reset`)."""
     if work.ctx.profile.reparse_every_turn:
+        if work.ctx.layered:  # a hybrid profile (layered map, classic reading): read it all
+            for o in work.objs:
+                o[5] &= ~UNREAD
+            work.reread()
+            if transform(work):
+                work.reread()
+            reset(work)
+            return
         # Rules are a function of the text: re-read only when some text moved or went.
         if work.moved_text:
             work.moved_text.clear()
@@ -292,7 +301,7 @@ def advance(ctx: Context, board: Board, action: str, record: bool = True) -> Out
                 phases.append(step)
     except ComplexityBlocked:
         return _reject(board, PuzzleCode.COMPLEXITY_BLOCKED)
-    if ctx.layered and any(o[5] & GONE == GONE for o in work.objs):
+    if work.ghost_gone:
         drop_gone(work)  # a ghost map entry that movement overwrote
     new = Board(tuple(map(tuple, work.objs)), tuple(work.mech), work.rules)
     if new == board:
