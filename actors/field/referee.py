@@ -140,14 +140,19 @@ def dead_agent(s: State, user: str, machine: str) -> str | None:
 
 
 def implicit_join(s: State, t: int) -> JoinEvent | Refusal:
-    """The seed's implicit agent `a0`, joined on its first write with the manifest's seed
-    tile (the first seed tile of the first ring)."""
+    """The seed's implicit agent `a0`, joined on its first write on the manifest's seed
+    tile: the first seed tile (ring by ring) that is hidden and nobody's seat, else the
+    first such tile of the field."""
     if s.ended:
         return Refusal("ended", _ENDED)
-    rings = [ring for ring in s.manifest.seed_rings if ring]
-    seat = rings[0][0] if rings else 0
+    status = s.status.to_array()
+    taken = {a.seed_tile for a in s.agents}
+    free = [x for x in (*s.manifest.seed_tiles, *range(len(status)))
+            if status[x] == HIDDEN and x not in taken]
+    if not free:
+        return Refusal("no_room", "no hidden tile is left to seat the implicit agent a0 on")
     return JoinEvent(rev=s.revision + 1, t=t, agent=IMPLICIT_AGENT, name="implicit", model="",
-                     user="", harness="", seed_tile=seat)
+                     user="", harness="", seed_tile=free[0])
 
 
 def _centres(s: State, tiles: list[int]) -> np.ndarray:

@@ -8,8 +8,9 @@ from the store, keeps what worlds say of themselves, and republishes the list.
   is unloaded for idleness or the server restarts.
 - Summaries are the worlds' own: a world tells the lobby what it is (`tell_seen`: a
   field's state, agents, tiles; generation progress) when that changes. The lobby keeps
-  the last one per world in the side snapshot `lobbyseen:main` (saved at most every SAVE
-  seconds), so an unloaded field still shows its agents and whether it ended.
+  the last one per world in the side snapshot `lobbyseen:main` (a change of state or
+  agents saved at once, progress at most every SAVE seconds), so an unloaded field, or
+  one from before a restart, still shows its agents and whether it ended.
 - Today's daily field is featured: listed first from the start of its day, before anyone
   opened it (it is declared; it starts when first asked for).
 """
@@ -22,6 +23,7 @@ from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 import attrs
+import trio
 
 from actors.lobby import rules
 from actors.runtime import Call, Directory, WorldActor, refused
@@ -70,6 +72,11 @@ async def tell_seen(directory: Directory, actor_id: str, summary: Mapping[str, A
         log.debug("the lobby did not hear of %s: %s", actor_id, error.message)
 
 
+def _settled(summary: Mapping[str, Any] | None) -> Any:
+    """A summary without its passing part (generation progress)."""
+    return None if summary is None else {k: v for k, v in summary.items() if k != "progress"}
+
+
 def featured(directory: Directory) -> list[str]:
     """Today's daily field (UTC), when this server hosts fields."""
     if "field" not in directory.kinds:
@@ -111,6 +118,7 @@ class LobbyActor(WorldActor):
         self._stored: dict[str, int] = {}
         self._seen: dict[str, dict[str, Any]] = {}
         self._dirty = False
+        self._saved_at = -SAVE
         snap = await self.load_side(SEEN)
         if snap is not None:
             self._seen = {k: dict(v) for k, v in snap.data.items()}
@@ -122,18 +130,27 @@ class LobbyActor(WorldActor):
     async def on_message(self, message: Any) -> None:
         """Ticks republish changed figures; scans re-read the store; summaries are kept."""
         if isinstance(message, Seen):
-            if (len(repr(message.summary)) <= MAX_SUMMARY
-                    and self._seen.get(message.actor_id) != message.summary):
+            old = self._seen.get(message.actor_id)
+            if len(repr(message.summary)) <= MAX_SUMMARY and old != message.summary:
                 self._seen[message.actor_id] = dict(message.summary)
                 self._dirty = True
                 self.publish_view()
+                # A change of what a world is (its state, its agents) is kept at once;
+                # generation progress at most every SAVE seconds.
+                if (_settled(old) != _settled(message.summary)
+                        or trio.current_time() - self._saved_at >= SAVE):
+                    await self._save()
         elif isinstance(message, _Scan):
             await self._scan()
         elif isinstance(message, _Save) and self._dirty:
-            self._dirty = False
-            await self.save_side(SEEN, len(self._seen), self._seen)
+            await self._save()
         if isinstance(message, _Tick | _Scan) and self._listing() != self._last_view:
             self.publish_view()
+
+    async def _save(self) -> None:
+        self._dirty = False
+        self._saved_at = trio.current_time()
+        await self.save_side(SEEN, len(self._seen), self._seen)
 
     async def _list(self, call: Call) -> ListResult:
         await self._scan()
