@@ -200,7 +200,8 @@ def view_of(s: State, game: str, status: str) -> dict[str, Any]:
     """The spectator view: manifest, per-tile status and owners, known cells, agents.
 
     `cells` covers the bounding box of the tiles: one character per cell, row by row:
-    '.' unknown or hole, '0'/'1' a given, '2'/'3' a committed 0/1.
+    '.' unknown or hole, '0'/'1' a given, '2'/'3' a committed 0/1. `grown` lists the
+    revisions of the growths (the page's slider marks them).
     """
     out: dict[str, Any] = {"game": game, "status": status, "revision": s.revision,
                            "map_tile": MAP_TILE}
@@ -219,7 +220,8 @@ def view_of(s: State, game: str, status: str) -> dict[str, Any]:
     code = np.where(vals < 0, ord("."), np.where(src == 1, ord("0"), ord("2")) + vals)
     rows = code.astype(np.uint8).reshape(y1 - y0, x1 - x0)
     out.update(
-        G=G, ended=s.ended, rules=attrs.asdict(s.rules), manifest=s.manifest.to_dict(),
+        G=G, ended=s.ended, grown=list(s.grown), rules=attrs.asdict(s.rules),
+        manifest=s.manifest.to_dict(),
         tile_status="".join("hrs"[v] for v in s.status.to_array().tolist()),
         solver=s.solver.to_array().tolist(), revealer=s.revealer.to_array().tolist(),
         cells={"x": x0, "y": y0, "w": x1 - x0, "h": y1 - y0,
