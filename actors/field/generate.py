@@ -171,12 +171,13 @@ def _add(field: Field, wall: Wall, slots: list[Slot], geo: Geometry,
                 break
         filled(done)
     givens: dict[tuple[int, int, bytes], np.ndarray | None] = {}
+    # Only the first pass reports: a pass after dropped tiles reuses the givens found.
+    given = _reporter(progress, "givens", len(placed))
     while True:
         shapes = tuple(attrs.evolve(s, id=len(old) + k) for k, (_, s) in enumerate(placed))
         manifest = attrs.evolve(field.manifest, tiles=old + shapes)
         new_geo = geo.extend(manifest)
         new_givens, failed = [], []
-        given = _reporter(progress, "givens", len(placed))
         for k, (slot, _) in enumerate(placed):
             t = len(old) + k
             tg, shared = new_geo.tiles[t], new_geo.shared[t]
@@ -191,6 +192,7 @@ def _add(field: Field, wall: Wall, slots: list[Slot], geo: Geometry,
             else:
                 new_givens.append(tg.cells[local])
             given(k + 1)
+        given = _reporter(None, "givens", 0)
         if not failed:
             # a piece cut off from the rest (a fallback shape without its tabs, a slot left
             # empty) would be a field agents can never cross: drop it like a failed tile
