@@ -35,7 +35,14 @@ from protocol.errors import ErrorCode, ProtocolError
 from protocol.ops import field as ops
 
 ALLTIME = "fieldboard:alltime"
-PROGRESS_EVERY = 0.2  # seconds between progress pushes to spectators (and the lobby)
+PROGRESS_EVERY = 0.2  # seconds between progress pushes to spectators
+LOBBY_EVERY = 2.0  # seconds between summaries told the lobby while only the figures move
+
+
+def _what(summary: Any) -> Any:
+    """What a field is, in its summary (a change of it is told the lobby at once)."""
+    return None if summary is None else (summary.get("state"), summary.get("agents"),
+                                         summary.get("dead"))
 
 log = logging.getLogger("petridish.field")
 
@@ -81,6 +88,7 @@ class FieldActor(WorldActor):
 
     state: rules.Live
     _told: Any = None  # the summary the lobby heard last
+    _told_at = -1e9  # trio time it heard it
     _progress_at = -1e9  # trio time of the last progress push
 
     # ---- start and restart ----------------------------------------------------------
@@ -93,10 +101,17 @@ class FieldActor(WorldActor):
             await self._tell_lobby()
 
     async def _tell_lobby(self) -> None:
+        """Tell the lobby a new summary: at once when what the field is changed (its state,
+        its agents, its dead), else at most every LOBBY_EVERY seconds (solved tiles,
+        growths, progress move with play)."""
         summary = rules.summary(self.state)
-        if summary != self._told and summary["state"] != "none":  # "none": nothing exists
-            self._told = summary
-            await tell_seen(self.context.directory, self.actor_id, summary)
+        if summary == self._told or summary["state"] == "none":  # "none": nothing exists
+            return
+        now = trio.current_time()
+        if _what(summary) == _what(self._told) and now - self._told_at < LOBBY_EVERY:
+            return
+        self._told, self._told_at = summary, now
+        await tell_seen(self.context.directory, self.actor_id, summary)
 
     async def on_start(self) -> None:
         """Load the secret, arm the growth timer; a daily field of today starts itself."""

@@ -8,11 +8,12 @@ from the store, keeps what worlds say of themselves, and republishes the list.
   is unloaded for idleness or the server restarts.
 - Summaries are the worlds' own: a world tells the lobby what it is (`tell_seen`: a
   field's state, agents, tiles; generation progress) when that changes. The lobby keeps
-  the last one per world in the side snapshot `lobbyseen:main` (a change of state or
-  agents saved at once, progress at most every SAVE seconds), so an unloaded field, or
-  one from before a restart, still shows its agents and whether it ended.
-- Today's daily field is featured: listed first from the start of its day, before anyone
-  opened it (it is declared; it starts when first asked for).
+  the last one per world in the side snapshot `lobbyseen:main` (a change of state,
+  agents or dead saved at once, the other figures at most every SAVE seconds), so an
+  unloaded field, or one from before a restart, still shows its agents and whether it
+  ended.
+- Today's daily field is featured: listed first once it exists (it is declared, and
+  starts when first asked for: before that, the lobby's page links it on its own).
 """
 
 from __future__ import annotations
@@ -73,8 +74,11 @@ async def tell_seen(directory: Directory, actor_id: str, summary: Mapping[str, A
 
 
 def _settled(summary: Mapping[str, Any] | None) -> Any:
-    """A summary without its passing part (generation progress)."""
-    return None if summary is None else {k: v for k, v in summary.items() if k != "progress"}
+    """What a world is, in its summary: its state, agents and dead (not the figures that
+    move with play or generation)."""
+    if summary is None:
+        return None
+    return {k: summary.get(k) for k in ("state", "agents", "dead")}
 
 
 def featured(directory: Directory) -> list[str]:
@@ -136,7 +140,7 @@ class LobbyActor(WorldActor):
                 self._dirty = True
                 self.publish_view()
                 # A change of what a world is (its state, its agents) is kept at once;
-                # generation progress at most every SAVE seconds.
+                # the figures that move at most every SAVE seconds.
                 if (_settled(old) != _settled(message.summary)
                         or trio.current_time() - self._saved_at >= SAVE):
                     await self._save()

@@ -6,9 +6,10 @@ here: the catalog it folds, the decision to create, and the listing.
 
 The listing is every world that exists: each stream in the store (a world exists once
 its first event is stored, however long ago it was unloaded) and each live world (a
-field being generated is live before it is stored), plus the featured names (today's
-daily field), first. A name that was only requested never started anything, so it is
-never listed.
+field being generated is live before it is stored), the featured ones (today's daily
+field) first. A name that was only requested never started anything, so it is never
+listed; nor is today's daily field before anyone opened it (the lobby's page links it
+all the same: it starts when opened).
 """
 
 from __future__ import annotations
@@ -81,17 +82,13 @@ def listing(stored: Mapping[str, int], live: Iterable[LiveFigures],
             kind: str | None = None) -> list[ops.WorldInfo]:
     """The worlds that exist: stored streams (`stored`: id -> durable revision) and live
     worlds, with the last summary each world gave (`seen`: id -> summary); the `featured`
-    ids first (listed even before they are stored or loaded: they are declared), then by
-    id. `kind` keeps one kind."""
+    ids that exist first, then by id. `kind` keeps one kind."""
     rows = {f.actor_id: ops.WorldInfo(f.kind, f.actor_id, f.rev, f.subscribers, True)
             for f in live}
     for actor_id, rev in stored.items():
         rows.setdefault(actor_id, ops.WorldInfo(actor_id.partition(":")[0], actor_id, rev, 0,
                                                 False))
-    first = [i for i in featured if ":" in i]
-    for actor_id in first:
-        rows.setdefault(actor_id, ops.WorldInfo(actor_id.partition(":")[0], actor_id, 0, 0,
-                                                False))
+    first = [i for i in featured if i in rows]
     out = []
     for actor_id in first + sorted(set(rows) - set(first)):
         row = rows[actor_id]

@@ -59,8 +59,8 @@ class CreateResult:
 
 OPS = (
     OpSpec("lobby.list", ListArgs, ListResult, "spectator",
-           "List every world that exists (today's daily field first, then by id): kind, id, "
-           "revision, subscribers, whether it is loaded, and its summary.",
+           "List every world that exists (today's daily field first once it started, then by "
+           "id): kind, id, revision, subscribers, whether it is loaded, and its summary.",
            default_to=LOBBY_ID),
     OpSpec("lobby.create", CreateArgs, CreateResult, "agent",
            "Create a world of `kind` named `name`; the kind decides the role it needs.",

@@ -125,6 +125,8 @@ async def test_the_seed_tools_as_the_seed_spells_them_play_a_field_to_the_end(
                                                 "model": "none", "machine_id": "m-1"})
             me = joined.structured_content["agent"]
             assert re.fullmatch(r"a1~[A-Za-z0-9_-]+", me), me  # anonymous: a keyed agent id
+            seated = (await srv.state.directory.get(f"field:{game}")).state.state.agents[0]
+            assert seated.harness == "mcp/0.1.0"  # the SDK client's clientInfo, from initialize
             seed_tile = joined.structured_content["seed_tile"]
             obs = (await s.call_tool("observe", {"game_id": game, "agent": me}))
             o = obs.structured_content["observation"]

@@ -51,12 +51,12 @@ def test_listing_is_the_stored_and_live_worlds_featured_first() -> None:
     stored = {"counter:a": 4, "counter:b": 6, "field:old": 90}
     live = [LiveFigures("counter:b", "counter", 7, 2), LiveFigures("field:x", "field", 3, 0)]
     seen = {"field:old": {"state": "ended", "agents": 3}, "field:gone": {"state": "live"}}
-    rows = listing(stored, live, seen, featured=["field:day-2026-12-01"])
+    rows = listing(stored, live, seen, featured=["field:day-2026-12-01", "field:x"])
     assert rows == [
-        WorldInfo("field", "field:day-2026-12-01", 0, 0, False),  # declared: listed first
+        WorldInfo("field", "field:x", 3, 0, True),  # featured first (the daily: not yet)
         WorldInfo("counter", "counter:a", 4, 0, False),  # stored, unloaded: its durable rev
         WorldInfo("counter", "counter:b", 7, 2, True),  # live: the live figures
         WorldInfo("field", "field:old", 90, 0, False, {"state": "ended", "agents": 3}),
-        WorldInfo("field", "field:x", 3, 0, True),  # live before it is stored (generating)
     ]  # field:gone has a summary but neither a stream nor an actor: it is not listed
     assert [r.id for r in listing(stored, live, seen, kind="field")] == ["field:old", "field:x"]
+    assert listing(stored, live, seen)[-1] == WorldInfo("field", "field:x", 3, 0, True)

@@ -79,14 +79,14 @@ def test_lobby_page_shows_worlds_live(browser, tmp_path: Path) -> None:
             leave.set()
             watcher.join(30)
         expect(row.locator(".subscribers")).to_have_text("0", timeout=WAIT)
-        expect(page.locator("#count")).to_have_text("3 worlds", timeout=WAIT)
+        expect(page.locator("#count")).to_have_text("2 worlds", timeout=WAIT)
         expect(page.locator("#empty")).to_be_hidden(timeout=WAIT)
         assert page.locator("#worlds tbody tr").evaluate_all(
-            "rows => rows.map(r => r.dataset.id)") == [DAILY, "counter:early", "counter:live-one"]
+            "rows => rows.map(r => r.dataset.id)") == ["counter:early", "counter:live-one"]
         result = page.evaluate(CLIENT_JS_REQUESTS, token)
         assert result == {
             "role": "spectator",
-            "worlds": [DAILY, "counter:early", "counter:live-one"],
+            "worlds": ["counter:early", "counter:live-one"],
             "refused": ["RequestError", "forbidden", "agent"],
             "revisions": [4, 5, 6, 7, 8],
             "unknown": "unknown_op",
@@ -161,7 +161,7 @@ def test_lobby_page_reconnects_and_resumes_after_a_server_restart(browser, tmp_p
         expect(page.locator("#status")).to_have_text("live · spectator", timeout=WAIT)
         _requests(server.ws_url, token, ("lobby.create", None, {"kind": "counter", "name": "two"}))
         expect(page.locator('tr[data-id="counter:two"] .revision')).to_have_text("1", timeout=WAIT)
-        expect(page.locator("#count")).to_have_text("3 worlds", timeout=WAIT)
+        expect(page.locator("#count")).to_have_text("2 worlds", timeout=WAIT)
         assert page.evaluate("window.sameDocument") is True  # reconnected, not reloaded
 
 
@@ -208,11 +208,20 @@ def test_lobby_page_lists_what_exists_across_idleness_and_restarts(browser, tmp_
             expect(row.locator(".state")).to_have_text("live", timeout=WAIT)
             assert row.locator("a").get_attribute("href") == f"/field/?id=field%3A{game}"
         ids = page.locator("#worlds tbody tr").evaluate_all("rows => rows.map(r => r.dataset.id)")
-        assert ids == [DAILY, "field:before", "field:idle"]  # never field:only-requested
-        assert page.locator("#worlds tbody tr a").count() == 3  # every row links to its page
+        assert ids == ["field:before", "field:idle"]  # never field:only-requested
+        assert page.locator("#worlds tbody tr a").count() == 2  # every row links to its page
+        # today's field, linked first, before anyone opened it
         expect(page.locator("#today-link")).to_have_attribute(
             "href", f"/field/?id={DAILY.replace(':', '%3A')}")
+        expect(page.locator("#today-state")).to_have_text("starts when opened")
         expect(page.locator("#empty")).to_be_hidden()
+        # once opened, it is a world like any other, listed first
+        page.goto(f"{server.http_url}/field/")
+        expect(page.locator("#status")).to_contain_text("live · revision", timeout=60_000)
+        page.goto(f"{server.http_url}/")
+        expect(page.locator("#worlds tbody tr").first).to_have_attribute("data-id", DAILY,
+                                                                         timeout=WAIT)
+        expect(page.locator("#today-state")).to_contain_text("live", timeout=WAIT)
         assert errors == []
 
 
@@ -220,8 +229,9 @@ def test_lobby_empty_state_tells_how_worlds_are_made(browser, tmp_path: Path) ->
     with ServerProcess(tmp_path / "data") as server:
         page = browser.new_page()
         page.goto(f"{server.http_url}/")
-        expect(page.locator(f'tr[data-id="{DAILY}"] .state')).to_have_text(
-            "starts when opened", timeout=WAIT)
+        expect(page.locator("#status")).to_have_text("live · spectator", timeout=WAIT)
+        expect(page.locator("#today-state")).to_have_text("starts when opened", timeout=WAIT)
+        assert page.locator("#worlds tbody tr").count() == 0
         expect(page.locator("#empty")).to_be_visible()
         expect(page.locator("#empty")).to_contain_text("field.start")
         expect(page.locator("#empty")).to_contain_text("lobby.create")

@@ -3,9 +3,10 @@
 // The lobby pushes a `snapshot` ({worlds: [...]}) when it is subscribed and whenever the
 // list changes (a world stored, loaded or unloaded, a summary told), and `events`
 // ({type: "world_created", kind, id}) as worlds are created through it. Today's daily
-// field is always first (the server lists it before anyone opened it) and featured above
-// the table. Every row links to its world's page: a kind with its own page (PAGES) there,
-// any other to the generic world page.
+// field (UTC) is featured above the table and linked from the start of its day; once
+// someone opened it (it starts then), the server lists it first like any world. Every
+// row links to its world's page: a kind with its own page (PAGES) there, any other to the
+// generic world page.
 
 import { Client, socketUrl } from "/js/client.js";
 
@@ -46,7 +47,6 @@ export function stateOf(world) {
     return share === undefined ? "generating" : `generating ${Math.round(share * 100)}%`;
   }
   if (s) return s;
-  if (world.revision === 0 && !world.live) return "starts when opened";
   return world.live ? "live" : "idle";
 }
 
@@ -75,19 +75,15 @@ function render(changed = new Set()) {
     cell(row, "num subscribers").textContent = String(world.subscribers);
     cell(row, "loaded").textContent = world.live ? "loaded" : "unloaded";
   }
-  const featured = order.length ? worlds.get(order[0]) : null;
-  const today = featured && featured.summary?.day !== null && featured.id.startsWith("field:day-")
-    ? featured : null;
-  $("#today").hidden = !today;
-  if (today) {
-    $("#today-day").textContent = today.id.slice("field:day-".length);
-    $("#today-link").href = pageOf(today);
-    $("#today-state").textContent = stateOf(today) +
-      (today.summary?.agents !== undefined ? ` · ${today.summary.agents} agents` : "");
-  }
-  // Empty: nothing but today's field, which nobody has opened yet.
-  const made = order.filter((id) => !(today && id === today.id && today.revision === 0 && !today.live));
-  $("#empty").hidden = made.length > 0;
+  const day = new Date().toISOString().slice(0, 10);
+  const daily = { kind: "field", id: `field:day-${day}` };
+  const today = worlds.get(daily.id);
+  $("#today").hidden = false;
+  $("#today-day").textContent = day;
+  $("#today-link").href = pageOf(daily);
+  $("#today-state").textContent = !today ? "starts when opened" : stateOf(today) +
+    (today.summary?.agents !== undefined ? ` · ${today.summary.agents} agents` : "");
+  $("#empty").hidden = order.length > 0;
   $("#count").textContent = `${order.length} world${order.length === 1 ? "" : "s"}`;
 }
 
