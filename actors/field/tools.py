@@ -240,11 +240,10 @@ async def observe(call: ToolCall, a: ObserveToolArgs) -> ToolResult | Refusal:
     obs["known"] = delta_known(obs["known"])
     grown = f", grown {obs['grown']}" if obs["grown"] else ""
     fog = ", fog" if obs["fog"] else ""
-    frontier = "" if obs["frontier"] is None else f"; frontier {_compact(obs['frontier'])}"
     ended = " The game has ended." if obs["ended"] else ""
     text = (f"Revision {obs['revision']}: {len(obs['tiles'])} of {obs['tiles_total']} tiles "
             f"listed (G {obs['G']}{grown}{fog}); reward {obs['totals']['reward']}; "
-            f"{len(obs['agents'])} agents{frontier}.{ended}"
+            f"{len(obs['agents'])} agents; frontier {_compact(obs['frontier'] or [])}.{ended}"
             f"{_health(obs['health'], obs['note'])}")
     return ToolResult(text, {"observation": obs})
 
