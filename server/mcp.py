@@ -31,6 +31,7 @@ User-Agent) so a later call can name its harness.
 
 from __future__ import annotations
 
+import logging
 import secrets
 import uuid
 from collections import OrderedDict
@@ -59,6 +60,7 @@ if TYPE_CHECKING:
     from server.app import ServerState
 
 KEEPALIVE = 10  # seconds between SSE keepalive comments on a long call
+log = logging.getLogger("petridish.mcp")
 ROOT = "arguments"  # the converter's root path, dropped from MCP refusals
 KEYED = "mcp~"  # prefix of the caller names keys stand for
 CLIENTS = 4096  # clientInfo remembered (per credential), oldest forgotten first
@@ -229,6 +231,10 @@ class McpHost:
                 raise ProtocolError(result.code, result.message, dict(result.detail))
         except ProtocolError as error:
             return _error(error)
+        except Exception:  # a bug: answer it as one and log it
+            log.exception("MCP tool %s failed", params.name)
+            return _error(ProtocolError(ErrorCode.INTERNAL, "the server failed on this call; "
+                                        "the failure was logged"))
         return _answer(result)
 
     def _call(self, request: Request | None) -> McpCall:

@@ -33,8 +33,9 @@ from actors.field.fold import IMPLICIT_AGENT, State, apply_event, new_state
 from actors.field.generate import Field
 from actors.field.health import dead_message, health_note, health_of
 from actors.field.observe import observe
+from actors.field.prompt import PROMPTS
 from actors.field.rules_text import RULES_TEXT
-from actors.field.tools import PROMPTS, TOOLS
+from actors.field.tools import TOOLS
 from actors.field.warm import warm
 from actors.world import Codec, Ctx, Move, Read, Refusal, World
 from protocol.errors import ErrorCode

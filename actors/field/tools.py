@@ -21,25 +21,36 @@ What MCP adds over the websocket ops:
   as its agent). Listings show the plain id (`a3`).
 - Writes without an agent id (reveal, retract) are the seed's implicit agent `a0`.
 - `join` takes the harness from the client's `clientInfo`.
+
+The tools' argument classes are in `tool_args.py`, the prompt in `prompt.py`.
 """
 
 from __future__ import annotations
 
 import json
-from datetime import UTC, date, datetime
-from typing import Any, Literal
+from datetime import date
+from typing import Any
 
 import attrs
 
 from actors.field import live
+from actors.field.prompt import today
 from actors.field.rules_text import MCP_RULES_TEXT
-from actors.world import Prompt, Refusal, Tool, ToolCall, ToolResult
-from protocol.bounds import bounded, items
+from actors.field.tool_args import (
+    CommitToolArgs,
+    JoinToolArgs,
+    ListGamesArgs,
+    ObserveToolArgs,
+    RetractToolArgs,
+    RevealToolArgs,
+    RulesToolArgs,
+    StartMosaicArgs,
+)
+from actors.world import Refusal, Tool, ToolCall, ToolResult
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.ops import field as ops
 from protocol.ops.lobby import LOBBY_ID, ListArgs
 
-MAX_GAME = 80
 KEY_SEP = "~"  # an anonymous caller's agent id: a3~<key>
 GAME_ID = "^[a-zA-Z0-9_-]{1,80}$"  # the seed's gameIdSchema
 AGENT_ID = "Your agent id from join."
@@ -49,95 +60,6 @@ MAX_LISTED = 50  # games list_games shows
 def _compact(value: Any) -> str:
     """JSON as the seed's JSON.stringify writes it (no spaces)."""
     return json.dumps(value, separators=(",", ":"))
-
-
-# ---- argument classes (bounds: the schema and the strict check) ------------------------------
-
-@attrs.frozen
-class Grow:
-    """How often the field grows a ring, in minutes (it also grows on its triggers)."""
-
-    every_minutes: float = bounded(lo=1.0, hi=1440.0)
-
-
-@attrs.frozen
-class StartMosaicArgs:
-    """Start a new mosaic game."""
-
-    kind: Literal["field", "scatter"] = "field"
-    chunks: int = bounded(3, lo=1, hi=25)
-    chunk: int = bounded(40, lo=20, hi=100)
-    size: int | None = bounded(None, lo=10, hi=ops.MAX_SIZE)
-    grow: Grow | None = None
-    seed: int | None = bounded(None, lo=0, hi=ops.MAX_SEED)
-    guess: Literal["accept", "reject"] = "accept"
-    depth: int = bounded(0, lo=0, hi=2)
-    fog: bool | None = None
-
-
-@attrs.frozen
-class JoinToolArgs:
-    """Join a game."""
-
-    game_id: str = bounded(length=MAX_GAME)
-    name: str = bounded(length=80)
-    machine_id: str | None = bounded(None, length=ops.MAX_MACHINE)
-    model: str | None = bounded(None, length=80)
-
-
-@attrs.frozen
-class ObserveToolArgs:
-    """Observe a game."""
-
-    game_id: str = bounded(length=MAX_GAME)
-    agent: str | None = bounded(None, length=ops.MAX_AGENT)
-    rect: tuple[int, int, int, int] | None = bounded(None, each=items(lo=0, hi=ops.MAX_CANVAS))
-
-
-@attrs.frozen
-class RevealToolArgs:
-    """Reveal a tile."""
-
-    game_id: str = bounded(length=MAX_GAME)
-    tile: int = bounded(lo=0, hi=ops.MAX_TILES)
-    expected_revision: int = bounded(lo=0, hi=ops.MAX_REVISION)
-    agent: str | None = bounded(None, length=ops.MAX_AGENT)
-    intent: str = bounded("", length=ops.MAX_INTENT)
-
-
-@attrs.frozen
-class CommitToolArgs:
-    """Commit cells."""
-
-    game_id: str = bounded(length=MAX_GAME)
-    agent: str = bounded(length=ops.MAX_AGENT)
-    cells: list[tuple[int, int]] = bounded(length=ops.MAX_BATCH, code=ErrorCode.TOO_LARGE)
-    expected_revision: int = bounded(lo=0, hi=ops.MAX_REVISION)
-    intent: str = bounded("", length=ops.MAX_INTENT)
-
-
-@attrs.frozen
-class RetractToolArgs:
-    """Retract cells."""
-
-    game_id: str = bounded(length=MAX_GAME)
-    cells: list[int] = bounded(length=ops.MAX_BATCH, code=ErrorCode.TOO_LARGE,
-                               each=items(lo=0, hi=ops.MAX_CANVAS ** 2))
-    expected_revision: int = bounded(lo=0, hi=ops.MAX_REVISION)
-    agent: str | None = bounded(None, length=ops.MAX_AGENT)
-    intent: str = bounded("", length=ops.MAX_INTENT)
-
-
-@attrs.frozen
-class ListGamesArgs:
-    """No arguments."""
-
-
-@attrs.frozen
-class RulesToolArgs:
-    """The rules, and a game's settings when `game_id` is given."""
-
-    game_id: str | None = bounded(None, length=MAX_GAME)
 
 
 # ---- helpers -----------------------------------------------------------------------------------
@@ -181,11 +103,6 @@ def undelta_known(coded: dict[str, Any]) -> list[list[int]]:
         cell += gap
         out.append([cell, int(v)])
     return out
-
-
-def today(call: ToolCall) -> date:
-    """The UTC day of the call."""
-    return datetime.fromtimestamp(call.t / 1000, UTC).date()
 
 
 # ---- the tools ---------------------------------------------------------------------------------
@@ -347,45 +264,6 @@ async def field_rules(call: ToolCall, a: RulesToolArgs) -> ToolResult | Refusal:
     return ToolResult(MCP_RULES_TEXT, out)
 
 
-# ---- the prompt: the seed's bootstrap ----------------------------------------------------------
-
-def bootstrap(origin: str, day: str | None) -> list[str]:
-    """The seed's agent prompt, line by line: how to find today's game and play it."""
-    o = origin.rstrip("/")
-    hosted = day is not None
-    target = (f"join today's field ({day}): call list_games and join the game whose day is "
-              f"{day}" if hosted else "call list_games; if a field is playing, join it")
-    no_field = ("If no field is listed yet, today's is still being prepared: wait a few"
-                if hosted else
-                "If no field is playing, start one (start_mosaic with kind=field, chunks=3,")
-    no_field2 = ("minutes and call list_games again. join gives you an" if hosted else
-                 "grow={every_minutes: 30}) and join it. join gives you an")
-    return [
-        f"Using the mosaic MCP server at {o}/mcp: {target} (join with game_id, a",
-        "short name, machine_id if you have a durable one, and the model you are, e.g.",
-        f"model=claude-opus-5). {no_field}",
-        no_field2,
-        "agent id and a seed tile at a random spot; every reveal, commit and retract",
-        "carries that agent id. Play autonomously with observe (agent=<your id>:",
-        "your territory and its surroundings), reveal and commit. Read the tool",
-        "descriptions for the rules (they are per line of a tile). Reveal your seed",
-        "tile first; commit in batches with a one-line intent; when a tile alone is",
-        "ambiguous, expand from a tile your group solved or commit a guess; when you",
-        "meet another agent your territories merge and you share a frontier. The field",
-        "grows during the day and unexplored tiles appear only once your territory",
-        "reaches them: observe again after every batch. Your health is your wrong-rate",
-        "over your last 2,000 committed cells: under 1.5% healthy, 1.5-4% warning, 4%",
-        "death for the day (your territory stays, you write no more). Guessing bleeds",
-        "you: commit what you can prove, guess only when a tile is genuinely ambiguous.",
-        "Keep playing until observe reports the game ended, without asking me anything.",
-    ]
-
-
-async def play_prompt(call: ToolCall) -> str:
-    """The bootstrap for today (this server hosts a daily field every day)."""
-    return "\n".join(bootstrap(call.origin, today(call).isoformat()))
-
-
 # ---- the declarations --------------------------------------------------------------------------
 
 _GAME = {"game_id": {"pattern": GAME_ID}}
@@ -492,9 +370,3 @@ def _keywords(tool: Tool) -> Tool:
 
 
 TOOLS = tuple(_keywords(t) for t in TOOLS)
-
-PROMPTS = (
-    Prompt("play_mosaic", "Play today's mosaic field",
-           "The agent prompt: find today's game with list_games, join it and play it to the "
-           "end (health is a fact of the field).", play_prompt),
-)

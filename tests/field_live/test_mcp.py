@@ -16,9 +16,12 @@ from mcp.client.streamable_http import streamable_http_client
 from sse_starlette.sse import EventSourceResponse
 
 from actors.field.actor import FieldActor
+from actors.field.prompt import bootstrap
 from actors.field.rules_text import MCP_RULES_TEXT
-from actors.field.tools import bootstrap, undelta_known
+from actors.field.tools import undelta_known
+from actors.runtime import refused
 from actors.runtime.mailbox import Call
+from actors.world import Refusal
 from examples.field_mcp import play
 from protocol.client import Client
 from server import mcp as mcp_server
@@ -208,7 +211,10 @@ async def test_long_calls_send_keepalive_comments(tmp_path: Path, monkeypatch) -
 
     async def slow_rules(self: FieldActor, call: Call) -> Any:
         await trio.sleep(1.0)
-        return self.world.reads["field.rules"].answer(self.state, call.args, self.ctx(call))
+        answer = self.world.reads["field.rules"].answer(self.state, call.args, self.ctx(call))
+        if isinstance(answer, Refusal):
+            raise refused(answer)
+        return answer
 
     monkeypatch.setitem(FieldActor.effects, "field.rules", slow_rules)
     async with running_server(tmp_path, open_mode=True) as srv, httpx.AsyncClient() as http:
