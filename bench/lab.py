@@ -18,8 +18,8 @@ def _rate(n: int, seconds: float) -> float:
 def main(argv: list[str]) -> dict:
     """Run the lab benchmark and return its figures."""
     from actors.lab.breed import generate
-    from actors.lab.validate import static_reason, validate
     from actors.lab.validate_shader import glslang_path
+    from actors.lab.validation import static_reason, validate
 
     parser = argparse.ArgumentParser(prog="python -m bench lab")
     parser.add_argument("--count", type=int, default=300, help="organisms per measurement")

@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, MutableSequence, MutableSet, Sequence
 from collections.abc import Set as AbstractSet
-from typing import Any, Literal, TypeVar, get_args, get_origin
+from types import UnionType
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
+import attrs
 import cattrs
 from cattrs.cols import list_structure_factory
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
@@ -128,10 +130,27 @@ def _describe(exc: BaseException, type_: Any) -> str:
         return str(exc)
     if get_origin(type_) is Literal:
         return "expected one of " + ", ".join(json.dumps(v) for v in get_args(type_))
-    name = getattr(type_, "__name__", None) or str(type_).replace("typing.", "")
-    if isinstance(exc, TypeError | ValueError | AttributeError):
-        return f"expected {name}"
-    return f"invalid value ({type(exc).__name__})"
+    return f"expected {json_type_name(type_)}"
+
+
+_JSON_NAMES = {int: "int", float: "number", str: "string", bool: "boolean",
+               type(None): "null", dict: "an object", list: "a list", tuple: "a list"}
+
+
+def json_type_name(tp: Any) -> str:
+    """What a value of annotation `tp` is in JSON words (never a Python class name)."""
+    if tp in _JSON_NAMES:
+        return _JSON_NAMES[tp]
+    origin = get_origin(tp)
+    if origin is Literal:
+        return "one of " + ", ".join(json.dumps(v) for v in get_args(tp))
+    if origin in (Union, UnionType):
+        return " or ".join(json_type_name(a) for a in get_args(tp))
+    if origin is not None and origin in _JSON_NAMES:
+        return _JSON_NAMES[origin]
+    if _is_array(tp):
+        return "a list"
+    return "an object" if attrs.has(tp) or origin is dict else "a valid value"
 
 
 def first_error(exc: BaseException, root: str) -> tuple[str, str]:

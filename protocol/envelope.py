@@ -25,7 +25,14 @@ from typing import Any
 import attrs
 
 from protocol.errors import ErrorCode, ProtocolError
-from protocol.jsontext import compact_encoder, strict_decoder
+from protocol.jsontext import (
+    BadNumber,
+    bad_text_path,
+    compact_encoder,
+    exact_int,
+    finite_float,
+    strict_decoder,
+)
 
 PROTOCOL_VERSION = 1
 MAX_ID = 2**53 - 1  # the largest integer a JavaScript client can hold exactly
@@ -99,7 +106,18 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-_decode = strict_decoder(_reject_constant)
+_decode = strict_decoder(_reject_constant, exact_int, finite_float)
+
+
+def _json_kind(value: Any) -> str:
+    """What a decoded JSON value is, in JSON words."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return "a string" if isinstance(value, str) else "a list"
 
 
 def _is_int(value: Any) -> bool:
@@ -144,10 +162,18 @@ def parse_frame(text: str) -> Frame:
     """
     try:
         obj = _decode(text)
+    except BadNumber as exc:
+        raise _bad(f"bad number: {exc}"[:200], None) from None
     except (ValueError, RecursionError) as exc:
         raise _bad(f"not JSON: {exc}"[:200], None) from None
+    # NUL and lone surrogates can only arrive as \u escapes (the frame itself is UTF-8).
+    if "\\u" in text and (where := bad_text_path(obj)) is not None:
+        rid = obj.get("id") if isinstance(obj, dict) else None
+        rid = rid if _is_int(rid) and 0 <= rid <= MAX_ID else None
+        raise _bad(f"{where}: text must be valid Unicode (no NUL, no lone surrogate)",
+                   rid, path=where)
     if not isinstance(obj, dict):
-        raise _bad(f"expected a JSON object, got {type(obj).__name__}", None)
+        raise _bad(f"expected a JSON object, got {_json_kind(obj)}", None)
     op = obj.get("op")
     if not isinstance(op, str):
         rid = obj.get("id") if _is_int(obj.get("id")) and 0 <= obj["id"] <= MAX_ID else None

@@ -10,9 +10,60 @@ stdlib paths where those matter (no C accelerator; whitespace around a text; err
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Callable
 from json.encoder import c_make_encoder, encode_basestring, encode_basestring_ascii
 from typing import Any
+
+MAX_EXACT_INT = 2**53 - 1  # the largest integer a JavaScript client (and double) holds exactly
+_BAD_CHAR = re.compile("[\x00\ud800-\udfff]")  # NUL, or half of a surrogate pair
+
+
+class BadNumber(ValueError):
+    """A JSON number a client may not send: beyond what every JSON reader holds exactly."""
+
+
+def exact_int(text: str) -> int:
+    """A JSON integer within +-(2^53 - 1) (a `parse_int` hook), else BadNumber."""
+    if len(text) > 17 or abs(n := int(text)) > MAX_EXACT_INT:
+        raise BadNumber(f"the integer {text[:24]} is beyond +-(2^53 - 1), the range every "
+                        "JSON reader holds exactly")
+    return n
+
+
+def finite_float(text: str) -> float:
+    """A JSON number that is a finite double (a `parse_float` hook), else BadNumber."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise BadNumber(f"the number {text[:24]} is out of range")
+    return value
+
+
+def bad_text_path(value: Any, path: str = "") -> str | None:
+    """The JSON path of the first string (or key) in `value` holding NUL or a lone
+    surrogate, which no UTF-8 text can carry; None when there is none."""
+    if isinstance(value, str):
+        return path or "$" if _BAD_CHAR.search(value) else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            sub = f"{path}.{key}" if path else str(key)
+            if _BAD_CHAR.search(key):
+                return path or "$"
+            if (found := bad_text_path(item, sub)) is not None:
+                return found
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            if (found := bad_text_path(item, f"{path}[{i}]")) is not None:
+                return found
+    return None
+
+
+def escape_lone_surrogates(text: str) -> str:
+    """`text` (JSON) with each lone surrogate written as its JSON escape (backslash, `u`,
+    four hex digits): valid UTF-8 again, the same JSON value. Every backslash in encoder
+    output starts a complete escape, so an inserted escape cannot merge with one."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def compact_encoder(*, ensure_ascii: bool) -> Callable[[Any], str]:
@@ -34,10 +85,13 @@ def compact_encoder(*, ensure_ascii: bool) -> Callable[[Any], str]:
     return encode
 
 
-def strict_decoder(parse_constant: Callable[[str], Any]) -> Callable[[str], Any]:
-    """A function parsing one JSON text (as `json.loads` would, with `parse_constant`);
-    raises ValueError (JSONDecodeError) or RecursionError on bad input."""
-    full = json.JSONDecoder(parse_constant=parse_constant)
+def strict_decoder(parse_constant: Callable[[str], Any],
+                   parse_int: Callable[[str], Any] | None = None,
+                   parse_float: Callable[[str], Any] | None = None) -> Callable[[str], Any]:
+    """A function parsing one JSON text (as `json.loads` would, with the hooks given);
+    raises ValueError (JSONDecodeError, or a hook's) or RecursionError on bad input."""
+    full = json.JSONDecoder(parse_constant=parse_constant, parse_int=parse_int,
+                            parse_float=parse_float)
     scan = full.scan_once
 
     def decode(text: str) -> Any:

@@ -16,7 +16,6 @@ import logging
 from typing import TYPE_CHECKING
 
 import trio
-from starlette.websockets import WebSocket
 
 from actors.runtime import ActorRef, Call
 from actors.runtime.subscriber import SubscriberQueue
@@ -35,10 +34,12 @@ from protocol.envelope import (
     request_id_of,
 )
 from protocol.errors import ErrorCode, ProtocolError
+from protocol.jsontext import escape_lone_surrogates
 from protocol.roles import role_at_least
 from server.auth import Principal
 from server.ratelimit import TokenBucket
 from server.replies import RequestAnswer, internal_error
+from server.transport import WebSocket
 
 if TYPE_CHECKING:
     from server.app import ServerState
@@ -106,13 +107,7 @@ class Session:
 
     async def _close(self, code: int) -> None:
         """Close with `code`, then wait (at most CLOSE_WAIT s) for the client's side of the
-        closing handshake.
-
-        Hypercorn ends the connection when the app returns; if that happens while its
-        reader task answers a Close frame the client sent at the same moment, the two
-        send at once (see server/hypercorn_close.py). Returning only once the client has
-        closed too keeps them apart.
-        """
+        closing handshake (the connection is dropped when this returns)."""
         try:
             await self.ws.close(code)
             with trio.move_on_after(CLOSE_WAIT):
@@ -326,7 +321,11 @@ class Session:
         frames_out = self.server.metrics.frames_out
         try:
             while (frame := await self.outbox.get()) is not None:
-                await self.ws.send_text(frame)
+                try:
+                    await self.ws.send_text(frame)
+                except UnicodeEncodeError:
+                    # A lone surrogate stored before the protocol refused them: sent escaped.
+                    await self.ws.send_text(escape_lone_surrogates(frame))
                 frames_out.inc()
         except Exception as exc:  # noqa: BLE001 - any send failure means the client is gone
             log.debug("writer stopped: %r", exc)

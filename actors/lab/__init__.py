@@ -1,55 +1,38 @@
-"""The lab: a pool of generated organisms (GLSL ES 3.00 shaders, HTML/CSS panels) under a
-fixed contract, admitted by static validation, proven by a browser, judged in pairs.
+"""The lab arena, `lab:<name>` (`lab:main` exists by default): a pool of generated
+organisms (GLSL ES 3.00 shaders, HTML/CSS panels) under a fixed contract, admitted by
+static validation, proven by a browser, judged in pairs, bred with or without a model.
 
-- `contract`: the prelude, the clauses for each track, the fixed panel data block.
-- `validate` (`validate_shader`, `validate_panel`): `validate(track, code) -> reason | None`.
-- `genome`, `panel_genome`, `breed`: organisms without a model (grammar + crossover/mutation);
-  `gene_groups` holds the group-wise drawing and crossover both genomes share.
-- `model_breeder`: births through an OpenAI-compatible chat-completions endpoint.
-- `directives`: prompt evolution of aesthetic directives (mutate, explore, aesthetics check).
-- `ratings`: openskill live ratings, conservative ordinal, Bradley-Terry refit from the log.
-- `organism`, `dealing`: the organism record; which surface may show what; canary reports.
-- `store`: the SQLite catalogue (versioned migrations, transactional writes).
-- `seeding`: one seeded stream per purpose.
+The world is one `World` value, `rules.WORLD`, over these modules:
 
-The server may import `validate`, `Catalogue`, the dealing functions, `CanaryBook`,
-`ModelBreeder` and `contract_text` from here; everything else is private to the package.
+- `rules`: the moves and reads (owner's arena, public judging, gallery, cross, births,
+  directives); `state`: the pool as a fold of `events` (their JSON codec too), with the
+  seed's in-memory records (deals, strikes, benching) folded from transient events.
+- `dealing`: which organisms each surface may show; `canary`: the seed's report and
+  vote rules; `births`: candidates and the events they become once validated.
+- `contract`: the prelude, the clauses of each track, the fixed panel data block.
+- `validation` (`validate_shader`, `glsl_text`, `glsl_preprocess`, `shader_loops`,
+  `validate_panel`, `panel_css`): `validate(track, code) -> reason | None`, reading the
+  source as the compiler and the browser do.
+- `genome`, `panel_genome`, `gene_groups`, `breed`: organisms without a model;
+  `model_breeder`: births through an OpenAI-compatible chat-completions endpoint;
+  `directives`: prompt evolution of aesthetic directives; `ratings`: openskill ratings
+  and a Bradley-Terry refit; `organism`: the organism record; `seeding`: one seeded
+  stream per purpose.
+- `catalogue_import`: reads a SQLite catalogue written before the event stream (I/O);
+  `voice`: regenerates the judging page's voice track (runs espeak-ng; I/O); `cli`:
+  `petridish lab ...`.
+
+`server/` may import `WORLD`, `validate`, `SHADER_PRELUDE`, `contract_text` and
+`ModelBreeder` from here; everything else is private to the package.
 """
-
-import sys
-from types import ModuleType
-from typing import Any
 
 from actors.exports import lazy_exports
 
 # The public names, each with the module that holds it; they load on first use
-# (actors/exports.py).
+# (actors/exports.py), so `petridish --help` imports no engine.
 _PUBLIC = {
-    "PANEL_DATA": "contract", "SHADER_PRELUDE": "contract", "contract_text": "contract",
-    "CanaryBook": "dealing", "PublicPair": "dealing", "Verdict": "dealing",
-    "breeding_parents": "dealing", "cross_refusal": "dealing", "gallery": "dealing",
-    "owner_pair": "dealing", "public_pair": "dealing",
-    "Birth": "model_breeder", "ModelBreeder": "model_breeder",
-    "Organism": "organism",
-    "BirthOutcome": "store", "Catalogue": "store", "CatalogueError": "store",
-    "validate": "validate",
+    "WORLD": "rules", "validate": "validation", "SHADER_PRELUDE": "contract",
+    "contract_text": "contract", "ModelBreeder": "model_breeder",
 }
-__all__ = [
-    "PANEL_DATA", "SHADER_PRELUDE", "Birth", "BirthOutcome", "CanaryBook", "Catalogue",
-    "CatalogueError", "ModelBreeder", "Organism", "PublicPair", "Verdict", "breeding_parents",
-    "contract_text", "cross_refusal", "gallery", "owner_pair", "public_pair", "validate",
-]
+__all__ = ["SHADER_PRELUDE", "WORLD", "ModelBreeder", "contract_text", "validate"]
 __getattr__, __dir__ = lazy_exports(__name__, _PUBLIC)
-
-
-class _Package(ModuleType):
-    """Keeps `actors.lab.validate` the function: importing the submodule of the same name
-    would otherwise bind the module over it (the import system sets it on the package)."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name == "validate" and isinstance(value, ModuleType):
-            value = value.validate
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package

@@ -1,4 +1,9 @@
-"""`petridish lab ...`: validate one file, or breed organisms without a model."""
+"""`petridish lab ...`: validate one file, breed organisms without a model, import a
+catalogue written before the event stream, or remake the judging page's voice track.
+
+This is the command line's edge: `import` writes the server's event store (trio and
+`server.storage`, imported in its handler only, so `petridish --help` loads neither).
+"""
 
 from __future__ import annotations
 
@@ -24,10 +29,19 @@ def register(subparsers) -> None:
     b.add_argument("--count", type=int, required=True)
     b.add_argument("--out", type=Path, required=True)
     b.set_defaults(func=_breed)
+    i = sub.add_parser("import", help="turn a SQLite catalogue of the lab (before the event "
+                       "stream) into the stream of lab:NAME in a data directory's event store")
+    i.add_argument("catalogue", type=Path)
+    i.add_argument("--data", type=Path, required=True, help="the server's data directory")
+    i.add_argument("--world", default="main", help="the lab's name (default: main)")
+    i.set_defaults(func=_import)
+    w = sub.add_parser("voice", help="remake web/lab/voice.ogg with espeak-ng and opusenc")
+    w.add_argument("--out", type=Path, default=None, help="default: web/lab/voice.ogg")
+    w.set_defaults(func=_voice)
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from actors.lab.validate import validate
+    from actors.lab.validation import validate
 
     try:
         code = args.file.read_text(encoding="utf-8")
@@ -42,7 +56,7 @@ def _validate(args: argparse.Namespace) -> int:
 def _breed(args: argparse.Namespace) -> int:
     from actors.lab.breed import generate, genome_dict
     from actors.lab.organism import organism_id
-    from actors.lab.validate import validate
+    from actors.lab.validation import validate
 
     if args.count < 1:
         print("--count must be at least 1", file=sys.stderr)
@@ -61,3 +75,60 @@ def _breed(args: argparse.Namespace) -> int:
     (args.out / "manifest.json").write_text(json.dumps(manifest, indent=1), encoding="utf-8")
     print(f"wrote {len(manifest)} {args.track} organisms to {args.out}")
     return 1 if failures else 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    import sqlite3
+
+    from actors.lab.catalogue_import import ImportMismatch, import_events
+
+    if not args.catalogue.is_file():
+        print(f"no catalogue at {args.catalogue}", file=sys.stderr)
+        return 2
+    try:
+        imported = import_events(args.catalogue, args.world)
+    except (ImportMismatch, sqlite3.Error) as exc:
+        print(f"cannot import {args.catalogue}: {exc}", file=sys.stderr)
+        return 1
+    stream = f"lab:{args.world}"
+    written = _append(args.data, stream, imported.events)
+    if isinstance(written, str):
+        print(written, file=sys.stderr)
+        return 1
+    s = imported.state
+    print(f"imported {len(s.organisms)} organisms, {len(s.directives)} directives, "
+          f"{s.rejected} rejections and {s.votes} votes into {stream} at revision {written} "
+          f"in {args.data} ({imported.benched} benched flags not imported: benching is kept "
+          "in memory)")
+    return 0
+
+
+def _append(data: Path, stream: str, events: list) -> int | str:
+    """Append the events to an empty stream of the data directory's store (the edge: the
+    server's SQLite store, run the way the server runs it); a message when it is not empty."""
+    import trio
+
+    from actors.lab.events import encode
+    from actors.store import ConflictError
+    from server.storage import SqliteEventStore
+
+    async def write() -> int | str:
+        async with SqliteEventStore.in_directory(data) as store:
+            try:
+                return await store.append(stream, 0, [encode(e) for e in events])
+            except ConflictError as exc:
+                return f"{stream} already has events ({exc}); nothing imported"
+
+    return trio.run(write)
+
+
+def _voice(args: argparse.Namespace) -> int:
+    from actors.lab.voice import VoiceError, make_voice
+
+    try:
+        out = make_voice(args.out)
+    except VoiceError as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+    print(f"wrote {out} ({out.stat().st_size} bytes)")
+    return 0

@@ -1,7 +1,5 @@
-"""Dealing rules: which organisms each surface may show, and the canary report rules.
-
-Pure functions over `Organism` records; time is always a parameter. The public
-surfaces publish the shader track only.
+"""Which organisms each surface may show: the seed's surface table, as pure functions over
+`Organism` records. The public surfaces publish the shader track only.
 
 | surface          | requirement                                                         |
 | ---------------- | ------------------------------------------------------------------- |
@@ -14,19 +12,19 @@ surfaces publish the shader track only.
 
 from __future__ import annotations
 
-import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 
 import attrs
 import numpy as np
 
 from actors.lab.organism import Organism, token_similarity
+from actors.world import Refusal
+from protocol.ops.lab import LabCode
 
 PUBLIC_TRACK = "shader"
-CANARY_WINDOW = 600.0  # seconds a dealt id stays reportable by its client
 NEAREST_ON_LADDER = 5  # a canary's partner is drawn from this many nearest proven
 TOKEN_NEAR = 0.9  # token-set Jaccard at or above which two sources are near copies
-STRIKES_TO_BENCH = 2  # distinct client keys
 
 
 def _pick_two(
@@ -75,21 +73,24 @@ class PublicPair:
     canary: str | None = None
 
 
-def canary_backlog(pool: Sequence[Organism]) -> list[Organism]:
-    """Unproven public-track organisms that may be dealt as canaries."""
+def canary_backlog(pool: Sequence[Organism], benched: AbstractSet[str]) -> list[Organism]:
+    """Unproven public-track organisms that may be dealt as canaries (a stored error keeps
+    an organism out, and so does being benched by two clients' strikes)."""
     return [
-        o for o in pool if o.track == PUBLIC_TRACK and o.live and not o.render_ok and not o.benched
+        o for o in pool
+        if o.track == PUBLIC_TRACK and o.live and not o.render_ok and o.id not in benched
     ]
 
 
-def public_pair(pool: Sequence[Organism], rng: np.random.Generator) -> PublicPair | None:
+def public_pair(pool: Sequence[Organism], benched: AbstractSet[str], rng: np.random.Generator
+                ) -> PublicPair | None:
     """A public pair: two proven, or (when a backlog exists) one canary and a proven partner.
 
     The partner is drawn from the proven nearest the canary on the ladder (conservative
     ordinal), preferring those that are not token-near copies of it.
     """
     proven = [o for o in pool if o.track == PUBLIC_TRACK and o.proven]
-    backlog = canary_backlog(pool)
+    backlog = canary_backlog(pool, benched)
     if backlog and proven:
         canary = backlog[int(rng.integers(len(backlog)))]
         nearest = sorted(
@@ -110,68 +111,17 @@ def gallery(pool: Sequence[Organism]) -> list[Organism]:
     return sorted(shown, key=lambda o: (-o.rating.ordinal, o.id))
 
 
-def cross_refusal(a: Organism, b: Organism) -> str | None:
+def cross_refusal(a: Organism, b: Organism) -> Refusal | None:
     """Why a visitor may not cross `a` and `b`, or None; the child is born unproven."""
     if not (a.proven and b.proven):
-        return "parent not proven"
-    if a.track != b.track:
-        return "parents on different tracks"
+        unproven = [o.id for o in (a, b) if not o.proven]
+        return Refusal(LabCode.PARENT_NOT_PROVEN, "both parents of a cross must be proven",
+                       {"unproven": unproven})
+    if a.track != PUBLIC_TRACK or b.track != PUBLIC_TRACK:
+        return Refusal(LabCode.NOT_CROSSABLE, "visitors cross shaders only",
+                       {"tracks": [a.track, b.track]})
+    if a.genome is None or b.genome is None:
+        return Refusal(LabCode.NOT_CROSSABLE,
+                       "only organisms the grammar wrote carry the genes a cross needs",
+                       {"without_genome": [o.id for o in (a, b) if o.genome is None]})
     return None
-
-
-# --- canary reports ----------------------------------------------------------------------
-
-
-class Verdict(enum.Enum):
-    """What a canary render report did."""
-
-    REFUSED = "refused"  # not dealt to this client within the window: does nothing
-    NO_CHANGE = "no_change"  # accepted, but the organism is already proven or not alive
-    PROVEN = "proven"  # the caller sets render_ok
-    STRUCK = "struck"  # an in-memory strike, nothing more
-    BENCHED = "benched"  # second distinct client's strike: the caller sets benched
-
-
-@attrs.frozen
-class CanaryBook:
-    """In-memory record of dealt ids per client key and of negative reports (strikes)."""
-
-    dealt: Mapping[tuple[str, str], float] = attrs.field(factory=dict)
-    strikes: Mapping[str, frozenset[str]] = attrs.field(factory=dict)
-
-    def deal(self, client: str, organism_ids: Sequence[str], now: float) -> CanaryBook:
-        """The book after dealing `organism_ids` to `client` at `now`."""
-        dealt = dict(self.dealt)
-        dealt.update({(client, oid): now for oid in organism_ids})
-        return attrs.evolve(self, dealt=dealt)
-
-    def was_dealt(self, client: str, organism_id: str, now: float) -> bool:
-        """True when `organism_id` was dealt to exactly `client` within the window."""
-        at = self.dealt.get((client, organism_id))
-        return at is not None and 0.0 <= now - at <= CANARY_WINDOW
-
-    def accepts_vote(self, client: str, organism_id: str, now: float) -> bool:
-        """A vote naming a canary counts when it comes from the client it was dealt to,
-        whether or not the render report has arrived."""
-        return self.was_dealt(client, organism_id, now)
-
-    def report(
-        self, client: str, organism: Organism, drew: bool, now: float
-    ) -> tuple[CanaryBook, Verdict]:
-        """Apply one render report; returns the new book and what the caller must persist."""
-        if not self.was_dealt(client, organism.id, now):
-            return self, Verdict.REFUSED
-        if organism.render_ok or not organism.live:
-            return self, Verdict.NO_CHANGE
-        if drew:
-            return self, Verdict.PROVEN
-        clients = self.strikes.get(organism.id, frozenset()) | {client}
-        book = attrs.evolve(self, strikes={**self.strikes, organism.id: clients})
-        benched = len(clients) >= STRIKES_TO_BENCH and not organism.benched
-        return book, Verdict.BENCHED if benched else Verdict.STRUCK
-
-    def prune(self, now: float) -> CanaryBook:
-        """The book without deals older than the window (strikes are kept)."""
-        return attrs.evolve(
-            self, dealt={k: t for k, t in self.dealt.items() if now - t <= CANARY_WINDOW}
-        )

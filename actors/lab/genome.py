@@ -6,7 +6,8 @@ contract's prelude is prepended to. Construction keeps the contract's clauses:
 motion is integer cycles of the 20-second `u_time` loop (seamless, at most 0.2 Hz, so
 no whole-frame flash); every field varies across the frame; `u_audio` only adds
 spatial detail, so silence leaves the organism fully alive; loops have constant
-bounds of at most 6 and a worst nested cost of 9 (the 3x3 cell search).
+bounds of at most 6, a worst nested cost of 9 (the 3x3 cell search) and at most 21
+iterations per pixel in all (two fbm calls of the flow warp and the cell search).
 """
 
 from __future__ import annotations

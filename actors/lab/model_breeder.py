@@ -14,7 +14,7 @@ import attrs
 import httpx
 
 from actors.lab.contract import contract_text
-from actors.lab.validate import validate
+from actors.lab.validation import validate
 
 MAX_TITLE_WORDS = 4
 _LANGUAGES = {"shader": ("glsl", ""), "panel": ("html", "")}

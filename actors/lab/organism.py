@@ -1,4 +1,4 @@
-"""The organism record as dealing, the catalogue and the breeders see it."""
+"""The organism record as dealing, the pool and the breeders see it."""
 
 from __future__ import annotations
 
@@ -7,24 +7,31 @@ import re
 
 import attrs
 
+from actors.lab.genome import ShaderGenome
+from actors.lab.panel_genome import PanelGenome
 from actors.lab.ratings import Rating
 
 
 @attrs.frozen
 class Organism:
-    """One stored organism. `render_ok` is the proof that a browser compiled and drew it."""
+    """One organism of the pool. `render_ok` is the proof that a browser compiled and drew
+    it; `genome` is set for organisms the grammar wrote (so they can be crossed);
+    `source` says which surface bore it (`daemon`, `owner`, `model`, `cross`, `import`)."""
 
     id: str
     track: str
     code: str
     title: str | None = None
     parents: tuple[str, ...] = ()
+    directive: str | None = None
+    source: str = "daemon"
+    genome: ShaderGenome | PanelGenome | None = None
+    born: int = 0  # ms
     status: str = "alive"  # "alive" | "dead"
     render_ok: bool = False
     error: str | None = None  # the stored compile/link error of a dead organism
     rating: Rating = attrs.field(factory=Rating)
     judged: int = 0
-    benched: bool = False  # struck by two client keys: no longer dealt as a canary
 
     @property
     def live(self) -> bool:

@@ -1,20 +1,31 @@
-"""Static checks of a panel organism: the seed's table, then parser-and-allowlist hardening.
+"""Static checks of a panel organism: the seed's table, parser-and-allowlist hardening,
+then the seed's reference rows again over the panel as the browser parses it.
 
 The seed's rules are text patterns over the raw source. The hardening parses the
 source as an HTML5 fragment (selectolax/lexbor, which decodes entities the way the
 browser will) and tokenizes every piece of CSS with tinycss2 (which resolves CSS
 escapes), then admits only allowlisted tags, attributes, CSS functions and at-rules,
-and selectors scoped under the panel's single root element. A regex denylist alone let
-backslashed, entity-encoded and relative references through; the allowlist does not.
+and selectors scoped under the panel's single root element (`panel_css`). A regex
+denylist alone let backslashed, entity-encoded and relative references through; the
+allowlist does not. What the allowlist admits (free text in allowed attributes, text,
+CSS strings) is read once more, decoded, by the seed's reference rows.
 """
 
 from __future__ import annotations
 
-import itertools
 import re
 
+import attrs
 import tinycss2
 from selectolax.lexbor import LexborHTMLParser, LexborNode
+
+from actors.lab.panel_css import (
+    Root,
+    Token,
+    declarations_reason,
+    resolved_text,
+    rules_reason,
+)
 
 # --- the seed's table, in the seed's order --------------------------------------------
 
@@ -61,34 +72,6 @@ ALLOWED_ATTRS = frozenset({
 ALLOWED_ATTR_PREFIXES = ("aria-", "data-")
 # Attribute values that are not free text: a `type` may only name a plain button.
 ALLOWED_TYPES = frozenset({"button"})
-ALLOWED_FUNCTIONS = frozenset({
-    "rgb", "rgba", "hsl", "hsla", "hwb", "lab", "lch", "oklab", "oklch", "color-mix", "calc",
-    "min", "max", "clamp", "var", "linear-gradient", "radial-gradient", "conic-gradient",
-    "repeating-linear-gradient", "repeating-radial-gradient", "repeating-conic-gradient",
-    "translate", "translatex", "translatey", "rotate", "scale", "scalex", "scaley", "skew",
-    "skewx", "skewy", "matrix", "cubic-bezier", "steps", "minmax", "repeat", "fit-content",
-    "drop-shadow", "blur", "brightness", "contrast", "saturate", "hue-rotate", "opacity",
-    "grayscale", "invert", "sepia",
-})
-# Pseudo-class functions of selectors: they only match elements and cannot load anything
-# (scoping is still judged on the selector's first compound, outside any of them).
-SELECTOR_FUNCTIONS = frozenset({
-    "not", "is", "where", "has", "nth-child", "nth-last-child", "nth-of-type",
-    "nth-last-of-type", "lang", "dir",
-})
-ALLOWED_AT_RULES = frozenset({"media", "keyframes", "supports"})
-# "System or generic font families only": CSS generic families plus fonts that ship with
-# common operating systems. Nothing else can load anyway (no @font-face, no url()).
-ALLOWED_FONT_FAMILIES = frozenset({
-    "serif", "sans-serif", "monospace", "cursive", "fantasy", "system-ui", "ui-serif",
-    "ui-sans-serif", "ui-monospace", "ui-rounded", "math", "emoji", "fangsong", "inherit",
-    "initial", "unset", "revert", "-apple-system", "blinkmacsystemfont", "segoe ui", "roboto",
-    "helvetica", "helvetica neue", "arial", "verdana", "tahoma", "trebuchet ms", "georgia",
-    "times", "times new roman", "courier", "courier new", "menlo", "monaco", "consolas",
-    "sf mono", "ubuntu", "ubuntu mono", "cantarell", "dejavu sans", "dejavu sans mono",
-    "dejavu serif", "liberation sans", "liberation serif", "liberation mono", "noto sans",
-    "noto serif", "noto sans mono", "lucida grande", "lucida console", "palatino",
-})
 # fmt: on
 _HTML_DIRECT = frozenset({"style", "-text", "-comment"})
 
@@ -111,195 +94,89 @@ def _attrs_reason(elements: list[LexborNode]) -> str | None:
     return None
 
 
-def _walk_tokens(tokens, functions: frozenset[str] = ALLOWED_FUNCTIONS) -> str | None:
-    """Reject resource-loading tokens anywhere in a component-value list (recursively):
-    url tokens, and functions outside `functions`."""
-    for tok in tokens:
-        kind = tok.type
-        if kind == "url":
-            return "css function not allowed"
-        if kind == "function":
-            if tok.lower_name not in functions:
-                return "css function not allowed"
-            reason = _walk_tokens(tok.arguments, functions)
-        elif kind in ("() block", "[] block", "{} block"):
-            reason = _walk_tokens(tok.content, functions)
-        elif kind == "error":
-            return "css parse error"
-        else:
-            reason = None
-        if reason:
-            return reason
-    return None
+@attrs.frozen
+class Parsed:
+    """A panel as the browser parses it: the fragment's top-level nodes, every element in
+    document order, and the CSS tokens of each style element and each style attribute."""
+
+    top: list[LexborNode]
+    elements: list[LexborNode]
+    sheets: list[list[Token]]
+    inline: list[list[Token]]
 
 
-def _font_family_reason(value) -> str | None:
-    """Every comma-separated family must be generic or a common system font."""
-    families: list[list[str]] = [[]]
-    for tok in value:
-        if tok.type == "literal" and tok.value == ",":
-            families.append([])
-        elif tok.type in ("ident", "string"):
-            families[-1].append(tok.value.lower())
-        elif tok.type not in ("whitespace", "comment"):
-            return "font family not allowed"
-    if any(" ".join(f) not in ALLOWED_FONT_FAMILIES for f in families):
-        return "font family not allowed"
-    return None
-
-
-# `font` shorthand: the size keywords that end the style/weight part, and the values
-# that stand alone (system fonts and CSS-wide keywords), naming no family at all.
-_FONT_SIZE_WORDS = frozenset({
-    "xx-small", "x-small", "small", "medium", "large", "x-large", "xx-large", "xxx-large",
-    "larger", "smaller",
-})
-_FONT_ALONE = frozenset({
-    "caption", "icon", "menu", "message-box", "small-caption", "status-bar", "inherit",
-    "initial", "unset", "revert", "revert-layer",
-})
-
-
-def _font_shorthand_reason(value) -> str | None:
-    """The `font` shorthand's families (after the size and any `/ line-height`) obey
-    the same allowlist as `font-family`, so the shorthand is no way around it."""
-    toks = [t for t in value if t.type not in ("whitespace", "comment")]
-    if len(toks) == 1 and toks[0].type == "ident" and toks[0].lower_value in _FONT_ALONE:
-        return None
-    for k, tok in enumerate(toks):
-        if tok.type in ("dimension", "percentage", "function") or (
-            tok.type == "ident" and tok.lower_value in _FONT_SIZE_WORDS
-        ):
-            families = toks[k + 1 :]
-            if families and families[0].type == "literal" and families[0].value == "/":
-                families = families[2:]
-            return _font_family_reason(families) if families else "font family not allowed"
-    return "font family not allowed"
-
-
-def _declarations_reason(content) -> str | None:
-    for item in tinycss2.parse_blocks_contents(content, skip_whitespace=True, skip_comments=True):
-        if item.type == "error":
-            return "css parse error"
-        if item.type == "at-rule":
-            return "css at-rule not allowed"
-        if item.type == "declaration":
-            reason = _walk_tokens(item.value)
-            if reason is None and item.lower_name == "font-family":
-                reason = _font_family_reason(item.value)
-            elif reason is None and item.lower_name == "font":
-                reason = _font_shorthand_reason(item.value)
-        else:  # nested qualified rule (CSS nesting): its prelude is relative to the parent
-            reason = _walk_tokens(item.prelude, SELECTOR_FUNCTIONS) or _declarations_reason(
-                item.content or []
-            )
-        if reason:
-            return reason
-    return None
-
-
-def _split_selectors(prelude) -> list[list]:
-    groups: list[list] = [[]]
-    for tok in prelude:
-        if tok.type == "literal" and tok.value == ",":
-            groups.append([])
-        else:
-            groups[-1].append(tok)
-    return groups
-
-
-def _scoped(selector: list, root_classes: set[str], root_id: str | None) -> bool:
-    """True when the selector's first compound names the root by class or id and the
-    selector goes no further than the root itself or its descendants (no `+` or `~`)."""
-    toks = [t for t in selector if t.type != "comment"]
-    while toks and toks[0].type == "whitespace":
-        toks.pop(0)
-    n = 0
-    while n < len(toks) and toks[n].type != "whitespace" and not _combinator(toks[n]):
-        n += 1
-    compound, rest = toks[:n], [t for t in toks[n:] if t.type != "whitespace"]
-    if rest and _combinator(rest[0]) and rest[0].value in "+~":
-        return False
-    names_class = any(
-        a.type == "literal" and a.value == "." and b.type == "ident" and b.value in root_classes
-        for a, b in itertools.pairwise(compound)
-    )
-    return names_class or any(t.type == "hash" and t.value == root_id for t in compound if root_id)
-
-
-def _combinator(tok) -> bool:
-    return tok.type == "literal" and tok.value in (">", "+", "~")
-
-
-def _rules_reason(
-    rules, root_classes: set[str], root_id: str | None, in_keyframes: bool = False
-) -> str | None:
-    for rule in rules:
-        if rule.type == "error":
-            return "css parse error"
-        if rule.type == "at-rule":
-            if rule.lower_at_keyword not in ALLOWED_AT_RULES:
-                return "css at-rule not allowed"
-            reason = _walk_tokens(rule.prelude)
-            if reason is None and rule.content is not None:
-                inner = tinycss2.parse_rule_list(
-                    rule.content, skip_whitespace=True, skip_comments=True
-                )
-                reason = _rules_reason(
-                    inner, root_classes, root_id, rule.lower_at_keyword == "keyframes"
-                )
-        else:
-            reason = _walk_tokens(rule.prelude, SELECTOR_FUNCTIONS)
-            if (
-                reason is None
-                and not in_keyframes
-                and not all(
-                    _scoped(sel, root_classes, root_id) for sel in _split_selectors(rule.prelude)
-                )
-            ):
-                reason = "unscoped selector"
-            reason = reason or _declarations_reason(rule.content)
-        if reason:
-            return reason
-    return None
-
-
-def hardening_reason(code: str) -> str | None:
-    """The first parser/allowlist rule the (seed-clean) panel breaks, or None."""
+def parse(code: str) -> Parsed:
+    """Parse a panel once, markup and CSS, for every rule that reads it."""
     parser = LexborHTMLParser(code, is_fragment=True)
     top = list(parser.root.iter(include_text=True)) if parser.root is not None else []
     elements = [n for t in top for n in t.traverse(include_text=False) if not n.tag.startswith("-")]
+    return Parsed(
+        top, elements,
+        [tinycss2.parse_component_value_list(n.text() or "") for n in elements
+         if n.tag == "style"],
+        [tinycss2.parse_component_value_list(v) for n in elements
+         if (v := n.attributes.get("style"))])
+
+
+def hardening_reason(parsed: Parsed) -> str | None:
+    """The first parser/allowlist rule the (seed-clean) parsed panel breaks, or None."""
+    top, elements = parsed.top, parsed.elements
     reason = _tags_reason(elements) or _attrs_reason(elements)
     if reason:
         return reason
-    styles = [n for n in elements if n.tag == "style"]
-    if len(styles) != 1:
-        return "multiple style blocks" if styles else "no style block"
+    if len(parsed.sheets) != 1:
+        return "multiple style blocks" if parsed.sheets else "no style block"
     roots = [n for n in top if n.tag not in _HTML_DIRECT]
     stray_text = any(n.tag == "-text" and (n.text_content or "").strip() for n in top)
     if len(roots) != 1 or stray_text:
         return "no single root element"
-    root = roots[0]
-    root_classes = set((root.attributes.get("class") or "").split())
-    root_id = root.attributes.get("id")
-    if not root_classes and not root_id:
+    root_node = roots[0]
+    root = Root(frozenset((root_node.attributes.get("class") or "").split()),
+                root_node.attributes.get("id"))
+    if not root.classes and not root.id:
         return "root element has no class or id"
-    sheet = tinycss2.parse_stylesheet(styles[0].text(), skip_whitespace=True, skip_comments=True)
-    reason = _rules_reason(sheet, root_classes, root_id)
-    if reason:
-        return reason
-    for node in elements:
-        inline = node.attributes.get("style")
-        if inline:
-            reason = _declarations_reason(tinycss2.parse_component_value_list(inline))
-            if reason:
-                return reason
-    return None
+    sheet = tinycss2.parse_stylesheet(parsed.sheets[0], skip_whitespace=True, skip_comments=True)
+    reason = rules_reason(sheet, root)
+    for tokens in parsed.inline:
+        reason = reason or declarations_reason(tokens, root, None)
+    return reason
+
+
+# --- the seed's reference rows over the parsed panel ------------------------------------
+
+# The rows about what a value refers to; the tag rows are the allowlist's already.
+REFERENCE_RULES = SEED_RULES[4:]
+_URL_STRIPPED = str.maketrans("", "", "\t\n\r")  # the URL parser drops these anywhere
+_APART = "\n\0"  # between parts: no rule matches across it (the parser never yields NUL)
+
+
+def parsed_view(parsed: Parsed) -> str:
+    """The panel as the browser holds it: every attribute as `name="decoded value"` (tab
+    and newlines dropped, as a URL parser drops them), every text node decoded, and every
+    piece of CSS with its escapes resolved (`panel_css.resolved_text`)."""
+    parts = []
+    for node in (n for t in parsed.top for n in t.traverse(include_text=True)):
+        if node.tag == "-text":
+            parts.append(node.text_content or "")
+            continue
+        for name, value in node.attributes.items():
+            parts.append(f' {name}="{(value or "").translate(_URL_STRIPPED)}"')
+    parts.extend(resolved_text(tokens) for tokens in parsed.sheets + parsed.inline)
+    return _APART.join(parts)
 
 
 def panel_reason(code: str) -> str | None:
-    """Seed rules then hardening rules; None when the panel passes."""
+    """Seed rules, hardening rules, then the seed's reference rows over the parsed panel;
+    None when the panel passes."""
     for reason, pattern, reject_on_match in SEED_RULES:
         if (pattern.search(code) is not None) == reject_on_match:
             return reason
-    return hardening_reason(code)
+    parsed = parse(code)
+    reason = hardening_reason(parsed)
+    if reason:
+        return reason
+    view = parsed_view(parsed)
+    for reason, pattern, _ in REFERENCE_RULES:
+        if pattern.search(view) is not None:
+            return reason
+    return None

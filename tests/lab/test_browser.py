@@ -139,3 +139,27 @@ def test_generated_panels_make_no_requests_and_fit_the_frame(browser) -> None:
 @pytest.mark.deep
 def test_200_generated_panels_fit_the_frame(browser) -> None:
     _check_panels(browser, list(generate("panel", 2026, 200)))
+
+
+# --- the validator's views checked against the browser's own reading ---------------------
+
+
+def test_chromium_reads_the_bypasses_as_the_validator_now_does(browser) -> None:
+    """ANGLE ends a // comment at a lone CR and joins continuations, as glsl_preprocess
+    does; Chromium applies a nested `& + p` rule outside the panel's root, which is why
+    the validator judges nested selectors as the selectors they resolve to."""
+    page = browser.new_page()
+    page.set_content(SHADER_PAGE % json.dumps(SHADER_PRELUDE))
+    after_cr = page.evaluate(
+        "body => run(body)", "void main() {\n    // note\r    float x = ;\n"
+                             "    fragColor = vec4(1.0);\n}\n")
+    assert after_cr["stage"] == "compile"  # the line after the CR is code to ANGLE
+    joined = page.evaluate(
+        "body => run(body)", "void main() {\n    flo\\\nat x = 0.5;\n"
+                             "    fragColor = vec4(x, sin(u_time), gl_FragCoord.x / u_res.x, 1.0);\n}\n")
+    assert joined["stage"] == "drawn"  # `flo\<newline>at` is the keyword float
+    page.set_content("<!doctype html><html><body><style>.pd{color:#eee} .pd{ & + p {color:red} }"
+                     "</style><div class='pd'>in</div><p id='outside'>out</p></body></html>")
+    assert page.evaluate("getComputedStyle(document.getElementById('outside')).color") == \
+        "rgb(255, 0, 0)"
+    page.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from actors.lab.validate import validate
+from actors.lab.validation import validate
 from server.cli import main
 
 CORPUS = Path(__file__).parent / "corpus"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from actors.lab.validate import validate
 from actors.lab.validate_shader import glslang_path
+from actors.lab.validation import validate
 
 CORPUS = Path(__file__).parent / "corpus"
 CASES = json.loads((CORPUS / "manifest.json").read_text(encoding="utf-8"))["cases"]

@@ -1,17 +1,10 @@
-"""Dealing rules (one test per surface) and the canary report rules (one test per rule)."""
+"""Dealing rules over organism records, one test per surface (the same rows through the
+world's ops are tests/lab/test_rules.py)."""
 
 from __future__ import annotations
 
-import attrs
-import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from actors.lab.dealing import (
-    CANARY_WINDOW,
     NEAREST_ON_LADDER,
-    CanaryBook,
-    Verdict,
     breeding_parents,
     canary_backlog,
     cross_refusal,
@@ -19,9 +12,12 @@ from actors.lab.dealing import (
     owner_pair,
     public_pair,
 )
+from actors.lab.genome import random_genome
 from actors.lab.organism import Organism
 from actors.lab.ratings import Rating
 from actors.lab.seeding import rng_for
+from actors.world import Refusal
+from protocol.ops.lab import LabCode
 
 
 def org(
@@ -33,19 +29,19 @@ def org(
     error: str | None = None,
     mu: float = 25.0,
     judged: int = 0,
-    benched: bool = False,
     code: str | None = None,
+    genome: object = None,
 ) -> Organism:
     return Organism(
         oid,
         track,
         code or f"void main() {{ fragColor = vec4({oid!r}); }}",
+        genome=genome,
         status=status,
         render_ok=ok,
         error=error,
         rating=Rating(mu, 1.0),
         judged=judged,
-        benched=benched,
     )
 
 
@@ -107,7 +103,7 @@ def test_public_pairs_are_proven_without_error_when_no_backlog() -> None:
         org("panel", ok=True, track="panel"),
     ]
     for rng in rngs():
-        pair = public_pair(pool, rng)
+        pair = public_pair(pool, set(), rng)
         assert {pair.left.id, pair.right.id} == {"p1", "p2"} and pair.canary is None
 
 
@@ -117,7 +113,7 @@ def test_public_pair_carries_one_canary_against_a_near_proven_partner() -> None:
     nearest = {f"p{i}" for i in sorted(range(20), key=lambda i: abs(i - 10.2))[:NEAREST_ON_LADDER]}
     partners = set()
     for rng in rngs():
-        pair = public_pair([*proven, canary], rng)
+        pair = public_pair([*proven, canary], set(), rng)
         assert pair.canary == "c" and "c" in (pair.left.id, pair.right.id)
         partner = pair.right if pair.left.id == "c" else pair.left
         assert partner.proven
@@ -131,21 +127,21 @@ def test_canary_partner_prefers_one_that_is_not_a_token_near_copy() -> None:
     other = org("other", ok=True, mu=9.0, code="float f(){return 2.0;} void main(){ x; }")
     canary = org("c", mu=10.0, code=code.replace("1.0, 1.0", "1.0, 0.9"))
     for rng in rngs(50):
-        pair = public_pair([twin, other, canary], rng)
+        pair = public_pair([twin, other, canary], set(), rng)
         assert {pair.left.id, pair.right.id} == {"c", "other"}
     # with only a near copy available it is still dealt
-    assert public_pair([twin, canary], rng_for(1, "dealing")).canary == "c"
+    assert public_pair([twin, canary], set(), rng_for(1, "dealing")).canary == "c"
 
 
 def test_no_error_and_benched_organisms_stay_out_of_the_canary_backlog() -> None:
     pool = [
         org("dead", status="dead", error="ERROR"),
         org("err", error="ERROR"),
-        org("benched", benched=True),
+        org("benched"),
         org("u"),
         org("p", ok=True),
     ]
-    assert [o.id for o in canary_backlog(pool)] == ["u"]
+    assert [o.id for o in canary_backlog(pool, {"benched"})] == ["u"]
 
 
 def test_gallery_is_proven_without_error_and_judged_at_least_once() -> None:
@@ -159,100 +155,16 @@ def test_gallery_is_proven_without_error_and_judged_at_least_once() -> None:
     assert [o.id for o in gallery(pool)] == ["e", "a"]
 
 
-def test_visitor_cross_needs_two_proven_parents() -> None:
-    assert cross_refusal(org("a", ok=True), org("b", ok=True)) is None
-    assert cross_refusal(org("a", ok=True), org("b")) == "parent not proven"
-    assert cross_refusal(org("a", ok=True), org("b", ok=True, error="E")) == "parent not proven"
-    assert (
-        cross_refusal(org("a", ok=True), org("b", ok=True, track="panel"))
-        == "parents on different tracks"
-    )
-
-
-# --- canary report rules ----------------------------------------------------------------------
-
-T0 = 1_000.0
-
-
-def dealt(*clients: str, oid: str = "c") -> CanaryBook:
-    book = CanaryBook()
-    for client in clients:
-        book = book.deal(client, [oid, "p"], T0)
-    return book
-
-
-def test_report_accepted_only_from_the_dealt_client_within_ten_minutes() -> None:
-    book, canary = dealt("alice"), org("c")
-    assert book.report("mallory", canary, True, T0 + 1)[1] is Verdict.REFUSED  # blind post
-    assert CanaryBook().report("alice", canary, True, T0)[1] is Verdict.REFUSED  # never dealt
-    assert book.report("alice", canary, True, T0 + CANARY_WINDOW + 1)[1] is Verdict.REFUSED
-    assert book.report("alice", canary, True, T0 + CANARY_WINDOW)[1] is Verdict.PROVEN
-
-
-def test_positive_report_proves_negative_report_is_only_a_strike() -> None:
-    book, canary = dealt("alice"), org("c")
-    assert book.report("alice", canary, True, T0 + 5) == (book, Verdict.PROVEN)
-    struck, verdict = book.report("alice", canary, False, T0 + 5)
-    assert verdict is Verdict.STRUCK and struck.strikes == {"c": frozenset({"alice"})}
-    assert struck.dealt == book.dealt
-
-
-def test_strikes_from_two_distinct_clients_bench() -> None:
-    book, canary = dealt("alice", "bob"), org("c")
-    book, v1 = book.report("alice", canary, False, T0 + 1)
-    book, v2 = book.report("alice", canary, False, T0 + 2)  # same client again: no bench
-    assert (v1, v2) == (Verdict.STRUCK, Verdict.STRUCK)
-    book, v3 = book.report("bob", canary, False, T0 + 3)
-    assert v3 is Verdict.BENCHED
-    benched = attrs.evolve(canary, benched=True)
-    assert canary_backlog([benched]) == []  # no longer dealt as a canary
-    assert (
-        owner_pair([benched, org("p", ok=True)], "shader", rng_for(1, "dealing"))[0].id == "c"
-    )  # not dead: the owner can prove it
-
-
-def test_vote_on_a_canary_accepted_from_its_client_before_the_report() -> None:
-    book = dealt("alice")
-    assert book.accepts_vote("alice", "c", T0 + 10)
-    assert not book.accepts_vote("bob", "c", T0 + 10)
-    assert not book.accepts_vote("alice", "c", T0 + CANARY_WINDOW + 10)
-
-
-@pytest.mark.parametrize(
-    "state", [{"ok": True}, {"status": "dead", "error": "ERROR: x"}, {"error": "ERROR: y"}]
-)
-def test_report_on_proven_or_dead_organism_changes_nothing(state: dict) -> None:
-    book = dealt("alice")
-    for drew in (True, False):
-        assert book.report("alice", org("c", **state), drew, T0 + 1) == (book, Verdict.NO_CHANGE)
-
-
-def test_prune_forgets_old_deals_but_keeps_strikes() -> None:
-    book, _ = dealt("alice").report("alice", org("c"), False, T0 + 1)
-    pruned = book.prune(T0 + CANARY_WINDOW + 1)
-    assert pruned.dealt == {} and pruned.strikes == book.strikes
-
-
-@settings(max_examples=80, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["deal", "report+", "report-"]),
-                          st.sampled_from(["k1", "k2", "k3"]),
-                          st.floats(min_value=0, max_value=2 * CANARY_WINDOW)), max_size=30))
-def test_canary_book_property(events) -> None:
-    """Whatever the order of deals and reports: refused reports change nothing, proof needs a
-    deal to that client within the window, and benching needs two distinct strikers."""
-    book, canary, strikers = CanaryBook(), org("c"), set()
-    for kind, client, now in sorted(events, key=lambda e: e[2]):
-        if kind == "deal":
-            book = book.deal(client, ["c"], now)
-            continue
-        dealt_ok = book.was_dealt(client, "c", now)
-        new, verdict = book.report(client, canary, kind == "report+", now)
-        if not dealt_ok:
-            assert (new, verdict) == (book, Verdict.REFUSED)
-        elif kind == "report+":
-            assert verdict is Verdict.PROVEN and new == book
-        else:
-            strikers.add(client)
-            assert verdict is (Verdict.BENCHED if len(strikers) >= 2 else Verdict.STRUCK)
-            assert new.strikes["c"] == frozenset(strikers)
-        book = new
+def test_visitor_cross_needs_two_proven_grammar_shaders() -> None:
+    g = random_genome(rng_for(1, "shader"))
+    assert cross_refusal(org("a", ok=True, genome=g), org("b", ok=True, genome=g)) is None
+    refused = cross_refusal(org("a", ok=True, genome=g), org("b", genome=g))
+    assert refused == Refusal(LabCode.PARENT_NOT_PROVEN, "both parents of a cross must be proven",
+                              {"unproven": ["b"]})
+    assert cross_refusal(org("a", ok=True, genome=g),
+                         org("b", ok=True, error="E", genome=g)).code == LabCode.PARENT_NOT_PROVEN
+    assert cross_refusal(org("a", ok=True, genome=g),
+                         org("b", ok=True, track="panel")).code == LabCode.NOT_CROSSABLE
+    assert cross_refusal(org("a", ok=True, genome=g), org("b", ok=True)) == Refusal(
+        LabCode.NOT_CROSSABLE, "only organisms the grammar wrote carry the genes a cross needs",
+        {"without_genome": ["b"]})

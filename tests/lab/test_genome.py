@@ -16,8 +16,9 @@ from actors.lab.contract import PANEL_DATA
 from actors.lab.genome import ShaderGenome, crossover, mutate, random_genome, render_shader
 from actors.lab.panel_genome import crossover_panel, mutate_panel, random_panel_genome
 from actors.lab.seeding import rng_for
-from actors.lab.validate import static_reason, validate
-from actors.lab.validate_shader import find_loops, loop_cost, normalize
+from actors.lab.shader_loops import find_loops, loop_cost
+from actors.lab.validate_shader import normalize
+from actors.lab.validation import static_reason, validate
 
 
 def test_1000_generated_shaders_pass_validate() -> None:
@@ -33,7 +34,8 @@ def test_generated_shaders_keep_the_contract_clauses() -> None:
     for genome, code in generate("shader", 5, 200):
         src = normalize(code)
         assert "u_time" in src  # animated
-        assert loop_cost(src, find_loops(src)) <= 9  # at most the 3 x 3 cell search
+        # at most the flow warp's two fbm calls (2 x 6) and the 3 x 3 cell search
+        assert loop_cost(src, find_loops(src)) <= 21
         assert len(code.splitlines()) < 140
         # audio is only ever an extra term: with u_audio zero the organism is unchanged
         assert ("u_audio" in src) == (genome.audio > 0)

@@ -38,7 +38,7 @@ def test_parses_each_frame_kind() -> None:
 @pytest.mark.parametrize(("text", "message", "rid"), [
     ("[", "not JSON: Expecting value: line 1 column 2 (char 1)", None),
     ('{"id": NaN}', "not JSON: NaN is not valid JSON", None),
-    ("[1]", "expected a JSON object, got list", None),
+    ("[1]", "expected a JSON object, got a list", None),
     ('{"id": 1}', "op: expected a string", 1),
     ('{"id": "1", "op": 5}', "op: expected a string", None),
     ('{"op": "x.y"}', "id: required field missing", None),
@@ -91,3 +91,30 @@ def test_any_text_parses_or_is_refused_with_bad_request(text: str) -> None:
         assert rid is None or (isinstance(rid, int) and 0 <= rid < 2**53)
     else:
         assert isinstance(frame, Hello | Request | Subscribe | Unsubscribe)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    (r'{"id": 3, "op": "a.b", "args": {"name": "\ud800"}}',
+     "args.name: text must be valid Unicode (no NUL, no lone surrogate)"),
+    (r'{"id": 3, "op": "a.b", "args": {"x": ["ok", {"deep": "\udfff!"}]}}',
+     "args.x[1].deep: text must be valid Unicode (no NUL, no lone surrogate)"),
+    (r'{"id": 3, "op": "a.b", "args": {"n": "nul\u0000"}}',
+     "args.n: text must be valid Unicode (no NUL, no lone surrogate)"),
+    ('{"id": 3, "op": "a.b", "args": {"n": 9007199254740992}}',
+     ("bad number: the integer 9007199254740992 is beyond +-(2^53 - 1), the range every JSON "
+      "reader holds exactly")),
+    ('{"id": 3, "op": "a.b", "args": {"n": -1' + "0" * 40 + '}}',
+     ("bad number: the integer -10000000000000000000000 is beyond +-(2^53 - 1), the range "
+      "every JSON reader holds exactly")),
+    ('{"id": 3, "op": "a.b", "args": {"n": 1e400}}', "bad number: the number 1e400 is out of range"),
+])
+def test_text_and_numbers_no_client_can_read_back_are_refused(text: str, message: str) -> None:
+    with pytest.raises(ProtocolError) as err:
+        parse_frame(text)
+    assert err.value.code == "bad_request" and err.value.message == message
+
+
+def test_a_surrogate_pair_and_the_largest_exact_integers_pass() -> None:
+    frame = parse_frame(r'{"id": 3, "op": "a.b", "args": {"s": "\ud83d\ude00", '
+                        '"n": [9007199254740991, -9007199254740991, 1.5e300]}}')
+    assert frame.args == {"s": "\U0001F600", "n": [2**53 - 1, -(2**53 - 1), 1.5e300]}

@@ -30,14 +30,17 @@ def cases(rng: random.Random) -> Iterator[tuple[str | bytes, str, str, int | Non
         yield text, "bad_request", r"not JSON: .*", None
     # JSON, but not an object.
     for value in (1, -2.5, "op", None, True, [], [1, {"op": "x"}]):
-        name = {int: "int", float: "float", str: "str", type(None): "NoneType", bool: "bool",
-                list: "list"}[type(value)]
+        name = {int: "a number", float: "a number", str: "a string", type(None): "null",
+                bool: "a boolean", list: "a list"}[type(value)]
         yield json.dumps(value), "bad_request", rf"expected a JSON object, got {name}", None
     # Wrong ids.
-    for bad in ("7", 1.5, True, -1, MAX_ID + 1, None, [1], {"n": 1}):
+    for bad in ("7", 1.5, True, -1, None, [1], {"n": 1}):
         for _ in range(25):
             yield ({"id": bad, "op": "counter.get", "to": WORLD, "args": {}},
                    "bad_request", rf"id: expected an integer from 0 to {MAX_ID}", None)
+    for _ in range(25):  # no JSON reader holds it exactly: refused as a number
+        yield ({"id": MAX_ID + 1, "op": "counter.get", "to": WORLD, "args": {}},
+               "bad_request", r"bad number: the integer 9007199254740992 is beyond .*", None)
     for i in range(100):
         yield ({"op": "counter.get", "to": WORLD, "n": i}, "bad_request",
                r"id: required field missing", None)

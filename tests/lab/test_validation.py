@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from actors.lab import validate_shader
 from actors.lab.contract import MAX_CHARS, MIN_CHARS
-from actors.lab.validate import static_reason, validate
+from actors.lab.validation import static_reason, validate
 
 GOOD_SHADER = """void main() {
     vec2 uv = gl_FragCoord.xy / u_res;

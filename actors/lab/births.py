@@ -1,0 +1,87 @@
+"""Births, pure: the candidates the birth loop, the owner and a visitor cross offer, and
+the events a candidate becomes once validated.
+
+Every candidate goes through `validate` before `birth_events` sees it (the caller runs
+it: the compile step is a subprocess, which the live actor will run off its task); a
+candidate with a reason, or one whose code is already an organism, is logged as a
+rejection and never inserted. The birth loop calls, in order: `backlog` (it breeds while
+the unproven backlog is under its cap), `grammar_candidate` or, with a model,
+`birth_directive` then `ModelBreeder.breed`, then `validate` and `birth_events`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import attrs
+import numpy as np
+
+from actors.lab.breed import Genome, child, random_for, render
+from actors.lab.dealing import breeding_parents
+from actors.lab.directives import Directive
+from actors.lab.events import Born, Rejected
+from actors.lab.organism import Organism, organism_id
+
+
+@attrs.frozen
+class Candidate:
+    """Code offered for the pool, with what its birth would record."""
+
+    track: str
+    code: str
+    title: str | None = None
+    parents: tuple[str, ...] = ()
+    directive: str | None = None
+    genome: Genome | None = None
+    prompt: str | None = None
+    source: str = "daemon"
+    client: str = ""
+
+
+def grammar_candidate(pool: Sequence[Organism], track: str, rng: np.random.Generator,
+                      source: str = "daemon") -> Candidate:
+    """A model-free child of two parents chosen by the seed's rule (proven preferred, the
+    whole alive pool only when none is proven). A parent the grammar did not write (no
+    genome) lends a fresh random genome instead; an empty pool gets a first organism."""
+    parents = breeding_parents(pool, track, rng)
+    if parents is None:
+        genome = random_for(track, rng)
+        return Candidate(track, render(genome), genome=genome, source=source)
+    a, b = parents
+    genome = child(a.genome or random_for(track, rng), b.genome or random_for(track, rng), rng)
+    return Candidate(track, render(genome), parents=tuple(dict.fromkeys((a.id, b.id))),
+                     genome=genome, source=source)
+
+
+def cross_candidate(a: Organism, b: Organism, client: str, rng: np.random.Generator
+                    ) -> Candidate:
+    """A visitor's child of two crossable parents (see `dealing.cross_refusal`)."""
+    genome = child(a.genome, b.genome, rng)
+    return Candidate(a.track, render(genome), parents=(a.id, b.id), genome=genome,
+                     source="cross", client=client)
+
+
+def birth_events(organisms: Mapping[str, Organism], candidate: Candidate, reason: str | None,
+                 t: int) -> list[Born | Rejected]:
+    """The events of a validated candidate: born, or (with a reason, or as a duplicate of
+    an organism's code) logged as a rejection."""
+    oid = organism_id(candidate.track, candidate.code)
+    if reason is None and oid in organisms:
+        reason = f"duplicate of {oid}"
+    c = candidate
+    if reason is not None:
+        return [Rejected(c.track, c.code, reason, c.source, c.client, c.parents, t)]
+    return [Born(oid, c.track, c.code, c.title, c.parents, c.directive, c.source, c.client,
+                 c.genome, c.prompt, t)]
+
+
+def backlog(pool: Sequence[Organism], track: str) -> int:
+    """Live unproven organisms of a track (the birth loop breeds while this is under its cap)."""
+    return sum(1 for o in pool if o.track == track and o.live and not o.render_ok)
+
+
+def birth_directive(directives: Sequence[Directive], track: str, rng: np.random.Generator
+                    ) -> Directive | None:
+    """The directive a model birth answers: any of the track's, uniformly."""
+    mine = [d for d in directives if d.track == track]
+    return mine[int(rng.integers(len(mine)))] if mine else None

@@ -1,0 +1,167 @@
+"""The lab's state: the pool and the directives as a fold of the lab's events, plus the
+seed's in-memory records (dealt pairs, strikes, benching) folded from transient events.
+
+`evolve(state, event)` is the whole fold; `initial(name)` is a lab before its first
+event. The durable part (`pool`: organisms, directives and the counts) is what a replay
+of the stored events rebuilds; the in-memory part starts empty after a restart.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from actors.lab.directives import Directive
+from actors.lab.events import (
+    Benched,
+    Born,
+    Created,
+    DirectiveAdded,
+    Event,
+    Killed,
+    PairDealt,
+    Proven,
+    Rejected,
+    Struck,
+    VoteCast,
+    converter,
+)
+from actors.lab.organism import Organism
+
+CANARY_WINDOW_MS = 600_000  # a dealt id stays reportable (and a pair votable) this long
+MAX_DEALS = 100_000  # pairs kept in memory; beyond, the oldest are forgotten
+
+
+@attrs.frozen
+class Deal:
+    """A dealt pair, in memory: to whom, on which surface, when, and its canary."""
+
+    pair: str
+    surface: str  # owner | public
+    client: str
+    left: str
+    right: str
+    canary: str | None
+    t: int
+
+
+@attrs.frozen
+class Lab:
+    """One lab. Mappings are never mutated: every event makes new ones."""
+
+    name: str
+    seed: int
+    created: bool = False
+    organisms: Mapping[str, Organism] = attrs.field(factory=dict)  # in birth order
+    directives: Mapping[str, Directive] = attrs.field(factory=dict)  # in order added
+    rejected: int = 0
+    votes: int = 0
+    # the seed's in-memory records (transient events only)
+    deals: Mapping[str, Deal] = attrs.field(factory=dict)
+    dealt: Mapping[tuple[str, str], int] = attrs.field(factory=dict)  # (client, id) -> t
+    strikes: Mapping[str, frozenset[str]] = attrs.field(factory=dict)
+    benched: frozenset[str] = frozenset()
+    deal_count: int = 0
+
+    def pool(self) -> dict[str, Any]:
+        """The durable part of the state (what a replay of stored events rebuilds)."""
+        return {"seed": self.seed, "created": self.created, "organisms": dict(self.organisms),
+                "directives": dict(self.directives), "rejected": self.rejected,
+                "votes": self.votes}
+
+
+def name_seed(name: str) -> int:
+    """The seed of a lab created without one: derived from its name."""
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:6], "big")
+
+
+def initial(name: str) -> Lab:
+    """A lab before its first event."""
+    return Lab(name, name_seed(name))
+
+
+def _organism(state: Lab, oid: str, **changes: Any) -> Lab:
+    organisms = dict(state.organisms)
+    organisms[oid] = attrs.evolve(organisms[oid], **changes)
+    return attrs.evolve(state, organisms=organisms)
+
+
+def evolve(state: Lab, event: Event) -> Lab:
+    """The state after one event (a decided event never fails to fold)."""
+    if isinstance(event, Born):
+        organisms = dict(state.organisms)
+        organisms[event.id] = Organism(
+            event.id, event.track, event.code, event.title, event.parents, event.directive,
+            event.source, event.genome, event.t)
+        return attrs.evolve(state, organisms=organisms)
+    if isinstance(event, Proven):
+        return _organism(state, event.id, render_ok=True)
+    if isinstance(event, Killed):
+        return _organism(state, event.id, status="dead", error=event.error)
+    if isinstance(event, VoteCast):
+        return _vote(state, event)
+    if isinstance(event, PairDealt):
+        return _deal(state, event)
+    if isinstance(event, Struck):
+        strikes = dict(state.strikes)
+        strikes[event.id] = strikes.get(event.id, frozenset()) | {event.client}
+        return attrs.evolve(state, strikes=strikes)
+    if isinstance(event, Benched):
+        return attrs.evolve(state, benched=state.benched | {event.id})
+    if isinstance(event, Rejected):
+        return attrs.evolve(state, rejected=state.rejected + 1)
+    if isinstance(event, DirectiveAdded):
+        return attrs.evolve(state, directives={**state.directives,
+                                               event.directive.id: event.directive})
+    assert isinstance(event, Created)
+    return attrs.evolve(state, created=True, seed=event.seed)
+
+
+def _vote(state: Lab, event: VoteCast) -> Lab:
+    organisms = dict(state.organisms)
+    for oid, rating in ((event.winner, event.winner_rating), (event.loser, event.loser_rating)):
+        o = organisms[oid]
+        organisms[oid] = attrs.evolve(o, rating=rating, judged=o.judged + 1)
+    directives = dict(state.directives)
+    for did, rating in event.directive_ratings:
+        directives[did] = attrs.evolve(directives[did], rating=rating)
+    deals = {k: d for k, d in state.deals.items() if k != event.pair}  # one vote per pair
+    return attrs.evolve(state, organisms=organisms, directives=directives, deals=deals,
+                        votes=state.votes + 1)
+
+
+def _deal(state: Lab, event: PairDealt) -> Lab:
+    """Record a dealt pair and its ids, forgetting deals older than the window."""
+    horizon = event.t - CANARY_WINDOW_MS
+    deals = {k: d for k, d in state.deals.items() if d.t >= horizon}
+    deals[event.pair] = Deal(event.pair, event.surface, event.client, event.left, event.right,
+                             event.canary, event.t)
+    if len(deals) > MAX_DEALS:
+        deals = dict(list(deals.items())[-MAX_DEALS:])
+    dealt = {k: t for k, t in state.dealt.items() if t >= horizon}
+    for oid in (event.left, event.right):
+        dealt.pop((event.client, oid), None)  # keep insertion order by time
+        dealt[event.client, oid] = event.t
+    return attrs.evolve(state, deals=deals, dealt=dealt, deal_count=state.deal_count + 1)
+
+
+def dump(state: Lab) -> dict[str, Any]:
+    """The durable part of a state as a JSON snapshot (the in-memory records stay out)."""
+    return {
+        "name": state.name, "seed": state.seed, "created": state.created,
+        "rejected": state.rejected, "votes": state.votes,
+        "organisms": [converter.unstructure(o, Organism) for o in state.organisms.values()],
+        "directives": [converter.unstructure(d) for d in state.directives.values()],
+    }
+
+
+def load(data: dict[str, Any]) -> Lab:
+    """A state from `dump`'s snapshot."""
+    organisms = [converter.structure(o, Organism) for o in data["organisms"]]
+    directives = [converter.structure(d, Directive) for d in data["directives"]]
+    return Lab(data["name"], data["seed"], data["created"],
+               {o.id: o for o in organisms}, {d.id: d for d in directives},
+               data["rejected"], data["votes"])

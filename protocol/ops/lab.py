@@ -1,0 +1,295 @@
+"""Ops of the lab arena, `lab:<name>` (`lab:main` exists by default), and its world codes.
+
+The owner's arena and birth loop use the owner ops (`create`, `pair`, `ok`, `invalid`,
+`birth`, the directive ops); the public judging page and the gallery use the spectator
+ops (`public_pair`, `seen`, `vote`, `gallery`, `cross`), each naming the client key the
+browser keeps. Every field is bounded; an info log or a source longer than its bound is
+a bad_request before the lab sees it.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+import attrs
+
+from protocol.bounds import bounded
+from protocol.errors import register_world_codes
+from protocol.registry import OpSpec
+
+MAX_ID = 64  # organism ids are 18 characters, directive ids 15, pair ids 16
+MAX_CLIENT_KEY = 64
+MAX_LOG = 8_192  # an info log; only its first line is kept
+MAX_CODE = 48_000  # twice the validator's ceiling, so `too long` is a logged rejection
+MAX_TITLE = 80
+MAX_DIRECTIVE_TEXT = 1_200  # twice the directive ceiling, so the lab says why
+MAX_GALLERY = 200
+MAX_SEED = 2**53  # exact in a JavaScript client
+
+Verdict = Literal["proven", "struck", "benched", "no_change"]
+
+
+@register_world_codes
+class LabCode(StrEnum):
+    """World codes a lab answers with, beyond the protocol's own (see docs/lab.md)."""
+
+    UNKNOWN_ORGANISM = "unknown_organism"  # the id names no organism of this lab
+    NOT_DEALT = "not_dealt"  # not dealt to this client key within ten minutes (or voted)
+    NO_PAIR = "no_pair"  # too few organisms to deal a pair on this surface
+    NOT_IN_PAIR = "not_in_pair"  # the winner is not one of the pair's two organisms
+    PARENT_NOT_PROVEN = "parent_not_proven"  # a visitor cross needs two proven parents
+    NOT_CROSSABLE = "not_crossable"  # not two grammar shaders of the public track
+    BAD_DIRECTIVE = "bad_directive"  # a directive text the aesthetics check refuses
+    UNKNOWN_DIRECTIVE = "unknown_directive"  # the id names no directive of this lab
+
+
+@attrs.frozen
+class OrganismView:
+    """One organism as a surface shows it: its code, lineage, state and rating."""
+
+    id: str
+    track: str
+    code: str
+    title: str | None
+    parents: list[str]
+    directive: str | None
+    render_ok: bool
+    status: str
+    error: str | None
+    mu: float
+    sigma: float
+    ordinal: float  # the ladder value mu - 3 sigma
+    judged: int
+
+
+@attrs.frozen
+class LabInfo:
+    """The lab's counts and revision."""
+
+    organisms: int
+    proven: int
+    dead: int
+    directives: int
+    rejected: int
+    votes: int
+
+
+@attrs.frozen
+class CreateArgs:
+    """Create this lab; `seed` (default: derived from its name) seeds its draws."""
+
+    seed: int | None = bounded(None, lo=0, hi=MAX_SEED)
+
+
+@attrs.frozen
+class PairArgs:
+    """Deal the owner's arena a pair of `track`."""
+
+    track: Literal["shader", "panel"] = bounded("shader", length=6)
+
+
+@attrs.frozen
+class PublicPairArgs:
+    """Deal a public judge (`client_key`, kept in the browser) a pair."""
+
+    client_key: str = bounded(length=MAX_CLIENT_KEY)
+
+
+@attrs.frozen
+class Pair:
+    """A dealt pair: vote on it by `pair` before `expires` (ms); `canary` names the
+    unproven member of a public pair, when there is one."""
+
+    pair: str
+    left: OrganismView
+    right: OrganismView
+    canary: str | None
+    expires: int
+
+
+@attrs.frozen
+class OkArgs:
+    """The owner's arena drew organism `id` for 300 ms: it is proven."""
+
+    id: str = bounded(length=MAX_ID)
+
+
+@attrs.frozen
+class InvalidArgs:
+    """Organism `id` failed to compile or link; `log` is the info log."""
+
+    id: str = bounded(length=MAX_ID)
+    log: str = bounded(length=MAX_LOG)
+
+
+@attrs.frozen
+class Marked:
+    """An organism after `lab.ok` / `lab.invalid`; `changed` is False when it was
+    already proven (ok) or already dead (invalid)."""
+
+    id: str
+    changed: bool
+    render_ok: bool
+    status: str
+    error: str | None
+
+
+@attrs.frozen
+class SeenArgs:
+    """A public judge's render report on organism `id`: it drew (`ok`) or it did not."""
+
+    id: str = bounded(length=MAX_ID)
+    client_key: str = bounded(length=MAX_CLIENT_KEY)
+    ok: bool
+
+
+@attrs.frozen
+class Seen:
+    """What the report did: proven, an in-memory strike, benched, or nothing."""
+
+    id: str
+    verdict: Verdict
+
+
+@attrs.frozen
+class VoteArgs:
+    """The judge (`client_key`; the owner's arena may leave it empty) prefers `winner`
+    of the dealt `pair`."""
+
+    pair: str = bounded(length=MAX_ID)
+    winner: str = bounded(length=MAX_ID)
+    client_key: str = bounded("", length=MAX_CLIENT_KEY)
+
+
+@attrs.frozen
+class Voted:
+    """The winner and loser with their ratings after the vote."""
+
+    winner: OrganismView
+    loser: OrganismView
+
+
+@attrs.frozen
+class GalleryArgs:
+    """The `limit` best of the gallery."""
+
+    limit: int = bounded(50, lo=1, hi=MAX_GALLERY)
+
+
+@attrs.frozen
+class Gallery:
+    """Proven shaders without a stored error, judged at least once, best first."""
+
+    organisms: list[OrganismView]
+
+
+@attrs.frozen
+class CrossArgs:
+    """A visitor (`client_key`) crosses two proven organisms `a` and `b`."""
+
+    a: str = bounded(length=MAX_ID)
+    b: str = bounded(length=MAX_ID)
+    client_key: str = bounded(length=MAX_CLIENT_KEY)
+
+
+@attrs.frozen
+class BirthArgs:
+    """A birth on `track`: the owner's `code` (with a title and the directive it answers),
+    or, with no code, a grammar child of parents the lab chooses."""
+
+    track: Literal["shader", "panel"] = bounded("shader", length=6)
+    code: str = bounded("", length=MAX_CODE)
+    title: str = bounded("", length=MAX_TITLE)
+    directive: str = bounded("", length=MAX_ID)
+
+
+@attrs.frozen
+class Birth:
+    """The child's id, or the reason the candidate was logged as a rejection."""
+
+    id: str | None
+    reason: str | None
+
+
+@attrs.frozen
+class DirectiveAddArgs:
+    """A seed directive: aesthetic `text` for `track`."""
+
+    text: str = bounded(length=MAX_DIRECTIVE_TEXT)
+    track: Literal["shader", "panel"] = bounded("shader", length=6)
+
+
+@attrs.frozen
+class DirectiveMutateArgs:
+    """A child of directive `winner`, moved away from `loser`."""
+
+    winner: str = bounded(length=MAX_ID)
+    loser: str = bounded(length=MAX_ID)
+
+
+@attrs.frozen
+class DirectiveExploreArgs:
+    """A directive for territory no directive of `track` occupies."""
+
+    track: Literal["shader", "panel"] = bounded("shader", length=6)
+
+
+@attrs.frozen
+class DirectiveView:
+    """One directive: its text, lineage, origin and rating."""
+
+    id: str
+    track: str
+    text: str
+    parents: list[str]
+    origin: str
+    mu: float
+    sigma: float
+    ordinal: float
+
+
+@attrs.frozen
+class DirectivesArgs:
+    """The directives of `track`."""
+
+    track: Literal["shader", "panel"] = bounded("shader", length=6)
+
+
+@attrs.frozen
+class Directives:
+    """A track's directives, oldest first."""
+
+    directives: list[DirectiveView]
+
+
+OPS = (
+    OpSpec("lab.create", CreateArgs, LabInfo, "owner",
+           "Create this lab (`lab:main` exists without it)."),
+    OpSpec("lab.pair", PairArgs, Pair, "owner",
+           "Deal the owner's arena two live organisms of a track, an unproven one first."),
+    OpSpec("lab.ok", OkArgs, Marked, "owner",
+           "The arena drew the organism for 300 ms: set render_ok."),
+    OpSpec("lab.invalid", InvalidArgs, Marked, "owner",
+           "The organism failed to compile or link: it dies with the log's first line."),
+    OpSpec("lab.public_pair", PublicPairArgs, Pair, "spectator",
+           "Deal a public judge two proven shaders, or one canary against a proven partner."),
+    OpSpec("lab.seen", SeenArgs, Seen, "spectator",
+           "A judge's render report on an organism dealt to that client key."),
+    OpSpec("lab.vote", VoteArgs, Voted, "spectator",
+           "One vote on a pair dealt to the voter; both ratings move."),
+    OpSpec("lab.gallery", GalleryArgs, Gallery, "spectator",
+           "Proven, judged shaders by rating."),
+    OpSpec("lab.cross", CrossArgs, Birth, "spectator",
+           "A visitor crosses two proven shaders; the child is born unproven."),
+    OpSpec("lab.birth", BirthArgs, Birth, "owner",
+           "Offer a candidate (or breed one): validated, then born or logged as rejected."),
+    OpSpec("lab.directive_add", DirectiveAddArgs, DirectiveView, "owner",
+           "Add a seed directive."),
+    OpSpec("lab.directive_mutate", DirectiveMutateArgs, DirectiveView, "owner",
+           "A child directive of a winner, moved away from a loser."),
+    OpSpec("lab.directive_explore", DirectiveExploreArgs, DirectiveView, "owner",
+           "A directive for unoccupied aesthetic territory."),
+    OpSpec("lab.directives", DirectivesArgs, Directives, "owner",
+           "A track's directives with their lineage and ratings."),
+)
