@@ -54,6 +54,7 @@ from actors.ecosystem.schedule import (
 )
 from actors.ecosystem.setup import canonical_answers, hash_setup_request
 from actors.ecosystem.state import PendingSetup, Run, evolve, initial, run_seed, unready
+from actors.ecosystem.tools import TOOLS
 from actors.world import Codec, Ctx, Move, Read, Refusal, World
 from protocol.errors import ErrorCode
 from protocol.ops import ecosystem as ops
@@ -240,4 +241,5 @@ WORLD = World(
     create_role="agent",
     codes=EcosystemCode,
     seed=run_seed,
+    tools=TOOLS,
 )
