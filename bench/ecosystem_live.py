@@ -19,9 +19,9 @@ Figures:
   behind shows here.
 - `spectator_lag_ms`: arrival at a spectator minus the event's `t` (one machine, one wall
   clock; `t` has millisecond resolution).
-- `memory_per_run_kib`: the server's resident set growth per run, once all were created
-  (generation 0) and at the end (every run live at generation 180, frames and coarse
-  history held).
+- `memory_per_run_kib`: the server's resident set growth per run (from its size once
+  settled after the start's warm-up), once all were created (generation 0) and at the end
+  (every run live at generation 180, frames and coarse history held).
 - `restart_load_ms`: the server is then killed and started again on the same data; the
   first `ecosystem.view` of a finished run loads it by re-simulating its 180 generations
   (the restart path): median and max over `--reloads` runs, one at a time.
@@ -208,7 +208,7 @@ async def _live(args: argparse.Namespace, data: str) -> dict[str, Any]:
     runs = [f"ecosystem:bench-{k}" for k in range(args.runs)]
     out: dict[str, Any] = {}
     try:
-        rss0 = server.rss()
+        rss0 = await _settled_rss(server)
         async with _connect(server.url) as owner:
             await owner.send(HELLO)
             await owner.recv()
@@ -240,6 +240,20 @@ async def _live(args: argparse.Namespace, data: str) -> dict[str, Any]:
         server.close()
     out["restart_load_ms"] = await _restart(data, runs[:args.reloads])
     return out
+
+
+async def _settled_rss(server: ws_bench.Server, limit: float = 60.0) -> int:
+    """The server's resident size once it stops growing (`serve` warms the worlds that
+    ask for it, such as the field's solver, in threads after it listens)."""
+    before = server.rss()
+    with trio.move_on_after(limit):
+        while True:
+            await trio.sleep(1.0)
+            now = server.rss()
+            if abs(now - before) < 256 * 1024:
+                return now
+            before = now
+    return server.rss()
 
 
 def server_cpu(server: ws_bench.Server) -> tuple[float, float]:
