@@ -19,6 +19,15 @@ CREATE TABLE IF NOT EXISTS snapshots (
     rev bigint NOT NULL,
     data text NOT NULL
 );
+-- A write's client request id and its reply, in the same transaction as its events (rev:
+-- the write's last event), so a retry is answered with the first result by any process.
+CREATE TABLE IF NOT EXISTS receipts (
+    stream text NOT NULL,
+    rev bigint NOT NULL,
+    request_id text NOT NULL,
+    result text NOT NULL,
+    PRIMARY KEY (stream, rev)
+);
 -- Ownership (server/storage/cluster.py): which process holds a world until when (the
 -- database's clock), and each process's internal address with its last heartbeat.
 CREATE TABLE IF NOT EXISTS leases (
