@@ -1,10 +1,11 @@
 """The shared event store: PostgreSQL, for several server processes serving the worlds.
 
 Tables (postgres_schema.sql, applied at open): `streams (name, rev, fence)`, `events
-(stream, rev, data text)` keyed by `(stream, rev)`, `snapshots`, `receipts` (written in
-the append's statement), and the ownership
-tables that server/storage/cluster.py uses. `data` is text: the stored text is exactly
-what the server wrote (jsonb would re-render numbers and key order).
+(stream, rev, data text, fence)` keyed by `(stream, rev)` (`fence`: the claim each event
+was written under, for audits), `snapshots`, `receipts` (written by the append's
+statement), and the ownership tables that server/storage/cluster.py uses. `data` is
+text: the stored text is exactly what the server wrote (jsonb would re-render numbers
+and key order).
 
 How it talks to PostgreSQL from trio: psycopg 3's AsyncConnection with trio doing the
 waiting (pg_trio.py), in this process. SCALEOUT.md names a second way, psycopg's sync API
@@ -84,9 +85,10 @@ moved AS (UPDATE streams t SET rev = t.rev + b.n FROM b
             AND NOT (b.expected = 0 AND b.fence = 0)
           RETURNING t.name, t.rev),
 ok AS (SELECT name, rev FROM fresh UNION ALL SELECT name, rev FROM moved),
-ins AS (INSERT INTO events (stream, rev, data)
-        SELECT e.stream, e.rev, e.data
+ins AS (INSERT INTO events (stream, rev, data, fence)
+        SELECT e.stream, e.rev, e.data, b.fence
         FROM unnest(%(es)s::text[], %(er)s::bigint[], %(ed)s::text[]) AS e(stream, rev, data)
+        JOIN b ON b.stream = e.stream
         WHERE e.stream IN (SELECT name FROM ok)),
 rcp AS (INSERT INTO receipts (stream, rev, request_id, result)
         SELECT r.stream, r.rev, r.id, r.result

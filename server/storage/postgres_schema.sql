@@ -7,11 +7,13 @@ CREATE TABLE IF NOT EXISTS streams (
     rev bigint NOT NULL DEFAULT 0,
     fence bigint NOT NULL DEFAULT 0
 );
--- data is text, not jsonb: the stored text is exactly what the server wrote.
+-- data is text, not jsonb: the stored text is exactly what the server wrote; fence is the
+-- claim the event was written under (an audit: per stream it never goes down).
 CREATE TABLE IF NOT EXISTS events (
     stream text NOT NULL,
     rev bigint NOT NULL,
     data text NOT NULL,
+    fence bigint NOT NULL DEFAULT 0,
     PRIMARY KEY (stream, rev)
 );
 CREATE TABLE IF NOT EXISTS snapshots (
@@ -36,6 +38,11 @@ CREATE TABLE IF NOT EXISTS leases (
     expires_at timestamptz NOT NULL
 );
 CREATE INDEX IF NOT EXISTS leases_node ON leases (node);
+-- The cluster's settings; `peer_secret` is what the processes present to each other.
+CREATE TABLE IF NOT EXISTS cluster (
+    key text PRIMARY KEY,
+    value text NOT NULL
+);
 CREATE TABLE IF NOT EXISTS nodes (
     node text PRIMARY KEY,
     addr text NOT NULL,
