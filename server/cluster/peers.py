@@ -33,6 +33,8 @@ HELLO_TIMEOUT = 2.0  # seconds to open a link and get its hello answered
 MAX_INFLIGHT = 8192  # requests one incoming link may have unanswered; more wait
 PING_EVERY = 0.5  # seconds between pings while requests wait for replies
 Reply = Callable[[dict[str, Any] | None, bool], None]  # (reply or None, was it sent)
+# What a broken connection or a peer sending garbage raises.
+LINK_ERRORS = (OSError, ValueError, trio.BrokenResourceError, trio.ClosedResourceError)
 
 
 class _PeerAnswer:
@@ -89,7 +91,7 @@ class PeerServer:
         try:
             async with stream:
                 await self._serve(stream)
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError, ValueError) as exc:
+        except LINK_ERRORS as exc:
             log.debug("a peer link ended: %r", exc)
         except Exception:
             log.exception("a peer link failed")
@@ -107,13 +109,23 @@ class PeerServer:
                                       "result": {"node": self.node}}))
         outbox = Outbox()
         slots = trio.Semaphore(MAX_INFLIGHT)
+
+        async def write() -> None:
+            try:
+                await outbox.write_to(stream)
+            except LINK_ERRORS as exc:
+                log.debug("writing to a peer failed: %r", exc)
+            nursery.cancel_scope.cancel()
+
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(outbox.write_to, stream)
+            nursery.start_soon(write)
             try:
                 while (frame := await lines.next()) is not None:
                     await slots.acquire()
                     self._handle(frame, _PeerAnswer(outbox, _request_id(frame), slots,
                                                     frame.get("op") == "view"))
+            except LINK_ERRORS as exc:
+                log.debug("a peer link ended: %r", exc)
             finally:
                 outbox.close()
 
@@ -215,9 +227,12 @@ class Link:
         try:
             with trio.fail_after(HELLO_TIMEOUT):
                 stream, lines = await self._connect()
-        except (OSError, trio.TooSlowError, ValueError, ConnectionError,
-                trio.BrokenResourceError) as exc:
+        except (*LINK_ERRORS, trio.TooSlowError) as exc:
             log.info("no link to %s at %s: %r", self.node, self.addr, exc)
+            self._failed(sent=False)
+            return
+        except Exception:
+            log.exception("no link to %s at %s", self.node, self.addr)
             self._failed(sent=False)
             return
         async with stream:
@@ -229,14 +244,15 @@ class Link:
                 outbox.put(data)
             self._queued = []
             try:
+                # Its tasks end the link by cancelling it; none raises (an exception out of
+                # here would end the node's nursery, and with it the server).
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(self._ping, outbox, nursery.cancel_scope)
                     nursery.start_soon(self._write, outbox, stream, nursery.cancel_scope)
                     await self._read(lines)
                     nursery.cancel_scope.cancel()
-            except (OSError, ValueError, trio.BrokenResourceError,
-                    trio.ClosedResourceError) as exc:
-                log.info("the link to %s failed: %r", self.node, exc)
+            except Exception:
+                log.exception("the link to %s failed", self.node)
             finally:
                 outbox.close()
                 self._outbox = None
@@ -244,17 +260,20 @@ class Link:
 
     async def _read(self, lines: Lines) -> None:
         self._heard = trio.current_time()
-        while (frame := await lines.next()) is not None:
-            self._heard = trio.current_time()
-            reply = self._sent.pop(frame.get("id"), None)  # type: ignore[arg-type]
-            if reply is not None:
-                reply(frame, True)
+        try:
+            while (frame := await lines.next()) is not None:
+                self._heard = trio.current_time()
+                reply = self._sent.pop(frame.get("id"), None)  # type: ignore[arg-type]
+                if reply is not None:
+                    reply(frame, True)
+        except LINK_ERRORS as exc:
+            log.info("the link to %s broke: %r", self.node, exc)
 
     async def _write(self, outbox: Outbox, stream: trio.SocketStream,
                      scope: trio.CancelScope) -> None:
         try:
             await outbox.write_to(stream)
-        except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+        except LINK_ERRORS as exc:
             log.info("writing to %s failed: %r", self.node, exc)
         scope.cancel()
 
