@@ -18,8 +18,6 @@ from server.app import Running, serve
 from server.config import ServerConfig
 from tests.pg import postgres_dsn, postgres_server  # noqa: F401  (fixtures)
 
-pytestmark = pytest.mark.postgres
-
 
 class Node:
     """One in-process server node; `crash()` ends it without any goodbye (no leave, the
