@@ -179,6 +179,7 @@ class Link:
         self._running = False
         self._wake = trio.Event()
         self._heard = 0.0  # when the peer last sent anything
+        self.checked = 0.0  # when the router last looked for a new address of the node
 
     def send(self, frame: dict[str, Any], reply: Reply) -> None:
         """Send `frame` (its id is set here); `reply(frame, True)` with the answer, or

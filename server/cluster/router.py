@@ -98,6 +98,9 @@ class Router:
         """None when this process holds `actor_id`'s lease now, else its holder's Link."""
         if self.leaving:
             return LEAVING
+        rehoming = self._rehoming.get(actor_id)
+        if rehoming is not None:  # its holder is unreachable: wait with the others
+            return rehoming.dead
         link = self._holders.get(actor_id)
         if link is not None and link.down_since is None:
             return link
@@ -142,6 +145,10 @@ class Router:
             answer.fail(ProtocolError(ErrorCode.INTERNAL, "this message cannot be forwarded"))
             return
         link: Link = where
+        rehoming = self._rehoming.get(actor_id)
+        if rehoming is not None and rehoming.dead is link:
+            rehoming.waiting.append((message, answer, hops))
+            return
         self.forwards += 1
         forwarded = answer
 
@@ -252,11 +259,10 @@ class Router:
                             {"actor": actor_id}))
                     try:
                         node = await self.leases.acquire(actor_id)
+                        if node != dead.node or await self._moved(dead):
+                            break
                     except Exception as exc:  # noqa: BLE001 - the database is away: wait
                         log.warning("looking up %s failed: %r", actor_id, exc)
-                    else:
-                        if node != dead.node:
-                            break
                     with trio.move_on_after(POLL):
                         await probing.wait()
                 nursery.cancel_scope.cancel()
@@ -277,6 +283,20 @@ class Router:
             if addr is not None:  # a node that never joined gets no lasting link
                 self._links[node] = link
         return link
+
+    async def _moved(self, link: Link) -> bool:
+        """True when `link`'s node registered another address (it restarted): the link
+        is replaced by one to the new address."""
+        now = trio.current_time()
+        if now - link.checked < 1.0:  # look at most once a second per link
+            return False
+        link.checked = now
+        node = (await self.cluster.nodes()).get(link.node)
+        if node is None or node.addr == link.addr or self._links.get(link.node) is not link:
+            return False
+        self._links[link.node] = Link(link.node, node.addr, self.node, self.secret,
+                                      self._nursery, self.silence)
+        return True
 
     def links(self) -> dict[str, bool]:
         """Each peer's link: connected or not (for metrics)."""

@@ -181,3 +181,21 @@ async def test_a_node_that_cannot_renew_stops_all_its_worlds(
         monkeypatch.setattr(a.cluster.cluster, "renew", unreachable)
         await wait_for(lambda: not a.directory.hosted())
         assert a.cluster.leases.self_fenced == 2
+
+
+async def test_a_node_restarted_under_its_name_is_reached_at_its_new_address(
+        nodes: Nodes) -> None:
+    ttl = 30.0  # no lapse within the test: the world is reached where its holder now is
+    a, b = await nodes.start("a", lease_ttl=ttl), await nodes.start("b", lease_ttl=ttl)
+    async with Client.connect(b.ws_url) as cb:
+        await cb.request("counter.create", "counter:b-first")  # b learns a's address later
+        async with Client.connect(a.ws_url) as ca:
+            await ca.request("counter.create", WORLD)
+        assert (await cb.request("counter.add", WORLD, counter_add(1)))["revision"] == 2
+        old = a.cluster.addr
+        a.crash()
+        await a.ended.wait()
+        again = await nodes.start("a", lease_ttl=ttl)
+        assert again.cluster.addr != old
+        assert (await cb.request("counter.add", WORLD, counter_add(1)))["revision"] == 3
+    assert WORLD in again.directory.hosted()
