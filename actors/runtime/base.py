@@ -351,6 +351,7 @@ class Actor(ABC):
             if isinstance(item, Ask) and isinstance(item.message, SubscribeMsg):
                 # A subscriber starts from durable state: finish the batch first.
                 if not await self._flush():
+                    item.pending.fail(ActorStopped(self.actor_id))
                     return False
                 sub = item.message
                 try:
@@ -362,6 +363,7 @@ class Actor(ABC):
                     item.pending.succeed(None)
             elif isinstance(item, Ask) and isinstance(item.message, ViewMsg):
                 if not await self._flush():
+                    item.pending.fail(ActorStopped(self.actor_id))
                     return False
                 item.pending.succeed((self._durable_rev, self.view()))
             elif isinstance(item, Ask):

@@ -21,6 +21,7 @@ forwarded, and a subscription follows the world from here.
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
@@ -39,8 +40,8 @@ from actors.runtime.context import (
     wall_clock_ms,
 )
 from actors.runtime.host import WorldActor, check_world
-from actors.runtime.mailbox import Answer, Call, Pending, wait_answer
-from actors.runtime.placement import Placement, Rerouting
+from actors.runtime.mailbox import ActorStopped, Answer, Call, Pending, wait_answer
+from actors.runtime.placement import REDELIVERIES, Placement, Rerouting
 from actors.runtime.ref import ActorRef
 from actors.runtime.subscriber import SubscriberQueue
 from actors.store import EventStore
@@ -181,9 +182,14 @@ class Directory:
 
     def _post(self, actor: Actor, actor_id: str, message: Any, answer: Answer,
               hops: int) -> None:
-        if self.placement is not None:
-            answer = Rerouting.wrap(self, actor_id, message, answer, hops)
-        actor.send(message, answer)
+        if self.placement is None:
+            actor.send(message, answer)
+            return
+        rerouting = Rerouting.wrap(self, actor_id, message, answer, hops)
+        try:
+            actor.send(message, rerouting)
+        except ActorStopped as stopped:  # it stopped meanwhile: wherever the world went
+            rerouting.fail(stopped)
 
     async def deliver(self, actor_id: str, message: Any, answer: Answer, hops: int = 0) -> None:
         """Post `message` to world `actor_id`, activating it first if needed; its answer
@@ -206,16 +212,23 @@ class Directory:
     async def subscribe(self, actor_id: str, queue: SubscriberQueue, since: int | None,
                         request_id: int) -> None:
         """Follow world `actor_id`'s pushes into `queue` (the reply and first push go
-        there): on its live actor, or, in a cluster, from the process hosting it."""
-        actor = self.alive(actor_id)
-        if actor is None:
-            where = await self._place(actor_id)
-            if where is not None:
-                assert self.placement is not None
-                await self.placement.follow(where, actor_id, queue, since, request_id)
+        there): on its live actor, or, in a cluster, from the process hosting it (and
+        again wherever the world went, if its actor stopped meanwhile)."""
+        for attempt in itertools.count(1):
+            actor = self.alive(actor_id)
+            if actor is None:
+                where = await self._place(actor_id)
+                if where is not None:
+                    assert self.placement is not None
+                    await self.placement.follow(where, actor_id, queue, since, request_id)
+                    return
+                actor = await self._load(actor_id)
+            try:
+                await actor.subscribe(queue, since, request_id)
                 return
-            actor = await self._load(actor_id)
-        await actor.subscribe(queue, since, request_id)
+            except ActorStopped:
+                if self.placement is None or self.closing or attempt >= REDELIVERIES:
+                    raise
 
     def unsubscribe(self, actor_id: str, queue: SubscriberQueue) -> None:
         """Stop following (a world not live here has forgotten `queue` already)."""

@@ -215,6 +215,9 @@ async def test_five_agents_finish_a_field_on_three_processes(
     async with Client.connect(procs.url(2)) as other:
         assert await other.request("field.observe", to, area) == \
             json.loads(json.dumps(unstructure(replayed)))  # as the wire has it
+    # every forwarded reply came back as the op's result class (server/cluster/router.py)
+    logs = "".join(line for p in procs.procs for line in p.output)
+    assert "does not structure" not in logs
 
 
 async def test_a_paused_process_comes_back_fenced(
