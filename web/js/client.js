@@ -112,8 +112,9 @@ export class Client {
   /**
    * Send one request; resolves with its result, rejects with RequestError (refused),
    * ConnectionLost (socket dropped first, unless `retry`) or an Error named
-   * "TimeoutError" (after `timeout` ms, reconnects included). It carries `requestId`
-   * (default: a fresh one); with `retry` it is sent again with that id after a drop.
+   * "TimeoutError" (no reply within `timeout` ms; a `retry`'s attempts share them). It
+   * carries `requestId` (default: a fresh one); with `retry` it is sent again with that
+   * id after a drop.
    */
   async request(op, to = null, args = null, { timeout = 30000, requestId = null, retry = false } = {}) {
     const frame = { op, request_id: requestId ?? newRequestId() };
