@@ -208,6 +208,10 @@ def _run(servers: list[_Server], worlds: list[str], clients: int,
         "appends_per_commit": round(appends / commits, 2) if commits else 0.0,
         "notifications_per_s": round(notes / elapsed, 1),
         "fenced_appends": _delta(before, after, "petridish_fenced_appends_total"),
+        # a healthy run loses no lease: any here means renewals fell behind the load
+        "leases_lost": (_delta(before, after, 'petridish_leases_lost_total{reason="lost"}')
+                        + _delta(before, after,
+                                 'petridish_leases_lost_total{reason="self_fenced"}')),
     }
 
 
@@ -286,6 +290,11 @@ def main(argv: list[str]) -> dict[str, Any]:
                 if args.processes > 1:
                     _log("kill -9 of the busiest process")
                     result[name]["rehome_after_kill"] = _kill_busiest(cluster, dsn)
+            except BaseException:
+                for i, s in enumerate(cluster):
+                    s.kill()
+                    _log(f"n{i}'s log ends:\n" + s.log_path.read_text()[-4000:])
+                raise
             finally:
                 for s in cluster:
                     s.kill()

@@ -91,6 +91,7 @@ class Router:
         self._links: dict[str, Link] = {}
         self._acquiring: dict[str, trio.Event] = {}
         self._rehoming: dict[str, _Rehoming] = {}
+        self._reading: trio.Event | None = None  # the node registry is being read
 
     # ---- the Placement interface ------------------------------------------------------
 
@@ -274,15 +275,26 @@ class Router:
     # ---- links --------------------------------------------------------------------------
 
     async def _link(self, node: str) -> Link:
-        """The one link to `node` (its address from the node registry)."""
-        link = self._links.get(node)
-        if link is None:
-            addr = (await self.cluster.nodes()).get(node)
-            link = Link(node, addr.addr if addr is not None else "", self.node, self.secret,
-                        self._nursery, self.silence)
-            if addr is not None:  # a node that never joined gets no lasting link
-                self._links[node] = link
-        return link
+        """The one link to `node` (its address from the node registry, read once for
+        every caller waiting for an unknown node)."""
+        while (link := self._links.get(node)) is None and self._reading is not None:
+            await self._reading.wait()
+        if link is not None:
+            return link
+        reading = self._reading = trio.Event()
+        try:
+            nodes = await self.cluster.nodes()
+        finally:
+            self._reading = None
+            reading.set()
+        for name, registered in nodes.items():
+            if name not in self._links and name != self.node:
+                self._links[name] = Link(name, registered.addr, self.node, self.secret,
+                                         self._nursery, self.silence)
+        # A holder that never joined (or left) gets a link that cannot connect: its
+        # requests wait for its leases to lapse.
+        return self._links.get(node) or Link(node, "", self.node, self.secret,
+                                             self._nursery, self.silence)
 
     async def _moved(self, link: Link) -> bool:
         """True when `link`'s node registered another address (it restarted): the link

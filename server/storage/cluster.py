@@ -88,8 +88,9 @@ class Node:
 
 class Cluster:
     """The leases and the registry entry of one node, on a PostgresEventStore's pool, or
-    on `connections` connections of its own (so a renewal never waits behind the
-    store's reads; `aclose` closes them).
+    on `connections` connections of its own plus one more that only renews (so a
+    renewal never waits behind the store's reads nor behind a burst of acquires;
+    `aclose` closes them).
 
     `ttl` (seconds, about 3 in production) is the life of a lease from its last
     acquire or renew.
@@ -99,14 +100,16 @@ class Cluster:
                  connections: int = 0) -> None:
         self.store, self.node, self.ttl = store, node, ttl
         self._pool = _Pool(store.dsn, connections) if connections else None
+        self._renewer = _Pool(store.dsn, 1) if connections else None
 
     def _connection(self) -> AbstractAsyncContextManager[TrioConnection]:
         return self._pool.connection() if self._pool is not None else self.store.connection()
 
     async def aclose(self) -> None:
         """Close the connections of its own, if any."""
-        if self._pool is not None and not self._pool.closed:
-            await self._pool.aclose()
+        for pool in (self._pool, self._renewer):
+            if pool is not None and not pool.closed:
+                await pool.aclose()
 
     async def secret(self) -> str:
         """The cluster's shared secret (made by the first node that asks)."""
@@ -155,7 +158,8 @@ class Cluster:
     async def renew(self, worlds: Collection[str]) -> set[str]:
         """Extend, in one statement, this node's live leases among `worlds` and its
         heartbeat; the worlds still held (any other is lost: stop it at once)."""
-        async with self._connection() as conn:
+        pool = self._renewer
+        async with (pool.connection() if pool is not None else self.store.connection()) as conn:
             cur = await conn.execute(RENEW, {"me": self.node, "worlds": list(worlds),
                                              "ttl": self._ttl_ms})
             return {world for (world,) in await cur.fetchall()}
