@@ -51,6 +51,7 @@ from actors.runtime.mailbox import (
     UnsubscribeMsg,
     ViewMsg,
 )
+from actors.runtime.receipts import Receipts
 from actors.runtime.subscriber import SubscriberQueue
 from actors.runtime.topic import Topic
 from actors.store import Event, FencedError, Receipt
@@ -88,11 +89,7 @@ class Actor(ABC):
         self._durable_rev = 0  # of the store
         self._unflushed: list[Event] = []  # folded, not yet durable: revs _durable_rev+1.._rev
         self._answers: list[tuple[Answer, Any, ProtocolError | None]] = []  # held until durable
-        self._receipts: list[Receipt] = []  # of the batch's writes that carried a request id
-        # Request ids of the writes of the last `receipt_window` revisions (the batch's
-        # too), with their replies: rebuilt from the store's receipts at every load.
-        self._recent: dict[str, Any] = {}
-        self._recent_order: deque[tuple[int, str]] = deque()
+        self._receipts = Receipts(cfg.receipt_window)  # recent writes' request ids
         self._view_due = False
         self._last_push = -math.inf
         self._push_armed = False
@@ -169,27 +166,13 @@ class Actor(ABC):
     def receipt(self, request_id: str) -> tuple[bool, Any]:
         """`(True, reply)` when a write with `request_id` was applied within the last
         `receipt_window` revisions (its reply as JSON), else `(False, None)`."""
-        if request_id in self._recent:
-            return True, self._recent[request_id]
-        return False, None
+        return self._receipts.seen(request_id)
 
     def keep_receipt(self, request_id: str, result: Any) -> None:
         """Record that the write with `request_id`, whose events were just committed (up
         to the current revision), was answered `result` (JSON); the receipt is stored in
         the batch's append, with the events."""
-        self._receipts.append(Receipt(self._rev, request_id, result))
-        self._remember(self._rev, request_id, result)
-
-    def _remember(self, rev: int, request_id: str, result: Any) -> None:
-        self._recent[request_id] = result
-        self._recent_order.append((rev, request_id))
-
-    def _forget_old_receipts(self) -> None:
-        horizon = self._durable_rev - self.context.config.receipt_window
-        order = self._recent_order
-        while order and order[0][0] <= horizon:
-            _, request_id = order.popleft()
-            self._recent.pop(request_id, None)
+        self._receipts.keep(Receipt(self._rev, request_id, result))
 
     def publish_view(self) -> None:
         """Push a fresh `snapshot` to every subscriber (for state that is not in events);
@@ -399,7 +382,7 @@ class Actor(ABC):
     async def _flush(self) -> bool:
         """Make the batch durable, answer it, publish it; False when the actor must stop."""
         events, self._unflushed = self._unflushed, []
-        receipts, self._receipts = self._receipts, []
+        receipts = self._receipts.take()
         if events:
             try:
                 rev = await self.context.store.append(self.actor_id, self._durable_rev, events,
@@ -419,8 +402,7 @@ class Actor(ABC):
                 return await self._restart(kept=[])
             self._durable_rev = rev
             self.context.observer.appended(self.kind, len(events))
-            if self._recent_order:
-                self._forget_old_receipts()
+            self._receipts.durable(rev)
         answers, self._answers = self._answers, []
         for pending, value, error in answers:
             if error is None:
@@ -506,15 +488,15 @@ class Actor(ABC):
             timer.cancel()
         self._timers.clear()
         self._push_armed = False
-        kept_receipts = [r for r in self._receipts if r.rev <= self._durable_rev + len(kept)]
+        kept_receipts = [r for r in self._receipts.staged
+                         if r.rev <= self._durable_rev + len(kept)]
         try:
             await self._load()
             for event in kept:
                 self.apply(event)
             self._unflushed, self._rev = list(kept), self._rev + len(kept)
-            self._receipts = kept_receipts
-            for receipt in kept_receipts:
-                self._remember(receipt.rev, receipt.request_id, receipt.result)
+            for receipt in kept_receipts:  # stored afresh with the kept events
+                self._receipts.keep(receipt)
             await self.on_start()
             self._arm_idle_check(self.context.config.idle_timeout)
         except Exception:
@@ -537,12 +519,10 @@ class Actor(ABC):
             self.apply(stored.data)
         self._topic.reset_history((stored.rev, stored.data) for stored in events)
         self._rev = self._durable_rev = events[-1].rev if events else rev
-        self._unflushed, self._receipts = [], []
-        self._recent.clear()
-        self._recent_order.clear()
+        self._unflushed = []
         window = self.context.config.receipt_window
-        for receipt in await store.receipts(self.actor_id, after=max(0, self._rev - window)):
-            self._remember(receipt.rev, receipt.request_id, receipt.result)
+        self._receipts.reset(await store.receipts(self.actor_id,
+                                                  after=max(0, self._rev - window)))
 
     def _stop(self) -> None:
         self._mailbox.close()
