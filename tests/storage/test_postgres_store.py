@@ -144,6 +144,12 @@ async def test_an_unanswered_batch_fails_as_unknown_and_the_writer_reconnects(
                 await store.append("w:1", 1, [{"n": 2}])
         finally:
             os.kill(pid, signal.SIGCONT)
+        # Resumed, the backend finishes (or cancels) the batch, then finds its client
+        # gone and exits: only then does the revision say whether the batch landed.
+        with trio.fail_after(10):
+            while await _sql(postgres_dsn, "SELECT 1 FROM pg_stat_activity WHERE pid = %s",
+                             pid):
+                await trio.sleep(0.02)
         rev = await store.revision("w:1")
         assert rev in (1, 2)
         assert await store.append("w:1", rev, [{"n": 3}]) == rev + 1
