@@ -12,15 +12,22 @@ socket drops, the client reconnects with exponential backoff, says hello again a
 resubscribes every open subscription with `since` = the last revision it delivered,
 so the caller sees each event once and in order (or a snapshot when the server's
 history no longer reaches back). A `resync` push (the server dropped a subscriber
-that fell behind) is handled the same way. A request whose reply was lost with the
-socket raises `ConnectionLost`: it may or may not have been applied.
+that fell behind) is handled the same way.
+
+Every request carries a `request_id` (a fresh random one unless the caller names it):
+a write sent again with the same id is answered with its first result and applied once.
+A request whose reply was lost with the socket raises `ConnectionLost` (it may or may
+not have been applied; its `request_id` is on the exception), unless it was sent with
+`retry=True`: then it is sent again, with the same id, on the next socket.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import math
 import random
+import secrets
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from typing import Any, Self
@@ -53,7 +60,12 @@ class RequestError(ClientError):
 
 
 class ConnectionLost(ClientError):
-    """The socket closed before the reply arrived; the request may or may not have run."""
+    """The socket closed before the reply arrived; the request may or may not have run.
+
+    `request_id` is the id it was sent with: sending the write again with it applies it at
+    most once (see `Client.request`)."""
+
+    request_id: str | None = None
 
 
 class ClientClosed(ClientError):
@@ -79,6 +91,11 @@ def backoff_delays(first: float = 0.05, cap: float = 5.0) -> Callable[[], float]
         return base * random.uniform(0.75, 1.25)
 
     return next_delay
+
+
+def new_request_id() -> str:
+    """A fresh random request id (16 URL-safe characters)."""
+    return secrets.token_urlsafe(12)
 
 
 def _refusal(reply: dict[str, Any]) -> RequestError:
@@ -297,19 +314,32 @@ class Client:
     # ---- requests -------------------------------------------------------------
 
     async def request(self, op: str, to: str | None = None, args: dict[str, Any] | None = None,
-                      *, timeout: float = 30.0) -> Any:
+                      *, timeout: float = 30.0, request_id: str | None = None,
+                      retry: bool = False) -> Any:
         """Send one request and return its result.
 
+        The request carries `request_id` (default: a fresh one), so a write sent again
+        with it is applied at most once and answered with its first result. With
+        `retry`, a request whose socket dropped before the reply is sent again with the
+        same id once the client has reconnected, until `timeout`.
+
         Raises RequestError for an `ok: false` reply, ConnectionLost when the socket
-        dropped first, ClientClosed once closed, and trio.TooSlowError after `timeout`
-        seconds (time spent waiting for a reconnect counts).
+        dropped first (without `retry`), ClientClosed once closed, and trio.TooSlowError
+        after `timeout` seconds (time spent waiting for a reconnect counts).
         """
-        frame: dict[str, Any] = {"op": op}
+        frame: dict[str, Any] = {"op": op, "request_id": request_id or new_request_id()}
         if to is not None:
             frame["to"] = to
         if args is not None:
             frame["args"] = args
-        return await self._call(frame, timeout)
+        with trio.fail_after(timeout):
+            while True:
+                try:
+                    return await self._call(frame, math.inf)
+                except ConnectionLost as lost:
+                    if not retry:
+                        lost.request_id = frame["request_id"]
+                        raise
 
     async def _call(self, frame: dict[str, Any], timeout: float) -> Any:
         with trio.fail_after(timeout):

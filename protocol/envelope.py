@@ -4,6 +4,7 @@ Client to server (JSON objects in text frames):
 
     {"op": "hello", "protocol": 1, "token": "...", "client": "name/1.0", "id": 0}
     {"id": 7, "op": "lobby.list", "to": "lobby:main", "args": {}}
+    {"id": 8, "op": "counter.add", "to": "counter:a", "args": {...}, "request_id": "k1"}
     {"id": 8, "op": "subscribe", "to": "scratch:a", "since": 120}
     {"id": 9, "op": "unsubscribe", "to": "scratch:a"}
 
@@ -40,9 +41,11 @@ MAX_ID = 2**53 - 1  # the largest integer a JavaScript client can hold exactly
 # A world name: 1-80 of letters, digits, `_`, `.`, `-`, not led by `.` (covers game ids).
 ACTOR_ID_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}:[A-Za-z0-9_-][A-Za-z0-9_.-]{0,79}$")
 PUSH_KINDS = ("events", "snapshot", "resync")
+# A write's idempotency key, chosen by the client: 1-64 of letters, digits, `_.:-`.
+REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 
 _HELLO_KEYS = frozenset({"op", "id", "protocol", "token", "client"})
-_REQUEST_KEYS = frozenset({"op", "id", "to", "args"})
+_REQUEST_KEYS = frozenset({"op", "id", "to", "args", "request_id"})
 _SUBSCRIBE_KEYS = frozenset({"op", "id", "to", "since"})
 _UNSUBSCRIBE_KEYS = frozenset({"op", "id", "to"})
 
@@ -59,12 +62,17 @@ class Hello:
 
 @attrs.frozen
 class Request:
-    """A call of a registered op on the actor `to` (None: the op's default actor)."""
+    """A call of a registered op on the actor `to` (None: the op's default actor).
+
+    `request_id` (optional) makes a write idempotent: the world answers a retry that
+    carries the same one with the first result instead of applying it again.
+    """
 
     id: int
     op: str
     to: str | None
     args: dict[str, Any]
+    request_id: str | None = None
 
 
 @attrs.frozen
@@ -197,7 +205,11 @@ def parse_frame(text: str) -> Frame:
     args = obj.get("args", {})
     if not isinstance(args, dict):
         raise _bad("args: expected an object", rid, path="args")
-    return Request(rid, op, to, args)
+    key = obj.get("request_id")
+    if key is not None and not (isinstance(key, str) and REQUEST_ID_RE.match(key)):
+        raise _bad("request_id: expected 1-64 of letters, digits, '_', '.', ':', '-'", rid,
+                   path="request_id")
+    return Request(rid, op, to, args, key)
 
 
 def _parse_hello(obj: dict[str, Any]) -> Hello:

@@ -4,17 +4,18 @@
 server/transport.py; every other request goes through Hypercorn's trio server to the
 Starlette app: `/mcp`, `/healthz`, `/metrics` (Prometheus text), `/` (the lobby's page)
 and the static files of `web/` (each world's pages in `web/<kind>/`). `serve` opens the
-event store and the actor directory, starts the front door, reports the bound address,
-and on `stop()` shuts down gracefully: stop accepting, let in-flight handlers finish,
-close sockets with 1001 (and return as soon as nothing is in flight, at most
-`graceful_timeout` later).
+event store (SQLite in the data directory, or PostgreSQL, which makes this process a
+node of a cluster: server/cluster/) and the actor directory, starts the front door,
+reports the bound address, and on `stop()` shuts down gracefully: stop accepting, let
+in-flight handlers finish, close sockets with 1001 (and return as soon as nothing is in
+flight, at most `graceful_timeout` later); a cluster's node then hands its worlds over.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from functools import partial
 from typing import Any
 
@@ -28,6 +29,7 @@ from starlette.staticfiles import StaticFiles
 
 from actors.runtime import ActorKind, Directory, open_directory
 from actors.runtime.context import wall_clock_ms
+from actors.store import EventStore
 from protocol.registry import Registry
 from server import worlds
 from server.auth import TokenStore
@@ -72,6 +74,7 @@ class ServerState:
     metrics: Metrics
     deadlines: Deadlines
     sessions: set[Session] = attrs.field(factory=set)
+    cluster: Any = None  # this process as a cluster's node (server/cluster/), if it is one
     http_inflight: int = 0  # HTTP requests being answered (websockets are in `sessions`)
     draining: bool = False
 
@@ -152,6 +155,16 @@ class Running:
     state: ServerState
 
     @property
+    def node(self) -> str | None:
+        """This process's name in its cluster (None: a single process)."""
+        return self.state.cluster.name if self.state.cluster is not None else None
+
+    @property
+    def peer_addr(self) -> str | None:
+        """Where the cluster's other processes reach this one."""
+        return self.state.cluster.addr if self.state.cluster is not None else None
+
+    @property
     def url(self) -> str:
         """http://HOST:PORT"""
         return f"http://{self.host}:{self.port}"
@@ -193,12 +206,27 @@ async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = Non
     owner_token = tokens.ensure_owner_token()
     metrics = Metrics()
     stop = trio.Event()
-    async with SqliteEventStore.in_directory(config.data_dir) as store, open_directory(
+    registry = registry or worlds.registry()
+    observer = MetricsObserver(metrics)
+    async with AsyncExitStack() as stack:
+        store = await stack.enter_async_context(open_store(config))
+        node = None
+        if config.clustered:
+            from server.cluster import join
+            from server.storage.postgres import PostgresEventStore
+
+            assert isinstance(store, PostgresEventStore)
+            node = await stack.enter_async_context(join(config, store, registry, observer))
+            node.instrument(metrics)
+        directory = await stack.enter_async_context(open_directory(
             store, worlds.kinds(config.model) if kinds is None else kinds, config=config.runtime,
-            observer=MetricsObserver(metrics), clock=clock) as directory:
-        state = ServerState(config, registry or worlds.registry(), directory, tokens, metrics,
-                            Deadlines(config.runtime.ask_timeout))
+            observer=observer, clock=clock, placement=node.router if node else None))
+        if node is not None:
+            await node.start(directory)
+        state = ServerState(config, registry, directory, tokens, metrics,
+                            Deadlines(config.runtime.ask_timeout), cluster=node)
         metrics.mailbox_depth.set_function(state.mailbox_depths)
+        _instrument_store(metrics, store)
         app = _count_http(build_app(state), state)
 
         async with trio.open_nursery() as nursery:
@@ -219,5 +247,24 @@ async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = Non
             with trio.move_on_after(config.graceful_timeout):
                 while state.busy:
                     await trio.sleep(0.01)
+            if node is not None:
+                await node.leave()
             nursery.cancel_scope.cancel()
         log.info("server stopped")
+
+
+def open_store(config: ServerConfig) -> AbstractAsyncContextManager[EventStore]:
+    """The event store of `config` (an async context manager): PostgreSQL for a cluster,
+    else SQLite in the data directory."""
+    if config.clustered:
+        from server.storage.postgres import PostgresEventStore
+
+        assert config.store is not None
+        return PostgresEventStore(config.store)
+    return SqliteEventStore.in_directory(config.data_dir)
+
+
+def _instrument_store(metrics: Metrics, store: EventStore) -> None:
+    metrics.store_appends.set_function(lambda: {(): store.statistics().appends})
+    metrics.store_commits.set_function(lambda: {(): store.statistics().commits})
+    metrics.fenced_appends.set_function(lambda: {(): store.statistics().fenced})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import sys
 from pathlib import Path
 
@@ -21,6 +22,23 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="anonymous connections act as agents (local play)")
     from actors.ecosystem.model_options import add_model_options
     add_model_options(serve)  # --model-url/--model/--model-key-file/--model-timeout
+    cluster = serve.add_argument_group(
+        "cluster", "several processes sharing the worlds through one PostgreSQL "
+        "(docs/scale-out.md)")
+    cluster.add_argument("--store", default=os.environ.get("PETRIDISH_STORE") or None,
+                         help="event store: a PostgreSQL URI (postgresql://...) makes this "
+                         "process a node of a cluster; default $PETRIDISH_STORE, else SQLite "
+                         "in the data directory")
+    cluster.add_argument("--node", help="this process's name in the cluster "
+                         "(default: host name and process id)")
+    cluster.add_argument("--peer-host", default=None,
+                         help="address the other processes connect to (default: --host)")
+    cluster.add_argument("--peer-port", type=int, default=0,
+                         help="port for the other processes (default 0: a free one)")
+    cluster.add_argument("--peer-addr", default=None,
+                         help="HOST:PORT the others should use, if not peer-host:peer-port")
+    cluster.add_argument("--lease-ttl", type=float, default=3.0,
+                         help="seconds a world's lease lasts without renewal (default 3)")
     serve.set_defaults(func=_serve)
 
     token = sub.add_parser("token", help="issue, revoke and list access tokens")
@@ -49,9 +67,13 @@ def _serve(args: argparse.Namespace) -> int:
     import trio
 
     from server.app import Running, serve
-    from server.config import ServerConfig
+    from server.config import ServerConfig, is_postgres
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    if args.store is not None and not is_postgres(args.store):
+        print("petridish: --store takes a PostgreSQL URI (postgresql://...); without it the "
+              "store is SQLite in the data directory", file=sys.stderr)
+        return 2
     import os
 
     from actors.ecosystem.endpoint import EndpointError, endpoint_from_args
@@ -61,7 +83,9 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"petridish: {exc}", file=sys.stderr)
         return 2
     config = ServerConfig(host=args.host, port=args.port, data_dir=args.data,
-                          open_mode=args.open, model=model)
+                          open_mode=args.open, model=model, store=args.store, node=args.node,
+                          peer_host=args.peer_host or args.host, peer_port=args.peer_port,
+                          peer_addr=args.peer_addr, lease_ttl=args.lease_ttl)
 
     async def main() -> None:
         # Signals are caught from before the start: a SIGTERM that arrives as soon as the
@@ -72,6 +96,9 @@ def _serve(args: argparse.Namespace) -> int:
                 warm_worlds()
                 tune_gc()
                 print(f"petridish: listening on {running.url}", flush=True)
+                if running.node is not None:
+                    print(f"petridish: node {running.node} (peers at "
+                          f"{running.peer_addr})", flush=True)
                 if running.owner_token is not None:
                     print(f"petridish: owner token: {running.owner_token}", flush=True)
                 async for _ in signals:

@@ -315,7 +315,8 @@ class Session:
         if to.partition(":")[0] != spec.kind:
             raise ProtocolError(ErrorCode.BAD_REQUEST, f"to: {request.op} is handled by "
                                 f"{spec.kind} worlds, not {to!r}", {"path": "to"})
-        return Call(request.op, args, self.principal.role, self.principal.name), to
+        return Call(request.op, args, self.principal.role, self.principal.name,
+                    request.request_id), to
 
     async def _writer(self) -> None:
         frames_out = self.server.metrics.frames_out

@@ -38,6 +38,7 @@ from actors.runtime.context import (
     ActorStatistics,
 )
 from actors.runtime.mailbox import (
+    ActorStopped,
     Answer,
     Ask,
     Call,
@@ -48,10 +49,12 @@ from actors.runtime.mailbox import (
     Tell,
     Timer,
     UnsubscribeMsg,
+    ViewMsg,
 )
+from actors.runtime.receipts import Receipts
 from actors.runtime.subscriber import SubscriberQueue
 from actors.runtime.topic import Topic
-from actors.store import Event
+from actors.store import Event, FencedError, Receipt
 from protocol.errors import ErrorCode, ProtocolError
 
 log = logging.getLogger("petridish.actors")
@@ -86,6 +89,7 @@ class Actor(ABC):
         self._durable_rev = 0  # of the store
         self._unflushed: list[Event] = []  # folded, not yet durable: revs _durable_rev+1.._rev
         self._answers: list[tuple[Answer, Any, ProtocolError | None]] = []  # held until durable
+        self._receipts = Receipts(cfg.receipt_window)  # recent writes' request ids
         self._view_due = False
         self._last_push = -math.inf
         self._push_armed = False
@@ -158,6 +162,17 @@ class Actor(ABC):
         self._unflushed.extend(records)
         self._rev += len(records)
         return self._rev
+
+    def receipt(self, request_id: str) -> tuple[bool, Any]:
+        """`(True, reply)` when a write with `request_id` was applied within the last
+        `receipt_window` revisions (its reply as JSON), else `(False, None)`."""
+        return self._receipts.seen(request_id)
+
+    def keep_receipt(self, request_id: str, result: Any) -> None:
+        """Record that the write with `request_id`, whose events were just committed (up
+        to the current revision), was answered `result` (JSON); the receipt is stored in
+        the batch's append, with the events."""
+        self._receipts.keep(Receipt(self._rev, request_id, result))
 
     def publish_view(self) -> None:
         """Push a fresh `snapshot` to every subscriber (for state that is not in events);
@@ -319,6 +334,7 @@ class Actor(ABC):
             if isinstance(item, Ask) and isinstance(item.message, SubscribeMsg):
                 # A subscriber starts from durable state: finish the batch first.
                 if not await self._flush():
+                    item.pending.fail(ActorStopped(self.actor_id))
                     return False
                 sub = item.message
                 try:
@@ -328,6 +344,11 @@ class Actor(ABC):
                     item.pending.fail(error)
                 else:
                     item.pending.succeed(None)
+            elif isinstance(item, Ask) and isinstance(item.message, ViewMsg):
+                if not await self._flush():
+                    item.pending.fail(ActorStopped(self.actor_id))
+                    return False
+                item.pending.succeed((self._durable_rev, self.view()))
             elif isinstance(item, Ask):
                 try:
                     self._answers.append((item.pending, await self.handle(item.message), None))
@@ -361,15 +382,27 @@ class Actor(ABC):
     async def _flush(self) -> bool:
         """Make the batch durable, answer it, publish it; False when the actor must stop."""
         events, self._unflushed = self._unflushed, []
+        receipts = self._receipts.take()
         if events:
             try:
-                rev = await self.context.store.append(self.actor_id, self._durable_rev, events)
+                rev = await self.context.store.append(self.actor_id, self._durable_rev, events,
+                                                      receipts)
+            except FencedError as fenced:
+                # Another process claimed the world: nothing of this batch was written, and
+                # this actor must not serve it any longer (actors/runtime/directory.py).
+                log.warning("%s stops: %s", self.actor_id, fenced)
+                moved = ActorStopped(self.actor_id, "moved to another process")
+                answers, self._answers = self._answers, []
+                for pending, _, _ in answers:
+                    pending.fail(moved)
+                return False
             except Exception:
                 log.exception("%s could not append %d events", self.actor_id, len(events))
                 self._answers = [(p, None, e or self._restarted()) for p, _, e in self._answers]
                 return await self._restart(kept=[])
             self._durable_rev = rev
             self.context.observer.appended(self.kind, len(events))
+            self._receipts.durable(rev)
         answers, self._answers = self._answers, []
         for pending, value, error in answers:
             if error is None:
@@ -455,11 +488,15 @@ class Actor(ABC):
             timer.cancel()
         self._timers.clear()
         self._push_armed = False
+        kept_receipts = [r for r in self._receipts.staged
+                         if r.rev <= self._durable_rev + len(kept)]
         try:
             await self._load()
             for event in kept:
                 self.apply(event)
             self._unflushed, self._rev = list(kept), self._rev + len(kept)
+            for receipt in kept_receipts:  # stored afresh with the kept events
+                self._receipts.keep(receipt)
             await self.on_start()
             self._arm_idle_check(self.context.config.idle_timeout)
         except Exception:
@@ -483,12 +520,14 @@ class Actor(ABC):
         self._topic.reset_history((stored.rev, stored.data) for stored in events)
         self._rev = self._durable_rev = events[-1].rev if events else rev
         self._unflushed = []
+        window = self.context.config.receipt_window
+        self._receipts.reset(await store.receipts(self.actor_id,
+                                                  after=max(0, self._rev - window)))
 
     def _stop(self) -> None:
         self._mailbox.close()
         # Answers not yet made durable are refused: their events were never written.
-        error = ProtocolError(ErrorCode.UNAVAILABLE, f"{self.actor_id} has stopped",
-                              {"actor": self.actor_id})
+        error = ActorStopped(self.actor_id)
         for pending, _, _ in self._answers:
             pending.fail(error)
         self._answers = []

@@ -30,6 +30,9 @@ class RuntimeConfig:
     # next `get` reloads it from the store. None keeps every actor loaded.
     idle_timeout: float | None = 600.0
     max_batch: int = 256  # messages handled before their events are appended together
+    # A write retried with its request id is recognised (and answered with its first
+    # result) while the world has moved on fewer than this many revisions since.
+    receipt_window: int = 1024
     # Worker threads that run every actor's offloaded work together (generation rings,
     # solver searches): more requests for heavy work wait their turn, so one client
     # cannot start many at once.
