@@ -18,8 +18,8 @@ if TYPE_CHECKING:
     from actors.world import World
     from protocol.registry import Registry
 
-PACKAGES: tuple[ModuleType, ...] = (lobby, counter, field)
-ENGINES: tuple[ModuleType, ...] = (puzzle, ecosystem, lab)
+PACKAGES: tuple[ModuleType, ...] = (lobby, counter, field, lab)
+ENGINES: tuple[ModuleType, ...] = (puzzle, ecosystem)
 
 
 def worlds() -> tuple[World, ...]:
