@@ -35,9 +35,9 @@ from actors.exports import lazy_exports
 
 # The public names, each with the module that holds it; they load on first use
 # (actors/exports.py), so `petridish --help` imports no engine.
-_PUBLIC = {
-    "WORLD": "actor", "validate": "validation", "SHADER_PRELUDE": "contract",
-    "contract_text": "contract", "ModelBreeder": "model_breeder",
-}
-__all__ = ["WORLD"]  # the world hub's one export; the others load lazily on use
-__getattr__, __dir__ = lazy_exports(__name__, _PUBLIC)
+_PUBLIC = {"WORLD": "actor"}  # the world hub's export (server/worlds.py)
+# Engine names reachable through the hub too, for commands and tools.
+_ENGINE = {"validate": "validation", "SHADER_PRELUDE": "contract",
+           "contract_text": "contract", "ModelBreeder": "model_breeder"}
+__all__ = ["WORLD"]
+__getattr__, __dir__ = lazy_exports(__name__, {**_PUBLIC, **_ENGINE})
