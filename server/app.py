@@ -21,6 +21,7 @@ import trio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve as hypercorn_serve
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request as HttpRequest
 from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route, WebSocketRoute
@@ -33,6 +34,8 @@ from protocol.registry import Registry
 from server import hypercorn_close, worlds
 from server.auth import TokenStore
 from server.config import ServerConfig
+from server.headers import SecurityHeaders
+from server.lab_routes import lab_routes
 from server.mcp import build as build_mcp
 from server.metrics import CONTENT_TYPE, Metrics
 from server.replies import Deadlines
@@ -147,10 +150,11 @@ def build_app(state: ServerState) -> Starlette:
         mcp_route,
         Route("/healthz", healthz),
         Route("/metrics", metrics),
+        *lab_routes(state),  # the lab's seed routes: /api/ok, /api/invalid, /api/pub/seen, votes
         Route("/", lobby_page),  # each world's pages are in web/<kind>/, the lobby's at /
         Mount("/", StaticFiles(directory=state.config.web_dir, html=True, check_dir=False)),
     ]
-    return Starlette(routes=routes, lifespan=lifespan)
+    return Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(SecurityHeaders)])
 
 
 @attrs.frozen
