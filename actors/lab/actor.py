@@ -14,6 +14,9 @@
   `validate`; a failure is logged as a rejection. A model that errs is not a rejection:
   the loop logs it and waits (doubling up to 5 minutes) before it asks again.
 - `lab.create`: the move, then the loop's timer.
+- Nobody follows a lab's stream (`subscribe` is refused): its records carry the code of
+  unproven organisms, which the seed confines to the owner's arena, and a subscription
+  does not say who follows. Pages read `lab.info` instead.
 
 `lab:main` is declared: it loads (and starts breeding) the first time anything asks it.
 """
@@ -40,7 +43,7 @@ from actors.lab.validation import validate
 from actors.runtime import Call, WorldActor, refused
 from actors.runtime.host import Effect
 from actors.world import Refusal
-from protocol.errors import ProtocolError
+from protocol.errors import ErrorCode, ProtocolError
 from protocol.ops import lab as ops
 
 log = logging.getLogger("petridish.lab")
@@ -110,6 +113,12 @@ class LabActor(WorldActor):
             cls._breeder = ModelBreeder(e.base_url, e.model, api_key=e.api_key,
                                         timeout=e.timeout)
         return cls._breeder
+
+    async def subscribe(self, queue: Any, since: int | None, request_id: int) -> None:
+        """Refused: the stream's records carry unproven code (see the module docstring)."""
+        raise ProtocolError(ErrorCode.FORBIDDEN, f"{self.actor_id} cannot be followed: its "
+                            "events carry the code of unproven organisms; read lab.info",
+                            {"actor": self.actor_id})
 
     # ---- the birth loop -----------------------------------------------------------------
 

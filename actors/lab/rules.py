@@ -269,7 +269,7 @@ WORLD = World(
         "lab.directive_explore": Move(decide_directive_explore, directive_added,
                                       PURPOSES["directive"]),
     },
-    reads={"lab.gallery": Read(answer_gallery), "lab.directives": Read(answer_directives),
+    reads={"lab.info": Read(info), "lab.gallery": Read(answer_gallery), "lab.directives": Read(answer_directives),
            "lab.status": Read(answer_status), "lab.lineage": Read(answer_lineage),
            "lab.backlog": Read(answer_backlog)},
     create="lab.create",

@@ -72,7 +72,7 @@ class OrganismView:
 
 @attrs.frozen
 class LabInfo:
-    """The lab's counts and revision."""
+    """The lab's counts."""
 
     organisms: int
     proven: int
@@ -80,6 +80,11 @@ class LabInfo:
     directives: int
     rejected: int
     votes: int
+
+
+@attrs.frozen
+class InfoArgs:
+    """The lab's counts (no arguments)."""
 
 
 @attrs.frozen
@@ -346,6 +351,8 @@ class Directives:
 OPS = (
     OpSpec("lab.create", CreateArgs, LabInfo, "owner",
            "Create this lab (`lab:main` exists without it)."),
+    OpSpec("lab.info", InfoArgs, LabInfo, "spectator",
+           "The lab's counts (a lab's stream is not followed: its events carry unproven code)."),
     OpSpec("lab.pair", PairArgs, Pair, "owner",
            "Deal the owner's arena two live organisms of a track, an unproven one first."),
     OpSpec("lab.ok", OkArgs, Marked, "owner",
