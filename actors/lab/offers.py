@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import numpy as np
+
 from actors.lab.births import Candidate, birth_events, cross_candidate, grammar_candidate
 from actors.lab.dealing import cross_refusal
 from actors.lab.events import Born, Event, Rejected, Validating
@@ -39,6 +41,14 @@ def client_refusal(key: str) -> Refusal | None:
     return None
 
 
+def offer_rng(state: Lab, ctx: Ctx) -> np.random.Generator:
+    """The draws of one offer: the move's generator spawned by the offers made so far (a
+    candidate waiting for its validation stores nothing, so it does not move the revision
+    `ctx.rng` is keyed on: two grammar births in a row are two different children)."""
+    return np.random.default_rng(np.random.SeedSequence(
+        int(ctx.rng.integers(2**63)), spawn_key=(state.offer_count,)))
+
+
 def birth_candidate(state: Lab, args: ops.BirthArgs, ctx: Ctx) -> Candidate | Refusal:
     """The owner's candidate, or a grammar child of parents chosen by the seed's rule
     (proven preferred, the whole alive pool only when none is proven)."""
@@ -48,8 +58,8 @@ def birth_candidate(state: Lab, args: ops.BirthArgs, ctx: Ctx) -> Candidate | Re
     if args.code:
         return Candidate(args.track, args.code, args.title or None,
                          directive=args.directive or None, source="owner")
-    return grammar_candidate(list(state.organisms.values()), args.track, ctx.rng,
-                             source="owner")
+    return grammar_candidate(list(state.organisms.values()), args.track,
+                             offer_rng(state, ctx), source="owner")
 
 
 def visitor_candidate(state: Lab, args: ops.CrossArgs, ctx: Ctx) -> Candidate | Refusal:
@@ -64,7 +74,7 @@ def visitor_candidate(state: Lab, args: ops.CrossArgs, ctx: Ctx) -> Candidate | 
     refused = cross_refusal(a, b)
     if refused:
         return refused
-    return cross_candidate(a, b, args.client_key, ctx.rng)
+    return cross_candidate(a, b, args.client_key, offer_rng(state, ctx))
 
 
 Offer = Callable[[Lab, object, Ctx], Candidate | Refusal]

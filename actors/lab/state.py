@@ -74,6 +74,7 @@ class Lab:
     benched: frozenset[str] = frozenset()
     deal_count: int = 0
     validating: Mapping[str, str] = attrs.field(factory=dict)  # candidate id -> its source
+    offer_count: int = 0  # candidates offered (spawns the draws of births at one revision)
 
     def pool(self) -> dict[str, Any]:
         """The durable part of the state (what a replay of stored events rebuilds)."""
@@ -131,7 +132,8 @@ def evolve(state: Lab, event: Event) -> Lab:
     if isinstance(event, Rejected):
         return _rejected(state, event)
     if isinstance(event, Validating):
-        return attrs.evolve(state, validating={**state.validating, event.id: event.source})
+        return attrs.evolve(state, validating={**state.validating, event.id: event.source},
+                            offer_count=state.offer_count + 1)
     if isinstance(event, Abandoned):
         return attrs.evolve(state, validating=_validated(state, event.id))
     if isinstance(event, DirectiveAdded):

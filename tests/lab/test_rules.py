@@ -188,7 +188,7 @@ def test_owner_ops_need_the_owner_role() -> None:
         assert run(op, JUDGE, **args).code == ErrorCode.FORBIDDEN
     assert {s.name for s in WORLD.ops if s.role == "spectator"} == {
         "lab.public_pair", "lab.seen", "lab.vote", "lab.gallery", "lab.cross", "lab.status",
-        "lab.lineage"}
+        "lab.lineage", "lab.info"}
 
 
 @pytest.mark.parametrize(("log", "line"), [

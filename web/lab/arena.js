@@ -24,7 +24,8 @@ let client = null;
 let token = null;
 
 // What the page did, for the owner's eyes and the gate: pairs dealt, verdicts, losses.
-const arena = { phase: "starting", pairs: [], verdicts: [], losses: 0, judge: null, ready: null };
+const arena = { phase: "starting", pairs: [], verdicts: [], losses: 0, judge: null,
+                backlog: null, ready: null };
 window.labArena = arena;
 
 function takeToken() {
@@ -261,6 +262,7 @@ async function start() {
   showCounts(client, lab, document.getElementById("counts"));
   if (gate) {
     arena.judge = judgeOne;
+    arena.backlog = (track, limit) => client.request("lab.backlog", lab.id, { track, limit });
     arena.phase = "idle";
     document.getElementById("pair").hidden = false;
     setStatus("live", "gate mode: the headless gate proves the backlog");
