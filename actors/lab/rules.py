@@ -91,9 +91,12 @@ def pair_result(state: Lab, events: Sequence[Event], _args: Any) -> ops.Pair:
 # --- the owner's arena ----------------------------------------------------------------
 
 
+DECLARED = frozenset({"main"})  # labs that exist without being created
+
+
 def decide_create(state: Lab, args: ops.CreateArgs, _ctx: Ctx) -> list[Event] | Refusal:
     """Create the lab once (`lab:main` is declared: it exists without this)."""
-    if state.created or state.organisms or state.directives:
+    if state.created or state.organisms or state.directives or state.name in DECLARED:
         return Refusal(ErrorCode.ALREADY_EXISTS, "this lab exists")
     return [Created(state.seed if args.seed is None else args.seed, args.backlog)]
 
@@ -274,7 +277,7 @@ WORLD = World(
            "lab.backlog": Read(answer_backlog)},
     create="lab.create",
     create_role="owner",
-    declared=lambda name, _t: name in ("main", "lab:main"),
+    declared=lambda name, _t: name in DECLARED,
     codes=LabCode,
     seed=lambda state: state.seed,
     transient=is_transient,

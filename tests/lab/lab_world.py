@@ -13,8 +13,8 @@ from typing import Any
 
 from actors.lab.offers import OFFERS, decide_offer, decide_validated, offered
 from actors.lab.rules import WORLD
-from actors.lab.validation import validate
 from actors.lab.state import Lab
+from actors.lab.validation import validate
 from actors.world import Caller, Ctx, Refusal
 from protocol.convert import structure
 from protocol.errors import ErrorCode
