@@ -125,6 +125,15 @@ def plant(data_dir: Path, actor_id: str, records: list[dict[str, Any]]) -> None:
     trio.run(write)
 
 
+def with_owner(server: Any, work: Any) -> Any:
+    """Run `await work(client)` with an owner client of a server subprocess."""
+    async def main() -> Any:
+        async with Client.connect(server.ws_url, server.owner_token) as c:
+            return await work(c)
+
+    return trio.run(main)
+
+
 def wait_js(page: Any, expression: str, timeout: float = 60.0) -> Any:
     """Poll `expression` in `page` until it is truthy; its value."""
     deadline = time.monotonic() + timeout

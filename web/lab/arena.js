@@ -24,7 +24,7 @@ let client = null;
 let token = null;
 
 // What the page did, for the owner's eyes and the gate: pairs dealt, verdicts, losses.
-const arena = { phase: "starting", pairs: [], verdicts: [], losses: 0, judge: null,
+const arena = { phase: "starting", pairs: [], verdicts: [], votes: [], losses: 0, judge: null,
                 backlog: null, ready: null };
 window.labArena = arena;
 
@@ -78,9 +78,10 @@ function setVerdict(side, verdict, text) {
   p.textContent = text;
 }
 
-async function report(o, outcome) {
+async function report(o, outcome, pair) {
   // The verdict through the seed's owner routes; a proven organism needs no second ok.
-  const entry = { id: o.id, verdict: outcome.verdict, ms: outcome.ms ?? null, posted: false };
+  const entry = { id: o.id, pair, verdict: outcome.verdict, ms: outcome.ms ?? null,
+                  posted: false };
   try {
     if (outcome.verdict === "ok" && !o.render_ok) {
       await post("/api/ok", lab, { id: o.id }, token);
@@ -98,11 +99,12 @@ async function report(o, outcome) {
   return entry;
 }
 
-/** Judge one organism on `side`: {verdict: ok|invalid|lost|cancelled, ...}. */
-async function judgeOn(side, o, signal) {
+/** Judge one organism on `side` (of pair `pair`, or null for the gate):
+ * {verdict: ok|invalid|lost|cancelled, ...}. */
+async function judgeOn(side, o, signal, pair = null) {
   if (o.track === "panel") {
     mount(side, panelFrame(o.code));
-    return report(o, { verdict: "ok", ms: 0 });
+    return report(o, { verdict: "ok", ms: 0 }, pair);
   }
   const stage = stageOf(side);
   mount(side, stage.canvas);
@@ -110,7 +112,7 @@ async function judgeOn(side, o, signal) {
   if (outcome.verdict === "lost" || outcome.verdict === "cancelled") return outcome;
   if (outcome.verdict === "invalid") setVerdict(side, "invalid", `dead: ${firstLine(outcome.log)}`);
   else setVerdict(side, "ok", `drew for ${Math.round(outcome.ms)} ms`);
-  return { ...(await report(o, outcome)), program: outcome.program };
+  return { ...(await report(o, outcome, pair)), program: outcome.program };
 }
 
 async function judgePair(pair) {
@@ -118,8 +120,9 @@ async function judgePair(pair) {
   const losses = arena.losses;
   const watch = setInterval(() => { if (arena.losses > losses) controller.abort(); }, 20);
   try {
-    const results = await Promise.all([judgeOn("left", pair.left, controller.signal),
-                                       judgeOn("right", pair.right, controller.signal)]);
+    const results = await Promise.all([
+      judgeOn("left", pair.left, controller.signal, pair.pair),
+      judgeOn("right", pair.right, controller.signal, pair.pair)]);
     if (arena.losses > losses || results.some((r) => r.verdict === "lost")) return null;
     return results;
   } finally {
@@ -158,6 +161,7 @@ function choose(pair, results) {
 async function vote(pair, choice) {
   const winner = choice === "left" ? pair.left.id : pair.right.id;
   const voted = await post("/api/vote", lab, { pair: pair.pair, winner }, token);
+  arena.votes.push({ pair: pair.pair, winner, judged: voted.winner.judged });
   const side = choice;
   const other = choice === "left" ? "right" : "left";
   sides[side].querySelector(".rating").textContent = `won · ${ratingText(voted.winner)}`;
