@@ -37,7 +37,9 @@ HEAVY = """void main() {
     float a = 0.0;
     for (int i = 0; i < 64; i++) {
         for (int j = 0; j < 64; j++) {
-            a += sin(float(i * j) * 0.013 + u_time + uv.x * 7.0) * cos(uv.y * float(j) + a * 0.001);
+            float k = float(i * j) * 0.013 + u_time;
+            a += sin(k + uv.x * 7.0) * cos(uv.y * float(j) + a * 0.001);
+            a += pow(abs(sin(k * 1.7 + a)), 1.3) * exp(-abs(cos(k + uv.y))) - tan(k * 0.01);
         }
     }
     fragColor = vec4(0.5 + 0.5 * sin(a), 0.5 + 0.5 * cos(a * 0.7), 0.5, 1.0);
@@ -147,10 +149,13 @@ def wait_js(page: Any, expression: str, timeout: float = 60.0) -> Any:
         time.sleep(0.05)
 
 
-def page_log(page: Any) -> dict[str, list[str]]:
-    """Collect the page's requests, console errors and uncaught exceptions."""
-    log: dict[str, list[str]] = {"requests": [], "errors": []}
+def page_log(page: Any) -> dict[str, list[Any]]:
+    """Collect the page's requests (asked, finished, failed with why), console errors and
+    uncaught exceptions."""
+    log: dict[str, list[Any]] = {"requests": [], "finished": [], "failed": [], "errors": []}
     page.on("request", lambda r: log["requests"].append(r.url))
+    page.on("requestfinished", lambda r: log["finished"].append(r.url))
+    page.on("requestfailed", lambda r: log["failed"].append((r.url, r.failure)))
     page.on("pageerror", lambda e: log["errors"].append(str(e)))
     page.on("console", lambda m: m.type == "error" and log["errors"].append(m.text))
     return log
