@@ -34,10 +34,11 @@ from actors.lab.events import (
     converter,
 )
 from actors.lab.organism import Organism, organism_id
+from actors.lab.window import Window
 from protocol.ops.lab import DEFAULT_BACKLOG
 
 CANARY_WINDOW_MS = 600_000  # a dealt id stays reportable (and a pair votable) this long
-MAX_DEALS = 100_000  # pairs kept in memory; beyond, the oldest are forgotten
+MAX_DEALS = 200_000  # pairs (and dealt ids) one window generation holds (state.Window)
 MAX_REJECTIONS = 4_096  # rejection reasons kept by candidate id (for `lab.status`)
 
 
@@ -68,8 +69,9 @@ class Lab:
     backlog: int = DEFAULT_BACKLOG  # the birth loop's cap per track (0: no loop)
     rejections: Mapping[str, str] = attrs.field(factory=dict)  # candidate id -> reason
     # the seed's in-memory records (transient events only)
-    deals: Mapping[str, Deal] = attrs.field(factory=dict)
-    dealt: Mapping[tuple[str, str], int] = attrs.field(factory=dict)  # (client, id) -> t
+    deals: Window = attrs.field(factory=lambda: Window(CANARY_WINDOW_MS, MAX_DEALS))
+    # (client, id) -> when it was dealt to that client
+    dealt: Window = attrs.field(factory=lambda: Window(CANARY_WINDOW_MS, MAX_DEALS))
     strikes: Mapping[str, frozenset[str]] = attrs.field(factory=dict)
     benched: frozenset[str] = frozenset()
     deal_count: int = 0
@@ -162,23 +164,19 @@ def _vote(state: Lab, event: VoteCast) -> Lab:
     directives = dict(state.directives)
     for did, rating in event.directive_ratings:
         directives[did] = attrs.evolve(directives[did], rating=rating)
-    deals = {k: d for k, d in state.deals.items() if k != event.pair}  # one vote per pair
-    return attrs.evolve(state, organisms=organisms, directives=directives, deals=deals,
+    return attrs.evolve(state, organisms=organisms, directives=directives,
+                        deals=state.deals.remove(event.pair),  # one vote per pair
                         votes=state.votes + 1)
 
 
 def _deal(state: Lab, event: PairDealt) -> Lab:
-    """Record a dealt pair and its ids, forgetting deals older than the window."""
-    horizon = event.t - CANARY_WINDOW_MS
-    deals = {k: d for k, d in state.deals.items() if d.t >= horizon}
-    deals[event.pair] = Deal(event.pair, event.surface, event.client, event.left, event.right,
-                             event.canary, event.t)
-    if len(deals) > MAX_DEALS:
-        deals = dict(list(deals.items())[-MAX_DEALS:])
-    dealt = {k: t for k, t in state.dealt.items() if t >= horizon}
+    """Record a dealt pair and its ids (a Window forgets them after the ten minutes)."""
+    deals = state.deals.put(event.pair, Deal(event.pair, event.surface, event.client,
+                                             event.left, event.right, event.canary, event.t),
+                            event.t)
+    dealt = state.dealt
     for oid in (event.left, event.right):
-        dealt.pop((event.client, oid), None)  # keep insertion order by time
-        dealt[event.client, oid] = event.t
+        dealt = dealt.put((event.client, oid), event.t, event.t)
     return attrs.evolve(state, deals=deals, dealt=dealt, deal_count=state.deal_count + 1)
 
 
