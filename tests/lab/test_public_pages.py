@@ -80,7 +80,7 @@ def test_a_canary_drawn_only_by_the_pristine_retry_is_proven_by_a_judge(browser,
 def test_a_judge_never_kills_and_only_reports(browser, server) -> None:
     lab, _, canary = proven_lab(server, "stranger", LINK_FAILS)
     page, log = judge(browser, server, lab)
-    report = wait_js(page, "labJudge.reports[0]")
+    report = wait_js(page, "labJudge.reports[0] && labJudge.reports[0].verdict && labJudge.reports[0]")
     assert report == {"id": canary, "ok": False, "verdict": "struck"}
     attempts = next(a for a in page.evaluate("labJudge.attempts") if a["id"] == canary)
     assert attempts == {"id": canary, "instrumented": "failed", "pristine": "failed"}
