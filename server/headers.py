@@ -29,7 +29,10 @@ def policy(**directives: str) -> Policy:
 # Every page: nothing framed, no plugins, no base-URL tricks.
 _LOCKED = policy(object_src="'none'", base_uri="'none'", frame_ancestors="'none'")
 
-SITE = {**policy(default_src="'self'", form_action="'self'"), **_LOCKED}
+# Other pages: their own origin only. Style attributes are allowed (the field's and the
+# lobby's pages colour swatches and place markers with them; a style cannot run script).
+SITE = {**policy(default_src="'self'", style_src="'self' 'unsafe-inline'",
+                 form_action="'self'"), **_LOCKED}
 # Pages that draw shaders: their own script, styles and API/websocket calls only.
 SHADERS = {**policy(default_src="'none'", script_src="'self'", style_src="'self'",
                     connect_src="'self'", form_action="'none'"), **_LOCKED}

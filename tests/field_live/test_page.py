@@ -93,7 +93,8 @@ def _zoom_and_pan(page, G: int, cell: int) -> None:
 def test_field_page_draws_updates_and_scrubs(browser, tmp_path: Path) -> None:
     game = f"day-{datetime.now(UTC).date().isoformat()}"
     with ServerProcess(tmp_path / "data", "--open") as server:
-        page = browser.new_page()
+        # wait_for_function evaluates strings, which the page's CSP forbids (server/headers.py)
+        page = browser.new_page(bypass_csp=True)
         errors: list[str] = []
         page.on("pageerror", lambda exc: errors.append(str(exc)))
         page.goto(f"{server.http_url}/field/")
