@@ -104,6 +104,7 @@ async function report(o, outcome, pair) {
 async function judgeOn(side, o, signal, pair = null) {
   if (o.track === "panel") {
     mount(side, panelFrame(o.code));
+    setVerdict(side, "ok", "mounted in its sandbox: render_ok");
     return report(o, { verdict: "ok", ms: 0 }, pair);
   }
   const stage = stageOf(side);
