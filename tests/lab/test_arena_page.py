@@ -234,3 +234,45 @@ def test_the_arena_is_the_owners(browser, server) -> None:
     wait_js(page, "labArena.phase === 'refused'")
     assert "refused" in page.text_content("#status")
     page.close()
+
+
+# Record the uniforms the page sets, and start its clock 19.8 s back so u_time wraps.
+UNIFORMS = """
+window.__uniforms = { time: [], res: [], audio: [] };
+const real = performance.now.bind(performance);
+performance.now = () => real() - 19800;
+const proto = WebGL2RenderingContext.prototype;
+const f1 = proto.uniform1f, f2 = proto.uniform2f, f4 = proto.uniform4f;
+proto.uniform1f = function (loc, x) { window.__uniforms.time.push(x); return f1.call(this, loc, x); };
+proto.uniform2f = function (loc, x, y) {
+  const c = this.canvas, box = c.getBoundingClientRect();
+  window.__uniforms.res.push([x, y, c.width, c.height, box.width * devicePixelRatio,
+                              box.height * devicePixelRatio]);
+  return f2.call(this, loc, x, y);
+};
+proto.uniform4f = function (loc, ...a) { window.__uniforms.audio.push(a); return f4.call(this, loc, ...a); };
+"""
+
+
+def test_the_arena_binds_u_time_wrapped_u_res_measured_and_u_audio_zero(browser, server) -> None:
+    async def setup(c):
+        lab = await new_lab(c, "uniforms")
+        await born(c, lab, 2)
+        return lab
+
+    lab = with_owner(server, setup)
+    context = browser.new_context(viewport={"width": 1000, "height": 800},
+                                  device_scale_factor=2)
+    page = context.new_page()
+    page.add_init_script(UNIFORMS)
+    page.goto(f"{server.http_url}/lab/arena.html?id={lab}#token={server.owner_token}")
+    wait_js(page, "labArena.phase === 'voting'")
+    page.wait_for_timeout(400)
+    u = page.evaluate("window.__uniforms")
+    assert u["time"] and all(0 <= t < 20 for t in u["time"])
+    assert max(u["time"]) > 19.5 and min(u["time"]) < 1  # it crossed 20 s and wrapped
+    for x, y, w, h, bw, bh in u["res"]:  # the backing store, from the live element
+        assert (x, y) == (w, h) and abs(w - bw) <= 1 and abs(h - bh) <= 1
+    assert u["res"][-1][0] > 600  # twice the CSS size on this 2x screen
+    assert u["audio"] and all(a == [0, 0, 0, 0] for a in u["audio"])  # the owner hears nothing
+    context.close()
