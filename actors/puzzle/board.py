@@ -1,9 +1,10 @@
 """The settled board value and the compiled level context the turn runs against.
 
-`Board` is what a turn maps to a turn: the objects as `(id code, kind, x, y, facing, layer)`
-tuples in board order (order decides who moves first; `layer` is Keke's object-layer flag, always
-0 in the stacked model) and one value tuple per mechanic, in mechanic-id
-order. Rules are not stored: they are a function of the text on the board, cached per context.
+`Board` is what a turn maps to a turn: the objects as `(id code, kind, x, y, facing, flags)`
+tuples in board order (order decides who moves first; `flags` are Keke's object layer and list
+membership, `layer.py`, always 0 in the stacked model) and one value tuple per mechanic, in
+mechanic-id order. Rules are not stored: they are a function of the text on the board (and of
+its `UNREAD` flags), cached per context.
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ from typing import Any
 
 import attrs
 
+from .layer import UNREAD
 from .level import Level
 from .mechanics.host import HOST_TYPES, HostMechanic, Value
 from .profiles import Profile, get_profile
-from .rules import RuleSet, parse_rules
+from .ruleset import RuleSet, parse_rules
 from .words import TEXT_BASE
 
 RULE_CACHE_LIMIT = 200_000
@@ -25,7 +27,7 @@ RULE_CACHE_LIMIT = 200_000
 class Board:
     """A settled position: objects in board order and mechanic values in mechanic-id order."""
 
-    objects: tuple[tuple[int, int, int, int, int, int], ...]
+    objects: tuple[tuple[int, int, int, int, int, int], ...]  # (id, kind, x, y, facing, flags)
     mechanics: tuple[Value, ...] = ()
     # The rules this board's text spells, carried along to skip a lookup; not part of equality.
     rules: RuleSet | None = attrs.field(default=None, eq=False, repr=False)
@@ -49,6 +51,7 @@ class Context:
         self.trace_phases = trace_phases
         self.profile: Profile = (profile if isinstance(profile, Profile)
                                  else get_profile(profile or level.profile))
+        self.layered = self.profile.collision == "layered"
         self.width, self.height = level.width, level.height
         self.ids = level.ids
         self.id_code = {oid: i for i, oid in enumerate(level.ids)}
@@ -60,11 +63,14 @@ class Context:
 
     def rules(self, objects: Any) -> RuleSet:
         """The rules the text among `objects` spells (memoized on the text layout); the layered
-        (Keke) collision model reads stacked text as Keke does (`rules.board_lines`)."""
-        key = tuple((o[1], o[2], o[3]) for o in objects if o[1] >= TEXT_BASE)
+        (Keke) collision model reads Keke's object map (`ruleset.board_lines`)."""
+        if self.layered:
+            key = tuple((o[1], o[2], o[3], o[5] & UNREAD) for o in objects if o[1] >= TEXT_BASE)
+        else:
+            key = tuple((o[1], o[2], o[3]) for o in objects if o[1] >= TEXT_BASE)
         found = self._rules.get(key)
         if found is None:
             if len(self._rules) >= RULE_CACHE_LIMIT:
                 self._rules.clear()
-            found = self._rules[key] = parse_rules(list(key), self.profile.collision == "layered")
+            found = self._rules[key] = parse_rules(list(key), self.layered)
         return found

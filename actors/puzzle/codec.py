@@ -1,8 +1,8 @@
 """The compact solver state key: `bytes` holding everything that can change a future turn.
 
 Layout: per object in board order three little-endian uint16 words, `id code`, `kind | facing << 8
-| layer << 10`, `x | y << 8` (board order matters: Keke moves objects in list order; `layer` is
-Keke's object-layer flag), then one byte per registered mechanic field (the index of its value in
+| flags << 10`, `x | y << 8` (board order matters: Keke moves objects in list order; `flags` are
+Keke's object layer and list membership, `layer.py`), then one byte per registered mechanic field (the index of its value in
 the field's declared value list). Rules are a function of the text, so they need no bytes.
 
 The mechanic part comes from a registry derived from the level (`registry_for`): one entry per
@@ -20,9 +20,10 @@ from typing import Any
 import attrs
 
 from .board import Board, Context
+from .layer import flags_valid
 from .level import Level
 from .mechanics.host import field_values
-from .rules import KINDS
+from .ruleset import KINDS
 from .snapshot import board_to_state, mechanics_from_state
 from .words import NOUNS, TEXT_BASE
 
@@ -102,13 +103,15 @@ class StateCodec:
         words.frombytes(key[:split])
         objects = tuple(
             (words[i], words[i + 1] & 0xFF, words[i + 2] & 0xFF, words[i + 2] >> 8,
-             (words[i + 1] >> 8) & 3, (words[i + 1] >> 10) & 1)
+             (words[i + 1] >> 8) & 3, words[i + 1] >> 10)
             for i in range(0, len(words), 3))
         ctx = self.ctx
         if len({o[0] for o in objects}) != len(objects) or not all(
                 o[0] < len(ctx.ids) and (o[1] < len(NOUNS) or TEXT_BASE <= o[1] < KINDS)
-                and o[2] < ctx.width and o[3] < ctx.height for o in objects):
-            raise CodecError("malformed key: an object id, kind or position is out of range")
+                and o[2] < ctx.width and o[3] < ctx.height
+                and flags_valid(o[1], o[5], ctx.layered) for o in objects):
+            raise CodecError("malformed key: an object id, kind, position or flag is out of "
+                             "range")
         tail = key[split:]
         values = []
         pos = 0

@@ -3,18 +3,24 @@
 Classic: on each cell, SINK destroys everything sharing its float layer with it (itself too);
 DEFEAT destroys the YOU objects there; HOT destroys the MELT objects; OPEN and SHUT destroy each
 other; a WEAK object sharing a cell with anything is destroyed. Keke (`contacts_destroy_both`):
-the pair rules of simulation.js, in its order: YOU on DEFEAT-or-SINK destroys both, then any
-object on a SINK destroys both, then HOT/MELT and OPEN/SHUT pairs destroy both; text never
-takes part. An object that is both halves of a pair pairs with itself. FLOAT objects only touch
-FLOAT objects and grounded ones only grounded ones.
+the pair rules of simulation.js, in its order, each a `layer.destroy_pairs` of its own:
+
+1. every (YOU, DEFEAT-or-SINK) pair on one cell, from the lists as the movement step began; an
+   object that is both pairs with itself;
+2. every (object, SINK) pair on one cell, the objects from the phys list as it is now, the
+   sinkers from the list as the movement step began (one destroyed by 1. still pairs);
+3. every (HOT, MELT) and (OPEN, SHUT) pair on one cell, from the nouns' lists as they are now.
+
+Text never takes part. FLOAT objects only touch FLOAT objects and grounded ones only grounded
+ones (Keke has no FLOAT: an extension of the profile).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .movement import rebuild_layer
-from .rules import DEFEAT, FLOAT, HOT, MELT, OPEN, SHUT, SINK, WEAK, WIN, YOU
+from .layer import OFF_NOUN, OFF_PHYS, destroy_pairs, noun_lists, with_property
+from .ruleset import DEFEAT, FLOAT, HOT, MELT, OPEN, SHUT, SINK, WEAK, WIN, YOU
 from .words import TEXT_BASE
 
 if TYPE_CHECKING:
@@ -42,53 +48,37 @@ def contacts(work: Work) -> None:
 
 def _pair_contacts(work: Work) -> None:
     masks = work.rules.masks
-    players: list[list[int]] = []
-    killers: dict[tuple[int, int], list[list[int]]] = {}
-    sinkers: dict[tuple[int, int], list[list[int]]] = {}
-    for o in work.objs:
-        if o[1] < TEXT_BASE:
-            m = masks[o[1]]
-            if m & YOU:
-                players.append(o)
-            if m & (DEFEAT | SINK):
-                killers.setdefault((o[2], o[3]), []).append(o)
-                if m & SINK:
-                    sinkers.setdefault((o[2], o[3]), []).append(o)
-    dead: dict[int, tuple[list[int], str]] = {}
+    present = work.rules.present
+    listed = noun_lists(work)
+    players = with_property(work, YOU, listed) if present & YOU else []
+    killers = with_property(work, DEFEAT | SINK, listed) if players else []
+    sinkers = with_property(work, SINK, listed) if present & SINK else []
+    features = {bit: [n for n, b in work.rules.ordered if b == bit]
+                for bit in (HOT, MELT, OPEN, SHUT) if present & bit}
 
-    def pair(a: list[int], b: list[int], cause: str) -> None:
-        if not (masks[a[1]] ^ masks[b[1]]) & FLOAT:
-            dead.setdefault(a[0], (a, cause))
-            dead.setdefault(b[0], (b, cause))
+    def pairs(sides: list[list[int]], others: list[list[int]], cause: str, self_too: bool = True
+              ) -> list[tuple[list[int], list[int], str]]:
+        """Every (a, b) on one cell, in Keke's nested-loop order (a outer, b inner)."""
+        at: dict[tuple[int, int], list[list[int]]] = {}
+        for b in others:
+            at.setdefault((b[2], b[3]), []).append(b)
+        return [(a, b, cause) for a in sides for b in at.get((a[2], a[3]), ())
+                if (self_too or a is not b) and not (masks[a[1]] ^ masks[b[1]]) & FLOAT]
 
     if killers:
-        for p in players:
-            for k in killers.get((p[2], p[3]), ()):
-                pair(p, k, "sink" if masks[k[1]] & SINK else "defeat")
-    if sinkers:  # Keke pairs with the sinkers listed before this contact step began
-        for p in work.objs:
-            if p[1] < TEXT_BASE and p[0] not in dead:
-                for s in sinkers.get((p[2], p[3]), ()):
-                    if p is not s:
-                        pair(p, s, "sink")
+        destroy_pairs(work, [(p, k, "sink" if masks[k[1]] & SINK else "defeat")
+                             for p, k, _ in pairs(players, killers, "")])
+    if sinkers:
+        phys = [o for o in work.objs if o[1] < TEXT_BASE and not o[5] & OFF_PHYS]
+        destroy_pairs(work, pairs(phys, sinkers, "sink", self_too=False))
+    found = []
     for a_bit, b_bit, cause in ((HOT, MELT, "melt"), (OPEN, SHUT, "open_shut")):
-        if not (work.rules.present & a_bit and work.rules.present & b_bit):
-            continue
-        side_a: dict[tuple[int, int], list[list[int]]] = {}
-        side_b = []
-        for o in work.objs:
-            if o[1] < TEXT_BASE and o[0] not in dead:
-                if masks[o[1]] & a_bit:
-                    side_a.setdefault((o[2], o[3]), []).append(o)
-                if masks[o[1]] & b_bit:
-                    side_b.append(o)
-        for b in side_b:
-            for a in side_a.get((b[2], b[3]), ()):
-                pair(a, b, cause)
-    for obj, cause in dead.values():
-        work.destroy(obj, cause)
-    if dead and work.ctx.profile.collision == "layered":
-        rebuild_layer(work)
+        if a_bit in features and b_bit in features:
+            now = noun_lists(work)
+            side_a, side_b = ([o for n in features[bit] for o in now.get(n, ())]
+                              for bit in (a_bit, b_bit))
+            found.extend(pairs(side_a, side_b, cause))
+    destroy_pairs(work, found)
 
 
 def _cell_contacts(work: Work) -> None:
@@ -131,11 +121,20 @@ def _has_partner(group: list[list[int]], o: list[int], masks: tuple[int, ...]) -
 
 
 def victory(work: Work) -> bool:
-    """True when some YOU object shares a cell (and float layer) with a WIN object."""
+    """True when some YOU object shares a cell (and float layer) with a WIN object (itself
+    included); under `keke`, only objects on their nouns' lists count (`layer.listed`)."""
     masks = work.rules.masks
     if not (work.rules.present & YOU and work.rules.present & WIN):
         return False
-    wins = [o for o in work.objs if masks[o[1]] & WIN]
+    wins = [o for o in work.objs if masks[o[1]] & WIN and not o[5] & OFF_NOUN]
     if not wins:
         return False
-    return any(_touch(p, w, masks) for p in work.objs if masks[p[1]] & YOU for w in wins)
+    return any(_touch(p, w, masks) for p in work.objs if masks[p[1]] & YOU and not p[5] & OFF_NOUN
+               for w in wins)
+
+
+def has_you(work: Work) -> bool:
+    """Whether anything is YOU (a level with nothing YOU and no win is lost)."""
+    masks = work.rules.masks
+    return bool(work.rules.present & YOU) and any(
+        masks[o[1]] & YOU and not o[5] & OFF_NOUN for o in work.objs)

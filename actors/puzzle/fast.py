@@ -96,9 +96,6 @@ class FastLevel:
         # every facing stays RIGHT and states that differ only in facing share one key.
         self.facing_matters = WORD_CODE["move"] in self.word_kinds
         self.guide = Guide(self)  # estimates and novelty memory for a search over this level
-        # The children of the last `expand` whose turn hit Keke's double-removal quirk, which
-        # the public engine plays differently (see `solve.search` for what it does with them).
-        self.quirks: set[bytes] = set()
         # Whether the last `expand` skipped successors (timed walks, `walks.timed_exits`).
         self.lossy = False
         self._initial_words = words
@@ -144,8 +141,7 @@ class FastLevel:
         and `rules` plus a penalty when the state is not novel. With `walks`, free walking is
         folded into the next real move (`walks.py`), so `moves` may hold several letters;
         otherwise each entry is one move. The fold is exact without MOVE objects; with them
-        (`walks.timed_exits`) it skips later arrivals and says so in `lossy`. Children whose turn
-        hit Keke's double-removal quirk (`FastTurn.missed`) are listed in `quirks`. `timed`
+        (`walks.timed_exits`) it skips later arrivals and says so in `lossy`. `timed`
         False (the novel queue's expansions) folds only free walking, and only in a level
         without a MOVE word; its folded walks count as seen for novelty (`Guide.walked`)."""
         base = FastTurn(self)
@@ -170,14 +166,11 @@ class FastLevel:
             if not timed:
                 self.guide.walked(base, region)
         out = []
-        self.quirks = set()
         for moves, t, won in steps:
             renumbered = t.renumber
             child = t.encode()
             if child in seen:
                 continue
-            if t.missed:
-                self.quirks.add(child)
             if renumbered:
                 t._derive()  # the property lists still hold the ids from before encode
             if not (won or t.players or t.automovers):

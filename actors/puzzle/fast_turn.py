@@ -26,16 +26,13 @@ _FEATURES = frozenset({_HOT, _MELT, _MOVE})  # Keke's feature list (OPEN/SHUT ha
 _N_NOUNS = len(NOUNS)  # word codes below this are nouns, equal to their object kind codes
 
 
-def _splice(seq: list[int], item: int) -> bool:
-    """Remove `item` like JS `seq.splice(seq.indexOf(item), 1)`: a miss removes the last.
-    True when that removed something else (the quirk the public engine does not reproduce)."""
+def _splice(seq: list[int], item: int) -> None:
+    """Remove `item` like JS `seq.splice(seq.indexOf(item), 1)`: a miss removes the last."""
     try:
         del seq[seq.index(item)]
     except ValueError:
         if seq:
             del seq[-1]
-            return True
-    return False
 
 
 
@@ -60,9 +57,6 @@ class FastTurn:
         # The key's header and its noun-list and rule sections, while still valid: they change
         # only with a creation, a removal or a rules re-read (each clears it), not with a move.
         self.fixed: tuple[bytes, bytes] | None = None
-        # Set when a removal missed and spliced the last element instead (Keke's quirk): the
-        # public engine plays that turn differently (`fast.FastLevel.quirks`, `solve.search`).
-        self.missed = False
         # Set while kinds, flags, the phys list and the noun lists are shared with a copy:
         # most turns change none of them, so they are copied only before a change (`_own`).
         self.shared = False
@@ -133,7 +127,8 @@ class FastTurn:
                 self.renumber = True
                 if self.om[cell] == o + 1:
                     self.om[cell] = o2 + 1
-                self.missed |= _splice(self.phys, o) | _splice(sp[a], o)
+                _splice(self.phys, o)
+                _splice(sp[a], o)
 
     def _with(self, prop: int, also: int = -1) -> list[int]:
         out: list[int] = []
@@ -219,8 +214,10 @@ class FastTurn:
         self.renumber = self.changed = True
         self.fixed = None
         for p, o in dead:
-            self.missed |= (_splice(self.phys, p) | _splice(self.phys, o)
-                            | _splice(self.sp[self.nm[p]], p) | _splice(self.sp[self.nm[o]], o))
+            _splice(self.phys, p)
+            _splice(self.phys, o)
+            _splice(self.sp[self.nm[p]], p)
+            _splice(self.sp[self.nm[o]], o)
             self.om[self.pos[p]] = 0
         self.reset_all()
 

@@ -4,9 +4,10 @@
 `{"accepted": true, "action", "turn", "moves", "rules", "rules_changed", "transforms",
 "destroyed", "automata", "won", "lost"}`, plus `mechanics` (transition records) only when some
 mechanic reported a transition, and `phases` (lifecycle phases run) when asked for. A
-rejected turn returns `{"accepted": false, "reason", "message"}` and changes nothing: no state,
-no history, no undo entry. `undo()`, `reset()` and `restore(snapshot)` return results of the same
-shape family; `get_state()` returns a fresh snapshot (see snapshot.py) that callers may mutate
+rejected turn returns an `actors.world.Refusal` (code a `PuzzleCode`: bad_action,
+nothing_can_move, no_change, complexity_blocked, game_over) and changes nothing: no state, no
+history, no undo entry. `undo()` (refused with nothing_to_undo), `reset()` and
+`restore(snapshot)` return results of the same shape family; `get_state()` returns a fresh snapshot (see snapshot.py) that callers may mutate
 freely. Every returned dict is built anew, so nothing a caller holds aliases game state.
 """
 
@@ -14,14 +15,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from actors.world import Refusal
+from protocol.ops.puzzle import PuzzleCode
+
 from .board import Board, Context, Limits
-from .contacts import victory
+from .contacts import has_you, victory
 from .diagnostics import Diagnostic
 from .level import Level, parse_level
 from .profiles import Profile
-from .rules import YOU
 from .snapshot import RestoreError, board_to_state, state_to_board
-from .turn import REASONS, Work, advance, settle_initial
+from .turn import Work, advance, refusal, settle_initial
 
 ACTIONS = frozenset({"up", "down", "left", "right", "wait"})
 
@@ -35,7 +38,7 @@ class Game:
         self._board = self.initial
         self._moves: tuple[str, ...] = ()
         self._undo: list[tuple[Board, tuple[str, ...]]] = []
-        self._won, self._lost = self._status(self._board)
+        self._won, self._lost = status(ctx, self._board)
 
     # ------------------------------------------------------------------ reading
     @property
@@ -67,24 +70,23 @@ class Game:
         return state
 
     # ------------------------------------------------------------------ playing
-    def step(self, action: str) -> dict[str, Any]:
+    def step(self, action: str) -> dict[str, Any] | Refusal:
         """Play one action; see the module docstring for the result."""
         if self._won:
-            return {"accepted": False, "reason": "game_over", "message": REASONS["game_over"]}
+            return refusal(PuzzleCode.GAME_OVER)
         out = advance(self.ctx, self._board, action)
+        if out.refusal is not None:
+            return out.refusal
         assert out.record is not None
-        if not out.accepted:
-            return out.record
         self._undo.append((self._board, self._moves))
         self._board, self._moves = out.board, self._moves + (action,)
         self._won, self._lost = out.won, out.lost
         return {**out.record, "turn": len(self._moves)}
 
-    def undo(self) -> dict[str, Any]:
+    def undo(self) -> dict[str, Any] | Refusal:
         """Return to the state before the last accepted turn, reset or restore."""
         if not self._undo:
-            return {"accepted": False, "reason": "nothing_to_undo",
-                    "message": "There is nothing to undo."}
+            return refusal(PuzzleCode.NOTHING_TO_UNDO)
         board, moves = self._undo.pop()
         return self._jump(board, moves, "undo")
 
@@ -121,23 +123,31 @@ class Game:
     def _jump(self, board: Board, moves: tuple[str, ...], cause: str) -> dict[str, Any]:
         old = self._board
         self._board, self._moves = board, moves
-        self._won, self._lost = self._status(board)
+        self._won, self._lost = status(self.ctx, board)
         result: dict[str, Any] = {"accepted": True, "cause": cause, "changed": True,
                                   "turn": len(moves), "won": self._won, "lost": self._lost}
-        records = [
-            {"mechanic": mid, "type": "restored", "subject": None,
-             "from": dict(zip([n for n, _ in host.schema], a, strict=True)),
-             "to": dict(zip([n for n, _ in host.schema], b, strict=True)), "cause": cause}
-            for (mid, host, _), a, b in zip(self.ctx.mechanics, old.mechanics, board.mechanics,
-                                            strict=True) if a != b]
+        records = restored(self.ctx, old, board, cause)
         if records:
             result["mechanics"] = records
         return result
 
-    def _status(self, board: Board) -> tuple[bool, bool]:
-        work = Work(self.ctx, board, record=False)
-        won = victory(work)
-        return won, not won and not any(work.rules.masks[o[1]] & YOU for o in work.objs)
+
+def status(ctx: Context, board: Board) -> tuple[bool, bool]:
+    """(won, lost) of a settled board: a YOU on a WIN; nothing YOU and not won."""
+    work = Work(ctx, board, record=False)
+    won = victory(work)
+    return won, not won and not has_you(work)
+
+
+def restored(ctx: Context, old: Board, new: Board, cause: str) -> list[dict[str, Any]]:
+    """The `restored` transition records of the mechanics whose value differs from `old` to
+    `new` (an undo, reset or restore: `cause`)."""
+    return [
+        {"mechanic": mid, "type": "restored", "subject": None,
+         "from": dict(zip([n for n, _ in host.schema], a, strict=True)),
+         "to": dict(zip([n for n, _ in host.schema], b, strict=True)), "cause": cause}
+        for (mid, host, _), a, b in zip(ctx.mechanics, old.mechanics, new.mechanics, strict=True)
+        if a != b]
 
 
 def create_game(level: Level | dict[str, Any], profile: str | Profile | None = None,

@@ -3,6 +3,7 @@
 A level is a JSON object::
 
     {"id": "intro-1", "name": "First steps", "author": "me", "width": 8, "height": 6,
+     "hint": "Walk to the flag.",                 # optional, one line
      "profile": "classic",                       # optional: "classic" (default) or "keke"
      "objects": [{"id": "b1", "noun": "baba", "x": 1, "y": 2, "facing": "right"}],
      "text":    [{"id": "t1", "word": "baba", "x": 0, "y": 0}],
@@ -30,9 +31,10 @@ from .words import DIRECTIONS, FACING_CODE, NOUN_CODE, NOUNS, WORDS, kind_name, 
 MAX_SIDE = 64
 MAX_ITEMS = 4096
 MAX_ID_CHARS = 64
+MAX_LINE_CHARS = 200  # name, author and hint
 _LEVEL_FIELDS = frozenset(
-    {"id", "name", "author", "width", "height", "profile", "objects", "text", "mechanics",
-     "solution"})
+    {"id", "name", "author", "hint", "width", "height", "profile", "objects", "text",
+     "mechanics", "solution"})
 _OBJECT_FIELDS = frozenset({"id", "noun", "x", "y", "facing"})
 _TEXT_FIELDS = frozenset({"id", "word", "x", "y", "facing"})
 _SOLUTION = re.compile(r"^[udlrsUDLRS]*$")
@@ -55,6 +57,7 @@ class Level:
     objects: tuple[Obj, ...]
     mechanics: tuple[MechanicDef, ...]
     solution: str | None
+    hint: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """The level as canonical JSON data (parses back to an equal `Level`)."""
@@ -74,6 +77,8 @@ class Level:
             "id": self.id, "name": self.name, "author": self.author, "width": self.width,
             "height": self.height, "profile": self.profile, "objects": objects, "text": text,
         }
+        if self.hint:
+            data["hint"] = self.hint
         if self.mechanics:
             data["mechanics"] = [m.to_json() for m in self.mechanics]
         if self.solution is not None:
@@ -103,9 +108,10 @@ def check_level(data: Any, path: str = "") -> tuple[Level | None, list[Diagnosti
     level_id = data.get("id", "")
     if not (isinstance(level_id, str) or _int_in(level_id, -(2**53), 2**53)):
         bad(join_path(path, "id"), "must be a string or an integer")
-    for key in ("name", "author"):
-        if not isinstance(data.get(key, ""), str):
-            bad(join_path(path, key), "must be a string")
+    for key in ("name", "author", "hint"):
+        value = data.get(key, "")
+        if not (isinstance(value, str) and len(value) <= MAX_LINE_CHARS and "\n" not in value):
+            bad(join_path(path, key), f"must be one line of at most {MAX_LINE_CHARS} characters")
     width, height = data.get("width"), data.get("height")
     for key, value in (("width", width), ("height", height)):
         if not _int_in(value, 1, MAX_SIDE):
@@ -177,7 +183,8 @@ def check_level(data: Any, path: str = "") -> tuple[Level | None, list[Diagnosti
     level = Level(
         id=str(level_id), name=data.get("name", ""), author=data.get("author", ""),
         width=width, height=height, profile=profile, ids=tuple(ids), objects=tuple(board),
-        mechanics=mechanics, solution=solution.lower() if solution is not None else None)
+        mechanics=mechanics, solution=solution.lower() if solution is not None else None,
+        hint=data.get("hint", ""))
     return level, diags
 
 

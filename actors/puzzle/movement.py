@@ -9,7 +9,8 @@ Two collision models, chosen by the profile:
   at all after being pushed or pulled in that step.
 * `layered` (Keke): things that are YOU, MOVE, PUSH or STOP, and all text, sit in an object layer
   with one entry per cell; everything else lies underneath and never blocks. Membership is the
-  board flag `obj[5]`, rebuilt only where Keke rebuilds it (`rebuild_layer`). An object moves at
+  board flag `layer.IN_LAYER`, re-placed only where Keke re-places it (`layer.place`). Who may
+  move, push or block is Keke's per-object flags and noun lists (`layer.py`). An object moves at
   most once per turn; a YOU walking into another YOU is blocked, anything else may walk onto a
   YOU (and hides it from the layer).
 
@@ -21,17 +22,16 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from .rules import MOVE, OPEN, PULL, PUSH, SHUT, STOP, TEXT_INDEX, WEAK, YOU
+from .layer import GONE, IN_LAYER, OFF_NOUN, movable, stopped
+from .ruleset import MOVE, OPEN, PULL, PUSH, SHUT, STOP, TEXT_INDEX, WEAK, YOU
 from .words import DELTAS, TEXT_BASE
 
 if TYPE_CHECKING:
     from .turn import Work
 
-_LAYERED = YOU | MOVE | PUSH
-
-
 def movers(work: Work, bit: int, order: tuple[int, ...]) -> list[list[int]]:
-    """Objects with property `bit`: noun by noun in rule order (layered) or in board order."""
+    """Objects with property `bit`: noun by noun in rule order, from the nouns' lists (layered),
+    or in board order."""
     masks = work.rules.masks
     if work.ctx.profile.collision == "stacked":
         return [o for o in work.objs if masks[o[1]] & bit]
@@ -40,33 +40,11 @@ def movers(work: Work, bit: int, order: tuple[int, ...]) -> list[list[int]]:
         if noun == TEXT_INDEX:
             found.extend(o for o in work.objs if o[1] >= TEXT_BASE and masks[o[1]] & bit)
         else:
-            found.extend(o for o in work.objs if o[1] == noun)
+            found.extend(o for o in work.objs if o[1] == noun and not o[5] & OFF_NOUN)
     return found
 
 
 # ---------------------------------------------------------------- layered (Keke)
-
-
-def rebuild_layer(work: Work) -> None:
-    """Recompute who is in Keke's object layer from the board (its `setOverlaps`): objects in
-    board order enter it when YOU/MOVE/PUSH/STOP and clear it otherwise, then all text enters.
-    Keke does this only after a rules re-read or a destruction; in between the layer evolves move
-    by move, which is why the flag is part of the board (`obj[5]`)."""
-    masks = work.rules.masks
-    layer: dict[tuple[int, int], list[int]] = {}
-    for o in work.objs:
-        o[5] = 0
-        if o[1] < TEXT_BASE:
-            if masks[o[1]] & (_LAYERED | STOP):
-                layer[(o[2], o[3])] = o
-            else:
-                layer.pop((o[2], o[3]), None)
-    for o in work.objs:
-        if o[1] >= TEXT_BASE:
-            layer[(o[2], o[3])] = o
-    for o in layer.values():
-        o[5] = 1
-    work.layer = layer
 
 
 def move_layered(work: Work, direction: int | None) -> None:
@@ -75,14 +53,14 @@ def move_layered(work: Work, direction: int | None) -> None:
     moved = work.moved
     layer = work.layer
     if layer is None:
-        layer = work.layer = {(o[2], o[3]): o for o in work.objs if o[5]}
+        layer = work.layer = {(o[2], o[3]): o for o in work.objs if o[5] & IN_LAYER}
+
+    def player(o: list[int]) -> bool:  # on Keke's list of YOU objects
+        return o[1] < TEXT_BASE and bool(masks[o[1]] & YOU) and not o[5] & OFF_NOUN
 
     def shift(e: list[int], d: int) -> bool:
         work.spend()
-        if e[0] in moved:
-            return False
-        kind = e[1]
-        if kind < TEXT_BASE and not masks[kind] & _LAYERED:
+        if e[0] in moved or not movable(e, masks):
             return False
         dx, dy = DELTAS[d]
         x, y = e[2] + dx, e[3] + dy
@@ -90,29 +68,26 @@ def move_layered(work: Work, direction: int | None) -> None:
             return False
         o = layer.get((x, y))
         if o is not None:
-            ok = o[1]
-            if ok < TEXT_BASE:
-                om = masks[ok]
-                if om & STOP:
+            if o[1] < TEXT_BASE:
+                if stopped(o, masks):
                     return False
-                if om & _LAYERED:
-                    if om & PUSH:
+                if movable(o, masks):
+                    if masks[o[1]] & PUSH and not o[5] & OFF_NOUN:
                         if not shift(o, d):
                             return False
-                    elif not (om & YOU and (kind >= TEXT_BASE or not masks[kind] & YOU)):
+                    elif not (player(o) and not player(e)):
                         return False
             elif not shift(o, d):
                 return False
         # Keke clears the origin cell of the layer even when `e` was hidden under another thing.
-        gone = layer.pop((e[2], e[3]), None)
-        if gone is not None:
-            gone[5] = 0
-        under = layer.get((x, y))
-        if under is not None:
-            under[5] = 0
+        for cleared in (layer.pop((e[2], e[3]), None), layer.get((x, y))):
+            if cleared is not None:
+                cleared[5] &= ~IN_LAYER
+                if cleared[5] & GONE == GONE:
+                    work.ghost_gone = True  # a map entry was all that kept it (`layer.py`)
         work.relocate(e, x, y, d)
         layer[(x, y)] = e
-        e[5] = 1
+        e[5] |= IN_LAYER
         moved.add(e[0])
         return True
 
@@ -130,6 +105,8 @@ def move_layered(work: Work, direction: int | None) -> None:
 
 def move_stacked(work: Work, direction: int | None) -> None:
     """One classic movement step: players toward `direction`, or automata when it is None."""
+    if not work.rules.present & (MOVE if direction is None else YOU):
+        return
     masks, width, height, blocked = work.rules.masks, work.ctx.width, work.ctx.height, work.blocked
     cells: dict[tuple[int, int], list[list[int]]] = defaultdict(list)
     for o in work.objs:

@@ -1,187 +1,317 @@
-"""Reading the text on the board into rules.
+"""The puzzle room as a `World` (actors/world.py): `puzzle:<room id>`, one player's play of a
+pack, every turn an event. Pure: the host runs `WORLD`.
 
-Text reads left-to-right along each row and top-to-bottom along each column. A sentence is
-`SUBJECTS IS PREDICATES` where subjects are `[NOT]* NOUN` joined by AND and predicates are
-`[NOT]* (NOUN | PROPERTY)` joined by AND. `TEXT` is the noun of every text block. Meaning:
+* `puzzle.create` (agent) makes the room from a bundled pack's level or a data-only share link;
+  the caller becomes its player. Only the player writes (`move`, `undo`, `reset`, `next`;
+  another caller is `forbidden`), anyone reads (`view`, `history`, `leaderboard`). A write
+  naming an `expected_revision` other than the room's is `stale_revision`; a refusal changes
+  nothing.
+* `puzzle.hint` needs the solver off the actor's task, an effect: it is declared in
+  `protocol/ops/puzzle.py` and answered by the live room's actor (`actors/puzzle/actor.py`, a
+  later phase) with `hint.hint`, so it is in neither `moves` nor `reads` here.
 
-* `X IS PROP` gives every X the property; `X IS NOT PROP` takes it away again (NOT wins).
-* `X IS Y` transforms every X into Y (`X IS TEXT` into the text showing X, `TEXT IS Y` turns
-  text into objects); `X IS X` and `X IS NOT Y` block those transforms.
-* `NOT X IS ...` applies to every object noun but X.
-
-When text is stacked, a cell reads as its first text block in board order (Keke's layered model:
-its last, see `board_lines`). Text is always PUSH.
+States are `room.Room` values, events `events.py`'s, the JSON snapshot (`snapshot`) holds the
+engine's public snapshot of the board (restored inert, `snapshot.state_to_board`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import base64
+from typing import Any
 
 import attrs
 
-from .words import NOUNS, PROPERTIES, TEXT_BASE, TEXT_NOUN, WORDS
+from actors.world import Codec, Ctx, Move, Read, Refusal, StateCodec, World
+from protocol.errors import ErrorCode
+from protocol.ops import puzzle as ops
+from protocol.ops.puzzle import MAX_MOVES, PuzzleCode
 
-PROP_BIT: dict[str, int] = {name: 1 << i for i, name in enumerate(PROPERTIES)}
-YOU, WIN, STOP, PUSH, PULL, MOVE, SINK, DEFEAT, HOT, MELT, OPEN, SHUT, WEAK, FLOAT = (
-    PROP_BIT[p] for p in PROPERTIES)
-TEXT_INDEX = len(NOUNS)  # noun index of `text` in per-noun tables
-KINDS = TEXT_BASE + len(WORDS)
-_NOUN_WORDS = frozenset(NOUNS) | {TEXT_NOUN}
-_PROP_WORDS = frozenset(PROPERTIES)
-
-
-@attrs.frozen
-class RuleSet:
-    """The rules in force: readable sentences, a property mask per kind, transforms in order.
-
-    `you_order` / `move_order` list noun indices in the order their YOU / MOVE rules were read
-    (Keke moves objects noun by noun in that order).
-    """
-
-    sentences: tuple[str, ...]
-    masks: tuple[int, ...]
-    transforms: tuple[tuple[int, int], ...]
-    you_order: tuple[int, ...]
-    move_order: tuple[int, ...]
-    present: int = 0  # every property some object noun has: lets a turn skip idle steps
+from .catalog import bundled, names, room_limits
+from .diagnostics import Diagnostic
+from .events import Advanced, Created, Event, Moved, Reset, Undone, decode, encode
+from .game import status
+from .leaderboard import Standings
+from .pack import Pack
+from .render import board_json
+from .room import Play, Room
+from .share import ShareError, make_link, open_link
+from .snapshot import board_to_state, state_to_board
+from .turn import advance, refusal
+from .words import MOVE_LETTERS
 
 
-def _noun_index(word: str) -> int:
-    return TEXT_INDEX if word == TEXT_NOUN else NOUNS.index(word)
+def initial(_name: str) -> Room:
+    """A room that was never created."""
+    return Room()
 
 
-def _terms(line: list[str], i: int, step: int, allowed: frozenset[str]
-           ) -> list[tuple[bool, str]]:
-    """Parse `[NOT]* WORD (AND [NOT]* WORD)*` starting at `i`, walking by `step` (+1 or -1)."""
-    terms: list[tuple[bool, str]] = []
-    inside = range(len(line))
-    while True:
-        nots = 0
-        if step > 0:
-            while i in inside and line[i] == "not":
-                nots, i = nots + 1, i + 1
-            if i not in inside or line[i] not in allowed:
-                return terms
-            word, i = line[i], i + 1
-        else:
-            if i not in inside or line[i] not in allowed:
-                return terms
-            word, i = line[i], i - 1
-            while i in inside and line[i] == "not":
-                nots, i = nots + 1, i - 1
-        terms.append((nots % 2 == 1, word))
-        if i not in inside or line[i] != "and":
-            return terms
-        i += step
+def evolve(state: Room, event: Event) -> Room:
+    """The room after one event."""
+    if isinstance(event, Created):
+        return Room.created(event.player, event.pack, event.link, event.level, event.profile)
+    play = state.play
+    assert play is not None
+    if isinstance(event, Moved):
+        return state.with_play(play.moved(event.dir))
+    if isinstance(event, Undone):
+        return state.with_play(play.undone())
+    if isinstance(event, Reset):
+        return state.with_play(play.reset())
+    return state.advanced()
 
 
-def read_sentences(lines: list[list[str]]) -> list[tuple[list[tuple[bool, str]],
-                                                         list[tuple[bool, str]]]]:
-    """Every (subjects, predicates) sentence in the given word lines, in reading order."""
-    found = []
-    for line in lines:
-        for i, word in enumerate(line):
-            if word != "is":
-                continue
-            subjects = _terms(line, i - 1, -1, _NOUN_WORDS)
-            predicates = _terms(line, i + 1, 1, _NOUN_WORDS | _PROP_WORDS)
-            if subjects and predicates:
-                found.append((subjects[::-1], predicates))
-    return found
+# ------------------------------------------------------------------ writes
 
 
-def board_lines(text: list[tuple[int, int, int]], layered: bool = False) -> list[list[str]]:
-    """Word lines of the board: every maximal horizontal and vertical run of text cells.
-
-    Keke reads each IS horizontally then vertically, in board order; the runs here are ordered by
-    their IS blocks the same way so that rule order (which decides transform order) matches.
-    Where text is stacked a cell shows its first block, or under `layered` (Keke's object map,
-    where words are re-placed in list order) its last; there an IS hidden under another word
-    still joins the words the map shows on either side, as Keke's reader does.
-    """
-    cell: dict[tuple[int, int], str] = {}
-    for kind, x, y in text:
-        if layered:
-            cell[(x, y)] = WORDS[kind - TEXT_BASE]
-        else:
-            cell.setdefault((x, y), WORDS[kind - TEXT_BASE])
-    lines: list[list[str]] = []
-    seen: set[tuple[int, int, int]] = set()
-    for kind, x, y in text:
-        if WORDS[kind - TEXT_BASE] != "is":
-            continue
-        if cell[(x, y)] != "is":
-            if layered:  # a hidden IS: the triples around it
-                lines.extend([cell[(x - dx, y - dy)], "is", cell[(x + dx, y + dy)]]
-                             for dx, dy in ((1, 0), (0, 1))
-                             if (x - dx, y - dy) in cell and (x + dx, y + dy) in cell)
-            continue
-        for dx, dy, axis in ((1, 0, 0), (0, 1, 1)):
-            sx, sy = x, y
-            while (sx - dx, sy - dy) in cell:
-                sx, sy = sx - dx, sy - dy
-            if (sx, sy, axis) in seen:
-                continue
-            seen.add((sx, sy, axis))
-            run = []
-            while (sx, sy) in cell:
-                run.append(cell[(sx, sy)])
-                sx, sy = sx + dx, sy + dy
-            lines.append(run)
-    return lines
+def _bad(message: str, path: str, diagnostics: list[Diagnostic] | tuple[Diagnostic, ...] = (),
+         **detail: Any) -> Refusal:
+    """A bad_request naming the argument and, for a level or pack, the engine's diagnostics."""
+    found = [{"path": d.path, "message": d.message} for d in diagnostics]
+    return Refusal(ErrorCode.BAD_REQUEST, message,
+                   {"path": path, **({"diagnostics": found} if found else {}), **detail})
 
 
-def parse_rules(text: list[tuple[int, int, int]], layered: bool = False) -> RuleSet:
-    """The rule set that the text blocks `(kind, x, y)` (in board order) spell out; `layered`
-    reads stacked text as Keke does (see `board_lines`)."""
-    plus = [0] * (len(NOUNS) + 1)
-    minus = [0] * (len(NOUNS) + 1)
-    sentences: list[str] = []
-    transforms: list[tuple[int, int]] = []
-    blocked: set[tuple[int, int]] = set()
-    frozen: set[int] = set()
-    you_order: list[int] = []
-    move_order: list[int] = []
-    for subjects, predicates in read_sentences(board_lines(text, layered)):
-        for sneg, subject in subjects:
-            targets = ([n for n in range(len(NOUNS)) if NOUNS[n] != subject] if sneg
-                       else [_noun_index(subject)])
-            for pneg, word in predicates:
-                sentence = f"{'not ' * sneg}{subject} is {'not ' * pneg}{word}"
-                if sentence not in sentences:
-                    sentences.append(sentence)
-                for noun in targets:
-                    if word in PROP_BIT:
-                        (minus if pneg else plus)[noun] |= PROP_BIT[word]
-                        order = you_order if word == "you" else move_order \
-                            if word == "move" else None
-                        if order is not None and not pneg and noun not in order:
-                            order.append(noun)
-                    elif pneg:
-                        blocked.add((noun, _noun_index(word)))
-                    elif _noun_index(word) == noun:
-                        frozen.add(noun)
-                    elif (noun, _noun_index(word)) not in transforms:
-                        transforms.append((noun, _noun_index(word)))
-    masks = [0] * KINDS
-    for kind in range(KINDS):
-        noun = TEXT_INDEX if kind >= TEXT_BASE else kind
-        if kind < len(NOUNS) or kind >= TEXT_BASE:
-            masks[kind] = plus[noun] & ~minus[noun]
-            if kind >= TEXT_BASE:
-                masks[kind] |= PUSH
-    kept = tuple(t for t in transforms if t[0] not in frozen and t not in blocked)
-    you_mask = [m for m in range(len(NOUNS) + 1) if plus[m] & ~minus[m] & YOU]
-    move_mask = [m for m in range(len(NOUNS) + 1) if plus[m] & ~minus[m] & MOVE]
-    return RuleSet(
-        sentences=tuple(sentences), masks=tuple(masks), transforms=kept,
-        you_order=tuple(n for n in you_order if n in you_mask),
-        move_order=tuple(n for n in move_order if n in move_mask),
-        present=_union(plus[m] & ~minus[m] for m in range(len(NOUNS) + 1)))
+def _source(args: ops.CreateArgs) -> tuple[Pack, str, str] | Refusal:
+    """(pack, its name, the argument it came from) of a create, or the refusal."""
+    if args.link:
+        try:
+            pack = open_link(args.link)
+        except ShareError as err:
+            return _bad(str(err), "args.link", err.diagnostics, share=err.code)
+        return pack, pack.name, "args.link"
+    try:
+        pack = bundled(args.pack)
+    except KeyError as err:
+        return _bad(str(err.args[0]), "args.pack", bundled=list(names()))
+    return pack, args.pack, "args.pack"
 
 
-def _union(bits: Iterable[int]) -> int:
-    out = 0
-    for b in bits:
-        out |= b
-    return out
+def decide_create(state: Room, args: ops.CreateArgs, ctx: Ctx) -> list[Event] | Refusal:
+    """Create the room once, from a bundled pack or a share link that a room can play."""
+    if state.rev:
+        return Refusal(ErrorCode.ALREADY_EXISTS, "this room exists")
+    found = _source(args)
+    if isinstance(found, Refusal):
+        return found
+    pack, name, where = found
+    too_big = room_limits(pack)
+    if too_big:
+        return _bad(f"a level is too big for a room: {too_big[0]}", where, too_big)
+    ids = [lv.id for lv in pack.levels]
+    if args.level and args.level not in ids:
+        return _bad(f"no level {args.level!r} in pack {pack.name!r}", "args.level", levels=ids)
+    index = ids.index(args.level) if args.level else 0
+    return [Created(ctx.caller.name, name, make_link(pack), index, args.profile)]
+
+
+def _writable(state: Room, ctx: Ctx, expected: int | None) -> Refusal | None:
+    """The refusal of a write by this caller at this revision, if any."""
+    if not state.rev:
+        return Refusal(ErrorCode.UNKNOWN_ACTOR, "this room was never created")
+    if ctx.caller.name != state.player:
+        return Refusal(ErrorCode.FORBIDDEN, "only the room's player may play it; anyone may "
+                       "watch", {"player": state.player})
+    if expected is not None and expected != state.rev:
+        return Refusal(ErrorCode.STALE_REVISION, f"the room is at revision {state.rev}, not "
+                       f"{expected}", {"revision": state.rev})
+    return None
+
+
+def decide_move(state: Room, args: ops.MoveArgs, ctx: Ctx) -> list[Event] | Refusal:
+    """One turn, if the engine takes it."""
+    refused = _writable(state, ctx, args.expected_revision)
+    if refused is not None:
+        return refused
+    play = state.play
+    assert play is not None
+    if play.won:
+        return refusal(PuzzleCode.GAME_OVER)
+    if len(play.moves) >= MAX_MOVES:
+        return Refusal(PuzzleCode.MOVE_LIMIT, f"this level's play holds {MAX_MOVES} moves, "
+                       "the most a room keeps; undo or reset")
+    out = play.try_move(args.dir)
+    if out.refusal is not None:
+        return out.refusal
+    return [Moved(args.dir)]
+
+
+def decide_undo(state: Room, args: ops.StepArgs, ctx: Ctx) -> list[Event] | Refusal:
+    """Undo the last turn or reset of this level."""
+    refused = _writable(state, ctx, args.expected_revision)
+    if refused is not None:
+        return refused
+    assert state.play is not None
+    if not state.play.undo:
+        return refusal(PuzzleCode.NOTHING_TO_UNDO)
+    return [Undone()]
+
+
+def decide_reset(state: Room, args: ops.StepArgs, ctx: Ctx) -> list[Event] | Refusal:
+    """Back to the level's start, unless it is there already."""
+    refused = _writable(state, ctx, args.expected_revision)
+    if refused is not None:
+        return refused
+    assert state.play is not None
+    if state.play.at_start():
+        return Refusal(PuzzleCode.NO_CHANGE, "the level is at its start already")
+    return [Reset()]
+
+
+def decide_next(state: Room, args: ops.StepArgs, ctx: Ctx) -> list[Event] | Refusal:
+    """On to the next level, once this one is won."""
+    refused = _writable(state, ctx, args.expected_revision)
+    if refused is not None:
+        return refused
+    assert state.play is not None and state.pack is not None
+    if not state.play.won:
+        return Refusal(PuzzleCode.NOT_WON, "win this level first")
+    if state.level + 1 >= len(state.pack.levels):
+        return Refusal(PuzzleCode.LAST_LEVEL, f"this is the last level of {state.pack_name!r}")
+    return [Advanced()]
+
+
+# ------------------------------------------------------------------ replies and reads
+
+
+def room_view(state: Room, play: Play | None = None) -> ops.RoomView:
+    """The room as replies and reads show it (`play`: another moment of this level)."""
+    play = play or state.play
+    assert play is not None and state.pack is not None
+    level = play.level
+    solved = state.standings.solved.get(state.player, frozenset())
+    board = board_json(play.ctx, play.board)
+    mechanics = {mid: dict(zip([n for n, _ in host.schema], value, strict=True))
+                 for (mid, host, _), value in zip(play.ctx.mechanics, play.board.mechanics,
+                                                  strict=True)}
+    return ops.RoomView(
+        revision=state.rev, player=state.player, pack=state.pack_name,
+        profile=play.ctx.profile.name, level=state.level, levels=len(state.pack.levels),
+        level_id=level.id, title=level.name, hint=level.hint, board=ops.Board(**board),
+        moves=play.moves, won=play.won, lost=play.lost, mechanics=mechanics,
+        solved=[lv.id for lv in state.pack.levels if state.key(lv) in solved])
+
+
+def result_room(state: Room, _events: Any, _args: Any) -> ops.RoomView:
+    """The reply of `puzzle.create`."""
+    return room_view(state)
+
+
+def result_turn(state: Room, _events: Any, _args: Any) -> ops.TurnResult:
+    """The reply of a turn, undo, reset or next: the room and what the step did."""
+    assert state.play is not None
+    return ops.TurnResult(room_view(state), dict(state.play.last))
+
+
+def _created(state: Room) -> Refusal | None:
+    return None if state.rev else Refusal(ErrorCode.UNKNOWN_ACTOR, "this room was never created")
+
+
+def answer_view(state: Room, _args: ops.ViewArgs, _ctx: Ctx) -> ops.RoomView | Refusal:
+    """`puzzle.view`."""
+    return _created(state) or room_view(state)
+
+
+def answer_history(state: Room, args: ops.HistoryArgs, _ctx: Ctx) -> ops.RoomView | Refusal:
+    """`puzzle.history`: the level replayed from its start through its first `move` moves."""
+    missing = _created(state)
+    if missing is not None:
+        return missing
+    play = state.play
+    assert play is not None
+    if args.move > len(play.moves):
+        return _bad(f"this level has {len(play.moves)} moves so far", "args.move",
+                    moves=len(play.moves))
+    past = Play.begin(play.level, state.profile)
+    for letter in play.moves[:args.move]:
+        out = advance(past.ctx, past.board, MOVE_LETTERS[letter], record=False)
+        past = attrs.evolve(past, board=out.board, moves=past.moves + letter, won=out.won,
+                            lost=out.lost)
+    return room_view(state, past)
+
+
+def answer_leaderboard(state: Room, args: ops.LeaderboardArgs, _ctx: Ctx
+                       ) -> ops.LeaderboardResult | Refusal:
+    """`puzzle.leaderboard`: a level's fewest moves by user and levels solved per user, from
+    this room's wins (each counted only because its moves replay to a win)."""
+    missing = _created(state)
+    if missing is not None:
+        return missing
+    assert state.pack is not None
+    level_id = args.level or state.level_id
+    levels = {lv.id: lv for lv in state.pack.levels}
+    if level_id not in levels:
+        return _bad(f"no level {level_id!r} in this room's pack", "args.level",
+                    levels=list(levels))
+    board = state.standings.board(state.key(levels[level_id]))
+    return ops.LeaderboardResult(level_id, [ops.Best(user, n) for user, n in board],
+                                 state.standings.counts())
+
+
+def view(state: Room) -> dict[str, Any]:
+    """What subscribers see: the room view (an empty object before the room exists)."""
+    return attrs.asdict(room_view(state)) if state.rev else {}
+
+
+# ------------------------------------------------------------------ snapshot
+
+
+def dump(state: Room) -> dict[str, Any]:
+    """The room as JSON: the engine's snapshot of the board, the undo keys, the standings."""
+    play = state.play
+    assert play is not None
+    return {
+        "rev": state.rev, "player": state.player, "pack": state.pack_name, "link": state.link,
+        "profile": state.profile, "level": state.level,
+        "board": board_to_state(play.ctx, play.board), "moves": play.moves,
+        "undo": [[base64.b64encode(key).decode("ascii"), moves] for key, moves in play.undo],
+        "fewest": {k: dict(v) for k, v in state.standings.fewest.items()},
+        "solved": {user: sorted(keys) for user, keys in state.standings.solved.items()},
+    }
+
+
+def load(data: dict[str, Any]) -> Room:
+    """The room of `dump`'s JSON; the board is restored as it is (no transform, no automaton
+    step), undo keys are decoded once to check them (`codec.CodecError` if one is bad)."""
+    room = Room.created(data["player"], data["pack"], data["link"], data["level"],
+                        data["profile"])
+    assert room.play is not None
+    play = room.play
+    board = state_to_board(play.ctx, data["board"])
+    undo = tuple((base64.b64decode(key), moves) for key, moves in data["undo"])
+    for key, _ in undo:
+        play.codec.decode(key)
+    won, lost = status(play.ctx, board)
+    play = attrs.evolve(play, board=board, moves=data["moves"], won=won, lost=lost, undo=undo)
+    standings = Standings({k: dict(v) for k, v in data["fewest"].items()},
+                          {u: frozenset(keys) for u, keys in data["solved"].items()})
+    return attrs.evolve(room, rev=data["rev"], play=play, standings=standings)
+
+
+def _dump(state: Room) -> Any:
+    return dump(state) if state.rev else {}
+
+
+def _load(data: Any) -> Room:
+    return load(data) if data else Room()
+
+
+WORLD = World(
+    kind="puzzle",
+    initial=initial,
+    evolve=evolve,
+    codec=Codec(encode, decode),
+    view=view,
+    ops=ops.OPS,
+    # `puzzle.hint` is the live room actor's effect (see the module docstring): not here.
+    moves={"puzzle.create": Move(decide_create, result_room),
+           "puzzle.move": Move(decide_move, result_turn),
+           "puzzle.undo": Move(decide_undo, result_turn),
+           "puzzle.reset": Move(decide_reset, result_turn),
+           "puzzle.next": Move(decide_next, result_turn)},
+    reads={"puzzle.view": Read(answer_view), "puzzle.history": Read(answer_history),
+           "puzzle.leaderboard": Read(answer_leaderboard)},
+    create="puzzle.create",
+    create_role="agent",
+    codes=PuzzleCode,
+    snapshot=StateCodec(_dump, _load),
+)

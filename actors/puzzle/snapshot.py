@@ -7,7 +7,10 @@
      "rules": ["baba is you", ...], "won": false, "lost": false,
      "mechanics": {"gate-a": {"open": false}}}          # only when the level declares mechanics
 
-Objects are listed in board order. A snapshot is always built fresh, so callers may mutate it.
+Objects are listed in board order. Under `keke` an entry also carries Keke's list membership
+(`layer.py`) where it is not the usual: `"in_phys": false` with the kept `"movable"` and
+`"stopped"` flags, `"in_noun_list": false`, and for a word `"read": false`. A snapshot is
+always built fresh, so callers may mutate it.
 """
 
 from __future__ import annotations
@@ -16,6 +19,15 @@ from typing import Any
 
 from .board import Board, Context
 from .diagnostics import Diagnostic, LevelError, join_path
+from .layer import (
+    IN_LAYER,
+    KEPT_MOVABLE,
+    KEPT_STOPPED,
+    OFF_NOUN,
+    OFF_PHYS,
+    UNREAD,
+    flags_valid,
+)
 from .mechanics.host import field_values
 from .words import DIRECTIONS, FACING_CODE, NOUN_CODE, WORDS, kind_name, text_kind
 
@@ -37,7 +49,14 @@ def board_to_state(ctx: Context, board: Board) -> dict[str, Any]:
             entry["noun"] = name
         entry.update(x=x, y=y, facing=DIRECTIONS[facing])
         if layered:
-            entry["layer"] = bool(layer)
+            entry["layer"] = bool(layer & IN_LAYER)
+            if layer & OFF_PHYS:
+                entry.update(in_phys=False, movable=bool(layer & KEPT_MOVABLE),
+                             stopped=bool(layer & KEPT_STOPPED))
+            if layer & OFF_NOUN:
+                entry["in_noun_list"] = False
+            if layer & UNREAD:
+                entry["read"] = False
         objects.append(entry)
     state: dict[str, Any] = {"objects": objects,
                              "rules": list(ctx.rules(board.objects).sentences)}
@@ -54,7 +73,7 @@ def state_to_board(ctx: Context, state: Any) -> Board:
     if not isinstance(state, dict) or not isinstance(state.get("objects"), list):
         raise RestoreError([Diagnostic("", "a snapshot is an object with an objects list")])
     board: list[tuple[int, int, int, int, int, int]] = []
-    fields = {"id", "noun", "word", "x", "y", "facing", "layer"}
+    fields = {"id", "noun", "word", "x", "y", "facing", *_FLAG_FIELDS}
     seen: set[str] = set()
     for i, item in enumerate(state["objects"]):
         at = join_path("objects", i)
@@ -73,30 +92,47 @@ def state_to_board(ctx: Context, state: Any) -> Board:
             noun = item.get("noun")
             kind = NOUN_CODE.get(noun) if isinstance(noun, str) else None
         x, y, facing = item.get("x"), item.get("y"), item.get("facing", "right")
-        if item.get("layer") and ctx.profile.collision != "layered":
-            diags.append(Diagnostic(join_path(at, "layer"), "only the layered (keke) collision "
-                                    "model has an object layer"))
-            continue
-        if kind is None or not isinstance(facing, str) or facing not in FACING_CODE or not isinstance(
-                item.get("layer", False), bool) or not (
+        if kind is None or not isinstance(facing, str) or facing not in FACING_CODE or not (
                 isinstance(x, int) and isinstance(y, int)
                 and 0 <= x < ctx.width and 0 <= y < ctx.height):
             diags.append(Diagnostic(at, "bad noun/word, position or facing"))
             continue
-        board.append((ctx.id_code[oid], kind, x, y, FACING_CODE[facing],
-                      int(item.get("layer", False))))
+        flags = _flags(item)
+        if flags is None or not flags_valid(kind, flags, ctx.layered):
+            diags.append(Diagnostic(at, "bad Keke layer or list flags (layer, in_phys, "
+                                    "in_noun_list, movable, stopped, read; keke profile only)"))
+            continue
+        board.append((ctx.id_code[oid], kind, x, y, FACING_CODE[facing], flags))
     values = mechanics_from_state(ctx, state.get("mechanics", {} if not ctx.mechanics else None),
                                   diags)
     if diags:
         raise RestoreError(diags)
-    if ctx.profile.collision == "layered" and not any("layer" in o for o in state["objects"]):
+    if ctx.layered and not any("layer" in o for o in state["objects"]):
         # A snapshot without Keke layer flags gets them the way Keke would after a reload.
-        from .movement import rebuild_layer
+        from .layer import place
         from .turn import Work
         work = Work(ctx, Board(tuple(board), values), record=False)
-        rebuild_layer(work)
+        place(work)
         board = [tuple(o) for o in work.objs]
     return Board(tuple(board), values)
+
+
+# Snapshot field -> (flag bit, the field's value that sets it); absent fields are the usual.
+_FLAG_FIELDS = {"layer": (IN_LAYER, True), "in_phys": (OFF_PHYS, False),
+                "in_noun_list": (OFF_NOUN, False), "movable": (KEPT_MOVABLE, True),
+                "stopped": (KEPT_STOPPED, True), "read": (UNREAD, False)}
+
+
+def _flags(item: dict[str, Any]) -> int | None:
+    """The board flags of a snapshot entry, None when a flag field is not a boolean."""
+    flags = 0
+    for name, (bit, sets) in _FLAG_FIELDS.items():
+        if name in item:
+            if not isinstance(item[name], bool):
+                return None
+            if item[name] is sets:
+                flags |= bit
+    return flags
 
 
 def mechanics_from_state(ctx: Context, data: Any, diags: list[Diagnostic]

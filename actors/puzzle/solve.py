@@ -3,7 +3,7 @@
 A search runs over a *model*, a transition system on keys:
 
 * `FastModel` (the `keke` profile without mechanics): `fast.FastLevel`, which re-states the
-  Keke simulator on flat lists and packs its whole state, quirks included, into the key;
+  Keke simulator on flat lists and packs its whole state into the key;
 * `EngineModel` (everything else): the public transition function (`turn.advance`, which
   `game.step` runs) with the state codec of `codec.py` as the key, mechanic state included.
 
@@ -67,12 +67,10 @@ class SolveResult:
 
 
 class Model(Protocol):
-    """A transition system over exact state keys. `quirks` holds the children of the last
-    `expand` reached by a turn the public engine may play otherwise; `lossy` says whether the
-    last `expand` skipped successors (folded walks that drop some arrivals)."""
+    """A transition system over exact state keys. `lossy` says whether the last `expand`
+    skipped successors (folded walks that drop some arrivals)."""
 
     name: str
-    quirks: Container[bytes]
     lossy: bool
 
     def initial(self) -> bytes:
@@ -99,11 +97,6 @@ class FastModel:
         self.expand = self._fast.expand
 
     @property
-    def quirks(self) -> Container[bytes]:
-        """Children of the last expansion whose turn hit Keke's double-removal quirk."""
-        return self._fast.quirks
-
-    @property
     def lossy(self) -> bool:
         """Whether the last expansion's timed walk (`walks.timed_exits`) skipped states."""
         return self._fast.lossy
@@ -111,21 +104,21 @@ class FastModel:
 
 class EngineModel:
     """The public transition path (`turn.advance`, which `game.step` runs) keyed by the
-    level's state codec, mechanic state included. Rejected turns (no change, nothing can
-    move, complexity cap) have no successor."""
+    level's state codec, mechanic state included, from the level's start or a given settled
+    board. Rejected turns (no change, nothing can move, complexity cap) have no successor."""
 
     name = "engine"
-    quirks: Container[bytes] = frozenset()  # the engine is the reference
     lossy = False  # it never folds walks, so it never skips a successor
 
-    def __init__(self, level: Level) -> None:
+    def __init__(self, level: Level, start: Board | None = None) -> None:
         from .board import Context
         from .codec import create_codec
         from .turn import settle_initial
 
         self._ctx = Context(level)
         self._codec = create_codec(self._ctx)
-        self._start = settle_initial(self._ctx, level.objects)
+        self._start = settle_initial(self._ctx, level.objects) if start is None else start
+        self._seen: set[object] = set()  # novelty features of the states generated so far
 
     def initial(self) -> bytes:
         """The key of the settled initial board."""
@@ -134,8 +127,8 @@ class EngineModel:
     def expand(self, key: bytes, seen: Container[bytes], walks: bool = False,
                timed: bool = True) -> list[tuple[str, bytes, bool, bool, bool, tuple[int, ...]]]:
         """(move, next key, won, lost, novel, estimates) for every accepted move that leads
-        out of `seen`; every state counts as novel here (no novelty features on this path),
-        and walks are never folded."""
+        out of `seen`; walks are never folded. A state is novel when it shows a feature no
+        earlier generated state showed (`_novel`)."""
         from .turn import advance
         from .words import MOVE_LETTERS as ACTIONS
 
@@ -146,14 +139,33 @@ class EngineModel:
             if step.accepted:
                 child = self._codec.encode(step.board)
                 if child not in seen:
-                    out.append((letter, child, step.won, step.lost, True,
+                    out.append((letter, child, step.won, step.lost, self._novel(step.board),
                                 (self._estimate(step.board),)))
         return out
+
+    def _novel(self, board: Board) -> bool:
+        """Width-based novelty, as the fast path's (`guide.Guide.novel`): pairs of a word or a
+        PUSH object on a cell with a YOU object on a cell, the rules in force and the mechanic
+        values (each with the YOU's cell: a gate's state matters where the YOU stands)."""
+        from .ruleset import PUSH, YOU
+        from .words import TEXT_BASE
+
+        rules = self._ctx.rules(board.objects)
+        masks = rules.masks
+        you = [(o[2], o[3]) for o in board.objects if masks[o[1]] & YOU]
+        things = [(o[1], o[2], o[3]) for o in board.objects
+                  if o[1] >= TEXT_BASE or masks[o[1]] & PUSH]
+        before = len(self._seen)
+        self._seen.update((thing, cell) for thing in things for cell in you)
+        self._seen.update(rules.sentences)
+        self._seen.update((i, value, cell) for i, value in enumerate(board.mechanics)
+                          for cell in you)
+        return len(self._seen) > before
 
     def _estimate(self, board: Board) -> int:
         """Manhattan distance from a YOU object to a WIN object (16 without WIN, 64 without
         YOU); the fast path has the finer, rule-forming estimate."""
-        from .rules import WIN, YOU
+        from .ruleset import WIN, YOU
 
         masks = self._ctx.rules(board.objects).masks
         you = [(o[2], o[3]) for o in board.objects if masks[o[1]] & YOU]
@@ -184,12 +196,11 @@ def search(model: Model, *, strategy: str, caps: Caps, clock: Callable[[], float
     It usually needs far fewer nodes than `bfs`; its answers are not always shortest. The
     caps count from the clock reading `started` and from `spent` earlier expansions (a search
     that continues another one's budget). A goal counts only when `verify` accepts its moves
-    (the caller replays them in the public engine); a refuted goal is a dead end. Paths through
-    a quirk turn (`Model.quirks`) are followed, since most still replay, until one such goal
-    is refuted; from then on they are dropped. A state whose expansion skipped successors
+    (the caller replays them in the public engine); a refuted goal (a model that disagrees
+    with the engine: a bug) is a dead end. A state whose expansion skipped successors
     (`Model.lossy`) is expanded again one move at a time once every queue is empty. An
-    exhausted search that met a quirk or a refutation proves nothing: it says
-    `complexity_blocked`, with a reason starting `_PARTIAL`.
+    exhausted search that met a refutation proves nothing: it says `complexity_blocked`, with
+    a reason starting `_PARTIAL`.
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r} (one of {', '.join(STRATEGIES)})")
@@ -205,8 +216,6 @@ def search(model: Model, *, strategy: str, caps: Caps, clock: Callable[[], float
     done: set[bytes] = set()
     pushed, expanded, turn, refuted = 0, spent, 0, 0
     popped_by: dict[bytes, int] = {}  # with `trace`: the queue that expanded each state
-    tainted: set[bytes] = set()  # states whose stored path crosses a quirk turn (`Model.quirks`)
-    shun = False  # set once a tainted goal was refuted: tainted states are dropped from then on
     # States whose expansion skipped some successors (`Model.lossy`): once every queue is empty
     # they are expanded again one move at a time, so that running dry still proves something.
     redo: list[tuple[int, bytes]] = []
@@ -235,13 +244,10 @@ def search(model: Model, *, strategy: str, caps: Caps, clock: Callable[[], float
             if key in done:
                 continue
             done.add(key)
-        if shun and key in tainted:
-            continue
         if trace:
             popped_by[key] = max(queue, 0)
         expanded += 1
-        children, dirty = model.expand(key, parents, walks, timed), key in tainted
-        quirks = model.quirks
+        children = model.expand(key, parents, walks, timed)
         if model.lossy:
             redo.append((depth, key))
         for move, child, won, _lost, novel, estimates in children:
@@ -249,10 +255,6 @@ def search(model: Model, *, strategy: str, caps: Caps, clock: Callable[[], float
                 continue
             parents[child] = (key, move)
             held += len(child) + _ENTRY_OVERHEAD
-            if dirty or child in quirks:
-                tainted.add(child)
-                if shun:
-                    continue
             if won:
                 moves = _path(parents, child)
                 if verify(moves):
@@ -262,7 +264,6 @@ def search(model: Model, *, strategy: str, caps: Caps, clock: Callable[[], float
                               + _queues(parents, popped_by, key))
                     return SOLVED, moves, expanded - spent, ""
                 refuted += 1  # a model/engine disagreement: search on past this state
-                shun |= child in tainted
                 continue
             pushed += 1
             if strategy == "bfs" or novel:
@@ -278,7 +279,7 @@ def search(model: Model, *, strategy: str, caps: Caps, clock: Callable[[], float
                                           depth + len(move), child))
         if trace and expanded % 10_000 == 0:
             trace(f"expanded {expanded - spent}, seen {len(parents)}, depth {depth}")
-    if tainted or refuted:
+    if refuted:
         why = f"{_PARTIAL} ({len(parents)} states, {refuted} goals refuted by replay)"
         return BLOCKED, "", expanded - spent, why
     return UNSOLVABLE, "", expanded - spent, f"all {len(parents)} reachable states explored"
@@ -305,29 +306,41 @@ def _path(parents: dict[bytes, tuple[bytes, str] | None], key: bytes) -> str:
 
 
 def solve(level: Level, *, clock: Callable[[], float], strategy: str = "best",
-          caps: Caps = Caps(), trace: Callable[[str], None] | None = None) -> SolveResult:
+          caps: Caps = Caps(), trace: Callable[[str], None] | None = None,
+          board: Board | None = None) -> SolveResult:
     """Search `level` for a winning move list; the answer is checked in the public engine.
 
     Every goal a search reaches is replayed before it is accepted; a refuted one is passed over
     and the search goes on. The fast path is used when it supports the level; if it ran dry
     without proving anything (see `search`), the public engine searches in the time left.
+    `board` (a settled board of the level, e.g. a game's current one) starts the search there
+    instead of at the level's start, on the public engine only.
     """
     from . import fast
-    from .game import replay
+    from .board import Context
+    from .turn import advance, settle_initial
+    from .words import MOVE_LETTERS as ACTIONS
 
     start = clock()
+    ctx = Context(level)
+    origin = settle_initial(ctx, level.objects) if board is None else board
     models: list[Callable[[], Model]] = []
-    if fast.unsupported(level) is None:
+    if board is None and fast.unsupported(level) is None:
         models.append(lambda: FastModel(level))
-    models.append(lambda: EngineModel(level))
+    models.append(lambda: EngineModel(level, origin))
     reason = ""
     expanded = 0
     rejected: list[str] = []
 
     def replays(moves: str) -> bool:
-        check = replay(level, moves)
-        if check["won"] and check["won_at"] == len(moves):
-            return True
+        at = origin
+        for i, letter in enumerate(moves, 1):
+            out = advance(ctx, at, ACTIONS[letter], record=False)
+            at = out.board
+            if out.won:
+                if i == len(moves):
+                    return True
+                break
         rejected.append(moves)
         return False
 

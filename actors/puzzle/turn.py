@@ -4,8 +4,11 @@ Classic plan: beforeMovement, players, rules, automata, afterMovement, rules, af
 beforeContacts, contacts, afterContacts, victory, settled. (Keke's differs; see profiles.py.)
 Mechanic hooks run at the lifecycle phases in mechanic-id order on a private working copy; the
 new mechanic values are committed only at `settled`, and nothing is committed at all when the
-turn is rejected (bad action, nothing can move, no change, or a complexity cap), so a rejected
-turn leaves the caller's board untouched. This is the only transition path: `game.step` and the
+turn is rejected (a `Refusal`: bad action, nothing can move, no change, or a complexity cap), so
+a rejected turn leaves the caller's board untouched. When a direction moves no controllable entity (every
+YOU blocked), no mechanic phase runs after `beforeMovement` (whose only effect, blocking cells,
+is what blocked them) and nothing of the mechanics commits; the rest of the turn (MOVE objects)
+is played, and a turn that then changes nothing is rejected as `no_change`. This is the only transition path: `game.step` and the
 solver both call `advance` (the solver with `record=False`, which skips building event data).
 """
 
@@ -15,10 +18,14 @@ from typing import Any
 
 import attrs
 
+from actors.world import Refusal
+from protocol.ops.puzzle import PuzzleCode
+
 from .board import Board, Context
-from .contacts import contacts, victory
-from .movement import move_layered, move_stacked, rebuild_layer
-from .rules import FLOAT, MOVE, YOU, RuleSet
+from .contacts import contacts, has_you, victory
+from .layer import IN_LAYER, OFF_NOUN, OFF_PHYS, UNREAD, drop_gone, mark_read, reset
+from .movement import move_layered, move_stacked
+from .ruleset import FLOAT, MOVE, YOU, RuleSet
 from .words import (
     DIRECTIONS,
     FACING_CODE,
@@ -37,14 +44,19 @@ class ComplexityBlocked(Exception):
 
 @attrs.frozen
 class Outcome:
-    """What `advance` returns: the new board (the old one when rejected) and the turn record."""
+    """What `advance` returns: the new board (the old one when rejected, with the `refusal`)
+    and, when recording, the turn record."""
 
     board: Board
-    accepted: bool
-    reason: str | None
+    refusal: Refusal | None
     won: bool
     lost: bool
     record: dict[str, Any] | None = None
+
+    @property
+    def accepted(self) -> bool:
+        """Whether the turn was taken."""
+        return self.refusal is None
 
 
 class Work:
@@ -58,13 +70,16 @@ class Work:
         self.rules: RuleSet = board.rules or ctx.rules(board.objects)
         self.blocked: set[tuple[int, int]] = set()
         self.moved: set[int] = set()
-        self.moved_text: set[int] = set()
+        self.moved_text: set[int] = set()  # text moved or removed since the rules were read
+        self.relocated = 0  # moves made so far this turn
+        self.ghost_gone = False  # movement overwrote the map entry of an object off both lists
         # Keke's object layer as a cell -> object map, kept across the turn's movement steps;
         # None means "rebuild it from the board flags" (after a destruction).
         self.layer: dict[tuple[int, int], list[int]] | None = None
         self.budget = ctx.limits.work
         self.record = record
         self.destroyed: list[dict[str, Any]] = []
+        self.reported: set[int] = set()  # ids already in `destroyed`
         self.transforms: list[dict[str, Any]] = []
         self.events: list[dict[str, Any]] = []
         # (id code, from x, from y, to x, to y, facing) per move or turn, when recording
@@ -94,7 +109,14 @@ class Work:
         """Remove `obj` from the board."""
         self.objs = [o for o in self.objs if o is not obj]
         self.layer = None
-        if self.record:
+        if obj[1] >= TEXT_BASE:
+            self.moved_text.add(obj[0])
+        self.note_destroyed(obj, cause)
+
+    def note_destroyed(self, obj: list[int], cause: str) -> None:
+        """Report `obj` in this turn's `destroyed` (once)."""
+        if self.record and obj[0] not in self.reported:
+            self.reported.add(obj[0])
             self.destroyed.append({"id": self.ids[obj[0]], "noun": kind_name(obj[1]),
                                    "at": [obj[2], obj[3]], "cause": cause})
 
@@ -111,6 +133,7 @@ class Work:
 
     def relocate(self, obj: list[int], x: int, y: int, facing: int) -> None:
         """Move `obj` to (x, y) facing `facing`."""
+        self.relocated += 1
         if self.record:
             self.trail.append((obj[0], obj[2], obj[3], x, y, facing))
         obj[2], obj[3], obj[4] = x, y, facing
@@ -144,12 +167,15 @@ def transform(work: Work) -> bool:
         return False
     changed: list[tuple[list[int], int]] = []
     if work.ctx.profile.transforms_in_rule_order:
+        # Keke's changeSprite: each object on the noun's list is replaced by a new one at the
+        # end of the board, facing right, taking its map entry; one spliced off the phys list
+        # already makes a new one that is off it too (the splice takes the new last element).
         for src, dst in rules.transforms:
-            for o in [o for o in work.objs if _noun(o[1]) == src]:
+            for o in [o for o in work.objs if _noun(o[1]) == src and not o[5] & OFF_NOUN]:
                 new = _transform_kind(o[1], dst)
                 if new is not None:
                     work.objs.remove(o)
-                    work.objs.append([o[0], new, o[2], o[3], 0, 0])
+                    work.objs.append([o[0], new, o[2], o[3], 0, o[5] & (IN_LAYER | OFF_PHYS)])
                     changed.append((o, new))
     else:
         for o in work.objs:
@@ -170,22 +196,44 @@ def _noun(kind: int) -> int:
     return len(NOUNS) if kind >= TEXT_BASE else kind
 
 
+def _made_text(changed: bool, work: Work, before: int) -> bool:
+    return changed and sum(o[1] >= TEXT_BASE for o in work.objs) != before
+
+
 def rules_step(work: Work) -> None:
-    """Re-read the rules and transform (Keke: only if text moved, once per moved word)."""
+    """Re-read the rules and transform: every rules step (classic), or once per word that
+    moved (Keke's interpretRules, each reading its object map and ending in a `layer.reset`)."""
     if work.ctx.profile.reparse_every_turn:
-        passes = 1
-    else:
-        passes = len(work.moved_text)
-        work.moved_text.clear()
-    layered = work.ctx.profile.collision == "layered"
-    for _ in range(passes):
+        if work.ctx.layered:  # a hybrid profile (layered map, classic reading): read it all
+            for o in work.objs:
+                o[5] &= ~UNREAD
+            work.reread()
+            if transform(work):
+                work.reread()
+            reset(work)
+            return
+        # Rules are a function of the text: re-read only when some text moved or went.
+        if work.moved_text:
+            work.moved_text.clear()
+            work.reread()
+        text = sum(o[1] >= TEXT_BASE for o in work.objs) if work.rules.transforms else 0
+        if transform(work) and _made_text(True, work, text):
+            work.reread()
+        return
+    passes = len(work.moved_text)
+    work.moved_text.clear()
+    for i in range(passes):
+        before, text = work.rules, sum(o[1] >= TEXT_BASE for o in work.objs)
+        mark_read(work)
         work.reread()
         changed = transform(work)
-        if changed:
+        if _made_text(changed, work, text):  # X IS TEXT / TEXT IS X: not in Keke
+            mark_read(work)
             work.reread()
-        if layered:
-            rebuild_layer(work)
-        if not changed:
+        reset(work)
+        # From the second reading on, one that changes nothing leaves the map as the one before
+        # did, so every later one reads the same. (The first reads the map as movement left it.)
+        if i and not changed and work.rules.sentences == before.sentences:
             break
 
 
@@ -196,8 +244,8 @@ def settle_initial(ctx: Context, objects: tuple[Any, ...]) -> Board:
     work.reread()
     if transform(work):
         work.reread()
-    if ctx.profile.collision == "layered":
-        rebuild_layer(work)
+    if ctx.layered:
+        reset(work)
     values = tuple(host.initial(settings, work) for _, host, settings in ctx.mechanics)
     return Board(tuple(tuple(o) for o in work.objs), values, work.rules)
 
@@ -216,22 +264,29 @@ def advance(ctx: Context, board: Board, action: str, record: bool = True) -> Out
     try:
         direction = parse_action(action)
     except ValueError:
-        return _reject(board, "bad_action")
+        return _reject(board, PuzzleCode.BAD_ACTION)
     work = Work(ctx, board, record)
     masks = work.rules.masks
     if direction is not None and not (work.rules.present & (YOU | MOVE) and any(
-            masks[o[1]] & (YOU | MOVE) for o in work.objs)):
-        return _reject(board, "nothing_can_move")
+            masks[o[1]] & (YOU | MOVE) and not o[5] & OFF_NOUN for o in work.objs)):
+        return _reject(board, PuzzleCode.NOTHING_CAN_MOVE)
     rules_before = work.rules
     move = move_layered if ctx.profile.collision == "layered" else move_stacked
     players_trail = 0
     phases: list[str] = []
     won = False
+    frozen = False  # a direction that moved no controllable entity: no mechanic runs on
     try:
         for step in ctx.profile.plan:
             if step == "players":
                 if direction is not None:
                     move(work, direction)
+                    # The seed: on an input where nothing controllable can move, no mutating
+                    # mechanic phase commits state or emits a transition. (A player step moves
+                    # something only when some YOU moves.) The rest of the turn is played.
+                    if not work.relocated and ctx.mechanics:
+                        frozen = True
+                        work.mech, work.events = list(board.mechanics), []
                 players_trail = len(work.trail)
             elif step == "automata":
                 move(work, None)
@@ -241,19 +296,21 @@ def advance(ctx: Context, board: Board, action: str, record: bool = True) -> Out
                 contacts(work)
             elif step == "victory":
                 won = victory(work)
-            else:
+            elif not frozen:
                 _run_phase(work, step)
                 phases.append(step)
     except ComplexityBlocked:
-        return _reject(board, "complexity_blocked")
+        return _reject(board, PuzzleCode.COMPLEXITY_BLOCKED)
+    if work.ghost_gone:
+        drop_gone(work)  # a ghost map entry that movement overwrote
     new = Board(tuple(map(tuple, work.objs)), tuple(work.mech), work.rules)
     if new == board:
-        return _reject(board, "no_change")
-    lost = not won and not any(work.rules.masks[o[1]] & YOU for o in work.objs)
+        return _reject(board, PuzzleCode.NO_CHANGE)
+    lost = not won and not has_you(work)
     rec = None
     if record:
         rec = _record(work, action, players_trail, rules_before, phases, won, lost)
-    return Outcome(new, True, None, won, lost, rec)
+    return Outcome(new, None, won, lost, rec)
 
 
 def _run_phase(work: Work, phase: str) -> None:
@@ -296,15 +353,21 @@ def _record(work: Work, action: str, players_trail: int, rules_before: RuleSet,
     return result
 
 
-def _reject(board: Board, reason: str) -> Outcome:
-    return Outcome(board, False, reason, False, False,
-                   {"accepted": False, "reason": reason, "message": REASONS[reason]})
+def _reject(board: Board, code: PuzzleCode) -> Outcome:
+    return Outcome(board, refusal(code), False, False)
 
 
-REASONS: dict[str, str] = {
-    "bad_action": "The action must be one of up, down, left, right or wait.",
-    "nothing_can_move": "Nothing on the board is YOU or MOVE, so a direction does nothing.",
-    "no_change": "The turn would change nothing, so it was not taken.",
-    "complexity_blocked": "The turn exceeded the engine's complexity cap and was not taken.",
-    "game_over": "The level is already won; undo or reset to play on.",
+def refusal(code: PuzzleCode) -> Refusal:
+    """The engine's refusal for `code`, with its fixed message."""
+    return Refusal(code, MESSAGES[code])
+
+
+MESSAGES: dict[PuzzleCode, str] = {
+    PuzzleCode.BAD_ACTION: "The action must be one of up, down, left, right or wait.",
+    PuzzleCode.NOTHING_CAN_MOVE: "Nothing on the board is YOU or MOVE, so a direction does nothing.",
+    PuzzleCode.NO_CHANGE: "The turn would change nothing, so it was not taken.",
+    PuzzleCode.COMPLEXITY_BLOCKED:
+        "The turn exceeded the engine's complexity cap and was not taken.",
+    PuzzleCode.GAME_OVER: "The level is already won; undo or reset to play on.",
+    PuzzleCode.NOTHING_TO_UNDO: "There is nothing to undo.",
 }

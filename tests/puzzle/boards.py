@@ -62,3 +62,14 @@ def mechanic_level(profile: str = "classic") -> dict[str, Any]:
             {"id": "frail", "type": "frail_floor", "version": 1, "config": {"tile": "tile3"},
              "state_schema": {"stage": "enum:intact|pressed|cracking|broken"}},
         ])
+
+
+def refused(result: Any) -> str | None:
+    """The refusal code of an engine result (`actors.world.Refusal`), None when accepted."""
+    from actors.world import Refusal
+    return str(result.code) if isinstance(result, Refusal) else None
+
+
+def accepted(result: Any) -> bool:
+    """Whether an engine call was accepted (a result dict, not a `Refusal`)."""
+    return refused(result) is None

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from actors.puzzle.game import create_game, replay
 from actors.puzzle.keke import import_ascii
 from actors.puzzle.snapshot import RestoreError
-from tests.puzzle.boards import make_level, mechanic_level
+from tests.puzzle.boards import accepted, make_level, mechanic_level, refused
 
 LEVELS = {
     "mechanics-classic": mechanic_level(),
@@ -30,13 +30,13 @@ def test_undo_after_any_sequence_returns_each_prior_state(name: str, actions: li
     g = create_game(LEVELS[name])
     states = [g.get_state()]
     for action in actions:
-        if g.step(action)["accepted"]:
+        if accepted(g.step(action)):
             states.append(g.get_state())
     while len(states) > 1:
         states.pop()
-        assert g.undo()["accepted"]
+        assert accepted(g.undo())
         assert g.get_state() == states[-1]
-    assert g.undo()["reason"] == "nothing_to_undo"
+    assert refused(g.undo()) == "nothing_to_undo"
 
 
 @FAST
@@ -87,7 +87,7 @@ def test_restore_refuses_a_bad_snapshot_and_changes_nothing() -> None:
 def test_history_reset_and_game_over() -> None:
     g = create_game(make_level(["B=Y.", "F=V.", "bf.."]))
     assert g.step("right")["won"] and g.won and g.history == ("right",)
-    assert g.step("left")["reason"] == "game_over"
+    assert refused(g.step("left")) == "game_over"
     assert g.reset()["turn"] == 0 and g.history == () and not g.won
     assert g.reset()["changed"] is False
     assert g.undo()["won"] is True

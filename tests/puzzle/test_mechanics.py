@@ -9,7 +9,9 @@ import pytest
 from actors.puzzle.board import Limits
 from actors.puzzle.game import Game, create_game
 from actors.puzzle.profiles import PHASES
-from tests.puzzle.boards import make_level, mechanic_level
+from actors.world import Refusal
+from protocol.ops.puzzle import PuzzleCode
+from tests.puzzle.boards import accepted, make_level, mechanic_level, refused
 
 PROFILES = ["classic", "keke"]
 
@@ -43,13 +45,13 @@ def test_a_closed_gate_blocks_and_an_open_one_lets_through() -> None:
     closed = create_game(make_level(["B=Y.", "..bg", "...."], mechanics=[
         {"id": "g", "type": "plate_gate", "version": 1,
          "config": {"plates": ["baba1"], "gates": ["gate2"]}, "state_schema": {"open": "bool"}}]))
-    assert closed.step("right")["reason"] == "no_change"
+    assert refused(closed.step("right")) == "no_change"
     opened = create_game(make_level(["B=Y.", "..bg", "..p."], mechanics=[
         {"id": "g", "type": "plate_gate", "version": 1,
          "config": {"plates": ["plate3"], "gates": ["gate2"]}, "state_schema": {"open": "bool"}}],
         extra=[{"id": "r9", "noun": "rock", "x": 2, "y": 2}]))
     assert opened.get_state()["mechanics"]["g"] == {"open": True}
-    assert opened.step("right")["accepted"]
+    assert accepted(opened.step("right"))
 
 
 def test_reset_restores_the_authored_state() -> None:
@@ -105,9 +107,9 @@ def test_rejected_turns_are_atomic_after_speculative_movement() -> None:
         g = create_game(data, limits=limits)
         state = g.get_state()
         assert state["mechanics"] == {"g": {"open": True}}
-        assert g.step("right")["reason"] == "complexity_blocked"
+        assert refused(g.step("right")) == "complexity_blocked"
         assert g.get_state() == state and g.history == ()
-        assert g.undo()["reason"] == "nothing_to_undo"
+        assert refused(g.undo()) == "nothing_to_undo"
 
 
 def test_mechanics_do_not_run_on_invalid_input() -> None:
@@ -117,14 +119,14 @@ def test_mechanics_do_not_run_on_invalid_input() -> None:
     state = g.get_state()
     assert state["mechanics"]["frail"] == {"stage": "cracking"}
     r = g.step("north")
-    assert r == {"accepted": False, "reason": "bad_action",
-                 "message": "The action must be one of up, down, left, right or wait."}
+    assert r == Refusal(PuzzleCode.BAD_ACTION,
+                        "The action must be one of up, down, left, right or wait.")
     assert g.get_state() == state
     lone = create_game(make_level(["B=.", "t..", "..."], mechanics=[
         {"id": "f", "type": "frail_floor", "version": 1, "config": {"tile": "tile1"},
          "state_schema": {"stage": "enum:intact|pressed|cracking|broken"}}]))
     before = lone.get_state()
-    assert lone.step("up")["reason"] == "nothing_can_move"
+    assert refused(lone.step("up")) == "nothing_can_move"
     assert lone.get_state() == before
 
 
@@ -165,3 +167,54 @@ def test_turns_without_mechanic_changes_keep_the_plain_event_shape() -> None:
     assert "mechanics" not in g.get_state()
     m = create_game(mechanic_level())
     assert set(m.step("up")) == plain  # baba walks away from plate and tile: nothing changes
+
+
+FRAIL = {"id": "f", "type": "frail_floor", "version": 1, "config": {"tile": "tile2"},
+         "state_schema": {"stage": "enum:intact|pressed|cracking|broken"}}
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+@pytest.mark.parametrize("mover", [False, True])
+def test_a_blocked_move_commits_no_mechanic_state(profile: str, mover: bool) -> None:
+    """Baba leaves the tile (cracking: it breaks at the next turn's beforeContacts) and walks into
+    a wall. Nothing controllable moved, so the tile does not break and no transition is reported;
+    with a KEKE IS MOVE keke about, the turn is still played for the keke. A wait is a valid
+    input: time passes and the tile breaks."""
+    data = make_level(["B=Y.W=S.", "..bt.w..", "K=M.....", "........"], profile=profile,
+                      mechanics=[FRAIL],
+                      extra=[{"id": "k9", "noun": "keke", "x": 0, "y": 3}] if mover else [])
+    g = create_game(data)
+    g.step("right")
+    assert g.step("right")["mechanics"][0]["type"] == "cracked"
+    state = g.get_state()
+    r = g.step("right")
+    if mover:
+        assert r["accepted"] and r["moves"] == [] and "mechanics" not in r
+        assert [a["id"] for a in r["automata"]] == ["k9"]
+    else:
+        assert refused(r) == "no_change"
+        assert g.get_state() == state
+    assert mech(g) == {"f": {"stage": "cracking"}}
+    r = g.step("wait")
+    assert [(e["type"], e["phase"]) for e in r["mechanics"]] == [("broke", "beforeContacts")]
+
+
+def test_the_frail_floor_meets_contacts_in_each_profiles_order() -> None:
+    """The tile is DEFEAT and broken when baba steps on it. Classic runs `beforeContacts` before
+    the contacts: baba falls (cause frail_floor) and DEFEAT finds no YOU left. Keke checks
+    contacts right after the players move, before any mechanic phase: YOU on DEFEAT destroys
+    both, so the tile is gone before it could swallow anything."""
+    rows = ["B=Y.R=M.", "I=D.....", "..b.....", ".rt.....", "........"]
+    outcome = {}
+    for profile in PROFILES:
+        frail = {**FRAIL, "config": {"tile": "tile3"}}
+        g = create_game(make_level(rows, {"I": "TILE"}, profile=profile, mechanics=[frail]),
+                        trace_phases=True)
+        types = [[e["type"] for e in g.step("wait").get("mechanics", [])] for _ in range(3)]
+        assert types == [["pressed"], ["cracked"], ["broke"]]  # the MOVE rock crossed it
+        r = g.step("down")
+        assert r["phases"] == list(PHASES)
+        outcome[profile] = ([(d["id"], d["cause"]) for d in r["destroyed"]],
+                            [e["type"] for e in r.get("mechanics", [])], r["lost"])
+    assert outcome == {"classic": ([("baba1", "frail_floor")], ["fell"], True),
+                       "keke": ([("baba1", "defeat"), ("tile3", "defeat")], [], True)}

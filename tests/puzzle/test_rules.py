@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from actors.puzzle.game import Game, create_game
-from tests.puzzle.boards import make_level, positions
+from tests.puzzle.boards import make_level, positions, refused
 
 
 def game(rows: list[str], **kw: Any) -> Game:
@@ -17,7 +17,7 @@ def test_and_on_both_sides_gives_every_combination() -> None:
     assert set(g.get_state()["rules"]) == {
         "baba is you", "baba is win", "keke is you", "keke is win"}
     assert g.won  # a YOU that is also WIN wins on the spot
-    assert g.step("up")["accepted"] is False  # the game is over
+    assert refused(g.step("up")) == "game_over"
 
 
 def test_several_you_nouns_all_move() -> None:
@@ -30,7 +30,7 @@ def test_several_you_nouns_all_move() -> None:
 def test_not_takes_a_property_away_and_vertical_text_reads_top_down() -> None:
     g = game(["B=Y..", "B....", "=....", "!....", "Y..b."])
     assert "baba is not you" in g.get_state()["rules"]
-    assert g.step("left")["reason"] == "nothing_can_move"
+    assert refused(g.step("left")) == "nothing_can_move"
 
 
 def test_noun_is_noun_transforms_and_x_is_x_blocks_it() -> None:
@@ -52,7 +52,7 @@ def test_text_is_always_pushable_and_stop_blocks() -> None:
     g = game(["B=Y...", "......", "b.Fw..", "W=S..."])
     r = g.step("right")
     assert r["moves"] == [{"id": "baba1", "from": [0, 2], "to": [1, 2]}]
-    assert g.step("right")["reason"] == "no_change"  # FLAG text is pushed into the STOP wall
+    assert refused(g.step("right")) == "no_change"  # FLAG text is pushed into the STOP wall
 
 
 def test_pull_follows_the_mover() -> None:
@@ -134,4 +134,4 @@ def test_x_is_text_and_text_is_y_cross_between_objects_and_text() -> None:
 def test_not_subject_covers_every_other_noun() -> None:
     g = game(["!B=S..", "B=Y...", "......", "bk...."])
     assert "not baba is stop" in g.get_state()["rules"]
-    assert g.step("right")["reason"] == "no_change"  # keke is STOP now, baba is not
+    assert refused(g.step("right")) == "no_change"  # keke is STOP now, baba is not

@@ -1,25 +1,19 @@
-"""The solver: shortest BFS answers, caps, unsolvable detection, replay checks, fast-path parity."""
+"""The solver: shortest BFS answers, caps, unsolvable detection, replay checks, a corpus sample."""
 
 from __future__ import annotations
 
-import collections
 import itertools
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from actors.puzzle import solve as solve_module
-from actors.puzzle.board import Context
 from actors.puzzle.fast import FastLevel
 from actors.puzzle.fast_turn import FastTurn
 from actors.puzzle.game import replay
 from actors.puzzle.keke import load_keke_file
 from actors.puzzle.level import Level, parse_level
 from actors.puzzle.solve import BLOCKED, SOLVED, UNSOLVABLE, Caps, EngineModel, FastModel, solve
-from actors.puzzle.turn import advance, settle_initial
-from actors.puzzle.words import MOVE_LETTERS, TEXT_BASE, WORDS
 from tests.conftest import shared_path
 from tests.puzzle.boards import make_level
 
@@ -178,47 +172,6 @@ def test_a_fast_answer_that_does_not_replay_falls_back_to_the_engine(
     assert replay(lv, result.moves)["won_at"] == 4
 
 
-def test_after_a_refuted_quirk_goal_quirk_paths_are_dropped(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every child claims a win and comes from a quirk turn: the first goal is refuted by its
-    replay, then no quirk path is followed, the fast search runs dry without proof and the
-    engine searches the level again."""
-    real = FastModel.__init__
-
-    def lying(self: FastModel, lv: Level) -> None:
-        real(self, lv)
-        truth = self._fast.expand
-
-        def expand(key: bytes, seen: Any, walks: bool = False, timed: bool = True) -> list:
-            out = [(m, k, True, *rest) for m, k, _, *rest in truth(key, seen, walks, timed)]
-            self._fast.quirks = {k for _, k, *_ in out}
-            return out
-
-        self.expand = expand
-
-    monkeypatch.setattr(FastModel, "__init__", lying)
-    lv = level(CORRIDOR, "keke")
-    result = run(lv, strategy="bfs")
-    assert (result.status, result.moves, result.model) == (SOLVED, "rrrr", "engine")
-    refuted, partial = result.reason.split("; ")
-    assert refuted == "1 fast path(s) did not replay in the engine (first 'r')"
-    assert partial.startswith(solve_module._PARTIAL) and partial.endswith(" 1 goals refuted by replay)")
-
-
-def test_turns_that_hit_the_double_removal_quirk_are_flagged() -> None:
-    """full_biy 187's second shipped move removes an object twice (fast_divergences.json): the
-    fast path plays it as Keke does, and `expand` lists that child in `quirks`."""
-    lv = {lv.id: lv for lv in load_keke_file(
-        shared_path("baba-corpus", "keke", "full_biy_LEVELS.json"))}["187"]
-    assert first_divergence(lv, lv.solution[:2]) == 2
-    fast = FastLevel(lv)
-    key, _, _ = fast.step(fast.initial(), lv.solution[0])
-    quirk, _, _ = fast.step(key, lv.solution[1])
-    assert fast.expand(fast.initial()) and not fast.quirks
-    assert quirk in {child for _, child, *_ in fast.expand(key)}
-    assert quirk in fast.quirks
-
-
 def test_keys_keep_move_facing_apart() -> None:
     rows = ["B=Y.K=M", "b...k.."]
     for facing_a, facing_b in (("right", "left"), ("up", "down")):
@@ -229,105 +182,6 @@ def test_keys_keep_move_facing_apart() -> None:
             lv = parse_level(data)
             keys.append((FastModel(lv).initial(), EngineModel(lv).initial()))
         assert keys[0][0] != keys[1][0] and keys[0][1] != keys[1][1]
-
-
-# ------------------------------------------------------------------ fast-path parity
-FACING = {1: 1, 2: 3, 3: 2, 4: 0}  # fast facing -> words.DIRECTIONS code
-DIVERGENCES = json.loads((Path(__file__).parent / "fast_divergences.json").read_text())
-
-
-def fast_view(fast: FastLevel, key: bytes) -> collections.Counter:
-    t = FastTurn(fast)
-    t.decode(key)
-    movers = set(t.automovers)
-    return collections.Counter(
-        (t.nm[o], *fast.xy(t.pos[o]), FACING[t.dr[o]] if o in movers else None)
-        for o in [*range(fast.n_words), *t.phys])
-
-
-def engine_view(ctx: Context, board: Any) -> collections.Counter:
-    from actors.puzzle.rules import MOVE
-    masks = ctx.rules(board.objects).masks
-    return collections.Counter((o[1], o[2], o[3], o[4] if masks[o[1]] & MOVE else None)
-                               for o in board.objects)
-
-
-def first_divergence(lv: Level, moves: str) -> int | None:
-    """The first turn after which fast and engine disagree on the board or on the win."""
-    fast, ctx = FastLevel(lv), Context(lv)
-    key, board = fast.initial(), settle_initial(ctx, lv.objects)
-    if fast_view(fast, key) != engine_view(ctx, board):
-        return 0
-    for i, letter in enumerate(moves, 1):
-        key, won, lost = fast.step(key, letter)
-        out = advance(ctx, board, MOVE_LETTERS[letter], record=False)
-        board = out.board
-        if won != out.won or lost != (out.lost if out.accepted else lost) or (
-                fast_view(fast, key) != engine_view(ctx, board)):
-            return i
-        if won:
-            break
-    return None
-
-
-@pytest.mark.parametrize("name", ["demo", "full_biy"])
-def test_fast_path_matches_the_engine_on_corpus_solutions(name: str) -> None:
-    levels = load_keke_file(shared_path("baba-corpus", "keke", f"{name}_LEVELS.json"))
-    diverging = {lv.id: first_divergence(lv, lv.solution) for lv in levels}
-    diverging = {k: v for k, v in diverging.items() if v is not None}
-    expected = {k: v["turn"] for k, v in DIVERGENCES.get(name, {}).items()}
-    print(f"{name}: {len(levels) - len(diverging)}/{len(levels)} solutions in parity")
-    assert diverging == expected
-
-
-def test_fast_path_matches_the_engine_on_random_walks() -> None:
-    import numpy as np
-    rng = np.random.default_rng(np.random.SeedSequence(4, spawn_key=(2,)))
-    levels = load_keke_file(shared_path("baba-corpus", "keke", "demo_LEVELS.json"))
-    for lv in levels:
-        walk = "".join(rng.choice(list("udlrs"), size=30))
-        assert first_divergence(lv, walk) is None, (lv.id, walk)
-
-
-def _walked(level: str, walk: str, steps: int) -> tuple[Any, Context, Any]:
-    """full_biy level `level`, `walk` checked to agree on both paths, and the fast path's board
-    after its first `steps` moves."""
-    lv = {lv.id: lv for lv in load_keke_file(
-        shared_path("baba-corpus", "keke", "full_biy_LEVELS.json"))}[level]
-    assert first_divergence(lv, walk) is None
-    ctx = Context(lv)
-    board = settle_initial(ctx, lv.objects)
-    for letter in walk[:steps]:
-        board = advance(ctx, board, MOVE_LETTERS[letter], record=False).board
-    return lv, ctx, board
-
-
-def test_stacked_words_read_as_keke_reads_them() -> None:
-    """full_biy 33: this walk stacks YOU and WIN on one cell. Keke re-places words in list order,
-    so the later word (WIN) shows and is read: BABA IS WIN, in the fast path and in the engine."""
-    lv, ctx, board = _walked("33", "ddrrrrrrrdduru", 13)
-    cells = collections.Counter((o[2], o[3]) for o in board.objects if o[1] >= TEXT_BASE)
-    assert max(cells.values()) == 2
-    assert "baba is win" in ctx.rules(board.objects).sentences
-    assert "baba is you" not in ctx.rules(board.objects).sentences
-    classic = Context(lv, "classic")  # the classic model reads a stacked cell's first word
-    assert "baba is you" in classic.rules(board.objects).sentences
-
-
-def test_a_hidden_is_still_joins_the_words_beside_it() -> None:
-    """full_biy 163: this walk pushes WALL onto an IS. Keke's reader takes every IS, hidden or
-    not, with the words its map shows on either side, so GOOP IS YOU (down through the hidden
-    IS) holds; the walk ends in a win on both paths (a fast answer the engine once refused).
-    Reading only what the map shows would lose that rule."""
-    walk = "lulldluldu"
-    lv, ctx, board = _walked("163", walk, 4)
-    cells: dict[tuple[int, int], list[str]] = collections.defaultdict(list)
-    for o in board.objects:
-        if o[1] >= TEXT_BASE:
-            cells[(o[2], o[3])].append(WORDS[o[1] - TEXT_BASE])
-    assert [words for words in cells.values() if len(words) > 1] == [["is", "wall"]]
-    assert "goop is you" in ctx.rules(board.objects).sentences
-    assert replay(lv, walk) == {"won": True, "won_at": 10, "lost": False, "steps": 10}
 
 
 # ------------------------------------------------------------------ corpus sample
@@ -345,38 +199,42 @@ def test_a_corpus_sample_is_solved_and_replays() -> None:
         assert check["won"] and check["won_at"] == len(result.moves)
 
 
-@pytest.mark.deep
-def test_random_walk_divergences_are_all_the_double_removal_quirk(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every fast/engine divergence on random full_biy walks is a turn in which the fast path
-    removed some object twice (Keke's splice(-1) quirk, see fast_divergences.json)."""
-    import numpy as np
+# ------------------------------------------------------------------ mechanics
+# Baba crosses a frail tile (the only way down; it breaks behind it), pushes the rock onto the
+# plate (baba on the plate would close the gate again as it leaves) and walks through the open
+# gate to the flag. The text is sealed off below the wall.
+GATED = ["b.........", "wwwwtwwwww", "........w.", ".....r.wfw", "..p.....g.",
+         "wwwwwwwwww", "B=Y.W=S...", "R=P.F=V..."]
 
-    from actors.puzzle import fast_turn
 
-    doubled: list[bool] = []
-    real = fast_turn.FastTurn._destroy
+def gated(profile: str) -> Level:
+    data = make_level(GATED, profile=profile)
+    ids = {o["noun"]: o["id"] for o in data["objects"]}  # one plate, gate and tile each
+    data["mechanics"] = [
+        {"id": "gate", "type": "plate_gate", "version": 1,
+         "config": {"plates": [ids["plate"]], "gates": [ids["gate"]]},
+         "state_schema": {"open": "bool"}},
+        {"id": "frail", "type": "frail_floor", "version": 1, "config": {"tile": ids["tile"]},
+         "state_schema": {"stage": "enum:intact|pressed|cracking|broken"}}]
+    return parse_level(data)
 
-    def spy(self: fast_turn.FastTurn, dead: list[tuple[int, int]]) -> None:
-        flat = [o for pair in dead for o in pair]
-        doubled.append(len(flat) != len(set(flat)))
-        real(self, dead)
 
-    monkeypatch.setattr(fast_turn.FastTurn, "_destroy", spy)
-    rng = np.random.default_rng(np.random.SeedSequence(4, spawn_key=(3,)))
-    found = []
-    for lv in load_keke_file(shared_path("baba-corpus", "keke", "full_biy_LEVELS.json")):
-        for _ in range(4):
-            walk = "".join(rng.choice(list("udlrs"), size=40))
-            turn = first_divergence(lv, walk)
-            if turn is None:
-                continue
-            fl = FastLevel(lv)
-            key = fl.initial()
-            for letter in walk[: turn - 1]:
-                key, _, _ = fl.step(key, letter)
-            doubled.clear()
-            fl.step(key, walk[turn - 1])
-            found.append((lv.id, turn, any(doubled)))
-    print(f"{len(found)} divergent walks: {found}")
-    assert all(quirk for _, _, quirk in found), found
+@pytest.mark.parametrize("profile", ["classic", "keke"])
+def test_the_solver_plays_the_mechanics(profile: str) -> None:
+    from actors.puzzle.game import create_game
+    from actors.puzzle.words import MOVE_LETTERS as ACTIONS
+
+    lv = gated(profile)
+    shortest = run(lv, strategy="bfs")
+    best = run(lv, strategy="best")
+    assert (shortest.status, shortest.model, len(shortest.moves)) == (SOLVED, "engine", 19)
+    assert best.status == SOLVED and len(best.moves) >= 19
+    for found in (shortest, best):
+        game = create_game(lv)
+        events = []
+        for letter in found.moves:
+            events += [(e["mechanic"], e["type"])
+                       for e in game.step(ACTIONS[letter]).get("mechanics", [])]
+        assert game.won and game.get_state()["mechanics"] == {
+            "frail": {"stage": "broken"}, "gate": {"open": True}}
+        assert ("frail", "broke") in events and events[-1] == ("gate", "opened")

@@ -13,6 +13,7 @@ from actors.puzzle.keke import load_keke_file
 from actors.puzzle.level import Level
 from actors.puzzle.turn import advance
 from tests.conftest import shared_path
+from tests.puzzle.boards import accepted
 
 ACTIONS = ("up", "down", "left", "right", "wait")
 
@@ -22,7 +23,7 @@ def walk_and_check(level: Level, profile: str, steps: int, rng: np.random.Genera
     codec = create_codec(game.ctx)
     states = [game.get_state()]
     for choice in rng.integers(0, len(ACTIONS), size=steps):
-        if not game.step(ACTIONS[choice])["accepted"]:
+        if not accepted(game.step(ACTIONS[choice])):
             continue
         states.append(game.get_state())
         key = codec.encode(game.board)

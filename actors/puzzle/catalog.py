@@ -1,0 +1,51 @@
+"""The bundled packs (`packs/<name>.json`, validated like any pack) and the room's size limits.
+
+`bundled(name)` is the pack of `packs/<name>.json` (`starter`: the team's starter pack,
+docs/puzzle.md "Starter pack"). `room_limits(pack)` lists the diagnostics of levels too big
+for a room: the engine takes boards up to 64 x 64 with 4096 objects and 4096 words
+(`level.py`), a room at most `ROOM_MAX_THINGS` things per level, so that every turn stays cheap
+for the actor that serializes it.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from pathlib import Path
+
+from .diagnostics import Diagnostic, LevelError, join_path
+from .pack import Pack, parse_pack
+
+PACKS = Path(__file__).parent / "packs"
+ROOM_MAX_THINGS = 1024  # objects and text of one level in a room
+_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
+
+
+def names() -> tuple[str, ...]:
+    """The bundled packs' names, sorted."""
+    return tuple(sorted(p.stem for p in PACKS.glob("*.json")))
+
+
+@functools.cache
+def bundled(name: str) -> Pack:
+    """The bundled pack `name`; KeyError naming the bundled ones when there is none."""
+    if not _NAME.match(name) or name not in names():
+        raise KeyError(f"no bundled pack {name!r} (bundled: {', '.join(names())})")
+    return parse_pack(json.loads((PACKS / f"{name}.json").read_text(encoding="utf-8")))
+
+
+def room_limits(pack: Pack) -> list[Diagnostic]:
+    """Diagnostics (paths into the pack) for each level with more things than a room plays."""
+    return [Diagnostic(join_path(join_path("levels", i), "objects"),
+                       f"holds {len(level.objects)} things (objects and text); a room plays "
+                       f"at most {ROOM_MAX_THINGS}")
+            for i, level in enumerate(pack.levels) if len(level.objects) > ROOM_MAX_THINGS]
+
+
+def check_room_pack(pack: Pack) -> Pack:
+    """`pack` when a room can play every level of it; raises `LevelError` otherwise."""
+    problems = room_limits(pack)
+    if problems:
+        raise LevelError(problems)
+    return pack

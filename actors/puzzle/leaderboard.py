@@ -1,0 +1,71 @@
+"""Leaderboards as a pure fold of win claims: per level the fewest moves by user, and the levels
+each user solved.
+
+A claim is (user, level key, moves). It counts only when the moves replay to a win, on exactly
+their last move, in the engine (`game.replay`) under the level's profile; otherwise the fold
+leaves the standings as they were. A level's key names its content (`level_key`): the same
+level id in two packs, or one level played under two profiles, are different boards.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+
+import attrs
+
+from .game import replay
+from .level import Level
+from .share import canonical_json
+
+
+def level_key(level: Level, profile: str) -> str:
+    """`<level id>@<16 hex digits>`, the digits naming the level's canonical JSON and profile."""
+    digest = hashlib.sha256(canonical_json([level.to_json(), profile])).hexdigest()[:16]
+    return f"{level.id}@{digest}"
+
+
+@attrs.frozen
+class Claim:
+    """`user` won the level `level` (a `level_key`) with `moves` (over u d l r s)."""
+
+    user: str
+    level: str
+    moves: str
+
+
+@attrs.frozen
+class Standings:
+    """Per level key, each user's fewest winning moves; per user, the level keys solved."""
+
+    fewest: Mapping[str, Mapping[str, int]] = attrs.field(factory=dict)
+    solved: Mapping[str, frozenset[str]] = attrs.field(factory=dict)
+
+    def board(self, level: str) -> list[tuple[str, int]]:
+        """(user, fewest moves) for a level, best first (ties by user name)."""
+        return sorted(self.fewest.get(level, {}).items(), key=lambda e: (e[1], e[0]))
+
+    def counts(self) -> dict[str, int]:
+        """Levels solved per user."""
+        return {user: len(keys) for user, keys in sorted(self.solved.items())}
+
+
+def wins(level: Level, profile: str, moves: str) -> bool:
+    """Whether `moves` replay to a win on exactly their last move."""
+    result = replay(level, moves, profile)
+    return result["won"] and result["won_at"] == len(moves)
+
+
+def fold(standings: Standings, claim: Claim, level: Level, profile: str) -> Standings:
+    """The standings after `claim` on `level` (which `claim.level` must name): unchanged when
+    the moves do not replay to a win or are no fewer than the user's best."""
+    if claim.level != level_key(level, profile) or not wins(level, profile, claim.moves):
+        return standings
+    board = standings.fewest.get(claim.level, {})
+    best = board.get(claim.user)
+    fewest = dict(standings.fewest)
+    if best is None or len(claim.moves) < best:
+        fewest[claim.level] = {**board, claim.user: len(claim.moves)}
+    solved = dict(standings.solved)
+    solved[claim.user] = standings.solved.get(claim.user, frozenset()) | {claim.level}
+    return Standings(fewest, solved)

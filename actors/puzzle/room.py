@@ -1,0 +1,152 @@
+"""A puzzle room's state, one player's play of a pack, and its transitions (pure values).
+
+`Room` holds the pack (from the share link its `created` event carries), the level being
+played and that level's `Play`: the settled engine board, the moves made (`udlrs`), won/lost
+and the undo stack. A turn is `turn.advance`, the engine's only transition; undo and reset go
+through the engine's snapshot and restore: an undo entry is the state codec's key of the board
+before (`codec.py`), and undoing decodes it, which adopts that board as it is (inert: no
+transform, no automaton step, no mechanic phase), as `Game.restore` does. Every step keeps the
+engine's `Game` semantics (`game.py`): reset is undoable, a won level takes no turn.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from protocol.ops.puzzle import MAX_MOVES
+
+from .board import Board, Context
+from .codec import StateCodec, create_codec
+from .game import restored, status
+from .leaderboard import Claim, Standings, fold, level_key
+from .level import Level
+from .pack import Pack
+from .share import open_link
+from .turn import Outcome, advance, settle_initial
+from .words import MOVE_LETTERS
+
+LETTERS = {action: letter for letter, action in MOVE_LETTERS.items()}
+
+
+@attrs.frozen
+class Play:
+    """One level's play: the board, the moves that led to it, won/lost, the undo stack.
+
+    `undo` holds (codec key of the board before, moves before) per undoable step, oldest
+    first, at most `MAX_MOVES`. `last` is the record of the last step for the reply (the
+    engine's turn record, or `{"cause": ...}` with the restored mechanics); it is not state.
+    """
+
+    ctx: Context = attrs.field(eq=False, repr=False)
+    codec: StateCodec = attrs.field(eq=False, repr=False)
+    start: Board
+    board: Board
+    moves: str = ""
+    won: bool = False
+    lost: bool = False
+    undo: tuple[tuple[bytes, str], ...] = ()
+    last: dict[str, Any] = attrs.field(factory=dict, eq=False, repr=False)
+
+    @classmethod
+    def begin(cls, level: Level, profile: str) -> Play:
+        """The play of `level` at its start, under `profile` ("" keeps the level's)."""
+        ctx = Context(level, profile or None)
+        start = settle_initial(ctx, level.objects)
+        won, lost = status(ctx, start)
+        return cls(ctx, create_codec(ctx), start, start, won=won, lost=lost)
+
+    @property
+    def level(self) -> Level:
+        """The level being played."""
+        return self.ctx.level
+
+    def try_move(self, action: str) -> Outcome:
+        """The engine's outcome of `action` from here (a refusal when not taken)."""
+        return advance(self.ctx, self.board, action, record=False)
+
+    def moved(self, action: str) -> Play:
+        """The play after the accepted turn `action`."""
+        out = advance(self.ctx, self.board, action)
+        assert out.refusal is None and out.record is not None
+        return attrs.evolve(self, board=out.board, moves=self.moves + LETTERS[action],
+                            won=out.won, lost=out.lost, undo=self._pushed(),
+                            last={**out.record, "turn": len(self.moves) + 1})
+
+    def reset(self) -> Play:
+        """Back at the start (undoable)."""
+        return self._jump(self.start, "", self._pushed(), "reset")
+
+    def undone(self) -> Play:
+        """Back to before the last turn or reset."""
+        key, moves = self.undo[-1]
+        return self._jump(self.codec.decode(key), moves, self.undo[:-1], "undo")
+
+    def at_start(self) -> bool:
+        """Whether nothing was played since the start (or a reset)."""
+        return self.board == self.start and not self.moves
+
+    def _pushed(self) -> tuple[tuple[bytes, str], ...]:
+        return (*self.undo[-(MAX_MOVES - 1):], (self.codec.encode(self.board), self.moves))
+
+    def _jump(self, board: Board, moves: str, undo: tuple[tuple[bytes, str], ...],
+              cause: str) -> Play:
+        won, lost = status(self.ctx, board)
+        last: dict[str, Any] = {"cause": cause, "turn": len(moves)}
+        records = restored(self.ctx, self.board, board, cause)
+        if records:
+            last["mechanics"] = records
+        return attrs.evolve(self, board=board, moves=moves, won=won, lost=lost, undo=undo,
+                            last=last)
+
+
+@attrs.frozen
+class Room:
+    """A room: revision, player, the pack (and the link it came in), the level index and its
+    play, and the room's standings (wins that replay, `leaderboard.py`)."""
+
+    rev: int = 0
+    player: str = ""
+    pack_name: str = ""
+    link: str = ""
+    profile: str = ""
+    pack: Pack | None = None
+    level: int = 0
+    play: Play | None = None
+    standings: Standings = attrs.field(factory=Standings)
+
+    @property
+    def level_id(self) -> str:
+        """The id of the level being played."""
+        assert self.play is not None
+        return self.play.level.id
+
+    def key(self, level: Level) -> str:
+        """The leaderboard key of one of the pack's levels as this room plays it."""
+        assert self.play is not None
+        return level_key(level, self.profile or level.profile)
+
+    @classmethod
+    def created(cls, player: str, pack_name: str, link: str, level: int, profile: str) -> Room:
+        """The room a `created` event makes (revision 1)."""
+        pack = open_link(link)
+        return cls(1, player, pack_name, link, profile, pack, level,
+                   Play.begin(pack.levels[level], profile))
+
+    def with_play(self, play: Play) -> Room:
+        """The room with `play` for its level, one revision on; a win is folded into the
+        standings (it counts only because its moves replay to a win)."""
+        standings = self.standings
+        if play.won and not (self.play is not None and self.play.won):
+            level = play.level
+            standings = fold(standings, Claim(self.player, self.key(level), play.moves), level,
+                             self.profile or level.profile)
+        return attrs.evolve(self, rev=self.rev + 1, play=play, standings=standings)
+
+    def advanced(self) -> Room:
+        """On to the pack's next level, one revision on."""
+        assert self.pack is not None
+        level = self.level + 1
+        return attrs.evolve(self, rev=self.rev + 1, level=level,
+                            play=Play.begin(self.pack.levels[level], self.profile))
