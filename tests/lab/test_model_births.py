@@ -1,5 +1,5 @@
-"""The birth loop through a model endpoint (what `petridish serve --model-url` hands the
-lab): the prompt is the contract then the labelled directive, the reply goes through
+"""The birth loop through the server's model endpoint (`petridish serve --model-url`:
+`ServerConfig.model`, handed by server/worlds.py to each actor with `with_model`): the prompt is the contract then the labelled directive, the reply goes through
 `validate`, a failure is logged as a rejection, and a model that errs is waited out, not
 stored."""
 
@@ -10,28 +10,17 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import attrs
 import trio
 
+from actors.ecosystem.endpoint import ModelEndpoint
 from actors.lab import actor as lab_actor
-from actors.lab.actor import WORLD, LabActor
+from actors.lab.actor import LabActor
 from actors.lab.breed import generate
 from actors.lab.contract import contract_text
-from actors.runtime import ActorKind
 from protocol.client import Client
 from server import worlds
 from tests.lab.live import new_lab, stored, variant
 from tests.server.ws_harness import running_server
-
-
-@attrs.frozen
-class Endpoint:
-    """The shape of the server's model endpoint (base_url, model, api_key, timeout)."""
-
-    base_url: str
-    model: str
-    api_key: str | None = None
-    timeout: float = 10.0
 
 
 class FakeModel:
@@ -76,16 +65,19 @@ class FakeModel:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
 
-def kinds_with_model(url: str) -> list[ActorKind]:
-    model_world = attrs.evolve(WORLD, actor=LabActor.with_model(Endpoint(url, "fake-model")))
-    return [k for k in worlds.kinds() if k.kind != "lab"] + [ActorKind.of(model_world)]
+def test_the_server_hands_its_model_endpoint_to_the_lab() -> None:
+    endpoint = ModelEndpoint("http://127.0.0.1:9/v1", "fake-model", timeout=5.0)
+    lab = next(w for w in worlds.worlds(endpoint) if w.kind == "lab")
+    assert issubclass(lab.actor, LabActor) and lab.actor.model is endpoint
+    assert next(w for w in worlds.worlds() if w.kind == "lab").actor.model is None
 
 
 async def test_the_birth_loop_breeds_through_the_model(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(lab_actor, "MODEL_BACKOFF_MS", (100, 400))
     fake = FakeModel(errors=2)
     try:
-        async with running_server(tmp_path, kinds=kinds_with_model(fake.url)) as srv, \
+        endpoint = ModelEndpoint(fake.url, "fake-model", timeout=10.0)
+        async with running_server(tmp_path, model=endpoint) as srv, \
                 Client.connect(srv.ws_url, srv.owner_token) as owner:
             lab = await new_lab(owner, "model", backlog=2)
             with trio.fail_after(60):
