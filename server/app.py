@@ -22,6 +22,7 @@ from typing import Any
 import attrs
 import trio
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request as HttpRequest
 from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
@@ -34,6 +35,8 @@ from protocol.registry import Registry
 from server import worlds
 from server.auth import TokenStore
 from server.config import ServerConfig
+from server.headers import SecurityHeaders
+from server.lab_routes import lab_routes
 from server.mcp import build as build_mcp
 from server.metrics import CONTENT_TYPE, Metrics
 from server.replies import Deadlines
@@ -138,10 +141,11 @@ def build_app(state: ServerState) -> Starlette:
         mcp_route,
         Route("/healthz", healthz),
         Route("/metrics", metrics),
+        *lab_routes(state),  # the lab's seed routes: /api/ok, /api/invalid, /api/pub/seen, votes
         Route("/", lobby_page),  # each world's pages are in web/<kind>/, the lobby's at /
         Mount("/", StaticFiles(directory=state.config.web_dir, html=True, check_dir=False)),
     ]
-    return Starlette(routes=routes, lifespan=lifespan)
+    return Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(SecurityHeaders)])
 
 
 @attrs.frozen

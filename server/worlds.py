@@ -19,8 +19,8 @@ if TYPE_CHECKING:
     from actors.world import World
     from protocol.registry import Registry
 
-PACKAGES: tuple[ModuleType, ...] = (lobby, counter, field, ecosystem)
-ENGINES: tuple[ModuleType, ...] = (puzzle, lab)
+PACKAGES: tuple[ModuleType, ...] = (lobby, counter, field, ecosystem, lab)
+ENGINES: tuple[ModuleType, ...] = (puzzle,)
 
 
 def worlds(model: ModelEndpoint | None = None) -> tuple[World, ...]:

@@ -59,7 +59,8 @@ def fits(page: Page) -> bool:
 
 def test_the_page_plays_patches_and_replays_a_run(browser, tmp_path: Path) -> None:
     with ServerProcess(tmp_path / "data", "--open") as server:
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        # wait_for_function evaluates strings, which the page's CSP forbids (server/headers.py)
+        page = browser.new_page(viewport={"width": 1280, "height": 900}, bypass_csp=True)
         errors: list[str] = []
         page.on("pageerror", lambda exc: errors.append(str(exc)))
         page.goto(f"{server.http_url}/ecosystem/")
@@ -137,7 +138,7 @@ def test_the_page_plays_patches_and_replays_a_run(browser, tmp_path: Path) -> No
             1, timeout=WAIT)
         assert not errors, errors
         # On a phone: the form and the finished run fit the width.
-        phone = browser.new_page(viewport={"width": 390, "height": 844})
+        phone = browser.new_page(viewport={"width": 390, "height": 844}, bypass_csp=True)
         phone.on("pageerror", lambda exc: errors.append(str(exc)))
         phone.goto(f"{server.http_url}/ecosystem/")
         expect(phone.locator("#setup-form")).to_be_visible()
@@ -154,7 +155,8 @@ def test_the_page_shows_the_model_setup_its_intent_and_conflicts(
         browser, tmp_path: Path, fake_model: FakeModel) -> None:
     with ServerProcess(tmp_path / "data", "--open", "--model-url", fake_model.url,
                        "--model", "fake-model", "--model-timeout", "5") as server:
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        # wait_for_function evaluates strings, which the page's CSP forbids (server/headers.py)
+        page = browser.new_page(viewport={"width": 1280, "height": 900}, bypass_csp=True)
         errors: list[str] = []
         page.on("pageerror", lambda exc: errors.append(str(exc)))
         # A mapping whose second span lies outside the threat: the labelled fallback, with

@@ -104,7 +104,8 @@ def _zoom_and_pan(page, G: int, cell: int) -> None:
 def test_field_page_draws_updates_and_scrubs(browser, tmp_path: Path) -> None:
     game = f"day-{datetime.now(UTC).date().isoformat()}"
     with ServerProcess(tmp_path / "data", "--open") as server:
-        page = browser.new_page()
+        # wait_for_function evaluates strings, which the page's CSP forbids (server/headers.py)
+        page = browser.new_page(bypass_csp=True)
         errors: list[str] = []
         page.on("pageerror", lambda exc: errors.append(str(exc)))
         page.goto(f"{server.http_url}/field/")
@@ -198,7 +199,8 @@ def test_field_page_feed_phone_touch_growth_and_game_over(browser, tmp_path: Pat
         state: dict = {}
         _grow_and_play(server.ws_url, state)
         phone = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True,
-                                    is_mobile=True, device_scale_factor=2)
+                                    is_mobile=True, device_scale_factor=2,
+                                    bypass_csp=True)  # for wait_for_function, as above
         page = phone.new_page()
         errors: list[str] = []
         page.on("pageerror", lambda exc: errors.append(str(exc)))

@@ -15,6 +15,7 @@ const LOBBY = "lobby:main";
 const PAGES = {
   field: "/field/",
   ecosystem: "/ecosystem/",
+  lab: "/lab/",
 };
 const GENERIC = "/lobby/world.html";
 
