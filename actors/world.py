@@ -234,6 +234,10 @@ class World(Generic[S, E]):
     transient: Callable[[E], bool] = _never
     snapshot: StateCodec[S] | None = None
     listed: bool = True  # the lobby lists worlds of this kind
+    # Spectators may subscribe (its stored events are pushed as they are). A world whose
+    # events carry what only some callers may see (the lab's unproven code) says False:
+    # every subscription to it is refused, on this process and through a cluster.
+    followable: bool = True
     # Seconds between pushes (0: after every batch) and pushes a second the whole topic
     # may take; see actors.runtime.Actor.
     push_interval: float = 0.0

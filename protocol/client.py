@@ -16,9 +16,10 @@ that fell behind) is handled the same way.
 
 Every request carries a `request_id` (a fresh random one unless the caller names it):
 a write sent again with the same id is answered with its first result and applied once.
-A request whose reply was lost with the socket raises `ConnectionLost` (it may or may
-not have been applied; its `request_id` is on the exception), unless it was sent with
-`retry=True`: then it is sent again, with the same id, on the next socket.
+A request whose reply was lost with the socket is sent again, with the same id, on the
+next socket (the server applies a write once); with `retry=False` it raises
+`ConnectionLost` instead (it may or may not have been applied; its `request_id` is on
+the exception).
 """
 
 from __future__ import annotations
@@ -315,16 +316,16 @@ class Client:
 
     async def request(self, op: str, to: str | None = None, args: dict[str, Any] | None = None,
                       *, timeout: float = 30.0, request_id: str | None = None,
-                      retry: bool = False) -> Any:
+                      retry: bool = True) -> Any:
         """Send one request and return its result.
 
         The request carries `request_id` (default: a fresh one), so a write sent again
-        with it is applied at most once and answered with its first result. With
-        `retry`, a request whose socket dropped before the reply is sent again with the
-        same id once the client has reconnected, until `timeout`.
+        with it is applied at most once and answered with its first result. A request
+        whose socket dropped before the reply is sent again with the same id once the
+        client has reconnected, until `timeout` (`retry=False`: raise ConnectionLost).
 
         Raises RequestError for an `ok: false` reply, ConnectionLost when the socket
-        dropped first (without `retry`), ClientClosed once closed, and trio.TooSlowError
+        dropped first (with `retry=False`), ClientClosed once closed, and trio.TooSlowError
         after `timeout` seconds (time spent waiting for a reconnect counts).
         """
         frame: dict[str, Any] = {"op": op, "request_id": request_id or new_request_id()}

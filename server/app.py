@@ -223,8 +223,9 @@ async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = Non
             node = await stack.enter_async_context(join(config, store, registry, observer))
             node.instrument(metrics)
         directory = await stack.enter_async_context(open_directory(
-            store, worlds.kinds(config.model) if kinds is None else kinds, config=config.runtime,
-            observer=observer, clock=clock, placement=node.router if node else None))
+            store, worlds.kinds() if kinds is None else kinds, config=config.runtime,
+            observer=observer, clock=clock, model=config.model,
+            placement=node.router if node else None))
         if node is not None:
             await node.start(directory)
         state = ServerState(config, registry, directory, tokens, metrics,

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 from actors import counter, ecosystem, field, lab, lobby, puzzle
 
 if TYPE_CHECKING:
-    from actors.ecosystem.endpoint import ModelEndpoint
     from actors.runtime import ActorKind
     from actors.world import World
     from protocol.registry import Registry
@@ -23,26 +22,16 @@ PACKAGES: tuple[ModuleType, ...] = (lobby, counter, field, ecosystem, lab)
 ENGINES: tuple[ModuleType, ...] = (puzzle,)
 
 
-def worlds(model: ModelEndpoint | None = None) -> tuple[World, ...]:
-    """Every world this server hosts; `model` (the server's model endpoint) goes to each
-    world whose effect actor takes one (a classmethod `with_model(endpoint)`)."""
-    return tuple(_with_model(package.WORLD, model) for package in PACKAGES)
+def worlds() -> tuple[World, ...]:
+    """Every world this server hosts."""
+    return tuple(package.WORLD for package in PACKAGES)
 
 
-def _with_model(world: World, model: ModelEndpoint | None) -> World:
-    taker = getattr(world.actor, "with_model", None)
-    if model is None or taker is None:
-        return world
-    import attrs
-
-    return attrs.evolve(world, actor=taker(model))
-
-
-def kinds(model: ModelEndpoint | None = None) -> list[ActorKind]:
-    """The directory's kinds, one per world (`model`: see `worlds`)."""
+def kinds() -> list[ActorKind]:
+    """The directory's kinds, one per world."""
     from actors.runtime import ActorKind
 
-    return [ActorKind.of(world) for world in worlds(model)]
+    return [ActorKind.of(world) for world in worlds()]
 
 
 def registry() -> Registry:

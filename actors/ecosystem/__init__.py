@@ -38,8 +38,8 @@ seeded numpy only.
 - `actor`       `EcosystemActor`, the effects; `WORLD`
 - `cli`         `petridish ecosystem setup | validate-graph | run | replay`
 
-`server/` may import `WORLD` from here (and `ModelEndpoint` from `endpoint`, to hand the
-run worlds a model: `server/worlds.py` calls `EcosystemActor.with_model`).
+`server/` may import `WORLD` from here (and `ModelEndpoint` from `endpoint`: the server's
+one model endpoint, which every actor finds in `ActorContext.model`).
 """
 
 from actors.exports import lazy_exports

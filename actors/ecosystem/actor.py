@@ -1,6 +1,6 @@
 """The run's effects, for what its table (rules.py) cannot express.
 
-- `ecosystem.create` with a model configured (`EcosystemActor.with_model`): the answers
+- `ecosystem.create` with a model configured (the server's, `ActorContext.model`): the answers
   are checked and the seed drawn at once, the reply is `setting_up`, and the model's
   interpretation runs off the actor's task (`offload`); its result (or, should the work
   raise, the deterministic setup labelled with failure `{stage: setup, code: internal}`)
@@ -104,13 +104,10 @@ class EcosystemActor(WorldActor):
     """One run: the table's ops, plus the model setup, the timer, densities, phrasing."""
 
     state: Run
-    # The chat-completions endpoint runs are set up through (None: deterministic setup).
-    model: ClassVar[ModelEndpoint | None] = None
-
-    @classmethod
-    def with_model(cls, endpoint: ModelEndpoint) -> type[EcosystemActor]:
-        """This actor, setting runs up through `endpoint` and phrasing their reflections."""
-        return type(cls.__name__, (cls,), {"model": endpoint, "__doc__": cls.__doc__})
+    @property
+    def model(self) -> ModelEndpoint | None:
+        """The server's endpoint runs are set up through (None: deterministic setup)."""
+        return self.context.model
 
     def __init__(self, actor_id: str, context: ActorContext, world: World) -> None:
         super().__init__(actor_id, context, world)

@@ -9,12 +9,13 @@
 - The birth loop: a timer every `birth_tick` seconds breeds, for each track whose unproven
   backlog is under the lab's cap (`lab.create {backlog}`, 16 for `lab:main`), one candidate
   at a time: a grammar child of parents chosen by the seed's rule, or, when the server has
-  a model endpoint (`with_model`), a model birth answering one of the track's directives
+  a model endpoint (the server's, `ActorContext.model`), a model birth answering one of the track's directives
   (the loop explores one when the track has none). Every candidate goes through
   `validate`; a failure is logged as a rejection. A model that errs is not a rejection:
   the loop logs it and waits (doubling up to 5 minutes) before it asks again.
 - `lab.create`: the move, then the loop's timer.
-- Nobody follows a lab's stream (`subscribe` is refused): its records carry the code of
+- Nobody follows a lab's stream (`World.followable` is False: the directory refuses
+  every `subscribe`, here and through a cluster): its records carry the code of
   unproven organisms, which the seed confines to the owner's arena, and a subscription
   does not say who follows. Pages read `lab.info` instead.
 
@@ -23,6 +24,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -43,7 +45,7 @@ from actors.lab.validation import validate
 from actors.runtime import Call, WorldActor, refused
 from actors.runtime.host import Effect
 from actors.world import Refusal
-from protocol.errors import ErrorCode, ProtocolError
+from protocol.errors import ProtocolError
 from protocol.ops import lab as ops
 
 log = logging.getLogger("petridish.lab")
@@ -95,30 +97,14 @@ class LabActor(WorldActor):
 
     state: Lab
     birth_tick: ClassVar[float] = 0.5  # seconds between looks at the backlog
-    # The server's model endpoint (base_url, model, api_key, timeout), set by `with_model`.
-    model: ClassVar[Any] = None
-    _breeder: ClassVar[ModelBreeder | None] = None
+    @property
+    def model(self) -> Any:
+        """The server's model endpoint (base_url, model, api_key, timeout), or None."""
+        return self.context.model
 
-    @classmethod
-    def with_model(cls, endpoint: Any) -> type[LabActor]:
-        """This actor with births through the model at `endpoint` (server/worlds.py hands
-        it the server's `--model-url` endpoint)."""
-        return type("ModelLabActor", (cls,), {"model": endpoint, "_breeder": None})
-
-    @classmethod
-    def breeder(cls) -> ModelBreeder:
-        """The model breeder of this class's endpoint (one HTTP client for every lab)."""
-        if cls._breeder is None:
-            e = cls.model
-            cls._breeder = ModelBreeder(e.base_url, e.model, api_key=e.api_key,
-                                        timeout=e.timeout)
-        return cls._breeder
-
-    async def subscribe(self, queue: Any, since: int | None, request_id: int) -> None:
-        """Refused: the stream's records carry unproven code (see the module docstring)."""
-        raise ProtocolError(ErrorCode.FORBIDDEN, f"{self.actor_id} cannot be followed: its "
-                            "events carry the code of unproven organisms; read lab.info",
-                            {"actor": self.actor_id})
+    def breeder(self) -> ModelBreeder:
+        """The model breeder of the server's endpoint (one HTTP client for every lab)."""
+        return _breeder(self.model)
 
     # ---- the birth loop -----------------------------------------------------------------
 
@@ -251,3 +237,9 @@ class LabActor(WorldActor):
 
 
 WORLD = attrs.evolve(rules.WORLD, actor=LabActor)
+
+
+@functools.cache
+def _breeder(endpoint: Any) -> ModelBreeder:
+    return ModelBreeder(endpoint.base_url, endpoint.model, api_key=endpoint.api_key,
+                        timeout=endpoint.timeout)

@@ -272,11 +272,13 @@ WORLD = World(
         "lab.directive_explore": Move(decide_directive_explore, directive_added,
                                       PURPOSES["directive"]),
     },
-    reads={"lab.info": Read(info), "lab.gallery": Read(answer_gallery), "lab.directives": Read(answer_directives),
-           "lab.status": Read(answer_status), "lab.lineage": Read(answer_lineage),
-           "lab.backlog": Read(answer_backlog)},
+    reads={"lab.info": Read(info), "lab.gallery": Read(answer_gallery),
+           "lab.directives": Read(answer_directives), "lab.status": Read(answer_status),
+           "lab.lineage": Read(answer_lineage), "lab.backlog": Read(answer_backlog)},
     create="lab.create",
     create_role="owner",
+    followable=False,  # its records carry the code of unproven organisms (the seed confines
+    # them to the owner's arena); pages read lab.info, lab.pair and lab.gallery instead
     declared=lambda name, _t: name in DECLARED,
     codes=LabCode,
     seed=lambda state: state.seed,

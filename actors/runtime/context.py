@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 import trio
@@ -88,7 +88,8 @@ class ActorStatistics:
 @attrs.frozen
 class ActorContext:
     """What an actor gets from its host: the store, the directory, the bounds, the observer,
-    the wall clock (ms since the epoch; tests pass their own) and the offload limiter."""
+    the wall clock (ms since the epoch; tests pass their own), the offload limiter and
+    the model endpoint."""
 
     store: EventStore
     directory: Directory
@@ -97,3 +98,6 @@ class ActorContext:
     clock: Callable[[], int] = wall_clock_ms
     offload_limiter: trio.CapacityLimiter = attrs.field(
         factory=lambda: trio.CapacityLimiter(1))
+    # The server's chat-completions endpoint (an `actors.ecosystem.endpoint.ModelEndpoint`),
+    # for worlds that can speak to a model; None: every world's deterministic path.
+    model: Any = None

@@ -74,6 +74,7 @@ class ActorKind:
     # (name, now in ms) -> True for names that exist without being created.
     declared: Callable[[str, int], bool] = no_name
     listed: bool = True  # the lobby lists worlds of this kind
+    followable: bool = True  # spectators may subscribe (World.followable)
     # Ops that only read (safe to send again when a reply was lost between processes).
     reads: frozenset[str] = frozenset()
 
@@ -85,7 +86,7 @@ class ActorKind:
         create_args = next((s.args for s in world.ops if s.name == world.create), None)
         return cls(world.kind, lambda actor_id, context: host(actor_id, context, world),
                    world.create_role, world.create, create_args, world.declared, world.listed,
-                   frozenset(world.reads) - frozenset(host.effects))
+                   world.followable, frozenset(world.reads) - frozenset(host.effects))
 
 
 class Directory:
@@ -93,13 +94,14 @@ class Directory:
 
     def __init__(self, store: EventStore, kinds: Iterable[ActorKind], nursery: trio.Nursery,
                  config: RuntimeConfig, observer: RuntimeObserver,
-                 clock: Callable[[], int] = wall_clock_ms,
+                 clock: Callable[[], int] = wall_clock_ms, model: Any = None,
                  placement: Placement | None = None) -> None:
         self.store = store
         self.kinds = {k.kind: k for k in kinds}
         self.config = config
         self.observer = observer
         self.clock = clock
+        self.model = model
         self.placement = placement
         self.closing = False  # set when the directory's block ends: nothing is rerouted
         self._nursery = nursery
@@ -213,7 +215,11 @@ class Directory:
                         request_id: int) -> None:
         """Follow world `actor_id`'s pushes into `queue` (the reply and first push go
         there): on its live actor, or, in a cluster, from the process hosting it (and
-        again wherever the world went, if its actor stopped meanwhile)."""
+        again wherever the world went, if its actor stopped meanwhile); `forbidden` for a
+        kind whose events are not for spectators."""
+        if not self.kind_of(actor_id).followable:
+            raise ProtocolError(ErrorCode.FORBIDDEN, f"{actor_id} cannot be followed: its "
+                                "events are not for spectators", {"actor": actor_id})
         for attempt in itertools.count(1):
             actor = self.alive(actor_id)
             if actor is None:
@@ -277,7 +283,7 @@ class Directory:
     def context(self) -> ActorContext:
         """What a new actor gets from this directory."""
         return ActorContext(self.store, self, self.config, self.observer, self.clock,
-                            self._offload)
+                            self._offload, self.model)
 
     # ---- activation ---------------------------------------------------------------------
 
@@ -378,12 +384,13 @@ class _CreateAnswer:
 async def open_directory(store: EventStore, kinds: Iterable[ActorKind], *,
                          config: RuntimeConfig | None = None,
                          observer: RuntimeObserver | None = None,
-                         clock: Callable[[], int] = wall_clock_ms,
+                         clock: Callable[[], int] = wall_clock_ms, model: Any = None,
                          placement: Placement | None = None) -> AsyncIterator[Directory]:
-    """A directory whose actors live until the block ends (then they are cancelled)."""
+    """A directory whose actors live until the block ends (then they are cancelled);
+    `model` is the server's model endpoint, handed to every actor (ActorContext.model)."""
     async with trio.open_nursery() as nursery:
         directory = Directory(store, kinds, nursery, config or RuntimeConfig(),
-                              observer or NullObserver(), clock, placement)
+                              observer or NullObserver(), clock, model, placement)
         try:
             yield directory
         finally:

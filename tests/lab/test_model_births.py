@@ -1,5 +1,5 @@
 """The birth loop through the server's model endpoint (`petridish serve --model-url`:
-`ServerConfig.model`, handed by server/worlds.py to each actor with `with_model`): the prompt is the contract then the labelled directive, the reply goes through
+`ServerConfig.model`, handed to every actor as `ActorContext.model`): the prompt is the contract then the labelled directive, the reply goes through
 `validate`, a failure is logged as a rejection, and a model that errs is waited out, not
 stored."""
 
@@ -14,11 +14,9 @@ import trio
 
 from actors.ecosystem.endpoint import ModelEndpoint
 from actors.lab import actor as lab_actor
-from actors.lab.actor import LabActor
 from actors.lab.breed import generate
 from actors.lab.contract import contract_text
 from protocol.client import Client
-from server import worlds
 from tests.lab.live import new_lab, stored, variant
 from tests.server.ws_harness import running_server
 
@@ -63,13 +61,6 @@ class FakeModel:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-
-def test_the_server_hands_its_model_endpoint_to_the_lab() -> None:
-    endpoint = ModelEndpoint("http://127.0.0.1:9/v1", "fake-model", timeout=5.0)
-    lab = next(w for w in worlds.worlds(endpoint) if w.kind == "lab")
-    assert issubclass(lab.actor, LabActor) and lab.actor.model is endpoint
-    assert next(w for w in worlds.worlds() if w.kind == "lab").actor.model is None
 
 
 async def test_the_birth_loop_breeds_through_the_model(tmp_path: Path, monkeypatch) -> None:

@@ -12,10 +12,10 @@
 // old for the server's history. A `resync` push is handled the same way.
 //
 // Every request carries a `request_id` (a fresh random one unless given): a write sent
-// again with it is applied once and answered with its first result. With `retry: true`
-// a request whose socket dropped before its reply is sent again, with the same id, once
-// the client has reconnected (until its timeout); otherwise it rejects ConnectionLost,
-// whose `requestId` names the id to resend with.
+// again with it is applied once and answered with its first result. A request whose
+// socket dropped before its reply is sent again, with the same id, once the client has
+// reconnected (until its timeout); with `retry: false` it rejects ConnectionLost
+// instead, whose `requestId` names the id to resend with.
 
 export const PROTOCOL_VERSION = 1;
 
@@ -111,12 +111,12 @@ export class Client {
 
   /**
    * Send one request; resolves with its result, rejects with RequestError (refused),
-   * ConnectionLost (socket dropped first, unless `retry`) or an Error named
+   * ConnectionLost (socket dropped first, with `retry: false`) or an Error named
    * "TimeoutError" (no reply within `timeout` ms; a `retry`'s attempts share them). It
-   * carries `requestId` (default: a fresh one); with `retry` it is sent again with that
-   * id after a drop.
+   * carries `requestId` (default: a fresh one) and is sent again with that id after a
+   * drop unless `retry` is false.
    */
-  async request(op, to = null, args = null, { timeout = 30000, requestId = null, retry = false } = {}) {
+  async request(op, to = null, args = null, { timeout = 30000, requestId = null, retry = true } = {}) {
     const frame = { op, request_id: requestId ?? newRequestId() };
     if (to !== null) frame.to = to;
     if (args !== null) frame.args = args;
