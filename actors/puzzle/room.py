@@ -11,6 +11,7 @@ engine's `Game` semantics (`game.py`): reset is undoable, a won level takes no t
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
@@ -104,7 +105,8 @@ class Play:
 @attrs.frozen
 class Room:
     """A room: revision, player, the pack (and the link it came in), the level index and its
-    play, and the room's standings (wins that replay, `leaderboard.py`)."""
+    play, the room's standings (wins that replay, `leaderboard.py`) and, per level key, the
+    player's fewest winning moves (the claims the room tells the board over every room)."""
 
     rev: int = 0
     player: str = ""
@@ -115,6 +117,7 @@ class Room:
     level: int = 0
     play: Play | None = None
     standings: Standings = attrs.field(factory=Standings)
+    wins: Mapping[str, str] = attrs.field(factory=dict)
 
     @property
     def level_id(self) -> str:
@@ -137,16 +140,25 @@ class Room:
     def with_play(self, play: Play) -> Room:
         """The room with `play` for its level, one revision on; a win is folded into the
         standings (it counts only because its moves replay to a win)."""
-        standings = self.standings
+        standings, wins = self.standings, self.wins
         if play.won and not (self.play is not None and self.play.won):
             level = play.level
-            standings = fold(standings, Claim(self.player, self.key(level), play.moves), level,
+            key = self.key(level)
+            before = standings
+            standings = fold(standings, Claim(self.player, key, play.moves), level,
                              self.profile or level.profile)
-        return attrs.evolve(self, rev=self.rev + 1, play=play, standings=standings)
+            if standings != before and (key not in wins or len(play.moves) < len(wins[key])):
+                wins = {**wins, key: play.moves}
+        return attrs.evolve(self, rev=self.rev + 1, play=play, standings=standings, wins=wins)
 
-    def advanced(self) -> Room:
-        """On to the pack's next level, one revision on."""
+    def advanced(self, level: int | None = None) -> Room:
+        """On to the pack's next level (or to level index `level`), one revision on."""
         assert self.pack is not None
-        level = self.level + 1
+        level = self.level + 1 if level is None else level
         return attrs.evolve(self, rev=self.rev + 1, level=level,
                             play=Play.begin(self.pack.levels[level], self.profile))
+
+    def level_of(self, key: str) -> Level | None:
+        """The pack's level with leaderboard key `key`."""
+        assert self.pack is not None
+        return next((lv for lv in self.pack.levels if self.key(lv) == key), None)

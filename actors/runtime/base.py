@@ -14,6 +14,9 @@ then delivers the batch's answers, then publishes the events. So nothing is answ
 published before it is durable, and a busy world pays one fsync per batch rather than
 one per message.
 
+A handler may also `defer()` its answer (work off the task, answered from a later message):
+the answer then goes out with the batch that gives it, once durable like any other.
+
 When a handler raises anything but a ProtocolError, the supervisor answers that ask with
 `actor_restarted` and rebuilds the state from the store plus the events of the batch's
 earlier messages: a crashed handler changes nothing, the others are unharmed. Too many
@@ -24,8 +27,12 @@ subscriber) for `idle_timeout` unloads itself. `Directory` (actors/runtime/direc
 
 from __future__ import annotations
 
+import concurrent.futures
+import functools
 import logging
 import math
+import multiprocessing
+import time
 from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -57,6 +64,60 @@ from protocol.errors import ErrorCode, ProtocolError
 log = logging.getLogger("petridish.actors")
 T = TypeVar("T")
 
+# The clock offloaded work counts a time budget on (a world's domain code reads no clock of
+# its own: its effect passes this one). It pickles by name, so it travels to a worker process.
+work_clock: Callable[[], float] = time.monotonic
+
+
+@functools.cache
+def _process_pool(workers: int) -> concurrent.futures.ProcessPoolExecutor:
+    """The worker processes of `offload(process=True)`, started on first use and shared by
+    every actor. Spawned, not forked: the server's process holds threads and a trio loop."""
+    return concurrent.futures.ProcessPoolExecutor(
+        max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+
+
+async def _in_process(work: Callable[[], T], limiter: trio.CapacityLimiter) -> T:
+    """`work()` in a worker process, waited for without a thread; a job still queued when the
+    waiter is cancelled is dropped (a running one runs to its end)."""
+    async with limiter:
+        future = _process_pool(int(limiter.total_tokens)).submit(work)
+        token = trio.lowlevel.current_trio_token()
+        finished = trio.Event()
+
+        def wake(_: concurrent.futures.Future[T]) -> None:
+            try:
+                token.run_sync_soon(finished.set)
+            except trio.RunFinishedError:
+                pass  # the server stopped meanwhile: nobody waits
+
+        future.add_done_callback(wake)
+        try:
+            await finished.wait()
+        finally:
+            future.cancel()
+        return future.result()
+
+
+class Deferred:
+    """The answer slot of an ask whose handler answers later (`Actor.defer`). Call `succeed`
+    or `fail` once, from the actor's own task (a handler or `on_message`); the answer goes
+    out with that batch, once it is durable."""
+
+    __slots__ = ("_actor", "_answer")
+
+    def __init__(self, actor: Actor, answer: Answer) -> None:
+        self._actor = actor
+        self._answer = answer
+
+    def succeed(self, value: Any) -> None:
+        """Answer with `value`."""
+        self._actor._settle(self, value, None)
+
+    def fail(self, error: ProtocolError) -> None:
+        """Answer with a refusal."""
+        self._actor._settle(self, None, error)
+
 
 # ---- the actor ------------------------------------------------------------------------------
 
@@ -86,6 +147,8 @@ class Actor(ABC):
         self._durable_rev = 0  # of the store
         self._unflushed: list[Event] = []  # folded, not yet durable: revs _durable_rev+1.._rev
         self._answers: list[tuple[Answer, Any, ProtocolError | None]] = []  # held until durable
+        self._asked: Answer | None = None  # the answer slot of the ask being handled
+        self._deferred: set[Deferred] = set()  # answers a handler promised to give later
         self._view_due = False
         self._last_push = -math.inf
         self._push_armed = False
@@ -172,8 +235,24 @@ class Actor(ABC):
         """Post `message` to this actor's own mailbox every `interval` seconds."""
         return self._start_timer(interval, message, repeat=True)
 
+    def defer(self) -> Deferred:
+        """Called by a handler: it will answer this ask later, through the returned slot
+        (e.g. from the message an `offload` posts when its work is done); the handler's
+        return value is then ignored. A refusal the handler raises after deferring still
+        answers at once. If the actor stops first, the ask is refused `unavailable`."""
+        assert self._asked is not None, "defer() is for the handler of an ask"
+        deferred = Deferred(self, self._asked)
+        self._asked = None
+        self._deferred.add(deferred)
+        return deferred
+
+    def _settle(self, deferred: Deferred, value: Any, error: ProtocolError | None) -> None:
+        if deferred in self._deferred:  # the first answer wins
+            self._deferred.discard(deferred)
+            self._answers.append((deferred._answer, value, error))
+
     def offload(self, work: Callable[[], T], done: Callable[[T], Any],
-                failed: Callable[[], Any]) -> None:
+                failed: Callable[[], Any], *, process: bool = False) -> None:
         """Run `work()` in a worker thread and post `done(result)` to this actor's own
         mailbox, or `failed()` when it raised (the failure is logged).
 
@@ -181,13 +260,22 @@ class Actor(ABC):
         (`RuntimeConfig.offload_threads`), so heavy work waits its turn rather than
         multiplying. The waiting task lives in the actor's nursery: when the actor stops,
         the result is dropped (a thread cannot be interrupted; it runs to its end).
+
+        `process=True` runs `work` in a worker process instead (a pool of as many spawned
+        processes as offload threads, behind the same limiter): for pure-Python work long
+        enough that holding the GIL would stall the server's one trio thread (the puzzle
+        solver). `work` and its result must pickle: a module-level function, or a
+        `functools.partial` of one over plain data; a budget is counted on `work_clock`.
         """
         assert self._nursery is not None, "offload starts in on_start or in a handler"
 
         async def run() -> None:
             try:
-                value = await trio.to_thread.run_sync(
-                    work, limiter=self.context.offload_limiter, abandon_on_cancel=True)
+                if process:
+                    value = await _in_process(work, self.context.offload_limiter)
+                else:
+                    value = await trio.to_thread.run_sync(
+                        work, limiter=self.context.offload_limiter, abandon_on_cancel=True)
             except Exception:
                 log.exception("%s: offloaded work failed", self.actor_id)
                 message = failed()
@@ -329,10 +417,16 @@ class Actor(ABC):
                 else:
                     item.pending.succeed(None)
             elif isinstance(item, Ask):
+                self._asked = item.pending
                 try:
-                    self._answers.append((item.pending, await self.handle(item.message), None))
+                    value = await self.handle(item.message)
+                    if self._asked is not None:  # not deferred
+                        self._answers.append((item.pending, value, None))
                 except ProtocolError as error:
+                    self._drop_deferral(item.pending)
                     self._answers.append((item.pending, None, error))
+                finally:
+                    self._asked = None
             elif isinstance(item, UnsubscribeMsg):
                 self._topic.unsubscribe(item.queue)
             elif isinstance(item, Tell) and isinstance(item.message, PushDue):
@@ -345,12 +439,17 @@ class Actor(ABC):
         except Exception:
             log.exception("%s crashed handling %r", self.actor_id, item)
             if isinstance(item, Ask):
+                self._drop_deferral(item.pending)
                 self._answers.append((item.pending, None, self._restarted()))
             return await self._restart(kept=self._unflushed[:mark])
         finally:
             self._handled += 1
             self.context.observer.handled(self.kind, clock() - started)
         return True
+
+    def _drop_deferral(self, answer: Answer) -> None:
+        """Forget a deferral of `answer` (its handler failed after deferring)."""
+        self._deferred = {d for d in self._deferred if d._answer is not answer}
 
     def _restarted(self) -> ProtocolError:
         return ProtocolError(
@@ -491,5 +590,7 @@ class Actor(ABC):
                               {"actor": self.actor_id})
         for pending, _, _ in self._answers:
             pending.fail(error)
-        self._answers = []
+        for deferred in self._deferred:
+            deferred._answer.fail(error)
+        self._answers, self._deferred = [], set()
         self._topic.close(self._durable_rev)
