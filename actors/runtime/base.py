@@ -32,6 +32,8 @@ import functools
 import logging
 import math
 import multiprocessing
+import os
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections import deque
@@ -69,12 +71,25 @@ T = TypeVar("T")
 work_clock: Callable[[], float] = time.monotonic
 
 
+def _exit_with(parent: int) -> None:
+    """A worker process's initializer: exit as soon as the process that started it is gone.
+    (A pool's worker holds both ends of its own job pipe, so a parent killed by SIGKILL
+    would otherwise leave it waiting forever.)"""
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
 @functools.cache
 def _process_pool(workers: int) -> concurrent.futures.ProcessPoolExecutor:
     """The worker processes of `offload(process=True)`, started on first use and shared by
     every actor. Spawned, not forked: the server's process holds threads and a trio loop."""
     return concurrent.futures.ProcessPoolExecutor(
-        max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+        max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+        initializer=_exit_with, initargs=(os.getpid(),))
 
 
 async def _in_process(work: Callable[[], T], limiter: trio.CapacityLimiter) -> T:
@@ -96,7 +111,11 @@ async def _in_process(work: Callable[[], T], limiter: trio.CapacityLimiter) -> T
             await finished.wait()
         finally:
             future.cancel()
-        return future.result()
+        try:
+            return future.result()
+        except concurrent.futures.process.BrokenProcessPool:
+            _process_pool.cache_clear()  # a worker died: the next job gets a fresh pool
+            raise
 
 
 class Deferred:
