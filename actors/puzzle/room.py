@@ -49,6 +49,9 @@ class Play:
     lost: bool = False
     undo: tuple[tuple[bytes, str], ...] = ()
     last: dict[str, Any] = attrs.field(factory=dict, eq=False, repr=False)
+    # [board, action, outcome] of the last `try_move`, so that folding the move a decision
+    # just tried does not play the turn again (a memo: each new Play starts empty).
+    _tried: list[Any] = attrs.field(factory=list, init=False, eq=False, repr=False)
 
     @classmethod
     def begin(cls, level: Level, profile: str) -> Play:
@@ -65,11 +68,17 @@ class Play:
 
     def try_move(self, action: str) -> Outcome:
         """The engine's outcome of `action` from here (a refusal when not taken)."""
-        return advance(self.ctx, self.board, action, record=False)
+        out = advance(self.ctx, self.board, action)
+        self._tried[:] = [self.board, action, out]
+        return out
 
     def moved(self, action: str) -> Play:
         """The play after the accepted turn `action`."""
-        out = advance(self.ctx, self.board, action)
+        tried = self._tried
+        if tried and tried[0] is self.board and tried[1] == action:
+            out = tried[2]
+        else:
+            out = advance(self.ctx, self.board, action)
         assert out.refusal is None and out.record is not None
         return attrs.evolve(self, board=out.board, moves=self.moves + LETTERS[action],
                             won=out.won, lost=out.lost, undo=self._pushed(),
@@ -118,6 +127,7 @@ class Room:
     play: Play | None = None
     standings: Standings = attrs.field(factory=Standings)
     wins: Mapping[str, str] = attrs.field(factory=dict)
+    keys: Mapping[str, str] = attrs.field(factory=dict, eq=False, repr=False)  # id -> key
 
     @property
     def level_id(self) -> str:
@@ -127,15 +137,15 @@ class Room:
 
     def key(self, level: Level) -> str:
         """The leaderboard key of one of the pack's levels as this room plays it."""
-        assert self.play is not None
-        return level_key(level, self.profile or level.profile)
+        return self.keys[level.id]
 
     @classmethod
     def created(cls, player: str, pack_name: str, link: str, level: int, profile: str) -> Room:
         """The room a `created` event makes (revision 1)."""
         pack = open_link(link)
+        keys = {lv.id: level_key(lv, profile or lv.profile) for lv in pack.levels}
         return cls(1, player, pack_name, link, profile, pack, level,
-                   Play.begin(pack.levels[level], profile))
+                   Play.begin(pack.levels[level], profile), keys=keys)
 
     def with_play(self, play: Play) -> Room:
         """The room with `play` for its level, one revision on; a win is folded into the

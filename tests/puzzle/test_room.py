@@ -355,3 +355,14 @@ def test_the_link_in_a_created_event_is_canonical() -> None:
     created = room.events[0]
     assert isinstance(created, Created) and created.link == make_link(pack)
     assert make_link(pack_of(pack.levels[0])) != created.link
+
+
+def test_the_text_grid_marks_you_stacks_and_words() -> None:
+    level = make_level(["B=Y.", "bf.r"], extra=[{"id": "tile9", "noun": "tile", "x": 1, "y": 1}])
+    level["text"].append({"id": "t9", "word": "rock", "x": 3, "y": 1})
+    view = Room(link=link_of(level)).reply
+    assert view.board.grid.splitlines() == [
+        "  0    1    2    3",
+        "0 BABA IS   YOU  .",
+        "1 baba*flag+.    ROCK+",
+        "stacked: (1,1) flag tile; (3,1) ROCK rock"]
