@@ -71,10 +71,13 @@ T = TypeVar("T")
 work_clock: Callable[[], float] = time.monotonic
 
 
-def _exit_with(parent: int) -> None:
-    """A worker process's initializer: exit as soon as the process that started it is gone.
-    (A pool's worker holds both ends of its own job pipe, so a parent killed by SIGKILL
-    would otherwise leave it waiting forever.)"""
+def _worker_start(parent: int) -> None:
+    """A worker process's initializer. It runs at a lower priority (nice +10), so that on a
+    busy machine offloaded work yields the CPU to the server's loop, and it exits as soon as
+    the process that started it is gone (a pool's worker holds both ends of its own job
+    pipe, so a parent killed by SIGKILL would otherwise leave it waiting forever)."""
+    os.nice(10)
+
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(0.5)
@@ -89,7 +92,7 @@ def _process_pool(workers: int) -> concurrent.futures.ProcessPoolExecutor:
     every actor. Spawned, not forked: the server's process holds threads and a trio loop."""
     return concurrent.futures.ProcessPoolExecutor(
         max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-        initializer=_exit_with, initargs=(os.getpid(),))
+        initializer=_worker_start, initargs=(os.getpid(),))
 
 
 async def _in_process(work: Callable[[], T], limiter: trio.CapacityLimiter) -> T:

@@ -15,18 +15,12 @@ from actors.puzzle.puzzleboard import rules as board
 from actors.puzzle.share import open_link
 from protocol.client import Client, RequestError
 from server.auth import TokenStore
-from tests.puzzle.boards import make_level
+from tests.puzzle.boards import crowd_level, make_level
 from tests.puzzle.test_live import play
 from tests.server.ws_harness import running_server
 
 PACK = "puzzlepack:mine"
-# Forty pushable rocks and no WIN: more states than a second of search can exhaust.
-CROWD = make_level(["B=Y" + "." * 9] + ["." + "r." * 5 + "." for _ in range(8)] + ["b" + "." * 11],
-                   legend={"r": "rock"})
-CROWD["text"] += [{"id": "tr", "word": "rock", "x": 5, "y": 0},
-                  {"id": "ti", "word": "is", "x": 6, "y": 0},
-                  {"id": "tp", "word": "push", "x": 7, "y": 0}]
-CROWD["id"] = "crowd"
+CROWD = crowd_level()
 
 
 async def _solve_watched(agent: Client, watcher: Client, level: dict[str, Any],
