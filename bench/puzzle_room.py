@@ -425,8 +425,11 @@ def main(argv: list[str]) -> dict[str, Any]:
     parser.add_argument("--seconds", type=float, default=10.0, help="the load's timed window")
     parser.add_argument("--gil-seconds", type=float, default=8.0,
                         help="each window of hints_vs_rooms")
-    parser.add_argument("--turns", type=int, default=3000, help="turns of the engine figures")
+    parser.add_argument("--turns", type=int, default=1500,
+                        help=f"turns of the engine figures (at most {RESET_AT}: one play)")
     args = parser.parse_args(argv)
+    if not 0 < args.turns <= RESET_AT:
+        parser.error(f"--turns must be 1 to {RESET_AT}")
     ws_bench._raise_fd_limit(2 * (args.rooms + args.spectators) + 256)
     result: dict[str, Any] = {"engine": engine_figures(args.turns)}
     _log(f"engine: {result['engine']}")

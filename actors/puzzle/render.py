@@ -60,8 +60,10 @@ def grid(ctx: Context, board: Board) -> str:
 
 
 def board_json(ctx: Context, board: Board) -> dict[str, Any]:
-    """The board as `{"width", "height", "objects", "grid", "rules"}` (objects in board order,
-    as the engine's snapshot lists them)."""
+    """The board as `{"width", "height", "objects", "grid", "rules", "you"}` (objects in
+    board order, as the engine's snapshot lists them; `you`: the ids of the YOU objects)."""
     state = board_to_state(ctx, board)
+    masks = ctx.rules(board.objects).masks
+    you = [ctx.ids[o[0]] for o in board.objects if o[1] < TEXT_BASE and masks[o[1]] & YOU]
     return {"width": ctx.width, "height": ctx.height, "objects": state["objects"],
-            "grid": grid(ctx, board), "rules": state["rules"]}
+            "grid": grid(ctx, board), "rules": state["rules"], "you": you}

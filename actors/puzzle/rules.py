@@ -31,7 +31,7 @@ from .diagnostics import bad_request
 from .events import Advanced, Created, Event, Moved, Reset, Undone, decode, encode
 from .game import status
 from .leaderboard import Standings
-from .pack import Pack
+from .pack import Pack, pack_of
 from .render import board_json
 from .room import Play, Room
 from .share import ShareError, make_link, open_link
@@ -240,6 +240,15 @@ def answer_history(state: Room, args: ops.HistoryArgs, _ctx: Ctx) -> ops.RoomVie
     return room_view(state, past)
 
 
+def answer_link(state: Room, _args: ops.ViewArgs, _ctx: Ctx) -> ops.LinkResult | Refusal:
+    """`puzzle.link`: the current level as a one-level pack's link, and the pack's."""
+    missing = created(state)
+    if missing is not None:
+        return missing
+    assert state.play is not None
+    return ops.LinkResult(make_link(pack_of(state.play.level)), state.link)
+
+
 def view(state: Room) -> dict[str, Any]:
     """What subscribers see: the room view (an empty object before the room exists)."""
     return attrs.asdict(room_view(state)) if state.rev else {}
@@ -304,7 +313,8 @@ WORLD = World(
            "puzzle.reset": Move(decide_reset, result_turn),
            "puzzle.next": Move(decide_next, result_turn),
            "puzzle.select": Move(decide_select, result_turn)},
-    reads={"puzzle.view": Read(answer_view), "puzzle.history": Read(answer_history)},
+    reads={"puzzle.view": Read(answer_view), "puzzle.history": Read(answer_history),
+           "puzzle.link": Read(answer_link)},
     create="puzzle.create",
     create_role="agent",
     codes=PuzzleCode,

@@ -119,13 +119,23 @@ class LeaderboardArgs:
 @attrs.frozen
 class Board:
     """A board: things in board order (`{"id", "noun"|"word", "x", "y", "facing", ...}`), the
-    same as a text grid for agents, and the rules in force."""
+    same as a text grid for agents, the rules in force and the ids of the YOU objects."""
 
     width: int
     height: int
     objects: list[dict[str, Any]]
     grid: str
     rules: list[str]
+    you: list[str]
+
+
+@attrs.frozen
+class LinkResult:
+    """Data-only share links (`pd1.`): of the level being played (a one-level pack) and of
+    the room's whole pack."""
+
+    level: str
+    pack: str
 
 
 @attrs.frozen
@@ -383,6 +393,8 @@ OPS = (
            "Ask the solver for the moves from here, within a time budget."),
     OpSpec("puzzle.history", HistoryArgs, RoomView, "spectator",
            "The current level as it was after its first `move` moves."),
+    OpSpec("puzzle.link", ViewArgs, LinkResult, "spectator",
+           "Share links of the level being played and of the room's pack."),
     OpSpec("puzzle.leaderboard", LeaderboardArgs, LeaderboardResult, "spectator",
            "A level's fewest moves by user, and levels of the pack solved per user, over "
            "every room."),

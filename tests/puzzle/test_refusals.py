@@ -33,6 +33,7 @@ OPS: dict[str, tuple[str, dict[str, Any]]] = {
     "puzzle.view": (ROOM, {}),
     "puzzle.hint": (ROOM, {"budget_ms": 100}),
     "puzzle.history": (ROOM, {"move": 0}),
+    "puzzle.link": (ROOM, {}),
     "puzzle.leaderboard": (ROOM, {"level": ""}),
     "puzzleboard.level": (BOARD, {"key": "x"}),
     "puzzleboard.users": (BOARD, {"keys": []}),
@@ -51,6 +52,7 @@ MALFORMED: dict[str, dict[str, Any]] = {
     "puzzle.next": {"expected_revision": True}, "puzzle.select": {"level": ["walls"]},
     "puzzle.view": {"extra": 1}, "puzzle.hint": {"budget_ms": "fast"},
     "puzzle.history": {"move": None}, "puzzle.leaderboard": {"level": {}},
+    "puzzle.link": {"level": "x"},
     "puzzleboard.level": {"key": 1}, "puzzleboard.users": {"keys": "x"},
     "puzzlepack.create": {"profile": "baba"}, "puzzlepack.save": {"level": "{}"},
     "puzzlepack.remove": {"level": 3}, "puzzlepack.view": {"x": 0},
@@ -96,7 +98,8 @@ async def _state(c: Raw) -> tuple[Any, ...]:
 def test_the_cases_cover_every_op() -> None:
     names = {spec.name for spec in ops.OPS + ops.BOARD_OPS + ops.PACK_OPS}
     assert set(OPS) == names and set(MALFORMED) == names
-    assert set(OVERSIZED) == names - {"puzzle.view", "puzzlepack.view"}  # they take nothing
+    # puzzle.view, puzzle.link and puzzlepack.view take no argument
+    assert set(OVERSIZED) == names - {"puzzle.view", "puzzle.link", "puzzlepack.view"}
     revised = {spec.name for spec in ops.OPS + ops.PACK_OPS
                if "expected_revision" in attrs.fields_dict(spec.args)}
     assert set(STALE) == revised and revised <= WRITES

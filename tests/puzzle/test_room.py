@@ -89,6 +89,16 @@ def test_the_view_shows_board_grid_rules_moves_and_mechanics() -> None:
     assert {"id": "baba1", "noun": "baba", "x": 1, "y": 3, "facing": "right"} in (
         view.board.objects)
     assert WORLD.view(room.state)["board"]["grid"] == view.board.grid
+    assert view.board.you == ["baba1"]
+
+
+def test_the_links_hold_the_level_and_the_pack() -> None:
+    from actors.puzzle.share import open_link
+
+    room = Room(level="walls")
+    links = room.read("puzzle.link", ops.ViewArgs())
+    assert open_link(links.level).levels == (bundled("starter").level("walls"),)
+    assert open_link(links.pack) == bundled("starter")
 
 
 def test_undo_goes_back_one_step_through_the_engine_snapshot() -> None:
