@@ -150,3 +150,96 @@ def test_on_a_phone_the_board_fits_and_swipes_move(browser: Any, tmp_path: Path)
         _revision(page, 3)
         assert _pixel(page, x, y) == before, "the pad's down button moved it back"
         assert not errors, errors
+
+
+def _click_cell(page: Page, x: int, y: int, button: str = "left") -> None:
+    box = page.locator("#editor-board").bounding_box()
+    cell = page.evaluate("window.editorPage.cell")
+    page.mouse.click(box["x"] + (x + 0.5) * cell, box["y"] + (y + 0.5) * cell, button=button)
+
+
+def _server_side(url: str, pack: str, level_id: str) -> dict[str, Any]:
+    """What the server makes of the saved level: its check, a fresh solve, and a room of
+    the installed pack played with the recorded solution."""
+    import trio
+
+    from protocol.client import Client
+
+    async def run() -> dict[str, Any]:
+        async with Client.connect(url) as c:
+            to = f"puzzlepack:{pack}"
+            saved = (await c.request("puzzlepack.level", to, {"level": level_id}))["level"]
+            check = await c.request("puzzlepack.check", to, {"level": saved})
+            solve = await c.request("puzzlepack.solve", to, {"level": saved, "budget_ms": 8000})
+            room = await c.request("puzzle.create", "puzzle:from-editor",
+                                   {"installed": pack, "level": level_id})
+            rev = room["revision"]
+            for letter in saved["solution"]:
+                reply = await c.request("puzzle.move", "puzzle:from-editor", {
+                    "dir": {"u": "up", "d": "down", "l": "left", "r": "right",
+                            "s": "wait"}[letter], "expected_revision": rev})
+                rev = reply["room"]["revision"]
+            return {"saved": saved, "check": check, "solve": solve, "won": reply["room"]["won"]}
+
+    return trio.run(run)
+
+
+def test_the_editor_saves_a_level_the_server_validates_and_solves(browser: Any,
+                                                                   tmp_path: Path) -> None:
+    with ServerProcess(tmp_path / "data", "--open") as server:
+        page = browser.new_page(viewport={"width": 1280, "height": 1000})
+        errors = _errors(page)
+        page.goto(f"{server.http_url}/puzzle/editor.html")
+        expect(page.locator("#status")).to_contain_text("live", timeout=WAIT)
+        page.fill("#width", "7")
+        page.locator("#width").dispatch_event("change")
+        page.fill("#height", "5")
+        page.locator("#height").dispatch_event("change")
+        page.fill("#level-id", "made")
+        for word, x, y in (("baba", 0, 0), ("is", 1, 0), ("you", 2, 0), ("flag", 0, 4),
+                           ("is", 1, 4), ("win", 2, 4)):
+            page.click(f'#words button[data-word="{word}"]')
+            _click_cell(page, x, y)
+        for noun, x, y in (("baba", 1, 2), ("flag", 5, 2)):
+            page.click(f'#nouns button[data-noun="{noun}"]')
+            _click_cell(page, x, y)
+        level = page.evaluate("window.editorPage.level")
+        assert (level["width"], level["height"], len(level["objects"]), len(level["text"])) == (
+            7, 5, 2, 6)
+
+        # A bad thing (through the JSON box): the server's diagnostic shows beside its cell.
+        level["objects"].append({"id": "frog1", "noun": "frog", "x": 3, "y": 1})
+        page.click("summary")
+        page.fill("#json", __import__("json").dumps(level))
+        page.click("#apply-json")
+        page.click("#validate")
+        mark = page.locator('#marks .mark[data-cell="3,1"]')
+        expect(mark).to_contain_text('objects[2].noun: unknown noun "frog"', timeout=WAIT)
+        expect(page.locator("#diagnostics li")).to_have_count(1)
+        _click_cell(page, 3, 1, button="right")  # right-click removes it
+        page.click("#validate")
+        expect(page.locator("#message")).to_contain_text("valid · rules: baba is you, flag is win",
+                                                         timeout=WAIT)
+        expect(page.locator("#marks .mark")).to_have_count(0)
+
+        page.click("#solve")
+        expect(page.locator("#solver")).to_have_attribute("data-status", "solved", timeout=WAIT)
+        solution = page.evaluate("window.editorPage.level.solution")
+        assert solution
+        page.click("#save")
+        expect(page.locator("#message")).to_contain_text("saved into My pack", timeout=WAIT)
+        expect(page.locator("#pack-levels li")).to_contain_text(f"solved in {len(solution)}")
+        pack = page.evaluate("window.editorPage.pack")
+
+        found = _server_side(server.ws_url, pack, "made")
+        assert found["saved"]["solution"] == solution and found["check"]["ok"]
+        assert found["check"]["diagnostics"] == [] and found["solve"]["status"] == "solved"
+        assert found["won"], "the recorded solution wins in a room of the installed pack"
+
+        page.click("#publish")
+        link = page.locator("#share-link")
+        expect(link).to_be_visible(timeout=WAIT)
+        fresh = browser.new_context().new_page()
+        _start(fresh, link.input_value())
+        assert fresh.evaluate("window.puzzlePage.view.level_id") == "made"
+        assert not errors, errors

@@ -10,6 +10,7 @@ const LOBBY = "lobby:main";
 // World kinds that have a page of their own (web/<kind>/); others are listed without a link.
 const PAGES = {
   field: "/field/",
+  puzzle: "/puzzle/",
 };
 
 const worlds = new Map(); // id -> {kind, id, revision, subscribers, live}
