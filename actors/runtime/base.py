@@ -27,6 +27,7 @@ subscriber) for `idle_timeout` unloads itself. `Directory` (actors/runtime/direc
 
 from __future__ import annotations
 
+import atexit
 import concurrent.futures
 import functools
 import logging
@@ -90,9 +91,13 @@ def _worker_start(parent: int) -> None:
 def _process_pool(workers: int) -> concurrent.futures.ProcessPoolExecutor:
     """The worker processes of `offload(process=True)`, started on first use and shared by
     every actor. Spawned, not forked: the server's process holds threads and a trio loop."""
-    return concurrent.futures.ProcessPoolExecutor(
+    pool = concurrent.futures.ProcessPoolExecutor(
         max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
         initializer=_worker_start, initargs=(os.getpid(),))
+    # Shut down before the interpreter tears its modules down (a pool collected later
+    # fails in its callbacks); a job still running is at most one search budget.
+    atexit.register(pool.shutdown, cancel_futures=True)
+    return pool
 
 
 async def _in_process(work: Callable[[], T], limiter: trio.CapacityLimiter) -> T:
