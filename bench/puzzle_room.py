@@ -234,9 +234,14 @@ def _lags(load: Load, arrivals: list[tuple[int, list[tuple[int, float]]]]) -> li
 
 
 def _cpu(pids: dict[str, int]) -> dict[str, float]:
+    """CPU seconds so far of each process, and of the server's children (the store's writer,
+    the search worker) together."""
     import psutil
 
-    return {name: sum(psutil.Process(pid).cpu_times()[:2]) for name, pid in pids.items()}
+    out = {name: sum(psutil.Process(pid).cpu_times()[:2]) for name, pid in pids.items()}
+    children = psutil.Process(pids["server"]).children(recursive=True)
+    out["server_children"] = sum(sum(c.cpu_times()[:2]) for c in children)
+    return out
 
 
 async def _window(conns: list[Conn], seconds: float, pids: dict[str, int],
@@ -257,7 +262,7 @@ async def _window(conns: list[Conn], seconds: float, pids: dict[str, int],
         await trio.sleep(seconds)
         load.timing = False
         elapsed = time.perf_counter() - t0
-        cores = {k: round((v - cpu0[k]) / elapsed, 2) for k, v in _cpu(pids).items()}
+        cores = {k: round((v - cpu0.get(k, 0.0)) / elapsed, 2) for k, v in _cpu(pids).items()}
         stop.set()
     return load, elapsed, cores
 
