@@ -1,11 +1,13 @@
-"""The Starlette app on Hypercorn's trio worker, and `serve`, which runs it with its actors.
+"""The Starlette app, and `serve`, which runs it and `/ws` with the actors on one port.
 
-Routes: `/ws` (the protocol, server/session.py), `/mcp`, `/healthz`, `/metrics`
-(Prometheus text), `/` (the lobby's page) and the static files of `web/` (each world's
-pages in `web/<kind>/`). `serve` opens the event store and the actor
-directory, starts Hypercorn, reports the bound address, and on `stop()` shuts down
-gracefully: stop accepting, let in-flight handlers finish, close sockets with 1001 (and
-return as soon as nothing is in flight, at most `graceful_timeout` later).
+`/ws` (the protocol, server/session.py) is framed by websockets' sans-I/O protocol in
+server/transport.py; every other request goes through Hypercorn's trio server to the
+Starlette app: `/mcp`, `/healthz`, `/metrics` (Prometheus text), `/` (the lobby's page)
+and the static files of `web/` (each world's pages in `web/<kind>/`). `serve` opens the
+event store and the actor directory, starts the front door, reports the bound address,
+and on `stop()` shuts down gracefully: stop accepting, let in-flight handlers finish,
+close sockets with 1001 (and return as soon as nothing is in flight, at most
+`graceful_timeout` later).
 """
 
 from __future__ import annotations
@@ -18,19 +20,16 @@ from typing import Any
 
 import attrs
 import trio
-from hypercorn.config import Config as HypercornConfig
-from hypercorn.trio import serve as hypercorn_serve
 from starlette.applications import Starlette
 from starlette.requests import Request as HttpRequest
 from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
-from starlette.routing import Mount, Route, WebSocketRoute
+from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
-from starlette.websockets import WebSocket
 
 from actors.runtime import ActorKind, Directory, open_directory
 from actors.runtime.context import wall_clock_ms
 from protocol.registry import Registry
-from server import hypercorn_close, worlds
+from server import worlds
 from server.auth import TokenStore
 from server.config import ServerConfig
 from server.mcp import build as build_mcp
@@ -38,6 +37,7 @@ from server.metrics import CONTENT_TYPE, Metrics
 from server.replies import Deadlines
 from server.session import Session
 from server.storage import SqliteEventStore
+from server.transport import WebSocket, hypercorn_config, serve_front
 
 log = logging.getLogger("petridish.server")
 
@@ -113,17 +113,6 @@ def _count_http(app: Any, state: ServerState) -> Any:
 def build_app(state: ServerState) -> Starlette:
     """The ASGI app over `state`."""
 
-    async def ws_endpoint(ws: WebSocket) -> None:
-        if state.draining:
-            await ws.close(1001)
-            return
-        session = Session(ws, state)
-        state.sessions.add(session)
-        try:
-            await session.run()
-        finally:
-            state.sessions.discard(session)
-
     async def healthz(_: HttpRequest) -> Response:
         status = 503 if state.draining else 200
         return JSONResponse({"ok": not state.draining, "worlds": len(state.directory.live()),
@@ -143,7 +132,6 @@ def build_app(state: ServerState) -> Starlette:
             yield
 
     routes: list[Any] = [
-        WebSocketRoute("/ws", ws_endpoint),
         mcp_route,
         Route("/healthz", healthz),
         Route("/metrics", metrics),
@@ -178,15 +166,18 @@ class Running:
         self._stop.set()
 
 
-def _hypercorn_config(config: ServerConfig) -> HypercornConfig:
-    hc = HypercornConfig()
-    hc.bind = [f"{config.host}:{config.port}"]
-    hc.websocket_max_message_size = config.max_frame * config.hard_frame_factor
-    hc.websocket_ping_interval = config.ping_interval
-    hc.graceful_timeout = config.graceful_timeout
-    hc.accesslog = None
-    hc.errorlog = None
-    return hc
+async def _session(state: ServerState, ws: WebSocket) -> None:
+    """Serve one `/ws` connection (a draining server closes it with 1001 at once)."""
+    if state.draining:
+        await ws.accept()
+        await ws.close(1001)
+        return
+    session = Session(ws, state)
+    state.sessions.add(session)
+    try:
+        await session.run()
+    finally:
+        state.sessions.discard(session)
 
 
 async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = None,
@@ -198,7 +189,6 @@ async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = Non
     pass their own to host test-only actors, and their own `clock` (ms since the epoch)
     to move the day.
     """
-    hypercorn_close.install()
     tokens = TokenStore(config.data_dir)
     owner_token = tokens.ensure_owner_token()
     metrics = Metrics()
@@ -211,22 +201,21 @@ async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = Non
         metrics.mailbox_depth.set_function(state.mailbox_depths)
         app = _count_http(build_app(state), state)
 
-        async def shutdown_trigger() -> None:
-            await stop.wait()
-            state.drain()  # sessions finish while Hypercorn stops accepting
-
         async with trio.open_nursery() as nursery:
             nursery.start_soon(state.deadlines.run)
-            binds = await nursery.start(partial(hypercorn_serve, app, _hypercorn_config(config),
-                                                shutdown_trigger=shutdown_trigger))
+            binds = await nursery.start(partial(
+                serve_front, app, hypercorn_config(config.graceful_timeout), "/ws",
+                partial(_session, state), host=config.host, port=config.port,
+                max_size=config.max_frame * config.hard_frame_factor,
+                ping_interval=config.ping_interval, head_timeout=config.hello_timeout,
+                shutdown=stop))
             host, _, port = binds[0].removeprefix("http://").rpartition(":")
             task_status.started(Running(host.strip("[]"), int(port), owner_token, stop,
                                         state))
             await stop.wait()
-            # Hypercorn waits up to graceful_timeout for every connection task, and some
-            # never end on their own: a closed websocket's ping task sleeps out its
-            # interval. So once our own work in flight (sessions, HTTP requests) is done,
-            # within the same bound, whatever Hypercorn still holds is cut at once.
+            state.drain()  # sessions finish and close with 1001; no new connection
+            # Once our own work in flight (sessions, HTTP requests) is done, within
+            # graceful_timeout, whatever connection is still held is cut at once.
             with trio.move_on_after(config.graceful_timeout):
                 while state.busy:
                     await trio.sleep(0.01)

@@ -59,6 +59,7 @@ def _serve(args: argparse.Namespace) -> int:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             async with trio.open_nursery() as nursery:
                 running: Running = await nursery.start(serve, config)
+                warm_worlds()
                 tune_gc()
                 print(f"petridish: listening on {running.url}", flush=True)
                 if running.owner_token is not None:
@@ -70,6 +71,18 @@ def _serve(args: argparse.Namespace) -> int:
 
     trio.run(main)
     return 0
+
+
+def warm_worlds() -> None:
+    """Start each world's `warm` (World.warm: e.g. the field's solver compile) in a daemon
+    thread, so the first request of a fresh install does not pay for it."""
+    import threading
+
+    from server.worlds import worlds
+
+    for world in worlds():
+        if world.warm is not None:
+            threading.Thread(target=world.warm, name=f"warm-{world.kind}", daemon=True).start()
 
 
 def tune_gc() -> None:

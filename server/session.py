@@ -16,7 +16,6 @@ import logging
 from typing import TYPE_CHECKING
 
 import trio
-from starlette.websockets import WebSocket
 
 from actors.runtime import ActorRef, Call
 from actors.runtime.subscriber import SubscriberQueue
@@ -40,6 +39,7 @@ from protocol.roles import role_at_least
 from server.auth import Principal
 from server.ratelimit import TokenBucket
 from server.replies import RequestAnswer, internal_error
+from server.transport import WebSocket
 
 if TYPE_CHECKING:
     from server.app import ServerState
@@ -107,13 +107,7 @@ class Session:
 
     async def _close(self, code: int) -> None:
         """Close with `code`, then wait (at most CLOSE_WAIT s) for the client's side of the
-        closing handshake.
-
-        Hypercorn ends the connection when the app returns; if that happens while its
-        reader task answers a Close frame the client sent at the same moment, the two
-        send at once (see server/hypercorn_close.py). Returning only once the client has
-        closed too keeps them apart.
-        """
+        closing handshake (the connection is dropped when this returns)."""
         try:
             await self.ws.close(code)
             with trio.move_on_after(CLOSE_WAIT):

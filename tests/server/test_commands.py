@@ -10,9 +10,7 @@ import sys
 
 import pytest
 
-from server.app import _hypercorn_config
 from server.cli import main
-from server.config import ServerConfig
 from server.worlds import registry as default_registry
 
 
@@ -21,15 +19,6 @@ def test_protocol_schema_prints_every_op(capsys: pytest.CaptureFixture[str]) -> 
     schema = json.loads(capsys.readouterr().out)
     assert sorted(schema["ops"]) == sorted(spec.name for spec in default_registry())
     assert schema["ops"]["lobby.create"]["role"] == "agent"
-
-
-def test_server_settings_reach_hypercorn() -> None:
-    """Keepalive pings and the hard frame cap are Hypercorn's job; check they are handed over."""
-    hc = _hypercorn_config(ServerConfig(port=0, max_frame=1000, hard_frame_factor=3,
-                                        ping_interval=7.5, graceful_timeout=2))
-    assert (hc.websocket_ping_interval, hc.websocket_max_message_size, hc.graceful_timeout) == \
-        (7.5, 3000, 2)
-    assert hc.bind == ["127.0.0.1:0"]
 
 
 def test_building_the_parser_imports_no_heavy_module() -> None:
