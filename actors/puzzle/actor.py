@@ -11,6 +11,8 @@
 - `puzzle.create {installed}`: asks the pack world `puzzlepack:<installed>` for its share
   link, then creates the room from that link as from any other.
 - `puzzle.leaderboard`: the board's rows for this room's level and pack.
+
+`WORLD` also carries the room's MCP tools and prompt (`tools.py`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from . import rules
 from .hint import hint_job, run_hint
 from .puzzleboard.rules import BOARD, WinClaim
 from .room import Room
+from .tools import PROMPTS, TOOLS
 
 log = logging.getLogger("petridish.puzzle")
 
@@ -164,4 +167,4 @@ class PuzzleActor(WorldActor):
         "puzzle.leaderboard": _leaderboard}
 
 
-WORLD = attrs.evolve(rules.WORLD, actor=PuzzleActor)
+WORLD = attrs.evolve(rules.WORLD, actor=PuzzleActor, tools=TOOLS, prompts=PROMPTS)
