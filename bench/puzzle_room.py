@@ -301,12 +301,11 @@ async def _starter_hints(url: str) -> dict[str, Any]:
             "hint_max_ms": _pct(latencies, 1.0)}
 
 
-async def _serve_load(url: str, args: argparse.Namespace, server_pid: int, *,
-                      full: bool) -> dict[str, Any]:
-    """Rooms and agents on one server; with `full` the spectators and idle hints too."""
+async def _rooms(url: str, rooms: int) -> list[Conn]:
+    """One connection per room, each room created on the open level."""
     link = _link()
     limiter = trio.CapacityLimiter(32)
-    conns: list[Conn] = [None] * args.rooms  # type: ignore[list-item]
+    conns: list[Conn] = [None] * rooms  # type: ignore[list-item]
 
     async def setup(k: int) -> None:
         async with limiter:
@@ -314,50 +313,87 @@ async def _serve_load(url: str, args: argparse.Namespace, server_pid: int, *,
             ok(await conns[k].call("puzzle.create", f"puzzle:r{k}", {"link": link}))
 
     async with trio.open_nursery() as nursery:
-        for k in range(args.rooms):
+        for k in range(rooms):
             nursery.start_soon(setup, k)
-    _log(f"{args.rooms} rooms created")
-    pids = {"server": server_pid, "load": os.getpid()}
-    out: dict[str, Any] = {}
-    watchers = Spectators(url, args.rooms, args.spectators) if full else None
+    _log(f"{rooms} rooms created")
+    return conns
+
+
+async def _serve_load(url: str, args: argparse.Namespace, server_pid: int) -> dict[str, Any]:
+    """The load with spectators, then the starter pack's hints, on one server."""
+    conns = await _rooms(url, args.rooms)
+    watchers = Spectators(url, args.rooms, args.spectators)
     try:
-        if watchers is not None:
-            await watchers.subscribed()
-            pids["spectators"] = watchers.proc.pid
-            _log(f"{args.spectators} spectators subscribed")
-            load, elapsed, cores = await _window(conns, args.seconds, pids)
-            lags = _lags(load, await watchers.arrivals())
-            out["load"] = {**_figures(load, elapsed, cores), "rooms": args.rooms,
-                           "spectators": args.spectators, "seconds": round(elapsed, 2),
-                           "pushes_matched": len(lags),
-                           "spectator_lag_p50_ms": _pct(lags, 0.5),
-                           "spectator_lag_p99_ms": _pct(lags, 0.99)}
-            _log(f"load: {out['load']['moves_per_s']} moves/s")
-            out["hints"] = await _starter_hints(url)
-            _log(f"hints: {out['hints']}")
-        base, elapsed, cores = await _window(conns, args.gil_seconds, pids)
-        hinter = await Conn.open(url)
-        ok(await hinter.call("puzzle.create", "puzzle:hinter", {"link": _link(crowd_level())}))
-        hints: list[float] = []
-        with_hints, elapsed2, cores2 = await _window(
-            conns, args.gil_seconds, pids,
-            lambda stop: _hinter(hinter, "puzzle:hinter", hints, stop))
-        out["hints_vs_rooms"] = {"without_hints": _figures(base, elapsed, cores),
-                                 "with_hints": {**_figures(with_hints, elapsed2, cores2),
-                                                "hints": len(hints)}}
+        await watchers.subscribed()
+        pids = {"server": server_pid, "load": os.getpid(), "spectators": watchers.proc.pid}
+        _log(f"{args.spectators} spectators subscribed")
+        load, elapsed, cores = await _window(conns, args.seconds, pids)
+        lags = _lags(load, await watchers.arrivals())
     finally:
-        if watchers is not None:
-            watchers.close()
+        watchers.close()
+    out: dict[str, Any] = {"load": {
+        **_figures(load, elapsed, cores), "rooms": args.rooms, "spectators": args.spectators,
+        "seconds": round(elapsed, 2), "pushes_matched": len(lags),
+        "spectator_lag_p50_ms": _pct(lags, 0.5), "spectator_lag_p99_ms": _pct(lags, 0.99)}}
+    _log(f"load: {out['load']['moves_per_s']} moves/s")
+    out["hints"] = await _starter_hints(url)
+    _log(f"hints: {out['hints']}")
     return out
 
 
-def _run_server(prefix: str, args: argparse.Namespace, *, full: bool) -> dict[str, Any]:
+async def _compare(servers: dict[str, tuple[str, int]], args: argparse.Namespace
+                   ) -> dict[str, Any]:
+    """The same load on each server with and without back-to-back hints, in alternating
+    windows round after round (the machine's speed drifts; each condition meets it alike)."""
+    conns, hinters = {}, {}
+    for mode, (url, _) in servers.items():
+        conns[mode] = await _rooms(url, args.rooms)
+        hinters[mode] = await Conn.open(url)
+        ok(await hinters[mode].call("puzzle.create", "puzzle:hinter",
+                                    {"link": _link(crowd_level())}))
+    seen: dict[str, dict[str, list[Any]]] = {
+        mode: {"without_hints": [], "with_hints": []} for mode in servers}
+    hints = {mode: 0 for mode in servers}
+    for round_ in range(args.rounds):
+        for mode, (_, pid) in servers.items():
+            pids = {"server": pid, "load": os.getpid()}
+            seen[mode]["without_hints"].append(await _window(conns[mode], args.gil_seconds,
+                                                             pids))
+            done: list[float] = []
+            seen[mode]["with_hints"].append(await _window(
+                conns[mode], args.gil_seconds, pids,
+                lambda stop, m=mode, d=done: _hinter(hinters[m], "puzzle:hinter", d, stop)))
+            hints[mode] += len(done)
+            _log(f"round {round_ + 1} {mode}: " + ", ".join(
+                f"{k} {v[-1][0].latencies and round(len(v[-1][0].latencies) / v[-1][1])} "
+                "moves/s" for k, v in seen[mode].items()))
+    out: dict[str, Any] = {}
+    for mode, conditions in seen.items():
+        out[mode] = {"hints": hints[mode]}
+        for name, windows in conditions.items():
+            latencies = [x for load, _, _ in windows for x in load.latencies]
+            elapsed = sum(e for _, e, _ in windows)
+            out[mode][name] = {
+                "moves_per_s": round(len(latencies) / elapsed, 1),
+                "move_p50_ms": _pct(latencies, 0.5), "move_p99_ms": _pct(latencies, 0.99),
+                "rounds_moves_per_s": [round(len(load.latencies) / e, 1)
+                                       for load, e, _ in windows],
+                "server_cores": [cores["server"] for _, _, cores in windows]}
+    return out
+
+
+def _with_servers(prefixes: dict[str, str], run: Any) -> Any:
+    """Start a server per prefix (each on its own data), `trio.run(run(servers))`, stop them."""
     with tempfile.TemporaryDirectory(prefix="bench-puzzle-", dir=ws_bench.REPO) as data:
-        server = ws_bench.Server(SERVE.format(prefix=prefix), data)
+        servers = {}
         try:
-            return trio.run(lambda: _serve_load(server.url, args, server.proc.pid, full=full))
+            for mode, prefix in prefixes.items():
+                os.mkdir(f"{data}/{mode}")
+                servers[mode] = ws_bench.Server(SERVE.format(prefix=prefix), f"{data}/{mode}")
+            return trio.run(run, {m: (s.url, s.proc.pid) for m, s in servers.items()})
         finally:
-            server.close()
+            for server in servers.values():
+                server.close()
 
 
 # ---- the room's cost over the bare engine, in this process ---------------------------------
@@ -428,20 +464,23 @@ def main(argv: list[str]) -> dict[str, Any]:
     parser.add_argument("--rooms", type=int, default=200)
     parser.add_argument("--spectators", type=int, default=500)
     parser.add_argument("--seconds", type=float, default=10.0, help="the load's timed window")
-    parser.add_argument("--gil-seconds", type=float, default=8.0,
+    parser.add_argument("--gil-seconds", type=float, default=4.0,
                         help="each window of hints_vs_rooms")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds of hints_vs_rooms (each: every server without, then "
+                             "with hints)")
     parser.add_argument("--turns", type=int, default=1500,
                         help=f"turns of the engine figures (at most {RESET_AT}: one play)")
     args = parser.parse_args(argv)
     if not 0 < args.turns <= RESET_AT:
         parser.error(f"--turns must be 1 to {RESET_AT}")
-    ws_bench._raise_fd_limit(2 * (args.rooms + args.spectators) + 256)
+    ws_bench._raise_fd_limit(4 * (args.rooms + args.spectators) + 256)
     result: dict[str, Any] = {"engine": engine_figures(args.turns)}
     _log(f"engine: {result['engine']}")
-    process = _run_server("", args, full=True)
-    result["load"], result["hints"] = process.pop("load"), process.pop("hints")
-    threads = _run_server(THREADS, args, full=False)
-    result["hints_vs_rooms"] = {"search_in_process": process["hints_vs_rooms"],
-                                "search_in_thread": threads["hints_vs_rooms"]}
+    result.update(_with_servers({"process": ""}, lambda servers: _serve_load(
+        servers["process"][0], args, servers["process"][1])))
+    result["hints_vs_rooms"] = _with_servers(
+        {"search_in_process": "", "search_in_thread": THREADS},
+        lambda servers: _compare(servers, args))
     result["load_average"] = [round(x, 2) for x in os.getloadavg()]
     return result
