@@ -6,8 +6,8 @@ pure, deterministic code. docs/puzzle.md is the whole story. Modules:
   and `Play`, the events of `events.py`); `actor.py` its effects (hints off the task, win
   claims, installed packs, the board) and `WORLD`; `render.py` draws the board as a text grid
   for agents; `leaderboard.py` folds wins that replay; `hint.py` is the solver call of
-  `puzzle.hint`; `catalog.py` the bundled packs (`packs/starter.json`) and a room's size
-  limits. Ops and codes: `protocol/ops/puzzle.py`.
+  `puzzle.hint`; `tools.py` the MCP tools; `catalog.py` the bundled packs
+  (`packs/starter.json`) and a room's size limits. Ops and codes: `protocol/ops/puzzle.py`.
 * Two more worlds: `puzzleboard/` (`puzzleboard:main`, the leaderboards over every room) and
   `puzzlepack/` (`puzzlepack:<id>`, packs of one's own and installed ones, with the editor's
   check and solve).
