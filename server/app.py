@@ -194,7 +194,7 @@ async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = Non
     metrics = Metrics()
     stop = trio.Event()
     async with SqliteEventStore.in_directory(config.data_dir) as store, open_directory(
-            store, worlds.kinds() if kinds is None else kinds, config=config.runtime,
+            store, worlds.kinds(config.model) if kinds is None else kinds, config=config.runtime,
             observer=MetricsObserver(metrics), clock=clock) as directory:
         state = ServerState(config, registry or worlds.registry(), directory, tokens, metrics,
                             Deadlines(config.runtime.ask_timeout))

@@ -19,6 +19,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="data directory: event store and tokens (default ./data)")
     serve.add_argument("--open", action="store_true",
                        help="anonymous connections act as agents (local play)")
+    from actors.ecosystem.model_options import add_model_options
+    add_model_options(serve)  # --model-url/--model/--model-key-file/--model-timeout
     serve.set_defaults(func=_serve)
 
     token = sub.add_parser("token", help="issue, revoke and list access tokens")
@@ -50,8 +52,16 @@ def _serve(args: argparse.Namespace) -> int:
     from server.config import ServerConfig
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    import os
+
+    from actors.ecosystem.endpoint import EndpointError, endpoint_from_args
+    try:
+        model = endpoint_from_args(args, os.environ)  # the key: file or environment
+    except EndpointError as exc:
+        print(f"petridish: {exc}", file=sys.stderr)
+        return 2
     config = ServerConfig(host=args.host, port=args.port, data_dir=args.data,
-                          open_mode=args.open)
+                          open_mode=args.open, model=model)
 
     async def main() -> None:
         # Signals are caught from before the start: a SIGTERM that arrives as soon as the

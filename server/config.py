@@ -6,6 +6,7 @@ from pathlib import Path
 
 import attrs
 
+from actors.ecosystem.endpoint import ModelEndpoint
 from actors.runtime import RuntimeConfig
 
 WEB_DIR = Path(__file__).resolve().parent.parent / "web"
@@ -33,3 +34,6 @@ class ServerConfig:
     graceful_timeout: float = 5.0  # how long shutdown waits for in-flight handlers
     web_dir: Path = attrs.field(default=WEB_DIR, converter=Path)
     runtime: RuntimeConfig = attrs.field(factory=RuntimeConfig)
+    # The chat-completions endpoint worlds may use (ecosystem setups and reflections; the
+    # lab's breeder can share it); None: no model, every world's deterministic path.
+    model: ModelEndpoint | None = None

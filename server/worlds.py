@@ -17,24 +17,36 @@ from actors import counter, ecosystem, field, lab, lobby, puzzle
 from actors.puzzle import puzzleboard, puzzlepack
 
 if TYPE_CHECKING:
+    from actors.ecosystem.endpoint import ModelEndpoint
     from actors.runtime import ActorKind
     from actors.world import World
     from protocol.registry import Registry
 
-PACKAGES: tuple[ModuleType, ...] = (lobby, counter, field, puzzle, puzzleboard, puzzlepack)
-ENGINES: tuple[ModuleType, ...] = (ecosystem, lab)
+PACKAGES: tuple[ModuleType, ...] = (lobby, counter, field, ecosystem, puzzle, puzzleboard,
+                                     puzzlepack)
+ENGINES: tuple[ModuleType, ...] = (lab,)
 
 
-def worlds() -> tuple[World, ...]:
-    """Every world this server hosts."""
-    return tuple(package.WORLD for package in PACKAGES)
+def worlds(model: ModelEndpoint | None = None) -> tuple[World, ...]:
+    """Every world this server hosts; `model` (the server's model endpoint) goes to each
+    world whose effect actor takes one (a classmethod `with_model(endpoint)`)."""
+    return tuple(_with_model(package.WORLD, model) for package in PACKAGES)
 
 
-def kinds() -> list[ActorKind]:
-    """The directory's kinds, one per world."""
+def _with_model(world: World, model: ModelEndpoint | None) -> World:
+    taker = getattr(world.actor, "with_model", None)
+    if model is None or taker is None:
+        return world
+    import attrs
+
+    return attrs.evolve(world, actor=taker(model))
+
+
+def kinds(model: ModelEndpoint | None = None) -> list[ActorKind]:
+    """The directory's kinds, one per world (`model`: see `worlds`)."""
     from actors.runtime import ActorKind
 
-    return [ActorKind.of(world) for world in worlds()]
+    return [ActorKind.of(world) for world in worlds(model)]
 
 
 def registry() -> Registry:

@@ -63,8 +63,7 @@ async def test_the_seed_tools_as_the_seed_spells_them_play_a_field_to_the_end(
                 ClientSession(streams[0], streams[1]) as s:
             await s.initialize()
             tools = {t.name: t for t in (await s.list_tools()).tools}
-            others = {t.name for w in worlds.worlds() if w.kind != "field" for t in w.tools}
-            assert set(tools) == SEED_TOOLS | others  # the field's, and other worlds' own
+            assert SEED_TOOLS <= set(tools)  # other worlds declare theirs too
             commit_schema = tools["commit"].input_schema
             assert set(commit_schema["required"]) == {"game_id", "agent", "cells",
                                                       "expected_revision"}

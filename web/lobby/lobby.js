@@ -14,6 +14,7 @@ const LOBBY = "lobby:main";
 // World kinds that have a page of their own (web/<kind>/).
 const PAGES = {
   field: "/field/",
+  ecosystem: "/ecosystem/",
   puzzle: "/puzzle/",
 };
 const GENERIC = "/lobby/world.html";
