@@ -376,3 +376,20 @@ def test_the_text_grid_marks_you_stacks_and_words() -> None:
         "0 BABA IS   YOU  .",
         "1 baba*flag+.    ROCK+",
         "stacked: (1,1) flag tile; (3,1) ROCK rock"]
+
+
+def test_select_goes_to_any_level_of_the_pack_from_its_start() -> None:
+    room = Room()
+    room.move("rr")
+    reply = room.write("puzzle.select", ops.SelectArgs("plates"))
+    assert (reply.room.level_id, reply.room.moves, reply.room.level) == ("plates", "", 18)
+    assert room.write("puzzle.select", ops.SelectArgs("plates")).code == PuzzleCode.NO_CHANGE
+    assert room.write("puzzle.select", ops.SelectArgs("nope")).detail["path"] == "args.level"
+    back = room.write("puzzle.select", ops.SelectArgs("first-steps"))
+    assert back.room.level == 0 and back.room.moves == ""
+    stored = [WORLD.codec.encode(e, room.state) for e in room.events]
+    assert {"type": "advanced", "level": 18} in stored
+    replayed = WORLD.initial("puzzle:test")
+    for data in stored:
+        replayed = WORLD.evolve(replayed, WORLD.codec.decode(data))
+    assert replayed == room.state
