@@ -14,6 +14,9 @@ then delivers the batch's answers, then publishes the events. So nothing is answ
 published before it is durable, and a busy world pays one fsync per batch rather than
 one per message.
 
+A handler may also `defer()` its answer (work off the task, answered from a later message):
+the answer then goes out with the batch that gives it, once durable like any other.
+
 When a handler raises anything but a ProtocolError, the supervisor answers that ask with
 `actor_restarted` and rebuilds the state from the store plus the events of the batch's
 earlier messages: a crashed handler changes nothing, the others are unharmed. Too many
@@ -51,6 +54,7 @@ from actors.runtime.mailbox import (
     UnsubscribeMsg,
     ViewMsg,
 )
+from actors.runtime.offload import run_offloaded
 from actors.runtime.receipts import Receipts
 from actors.runtime.subscriber import SubscriberQueue
 from actors.runtime.topic import Topic
@@ -59,6 +63,25 @@ from protocol.errors import ErrorCode, ProtocolError
 
 log = logging.getLogger("petridish.actors")
 T = TypeVar("T")
+
+class Deferred:
+    """The answer slot of an ask whose handler answers later (`Actor.defer`). Call `succeed`
+    or `fail` once, from the actor's own task (a handler or `on_message`); the answer goes
+    out with that batch, once it is durable."""
+
+    __slots__ = ("_actor", "_answer")
+
+    def __init__(self, actor: Actor, answer: Answer) -> None:
+        self._actor = actor
+        self._answer = answer
+
+    def succeed(self, value: Any) -> None:
+        """Answer with `value`."""
+        self._actor._settle(self, value, None)
+
+    def fail(self, error: ProtocolError) -> None:
+        """Answer with a refusal."""
+        self._actor._settle(self, None, error)
 
 
 # ---- the actor ------------------------------------------------------------------------------
@@ -90,6 +113,8 @@ class Actor(ABC):
         self._unflushed: list[Event] = []  # folded, not yet durable: revs _durable_rev+1.._rev
         self._answers: list[tuple[Answer, Any, ProtocolError | None]] = []  # held until durable
         self._receipts = Receipts(cfg.receipt_window)  # recent writes' request ids
+        self._asked: Answer | None = None  # the answer slot of the ask being handled
+        self._deferred: set[Deferred] = set()  # answers a handler promised to give later
         self._view_due = False
         self._last_push = -math.inf
         self._push_armed = False
@@ -187,8 +212,24 @@ class Actor(ABC):
         """Post `message` to this actor's own mailbox every `interval` seconds."""
         return self._start_timer(interval, message, repeat=True)
 
+    def defer(self) -> Deferred:
+        """Called by a handler: it will answer this ask later, through the returned slot
+        (e.g. from the message an `offload` posts when its work is done); the handler's
+        return value is then ignored. A refusal the handler raises after deferring still
+        answers at once. If the actor stops first, the ask is refused `unavailable`."""
+        assert self._asked is not None, "defer() is for the handler of an ask"
+        deferred = Deferred(self, self._asked)
+        self._asked = None
+        self._deferred.add(deferred)
+        return deferred
+
+    def _settle(self, deferred: Deferred, value: Any, error: ProtocolError | None) -> None:
+        if deferred in self._deferred:  # the first answer wins
+            self._deferred.discard(deferred)
+            self._answers.append((deferred._answer, value, error))
+
     def offload(self, work: Callable[[], T], done: Callable[[T], Any],
-                failed: Callable[[], Any]) -> None:
+                failed: Callable[[], Any], *, process: bool = False) -> None:
         """Run `work()` in a worker thread and post `done(result)` to this actor's own
         mailbox, or `failed()` when it raised (the failure is logged).
 
@@ -196,13 +237,18 @@ class Actor(ABC):
         (`RuntimeConfig.offload_threads`), so heavy work waits its turn rather than
         multiplying. The waiting task lives in the actor's nursery: when the actor stops,
         the result is dropped (a thread cannot be interrupted; it runs to its end).
+
+        `process=True` runs `work` in a worker process instead (a pool of as many spawned
+        processes as offload threads, behind the same limiter): for pure-Python work long
+        enough that holding the GIL would stall the server's one trio thread (the puzzle
+        solver). `work` and its result must pickle: a module-level function, or a
+        `functools.partial` of one over plain data; a budget is counted on `work_clock`.
         """
         assert self._nursery is not None, "offload starts in on_start or in a handler"
 
         async def run() -> None:
             try:
-                value = await trio.to_thread.run_sync(
-                    work, limiter=self.context.offload_limiter, abandon_on_cancel=True)
+                value = await run_offloaded(work, self.context.offload_limiter, process)
             except Exception:
                 log.exception("%s: offloaded work failed", self.actor_id)
                 message = failed()
@@ -350,10 +396,16 @@ class Actor(ABC):
                     return False
                 item.pending.succeed((self._durable_rev, self.view()))
             elif isinstance(item, Ask):
+                self._asked = item.pending
                 try:
-                    self._answers.append((item.pending, await self.handle(item.message), None))
+                    value = await self.handle(item.message)
+                    if self._asked is not None:  # not deferred
+                        self._answers.append((item.pending, value, None))
                 except ProtocolError as error:
+                    self._drop_deferral(item.pending)
                     self._answers.append((item.pending, None, error))
+                finally:
+                    self._asked = None
             elif isinstance(item, UnsubscribeMsg):
                 self._topic.unsubscribe(item.queue)
             elif isinstance(item, Tell) and isinstance(item.message, PushDue):
@@ -366,12 +418,17 @@ class Actor(ABC):
         except Exception:
             log.exception("%s crashed handling %r", self.actor_id, item)
             if isinstance(item, Ask):
+                self._drop_deferral(item.pending)
                 self._answers.append((item.pending, None, self._restarted()))
             return await self._restart(kept=self._unflushed[:mark])
         finally:
             self._handled += 1
             self.context.observer.handled(self.kind, clock() - started)
         return True
+
+    def _drop_deferral(self, answer: Answer) -> None:
+        """Forget a deferral of `answer` (its handler failed after deferring)."""
+        self._deferred = {d for d in self._deferred if d._answer is not answer}
 
     def _restarted(self) -> ProtocolError:
         return ProtocolError(
@@ -530,5 +587,7 @@ class Actor(ABC):
         error = ActorStopped(self.actor_id)
         for pending, _, _ in self._answers:
             pending.fail(error)
-        self._answers = []
+        for deferred in self._deferred:
+            deferred._answer.fail(error)
+        self._answers, self._deferred = [], set()
         self._topic.close(self._durable_rev)

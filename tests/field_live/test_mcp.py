@@ -24,6 +24,7 @@ from actors.world import Refusal
 from examples.field_mcp import play
 from protocol.client import Client
 from server import mcp as mcp_server
+from server import worlds
 from server.auth import TokenStore
 from tests.server.ws_harness import running_server
 
@@ -103,7 +104,8 @@ async def test_the_seed_tools_as_the_seed_spells_them_play_a_field_to_the_end(
             assert _text(rules) == MCP_RULES_TEXT and "Mcp-Session-Id" in _text(rules)
             assert "/ws" not in _text(rules)
             prompt = (await s.list_prompts()).prompts
-            assert [p.name for p in prompt] == ["play_mosaic"]
+            assert [p.name for p in prompt] == ["play_mosaic"] + [
+                p.name for w in worlds.worlds() if w.kind != "field" for p in w.prompts]
             got = await s.get_prompt("play_mosaic")
             games = await s.call_tool("list_games", {})
             today = games.structured_content["today"]

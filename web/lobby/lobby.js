@@ -16,6 +16,7 @@ const PAGES = {
   field: "/field/",
   ecosystem: "/ecosystem/",
   lab: "/lab/",
+  puzzle: "/puzzle/",
 };
 const GENERIC = "/lobby/world.html";
 
