@@ -344,10 +344,14 @@ class Client:
 
     async def _call(self, frame: dict[str, Any], timeout: float) -> Any:
         with trio.fail_after(timeout):
-            await self._ready.wait()
-            ws = self._ws
-            if self._closed or ws is None:
-                raise ClientClosed(f"the client is closed ({self.error or 'by its owner'})")
+            while True:
+                await self._ready.wait()
+                if self._closed:
+                    raise ClientClosed(f"the client is closed ({self.error or 'by its owner'})")
+                ws = self._ws
+                if ws is not None:
+                    break
+                await trio.sleep(0.01)  # between two sockets: the reconnect is under way
             rid = frame["id"] = next(self._ids)
             pending = self._pending[rid] = _Pending()
             try:
