@@ -26,7 +26,7 @@ await c.request("counter.create", "%(world)s");
 console.log("ready");
 await lines.next();  // the test holds the proxy, then cuts it while the write waits
 input.close();
-const first = await c.request("counter.add", "%(world)s", { amount: 9 }, { retry: true });
+const first = await c.request("counter.add", "%(world)s", { amount: 9 });  // retried by default
 const again = await c.request("counter.add", "%(world)s", { amount: 9 },
                               { requestId: "js-1" });
 const twice = await c.request("counter.add", "%(world)s", { amount: 9 },

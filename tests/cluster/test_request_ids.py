@@ -68,13 +68,13 @@ async def test_the_client_sends_a_write_again_after_a_drop_and_it_applies_once(
                 proxy.cut()  # ...and the connection drops with the reply in it
 
             nursery.start_soon(cut_soon)
-            reply = await c.request("counter.add", WORLD, {"amount": 9}, retry=True)
+            reply = await c.request("counter.add", WORLD, {"amount": 9})  # retried by default
             assert reply == {"total": 9, "adds": 1, "revision": 2}
             assert c.connections == 2
             proxy.hold()
             nursery.start_soon(cut_soon)
             with pytest.raises(ConnectionLost) as lost:  # without retry: the caller decides
-                await c.request("counter.add", WORLD, {"amount": 1})
+                await c.request("counter.add", WORLD, {"amount": 1}, retry=False)
             assert lost.value.request_id is not None
             again = await c.request("counter.add", WORLD, {"amount": 1},
                                     request_id=lost.value.request_id)
