@@ -21,7 +21,6 @@ that is not UTF-8, 1009 message too big).
 from __future__ import annotations
 
 import logging
-from collections import deque
 from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any
@@ -36,7 +35,7 @@ from hypercorn.typing import ConnectionState
 from websockets.exceptions import InvalidState
 from websockets.frames import CloseCode, Opcode
 from websockets.http11 import Request
-from websockets.protocol import CLOSED, OPEN
+from websockets.protocol import CLOSED, CONNECTING, OPEN
 from websockets.server import ServerProtocol
 
 log = logging.getLogger("petridish.transport")
@@ -128,12 +127,15 @@ class WebSocket:
 
     def __init__(self, stream: trio.SocketStream, head: bytes, max_size: int) -> None:
         self._stream = stream
-        self._protocol = ServerProtocol(max_size=max_size)
-        self._protocol.receive_data(head)
+        self._max_size = max_size
+        end = head.find(b"\r\n\r\n") + 4
+        self._protocol = ServerProtocol(max_size=max_size)  # the handshake's (see accept)
+        self._protocol.receive_data(head[:end])
         events = self._protocol.events_received()
         self.request: Request | None = events[0] if events and isinstance(
             events[0], Request) else None
-        self._events: deque[Any] = deque(events[1:])
+        self._early = head[end:]  # what the client sent past its head, before our answer
+        self._events: list[Any] = []  # frames not yet read, the next one last
         self._send_lock = trio.Lock()
         self._fragments: list[bytes] | None = None
         self._fragment_opcode: Opcode | None = None
@@ -146,7 +148,10 @@ class WebSocket:
 
     @property
     def headers(self) -> Any:
-        """The upgrade request's headers (empty when it could not be parsed)."""
+        """The upgrade request's headers (empty when it could not be parsed); read them
+        before `accept`, which lets them go (an idle connection need not hold them)."""
+        if self._protocol.state is not CONNECTING:
+            raise RuntimeError("the upgrade request's headers are gone once accepted")
         return self.request.headers if self.request is not None else {}
 
     @property
@@ -165,13 +170,22 @@ class WebSocket:
         if self._protocol.state is not OPEN:
             await self._abort()
             raise HandshakeFailed(f"upgrade refused with {response.status_code}")
+        # The handshake's parser keeps the request in its frame for the connection's life;
+        # frames go to a protocol made open instead, so an idle connection holds neither.
+        self.request = None
+        self._protocol = ServerProtocol(state=OPEN, max_size=self._max_size)
+        if self._early:
+            self._protocol.receive_data(self._early)
+            self._early = b""
+            self._events = self._protocol.events_received()[::-1]
+            await self._flush()
 
     async def receive(self) -> dict[str, Any]:
         """The next message (`websocket.receive` with `text` or `bytes`), or
         `websocket.disconnect` once the connection closed (cleanly or not)."""
         while True:
             while self._events:
-                message = self._message(self._events.popleft())
+                message = self._message(self._events.pop())
                 if message is not None:
                     return message
             if self._protocol.state is CLOSED:
@@ -187,7 +201,7 @@ class WebSocket:
                 self._protocol.receive_data(data)
             else:
                 self._protocol.receive_eof()
-            self._events.extend(self._protocol.events_received())
+            self._events = self._protocol.events_received()[::-1]
             await self._flush()  # pongs, close replies, and the close of a violation
 
     def _message(self, frame: Any) -> dict[str, Any] | None:

@@ -7,11 +7,13 @@ own tasks `put` replies, waiting for room, and its writer task `get`s frames in 
 The bound counts frames and, optionally, characters: a queue that is not empty takes no
 frame that would push it past `max_chars` (an empty one takes any frame, so one large
 snapshot still gets through).
+
+Every connection holds one, idle most of its life: the FIFO is two lists (frames pushed,
+frames to pop in reverse) rather than a deque (an empty deque holds a 760-byte block),
+and the parking lot of waiting putters is made on the first wait.
 """
 
 from __future__ import annotations
-
-from collections import deque
 
 import attrs
 import trio
@@ -38,26 +40,33 @@ class SubscriberQueue:
         self.capacity = capacity
         self.max_chars = max_chars
         self._chars = 0
-        self._items: deque[str] = deque()
+        self._back: list[str] = []  # pushed, oldest first
+        self._front: list[str] = []  # to pop, oldest last
         self._getter = Waiter("a SubscriberQueue")  # the writer task, in `get`
-        self._writable = trio.lowlevel.ParkingLot()
+        self._writable: trio.lowlevel.ParkingLot | None = None  # putters waiting for room
         self._peak = 0
         self.closed = False
 
     def __len__(self) -> int:
-        return len(self._items)
+        return len(self._back) + len(self._front)
 
     def _full_for(self, frame: str) -> bool:
-        if len(self._items) >= self.capacity:
+        depth = len(self)
+        if depth >= self.capacity:
             return True
-        return (self.max_chars is not None and bool(self._items)
+        return (self.max_chars is not None and depth > 0
                 and self._chars + len(frame) > self.max_chars)
 
     def _push(self, frame: str) -> None:
-        self._items.append(frame)
+        self._back.append(frame)
         self._chars += len(frame)
-        self._peak = max(self._peak, len(self._items))
+        self._peak = max(self._peak, len(self))
         self._getter.wake()
+
+    async def _park(self) -> None:
+        if self._writable is None:
+            self._writable = trio.lowlevel.ParkingLot()
+        await self._writable.park()
 
     def offer(self, frame: str) -> bool:
         """Enqueue without waiting; False when full or closed (nothing enqueued)."""
@@ -76,36 +85,46 @@ class SubscriberQueue:
     async def put(self, frame: str) -> None:
         """Enqueue, waiting while the queue is full; a closed queue discards the frame."""
         while not self.closed and self._full_for(frame):
-            await self._writable.park()
+            await self._park()
         if not self.closed:
             self._push(frame)
 
     async def wait_room(self) -> None:
         """Return once the queue has room for a small frame (or is closed)."""
         while not self.closed and self._full_for(""):
-            await self._writable.park()
+            await self._park()
+
+    def get_nowait(self) -> str | None:
+        """The next frame, or None when none is waiting."""
+        if not self._front:
+            if not self._back:
+                return None
+            self._front, self._back = self._back, self._front
+            self._front.reverse()
+        frame = self._front.pop()
+        self._chars -= len(frame)
+        if self._writable:  # waiters recheck: a small frame may fit where a big one not
+            self._writable.unpark_all()
+        return frame
 
     async def get(self) -> str | None:
         """The next frame, waiting for one; None once the queue is closed and empty.
 
         One task gets (the connection's writer), so the queue parks and wakes it itself.
         """
-        while not self._items:
+        while (frame := self.get_nowait()) is None:
             if self.closed:
                 return None
             await self._getter.wait()
-        frame = self._items.popleft()
-        self._chars -= len(frame)
-        if self._writable:  # waiters recheck: a small frame may fit where a big one not
-            self._writable.unpark_all()
         return frame
 
     def close(self) -> None:
         """Refuse new frames; `get` still drains what is queued, then returns None."""
         self.closed = True
         self._getter.wake()
-        self._writable.unpark_all()
+        if self._writable is not None:
+            self._writable.unpark_all()
 
     def statistics(self) -> QueueStatistics:
         """Depth, peak, capacity and characters waiting, as a frozen value."""
-        return QueueStatistics(len(self._items), self._peak, self.capacity, self._chars)
+        return QueueStatistics(len(self), self._peak, self.capacity, self._chars)

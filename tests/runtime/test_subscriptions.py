@@ -24,7 +24,7 @@ def drain(queue: SubscriberQueue) -> list[dict]:
     """Every frame waiting in `queue`, decoded (without waiting)."""
     frames = []
     while len(queue):
-        frames.append(json.loads(queue._items.popleft()))
+        frames.append(json.loads(queue.get_nowait()))
     return frames
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -117,3 +118,32 @@ async def test_frames_before_hello_are_rate_limited_too(tmp_path: Path) -> None:
         codes = [(await c.recv())["error"]["code"] for _ in range(6)]
         assert codes[:3] == ["bad_request"] * 3
         assert codes.count("rate_limited") >= 2
+
+
+async def test_a_frame_sent_with_the_upgrade_request_is_read(tmp_path: Path) -> None:
+    # A client may send its first frame in the same packet as its upgrade request, before
+    # our 101: those bytes must reach the session, not stay with the handshake's parser.
+    async with running_server(tmp_path) as running:
+        host, port = running.ws_url.removeprefix("ws://").split("/")[0].split(":")
+        hello = json.dumps({"op": "hello", "protocol": 1, "id": 9})
+        head = (f"GET /ws HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\n"
+                "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                "Sec-WebSocket-Version: 13\r\n\r\n").encode()
+        frame = Frame(Opcode.TEXT, hello.encode()).serialize(mask=True, extensions=[])
+        stream = await trio.open_tcp_stream(host, int(port))
+        async with stream:
+            await stream.send_all(head + frame)
+            data = b""
+            with trio.fail_after(10):
+                while b"\r\n\r\n" not in data:
+                    data += await stream.receive_some(4096)
+                response, _, rest = data.partition(b"\r\n\r\n")
+                assert response.startswith(b"HTTP/1.1 101")
+                while len(rest) < 4:
+                    rest += await stream.receive_some(4096)
+                assert rest[0] == 0x81 and rest[1] == 126  # a text frame, 16-bit length
+                size = int.from_bytes(rest[2:4], "big")
+                while len(rest) < 4 + size:
+                    rest += await stream.receive_some(4096)
+        welcome = json.loads(rest[4:4 + size])
+        assert welcome["id"] == 9 and welcome["ok"] is True
