@@ -29,24 +29,32 @@ from starlette.websockets import WebSocket
 
 from actors.runtime import ActorKind, Directory, open_directory
 from actors.runtime.context import wall_clock_ms
+from protocol.errors import ProtocolError
 from protocol.registry import Registry
-from server import hypercorn_close, worlds
+from protocol.roles import ROLES
+from server import hypercorn_close, tcp_guard, watchdog, worlds
 from server.auth import TokenStore
+from server.budgets import Ledger, address_key, over_budget
 from server.config import ServerConfig
+from server.creations import Creations
 from server.mcp import build as build_mcp
 from server.metrics import CONTENT_TYPE, Metrics
+from server.peers import Proxies, origin_allowed, origin_of
 from server.replies import Deadlines
 from server.session import Session
 from server.storage import SqliteEventStore
+from server.tcp_guard import TcpGuard
+from server.trace import Trace
 
 log = logging.getLogger("petridish.server")
 
 
 class MetricsObserver:
-    """Feeds the runtime's reports into the server's metrics."""
+    """Feeds the runtime's reports into the server's metrics (and crashes into the trace)."""
 
-    def __init__(self, metrics: Metrics) -> None:
+    def __init__(self, metrics: Metrics, trace: Trace) -> None:
         self.metrics = metrics
+        self.trace = trace
 
     def handled(self, kind: str, seconds: float) -> None:
         """One message handled."""
@@ -60,6 +68,11 @@ class MetricsObserver:
         """A slow subscriber dropped."""
         self.metrics.subscribers_dropped.labels(kind).inc()
 
+    def crashed(self, kind: str, actor_id: str) -> None:
+        """A handler raised (its traceback is logged by the runtime)."""
+        self.metrics.actor_crashes.labels(kind).inc()
+        self.trace.warn("actor_crashed", actor_id, "%s crashed handling a message", actor_id)
+
 
 @attrs.define
 class ServerState:
@@ -71,9 +84,47 @@ class ServerState:
     tokens: TokenStore
     metrics: Metrics
     deadlines: Deadlines
+    trace: Trace
+    guard: TcpGuard
+    ledger: Ledger = attrs.field()
+    creations: Creations = attrs.field()
+    proxies: Proxies = attrs.field()
     sessions: set[Session] = attrs.field(factory=set)
     http_inflight: int = 0  # HTTP requests being answered (websockets are in `sessions`)
     draining: bool = False
+    fatal: str | None = None  # why the server stopped itself (the process exits non-zero)
+
+    @ledger.default
+    def _ledger(self) -> Ledger:
+        return Ledger(self.config.budgets)
+
+    @creations.default
+    def _creations(self) -> Creations:
+        return Creations(self.ledger, self.directory, self.budget_hit)
+
+    @proxies.default
+    def _proxies(self) -> Proxies:
+        return Proxies(self.config.trusted_proxies)
+
+    def budget_hit(self, refusal: ProtocolError, who: str) -> None:
+        """Count, keep and log that `who` hit the budget `refusal` names."""
+        budget = str(refusal.detail.get("budget", "?"))
+        self.metrics.budget_hits.labels(budget).inc()
+        self.ledger.hit(budget, who, trio.current_time())
+        self.trace.warn("budget", f"{budget}:{who}", "%s hit the %s budget: %s", who, budget,
+                        refusal.message)
+
+    def store_healthy(self) -> str | None:
+        """Why writes cannot be made durable now, or None when they can."""
+        store = self.directory.store
+        return getattr(store, "trouble", None) if not getattr(store, "healthy", True) else None
+
+    def connections_by_role(self) -> dict[tuple[str, ...], float]:
+        """Open websocket connections by role (`none`: no hello yet), for /metrics."""
+        out: dict[tuple[str, ...], float] = {(r,): 0.0 for r in ("none", *ROLES)}
+        for session in self.sessions:
+            out[(session.principal.role if session.greeted else "none",)] += 1
+        return out
 
     def mailbox_depths(self) -> dict[tuple[str, ...], float]:
         """Messages waiting in mailboxes, summed per actor kind (for /metrics)."""
@@ -117,17 +168,32 @@ def build_app(state: ServerState) -> Starlette:
         if state.draining:
             await ws.close(1001)
             return
-        session = Session(ws, state)
+        address = address_key(state.proxies.client_host(ws.scope))
+        if not origin_allowed(ws.scope, state.config.allowed_origins):
+            state.trace.warn("origin_refused", address, "refused a websocket from %s: origin "
+                             "%r is not allowed", address, origin_of(ws.scope))
+            await ws.close(1008)  # before accept: Hypercorn answers HTTP 403
+            return
+        session = Session(ws, state, address)
         state.sessions.add(session)
         try:
             await session.run()
+        except Exception:  # a bug in the session: the client gets 1011, the log the story
+            log.exception("the session of %s failed", address)
+            state.trace.warn("close_1011", address, "closed a connection from %s with 1011 "
+                             "after a server failure", address)
+            with trio.move_on_after(1.0):
+                await ws.close(1011)
         finally:
             state.sessions.discard(session)
 
     async def healthz(_: HttpRequest) -> Response:
-        status = 503 if state.draining else 200
-        return JSONResponse({"ok": not state.draining, "worlds": len(state.directory.live()),
-                             "connections": len(state.sessions)}, status_code=status)
+        trouble = "shutting down" if state.draining else state.store_healthy()
+        body: dict[str, Any] = {"ok": trouble is None, "worlds": len(state.directory.live()),
+                                "connections": len(state.sessions)}
+        if trouble is not None:
+            body["trouble"] = trouble
+        return JSONResponse(body, status_code=200 if trouble is None else 503)
 
     async def lobby_page(_: HttpRequest) -> Response:
         return FileResponse(state.config.web_dir / "lobby" / "index.html")
@@ -144,7 +210,8 @@ def build_app(state: ServerState) -> Starlette:
 
     routes: list[Any] = [
         WebSocketRoute("/ws", ws_endpoint),
-        mcp_route,
+        Route(mcp_route.path, TrustedOrigins(mcp_route.endpoint, state),
+              methods=sorted(mcp_route.methods or ())),
         Route("/healthz", healthz),
         Route("/metrics", metrics),
         Route("/", lobby_page),  # each world's pages are in web/<kind>/, the lobby's at /
@@ -177,16 +244,64 @@ class Running:
         """Begin the graceful shutdown; `serve` returns when it is complete."""
         self._stop.set()
 
+    @property
+    def stopped(self) -> trio.Event:
+        """Set once the shutdown began (by `stop`, or the server itself: `state.fatal`)."""
+        return self._stop
 
-def _hypercorn_config(config: ServerConfig) -> HypercornConfig:
+
+class TrustedOrigins:
+    """An ASGI app (the MCP endpoint) behind a check of the request's `Origin`: an untrusted
+    one is refused with 403 (server/peers.py)."""
+
+    def __init__(self, app: Any, state: ServerState) -> None:
+        self.app = app
+        self.state = state
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """Serve the request, or refuse it."""
+        state = self.state
+        if scope["type"] == "http" and not origin_allowed(scope, state.config.allowed_origins):
+            address = address_key(state.proxies.client_host(scope))
+            state.trace.warn("origin_refused", address, "refused an MCP request from %s: "
+                             "origin %r is not allowed", address, origin_of(scope))
+            response = JSONResponse({"error": {"code": "forbidden", "message": "this origin "
+                                               "may not use the server", "detail": {}}},
+                                    status_code=403)
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+def _hypercorn_config(config: ServerConfig, guard: TcpGuard | None = None) -> HypercornConfig:
     hc = HypercornConfig()
     hc.bind = [f"{config.host}:{config.port}"]
     hc.websocket_max_message_size = config.max_frame * config.hard_frame_factor
     hc.websocket_ping_interval = config.ping_interval
     hc.graceful_timeout = config.graceful_timeout
+    # A connection that has not finished its request by then is closed (and so is an idle
+    # keep-alive HTTP connection).
+    hc.keep_alive_timeout = config.budgets.handshake_timeout
     hc.accesslog = None
-    hc.errorlog = None
+    hc.errorlog = logging.getLogger("hypercorn.error")  # into our error log
+    if guard is not None:
+        hc.petridish_guard = guard  # type: ignore[attr-defined]  # server/tcp_guard.py
     return hc
+
+
+def _watch_store(store: Any, state_of: Callable[[], ServerState | None], metrics: Metrics,
+                 trace: Trace) -> None:
+    """Trace the store writer's deaths and restarts (a SQLite store has them)."""
+    def on_writer(what: str, why: str) -> None:
+        if what == "restarted":
+            metrics.store_restarts.inc()
+        else:
+            trace.warn("store_writer", what, "the event store's writer %s%s", what,
+                       f": {why}" if why else "")
+    if hasattr(store, "on_writer"):
+        store.on_writer = on_writer
+    metrics.store_up.set_function(
+        lambda: {(): 0.0 if (s := state_of()) is not None and s.store_healthy() else 1.0})
 
 
 async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = None,
@@ -199,25 +314,47 @@ async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = Non
     to move the day.
     """
     hypercorn_close.install()
+    tcp_guard.install()
     tokens = TokenStore(config.data_dir)
     owner_token = tokens.ensure_owner_token()
     metrics = Metrics()
+    trace = Trace(metrics)
     stop = trio.Event()
+    states: list[ServerState] = []
     async with SqliteEventStore.in_directory(config.data_dir) as store, open_directory(
             store, worlds.kinds() if kinds is None else kinds, config=config.runtime,
-            observer=MetricsObserver(metrics), clock=clock) as directory:
+            observer=MetricsObserver(metrics, trace), clock=clock) as directory:
+        _watch_store(store, lambda: states[0] if states else None, metrics, trace)
+        proxies = Proxies(config.trusted_proxies)
+        guard = TcpGuard(config.budgets, proxies, lambda budget, who: state.budget_hit(
+            over_budget(budget, "connection refused", 0), who))
         state = ServerState(config, registry or worlds.registry(), directory, tokens, metrics,
-                            Deadlines(config.runtime.ask_timeout))
+                            Deadlines(config.runtime.ask_timeout), trace, guard,
+                            proxies=proxies)
+        states.append(state)
         metrics.mailbox_depth.set_function(state.mailbox_depths)
+        metrics.connections_by_role.set_function(state.connections_by_role)
         app = _count_http(build_app(state), state)
 
         async def shutdown_trigger() -> None:
             await stop.wait()
             state.drain()  # sessions finish while Hypercorn stops accepting
 
+        async def exit_when_the_store_gives_up() -> None:
+            gave_up = getattr(store, "gave_up", None)
+            if gave_up is None:
+                return
+            await gave_up.wait()
+            state.fatal = "the event store's writer could not be kept running"
+            log.error("stopping: %s (a supervisor should restart the server)", state.fatal)
+            stop.set()
+
         async with trio.open_nursery() as nursery:
             nursery.start_soon(state.deadlines.run)
-            binds = await nursery.start(partial(hypercorn_serve, app, _hypercorn_config(config),
+            nursery.start_soon(watchdog.run, state)
+            nursery.start_soon(exit_when_the_store_gives_up)
+            binds = await nursery.start(partial(hypercorn_serve, app,
+                                                _hypercorn_config(config, guard),
                                                 shutdown_trigger=shutdown_trigger))
             host, _, port = binds[0].removeprefix("http://").rpartition(":")
             task_status.started(Running(host.strip("[]"), int(port), owner_token, stop,

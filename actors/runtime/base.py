@@ -51,11 +51,21 @@ from actors.runtime.mailbox import (
 )
 from actors.runtime.subscriber import SubscriberQueue
 from actors.runtime.topic import Topic
-from actors.store import Event
+from actors.store import Event, StoreUnavailable
 from protocol.errors import ErrorCode, ProtocolError
 
 log = logging.getLogger("petridish.actors")
 T = TypeVar("T")
+
+
+def _charge(item: Ask, seconds: float) -> None:
+    """Tell the sender what its message cost: an answer (or a subscriber's queue) with a
+    `charge(seconds)` method hears the time the handler took, waits included (the
+    server charges it to the caller's CPU budget)."""
+    target = item.message.queue if isinstance(item.message, SubscribeMsg) else item.pending
+    charge = getattr(target, "charge", None)
+    if charge is not None:
+        charge(seconds)
 
 
 # ---- the actor ------------------------------------------------------------------------------
@@ -344,12 +354,16 @@ class Actor(ABC):
                     log.warning("%s refused %r: %s", self.actor_id, item.message, error.message)
         except Exception:
             log.exception("%s crashed handling %r", self.actor_id, item)
+            self.context.observer.crashed(self.kind, self.actor_id)
             if isinstance(item, Ask):
                 self._answers.append((item.pending, None, self._restarted()))
             return await self._restart(kept=self._unflushed[:mark])
         finally:
             self._handled += 1
-            self.context.observer.handled(self.kind, clock() - started)
+            elapsed = clock() - started
+            self.context.observer.handled(self.kind, elapsed)
+            if isinstance(item, Ask):
+                _charge(item, elapsed)
         return True
 
     def _restarted(self) -> ProtocolError:
@@ -364,6 +378,15 @@ class Actor(ABC):
         if events:
             try:
                 rev = await self.context.store.append(self.actor_id, self._durable_rev, events)
+            except StoreUnavailable as down:
+                # The state in memory is ahead of the store, which cannot be read now
+                # either: answer the batch and stop; the next request loads the world
+                # again once the store is back.
+                log.warning("%s stopped: %s", self.actor_id, down.message)
+                answers, self._answers = self._answers, []
+                for pending, _, error in answers:
+                    pending.fail(error or down)
+                return False
             except Exception:
                 log.exception("%s could not append %d events", self.actor_id, len(events))
                 self._answers = [(p, None, e or self._restarted()) for p, _, e in self._answers]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import logging
 import subprocess
 import sys
 
@@ -30,6 +31,10 @@ def test_server_settings_reach_hypercorn() -> None:
     assert (hc.websocket_ping_interval, hc.websocket_max_message_size, hc.graceful_timeout) == \
         (7.5, 3000, 2)
     assert hc.bind == ["127.0.0.1:0"]
+    # Half-open handshakes end after the budget's handshake timeout; Hypercorn's errors
+    # reach our error log rather than nowhere.
+    assert hc.keep_alive_timeout == ServerConfig().budgets.handshake_timeout == 5.0
+    assert hc.errorlog is logging.getLogger("hypercorn.error")
 
 
 def test_building_the_parser_imports_no_heavy_module() -> None:

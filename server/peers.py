@@ -1,0 +1,86 @@
+"""Who is on the other end of a request: its address (through trusted proxies) and whether
+its `Origin` may use the server.
+
+Browsers send `Origin` on websocket handshakes and cross-site `fetch`es; agents and other
+programs send none. A request with no `Origin`, or from the page's own origin (the
+`Origin`'s host and port are the `Host` the request was sent to), is allowed; any other
+origin only when the server was started with `--allow-origin ORIGIN` naming it exactly
+(`*` allows every origin, as an open development server may want). So a page on another
+site cannot act with the credentials or the `--open` agent role of a local browser.
+
+Behind a reverse proxy every connection comes from the proxy: with `--trusted-proxy
+ADDRESS` the client's address is read from `X-Forwarded-For` (the right-most entry that
+is not a trusted proxy), so the per-address budgets count clients, not the proxy.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable, Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
+
+
+def _header(scope: Mapping[str, Any], name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key.lower() == name:
+            return value.decode("latin-1")
+    return None
+
+
+class Proxies:
+    """The addresses (or networks) whose `X-Forwarded-For` is believed."""
+
+    def __init__(self, trusted: Iterable[str] = ()) -> None:
+        self.networks = [ipaddress.ip_network(t, strict=False) for t in trusted]
+
+    def trusts(self, host: str) -> bool:
+        """True when `host` is a trusted proxy."""
+        try:
+            ip = ipaddress.ip_address(host)
+        except ValueError:
+            return False
+        return any(ip in net for net in self.networks)
+
+    def client_host(self, scope: Mapping[str, Any]) -> str:
+        """The client's address: the peer's, or through trusted proxies the right-most
+        forwarded address that is not one of them."""
+        client = scope.get("client")
+        host = client[0] if client else ""
+        if not self.networks or not self.trusts(host):
+            return host
+        forwarded = _header(scope, b"x-forwarded-for")
+        if forwarded:
+            for hop in reversed([h.strip() for h in forwarded.split(",") if h.strip()]):
+                host = hop
+                if not self.trusts(hop):
+                    break
+        return host
+
+
+def _host_port(netloc: str, scheme: str) -> tuple[str | None, int | None]:
+    parts = urlsplit("//" + netloc)
+    try:
+        port = parts.port
+    except ValueError:  # not a number
+        return None, None
+    return parts.hostname, port or DEFAULT_PORTS.get(scheme)
+
+
+def origin_allowed(scope: Mapping[str, Any], allowed: frozenset[str]) -> bool:
+    """True when the request's `Origin` may use the server (see the module doc)."""
+    origin = _header(scope, b"origin")
+    if origin is None or "*" in allowed or origin in allowed:
+        return True
+    parts = urlsplit(origin)
+    host = _header(scope, b"host")
+    if parts.scheme not in ("http", "https") or not parts.netloc or host is None:
+        return False  # "null", a file page, or nothing to compare with
+    return _host_port(parts.netloc, parts.scheme) == _host_port(host, parts.scheme)
+
+
+def origin_of(scope: Mapping[str, Any]) -> str:
+    """The `Origin` header, for logs (at most 100 characters)."""
+    return (_header(scope, b"origin") or "")[:100]
