@@ -57,6 +57,8 @@ async def greet(session: Session, hello: Hello) -> bool:
             return False
         principal = found
     session.principal = principal
+    session.greeted = True
+    ledger.greeted(session.address, now)
     if principal.role != "owner":
         account = principal.name if principal.digest else f"address:{session.address}"
         session.account = ledger.account(account, principal.role, now)

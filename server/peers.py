@@ -2,11 +2,14 @@
 its `Origin` may use the server.
 
 Browsers send `Origin` on websocket handshakes and cross-site `fetch`es; agents and other
-programs send none. A request with no `Origin`, or from the page's own origin (the
-`Origin`'s host and port are the `Host` the request was sent to), is allowed; any other
-origin only when the server was started with `--allow-origin ORIGIN` naming it exactly
-(`*` allows every origin, as an open development server may want). So a page on another
-site cannot act with the credentials or the `--open` agent role of a local browser.
+programs send none. A request with no `Origin` is allowed; so is one from the page's own
+origin (the `Origin`'s host and port are the `Host` the request was sent to) when that
+host is an IP address or `localhost`. Any other origin only when the server was started
+with `--allow-origin ORIGIN` naming it exactly (`*` allows every origin, as an open
+development server may want); a server reached by a DNS name (behind a proxy: the public
+one) names its own origin so. So a page on another site cannot act with the credentials
+or the `--open` agent role of a local browser, not even through DNS rebinding (a foreign
+name made to resolve to this server is "same origin" to the browser, but not trusted).
 
 Behind a reverse proxy every connection comes from the proxy: with `--trusted-proxy
 ADDRESS` the client's address is read from `X-Forwarded-For` (the right-most entry that
@@ -78,7 +81,20 @@ def origin_allowed(scope: Mapping[str, Any], allowed: frozenset[str]) -> bool:
     host = _header(scope, b"host")
     if parts.scheme not in ("http", "https") or not parts.netloc or host is None:
         return False  # "null", a file page, or nothing to compare with
-    return _host_port(parts.netloc, parts.scheme) == _host_port(host, parts.scheme)
+    name, port = _host_port(host, parts.scheme)
+    return name is not None and _literal(name) and \
+        _host_port(parts.netloc, parts.scheme) == (name, port)
+
+
+def _literal(name: str) -> bool:
+    """An IP address or `localhost`: a host no DNS answer can stand for."""
+    if name == "localhost":
+        return True
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
 
 
 def origin_of(scope: Mapping[str, Any]) -> str:

@@ -138,10 +138,9 @@ class Session:
         metrics.connections_open.inc()
         try:
             with self.read_scope:
-                self.greeted = await self._handshake()
+                await self._handshake()  # a good hello sets `greeted`
             if not self.greeted or self.draining:
                 return
-            self.server.ledger.greeted(self.address, trio.current_time())
             self.read_scope = trio.CancelScope()
             self._writing = True
             async with trio.open_nursery() as nursery:

@@ -27,6 +27,7 @@ from server.budgets import Budgets, address_key
 from server.peers import Proxies
 
 log = logging.getLogger("petridish.tcp")
+REFUSAL_LINGER = 1.0  # seconds a refused connection is read and dropped before closing
 REFUSAL = ("HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n"
            "content-length: {length}\r\nconnection: close\r\n\r\n{body}")
 
@@ -84,6 +85,21 @@ def _peer(server: Any) -> tuple[str, int] | None:
     return str(host), int(port)
 
 
+async def _refuse(stream: Any, refusal: str) -> None:
+    """Answer 503 with `refusal`, then close. The request is read and dropped for a moment
+    first: closing over unread bytes would reset the connection before the answer is read."""
+    body = refusal.encode()
+    with trio.move_on_after(REFUSAL_LINGER):
+        try:
+            await stream.send_all(REFUSAL.format(length=len(body), body=refusal).encode())
+            await stream.send_eof()
+            while await stream.receive_some(65536):
+                pass
+        except (trio.BrokenResourceError, trio.ClosedResourceError, AttributeError):
+            pass  # gone already (or a TLS stream, which has no half-close)
+    await stream.aclose()
+
+
 def install() -> None:
     """Wrap `TCPServer.run` (idempotent); servers without a guard are left as they are."""
     original = TCPServer.run
@@ -102,14 +118,7 @@ def install() -> None:
             log.exception("the TCP guard failed on a connection from %r", peer)
             refusal = "the server failed to admit this connection"
         if refusal is not None:
-            body = refusal.encode()
-            with trio.move_on_after(1.0):
-                try:
-                    await self.stream.send_all(REFUSAL.format(length=len(body), body=refusal)
-                                               .encode())
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    pass
-            await self.stream.aclose()
+            await _refuse(self.stream, refusal)
             return
         assert peer is not None
         guard._servers[peer] = self

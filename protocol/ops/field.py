@@ -86,7 +86,7 @@ class JoinArgs:
     name: str = bounded(length=MAX_TEXT)
     harness: str = bounded("", length=MAX_TEXT)
     model: str = bounded("", length=MAX_TEXT)
-    user: str = bounded("", length=MAX_TEXT)
+    user: str = bounded("", length=MAX_TEXT, user=True)  # only the owner names another
 
 
 @attrs.frozen

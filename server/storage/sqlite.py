@@ -177,7 +177,9 @@ class SqliteEventStore(EventStore):
             self._queue((0, "stop", ()))
         await self._reader_done.wait()
         self._sender.cancel()
-        os.close(self._to_writer)
+        if self._to_writer >= 0:
+            os.close(self._to_writer)
+            self._to_writer = -1
         await trio.to_thread.run_sync(self._proc.wait)
         self._proc = None
 
@@ -200,7 +202,7 @@ class SqliteEventStore(EventStore):
             self._broken = f"could not be read ({exc!r})"
             ended = True
         finally:
-            self._broken = self._broken or f"exited (code {self._proc.poll()})"
+            self._broken = self._broken or "stopped"
             # Jobs not yet written are dropped with the rest: a new writer must never
             # commit an append whose caller was told it failed.
             self._outgoing = []
@@ -213,12 +215,21 @@ class SqliteEventStore(EventStore):
                 log.warning("the event store's writer %s; writes answer unavailable until "
                             "it is started again", self._broken)
                 self.on_writer("died", self._broken)
+                self._restarter = trio.CancelScope()
                 trio.lowlevel.spawn_system_task(self._restart,
                                                 name=f"sqlite-restart:{self.path.name}")
 
     async def _restart(self) -> None:
         """Start a new writer after the last one died, with a growing delay; give up
         (`gave_up`) after MAX_RESTARTS deaths within RESTART_WINDOW seconds."""
+        try:
+            await self._restart_until_up()
+        except Exception:  # a system task must not raise: give up, the server exits
+            log.exception("the event store's writer could not be started again")
+            self.on_writer("gave_up", "restarting it failed")
+            self.gave_up.set()
+
+    async def _restart_until_up(self) -> None:
         with self._restarter:
             while True:
                 now = trio.current_time()
@@ -234,9 +245,11 @@ class SqliteEventStore(EventStore):
                 await trio.sleep(RESTART_DELAY * 2 ** (len(self._deaths) - 1))
                 assert self._proc is not None
                 self._proc.kill()  # it may have closed its output without exiting
-                await trio.to_thread.run_sync(self._proc.wait)
-                os.close(self._to_writer)
-                self._to_writer = -1
+                code = await trio.to_thread.run_sync(self._proc.wait)
+                log.warning("the event store's writer exited with code %s", code)
+                if self._to_writer >= 0:
+                    os.close(self._to_writer)
+                    self._to_writer = -1
                 try:
                     await self._start_writer()
                 except Exception as exc:  # noqa: BLE001 - counted as a death; try again
