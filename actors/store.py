@@ -11,6 +11,11 @@ writer claims the stream, the first one's appends are refused by the backend its
 (FencedError) and write nothing: that is what makes a stale owner (a paused process, a
 lost lease) harmless. A writer that never claimed a stream appends under fence 0, which
 only works while nobody has claimed it.
+
+Receipts: a write that carried a client's request id is stored with a `Receipt` (the id
+and the reply's JSON) in the same transaction as its events, so whichever process hosts
+the world later can answer a retry of that write with its first result instead of
+applying it again (actors/runtime/base.py remembers the recent ones).
 """
 
 from __future__ import annotations
@@ -86,6 +91,24 @@ class Snapshot:
 
 
 @attrs.frozen
+class Receipt:
+    """A write's request id and its reply (JSON), stored beside the write's events; `rev`
+    is the revision of the write's last event."""
+
+    rev: int
+    request_id: str
+    result: Any
+
+
+def check_receipts(expected_rev: int, count: int, receipts: Sequence[Receipt]) -> None:
+    """Refuse (ValueError) a receipt that is not at a revision of the events appended."""
+    for receipt in receipts:
+        if not expected_rev < receipt.rev <= expected_rev + count:
+            raise ValueError(f"receipt {receipt.request_id!r} is at revision {receipt.rev}, "
+                             f"not one of {expected_rev + 1}..{expected_rev + count}")
+
+
+@attrs.frozen
 class StoreStatistics:
     """Counters of a store: appends requested, transactions committed, events written,
     appends refused because another writer claimed the stream."""
@@ -105,10 +128,12 @@ class EventStore(ABC):
     """Append-only streams of JSON events with optimistic concurrency and snapshots."""
 
     @abstractmethod
-    async def append(self, stream: str, expected_rev: int, events: Sequence[Event]) -> int:
+    async def append(self, stream: str, expected_rev: int, events: Sequence[Event],
+                     receipts: Sequence[Receipt] = ()) -> int:
         """Append `events` after revision `expected_rev`; return the new revision.
 
-        Atomic and durable. Raises ConflictError (writing nothing) when the stream is
+        Atomic and durable, `receipts` included (each at a revision of these events, else
+        ValueError; its result must be JSON). Raises ConflictError (writing nothing) when the stream is
         not at `expected_rev`, FencedError (a ConflictError, writing nothing) when another
         writer claimed the stream since this one did (see `claim`), TypeError or
         ValueError (writing nothing) for events that are not JSON, and ValueError for a
@@ -128,6 +153,10 @@ class EventStore(ABC):
     @abstractmethod
     async def read(self, stream: str, after: int = 0) -> list[StoredEvent]:
         """The events of `stream` with a revision greater than `after`, in order."""
+
+    @abstractmethod
+    async def receipts(self, stream: str, after: int = 0) -> list[Receipt]:
+        """The receipts of `stream` at a revision greater than `after`, in order."""
 
     @abstractmethod
     async def revision(self, stream: str) -> int:
@@ -164,6 +193,7 @@ class _MemoryStreams:
     def __init__(self) -> None:
         self.events: dict[str, list[Event]] = {}
         self.snapshots: dict[str, Snapshot] = {}
+        self.receipts: dict[str, list[Receipt]] = {}
         self.fences: dict[str, int] = {}  # stream -> fence of its latest claim
 
 
@@ -184,9 +214,11 @@ class MemoryEventStore(EventStore):
         self._held: dict[str, int] = {}  # stream -> fence this client claimed
         self._appends = self._commits = self._events_written = self._fenced = 0
 
-    async def append(self, stream: str, expected_rev: int, events: Sequence[Event]) -> int:
+    async def append(self, stream: str, expected_rev: int, events: Sequence[Event],
+                     receipts: Sequence[Receipt] = ()) -> int:
         """See EventStore.append."""
         check_stream_name(stream)
+        check_receipts(expected_rev, len(events), receipts)
         self._appends += 1
         held, current = self._held.get(stream, 0), self._data.fences.get(stream, 0)
         if held != current:
@@ -196,7 +228,10 @@ class MemoryEventStore(EventStore):
         if len(log) != expected_rev:
             raise ConflictError(stream, expected_rev, len(log))
         copies = [_round_trip(e) for e in events]
+        kept = [Receipt(r.rev, r.request_id, _round_trip(r.result)) for r in receipts]
         self._data.events.setdefault(stream, log).extend(copies)
+        if kept:
+            self._data.receipts.setdefault(stream, []).extend(kept)
         self._commits += 1
         self._events_written += len(copies)
         return len(log)
@@ -212,6 +247,11 @@ class MemoryEventStore(EventStore):
         log = self._data.events.get(stream, [])
         return [StoredEvent(rev, _round_trip(e))
                 for rev, e in enumerate(log[after:], start=after + 1)]
+
+    async def receipts(self, stream: str, after: int = 0) -> list[Receipt]:
+        """See EventStore.receipts."""
+        return [Receipt(r.rev, r.request_id, _round_trip(r.result))
+                for r in self._data.receipts.get(stream, []) if r.rev > after]
 
     async def revision(self, stream: str) -> int:
         """See EventStore.revision."""

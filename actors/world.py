@@ -23,9 +23,9 @@ daily field of today); naming any other world starts nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from enum import StrEnum
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import attrs
 import numpy as np
@@ -119,6 +119,74 @@ class StateCodec(Generic[S]):
     load: Callable[[Any], S]
 
 
+# ---- MCP tools: how a world speaks to agents over /mcp (hosted by server/mcp.py) ----------
+
+@attrs.frozen
+class ToolResult:
+    """What a tool answers: one line of text for the model, and the payload for programs
+    (sent once, as `structuredContent`)."""
+
+    text: str
+    structured: Mapping[str, Any] | None = None
+
+
+class ToolCall(Protocol):
+    """What the MCP host hands a tool: who calls, from which client, and a way to reach
+    worlds as that caller. Refusals from worlds arrive as `protocol.errors.ProtocolError`."""
+
+    caller: Caller  # the credential's name and role (anonymous callers: one name per call)
+    anonymous: bool  # no bearer token: the host named the caller for this call only
+    client: str  # the MCP client's "name/version" (clientInfo), or its User-Agent; "" if none
+    origin: str  # the server's base URL as the client reached it, e.g. http://127.0.0.1:8000
+    t: int  # ms since the epoch, when the host took the call
+
+    async def ask(self, actor_id: str, op: str, args: Any, *, caller: str | None = None) -> Any:
+        """Send op `op` (its args an attrs value) to world `actor_id` as this caller (or as
+        `caller`, a name this call owns: see `key`) and wait for the result."""
+
+    def key(self) -> tuple[str, str]:
+        """A fresh secret key and the caller name it stands for (`keyed(key)`): what an
+        anonymous caller carries to be itself again on a later call."""
+
+    def keyed(self, key: str) -> str:
+        """The caller name a key stands for."""
+
+    def fresh_id(self) -> str:
+        """A new unique id (a uuid) for something the caller creates."""
+
+
+@attrs.frozen
+class Tool:
+    """One MCP tool a world offers (`World.tools`).
+
+    `args` is an attrs class with bounds (protocol/bounds.py): the host derives the JSON
+    Schema from it and checks arguments with the protocol's strict converter, so MCP
+    arguments meet the same bounds and the same plain-sentence refusals as the websocket.
+    `describe` gives an argument's schema description and `keywords` more JSON Schema
+    keywords of an argument (e.g. a `pattern` the tool checks itself). The host checks
+    `role` before `run(call, args) -> ToolResult | Refusal` runs.
+    """
+
+    name: str
+    title: str
+    description: str
+    args: type
+    run: Callable[[ToolCall, Any], Awaitable[ToolResult | Refusal]]
+    role: str = "spectator"
+    describe: Mapping[str, str] = attrs.field(factory=dict)
+    keywords: Mapping[str, Mapping[str, Any]] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class Prompt:
+    """An MCP prompt a world offers (`World.prompts`): `text(call)` is its one message."""
+
+    name: str
+    title: str
+    description: str
+    text: Callable[[ToolCall], Awaitable[str]]
+
+
 def _never(*_: Any) -> bool:
     return False
 
@@ -143,6 +211,10 @@ class World(Generic[S, E]):
       a restart).
     - `actor`: the `WorldActor` subclass for effects a table cannot express (generation
       off the task, timers, asking other worlds); None runs the plain host.
+    - `tools`, `prompts`: what the world offers agents over MCP (`Tool`, `Prompt`);
+      server/mcp.py hosts every world's, knowing none of them.
+    - `summary(state)`: what the lobby lists of a world (e.g. `{"state": "live",
+      "agents": 3}`); the lobby keeps the last one it saw, so it survives unloads.
     """
 
     kind: str
@@ -162,11 +234,24 @@ class World(Generic[S, E]):
     transient: Callable[[E], bool] = _never
     snapshot: StateCodec[S] | None = None
     listed: bool = True  # the lobby lists worlds of this kind
+    # Spectators may subscribe (its stored events are pushed as they are). A world whose
+    # events carry what only some callers may see (the lab's unproven code) says False:
+    # every subscription to it is refused, on this process and through a cluster.
+    followable: bool = True
     # Seconds between pushes (0: after every batch) and pushes a second the whole topic
     # may take; see actors.runtime.Actor.
     push_interval: float = 0.0
     fanout_rate: float = float("inf")
     actor: type | None = None
+    # MCP tools and prompts the world offers (server/mcp.py hosts them; see Tool).
+    tools: tuple[Tool, ...] = ()
+    prompts: tuple[Prompt, ...] = ()
+    # What the lobby shows of a world beyond its id and revision (state, agents, ...), as
+    # a JSON object, or None for nothing more.
+    summary: Callable[[S], Mapping[str, Any] | None] = attrs.field(default=lambda _s: None)
+    # Work a server does once, off its trio thread, as it starts (e.g. compiling the field's
+    # solver kernels), so no first request pays for it; None for nothing.
+    warm: Callable[[], Any] | None = None
 
     def op_names(self) -> frozenset[str]:
         """The names of the ops this world declares."""

@@ -1,18 +1,23 @@
-"""The example agent over MCP: the same play as examples/field_agent.py, spoken as MCP
-tool calls to `/mcp` (streamable HTTP, stateless) with the official `mcp` SDK client.
+"""The example agent over MCP: the same play as examples/field_agent.py, spoken as the seed's
+MCP tool calls (`list_games`, `start_mosaic`, `join`, `observe`, `reveal`, `commit`,
+`field_rules`) to `/mcp` (streamable HTTP, stateless) with the official `mcp` SDK client.
 
-    python examples/field_mcp.py --url http://127.0.0.1:8000/mcp --game ID [--start SIZE]
+    python examples/field_mcp.py [--url http://127.0.0.1:8000/mcp] [--token T]
+        [--game ID | --start SIZE] [--seed S] [--name NAME]
+
+Without --game and --start it plays today's daily game (the first of `list_games`);
+`--start SIZE` starts a SIZE x SIZE scatter game first (`start_mosaic`: the server names
+it with a uuid, printed before play). Without a token, the server must run with `--open`.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import re
 import sys
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import trio
 
 if __package__ in (None, ""):  # run as a script: make the repository importable
@@ -21,50 +26,93 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from examples.field_agent import play_on
-from protocol.client import RequestError
+from examples.field_agent import Died, play_on
+from protocol.client import ClientError, RequestError
 
-_REFUSAL = re.compile(r"([a-z_]+): (.*?)(?: detail: (\{.*\}))?$", re.DOTALL)
+# The websocket op the example agent speaks -> the seed's MCP tool.
+TOOLS = {"field.rules": "field_rules", "field.observe": "observe", "field.join": "join",
+         "field.reveal": "reveal", "field.commit": "commit", "field.retract": "retract"}
+
+
+def undelta(coded: dict[str, Any]) -> list[list[int]]:
+    """The observation's delta-coded known cells as [cell, value] pairs (cumulative sum)."""
+    out, cell = [], 0
+    for gap, v in zip(coded["ids"], coded["values"], strict=True):
+        cell += gap
+        out.append([cell, int(v)])
+    return out
 
 
 class McpClient:
-    """What `Agent` needs of a client (`request(op, to, args)`), over MCP tool calls."""
+    """What `Agent` needs of a client (`request(op, to, args)`), over the seed's tools."""
 
     def __init__(self, session: ClientSession) -> None:
         self.session = session
 
-    async def request(self, op: str, to: str, args: dict[str, Any]) -> Any:
-        """Call tool `field_<verb>` for actor `to`; a tool error becomes a RequestError."""
-        game = to.partition(":")[2]
-        result = await self.session.call_tool(op.replace(".", "_"), {"game_id": game, **args})
+    async def tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Call a tool; its structuredContent, or a RequestError from its error."""
+        result = await self.session.call_tool(name, arguments)
+        data = result.structured_content or {}
         if result.is_error:
-            text = result.content[0].text.removeprefix(f"Error executing tool {op.replace('.', '_')}: ")
-            m = _REFUSAL.match(text)
-            if m is None:
-                raise RequestError("", text)
-            raise RequestError(m[1], m[2], json.loads(m[3]) if m[3] else {})
-        return result.structured_content
+            error = data.get("error") or {"code": "", "message": result.content[0].text}
+            raise RequestError(error["code"], error["message"], error.get("detail") or {})
+        return data
+
+    async def request(self, op: str, to: str, args: dict[str, Any]) -> Any:
+        """The op as its tool for game `to`'s id; an observation comes back decoded."""
+        if op == "field.join":
+            args = {k: v for k, v in args.items() if k != "harness"}  # MCP: from clientInfo
+        data = await self.tool(TOOLS[op], {"game_id": to.partition(":")[2], **args})
+        if op == "field.observe":
+            obs = data["observation"]
+            return {**obs, "known": undelta(obs["known"])}
+        if op == "field.rules":
+            return {"grow": data.get("grow"), **data}
+        return data
 
 
-async def play(url: str, game: str, *, start: int | None = None, seed: int = 0,
-               name: str = "mcp-example") -> dict:
-    """Play `game` over MCP to the end (starting it first when asked); figures."""
-    async with streamable_http_client(url) as streams, \
+async def play(url: str, game: str | None = None, *, token: str | None = None,
+               start: int | None = None, seed: int = 0, name: str = "mcp-example") -> dict:
+    """Play `game` (default: today's daily game; `start`: a new SIZE x SIZE game) to the end
+    over MCP; figures, with the game id."""
+    headers = {"authorization": f"Bearer {token}"} if token else {}
+    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300)) as http, \
+            streamable_http_client(url, http_client=http) as streams, \
             ClientSession(streams[0], streams[1]) as session:
         await session.initialize()
-        return await play_on(McpClient(session), game, start=start,  # type: ignore[arg-type]
-                             seed=seed, name=name, model="none")
+        client = McpClient(session)
+        if start is not None:
+            game = (await client.tool("start_mosaic", {"kind": "scatter", "size": start,
+                                                      "seed": seed}))["game_id"]
+            print(f"started game {game}", flush=True)
+        elif game is None:
+            game = (await client.tool("list_games", {}))["games"][0]["game_id"]
+        figures = await play_on(client, game, start=None, seed=seed,  # type: ignore[arg-type]
+                                name=name, model="none")
+        return {"game": game, **figures}
 
 
 def main(argv: list[str] | None = None) -> int:
     """Command line entry point."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--url", default="http://127.0.0.1:8000/mcp")
-    p.add_argument("--game", required=True)
-    p.add_argument("--start", type=int, metavar="SIZE")
+    p.add_argument("--token", help="an agent token (petridish token create); none on --open")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--game", help="the game id to play (default: today's daily game)")
+    which.add_argument("--start", type=int, metavar="SIZE", help="start a SIZE x SIZE game")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--name", default="mcp-example")
     args = p.parse_args(argv)
-    print(trio.run(lambda: play(args.url, args.game, start=args.start, seed=args.seed)))
+    try:
+        figures = trio.run(lambda: play(args.url, args.game, token=args.token,
+                                        start=args.start, seed=args.seed, name=args.name))
+    except Died as e:
+        print(f"dead: {e}", file=sys.stderr)
+        return 2
+    except (ClientError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(figures)
     return 0
 
 

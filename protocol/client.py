@@ -12,15 +12,23 @@ socket drops, the client reconnects with exponential backoff, says hello again a
 resubscribes every open subscription with `since` = the last revision it delivered,
 so the caller sees each event once and in order (or a snapshot when the server's
 history no longer reaches back). A `resync` push (the server dropped a subscriber
-that fell behind) is handled the same way. A request whose reply was lost with the
-socket raises `ConnectionLost`: it may or may not have been applied.
+that fell behind) is handled the same way.
+
+Every request carries a `request_id` (a fresh random one unless the caller names it):
+a write sent again with the same id is answered with its first result and applied once.
+A request whose reply was lost with the socket is sent again, with the same id, on the
+next socket (the server applies a write once); with `retry=False` it raises
+`ConnectionLost` instead (it may or may not have been applied; its `request_id` is on
+the exception).
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import math
 import random
+import secrets
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from typing import Any, Self
@@ -53,7 +61,12 @@ class RequestError(ClientError):
 
 
 class ConnectionLost(ClientError):
-    """The socket closed before the reply arrived; the request may or may not have run."""
+    """The socket closed before the reply arrived; the request may or may not have run.
+
+    `request_id` is the id it was sent with: sending the write again with it applies it at
+    most once (see `Client.request`)."""
+
+    request_id: str | None = None
 
 
 class ClientClosed(ClientError):
@@ -79,6 +92,11 @@ def backoff_delays(first: float = 0.05, cap: float = 5.0) -> Callable[[], float]
         return base * random.uniform(0.75, 1.25)
 
     return next_delay
+
+
+def new_request_id() -> str:
+    """A fresh random request id (16 URL-safe characters)."""
+    return secrets.token_urlsafe(12)
 
 
 def _refusal(reply: dict[str, Any]) -> RequestError:
@@ -154,9 +172,12 @@ class Client:
     """One logical connection to a server, re-established when it drops. Open it with `connect`."""
 
     def __init__(self, url: str, token: str | None, client: str, *, reconnect: bool,
-                 max_size: int, push_buffer: int) -> None:
+                 max_size: int, push_buffer: int, key: str | None = None) -> None:
         self.url = url
         self.token = token
+        # An anonymous caller's key: given by the first hello's reply (or by the caller, to
+        # be an earlier caller again), sent on every reconnect so the caller stays itself.
+        self.key = key
         self.client_name = client
         self.reconnect = reconnect
         self.max_size = max_size
@@ -179,17 +200,19 @@ class Client:
     @asynccontextmanager
     async def connect(cls, url: str, token: str | None = None, client: str = "petridish-py/1.0",
                       *, reconnect: bool = True, max_size: int = 2**22,
-                      push_buffer: int = 10_000) -> AsyncIterator[Client]:
+                      push_buffer: int = 10_000, key: str | None = None
+                      ) -> AsyncIterator[Client]:
         """Open a socket, say hello, and keep the connection up until the block ends.
 
         A failure of the first attempt is raised here (OSError when refused,
         RequestError `unauthorized` for a bad token); later drops are retried with
         backoff while `reconnect` is true. `push_buffer` bounds the pushes queued per
         subscription; a caller that falls further behind is resubscribed from the
-        last revision it saw.
+        last revision it saw. Without a token the caller is anonymous: `key` (from an
+        earlier client's `key`) makes it that earlier caller again.
         """
         self = cls(url, token, client, reconnect=reconnect, max_size=max_size,
-                   push_buffer=push_buffer)
+                   push_buffer=push_buffer, key=key)
         try:
             async with trio.open_nursery() as nursery:
                 await nursery.start(self._run)
@@ -249,12 +272,15 @@ class Client:
                                  "client": self.client_name}
         if self.token is not None:
             hello["token"] = self.token
+        elif self.key is not None:
+            hello["key"] = self.key
         await ws.send(json.dumps(hello))
         reply = json.loads(await ws.recv())
         if not reply.get("ok"):
             raise _refusal(reply)
         self.hello = reply.get("result") or {}
         self.role = self.hello.get("role")
+        self.key = self.hello.get("key", self.key)
         self.connections += 1
 
     async def _read(self, ws: ClientConnection) -> None:
@@ -297,19 +323,32 @@ class Client:
     # ---- requests -------------------------------------------------------------
 
     async def request(self, op: str, to: str | None = None, args: dict[str, Any] | None = None,
-                      *, timeout: float = 30.0) -> Any:
+                      *, timeout: float = 30.0, request_id: str | None = None,
+                      retry: bool = True) -> Any:
         """Send one request and return its result.
 
+        The request carries `request_id` (default: a fresh one), so a write sent again
+        with it is applied at most once and answered with its first result. A request
+        whose socket dropped before the reply is sent again with the same id once the
+        client has reconnected, until `timeout` (`retry=False`: raise ConnectionLost).
+
         Raises RequestError for an `ok: false` reply, ConnectionLost when the socket
-        dropped first, ClientClosed once closed, and trio.TooSlowError after `timeout`
-        seconds (time spent waiting for a reconnect counts).
+        dropped first (with `retry=False`), ClientClosed once closed, and trio.TooSlowError
+        after `timeout` seconds (time spent waiting for a reconnect counts).
         """
-        frame: dict[str, Any] = {"op": op}
+        frame: dict[str, Any] = {"op": op, "request_id": request_id or new_request_id()}
         if to is not None:
             frame["to"] = to
         if args is not None:
             frame["args"] = args
-        return await self._call(frame, timeout)
+        with trio.fail_after(timeout):
+            while True:
+                try:
+                    return await self._call(frame, math.inf)
+                except ConnectionLost as lost:
+                    if not retry:
+                        lost.request_id = frame["request_id"]
+                        raise
 
     async def _call(self, frame: dict[str, Any], timeout: float) -> Any:
         with trio.fail_after(timeout):

@@ -4,6 +4,7 @@ Client to server (JSON objects in text frames):
 
     {"op": "hello", "protocol": 1, "token": "...", "client": "name/1.0", "id": 0}
     {"id": 7, "op": "lobby.list", "to": "lobby:main", "args": {}}
+    {"id": 8, "op": "counter.add", "to": "counter:a", "args": {...}, "request_id": "k1"}
     {"id": 8, "op": "subscribe", "to": "scratch:a", "since": 120}
     {"id": 9, "op": "unsubscribe", "to": "scratch:a"}
 
@@ -40,31 +41,43 @@ MAX_ID = 2**53 - 1  # the largest integer a JavaScript client can hold exactly
 # A world name: 1-80 of letters, digits, `_`, `.`, `-`, not led by `.` (covers game ids).
 ACTOR_ID_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}:[A-Za-z0-9_-][A-Za-z0-9_.-]{0,79}$")
 PUSH_KINDS = ("events", "snapshot", "resync")
+# A write's idempotency key, chosen by the client: 1-64 of letters, digits, `_.:-`.
+REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 
-_HELLO_KEYS = frozenset({"op", "id", "protocol", "token", "client"})
-_REQUEST_KEYS = frozenset({"op", "id", "to", "args"})
+_HELLO_KEYS = frozenset({"op", "id", "protocol", "token", "client", "key"})
+MAX_TOKEN = 200  # characters of a hello's token (issued ones have 47)
+# An anonymous caller's key (the hello reply hands one out; sent back, it is that caller).
+KEY_RE = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
+_REQUEST_KEYS = frozenset({"op", "id", "to", "args", "request_id"})
 _SUBSCRIBE_KEYS = frozenset({"op", "id", "to", "since"})
 _UNSUBSCRIBE_KEYS = frozenset({"op", "id", "to"})
 
 
 @attrs.frozen
 class Hello:
-    """The first frame of a connection: protocol version, optional token, client name."""
+    """The first frame of a connection: protocol version, optional token, client name, and
+    the key of an anonymous caller coming back."""
 
     id: int
     protocol: int
     token: str | None
     client: str
+    key: str | None = None
 
 
 @attrs.frozen
 class Request:
-    """A call of a registered op on the actor `to` (None: the op's default actor)."""
+    """A call of a registered op on the actor `to` (None: the op's default actor).
+
+    `request_id` (optional) makes a write idempotent: the world answers a retry that
+    carries the same one with the first result instead of applying it again.
+    """
 
     id: int
     op: str
     to: str | None
     args: dict[str, Any]
+    request_id: str | None = None
 
 
 @attrs.frozen
@@ -197,7 +210,11 @@ def parse_frame(text: str) -> Frame:
     args = obj.get("args", {})
     if not isinstance(args, dict):
         raise _bad("args: expected an object", rid, path="args")
-    return Request(rid, op, to, args)
+    key = obj.get("request_id")
+    if key is not None and not (isinstance(key, str) and REQUEST_ID_RE.match(key)):
+        raise _bad("request_id: expected 1-64 of letters, digits, '_', '.', ':', '-'", rid,
+                   path="request_id")
+    return Request(rid, op, to, args, key)
 
 
 def _parse_hello(obj: dict[str, Any]) -> Hello:
@@ -210,10 +227,16 @@ def _parse_hello(obj: dict[str, Any]) -> Hello:
     token = obj.get("token")
     if token is not None and not isinstance(token, str):
         raise _bad("token: expected a string or null", rid, path="token")
+    if token is not None and len(token) > MAX_TOKEN:
+        raise _bad(f"token: at most {MAX_TOKEN} characters", rid, path="token")
     client = obj.get("client", "")
     if not isinstance(client, str) or len(client) > 100:
         raise _bad("client: expected a string of at most 100 characters", rid, path="client")
-    return Hello(rid, version, token or None, client)
+    key = obj.get("key")
+    if key is not None and (not isinstance(key, str) or not KEY_RE.match(key)):
+        raise _bad("key: expected the key a hello reply gave (16-64 of A-Z, a-z, 0-9, "
+                   "'_', '-') or null", rid, path="key")
+    return Hello(rid, version, token or None, client, key)
 
 
 # ---- server -> client ---------------------------------------------------------------------

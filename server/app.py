@@ -1,50 +1,55 @@
-"""The Starlette app on Hypercorn's trio worker, and `serve`, which runs it with its actors.
+"""The Starlette app, and `serve`, which runs it and `/ws` with the actors on one port.
 
-Routes: `/ws` (the protocol, server/session.py), `/mcp`, `/healthz`, `/metrics`
-(Prometheus text), `/` (the lobby's page) and the static files of `web/` (each world's
-pages in `web/<kind>/`). `serve` opens the event store and the actor
-directory, starts Hypercorn, reports the bound address, and on `stop()` shuts down
-gracefully: stop accepting, let in-flight handlers finish, close sockets with 1001 (and
-return as soon as nothing is in flight, at most `graceful_timeout` later).
+`/ws` (the protocol, server/session.py) is framed by websockets' sans-I/O protocol in
+server/transport.py; every other request goes through Hypercorn's trio server to the
+Starlette app: `/mcp`, `/healthz`, `/metrics` (Prometheus text), `/` (the lobby's page)
+and the static files of `web/` (each world's pages in `web/<kind>/`). `serve` opens the
+event store (SQLite in the data directory, or PostgreSQL, which makes this process a
+node of a cluster: server/cluster/) and the actor directory, starts the front door,
+reports the bound address, and on `stop()` shuts down gracefully: stop accepting, let
+in-flight handlers finish, close sockets with 1001 (and return as soon as nothing is in
+flight, at most `graceful_timeout` later); a cluster's node then hands its worlds over.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from functools import partial
 from typing import Any
 
 import attrs
 import trio
-from hypercorn.config import Config as HypercornConfig
-from hypercorn.trio import serve as hypercorn_serve
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request as HttpRequest
 from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
-from starlette.routing import Mount, Route, WebSocketRoute
+from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
-from starlette.websockets import WebSocket
 
 from actors.runtime import ActorKind, Directory, open_directory
 from actors.runtime.context import wall_clock_ms
+from actors.store import EventStore
 from protocol.errors import ProtocolError
 from protocol.registry import Registry
 from protocol.roles import ROLES
-from server import hypercorn_close, tcp_guard, watchdog, worlds
+from server import watchdog, worlds
 from server.auth import TokenStore
 from server.budgets import Ledger, address_key, over_budget
 from server.config import ServerConfig
 from server.creations import Creations
+from server.headers import SecurityHeaders
+from server.lab_routes import lab_routes
 from server.mcp import build as build_mcp
 from server.metrics import CONTENT_TYPE, Metrics
-from server.peers import Proxies, origin_allowed, origin_of
+from server.peers import Proxies, header, origin_allowed
 from server.replies import Deadlines
 from server.session import Session
 from server.storage import SqliteEventStore
 from server.tcp_guard import TcpGuard
 from server.trace import Trace
+from server.transport import WebSocket, hypercorn_config, serve_front
 
 log = logging.getLogger("petridish.server")
 
@@ -90,6 +95,7 @@ class ServerState:
     creations: Creations = attrs.field()
     proxies: Proxies = attrs.field()
     sessions: set[Session] = attrs.field(factory=set)
+    cluster: Any = None  # this process as a cluster's node (server/cluster/), if it is one
     http_inflight: int = 0  # HTTP requests being answered (websockets are in `sessions`)
     draining: bool = False
     fatal: str | None = None  # why the server stopped itself (the process exits non-zero)
@@ -114,10 +120,10 @@ class ServerState:
         self.trace.warn("budget", f"{budget}:{who}", "%s hit the %s budget: %s", who, budget,
                         refusal.message)
 
-    def store_healthy(self) -> str | None:
+    def store_trouble(self) -> str | None:
         """Why writes cannot be made durable now, or None when they can."""
         store = self.directory.store
-        return getattr(store, "trouble", None) if not getattr(store, "healthy", True) else None
+        return None if getattr(store, "healthy", True) else getattr(store, "trouble", "down")
 
     def connections_by_role(self) -> dict[tuple[str, ...], float]:
         """Open websocket connections by role (`none`: no hello yet), for /metrics."""
@@ -164,31 +170,8 @@ def _count_http(app: Any, state: ServerState) -> Any:
 def build_app(state: ServerState) -> Starlette:
     """The ASGI app over `state`."""
 
-    async def ws_endpoint(ws: WebSocket) -> None:
-        if state.draining:
-            await ws.close(1001)
-            return
-        address = address_key(state.proxies.client_host(ws.scope))
-        if not origin_allowed(ws.scope, state.config.allowed_origins):
-            state.trace.warn("origin_refused", address, "refused a websocket from %s: origin "
-                             "%r is not allowed", address, origin_of(ws.scope))
-            await ws.close(1008)  # before accept: Hypercorn answers HTTP 403
-            return
-        session = Session(ws, state, address)
-        state.sessions.add(session)
-        try:
-            await session.run()
-        except Exception:  # a bug in the session: the client gets 1011, the log the story
-            log.exception("the session of %s failed", address)
-            state.trace.warn("close_1011", address, "closed a connection from %s with 1011 "
-                             "after a server failure", address)
-            with trio.move_on_after(1.0):
-                await ws.close(1011)
-        finally:
-            state.sessions.discard(session)
-
     async def healthz(_: HttpRequest) -> Response:
-        trouble = "shutting down" if state.draining else state.store_healthy()
+        trouble = "shutting down" if state.draining else state.store_trouble()
         body: dict[str, Any] = {"ok": trouble is None, "worlds": len(state.directory.live()),
                                 "connections": len(state.sessions)}
         if trouble is not None:
@@ -209,15 +192,15 @@ def build_app(state: ServerState) -> Starlette:
             yield
 
     routes: list[Any] = [
-        WebSocketRoute("/ws", ws_endpoint),
         Route(mcp_route.path, TrustedOrigins(mcp_route.endpoint, state),
               methods=sorted(mcp_route.methods or ())),
         Route("/healthz", healthz),
         Route("/metrics", metrics),
+        *lab_routes(state),  # the lab's seed routes: /api/ok, /api/invalid, /api/pub/seen, votes
         Route("/", lobby_page),  # each world's pages are in web/<kind>/, the lobby's at /
         Mount("/", StaticFiles(directory=state.config.web_dir, html=True, check_dir=False)),
     ]
-    return Starlette(routes=routes, lifespan=lifespan)
+    return Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(SecurityHeaders)])
 
 
 @attrs.frozen
@@ -229,6 +212,16 @@ class Running:
     owner_token: str | None  # only when this start created it
     _stop: trio.Event = attrs.field(alias="stop_event")
     state: ServerState
+
+    @property
+    def node(self) -> str | None:
+        """This process's name in its cluster (None: a single process)."""
+        return self.state.cluster.name if self.state.cluster is not None else None
+
+    @property
+    def peer_addr(self) -> str | None:
+        """Where the cluster's other processes reach this one."""
+        return self.state.cluster.addr if self.state.cluster is not None else None
 
     @property
     def url(self) -> str:
@@ -261,10 +254,12 @@ class TrustedOrigins:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         """Serve the request, or refuse it."""
         state = self.state
-        if scope["type"] == "http" and not origin_allowed(scope, state.config.allowed_origins):
-            address = address_key(state.proxies.client_host(scope))
+        origin = header(scope, b"origin")
+        if scope["type"] == "http" and not origin_allowed(
+                origin, header(scope, b"host"), state.config.allowed_origins):
+            address = address_key(state.proxies.client_of_scope(scope))
             state.trace.warn("origin_refused", address, "refused an MCP request from %s: "
-                             "origin %r is not allowed", address, origin_of(scope))
+                             "origin %r is not allowed", address, (origin or "")[:100])
             response = JSONResponse({"error": {"code": "forbidden", "message": "this origin "
                                                "may not use the server", "detail": {}}},
                                     status_code=403)
@@ -273,24 +268,36 @@ class TrustedOrigins:
         await self.app(scope, receive, send)
 
 
-def _hypercorn_config(config: ServerConfig, guard: TcpGuard | None = None) -> HypercornConfig:
-    hc = HypercornConfig()
-    hc.bind = [f"{config.host}:{config.port}"]
-    hc.websocket_max_message_size = config.max_frame * config.hard_frame_factor
-    hc.websocket_ping_interval = config.ping_interval
-    hc.graceful_timeout = config.graceful_timeout
-    # A connection that has not finished its request by then is closed (and so is an idle
-    # keep-alive HTTP connection).
-    hc.keep_alive_timeout = config.budgets.handshake_timeout
-    hc.accesslog = None
-    hc.errorlog = logging.getLogger("hypercorn.error")  # into our error log
-    if guard is not None:
-        hc.petridish_guard = guard  # type: ignore[attr-defined]  # server/tcp_guard.py
-    return hc
+async def _session(state: ServerState, ws: WebSocket) -> None:
+    """Serve one `/ws` connection (a draining server closes it with 1001 at once; an
+    untrusted origin is refused with HTTP 403)."""
+    peer = str(ws.peer[0]) if ws.peer else ""
+    address = address_key(state.proxies.client_host(peer, ws.headers.get("X-Forwarded-For")))
+    origin = ws.headers.get("Origin")
+    if not origin_allowed(origin, ws.headers.get("Host"), state.config.allowed_origins):
+        state.trace.warn("origin_refused", address, "refused a websocket from %s: origin %r "
+                         "is not allowed", address, (origin or "")[:100])
+        await ws.refuse(403, "this origin may not use the server")
+        return
+    if state.draining:
+        await ws.accept()
+        await ws.close(1001)
+        return
+    session = Session(ws, state, address)
+    state.sessions.add(session)
+    try:
+        await session.run()
+    except Exception:  # a bug in the session: the client gets 1011, the log the story
+        log.exception("the session of %s failed", address)
+        state.trace.warn("close_1011", address, "closed a connection from %s with 1011 after "
+                         "a server failure", address)
+        with trio.move_on_after(1.0):
+            await ws.close(1011)
+    finally:
+        state.sessions.discard(session)
 
 
-def _watch_store(store: Any, state_of: Callable[[], ServerState | None], metrics: Metrics,
-                 trace: Trace) -> None:
+def _watch_store(store: Any, metrics: Metrics, trace: Trace) -> None:
     """Trace the store writer's deaths and restarts (a SQLite store has them)."""
     def on_writer(what: str, why: str) -> None:
         if what == "restarted":
@@ -298,10 +305,10 @@ def _watch_store(store: Any, state_of: Callable[[], ServerState | None], metrics
         else:
             trace.warn("store_writer", what, "the event store's writer %s%s", what,
                        f": {why}" if why else "")
+
     if hasattr(store, "on_writer"):
         store.on_writer = on_writer
-    metrics.store_up.set_function(
-        lambda: {(): 0.0 if (s := state_of()) is not None and s.store_healthy() else 1.0})
+    metrics.store_up.set_function(lambda: {(): 1.0 if getattr(store, "healthy", True) else 0.0})
 
 
 async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = None,
@@ -313,32 +320,46 @@ async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = Non
     pass their own to host test-only actors, and their own `clock` (ms since the epoch)
     to move the day.
     """
-    hypercorn_close.install()
-    tcp_guard.install()
     tokens = TokenStore(config.data_dir)
     owner_token = tokens.ensure_owner_token()
     metrics = Metrics()
     trace = Trace(metrics)
     stop = trio.Event()
-    states: list[ServerState] = []
-    async with SqliteEventStore.in_directory(config.data_dir) as store, open_directory(
+    registry = registry or worlds.registry()
+    observer = MetricsObserver(metrics, trace)
+    async with AsyncExitStack() as stack:
+        store = await stack.enter_async_context(open_store(config))
+        _watch_store(store, metrics, trace)
+        node = None
+        if config.clustered:
+            from server.cluster import join
+            from server.storage.postgres import PostgresEventStore
+
+            assert isinstance(store, PostgresEventStore)
+            node = await stack.enter_async_context(join(config, store, registry, observer))
+            node.instrument(metrics)
+        directory = await stack.enter_async_context(open_directory(
             store, worlds.kinds() if kinds is None else kinds, config=config.runtime,
-            observer=MetricsObserver(metrics, trace), clock=clock) as directory:
-        _watch_store(store, lambda: states[0] if states else None, metrics, trace)
+            observer=observer, clock=clock, model=config.model,
+            placement=node.router if node else None))
+        if node is not None:
+            await node.start(directory)
         proxies = Proxies(config.trusted_proxies)
         guard = TcpGuard(config.budgets, proxies, lambda budget, who: state.budget_hit(
             over_budget(budget, "connection refused", 0), who))
-        state = ServerState(config, registry or worlds.registry(), directory, tokens, metrics,
+        state = ServerState(config, registry, directory, tokens, metrics,
                             Deadlines(config.runtime.ask_timeout), trace, guard,
-                            proxies=proxies)
-        states.append(state)
+                            proxies=proxies, cluster=node)
         metrics.mailbox_depth.set_function(state.mailbox_depths)
         metrics.connections_by_role.set_function(state.connections_by_role)
+        _instrument_store(metrics, store)
         app = _count_http(build_app(state), state)
 
-        async def shutdown_trigger() -> None:
-            await stop.wait()
-            state.drain()  # sessions finish while Hypercorn stops accepting
+        def ping_dropped(peer: Any, seconds: float) -> None:
+            host = address_key(str(peer[0])) if peer else "?"
+            metrics.budget_hits.labels("ping").inc()
+            trace.warn("slow_reader", host, "dropped a connection from %s: it answered no "
+                       "ping for %.0f s", host, seconds)
 
         async def exit_when_the_store_gives_up() -> None:
             gave_up = getattr(store, "gave_up", None)
@@ -353,19 +374,42 @@ async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = Non
             nursery.start_soon(state.deadlines.run)
             nursery.start_soon(watchdog.run, state)
             nursery.start_soon(exit_when_the_store_gives_up)
-            binds = await nursery.start(partial(hypercorn_serve, app,
-                                                _hypercorn_config(config, guard),
-                                                shutdown_trigger=shutdown_trigger))
+            budgets = config.budgets
+            binds = await nursery.start(partial(
+                serve_front, app, hypercorn_config(config.graceful_timeout,
+                                                   budgets.handshake_timeout), "/ws",
+                partial(_session, state), host=config.host, port=config.port,
+                max_size=config.max_frame * config.hard_frame_factor,
+                ping_interval=config.ping_interval, head_timeout=budgets.handshake_timeout,
+                shutdown=stop, guard=guard, ping_dropped=ping_dropped))
             host, _, port = binds[0].removeprefix("http://").rpartition(":")
             task_status.started(Running(host.strip("[]"), int(port), owner_token, stop,
                                         state))
             await stop.wait()
-            # Hypercorn waits up to graceful_timeout for every connection task, and some
-            # never end on their own: a closed websocket's ping task sleeps out its
-            # interval. So once our own work in flight (sessions, HTTP requests) is done,
-            # within the same bound, whatever Hypercorn still holds is cut at once.
+            state.drain()  # sessions finish and close with 1001; no new connection
+            # Once our own work in flight (sessions, HTTP requests) is done, within
+            # graceful_timeout, whatever connection is still held is cut at once.
             with trio.move_on_after(config.graceful_timeout):
                 while state.busy:
                     await trio.sleep(0.01)
+            if node is not None:
+                await node.leave()
             nursery.cancel_scope.cancel()
         log.info("server stopped")
+
+
+def open_store(config: ServerConfig) -> AbstractAsyncContextManager[EventStore]:
+    """The event store of `config` (an async context manager): PostgreSQL for a cluster,
+    else SQLite in the data directory."""
+    if config.clustered:
+        from server.storage.postgres import PostgresEventStore
+
+        assert config.store is not None
+        return PostgresEventStore(config.store)
+    return SqliteEventStore.in_directory(config.data_dir)
+
+
+def _instrument_store(metrics: Metrics, store: EventStore) -> None:
+    metrics.store_appends.set_function(lambda: {(): store.statistics().appends})
+    metrics.store_commits.set_function(lambda: {(): store.statistics().commits})
+    metrics.fenced_appends.set_function(lambda: {(): store.statistics().fenced})

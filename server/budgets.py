@@ -17,6 +17,7 @@ Numbers are plain; time is passed in (trio's clock in seconds), so tests need no
 from __future__ import annotations
 
 import ipaddress
+import math
 from collections import OrderedDict, deque
 
 import attrs
@@ -44,6 +45,9 @@ class Budgets:
     cpu_rate: float = 0.1  # seconds of server time per second, an anonymous client ...
     cpu_rate_agent: float = 0.25  # ... and an agent token
     cpu_burst: float = 1.0  # seconds of server time an account may spend at once
+    # An account past its CPU budget is refused only while the others use at least this
+    # much server time per second: alone on the server, a client may use all of it.
+    cpu_contended: float = 0.002
     creates_per_hour: int = 20  # worlds an account may create in any hour ...
     live_worlds: int = 10  # ... and have live (loaded) at once
 
@@ -73,6 +77,28 @@ def address_key(host: str) -> str:
             return str(ip.ipv4_mapped)
         return str(ipaddress.ip_network(f"{ip}/64", strict=False))
     return str(ip)
+
+
+class Rate:
+    """An exponentially decaying average of seconds spent per second (time constant TAU)."""
+
+    __slots__ = ("at", "value")
+    TAU = 1.0
+
+    def __init__(self, now: float) -> None:
+        self.value, self.at = 0.0, now
+
+    def read(self, now: float) -> float:
+        """The average at `now`."""
+        if now > self.at:
+            self.value *= math.exp((self.at - now) / self.TAU)
+            self.at = now
+        return self.value
+
+    def add(self, seconds: float, now: float) -> None:
+        """`seconds` were spent at `now`."""
+        self.read(now)
+        self.value += seconds / self.TAU
 
 
 class Bucket:
@@ -118,10 +144,11 @@ class Address:
 class Account:
     """What one account spent: CPU time, and the worlds it created."""
 
-    __slots__ = ("cpu", "created", "creations", "pending")
+    __slots__ = ("cpu", "created", "creations", "pending", "recent")
 
     def __init__(self, rate: float, budgets: Budgets, now: float) -> None:
         self.cpu = Bucket(rate, budgets.cpu_burst, now)
+        self.recent = Rate(now)  # its server time per second, lately
         self.creations: deque[float] = deque()  # when each create of the last hour came
         self.created: set[str] = set()  # world ids it created (live or not)
         self.pending = 0  # creates in flight
@@ -152,6 +179,7 @@ class Ledger:
         self.accounts: OrderedDict[str, Account] = OrderedDict()
         self.hits: OrderedDict[tuple[str, str], Hit] = OrderedDict()
         self.ungreeted = 0
+        self.load = Rate(0.0)  # every client's server time per second, lately
 
     # ---- entries ----------------------------------------------------------------------
 
@@ -250,22 +278,29 @@ class Ledger:
     # ---- CPU ----------------------------------------------------------------------------
 
     def may_compute(self, account: Account | None, now: float) -> ProtocolError | None:
-        """Why `account` may not ask for work now (its CPU time is spent), or None."""
+        """Why `account` may not ask for work now, or None: refused when its CPU time is
+        spent while other clients use the server (`cpu_contended`)."""
         if account is None:
             return None
         wait = account.cpu.wait(now)
         if not wait:
             return None
+        others = self.load.read(now) - account.recent.read(now)
+        if others < self.budgets.cpu_contended:
+            return None  # nobody else to protect: the debt waits for them
         rate = account.cpu.rate
         return over_budget("cpu", f"this client used more than {rate:g} s of server time per "
-                           "second; slow down", rate, wait)
+                           "second while others wait; slow down", rate, wait)
 
-    @staticmethod
-    def charge(account: Account | None, seconds: float, now: float) -> None:
-        """`account` spent `seconds` of server time."""
+    def charge(self, account: Account | None, seconds: float, now: float) -> None:
+        """`account` (None: the owner) spent `seconds` of server time. Its debt is kept
+        within one burst, so a refusal never lasts more than two bursts' refill."""
+        self.load.add(seconds, now)
         if account is not None:
-            account.cpu.refill(now)
-            account.cpu.level -= seconds
+            account.recent.add(seconds, now)
+            bucket = account.cpu
+            bucket.refill(now)
+            bucket.level = max(bucket.level - seconds, -bucket.burst)
 
     # ---- creations ------------------------------------------------------------------------
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -34,6 +35,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     serve.add_argument("--budget", action="append", default=[], metavar="NAME=VALUE",
                        type=_budget, help="change one budget (docs/operations.md lists "
                        "them), e.g. connections_per_address=256; repeatable")
+    from actors.ecosystem.model_options import add_model_options
+    add_model_options(serve)  # --model-url/--model/--model-key-file/--model-timeout
+    cluster = serve.add_argument_group(
+        "cluster", "several processes sharing the worlds through one PostgreSQL "
+        "(docs/scale-out.md)")
+    cluster.add_argument("--store", default=os.environ.get("PETRIDISH_STORE") or None,
+                         help="event store: a PostgreSQL URI (postgresql://...) makes this "
+                         "process a node of a cluster; default $PETRIDISH_STORE, else SQLite "
+                         "in the data directory")
+    cluster.add_argument("--node", help="this process's name in the cluster "
+                         "(default: host name and process id)")
+    cluster.add_argument("--peer-host", default=None,
+                         help="address the other processes connect to (default: --host)")
+    cluster.add_argument("--peer-port", type=int, default=0,
+                         help="port for the other processes (default 0: a free one)")
+    cluster.add_argument("--peer-addr", default=None,
+                         help="HOST:PORT the others should use, if not peer-host:peer-port")
+    cluster.add_argument("--lease-ttl", type=float, default=3.0,
+                         help="seconds a world's lease lasts without renewal (default 3)")
     serve.set_defaults(func=_serve)
 
     token = sub.add_parser("token", help="issue, revoke and list access tokens")
@@ -76,20 +96,32 @@ EXIT_STORE_FAILED = 3  # the store's writer could not be kept running: restart t
 
 
 def _serve(args: argparse.Namespace) -> int:
-    import os
     import signal
 
     import trio
 
     from server.app import serve
     from server.budgets import Budgets
-    from server.config import ServerConfig
+    from server.config import ServerConfig, is_postgres
     from server.trace import configure_logging
 
+    if args.store is not None and not is_postgres(args.store):
+        print("petridish: --store takes a PostgreSQL URI (postgresql://...); without it the "
+              "store is SQLite in the data directory", file=sys.stderr)
+        return 2
+    from actors.ecosystem.endpoint import EndpointError, endpoint_from_args
+    try:
+        model = endpoint_from_args(args, os.environ)  # the key: file or environment
+    except EndpointError as exc:
+        print(f"petridish: {exc}", file=sys.stderr)
+        return 2
     os.umask(0o077)  # every file the server makes is its user's only
     error_log = configure_logging(args.data)
     config = ServerConfig(host=args.host, port=args.port, data_dir=args.data,
-                          open_mode=args.open, allowed_origins=args.allow_origin,
+                          open_mode=args.open, model=model, store=args.store, node=args.node,
+                          peer_host=args.peer_host or args.host, peer_port=args.peer_port,
+                          peer_addr=args.peer_addr, lease_ttl=args.lease_ttl,
+                          allowed_origins=args.allow_origin,
                           trusted_proxies=args.trusted_proxy,
                           budgets=Budgets(**dict(args.budget)))
     fatal: list[str] = []
@@ -100,9 +132,13 @@ def _serve(args: argparse.Namespace) -> int:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             async with trio.open_nursery() as nursery:
                 running: Running = await nursery.start(serve, config)
+                warm_worlds()
                 tune_gc()
                 print(f"petridish: listening on {running.url}", flush=True)
                 print(f"petridish: error log: {error_log}", flush=True)
+                if running.node is not None:
+                    print(f"petridish: node {running.node} (peers at "
+                          f"{running.peer_addr})", flush=True)
                 if running.owner_token is not None:
                     print(f"petridish: owner token: {running.owner_token}", flush=True)
                 async with trio.open_nursery() as waiting:
@@ -124,6 +160,18 @@ async def _stop_on_signal(signals: AsyncIterator[int], running: Running) -> None
         print("petridish: shutting down", flush=True)
         running.stop()
         return
+
+
+def warm_worlds() -> None:
+    """Start each world's `warm` (World.warm: e.g. the field's solver compile) in a daemon
+    thread, so the first request of a fresh install does not pay for it."""
+    import threading
+
+    from server.worlds import worlds
+
+    for world in worlds():
+        if world.warm is not None:
+            threading.Thread(target=world.warm, name=f"warm-{world.kind}", daemon=True).start()
 
 
 def tune_gc() -> None:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import attrs
 
+from actors.ecosystem.endpoint import ModelEndpoint
 from actors.runtime import RuntimeConfig
 from server.budgets import Budgets
 
@@ -39,3 +40,28 @@ class ServerConfig:
     allowed_origins: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
     # Proxies (addresses or networks) whose X-Forwarded-For names the client's address.
     trusted_proxies: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    # The chat-completions endpoint worlds may use (ecosystem setups and reflections; the
+    # lab's breeder can share it); None: no model, every world's deterministic path.
+    model: ModelEndpoint | None = None
+    # The event store: None is SQLite in data_dir (one process); a PostgreSQL URI
+    # (postgresql://...) or libpq string makes this process one node of a cluster sharing
+    # that database (docs/scale-out.md).
+    store: str | None = None
+    node: str | None = None  # this process's name in the cluster (default: host-pid)
+    peer_host: str = "127.0.0.1"  # where the cluster's other processes connect to this one
+    peer_port: int = 0  # 0 picks a free port
+    peer_addr: str | None = None  # the address the others use, if not peer_host:port
+    lease_ttl: float = 3.0  # seconds a world's lease lasts without a renewal
+    peer_silence: float = 1.5  # seconds a peer may say nothing while requests wait
+
+    @property
+    def clustered(self) -> bool:
+        """True when the store is PostgreSQL: this process is one node of a cluster."""
+        return is_postgres(self.store)
+
+
+def is_postgres(store: str | None) -> bool:
+    """True for a PostgreSQL URI (postgresql:// or postgres://) or libpq key=value string."""
+    if not store:
+        return False
+    return store.startswith(("postgresql://", "postgres://")) or "=" in store

@@ -1,8 +1,10 @@
 """The answer to a connection's hello: who it is, or why it may not be anyone.
 
-No token: a spectator (an agent on an `--open` server) under a name of its own for this
-connection (`anonymous~<random>`), so no two anonymous connections share an identity and
-one cannot write as another's agent. A token: the principal it was issued to; a token
+No token: a spectator (an agent on an `--open` server) under a name of its own
+(`anonymous~<digest>`), so no two anonymous callers share an identity and one cannot write
+as another's agent. The name stands for a secret key the reply hands out (`key`); a client
+that says hello again with it (after a reconnect) is the same caller, and nobody without
+the key can be. A token: the principal it was issued to; a token
 that is unknown or revoked is refused `unauthorized` and the socket closes (1008). Refused
 hellos are budgeted per client address (`hello_failures`): past the budget a token is not
 even checked (`over_budget`), so guessing tokens costs time. Every refusal leaves a trace
@@ -11,6 +13,7 @@ with the peer's address (server/trace.py).
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 from typing import TYPE_CHECKING
 
@@ -23,12 +26,18 @@ from server.auth import Principal
 if TYPE_CHECKING:
     from server.session import Session
 
-ANONYMOUS = "anonymous"  # anonymous callers are `anonymous~<random>`, one per connection
+ANONYMOUS = "anonymous"  # anonymous callers are `anonymous~<digest of their key>`
 
 
-def anonymous_name() -> str:
-    """A fresh identity for one anonymous connection: nobody else can write as it."""
-    return f"{ANONYMOUS}~{secrets.token_hex(6)}"
+def new_key() -> str:
+    """A fresh anonymous key (128 random bits)."""
+    return secrets.token_urlsafe(16)
+
+
+def anonymous_name(key: str) -> str:
+    """The identity an anonymous key stands for (a digest: names are stored in events)."""
+    digest = hashlib.sha256(f"petridish-anonymous:{key}".encode()).hexdigest()
+    return f"{ANONYMOUS}~{digest[:16]}"
 
 
 async def greet(session: Session, hello: Hello) -> bool:
@@ -38,9 +47,11 @@ async def greet(session: Session, hello: Hello) -> bool:
     cfg = server.config
     ledger = server.ledger
     now = trio.current_time()
+    key = None
     if hello.token is None:
         role = "agent" if cfg.open_mode else "spectator"
-        principal = Principal(role, anonymous_name())
+        key = hello.key or new_key()
+        principal = Principal(role, anonymous_name(key))
     else:
         refusal = ledger.may_hello(session.address, now)
         if refusal is not None:
@@ -62,8 +73,10 @@ async def greet(session: Session, hello: Hello) -> bool:
     if principal.role != "owner":
         account = principal.name if principal.digest else f"address:{session.address}"
         session.account = ledger.account(account, principal.role, now)
-    await session._send_now(encode_result(hello.id, {
-        "protocol": PROTOCOL_VERSION, "role": principal.role, "name": principal.name,
-        "client": hello.client, "max_frame": cfg.max_frame, "rate": cfg.rate,
-        "burst": cfg.burst}))
+    reply = {"protocol": PROTOCOL_VERSION, "role": principal.role, "name": principal.name,
+             "client": hello.client, "max_frame": cfg.max_frame, "rate": cfg.rate,
+             "burst": cfg.burst}
+    if key is not None:
+        reply["key"] = key
+    await session._send_now(encode_result(hello.id, reply))
     return True

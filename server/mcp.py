@@ -1,115 +1,290 @@
-"""The field ops as MCP tools over streamable HTTP at `/mcp` (the `mcp` SDK, stateless).
+"""MCP over streamable HTTP at `/mcp`: the host of every world's tools and prompts.
 
-One tool per `field.*` op (`field_start`, `field_join`, ... `field_history`), each with
-`game_id` plus the op's own arguments; a call is the same actor message a websocket
-request makes, so the same validation, refusals and durability apply. A refusal is a
-tool error whose text is `CODE: message` and, when the refusal has detail,
-` detail: {JSON}` (e.g. `stale_revision: ... detail: {"revision": 12}`).
+The seam: a world declares its MCP tools and prompts in its own package (e.g.
+`actors/field/tools.py`) and lists them on its `World` value (`World.tools`,
+`World.prompts`; the shapes are `actors.world.Tool` and `Prompt`). This module knows no
+world: it lists every hosted world's tools and runs them. For each call it
 
-Stateless, as the seed's transport describes: no `Mcp-Session-Id`, `initialize` is
-answered as one SSE frame, `notifications/initialized` gets 202, and long calls send
-SSE keepalive comments every KEEPALIVE seconds. The role: a bearer token in the
-`Authorization` header is checked like a websocket hello; without one the caller is an
-agent on an open server and a spectator otherwise.
+- names the caller: a bearer token in `Authorization` is checked like a websocket hello
+  (its name and role); without one the caller is an agent on an open server and a
+  spectator otherwise, under a name of its own for that call (`mcp~<random>`), so no two
+  anonymous callers share an identity. A tool hands an anonymous caller a key
+  (`ToolCall.key`) to be itself again later (the field puts it in the agent id);
+- checks the tool's role, then the arguments with the protocol's strict converter against
+  the tool's attrs args class (the JSON Schema `tools/list` shows is built from the same
+  class, bounds included): an unknown argument, a wrong type or a bound broken is refused
+  with the websocket's plain sentence naming the argument (`bad_request: agent: at most 80
+  characters`), never a validation library's dump;
+- answers one line of text plus the payload as `structuredContent`, once. A refusal is a
+  tool error whose text is `CODE: message` and whose `structuredContent` is `{"error":
+  {code, message, detail}}`.
+
+`ToolCall.ask` sends ops to worlds through the directory as the caller, with the op's
+own role check, so a tool can do nothing its caller could not do over the websocket.
+
+Stateless, as the field's seed describes its transport: no `Mcp-Session-Id`,
+`initialize` is answered as one SSE frame, `notifications/initialized` gets 202, and long
+calls send SSE keepalive comments every KEEPALIVE seconds. The client's `clientInfo`
+(sent once, at `initialize`) is remembered per credential (token name, or address and
+User-Agent) so a later call can name its harness.
 """
 
 from __future__ import annotations
 
-import inspect
-import json
-import typing
-from collections.abc import AsyncIterator, Callable
+import logging
+import secrets
+import uuid
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
+from hashlib import sha256
 from typing import TYPE_CHECKING, Any
 
-import attrs
-from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+import mcp_types as types
+from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from sse_starlette.sse import EventSourceResponse
 from starlette.routing import Route
 
 from actors.runtime import Call
-from protocol.convert import structure, unstructure
-from protocol.errors import ProtocolError
-from protocol.ops.field import OPS
+from actors.world import Caller, Prompt, Refusal, Tool, ToolResult
+from protocol.convert import structure
+from protocol.errors import ErrorCode, ProtocolError
 from protocol.roles import role_at_least
+from protocol.schema import class_schema
 from server.auth import Principal
 
 if TYPE_CHECKING:
+    from starlette.requests import Request
+
     from server.app import ServerState
 
 KEEPALIVE = 10  # seconds between SSE keepalive comments on a long call
-GAME_ID = "Game id (the field is field:<game id>); the daily field is day-YYYY-MM-DD (UTC)."
+log = logging.getLogger("petridish.mcp")
+ROOT = "arguments"  # the converter's root path, dropped from MCP refusals
+KEYED = "mcp~"  # prefix of the caller names keys stand for
+CLIENTS = 4096  # clientInfo remembered (per credential), oldest forgotten first
 
 
-def _principal(state: ServerState, headers: typing.Mapping[str, str] | None) -> Principal:
-    auth = (headers or {}).get("authorization", "")
-    if auth.lower().startswith("bearer "):
-        principal = state.tokens.check(auth[7:].strip())
-        if principal is None:
-            raise ToolError("unauthorized: the token is unknown or was revoked")
-        return principal
-    return Principal("agent" if state.config.open_mode else "spectator", "mcp")
+class McpCall:
+    """One tool call as a `actors.world.ToolCall`: the caller, its client, and asks."""
+
+    def __init__(self, state: ServerState, principal: Principal, anonymous: bool,
+                 client: str, origin: str) -> None:
+        self._state = state
+        self.caller = Caller(principal.name, principal.role)
+        self.anonymous = anonymous
+        self.client = client
+        self.origin = origin
+        self.t = state.directory.clock()
+
+    async def ask(self, actor_id: str, op: str, args: Any, *, caller: str | None = None) -> Any:
+        """Send `op` to `actor_id` as this caller (or a keyed name of it), role checked."""
+        spec = self._state.registry.get(op)
+        if not role_at_least(self.caller.role, spec.role):
+            raise ProtocolError(ErrorCode.FORBIDDEN, f"{op} needs the {spec.role} role; this "
+                                f"caller is {self.caller.role}",
+                                {"role": self.caller.role, "required": spec.role})
+        if caller is not None and not caller.startswith(KEYED):
+            raise ValueError("a tool may only speak as the caller or as a keyed name")
+        return await self._state.directory.ask(
+            actor_id, Call(op, args, self.caller.role, caller or self.caller.name))
+
+    def key(self) -> tuple[str, str]:
+        """A fresh key and the caller name it stands for."""
+        key = secrets.token_urlsafe(12)
+        return key, self.keyed(key)
+
+    def keyed(self, key: str) -> str:
+        """The caller name `key` stands for (a digest: names are stored in events)."""
+        return KEYED + sha256(f"petridish-mcp-key:{key}".encode()).hexdigest()[:24]
+
+    def fresh_id(self) -> str:
+        """A uuid."""
+        return str(uuid.uuid4())
 
 
-def _annotation(tp: Any) -> Any:
-    """The MCP (pydantic) annotation of an op argument: attrs classes become objects."""
-    if attrs.has(tp):
-        return dict[str, Any]
-    if typing.get_origin(tp) is tuple:  # JSON arrays reach the strict converter as lists
-        return list[typing.get_args(tp)[0]]  # type: ignore[misc]
-    args = typing.get_args(tp)
-    if type(None) in args and len(args) == 2:
-        inner = _annotation(next(a for a in args if a is not type(None)))
-        return inner | None
-    if args and any(attrs.has(a) for a in args):
-        return dict[str, Any] | None
-    return tp
+def input_schema(tool: Tool) -> dict[str, Any]:
+    """The JSON Schema of a tool's arguments: its args class's (bounds included), nested
+    classes inlined, with each argument's description."""
+    defs: dict[str, Any] = {}
+    schema = _inline(class_schema(tool.args, defs), defs)
+    schema.pop("description", None)
+    for name, extra in [*((n, {"description": t}) for n, t in tool.describe.items()),
+                        *tool.keywords.items()]:
+        if name not in schema["properties"]:
+            raise ValueError(f"tool {tool.name}: no argument {name!r} to describe")
+        schema["properties"][name].update(extra)
+    return schema
 
 
-def _tool(state: ServerState, spec: Any) -> Callable[..., Any]:
-    """An async tool function for one op, its signature built from the op's args class."""
-    hints = typing.get_type_hints(spec.args)
-    params = [inspect.Parameter("game_id", inspect.Parameter.KEYWORD_ONLY, annotation=str)]
-    for field in attrs.fields(spec.args):
-        default = inspect.Parameter.empty if field.default is attrs.NOTHING else field.default
-        if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
-            default = default.factory()
-        params.append(inspect.Parameter(field.name, inspect.Parameter.KEYWORD_ONLY,
-                                        default=default, annotation=_annotation(hints[field.name])))
-    params.append(inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context))
+def _inline(schema: Any, defs: dict[str, Any]) -> Any:
+    if isinstance(schema, dict):
+        if "$ref" in schema:
+            return _inline(defs[schema["$ref"].rpartition("/")[2]], defs)
+        return {k: _inline(v, defs) for k, v in schema.items()}
+    if isinstance(schema, list):
+        return [_inline(v, defs) for v in schema]
+    return schema
 
-    async def tool(**kwargs: Any) -> dict[str, Any]:
-        ctx: Context = kwargs.pop("ctx")
-        game = kwargs.pop("game_id")
-        principal = _principal(state, ctx.headers)
+
+def _refusal_text(error: ProtocolError) -> str:
+    """`code: message`, argument paths without the converter's root."""
+    message = error.message.removeprefix(f"{ROOT}.").replace(": unknown key", ": unknown argument")
+    return f"{error.code.value}: {message}"
+
+
+def _error(error: ProtocolError) -> types.CallToolResult:
+    wire = error.to_wire()
+    if isinstance(wire["detail"].get("path"), str):
+        wire["detail"]["path"] = wire["detail"]["path"].removeprefix(f"{ROOT}.")
+    wire["message"] = _refusal_text(error).partition(": ")[2]
+    return types.CallToolResult(content=[types.TextContent(type="text", text=_refusal_text(error))],
+                                structured_content={"error": wire}, is_error=True)
+
+
+class McpHost:
+    """The tools and prompts of the hosted worlds, and the handlers that serve them."""
+
+    def __init__(self, state: ServerState) -> None:
+        self.state = state
+        self.tools: dict[str, Tool] = {}
+        self.prompts: dict[str, Prompt] = {}
+        for world in _worlds(state):
+            for tool in world.tools:
+                if tool.name in self.tools:
+                    raise ValueError(f"MCP tool {tool.name!r} is declared twice")
+                self.tools[tool.name] = tool
+            for prompt in world.prompts:
+                if prompt.name in self.prompts:
+                    raise ValueError(f"MCP prompt {prompt.name!r} is declared twice")
+                self.prompts[prompt.name] = prompt
+        self.listing = [types.Tool(name=t.name, title=t.title, description=t.description,
+                                   input_schema=input_schema(t)) for t in self.tools.values()]
+        self.clients: OrderedDict[str, str] = OrderedDict()
+
+    # ---- who calls -----------------------------------------------------------------------
+
+    def principal(self, request: Request | None) -> tuple[Principal, bool]:
+        """The caller of a request (ProtocolError `unauthorized` for a bad token)."""
+        headers = request.headers if request is not None else {}
+        auth = headers.get("authorization", "")
+        if auth.lower().startswith("bearer "):
+            principal = self.state.tokens.check(auth[7:].strip())
+            if principal is None:
+                raise ProtocolError(ErrorCode.UNAUTHORIZED, "the token is unknown or was revoked")
+            return principal, False
+        role = "agent" if self.state.config.open_mode else "spectator"
+        return Principal(role, f"{KEYED}anonymous-{secrets.token_hex(8)}"), True
+
+    def _client_key(self, request: Request | None) -> str:
+        if request is None:
+            return ""
+        auth = request.headers.get("authorization", "")
+        who = sha256(auth.encode()).hexdigest()[:16] if auth else (
+            request.client.host if request.client else "")
+        return f"{who}|{request.headers.get('user-agent', '')}"
+
+    async def remember_client(self, ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any:
+        """Middleware: keep the clientInfo an `initialize` sends, for later calls."""
+        if ctx.method == "initialize" and isinstance(ctx.params, Mapping):
+            info = ctx.params.get("clientInfo")
+            if isinstance(info, Mapping) and isinstance(info.get("name"), str):
+                name = f"{info['name'][:60]}/{str(info.get('version', ''))[:20]}".rstrip("/")
+                key = self._client_key(ctx.request)
+                self.clients[key] = name
+                self.clients.move_to_end(key)
+                while len(self.clients) > CLIENTS:
+                    self.clients.popitem(last=False)
+        return await call_next(ctx)
+
+    def client_of(self, request: Request | None) -> str:
+        """The client's clientInfo as remembered, else its User-Agent, else ""."""
+        known = self.clients.get(self._client_key(request))
+        if known is not None:
+            return known
+        return request.headers.get("user-agent", "")[:80] if request is not None else ""
+
+    # ---- handlers ------------------------------------------------------------------------
+
+    async def list_tools(self, _ctx: Any, _params: Any) -> types.ListToolsResult:
+        """Every world's tools."""
+        return types.ListToolsResult(tools=self.listing)
+
+    async def call_tool(self, ctx: Any, params: types.CallToolRequestParams
+                        ) -> types.CallToolResult:
+        """Run one tool for its caller (see the module doc)."""
+        tool = self.tools.get(params.name)
         try:
-            if not role_at_least(principal.role, spec.role):
-                raise ToolError(f"forbidden: {spec.name} needs the {spec.role} role")
-            args = structure({k: v for k, v in kwargs.items()}, spec.args)
-            result = await state.directory.ref(f"field:{game}").ask(
-                Call(spec.name, args, principal.role, principal.name))
+            if tool is None:
+                raise ProtocolError(ErrorCode.UNKNOWN_OP, f"there is no tool {params.name[:80]!r}; "
+                                    f"the tools are {', '.join(sorted(self.tools))}",
+                                    {"tool": params.name[:80]})
+            call = self._call(ctx.request)
+            if not role_at_least(call.caller.role, tool.role):
+                raise ProtocolError(ErrorCode.FORBIDDEN, f"{tool.name} needs the {tool.role} "
+                                    f"role; this caller is {call.caller.role}",
+                                    {"role": call.caller.role, "required": tool.role})
+            args = structure(params.arguments or {}, tool.args, root=ROOT)
+            result = await tool.run(call, args)
+            if isinstance(result, Refusal):
+                raise ProtocolError(result.code, result.message, dict(result.detail))
         except ProtocolError as error:
-            detail = f" detail: {json.dumps(error.detail)}" if error.detail else ""
-            raise ToolError(f"{error.code.value}: {error.message}{detail}") from None
-        return unstructure(result)
+            return _error(error)
+        except Exception:  # a bug: answer it as one and log it
+            log.exception("MCP tool %s failed", params.name)
+            return _error(ProtocolError(ErrorCode.INTERNAL, "the server failed on this call; "
+                                        "the failure was logged"))
+        return _answer(result)
 
-    tool.__signature__ = inspect.Signature(params, return_annotation=dict[str, Any])  # type: ignore[attr-defined]
-    tool.__annotations__ = {p.name: p.annotation for p in params} | {"return": dict[str, Any]}
-    tool.__name__ = spec.name.replace(".", "_")
-    return tool
+    def _call(self, request: Request | None) -> McpCall:
+        principal, anonymous = self.principal(request)
+        origin = str(request.base_url).rstrip("/") if request is not None else ""
+        return McpCall(self.state, principal, anonymous, self.client_of(request), origin)
+
+    async def list_prompts(self, _ctx: Any, _params: Any) -> types.ListPromptsResult:
+        """Every world's prompts."""
+        return types.ListPromptsResult(prompts=[
+            types.Prompt(name=p.name, title=p.title, description=p.description)
+            for p in self.prompts.values()])
+
+    async def get_prompt(self, ctx: Any, params: types.GetPromptRequestParams
+                         ) -> types.GetPromptResult:
+        """One prompt's text, for its caller."""
+        prompt = self.prompts.get(params.name)
+        if prompt is None:
+            raise ValueError(f"there is no prompt {params.name[:80]!r}")
+        text = await prompt.text(self._call(ctx.request))
+        return types.GetPromptResult(description=prompt.description, messages=[
+            types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))])
+
+
+def _answer(result: ToolResult) -> types.CallToolResult:
+    structured = None if result.structured is None else dict(result.structured)
+    return types.CallToolResult(content=[types.TextContent(type="text", text=result.text)],
+                                structured_content=structured, is_error=False)
+
+
+def _worlds(state: ServerState) -> list[Any]:
+    """The World values the directory hosts (kinds made with `ActorKind.of`)."""
+    from server import worlds
+
+    hosted = set(state.directory.kinds)
+    return [w for w in worlds.worlds() if w.kind in hosted]
 
 
 def build(state: ServerState) -> tuple[Route, Callable[[], Any]]:
     """The `/mcp` route and the context manager the app's lifespan must enter."""
     EventSourceResponse.DEFAULT_PING_INTERVAL = KEEPALIVE
-    server = MCPServer("petridish-field", instructions=(
-        "Play the mosaic field: field_rules for the rules, field_join, then field_observe, "
-        "field_reveal and field_commit with expected_revision; retry after stale_revision."))
-    for spec in OPS:
-        server.add_tool(_tool(state, spec), name=spec.name.replace(".", "_"),
-                        description=f"{spec.doc} Argument game_id: {GAME_ID}")
+    host = McpHost(state)
+    names = ", ".join(host.tools) or "none"
+    server: Server[Any] = Server(
+        "petridish", version="1", instructions=(
+            f"Petri Dish Games: the worlds on this server and their tools ({names}). Each "
+            "tool's description says what it does; prompts give an agent its first steps."),
+        on_list_tools=host.list_tools, on_call_tool=host.call_tool,
+        on_list_prompts=host.list_prompts, on_get_prompt=host.get_prompt)
+    server.middleware.append(host.remember_client)
     server.streamable_http_app(stateless_http=True)  # builds the session manager
     manager = server.session_manager
 
@@ -120,3 +295,5 @@ def build(state: ServerState) -> tuple[Route, Callable[[], Any]]:
 
     # A Route, not a Mount: a Mount answers POST /mcp with a redirect to /mcp/.
     return Route("/mcp", StreamableHTTPASGIApp(manager), methods=["GET", "POST", "DELETE"]), running
+
+

@@ -219,6 +219,13 @@ class CallbackGauge(_Family):
         return out
 
 
+class CallbackCounter(CallbackGauge):
+    """A counter read from a function when rendered (a total some other object keeps,
+    such as the event store's commits); no samples until the function is set."""
+
+    kind = "counter"
+
+
 class _HistogramValue:
     __slots__ = ("bounds", "count", "counts", "sum")
 
@@ -340,6 +347,42 @@ class Metrics:
         self.store_restarts = r.register(Counter(
             "petridish_store_writer_restarts_total",
             "Times the event store's writer process died and was started again."))
+        # The event store (any backend), read from its statistics.
+        self.store_appends = r.register(CallbackCounter(
+            "petridish_store_appends_total", "Appends requested of the event store."))
+        self.store_commits = r.register(CallbackCounter(
+            "petridish_store_commits_total",
+            "Transactions the event store committed (group commit: many appends each)."))
+        self.fenced_appends = r.register(CallbackCounter(
+            "petridish_fenced_appends_total",
+            "Appends the store refused because another process claimed the world since."))
+        # A cluster's (docs/scale-out.md); no samples on a single process.
+        self.leases_held = r.register(CallbackGauge(
+            "petridish_leases_held", "Worlds this process hosts under a lease."))
+        self.leases_lost = r.register(CallbackCounter(
+            "petridish_leases_lost_total",
+            "Worlds stopped because their lease was lost (reason: lost, self_fenced).",
+            ("reason",)))
+        self.forwards = r.register(CallbackCounter(
+            "petridish_forwards_total",
+            "Requests and views forwarded to the process hosting the world (direction: out), "
+            "and received from other processes (in).", ("direction",)))
+        self.rehomes = r.register(CallbackCounter(
+            "petridish_rehome_waits_total",
+            "Times requests waited for a world whose host could not be reached to re-home."))
+        self.notifications = r.register(CallbackCounter(
+            "petridish_notifications_total",
+            "Store notifications received (origin: own appends, other processes').",
+            ("origin",)))
+        self.notification_batches = r.register(CallbackCounter(
+            "petridish_notification_batches_total",
+            "Batches of notifications the mirrors were fed."))
+        self.mirror_reads = r.register(CallbackCounter(
+            "petridish_mirror_reads_total",
+            "Store reads made for spectators of worlds other processes host."))
+        self.mirror_subscribers = r.register(CallbackGauge(
+            "petridish_mirror_subscribers",
+            "Spectators here of worlds other processes host."))
 
     def render(self) -> str:
         """The whole exposition text."""

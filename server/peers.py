@@ -26,7 +26,8 @@ from urllib.parse import urlsplit
 DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 
 
-def _header(scope: Mapping[str, Any], name: bytes) -> str | None:
+def header(scope: Mapping[str, Any], name: bytes) -> str | None:
+    """An HTTP request header of an ASGI scope (`name` in lower case), or None."""
     for key, value in scope.get("headers", ()):
         if key.lower() == name:
             return value.decode("latin-1")
@@ -47,20 +48,22 @@ class Proxies:
             return False
         return any(ip in net for net in self.networks)
 
-    def client_host(self, scope: Mapping[str, Any]) -> str:
+    def client_host(self, peer: str, forwarded: str | None) -> str:
         """The client's address: the peer's, or through trusted proxies the right-most
-        forwarded address that is not one of them."""
-        client = scope.get("client")
-        host = client[0] if client else ""
-        if not self.networks or not self.trusts(host):
+        address of `forwarded` (X-Forwarded-For) that is not one of them."""
+        host = peer
+        if not self.networks or not self.trusts(host) or not forwarded:
             return host
-        forwarded = _header(scope, b"x-forwarded-for")
-        if forwarded:
-            for hop in reversed([h.strip() for h in forwarded.split(",") if h.strip()]):
-                host = hop
-                if not self.trusts(hop):
-                    break
+        for hop in reversed([h.strip() for h in forwarded.split(",") if h.strip()]):
+            host = hop
+            if not self.trusts(hop):
+                break
         return host
+
+    def client_of_scope(self, scope: Mapping[str, Any]) -> str:
+        """`client_host` of an ASGI request."""
+        client = scope.get("client")
+        return self.client_host(client[0] if client else "", header(scope, b"x-forwarded-for"))
 
 
 def _host_port(netloc: str, scheme: str) -> tuple[str | None, int | None]:
@@ -72,13 +75,12 @@ def _host_port(netloc: str, scheme: str) -> tuple[str | None, int | None]:
     return parts.hostname, port or DEFAULT_PORTS.get(scheme)
 
 
-def origin_allowed(scope: Mapping[str, Any], allowed: frozenset[str]) -> bool:
-    """True when the request's `Origin` may use the server (see the module doc)."""
-    origin = _header(scope, b"origin")
+def origin_allowed(origin: str | None, host: str | None, allowed: frozenset[str]) -> bool:
+    """True when a request with headers `Origin: origin` and `Host: host` may use the
+    server (see the module doc)."""
     if origin is None or "*" in allowed or origin in allowed:
         return True
     parts = urlsplit(origin)
-    host = _header(scope, b"host")
     if parts.scheme not in ("http", "https") or not parts.netloc or host is None:
         return False  # "null", a file page, or nothing to compare with
     name, port = _host_port(host, parts.scheme)
@@ -95,8 +97,3 @@ def _literal(name: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def origin_of(scope: Mapping[str, Any]) -> str:
-    """The `Origin` header, for logs (at most 100 characters)."""
-    return (_header(scope, b"origin") or "")[:100]

@@ -10,8 +10,8 @@ bounded `Outbox`; only the writer task sends on the socket, and a send the clien
 not take within the send timeout gets the connection dropped (server/watchdog.py).
 Every refusal is a reply with an error code; a malformed frame never closes the socket.
 
-This module talks to the socket only through `accept`, `receive`, `send_text` and
-`close` (Starlette's WebSocket), so another websocket server can carry it.
+This module talks to the socket only through `accept`, `receive`, `send_text`, `close`
+and `abort` (server/transport.py's WebSocket, in Starlette's shape).
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import logging
 from typing import TYPE_CHECKING
 
 import trio
-from starlette.websockets import WebSocket
 
 from actors.runtime import ActorRef, Call
 from actors.runtime.subscriber import SubscriberQueue
@@ -42,9 +41,10 @@ from protocol.jsontext import escape_lone_surrogates
 from protocol.roles import role_at_least
 from server.auth import Principal
 from server.budgets import Account
-from server.hello import anonymous_name, greet
+from server.hello import ANONYMOUS, greet
 from server.ratelimit import TokenBucket
 from server.replies import RequestAnswer, internal_error
+from server.transport import WebSocket
 
 if TYPE_CHECKING:
     from server.app import ServerState
@@ -75,12 +75,11 @@ class Session:
         self.ws = ws
         self.server = server
         self.address = address  # the client's budget key (server/budgets.address_key)
-        self.peer = (ws.client.host, ws.client.port) if ws.client else None
         cfg = server.config
         self.outbox = Outbox(self, cfg.outbox_size, cfg.outbox_chars)
         self.bucket = TokenBucket(cfg.rate, cfg.burst)
         self.inflight = trio.Semaphore(cfg.max_inflight)
-        self.principal = Principal("spectator", anonymous_name())
+        self.principal = Principal("spectator", ANONYMOUS)  # until the hello
         self.account: Account | None = None  # what it spends is charged here (None: owner)
         self.greeted = False
         self.topics: dict[str, ActorRef] = {}
@@ -163,13 +162,7 @@ class Session:
 
     async def _close(self, code: int) -> None:
         """Close with `code`, then wait (at most CLOSE_WAIT s) for the client's side of the
-        closing handshake.
-
-        Hypercorn ends the connection when the app returns; if that happens while its
-        reader task answers a Close frame the client sent at the same moment, the two
-        send at once (see server/hypercorn_close.py). Returning only once the client has
-        closed too keeps them apart.
-        """
+        closing handshake (the connection is dropped when this returns)."""
         try:
             await self.ws.close(code)
             with trio.move_on_after(CLOSE_WAIT):
@@ -383,7 +376,8 @@ class Session:
         if to.partition(":")[0] != spec.kind:
             raise ProtocolError(ErrorCode.BAD_REQUEST, f"to: {request.op} is handled by "
                                 f"{spec.kind} worlds, not {to!r}", {"path": "to"})
-        return Call(request.op, args, self.principal.role, self.principal.name), to
+        return Call(request.op, args, self.principal.role, self.principal.name,
+                    request.request_id), to
 
     async def _writer(self) -> None:
         frames_out = self.server.metrics.frames_out

@@ -41,7 +41,7 @@ async def drop_slow_readers(state: ServerState) -> None:
                          "frame waited %.1f s for it to read (%d frames, %d characters "
                          "queued)", session.address, now - since, queued.depth, queued.chars)
         session.end(CLOSE_POLICY)
-        await state.guard.cut(session.peer)
+        await session.ws.abort()  # wakes the blocked send: its socket is closed
 
 
 def end_revoked(state: ServerState) -> int:

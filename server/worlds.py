@@ -1,25 +1,27 @@
 """The worlds this server hosts: the one list the app, the CLI and the directory read.
 
 A world package exposes `WORLD` (actors/world.py) and, if it has commands, a `cli.py`
-with `register(subparsers)`. `ENGINES` are world packages whose live world is not built
-yet: only their commands are offered. Package hubs load lazily, so `petridish --help`
-imports no engine.
+with `register(subparsers)`. Package hubs load lazily, so `petridish --help` imports no
+engine. The puzzle brings three worlds: its rooms, the board over every room
+(`puzzle.puzzleboard`) and packs (`puzzle.puzzlepack`).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
 from actors import counter, ecosystem, field, lab, lobby, puzzle
+from actors.puzzle import puzzleboard, puzzlepack
 
 if TYPE_CHECKING:
     from actors.runtime import ActorKind
     from actors.world import World
     from protocol.registry import Registry
 
-PACKAGES: tuple[ModuleType, ...] = (lobby, counter, field)
-ENGINES: tuple[ModuleType, ...] = (puzzle, ecosystem, lab)
+PACKAGES: tuple[ModuleType, ...] = (lobby, counter, field, ecosystem, lab, puzzle, puzzleboard,
+                                     puzzlepack)
 
 
 def worlds() -> tuple[World, ...]:
@@ -43,4 +45,5 @@ def registry() -> Registry:
 
 def command_modules() -> list[str]:
     """The modules whose `register(subparsers)` add world commands to `petridish`."""
-    return [f"{package.__name__}.cli" for package in PACKAGES + ENGINES]
+    return [f"{package.__name__}.cli" for package in PACKAGES
+            if (Path(package.__file__ or "").parent / "cli.py").exists()]

@@ -5,9 +5,10 @@ replays bit for bit without any model.
 
 The world is a run, `ecosystem:<run id>`: created from three answers (its creator owns
 it), advanced generation by generation to 180, steered by its owner, watched by anyone.
-`rules.py` is the whole world as one `World` value (`WORLD`); the live effects (the
-generation timer, the model setup off the task) will live in `actor.py`, which does not
-exist yet. Every module here is pure: no trio, no clock, seeded numpy only.
+`rules.py` is the whole world as one `World` value; `actor.py` adds its effects (the model
+setup off the task, the generation timer, the density snapshots, the reflection's
+phrasing) and exports `WORLD`. Every module but `actor.py` is pure: no trio, no clock,
+seeded numpy only.
 
 - `errors`      the one error type (closed codes, exact messages) and strict-shape checks
 - `setup`       answers schema, `hash_setup_request`, LifeConfig, `normalize_fitness`
@@ -31,43 +32,17 @@ exist yet. Every module here is pure: no trio, no clock, seeded numpy only.
 - `interpret`   the live interpretation pipeline with its labelled fallback
 - `events`      the run's events (frozen attrs) and their stored JSON
 - `reflect`     the end of a run: score breakdown by fitness weight, engine-derived facts
-- `rules`       the run world: state, `evolve`, moves, reads, `advance`, `setup_events`,
-                `WORLD`
+- `phrase`      the reflection in a model's words: one budgeted call, labelled
+- `tools`       the MCP tools for runs: create, view, history, control, patch, schedule
+- `rules`       the run world: state, `evolve`, moves, reads, `advance`, `setup_events`
+- `actor`       `EcosystemActor`, the effects; `WORLD`
 - `cli`         `petridish ecosystem setup | validate-graph | run | replay`
 
-`server/` may import `WORLD` (and `ModelEndpoint`, to hand the run worlds a model); the
-names below are what the actor, the CLI, benches and tests share.
+`server/` may import `WORLD` from here (and `ModelEndpoint` from `endpoint`: the server's
+one model endpoint, which every actor finds in `ActorContext.model`).
 """
 
-from __future__ import annotations
+from actors.exports import lazy_exports
 
-import importlib
-from typing import Any
-
-# Public name -> module. Resolved on first use so that `petridish --help`, which imports
-# `actors.ecosystem.cli`, does not pay for numpy and httpx.
-_EXPORTS = {
-    "WORLD": "rules",
-    "EcosystemError": "errors",
-    "canonical_answers": "setup", "hash_setup_request": "setup", "validate_config": "setup",
-    "normalize_fitness": "setup", "default_config": "setup",
-    "deterministic_setup": "keywords",
-    "validate_rule_graph": "graph", "default_rule_graph": "graph", "apply_patch": "graph",
-    "validate_decision": "schedule",
-    "start": "engine", "step": "engine", "RunState": "engine",
-    "density_frame": "density",
-    "simulate": "run",
-    "replay": "replay", "ReplayReport": "replay",
-    "ModelEndpoint": "endpoint",
-    "ChatClient": "model_client",
-    "Interpreter": "interpret", "Interpretation": "interpret",
-    "ModelInterpreter": "interpret", "DeterministicInterpreter": "interpret",
-}
-__all__ = list(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    """Import the public name's module on first access."""
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'actors.ecosystem' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"actors.ecosystem.{_EXPORTS[name]}"), name)
+__all__ = ["WORLD"]
+__getattr__, __dir__ = lazy_exports(__name__, {"WORLD": "actor"})

@@ -2,9 +2,10 @@
 
 A run's stream is: `SetUp` (always first: the validated config and graph, their hash,
 the source label), one `Generated` per generation 0..180 (its frame), `Patched` and
-`Scheduled` (accepted decisions), `Controlled` (play, pause, step, speed) and, at 180,
-`Ended` (the score breakdown and the reflection). Stored JSON is `{"type": ..., ...}`
-with the fields below; `decode(encode(e)) == e` for every event.
+`Scheduled` (accepted decisions), `Controlled` (play, pause, step, speed), at 180
+`Ended` (the score breakdown and the reflection) and, with a model configured, `Phrased`
+(the model's wording of the reflection, or why there is none). Stored JSON is
+`{"type": ..., ...}` with the fields below; `decode(encode(e)) == e` for every event.
 """
 
 from __future__ import annotations
@@ -49,11 +50,14 @@ class SetUp:
 
 @attrs.frozen
 class Generated:
-    """One generation's frame. `engine` is the run state after it when the event was just
-    decided (the host folds it without simulating twice); it is never stored, and a
-    decoded event folds by stepping the engine again."""
+    """One generation's frame, and `t` (ms since the epoch) when it was made: outside the
+    replay contract, it shows how the generation timer kept its schedule. `engine` is the
+    run state after it when the event was just decided (the host folds it without
+    simulating twice); it is never stored, and a decoded event folds by stepping the engine
+    again."""
 
     frame: dict[str, Any]
+    t: int | None = None
     engine: RunState | None = attrs.field(default=None, eq=False, repr=False)
 
 
@@ -90,17 +94,34 @@ class Ended:
     reflection: dict[str, Any]
 
 
-Event = SetUp | Generated | Patched | Scheduled | Controlled | Ended
+@attrs.frozen
+class Phrased:
+    """The reflection in the model's words (`source` "model", `model` its name, `text`), or,
+    when the model could not phrase it, `source` "engine" and the finite `failure`
+    `{stage, code}`: the engine's facts stand alone. Only runs with a model configured get
+    one; the facts in `Ended` never change."""
+
+    source: str
+    text: str | None = None
+    model: str | None = None
+    failure: dict[str, Any] | None = None
+    calls: int = 0
+
+
+Event = SetUp | Generated | Patched | Scheduled | Controlled | Ended | Phrased
 
 _TYPES: dict[str, type] = {"setup": SetUp, "generation": Generated, "patch": Patched,
-                           "schedule": Scheduled, "control": Controlled, "end": Ended}
+                           "schedule": Scheduled, "control": Controlled, "end": Ended,
+                           "phrased": Phrased}
 _NAMES = {cls: name for name, cls in _TYPES.items()}
 
 
 def encode(event: Event) -> dict[str, Any]:
     """The stored JSON of an event."""
     if isinstance(event, Generated):
-        return {"type": "generation", "frame": event.frame}
+        if event.t is None:
+            return {"type": "generation", "frame": event.frame}
+        return {"type": "generation", "frame": event.frame, "t": event.t}
     return {"type": _NAMES[type(event)], **attrs.asdict(event, recurse=False)}
 
 

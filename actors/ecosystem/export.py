@@ -25,9 +25,14 @@ def _refuse(line: int, why: str) -> EcosystemError:
                           f"line {line}")
 
 
+def lines_of(records: Iterable[dict[str, Any]]) -> str:
+    """The export of a run's stored records: one compact JSON object per line."""
+    return "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records)
+
+
 def export_lines(events: Sequence[Event]) -> str:
-    """The export of a run's events: one compact JSON object per line."""
-    return "".join(json.dumps(encode(e), separators=(",", ":")) + "\n" for e in events)
+    """The export of a run's events (their stored JSON, one per line)."""
+    return lines_of(encode(e) for e in events)
 
 
 def parse_export(text: str) -> list[Event]:

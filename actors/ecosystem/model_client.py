@@ -27,6 +27,8 @@ FAILURE_CODES = (
     "food_web",           # graph invariant still broken after its correction
     "nonmaximal_choice",  # council selection still not maximal after its correction
     "not_approved",       # fidelity review did not approve (after at most one correction)
+    "internal",           # the work raised (a bug, logged by the runtime); set by the run's
+                          # actor, never raised as a ModelFailure
 )
 
 

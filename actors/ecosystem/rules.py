@@ -6,20 +6,22 @@ breakdown and the reflection. Its owner plays, pauses and steps it, patches its 
 for the next generation (with graph-version evidence) and schedules changes; anyone may
 view it and read any generation it reached.
 
-Two effects plug in from the run's actor (`actor.py`, next phase), never from here:
-the generation timer (`every(1 / speed)` while playing; each tick folds `advance(state)`)
-and the model setup (network I/O off the task; its `Interpretation` goes to
-`setup_events` in place of the deterministic one `decide_create` uses).
+The effects live in the run's actor (`actor.py`), never here: the generation timer (each
+tick folds `advance(state, t)` while playing), the model setup (network I/O off the task:
+`prepare_create` checks the call, the model's `Interpretation` goes to `setup_events` in
+place of the deterministic one `decide_create` uses; meanwhile `setting_up` holds the
+request in memory) and the model's phrasing of the reflection (a `Phrased` event).
+
+The state and its fold are in `state.py`, the replies and reads in `reads.py`.
 """
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 import attrs
 
-from actors.ecosystem.engine import MAX_SEED, RunState, start, step
+from actors.ecosystem.engine import MAX_SEED, start, step
 from actors.ecosystem.errors import EcosystemError
 from actors.ecosystem.events import (
     Controlled,
@@ -35,6 +37,14 @@ from actors.ecosystem.events import (
 )
 from actors.ecosystem.graph import apply_patch, validate_patch
 from actors.ecosystem.interpret import DeterministicInterpreter, Interpretation
+from actors.ecosystem.reads import (
+    answer_history,
+    answer_view,
+    control_result,
+    decision_result,
+    run_info,
+    view,
+)
 from actors.ecosystem.reflect import breakdown, reflection
 from actors.ecosystem.schedule import (
     MAX_DECISIONS,
@@ -43,109 +53,47 @@ from actors.ecosystem.schedule import (
     validate_decision,
 )
 from actors.ecosystem.setup import canonical_answers, hash_setup_request
+from actors.ecosystem.state import PendingSetup, Run, evolve, initial, run_seed, unready
+from actors.ecosystem.tools import TOOLS
 from actors.world import Codec, Ctx, Move, Read, Refusal, World
 from protocol.errors import ErrorCode
 from protocol.ops import ecosystem as ops
 from protocol.ops.ecosystem import EcosystemCode
 
-DEFAULT_SPEED = 10  # generations a second
 SEED_PURPOSE = 1  # `ctx.rng` purpose: the engine seed drawn at create
-
-
-@attrs.frozen
-class Run:
-    """The folded state: setup, the engine at the latest generation, every frame, the
-    accepted decisions (and how each came), the controls and the end."""
-
-    name: str
-    rev: int = 0
-    setup: SetUp | None = None
-    engine: RunState | None = attrs.field(default=None, eq=False, repr=False)
-    frames: tuple[dict[str, Any], ...] = ()
-    decisions: tuple[dict[str, Any], ...] = ()
-    vias: tuple[str, ...] = ()  # "patch" or "schedule", per decision
-    playing: bool = False
-    speed: int = DEFAULT_SPEED
-    ended: Ended | None = None
-
-    @property
-    def generation(self) -> int:
-        """The latest generation (-1 before the setup)."""
-        return len(self.frames) - 1
-
-    @property
-    def due(self) -> tuple[dict[str, Any], ...]:
-        """Decisions accepted since the last generation, for the next step."""
-        handed = len(self.engine.decisions) if self.engine is not None else 0
-        return self.decisions[handed:]
-
-    @property
-    def graph(self) -> dict[str, Any]:
-        """The current rule graph."""
-        assert self.engine is not None
-        return self.engine.graph
-
-
-def initial(name: str) -> Run:
-    """A run that was never created."""
-    return Run(name)
-
-
-def run_seed(state: Run) -> int:
-    """The world's seed for `ctx.rng`: from the run's name, so runs draw apart."""
-    return int.from_bytes(hashlib.sha256(state.name.encode()).digest()[:8], "big")
-
-
-def evolve(state: Run, event: Event) -> Run:
-    """The state after one event (a decoded `Generated` steps the engine again)."""
-    state = attrs.evolve(state, rev=state.rev + 1)
-    if isinstance(event, SetUp):
-        return attrs.evolve(state, setup=event)
-    if isinstance(event, Generated):
-        engine = event.engine
-        if engine is None:
-            assert state.setup is not None
-            engine = (step(state.engine, state.due)[0] if state.engine is not None else
-                      start(state.setup.config, state.setup.graph, state.setup.seed,
-                            state.setup.size))
-        return attrs.evolve(state, engine=engine, frames=state.frames + (event.frame,))
-    if isinstance(event, Patched | Scheduled):
-        via = "patch" if isinstance(event, Patched) else "schedule"
-        return attrs.evolve(state, decisions=state.decisions + (event.decision,),
-                            vias=state.vias + (via,))
-    if isinstance(event, Controlled):
-        return attrs.evolve(state, playing=event.playing, speed=event.speed)
-    return attrs.evolve(state, ended=event, playing=False)
 
 
 # ---------------------------------------------------------------- pure effects' halves
 
 
 def setup_events(answers: dict[str, str], interpretation: Interpretation, owner: str,
-                 seed: int, size: int) -> list[Event] | Refusal:
+                 seed: int, size: int, t: int | None = None) -> list[Event] | Refusal:
     """The first events of a run from an interpretation of its answers: `SetUp` and
-    generation 0. A blocked interpretation (the fidelity review did not approve) is
-    refused with its finite review focus."""
+    generation 0 (made at `t`). A blocked interpretation (the fidelity review did not
+    approve) is refused with its finite review focus, its failure and named intent."""
     if interpretation.status == "blocked":
         return Refusal(EcosystemCode.SETUP_BLOCKED,
                        "the model's fidelity review did not approve this setup",
                        {"review_focus": interpretation.review_focus,
-                        "failure": interpretation.failure})
+                        "failure": interpretation.failure,
+                        "named_intent": interpretation.named_intent,
+                        "calls": interpretation.calls})
     assert interpretation.config is not None and interpretation.source is not None
     engine = start(interpretation.config, interpretation.graph, seed, size)
     setup = SetUp(owner, answers, hash_setup_request(answers), engine.config, engine.graph,
                   config_hash(engine.config, engine.graph), interpretation.source, seed, size,
                   interpretation.failure, interpretation.named_intent, interpretation.calls)
-    return [setup, Generated(engine.frame, engine)]
+    return [setup, Generated(engine.frame, t, engine)]
 
 
-def advance(state: Run) -> list[Event]:
-    """One generation: its frame and, at 180, the end. Nothing once ended (or before the
-    setup). The generation timer of `actor.py` folds this on every tick while playing."""
+def advance(state: Run, t: int | None = None) -> list[Event]:
+    """One generation (made at `t`): its frame and, at 180, the end. Nothing once ended
+    (or before the setup). The generation timer of `actor.py` folds this on every tick
+    while playing."""
     if state.engine is None or state.ended is not None:
         return []
     engine, frame = step(state.engine, state.due)
-    events: list[Event] = [Generated(frame, engine)]
+    events: list[Event] = [Generated(frame, t, engine)]
     if frame["generation"] == MAX_GENERATION:
         assert state.setup is not None
         events.append(Ended(breakdown(frame, state.setup.config["fitness"]),
@@ -158,8 +106,9 @@ def advance(state: Run) -> list[Event]:
 
 def _guard(state: Run, ctx: Ctx) -> Refusal | None:
     """The refusals every owner's write shares: no run, not the owner, ended."""
-    if state.setup is None:
-        return Refusal(ErrorCode.UNKNOWN_ACTOR, "this run has not been created")
+    if (refusal := unready(state)) is not None:
+        return refusal
+    assert state.setup is not None
     if ctx.caller.name != state.setup.owner:
         return Refusal(ErrorCode.FORBIDDEN, "only the run's owner may do this",
                        {"owner": state.setup.owner})
@@ -180,20 +129,30 @@ def _patch(value: ops.RulePatch) -> dict[str, str]:
     return {k: v for k, v in attrs.asdict(value).items() if v is not None}
 
 
-def decide_create(state: Run, args: ops.CreateArgs, ctx: Ctx) -> list[Event] | Refusal:
-    """Set the run up with the deterministic setup (labelled as the fallback)."""
+def prepare_create(state: Run, args: ops.CreateArgs, ctx: Ctx) -> PendingSetup | Refusal:
+    """A create's checks and its engine seed (drawn from the run's generator unless
+    given), before any interpretation."""
     if state.setup is not None:
         return Refusal(ErrorCode.ALREADY_EXISTS, "this run exists")
+    if state.setting_up is not None:
+        return Refusal(ErrorCode.ALREADY_EXISTS, "this run is being set up")
     try:
         answers = canonical_answers(attrs.asdict(args.answers))
     except EcosystemError as err:
         return Refusal(EcosystemCode.INVALID_ANSWERS, err.message, {"path": err.path})
     seed = args.seed if args.seed is not None else int(
         ctx.rng.integers(0, MAX_SEED, endpoint=True))
-    # Effect (actor.py): with a model configured, `ModelInterpreter` runs off the task and
-    # its Interpretation replaces this one.
-    return setup_events(answers, DeterministicInterpreter().interpret(answers),
-                        ctx.caller.name, seed, args.size)
+    return PendingSetup(answers, ctx.caller.name, seed, args.size)
+
+
+def decide_create(state: Run, args: ops.CreateArgs, ctx: Ctx) -> list[Event] | Refusal:
+    """Set the run up with the deterministic setup (labelled as the fallback). With a
+    model configured the actor's create effect interprets the answers instead."""
+    pending = prepare_create(state, args, ctx)
+    if isinstance(pending, Refusal):
+        return pending
+    return setup_events(pending.answers, DeterministicInterpreter().interpret(pending.answers),
+                        pending.owner, pending.seed, pending.size, ctx.t)
 
 
 def decide_control(state: Run, args: ops.ControlArgs, ctx: Ctx) -> list[Event] | Refusal:
@@ -207,7 +166,7 @@ def decide_control(state: Run, args: ops.ControlArgs, ctx: Ctx) -> list[Event] |
     if (playing, speed) != (state.playing, state.speed):
         events.append(Controlled(args.action, playing, speed))
     if args.action == "step":
-        events += advance(state)
+        events += advance(state, ctx.t)
     # Effect (actor.py): after a Controlled event the actor (re)arms or stops its timer.
     return events
 
@@ -266,64 +225,6 @@ def decide_schedule(state: Run, args: ops.ScheduleArgs, ctx: Ctx) -> list[Event]
                        "change": change})]
 
 
-# ---------------------------------------------------------------- replies and reads
-
-
-def run_info(state: Run, *_: Any) -> ops.RunInfo:
-    """The reply of `create`."""
-    assert state.setup is not None
-    s = state.setup
-    return ops.RunInfo(state.generation, s.source, s.answers_hash, s.config_hash, s.seed,
-                       state.graph["version"], s.failure)
-
-
-def control_result(state: Run, *_: Any) -> ops.ControlResult:
-    """The reply of `control`."""
-    return ops.ControlResult(state.playing, state.speed, state.generation,
-                             state.ended is not None)
-
-
-def decision_result(state: Run, *_: Any) -> ops.DecisionResult:
-    """The reply of `patch` and `schedule`: the decision just accepted."""
-    decision = state.decisions[-1]
-    return ops.DecisionResult(len(state.decisions) - 1, decision["generation"],
-                              decision["graphVersion"],
-                              max(decision["change"]["generation"], decision["generation"] + 1))
-
-
-def view(state: Run) -> dict[str, Any]:
-    """What spectators see: setup, graph, the latest frame, decisions, controls, the end."""
-    if state.setup is None:
-        return {"created": False}
-    s = state.setup
-    return {"created": True, "generation": state.generation, "playing": state.playing,
-            "speed": state.speed, "owner": s.owner,
-            "setup": {"source": s.source, "answers": s.answers, "answers_hash": s.answers_hash,
-                      "config_hash": s.config_hash, "seed": s.seed, "size": s.size,
-                      "failure": s.failure, "named_intent": s.named_intent},
-            "config": s.config, "graph": state.graph, "graph_version": state.graph["version"],
-            "frame": state.frames[-1],
-            "decisions": [{"decision": k, "via": via, **d} for k, (d, via) in
-                          enumerate(zip(state.decisions, state.vias, strict=True))],
-            "end": None if state.ended is None else attrs.asdict(state.ended)}
-
-
-def answer_view(state: Run, _args: ops.ViewArgs, _ctx: Ctx) -> ops.RunView:
-    """The `view` read."""
-    return ops.RunView(view(state))
-
-
-def answer_history(state: Run, args: ops.HistoryArgs, _ctx: Ctx) -> ops.Frame | Refusal:
-    """The frame of an earlier generation."""
-    if state.setup is None:
-        return Refusal(ErrorCode.UNKNOWN_ACTOR, "this run has not been created")
-    if args.generation > state.generation:
-        return Refusal(EcosystemCode.NOT_REACHED,
-                       f"the run is at generation {state.generation}",
-                       {"generation": state.generation})
-    return ops.Frame(state.frames[args.generation])
-
-
 WORLD = World(
     kind="ecosystem",
     initial=initial,
@@ -340,4 +241,5 @@ WORLD = World(
     create_role="agent",
     codes=EcosystemCode,
     seed=run_seed,
+    tools=TOOLS,
 )

@@ -104,15 +104,14 @@ class Fields:
         self._inflow = np.zeros_like(self.fields)
 
     def copy(self) -> Fields:
-        """An independent fork: own fields, resource, alive flags and scratch buffers
-        (the terrain maps are never written after construction and stay shared)."""
+        """An independent fork: own fields, resource and alive flags. The terrain maps are
+        never written after construction, and the scratch buffers are written before they
+        are read within each `step`, so forks share both (forks of one run are stepped one
+        at a time, never from two threads at once)."""
         out = copy.copy(self)
         out.resource = self.resource.copy()
         out.fields = self.fields.copy()
         out.alive = list(self.alive)
-        out._buf = {name: np.empty_like(b) for name, b in self._buf.items()}
-        out._dX = np.empty_like(self._dX)
-        out._inflow = np.empty_like(self._inflow)
         return out
 
     def _terrain(self, distribution: str) -> np.ndarray:

@@ -32,6 +32,9 @@ Every module here but `actor.py` is pure and deterministic (no trio, no clock, s
 - `rules.py`      the world's table: `Live` (the fold state and what is kept beside it),
                   the stored records (event JSON + `dirty` + a join's `caller`), the moves
                   (join, reveal, commit, retract) and reads (observe, rules, history)
+- `tools.py`      the MCP tools, to the letter of the seed (`tool_args.py` their arguments,
+                  `prompt.py` the agent prompt); server/mcp.py hosts them
+- `warm.py`       the solver's first-use compile, paid before the first player
 - `actor.py`      `FieldActor`, the effects: `field.start` and generation off the task,
                   growth, the daily field and the all-time board; `WORLD`
 

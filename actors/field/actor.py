@@ -20,19 +20,29 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import attrs
+import trio
 
 from actors.field import live, rules
 from actors.field.analysis import tallies
 from actors.field.events import GrowEvent, ManifestEvent
 from actors.field.generate import Field, generate_chunks, generate_scatter, grow
 from actors.field.leaderboard import Boards, boards_of
+from actors.lobby.actor import tell_seen
 from actors.runtime import Call, Directory, WorldActor, refused
 from actors.runtime.host import Effect
 from actors.store import EventStore
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, ProtocolError
 from protocol.ops import field as ops
 
 ALLTIME = "fieldboard:alltime"
+PROGRESS_EVERY = 0.2  # seconds between progress pushes to spectators
+LOBBY_EVERY = 2.0  # seconds between summaries told the lobby while only the figures move
+
+
+def _what(summary: Any) -> Any:
+    """What a field is, in its summary (a change of it is told the lobby at once)."""
+    return None if summary is None else (summary.get("state"), summary.get("agents"),
+                                         summary.get("dead"))
 
 log = logging.getLogger("petridish.field")
 
@@ -51,6 +61,13 @@ class _GenerationFailed:
 
 
 @attrs.frozen
+class _Progressed:
+    """How far the generation running got (posted from its worker thread)."""
+
+    progress: live.Progress
+
+
+@attrs.frozen
 class _GrowTick:
     """Timer: time for a timed growth."""
 
@@ -66,14 +83,42 @@ def truth_stream(game: str) -> str:
 
 
 class FieldActor(WorldActor):
-    """One field: the table's ops, plus generation, growth and the daily board."""
+    """One field: the table's ops, plus generation, growth and the daily board; it tells
+    the lobby its summary whenever that changes."""
 
     state: rules.Live
+    _told: Any = None  # the summary the lobby heard last
+    _told_at = -1e9  # trio time it heard it
+    _progress_at = -1e9  # trio time of the last progress push
 
     # ---- start and restart ----------------------------------------------------------
 
+    async def handle(self, call: Call) -> Any:
+        """Any op, then the lobby hears of a change of the field's summary."""
+        try:
+            return await super().handle(call)
+        finally:
+            await self._tell_lobby()
+
+    async def _tell_lobby(self) -> None:
+        """Tell the lobby a new summary: at once when what the field is changed (its state,
+        its agents, its dead), else at most every LOBBY_EVERY seconds (solved tiles,
+        growths, progress move with play)."""
+        summary = rules.summary(self.state)
+        if summary == self._told or summary["state"] == "none":  # "none": nothing exists
+            return
+        now = trio.current_time()
+        if _what(summary) == _what(self._told) and now - self._told_at < LOBBY_EVERY:
+            return
+        self._told, self._told_at = summary, now
+        await tell_seen(self.context.directory, self.actor_id, summary)
+
     async def on_start(self) -> None:
         """Load the secret, arm the growth timer; a daily field of today starts itself."""
+        await self._start_up()
+        await self._tell_lobby()
+
+    async def _start_up(self) -> None:
         w = self.state
         if w.state.manifest is not None:
             snap = await self.load_side(truth_stream(w.game))
@@ -89,10 +134,18 @@ class FieldActor(WorldActor):
             self.after(0, _MergeYesterday())
 
     def _generate(self, plan: live.StartPlan | None) -> None:
-        """Generate the first field (plan) or the next ring (None) off the actor's task."""
+        """Generate the first field (plan) or the next ring (None) off the actor's task;
+        its progress comes back as messages too."""
         w = self.state
-        self.state = attrs.evolve(w, generating=True)
+        self.state = attrs.evolve(w, generating=True, progress=None)
         truth = w.truth
+        token = trio.lowlevel.current_trio_token()
+
+        def progress(stage: str, done: int, planned: int) -> None:  # in the worker thread
+            try:
+                token.run_sync_soon(self._post, _Progressed(live.Progress(stage, done, planned)))
+            except trio.RunFinishedError:
+                pass
         if plan is None:
             assert truth is not None
             geo = w.state.geo
@@ -103,28 +156,52 @@ class FieldActor(WorldActor):
                     return truth
             else:
                 def work() -> Field | None:
-                    return grow(truth, geo)
+                    return grow(truth, geo, progress)
         elif plan.layout == "scatter":
             def work() -> Field | None:
-                return generate_scatter(plan.seed, plan.size)
+                return generate_scatter(plan.seed, plan.size, progress)
         else:
             def work() -> Field | None:
-                return generate_chunks(plan.seed, plan.size, plan.chunks, plan.chunk)
+                return generate_chunks(plan.seed, plan.size, plan.chunks, plan.chunk, progress)
         self.offload(work, lambda f: _Generated(f, plan), _GenerationFailed)
 
+    def _post(self, message: Any) -> None:
+        """Post a message to ourselves from the trio thread (dropped when full or stopped)."""
+        try:
+            self.tell(message)
+        except ProtocolError:
+            pass
+
+    async def _progressed(self, msg: _Progressed) -> None:
+        """Keep the progress; push it to spectators and the lobby every PROGRESS_EVERY."""
+        if not self.state.generating:
+            return
+        self.state = attrs.evolve(self.state, progress=msg.progress)
+        now = trio.current_time()
+        last = msg.progress.stage == "givens" and msg.progress.done == msg.progress.planned
+        if last or now - self._progress_at >= PROGRESS_EVERY:
+            self._progress_at = now
+            if self.state.state.manifest is None:
+                self.publish_view()  # the first generation: a snapshot with the progress
+            await self._tell_lobby()
+
     async def on_message(self, message: Any) -> None:
-        """Generation results, growth ticks and the daily merge."""
+        """Generation results and progress, growth ticks and the daily merge."""
+        if isinstance(message, _Progressed):
+            await self._progressed(message)
+            return
         if isinstance(message, _Generated):
             await self._generated(message)
         elif isinstance(message, _GenerationFailed):
-            self.state = attrs.evolve(self.state, generating=False)
+            self.state = attrs.evolve(self.state, generating=False, progress=None)
         elif isinstance(message, _GrowTick):
             self._maybe_grow(timed=True)
         elif isinstance(message, _MergeYesterday):
             await merge_yesterday(self.context.directory, live.daily_date(self.state.game))
+        await self._tell_lobby()
 
     async def _generated(self, msg: _Generated) -> None:
-        w = self.state = attrs.evolve(self.state, generating=False)
+        w = self.state = attrs.evolve(self.state, generating=False, progress=None)
         s = w.state
         t = self.now()
         stream = truth_stream(w.game)
@@ -176,7 +253,8 @@ class FieldActor(WorldActor):
         if not w.generating:
             try:
                 plan = live.plan_start(a.seed, a.size, a.canvas, a.chunks, a.chunk, a.guess,
-                                       a.depth, a.grow.every_s if a.grow else None, a.fog)
+                                       a.depth, a.grow.every_s if a.grow else None, a.fog,
+                                       a.kind)
             except live.StartError as exc:
                 raise self.refuse(ErrorCode.BAD_REQUEST, str(exc), path=exc.path) from None
             self._generate(plan)

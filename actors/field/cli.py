@@ -5,6 +5,7 @@
 - `count W H CELLS [--cap N]` prints the tile's number of solutions, up to the cap
 - `generate --layout scatter|chunks --size N --seed S --out FILE` writes manifest,
   solution and givens as JSON
+- `warm` compiles the solver's kernels (cached on disk) so the first field does not pay
 """
 
 from __future__ import annotations
@@ -38,6 +39,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g.add_argument("--chunk", type=int, default=40, help="chunks: chunk side in cells")
     g.add_argument("--out", required=True, help="output file ('-' for stdout)")
     g.set_defaults(func=_generate)
+
+    w = sub.add_parser("warm", help="compile the solver's kernels now (cached on disk), so "
+                                    "the first field does not pay for it")
+    w.set_defaults(func=_warm)
+
+
+def _warm(_args: argparse.Namespace) -> int:
+    import time
+
+    from actors.field.warm import warm
+
+    began = time.perf_counter()
+    warm()
+    print(f"petridish: field solver ready in {time.perf_counter() - began:.1f} s")
+    return 0
 
 
 def _tile_args(p: argparse.ArgumentParser) -> None:

@@ -19,7 +19,7 @@ from actors.field.geometry import Manifest, TileShape
 
 GuessPolicy = Literal["accept", "reject"]
 CellClass = Literal["forced", "guess"]
-RejectReason = Literal["wrong", "not_forced"]
+RejectReason = Literal["wrong", "guess"]  # guess: correct but unforced, policy reject
 MAX_DEPTH = 2  # bifurcation nests: each level multiplies the referee's work per commit
 
 
@@ -46,7 +46,8 @@ class Accepted:
 
 @attrs.frozen
 class Rejected:
-    """A refused committed cell: `wrong` (v is not the solution) or `not_forced`."""
+    """A refused committed cell: `wrong` (v is not the solution) or `guess` (correct but
+    not forced, on a field that rejects guesses)."""
 
     id: int
     reason: RejectReason
@@ -102,6 +103,7 @@ class JoinEvent:
     user: str
     harness: str
     seed_tile: int
+    machine: str = ""  # a digest of the joiner's machine id ("" without one)
 
 
 @attrs.frozen
@@ -116,6 +118,7 @@ class RevealEvent:
     step: tuple[str, ...]  # which strategy criteria this reveal met (see analysis.py)
     solved: tuple[Solved, ...] = ()
     meets: tuple[Meet, ...] = ()
+    intent: str = ""  # the agent's one line, shown verbatim to spectators
 
 
 @attrs.frozen
@@ -143,6 +146,7 @@ class RetractEvent:
     agent: str
     retracted: tuple[int, ...]
     ignored: tuple[Ignored, ...] = ()
+    intent: str = ""  # the agent's one line, shown verbatim to spectators
 
 
 @attrs.frozen
@@ -176,6 +180,14 @@ def _converter() -> cattrs.Converter:
     conv.register_structure_hook(
         Accepted, make_dict_structure_fn(Accepted, conv, cls=override(rename="class"),
                                          _cattrs_forbid_extra_keys=True))
+    # Fields added later are left out at their defaults, so older events are stored (and
+    # pushed) exactly as they were.
+    conv.register_unstructure_hook(
+        JoinEvent, make_dict_unstructure_fn(JoinEvent, conv,
+                                            machine=override(omit_if_default=True)))
+    for cls in (RevealEvent, RetractEvent):
+        conv.register_unstructure_hook(
+            cls, make_dict_unstructure_fn(cls, conv, intent=override(omit_if_default=True)))
     return conv
 
 

@@ -12,6 +12,7 @@ and keeps the counts that analysis, leaderboards and rendering read.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import partial
 
 import attrs
@@ -38,6 +39,7 @@ STATUS_NAMES = ("hidden", "revealed", "solved")
 UNKNOWN, GIVEN, FORCED, GUESS = 0, 1, 2, 3  # cell source
 SOURCE_NAMES = ("unknown", "given", "forced", "guess")
 MAP_TILE = 64  # side, in cells, of the squares a renderer redraws ("map tiles")
+IMPLICIT_AGENT = "a0"  # the seed's single implicit player: writes that name no agent
 HIST_BUCKETS = 24  # log2 buckets of batch sizes and gaps
 
 
@@ -56,6 +58,7 @@ class AgentInfo:
     harness: str
     joined: int  # revision of the join event
     seed_tile: int
+    machine: str = ""  # a digest of the machine id the agent joined with ("" without one)
 
 
 @attrs.frozen
@@ -152,6 +155,7 @@ class State:
                                     repr=False)  # per tile x0, y0, w, h (derived from geo)
     rules: GameRules = attrs.field(factory=GameRules)
     ended: bool = False
+    grown: tuple[int, ...] = ()  # revisions of the grow events that added tiles
     values: CellStore = attrs.field(factory=partial(CellStore.new, 0, np.int8, -1))
     source: CellStore = attrs.field(factory=partial(CellStore.new, 0, np.int8, UNKNOWN))
     owner: CellStore = attrs.field(factory=partial(CellStore.new, 0, np.int32, -1))
@@ -159,6 +163,7 @@ class State:
     revealer: CellStore = attrs.field(factory=partial(CellStore.new, 0, np.int32, -1))
     solver: CellStore = attrs.field(factory=partial(CellStore.new, 0, np.int32, -1))
     agents: tuple[AgentInfo, ...] = ()
+    ids: Mapping[str, int] = attrs.field(factory=dict, eq=False, repr=False)  # id -> index
     stats: tuple[AgentStats, ...] = ()
     groups: Groups = Groups()
     totals: Totals = Totals()
@@ -167,12 +172,12 @@ class State:
     dirty: frozenset[int] = frozenset()
 
     def agent_index(self, agent: str) -> int | None:
-        """The index of agent id `agent` (ids are a1, a2, ... in join order), or None."""
-        if agent[:1] == "a" and agent[1:].isdigit():
-            i = int(agent[1:]) - 1
-            if 0 <= i < len(self.agents) and self.agents[i].id == agent:
-                return i
-        return None
+        """The index of agent id `agent` (in join order), or None."""
+        return self.ids.get(agent)
+
+    def next_agent(self) -> str:
+        """The id the next join gets: a1, a2, ... (the implicit a0 takes no number)."""
+        return f"a{len(self.agents) + 1 - (IMPLICIT_AGENT in self.ids)}"
 
     def group_of(self, i: int) -> tuple[int, ...]:
         """Agent indices in i's group, ascending."""
@@ -245,11 +250,14 @@ def _manifest(prev: State, ev: ManifestEvent) -> State:
 
 
 def _join(prev: State, ev: JoinEvent) -> State:
-    if ev.agent != f"a{len(prev.agents) + 1}":
-        raise FoldError(f"agent ids run a1, a2, ...; expected a{len(prev.agents) + 1}")
-    info = AgentInfo(ev.agent, ev.name, ev.model, ev.user, ev.harness, ev.rev, ev.seed_tile)
+    implicit = ev.agent == IMPLICIT_AGENT and IMPLICIT_AGENT not in prev.ids
+    if not implicit and ev.agent != prev.next_agent():
+        raise FoldError(f"agent ids run a1, a2, ... (and a0 once); expected {prev.next_agent()}")
+    info = AgentInfo(ev.agent, ev.name, ev.model, ev.user, ev.harness, ev.rev, ev.seed_tile,
+                     ev.machine)
     return attrs.evolve(
-        prev, revision=ev.rev, agents=prev.agents + (info,), stats=prev.stats + (AgentStats(),),
+        prev, revision=ev.rev, agents=prev.agents + (info,),
+        ids={**prev.ids, ev.agent: len(prev.agents)}, stats=prev.stats + (AgentStats(),),
         groups=prev.groups.add(), dirty=_tile_boxes(prev, [ev.seed_tile]))
 
 
@@ -323,7 +331,7 @@ def _grow(prev: State, ev: GrowEvent) -> State:
     n = len(geo.tiles)
     s = attrs.evolve(prev, revision=ev.rev, manifest=manifest, geo=geo, boxes=_boxes(geo),
                      status=prev.status.extend(n), revealer=prev.revealer.extend(n),
-                     solver=prev.solver.extend(n))
+                     solver=prev.solver.extend(n), grown=prev.grown + (ev.rev,))
     return attrs.evolve(s, dirty=_tile_boxes(s, [t.id for t in ev.tiles]))
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 
 import attrs
 import numpy as np
@@ -32,6 +33,10 @@ SEEDS_PER_TILES = 16  # one seed tile per this many tiles of a ring
 FILL_NODES = 20_000  # search budget for one tile's fill before trying a smaller shape
 PATIENCE = 3  # see givens.py
 COUNT_NODES = 300  # see givens.py
+REPORTS = 50  # progress reports per stage at most
+
+# progress(stage, done, planned): stage "tiles" (slots filled) then "givens"
+Progress = Callable[[str, int, int], None]
 
 
 @attrs.frozen(eq=False)
@@ -79,15 +84,16 @@ def scatter_layout(name: str, size: int) -> Field:
     return generate_scatter(name_seed(name), size)
 
 
-def generate_scatter(seed: int, size: int) -> Field:
+def generate_scatter(seed: int, size: int, progress: Progress | None = None) -> Field:
     """A whole size x size field: every slot of the wall, seed tiles spread over it."""
     wall = Wall.of(seed, size)
     empty = Field(Manifest(size, (), (), "scatter", (("seed", seed), ("size", size))),
                   np.full(size * size, -1, dtype=np.int8), ())
-    return _add(empty, wall, wall.slots(), Geometry(empty.manifest))
+    return _add(empty, wall, wall.slots(), Geometry(empty.manifest), progress)
 
 
-def generate_chunks(seed: int, G: int, chunks: int = 3, chunk: int = 40) -> Field:
+def generate_chunks(seed: int, G: int, chunks: int = 3, chunk: int = 40,
+                    progress: Progress | None = None) -> Field:
     """A growing field's first chunks x chunks block, in the middle of the G x G canvas."""
     n = G // chunk
     if not 1 <= chunks <= n:
@@ -97,10 +103,11 @@ def generate_chunks(seed: int, G: int, chunks: int = 3, chunk: int = 40) -> Fiel
     empty = Field(Manifest(G, (), (), "chunks", (("chunk", chunk), ("seed", seed))),
                   np.full(G * G, -1, dtype=np.int8), ())
     block = [(i, j) for i in range(start, start + chunks) for j in range(start, start + chunks)]
-    return _add_chunks(empty, wall, block, chunk, Geometry(empty.manifest))
+    return _add_chunks(empty, wall, block, chunk, Geometry(empty.manifest), progress)
 
 
-def grow(field: Field, geo: Geometry | None = None) -> Field | None:
+def grow(field: Field, geo: Geometry | None = None,
+         progress: Progress | None = None) -> Field | None:
     """One ring of new chunks around the cluster; None when the ring adds no tile.
 
     Existing tiles, ids, solution cells and givens stay as they are; `geo` (the field's
@@ -112,16 +119,17 @@ def grow(field: Field, geo: Geometry | None = None) -> Field | None:
     have = set(field.manifest.chunks)
     ring = sorted({(i + di, j + dj) for i, j in have for di in (-1, 0, 1) for dj in (-1, 0, 1)
                    if 0 <= i + di < n and 0 <= j + dj < n} - have)
-    grown = _add_chunks(field, Wall.of(seed, G), ring, chunk, geo or Geometry(field.manifest))
+    grown = _add_chunks(field, Wall.of(seed, G), ring, chunk, geo or Geometry(field.manifest),
+                        progress)
     return grown if len(grown.manifest.tiles) > len(field.manifest.tiles) else None
 
 
 def _add_chunks(field: Field, wall: Wall, chunks: list[tuple[int, int]], chunk: int,
-                geo: Geometry) -> Field:
+                geo: Geometry, progress: Progress | None = None) -> Field:
     """Generate the slots of `chunks` (column by column) and record the chunks."""
     slots = [s for i, j in chunks for s in wall.slots((i * chunk, j * chunk, chunk, chunk))]
     slots.sort(key=lambda s: (s.c, s.r))
-    out = _add(field, wall, slots, geo)
+    out = _add(field, wall, slots, geo, progress)
     manifest = attrs.evolve(out.manifest,
                             chunks=tuple(sorted(set(field.manifest.chunks) | set(chunks))))
     return attrs.evolve(out, manifest=manifest)
@@ -130,13 +138,28 @@ def _add_chunks(field: Field, wall: Wall, chunks: list[tuple[int, int]], chunk: 
 # ---------------------------------------------------------------- the steps
 
 
-def _add(field: Field, wall: Wall, slots: list[Slot], geo: Geometry) -> Field:
-    """Fill `slots` against the field's cells, give the new tiles givens, seat seeds."""
+def _reporter(progress: Progress | None, stage: str, planned: int) -> Callable[[int], None]:
+    """`report(done)`, calling `progress` about REPORTS times over the stage (and at its end)."""
+    step = max(1, planned // REPORTS)
+
+    def report(done: int) -> None:
+        if progress is not None and (done % step == 0 or done == planned):
+            progress(stage, done, planned)
+
+    return report
+
+
+def _add(field: Field, wall: Wall, slots: list[Slot], geo: Geometry,
+         progress: Progress | None = None) -> Field:
+    """Fill `slots` against the field's cells, give the new tiles givens, seat seeds;
+    `progress` hears how far each stage got."""
     G, seed = field.manifest.G, wall.seed
     old = field.manifest.tiles
     solution = field.solution.copy()
     placed: list[tuple[Slot, TileShape]] = []
-    for slot in slots:
+    filled = _reporter(progress, "tiles", len(slots))
+    filled(0)
+    for done, slot in enumerate(slots, 1):
         for dx, w, h, rects in slot.shapes:
             shape = TileShape(len(old) + len(placed), slot.x + dx, slot.y, w, h, rects)
             tg = tile_geom(shape, G)
@@ -146,7 +169,10 @@ def _add(field: Field, wall: Wall, slots: list[Slot], geo: Geometry) -> Field:
                 solution[tg.cells] = sol
                 placed.append((slot, shape))
                 break
+        filled(done)
     givens: dict[tuple[int, int, bytes], np.ndarray | None] = {}
+    # Only the first pass reports: a pass after dropped tiles reuses the givens found.
+    given = _reporter(progress, "givens", len(placed))
     while True:
         shapes = tuple(attrs.evolve(s, id=len(old) + k) for k, (_, s) in enumerate(placed))
         manifest = attrs.evolve(field.manifest, tiles=old + shapes)
@@ -165,6 +191,8 @@ def _add(field: Field, wall: Wall, slots: list[Slot], geo: Geometry) -> Field:
                 failed.append(k)
             else:
                 new_givens.append(tg.cells[local])
+            given(k + 1)
+        given = _reporter(None, "givens", 0)
         if not failed:
             # a piece cut off from the rest (a fallback shape without its tabs, a slot left
             # empty) would be a field agents can never cross: drop it like a failed tile

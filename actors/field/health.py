@@ -5,7 +5,7 @@ Under HEALTH_WARN the agent is healthy; from HEALTH_WARN it is warned; at
 HEALTH_DEATH, once at least HEALTH_MIN cells are in the window, it dies for the
 game. Death is sticky (`died_at` is the revision it happened at); the window
 heals the other states on its own as honest cells push old mistakes out.
-Cells refused as `not_forced` (the `reject` guess policy) are not committed and
+Cells rejected as `guess` (the `reject` guess policy) are not committed and
 do not enter the window.
 """
 

@@ -18,7 +18,7 @@ from actors.field.events import Event, GameRules
 from actors.field.fold import HIDDEN, MAP_TILE, SOLVED, State, apply_event, new_state
 from actors.field.health import health_of
 from actors.field.leaderboard import Boards, merge_boards
-from protocol.ops.field import MAX_SEED
+from protocol.ops.field import MAX_CANVAS, MAX_SEED
 
 GAME_ID_RE = re.compile(r"^[a-zA-Z0-9_-]{1,80}$")
 DAILY_PREFIX = "day-"
@@ -39,6 +39,31 @@ class StartError(ValueError):
     def __init__(self, path: str, message: str) -> None:
         super().__init__(f"{path}: {message}")
         self.path = path
+
+
+@attrs.frozen
+class Progress:
+    """How far a generation got: `stage` tiles (filling slots with solutions) then givens
+    (choosing each tile's givens), `done` of `planned` in that stage."""
+
+    stage: str
+    done: int
+    planned: int
+
+    @property
+    def share(self) -> float:
+        """The whole generation's share done (each stage half of it)."""
+        part = self.done / self.planned if self.planned else 1.0
+        return min(1.0, (part + (self.stage == "givens")) / 2)
+
+    def text(self) -> str:
+        """E.g. "tiles 37 of 165"."""
+        return f"{self.stage} {self.done} of {self.planned}"
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON value (share rounded to 3 places)."""
+        return {"stage": self.stage, "done": self.done, "planned": self.planned,
+                "share": round(self.share, 3)}
 
 
 @attrs.frozen
@@ -80,8 +105,14 @@ def yesterday(day: date) -> date:
 
 
 def plan_start(seed: int, size: int | None, canvas: int, chunks: int, chunk: int, guess: str,
-               depth: int, grow_every: float | None, fog: bool | None) -> StartPlan:
-    """Validate start settings (StartError naming the argument) into a StartPlan."""
+               depth: int, grow_every: float | None, fog: bool | None,
+               kind: str | None = None) -> StartPlan:
+    """Validate start settings (StartError naming the argument) into a StartPlan.
+
+    `kind` scatter is a size x size field; field is chunks x chunks chunks of `chunk`
+    cells, growing on the canvas with `grow_every`, else a fixed field of just those
+    chunks; None picks field when a growth is given and scatter otherwise.
+    """
     if not 0 <= seed <= MAX_SEED:
         raise StartError("args.seed", "a seed is in 0..2^53-1")
     if not 0 <= depth <= 2:
@@ -90,6 +121,17 @@ def plan_start(seed: int, size: int | None, canvas: int, chunks: int, chunk: int
         raise StartError("args.grow.every_s", "growth runs every 1..86400 seconds")
     growing = grow_every is not None
     rules = GameRules(guess=guess, depth=depth, fog=growing if fog is None else fog)
+    if kind == "scatter" and growing:
+        raise StartError("args.grow", "a scatter field never grows; start kind field to grow")
+    if kind == "field" and not growing:
+        if size is not None:
+            raise StartError("args.size", "a field of chunks takes chunks/chunk, not size")
+        if not 20 <= chunk <= 100:
+            raise StartError("args.chunk", "a chunk side is 20..100 cells")
+        if not 1 <= chunks <= MAX_CANVAS // chunk:
+            raise StartError("args.chunks", f"1..{MAX_CANVAS // chunk} chunks of {chunk} fit "
+                             "the largest canvas")
+        return StartPlan(seed, "chunks", chunks * chunk, chunks, chunk, rules, None)
     if not growing:
         if size is None or not MIN_SIZE <= size <= MAX_SIZE:
             raise StartError("args.size", f"a field without growth needs a size in "
@@ -158,7 +200,8 @@ def view_of(s: State, game: str, status: str) -> dict[str, Any]:
     """The spectator view: manifest, per-tile status and owners, known cells, agents.
 
     `cells` covers the bounding box of the tiles: one character per cell, row by row:
-    '.' unknown or hole, '0'/'1' a given, '2'/'3' a committed 0/1.
+    '.' unknown or hole, '0'/'1' a given, '2'/'3' a committed 0/1. `grown` lists the
+    revisions of the growths (the page's slider marks them).
     """
     out: dict[str, Any] = {"game": game, "status": status, "revision": s.revision,
                            "map_tile": MAP_TILE}
@@ -177,7 +220,8 @@ def view_of(s: State, game: str, status: str) -> dict[str, Any]:
     code = np.where(vals < 0, ord("."), np.where(src == 1, ord("0"), ord("2")) + vals)
     rows = code.astype(np.uint8).reshape(y1 - y0, x1 - x0)
     out.update(
-        G=G, ended=s.ended, rules=attrs.asdict(s.rules), manifest=s.manifest.to_dict(),
+        G=G, ended=s.ended, grown=list(s.grown), rules=attrs.asdict(s.rules),
+        manifest=s.manifest.to_dict(),
         tile_status="".join("hrs"[v] for v in s.status.to_array().tolist()),
         solver=s.solver.to_array().tolist(), revealer=s.revealer.to_array().tolist(),
         cells={"x": x0, "y": y0, "w": x1 - x0, "h": y1 - y0,

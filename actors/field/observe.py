@@ -41,7 +41,7 @@ def observe(s: State, agent: str | None = None,
     if agent is not None:
         i = s.agent_index(agent)
         if i is None:
-            return Refusal("unknown_agent", f"Agent {agent} has not joined this game; call join first.")
+            return Refusal("agent", f"Agent {agent} has not joined this game; call join first.")
     boxes = s.boxes
     n = len(boxes)
     if rect is not None:
@@ -87,6 +87,23 @@ def observe(s: State, agent: str | None = None,
             out["note"] = note
     if truncated:
         out["truncated"] = True
+    out.update(grown=len(s.grown), field=field_settings(s))
+    return out
+
+
+def field_settings(s: State) -> dict[str, Any]:
+    """The settings the field was started with: kind (scatter or field), canvas side,
+    chunk side, seed, growth (`{every_minutes}` or None), fog, guess policy, depth."""
+    m = s.manifest
+    params = dict(m.params)
+    every = params.get("grow_every")
+    out: dict[str, Any] = {
+        "kind": "scatter" if m.layout == "scatter" else "field", "G": m.G,
+        "seed": params.get("seed"),
+        "grow": None if not every else {"every_minutes": float(every) / 60},
+        "fog": s.rules.fog, "guess": s.rules.guess, "depth": s.rules.depth}
+    if "chunk" in params:
+        out["chunk"] = params["chunk"]
     return out
 
 

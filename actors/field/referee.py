@@ -11,7 +11,7 @@ the protocol's and the field's own, `protocol.ops.field.FieldCode`):
 | code | when |
 | --- | --- |
 | `stale_revision` | `expected_revision` is not the state's revision |
-| `unknown_agent` | the agent id has not joined this field |
+| `agent` | the agent id has not joined this field (the seed's code) |
 | `dead` | the agent died of its wrong-rate (see health.py); reveal, commit, retract refused |
 | `ended` | the field ended (a growth found no room) |
 | `bad_tile` | the tile id is not a tile of the field |
@@ -42,7 +42,16 @@ from actors.field.events import (
     Solved,
     event_to_json,
 )
-from actors.field.fold import FORCED, GIVEN, GUESS, HIDDEN, REVEALED, SOLVED, State
+from actors.field.fold import (
+    FORCED,
+    GIVEN,
+    GUESS,
+    HIDDEN,
+    IMPLICIT_AGENT,
+    REVEALED,
+    SOLVED,
+    State,
+)
 from actors.field.generate import Field
 from actors.field.health import dead_message, health_note, health_of
 from actors.field.propagate import propagate
@@ -57,16 +66,21 @@ SEAT_SPREAD = 0.5  # join picks among candidates at least this share of the best
 _ENDED = "the field has ended: a growth found no room"
 
 
+def stale(s: State, expected: int) -> Refusal:
+    """The refusal of a write made at another revision than the field's."""
+    return Refusal("stale_revision", f"expected revision {expected}, the field is at "
+                   f"{s.revision}; observe again and retry", {"revision": s.revision})
+
+
 def _check_writer(s: State, agent: str, expected: int | None) -> int | Refusal:
     """The agent's index, or why it may not write now."""
     if expected is not None and expected != s.revision:
-        return Refusal("stale_revision", f"expected revision {expected}, the field is at "
-                       f"{s.revision}; observe again and retry", {"revision": s.revision})
+        return stale(s, expected)
     if s.ended:
         return Refusal("ended", _ENDED)
     i = s.agent_index(agent)
     if i is None:
-        return Refusal("unknown_agent", f"Agent {agent} has not joined this game; call join first.")
+        return Refusal("agent", f"Agent {agent} has not joined this game; call join first.")
     died_at = s.stats[i].health.died_at
     if died_at is not None:
         return Refusal("dead", dead_message(agent, died_at), {"died_at": died_at})
@@ -77,7 +91,7 @@ def _check_writer(s: State, agent: str, expected: int | None) -> int | Refusal:
 
 
 def join(s: State, rng: np.random.Generator, *, name: str, model: str, user: str,
-         harness: str, t: int) -> JoinEvent | Refusal:
+         harness: str, t: int, machine: str = "") -> JoinEvent | Refusal:
     """Seat a new agent on a hidden tile at a random spot away from everyone.
 
     Candidates are the manifest's seed tiles of the newest growth ring that are hidden and
@@ -111,8 +125,34 @@ def join(s: State, rng: np.random.Generator, *, name: str, model: str, user: str
         pick = [c for c, dc in zip(candidates, d.tolist(), strict=True)
                 if dc >= SEAT_SPREAD * d.max()]
     seat = pick[int(rng.integers(len(pick)))]
-    return JoinEvent(rev=s.revision + 1, t=t, agent=f"a{len(s.agents) + 1}", name=name,
-                     model=model, user=user, harness=harness, seed_tile=seat)
+    return JoinEvent(rev=s.revision + 1, t=t, agent=s.next_agent(), name=name, model=model,
+                     user=user, harness=harness, seed_tile=seat, machine=machine)
+
+
+def dead_agent(s: State, user: str, machine: str) -> str | None:
+    """The id of an agent of `user` (or of `machine`, a digest) that died on this field,
+    or None: death is for the day, so such a caller rejoins as its dead agent."""
+    for a, st in zip(s.agents, s.stats, strict=True):
+        if st.health.died_at is not None and (
+                (user and a.user == user) or (machine and a.machine == machine)):
+            return a.id
+    return None
+
+
+def implicit_join(s: State, t: int) -> JoinEvent | Refusal:
+    """The seed's implicit agent `a0`, joined on its first write on the manifest's seed
+    tile: the first seed tile (ring by ring) that is hidden and nobody's seat, else the
+    first such tile of the field."""
+    if s.ended:
+        return Refusal("ended", _ENDED)
+    status = s.status.to_array()
+    taken = {a.seed_tile for a in s.agents}
+    free = [x for x in (*s.manifest.seed_tiles, *range(len(status)))
+            if status[x] == HIDDEN and x not in taken]
+    if not free:
+        return Refusal("no_room", "no hidden tile is left to seat the implicit agent a0 on")
+    return JoinEvent(rev=s.revision + 1, t=t, agent=IMPLICIT_AGENT, name="implicit", model="",
+                     user="", harness="", seed_tile=free[0])
 
 
 def _centres(s: State, tiles: list[int]) -> np.ndarray:
@@ -124,11 +164,13 @@ def _centres(s: State, tiles: list[int]) -> np.ndarray:
 
 
 def reveal(s: State, truth: Field, *, agent: str, tile: int, t: int,
-           expected_revision: int | None = None) -> RevealEvent | Refusal:
+           expected_revision: int | None = None, intent: str = "") -> RevealEvent | Refusal:
     """Reveal `tile` (its givens become known) if it is hidden and on the caller's frontier."""
     i = _check_writer(s, agent, expected_revision)
     if isinstance(i, Refusal):
         return i
+    if len(intent) > MAX_INTENT:
+        return Refusal("bad_request", f"an intent has at most {MAX_INTENT} characters")
     if not isinstance(tile, int) or isinstance(tile, bool) or not 0 <= tile < len(s.geo.tiles):
         return Refusal("bad_tile", f"tile {tile!r} is not a tile of this field")
     if s.status[tile] != HIDDEN:
@@ -141,7 +183,8 @@ def reveal(s: State, truth: Field, *, agent: str, tile: int, t: int,
     givens = tuple(zip(fresh.tolist(), truth.solution[fresh].tolist(), strict=True))
     solved, meets = settle(s, i, fresh, revealing=tile)
     return RevealEvent(rev=s.revision + 1, t=t, agent=agent, tile=tile, givens=givens,
-                       step=classify_reveal(s, i, tile), solved=solved, meets=meets)
+                       step=classify_reveal(s, i, tile), solved=solved, meets=meets,
+                       intent=intent)
 
 
 # ---------------------------------------------------------------- commit
@@ -154,8 +197,8 @@ def commit(s: State, truth: Field, *, agent: str, cells: list, intent: str, t: i
     In batch order: repeats, holes, known cells and cells outside the group's territory
     (revealed tiles it revealed, and its seed tiles) are ignored; a wrong value is rejected with it; a correct value is accepted
     `forced` when the referee's propagation reaches it from the cells known so far
-    (including this batch's earlier cells), else `guess` (policy accept) or refused
-    `not_forced` (policy reject).
+    (including this batch's earlier cells), else `guess` (policy accept) or rejected
+    with reason `guess` (policy reject: correct but unforced, not counted wrong).
 
     The propagation runs on the revealed tiles the batch's cells lie in and every revealed
     tile linked to them through shared cells of revealed tiles: propagation moves between
@@ -265,7 +308,7 @@ def _classify(s: State, correct: list[tuple[int, int]]) -> tuple[list[Accepted],
         if d is not None:
             accepted.append(Accepted(c, v, "forced", d.rules))
         elif s.rules.guess == "reject":
-            refused.append(Rejected(c, "not_forced", v))
+            refused.append(Rejected(c, "guess", v))
         else:
             accepted.append(Accepted(c, v, "guess"))
             known = known.set([c], [v])
@@ -333,11 +376,13 @@ def settle(s: State, i: int, new_ids: np.ndarray, revealing: int | None = None
 
 
 def retract(s: State, *, agent: str, cells: list, t: int,
-            expected_revision: int | None = None) -> RetractEvent | Refusal:
+            expected_revision: int | None = None, intent: str = "") -> RetractEvent | Refusal:
     """Take back the caller's own accepted cells on unsolved tiles; others are ignored."""
     i = _check_writer(s, agent, expected_revision)
     if isinstance(i, Refusal):
         return i
+    if len(intent) > MAX_INTENT:
+        return Refusal("bad_request", f"an intent has at most {MAX_INTENT} characters")
     if not isinstance(cells, list | tuple):
         return Refusal("bad_cell", "cells is a list of cell ids")
     if len(cells) > MAX_BATCH:
@@ -360,7 +405,7 @@ def retract(s: State, *, agent: str, cells: list, t: int,
             retracted.append(c)
         seen.add(c)
     return RetractEvent(rev=s.revision + 1, t=t, agent=agent, retracted=tuple(retracted),
-                        ignored=tuple(ignored))
+                        ignored=tuple(ignored), intent=intent)
 
 
 # ---------------------------------------------------------------- results

@@ -13,6 +13,7 @@ join with its caller. Generation, growth and the merged leaderboard are effects
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -28,10 +29,14 @@ from actors.field.events import (
     event_to_json,
     is_noop,
 )
-from actors.field.fold import State, apply_event, new_state
+from actors.field.fold import IMPLICIT_AGENT, State, apply_event, new_state
 from actors.field.generate import Field
+from actors.field.health import dead_message, health_note, health_of
 from actors.field.observe import observe
+from actors.field.prompt import PROMPTS
 from actors.field.rules_text import RULES_TEXT
+from actors.field.tools import TOOLS
+from actors.field.warm import warm
 from actors.world import Codec, Ctx, Move, Read, Refusal, World
 from protocol.errors import ErrorCode
 from protocol.ops import field as ops
@@ -64,6 +69,7 @@ class Live:
     grow_every: float | None = None
     truth: Field | None = attrs.field(default=None, eq=False)  # set by the effects
     generating: bool = False  # set by the effects
+    progress: live.Progress | None = None  # of the generation running, set by the effects
 
     @property
     def actor_id(self) -> str:
@@ -114,8 +120,8 @@ def decode(record: dict[str, Any]) -> FieldEvent:
     return Joined(ev, record["caller"]) if "caller" in record else ev
 
 
-def _noop(ev: FieldEvent) -> bool:
-    return not isinstance(ev, Joined) and is_noop(ev)
+def _noop(ev: FieldEvent | Rejoined) -> bool:
+    return isinstance(ev, Rejoined) or (not isinstance(ev, Joined) and is_noop(ev))
 
 
 def seed(w: Live) -> int:
@@ -142,82 +148,137 @@ def unready(w: Live) -> Refusal | None:
     if w.state.manifest is not None:
         return None
     if w.generating:
-        return Refusal(FieldCode.GENERATING, f"{w.actor_id} is being generated; retry in a "
-                       "moment", {"retry_after": 1.0})
+        done = "" if w.progress is None else f" ({w.progress.text()})"
+        return Refusal(FieldCode.GENERATING, f"{w.actor_id} is being generated{done}; retry "
+                       "in a moment", {"retry_after": 1.0, **(
+                           {} if w.progress is None else {"progress": w.progress.to_json()})})
     return Refusal(ErrorCode.UNKNOWN_ACTOR, f"there is no field {w.game!r}; field.start "
                    "creates it", {"actor": w.actor_id})
 
 
 def _owned(w: Live, agent: str, caller: str) -> Refusal | None:
     owner = w.callers.get(agent)
-    if owner is not None and owner != caller:
+    if owner is not None and owner != caller and agent != IMPLICIT_AGENT:
         return Refusal(ErrorCode.FORBIDDEN, f"agent {agent[:80]} belongs to another caller; "
                        "write only as the agent you joined", {"agent": agent[:80]})
     return None
 
 
-def decide_join(w: Live, a: ops.JoinArgs, ctx: Ctx) -> list[Joined] | Refusal:
-    """Seat a new agent; the caller may write for it from now on."""
+@attrs.frozen
+class Rejoined:
+    """A join answered with the caller's agent that died today (nothing is stored)."""
+
+    agent: str
+
+
+def machine_digest(machine_id: str) -> str:
+    """What a join stores of a machine id: a digest (spectators read join events)."""
+    if not machine_id:
+        return ""
+    return hashlib.sha256(f"petridish-machine:{machine_id}".encode()).hexdigest()[:24]
+
+
+def decide_join(w: Live, a: ops.JoinArgs, ctx: Ctx) -> list[Joined | Rejoined] | Refusal:
+    """Seat a new agent (the caller may write for it from now on), or give back the agent
+    of this user or machine that died today: death is for the day."""
     if (r := unready(w)) is not None:
         return r
-    ev = referee.join(w.state, ctx.rng, name=a.name, model=a.model[:80],
-                      user=(a.user or ctx.caller.name)[:80], harness=a.harness[:80], t=ctx.t)
+    user, machine = (a.user or ctx.caller.name)[:80], machine_digest(a.machine_id)
+    dead = referee.dead_agent(w.state, user, machine)
+    if dead is not None:
+        return [Rejoined(dead)]
+    ev = referee.join(w.state, ctx.rng, name=a.name, model=a.model[:80], user=user,
+                      harness=a.harness[:80], t=ctx.t, machine=machine)
     return ev if isinstance(ev, Refusal) else [Joined(ev, ctx.caller.name)]
+
+
+def _writer(w: Live, agent: str | None, ctx: Ctx, expected: int
+            ) -> tuple[str, list[Event], State, int] | Refusal:
+    """Who writes and on which state: the named agent, or the implicit a0 (joined by its
+    first write, before the write itself). A dead agent hears `dead` before any other
+    check, whoever asks: its state is public."""
+    if (r := unready(w)) is not None:
+        return r
+    s = w.state
+    name = IMPLICIT_AGENT if agent is None else agent
+    i = s.agent_index(name)
+    if i is not None and s.stats[i].health.died_at is not None:
+        return Refusal(FieldCode.DEAD, dead_message(name, s.stats[i].health.died_at),
+                       {"died_at": s.stats[i].health.died_at})
+    if (r := _owned(w, name, ctx.caller.name)) is not None:
+        return r
+    if agent is None and i is None:
+        if expected != s.revision:
+            return referee.stale(s, expected)
+        ev = referee.implicit_join(s, ctx.t)
+        if isinstance(ev, Refusal):
+            return ev
+        return name, [ev], apply_event(s, ev), s.revision + 1
+    return name, [], s, expected
 
 
 def decide_reveal(w: Live, a: ops.RevealArgs, ctx: Ctx) -> list[Event] | Refusal:
     """Reveal a tile on the agent's frontier."""
-    r = unready(w) or _owned(w, a.agent, ctx.caller.name)
-    if r is not None:
-        return r
-    ev = referee.reveal(w.state, w.truth, agent=a.agent, tile=a.tile, t=ctx.t,
-                        expected_revision=a.expected_revision)
-    return ev if isinstance(ev, Refusal) else [ev]
+    writer = _writer(w, a.agent, ctx, a.expected_revision)
+    if isinstance(writer, Refusal):
+        return writer
+    agent, pre, s, expected = writer
+    ev = referee.reveal(s, w.truth, agent=agent, tile=a.tile, t=ctx.t,
+                        expected_revision=expected, intent=a.intent)
+    return ev if isinstance(ev, Refusal) else [*pre, ev]
 
 
 def decide_commit(w: Live, a: ops.CommitArgs, ctx: Ctx) -> list[Event] | Refusal:
     """Judge a batch of cells (a batch that changes nothing is a no-op, not stored)."""
-    r = unready(w) or _owned(w, a.agent, ctx.caller.name)
-    if r is not None:
-        return r
-    ev = referee.commit(w.state, w.truth, agent=a.agent, cells=a.cells, intent=a.intent,
-                        t=ctx.t, expected_revision=a.expected_revision)
-    return ev if isinstance(ev, Refusal) else [ev]
+    writer = _writer(w, a.agent, ctx, a.expected_revision)
+    if isinstance(writer, Refusal):
+        return writer
+    agent, pre, s, expected = writer
+    ev = referee.commit(s, w.truth, agent=agent, cells=a.cells, intent=a.intent, t=ctx.t,
+                        expected_revision=expected)
+    return ev if isinstance(ev, Refusal) else [*pre, ev]
 
 
 def decide_retract(w: Live, a: ops.RetractArgs, ctx: Ctx) -> list[Event] | Refusal:
     """Take back the agent's own accepted cells."""
-    r = unready(w) or _owned(w, a.agent, ctx.caller.name)
-    if r is not None:
-        return r
-    ev = referee.retract(w.state, agent=a.agent, cells=a.cells, t=ctx.t,
-                         expected_revision=a.expected_revision)
-    return ev if isinstance(ev, Refusal) else [ev]
+    writer = _writer(w, a.agent, ctx, a.expected_revision)
+    if isinstance(writer, Refusal):
+        return writer
+    agent, pre, s, expected = writer
+    ev = referee.retract(s, agent=agent, cells=a.cells, t=ctx.t, expected_revision=expected,
+                         intent=a.intent)
+    return ev if isinstance(ev, Refusal) else [*pre, ev]
 
 
 # ---- results and reads ----------------------------------------------------------------------
 
-def joined(w: Live, events: list[Joined], _a: Any) -> ops.JoinResult:
-    """The agent id and seat of a join."""
-    ev = events[0].event
-    return ops.JoinResult(ev.agent, ev.seed_tile, w.state.revision)
+def joined(w: Live, events: list[Joined | Rejoined], _a: Any) -> ops.JoinResult:
+    """The agent id and seat of a join (with its health when it was a dead agent's)."""
+    ev = events[0]
+    s = w.state
+    if isinstance(ev, Rejoined):
+        i = s.agent_index(ev.agent)
+        h = health_of(s.stats[i].health)
+        return ops.JoinResult(ev.agent, s.agents[i].seed_tile, s.revision, h.to_json(),
+                              health_note(h))
+    return ops.JoinResult(ev.event.agent, ev.event.seed_tile, s.revision)
 
 
 def revealed(w: Live, events: list[Event], _a: Any) -> ops.RevealResult:
     """The givens revealed, tiles solved and meets."""
-    ev = events[0]
+    ev = events[-1]
     j = event_to_json(ev)
     return ops.RevealResult(w.state.revision, ev.tile, j["givens"], j["solved"], j["meets"])
 
 
 def committed(w: Live, events: list[Event], _a: Any) -> ops.CommitResult:
     """The verdicts, read off the state after the commit (or unchanged, for a no-op)."""
-    return ops.CommitResult(**referee.commit_result(w.state, events[0]))
+    return ops.CommitResult(**referee.commit_result(w.state, events[-1]))
 
 
 def retracted(w: Live, events: list[Event], _a: Any) -> ops.RetractResult:
     """The cells taken back and those ignored."""
-    j = event_to_json(events[0])
+    j = event_to_json(events[-1])
     return ops.RetractResult(w.state.revision, j["retracted"], j["ignored"])
 
 
@@ -250,8 +311,29 @@ def read_history(w: Live, a: ops.HistoryArgs, _ctx: Ctx) -> ops.FieldView | Refu
 
 
 def view(w: Live) -> dict[str, Any]:
-    """The spectator view (a snapshot push)."""
-    return live.view_of(w.state, w.game, w.status)
+    """The spectator view (a snapshot push); while generating, its progress."""
+    out = live.view_of(w.state, w.game, w.status)
+    if w.progress is not None and w.generating and w.state.manifest is None:
+        out["progress"] = w.progress.to_json()
+    return out
+
+
+def summary(w: Live) -> dict[str, Any]:
+    """What the lobby lists of a field: its state (generating, live, ended), agents,
+    tiles solved of all, the canvas side, its day if daily, and generation progress."""
+    s = w.state
+    day = live.daily_date(w.game)
+    out: dict[str, Any] = {"day": day.isoformat() if day else None}
+    if s.manifest is None:
+        out["state"] = "generating" if w.generating else "none"
+        if w.progress is not None and w.generating:
+            out["progress"] = w.progress.to_json()
+        return out
+    dead = sum(st.health.died_at is not None for st in s.stats)
+    out.update(state="ended" if s.ended else "live", agents=len(s.agents), dead=dead,
+               tiles=len(s.geo.tiles), solved=s.totals.solved, G=s.manifest.G,
+               grown=len(s.grown))
+    return out
 
 
 WORLD = World(
@@ -280,4 +362,8 @@ WORLD = World(
     is_noop=_noop,
     push_interval=live.PUSH_INTERVAL,
     fanout_rate=live.FANOUT_RATE,
+    tools=TOOLS,
+    prompts=PROMPTS,
+    summary=summary,
+    warm=warm,
 )

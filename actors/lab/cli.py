@@ -1,8 +1,10 @@
 """`petridish lab ...`: validate one file, breed organisms without a model, import a
-catalogue written before the event stream, or remake the judging page's voice track.
+catalogue written before the event stream, remake the judging page's voice track, or run
+the headless gate over a lab's unproven backlog.
 
 This is the command line's edge: `import` writes the server's event store (trio and
-`server.storage`, imported in its handler only, so `petridish --help` loads neither).
+`server.storage`) and `gate` drives Chromium (`server/lab_gate.py`, Playwright), each
+imported in its handler only, so `petridish --help` loads neither.
 """
 
 from __future__ import annotations
@@ -38,6 +40,35 @@ def register(subparsers) -> None:
     w = sub.add_parser("voice", help="remake web/lab/voice.ogg with espeak-ng and opusenc")
     w.add_argument("--out", type=Path, default=None, help="default: web/lab/voice.ogg")
     w.set_defaults(func=_voice)
+    g = sub.add_parser("gate", help="headless Chromium proves the lab's unproven backlog "
+                       "through the owner's arena page (needs the [gate] extra: Playwright)")
+    g.add_argument("--url", default="http://127.0.0.1:8000", help="the running server")
+    g.add_argument("--data", type=Path, default=Path("data"),
+                   help="the server's data directory, for its owner.token (default ./data)")
+    g.add_argument("--token-file", type=Path, default=None,
+                   help="a file holding the owner token (else $PETRIDISH_OWNER_TOKEN, else "
+                   "DATA/owner.token)")
+    g.add_argument("--world", default="main", help="the lab's name (default: main)")
+    g.add_argument("--track", choices=("shader", "panel", "all"), default="all")
+    g.add_argument("--cap", type=_positive, default=5.0,
+                   help="seconds one organism may take before the browser is relaunched")
+    g.add_argument("--limit", type=int, default=0, help="organisms to judge, taking "
+                   "newborns as they come (default 0: the backlog as it stands at the start)")
+    g.add_argument("--chromium", default=None, help="the Chromium binary (default: chromium)")
+    g.set_defaults(func=_gate)
+
+
+def _positive(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError("must be a positive number of seconds")
+    return value
+
+
+def _gate(args: argparse.Namespace) -> int:
+    from server.lab_gate import main
+
+    return main(args)
 
 
 def _validate(args: argparse.Namespace) -> int:

@@ -6,8 +6,9 @@ an import: its code, lineage, directive and genome) or a candidate was rejected 
 with its reason, never inserted), an organism was proven (`render_ok`) or killed (with
 the stored error), a vote was cast (with the ratings it produced, so a replay never
 depends on the rating library's arithmetic). The transient ones are the seed's
-in-memory records (`World.transient`): pairs dealt, strikes, benching. They are folded
-into the state and never stored, so a restart forgets them.
+in-memory records (`World.transient`): pairs dealt, strikes, benching, and the candidates
+being validated off the lab's task. They are folded into the state and never stored, so
+a restart forgets them.
 
 Stored JSON is one object per event: `{"type": "born", ...fields}`.
 """
@@ -23,13 +24,16 @@ from actors.lab.directives import Directive
 from actors.lab.genome import ShaderGenome
 from actors.lab.panel_genome import PanelGenome
 from actors.lab.ratings import Rating
+from protocol.ops.lab import DEFAULT_BACKLOG
 
 
 @attrs.frozen
 class Created:
-    """The lab exists, with the seed of its draws."""
+    """The lab exists, with the seed of its draws and the cap of its birth loop (unproven
+    organisms per track; 0: no loop)."""
 
     seed: int
+    backlog: int = DEFAULT_BACKLOG
 
 
 @attrs.frozen
@@ -133,13 +137,31 @@ class Benched:
     id: str
 
 
+@attrs.frozen
+class Validating:
+    """In memory: candidate `id` is being validated off the lab's task (its outcome is a
+    `Born` or a `Rejected`, or `Abandoned` when the validator itself failed)."""
+
+    id: str
+    track: str
+    source: str
+
+
+@attrs.frozen
+class Abandoned:
+    """In memory: the validation of candidate `id` failed (a bug, logged); nothing stored."""
+
+    id: str
+
+
 Event = (Created | DirectiveAdded | Born | Rejected | Proven | Killed | VoteCast | PairDealt
-         | Struck | Benched)
-TRANSIENT = (PairDealt, Struck, Benched)
+         | Struck | Benched | Validating | Abandoned)
+TRANSIENT = (PairDealt, Struck, Benched, Validating, Abandoned)
 _TYPES: dict[str, type] = {
     "created": Created, "directive_added": DirectiveAdded, "born": Born,
     "rejected": Rejected, "proven": Proven, "killed": Killed, "vote_cast": VoteCast,
     "pair_dealt": PairDealt, "struck": Struck, "benched": Benched,
+    "validating": Validating, "abandoned": Abandoned,
 }
 _NAMES = {cls: name for name, cls in _TYPES.items()}
 _GENOMES = {"ShaderGenome": ShaderGenome, "PanelGenome": PanelGenome}

@@ -1,15 +1,16 @@
 """The lab world, `lab:<name>`, as one `World` value: its moves and reads. Pure.
 
 The state and its fold are `state.py`, the events and their codec `events.py`; which
-organisms a surface may show is `dealing.py`, the canary rules `canary.py`, births
-`births.py`. Time comes from `ctx.t` (ms); randomness from `ctx.rng`, spawned per deal
-by the number of pairs dealt so far (deals are in-memory events, which do not move the
-revision `ctx.rng` is keyed on).
+organisms a surface may show is `dealing.py`, the canary rules `canary.py`, the reads
+and views `views.py`. Time comes from `ctx.t` (ms); randomness from `ctx.rng`, spawned
+per deal by the number of pairs dealt so far (deals are in-memory events, which do not
+move the revision `ctx.rng` is keyed on).
 
-Effects the table cannot hold belong to the live actor (`actor.py`, not written yet):
-the birth timer and model births (`births.py` holds the pure functions they call), and
-running the compile step of `validate` off the actor's task. Until then `lab.birth` and
-`lab.cross` run `validate` (compile step included) in the move itself.
+Effects the table cannot hold belong to the live actor (`actor.py`): the birth loop's
+timer and model births, and `validate` (whose compile step is a subprocess) run off the
+actor's task. So the two birth ops, `lab.birth` and `lab.cross`, are not moves of this
+table: `offers.py` holds their two pure halves, which the actor calls around the
+validator. `WORLD` here is the table; `actor.WORLD` adds the actor.
 """
 
 from __future__ import annotations
@@ -17,17 +18,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import attrs
 import numpy as np
 
 from actors.lab import canary
-from actors.lab.births import Candidate, birth_events, cross_candidate, grammar_candidate
-from actors.lab.dealing import cross_refusal, gallery, owner_pair, public_pair
+from actors.lab.dealing import owner_pair, public_pair
 from actors.lab.directives import Directive, directive_reason, explore, mutate
 from actors.lab.directives import Rejected as DirectiveRejected
 from actors.lab.directives import directive_id as make_directive_id
 from actors.lab.events import (
-    Born,
     Created,
     DirectiveAdded,
     Event,
@@ -39,11 +37,23 @@ from actors.lab.events import (
     encode,
     is_transient,
 )
+from actors.lab.offers import client_refusal
 from actors.lab.organism import Organism
 from actors.lab.ratings import update
 from actors.lab.seeding import PURPOSES
 from actors.lab.state import CANARY_WINDOW_MS, Lab, dump, evolve, initial, load
-from actors.lab.validation import validate
+from actors.lab.views import (
+    answer_backlog,
+    answer_directives,
+    answer_gallery,
+    answer_lineage,
+    answer_status,
+    directive_view,
+    find_organism,
+    info,
+    organism_view,
+    view,
+)
 from actors.world import Codec, Ctx, Move, Read, Refusal, StateCodec, World
 from protocol.errors import ErrorCode
 from protocol.ops import lab as ops
@@ -51,54 +61,11 @@ from protocol.ops.lab import LabCode
 
 MAX_ERROR = 500  # characters of an info log's first line kept as the stored error
 
-# --- views ----------------------------------------------------------------------------
-
-
-def organism_view(o: Organism) -> ops.OrganismView:
-    """An organism as the protocol shows it."""
-    return ops.OrganismView(o.id, o.track, o.code, o.title, list(o.parents), o.directive,
-                            o.render_ok, o.status, o.error, o.rating.mu, o.rating.sigma,
-                            o.rating.ordinal, o.judged)
-
-
-def directive_view(d: Directive) -> ops.DirectiveView:
-    """A directive as the protocol shows it."""
-    return ops.DirectiveView(d.id, d.track, d.text, list(d.parents), d.origin, d.rating.mu,
-                             d.rating.sigma, d.rating.ordinal)
-
-
-def info(state: Lab, *_: Any) -> ops.LabInfo:
-    """The lab's counts."""
-    pool = state.organisms.values()
-    return ops.LabInfo(len(state.organisms), sum(o.proven for o in pool),
-                       sum(o.status == "dead" for o in pool), len(state.directives),
-                       state.rejected, state.votes)
-
-
-def view(state: Lab) -> dict[str, Any]:
-    """What subscribers see: counts only (an unproven organism's code stays private)."""
-    return attrs.asdict(info(state))
-
-
 # --- helpers --------------------------------------------------------------------------
 
 
 def _pool(state: Lab) -> list[Organism]:
     return list(state.organisms.values())
-
-
-def _organism(state: Lab, oid: str) -> Organism | Refusal:
-    found = state.organisms.get(oid)
-    if found is None:
-        return Refusal(LabCode.UNKNOWN_ORGANISM, "there is no such organism in this lab",
-                       {"id": oid})
-    return found
-
-
-def _client(key: str) -> Refusal | None:
-    if not key:
-        return Refusal(ErrorCode.BAD_REQUEST, "client_key is empty", {"path": "args.client_key"})
-    return None
 
 
 def _deal_rng(state: Lab, ctx: Ctx) -> np.random.Generator:
@@ -124,11 +91,14 @@ def pair_result(state: Lab, events: Sequence[Event], _args: Any) -> ops.Pair:
 # --- the owner's arena ----------------------------------------------------------------
 
 
+DECLARED = frozenset({"main"})  # labs that exist without being created
+
+
 def decide_create(state: Lab, args: ops.CreateArgs, _ctx: Ctx) -> list[Event] | Refusal:
     """Create the lab once (`lab:main` is declared: it exists without this)."""
-    if state.created or state.organisms or state.directives:
+    if state.created or state.organisms or state.directives or state.name in DECLARED:
         return Refusal(ErrorCode.ALREADY_EXISTS, "this lab exists")
-    return [Created(state.seed if args.seed is None else args.seed)]
+    return [Created(state.seed if args.seed is None else args.seed, args.backlog)]
 
 
 def decide_pair(state: Lab, args: ops.PairArgs, ctx: Ctx) -> list[Event] | Refusal:
@@ -143,7 +113,7 @@ def decide_pair(state: Lab, args: ops.PairArgs, ctx: Ctx) -> list[Event] | Refus
 
 def decide_ok(state: Lab, args: ops.OkArgs, ctx: Ctx) -> list[Event] | Refusal:
     """Set render_ok; nothing changes for an organism proven already or no longer live."""
-    o = _organism(state, args.id)
+    o = find_organism(state, args.id)
     if isinstance(o, Refusal):
         return o
     return [] if o.render_ok or not o.live else [Proven(o.id, "owner", "", ctx.t)]
@@ -157,7 +127,7 @@ def first_line(log: str) -> str:
 
 def decide_invalid(state: Lab, args: ops.InvalidArgs, ctx: Ctx) -> list[Event] | Refusal:
     """The organism dies and keeps the log's first line (a dead one keeps its first error)."""
-    o = _organism(state, args.id)
+    o = find_organism(state, args.id)
     if isinstance(o, Refusal):
         return o
     return [] if o.status == "dead" else [Killed(o.id, first_line(args.log), ctx.t)]
@@ -176,7 +146,7 @@ def marked(state: Lab, events: Sequence[Event], args: ops.OkArgs | ops.InvalidAr
 def decide_public_pair(state: Lab, args: ops.PublicPairArgs, ctx: Ctx
                        ) -> list[Event] | Refusal:
     """Two proven shaders, or one canary against a proven partner near it on the ladder."""
-    refused = _client(args.client_key)
+    refused = client_refusal(args.client_key)
     if refused:
         return refused
     rng = _deal_rng(state, ctx)
@@ -188,7 +158,7 @@ def decide_public_pair(state: Lab, args: ops.PublicPairArgs, ctx: Ctx
 
 def decide_seen(state: Lab, args: ops.SeenArgs, ctx: Ctx) -> list[Event] | Refusal:
     """A render report, under the seed's four rules (`canary.py`)."""
-    return _client(args.client_key) or canary.report(state, args.client_key, args.id, args.ok,
+    return client_refusal(args.client_key) or canary.report(state, args.client_key, args.id, args.ok,
                                                      ctx.t)
 
 
@@ -224,52 +194,6 @@ def voted(state: Lab, events: Sequence[Event], _args: ops.VoteArgs) -> ops.Voted
     vote = events[0]
     return ops.Voted(organism_view(state.organisms[vote.winner]),
                      organism_view(state.organisms[vote.loser]))
-
-
-def answer_gallery(state: Lab, args: ops.GalleryArgs, _ctx: Ctx) -> ops.Gallery:
-    """Proven, judged shaders, best first."""
-    return ops.Gallery([organism_view(o) for o in gallery(_pool(state))[: args.limit]])
-
-
-# --- births -----------------------------------------------------------------------------
-
-
-def _born(state: Lab, candidate: Candidate, t: int) -> list[Event]:
-    return birth_events(state.organisms, candidate, validate(candidate.track, candidate.code), t)
-
-
-def decide_cross(state: Lab, args: ops.CrossArgs, ctx: Ctx) -> list[Event] | Refusal:
-    """A visitor's child of two proven shaders, born unproven (or logged as rejected)."""
-    refused = _client(args.client_key)
-    if refused:
-        return refused
-    a, b = _organism(state, args.a), _organism(state, args.b)
-    for found in (a, b):
-        if isinstance(found, Refusal):
-            return found
-    refused = cross_refusal(a, b)
-    if refused:
-        return refused
-    return _born(state, cross_candidate(a, b, args.client_key, ctx.rng), ctx.t)
-
-
-def decide_birth(state: Lab, args: ops.BirthArgs, ctx: Ctx) -> list[Event] | Refusal:
-    """The owner's candidate, or a grammar child of parents chosen by the seed's rule."""
-    if args.directive and args.directive not in state.directives:
-        return Refusal(LabCode.UNKNOWN_DIRECTIVE, "there is no such directive in this lab",
-                       {"id": args.directive})
-    if args.code:
-        candidate = Candidate(args.track, args.code, args.title or None,
-                              directive=args.directive or None, source="owner")
-    else:
-        candidate = grammar_candidate(_pool(state), args.track, ctx.rng, source="owner")
-    return _born(state, candidate, ctx.t)
-
-
-def birth(_state: Lab, events: Sequence[Event], _args: Any) -> ops.Birth:
-    """The child's id, or the rejection's reason."""
-    event = events[0]
-    return ops.Birth(event.id, None) if isinstance(event, Born) else ops.Birth(None, event.reason)
 
 
 # --- directives -----------------------------------------------------------------------
@@ -327,12 +251,6 @@ def directive_added(state: Lab, events: Sequence[Event], _args: Any) -> ops.Dire
     return directive_view(state.directives[events[0].directive.id])
 
 
-def answer_directives(state: Lab, args: ops.DirectivesArgs, _ctx: Ctx) -> ops.Directives:
-    """A track's directives, oldest first."""
-    return ops.Directives([directive_view(d) for d in state.directives.values()
-                           if d.track == args.track])
-
-
 WORLD = World(
     kind="lab",
     initial=initial,
@@ -348,18 +266,20 @@ WORLD = World(
         "lab.public_pair": Move(decide_public_pair, pair_result, PURPOSES["dealing"]),
         "lab.seen": Move(decide_seen, seen),
         "lab.vote": Move(decide_vote, voted),
-        "lab.cross": Move(decide_cross, birth, PURPOSES["crossover"]),
-        "lab.birth": Move(decide_birth, birth, PURPOSES["birth"]),
         "lab.directive_add": Move(decide_directive_add, directive_added),
         "lab.directive_mutate": Move(decide_directive_mutate, directive_added,
                                      PURPOSES["directive"]),
         "lab.directive_explore": Move(decide_directive_explore, directive_added,
                                       PURPOSES["directive"]),
     },
-    reads={"lab.gallery": Read(answer_gallery), "lab.directives": Read(answer_directives)},
+    reads={"lab.info": Read(info), "lab.gallery": Read(answer_gallery),
+           "lab.directives": Read(answer_directives), "lab.status": Read(answer_status),
+           "lab.lineage": Read(answer_lineage), "lab.backlog": Read(answer_backlog)},
     create="lab.create",
     create_role="owner",
-    declared=lambda name, _t: name in ("main", "lab:main"),
+    followable=False,  # its records carry the code of unproven organisms (the seed confines
+    # them to the owner's arena); pages read lab.info, lab.pair and lab.gallery instead
+    declared=lambda name, _t: name in DECLARED,
     codes=LabCode,
     seed=lambda state: state.seed,
     transient=is_transient,

@@ -2,8 +2,10 @@
 seed's in-memory records (dealt pairs, strikes, benching) folded from transient events.
 
 `evolve(state, event)` is the whole fold; `initial(name)` is a lab before its first
-event. The durable part (`pool`: organisms, directives and the counts) is what a replay
-of the stored events rebuilds; the in-memory part starts empty after a restart.
+event. The durable part (`pool`: organisms, directives, the counts, the birth loop's cap
+and the reasons of recent rejections) is what a replay of the stored events rebuilds; the
+in-memory part (deals, strikes, benching, candidates being validated) starts empty after
+a restart.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import attrs
 
 from actors.lab.directives import Directive
 from actors.lab.events import (
+    Abandoned,
     Benched,
     Born,
     Created,
@@ -26,13 +29,17 @@ from actors.lab.events import (
     Proven,
     Rejected,
     Struck,
+    Validating,
     VoteCast,
     converter,
 )
-from actors.lab.organism import Organism
+from actors.lab.organism import Organism, organism_id
+from actors.lab.window import Window
+from protocol.ops.lab import DEFAULT_BACKLOG
 
 CANARY_WINDOW_MS = 600_000  # a dealt id stays reportable (and a pair votable) this long
-MAX_DEALS = 100_000  # pairs kept in memory; beyond, the oldest are forgotten
+MAX_DEALS = 200_000  # pairs (and dealt ids) one window generation holds (state.Window)
+MAX_REJECTIONS = 4_096  # rejection reasons kept by candidate id (for `lab.status`)
 
 
 @attrs.frozen
@@ -59,18 +66,24 @@ class Lab:
     directives: Mapping[str, Directive] = attrs.field(factory=dict)  # in order added
     rejected: int = 0
     votes: int = 0
+    backlog: int = DEFAULT_BACKLOG  # the birth loop's cap per track (0: no loop)
+    rejections: Mapping[str, str] = attrs.field(factory=dict)  # candidate id -> reason
     # the seed's in-memory records (transient events only)
-    deals: Mapping[str, Deal] = attrs.field(factory=dict)
-    dealt: Mapping[tuple[str, str], int] = attrs.field(factory=dict)  # (client, id) -> t
+    deals: Window = attrs.field(factory=lambda: Window(CANARY_WINDOW_MS, MAX_DEALS))
+    # (client, id) -> when it was dealt to that client
+    dealt: Window = attrs.field(factory=lambda: Window(CANARY_WINDOW_MS, MAX_DEALS))
     strikes: Mapping[str, frozenset[str]] = attrs.field(factory=dict)
     benched: frozenset[str] = frozenset()
     deal_count: int = 0
+    validating: Mapping[str, str] = attrs.field(factory=dict)  # candidate id -> its source
+    offer_count: int = 0  # candidates offered (spawns the draws of births at one revision)
 
     def pool(self) -> dict[str, Any]:
         """The durable part of the state (what a replay of stored events rebuilds)."""
         return {"seed": self.seed, "created": self.created, "organisms": dict(self.organisms),
                 "directives": dict(self.directives), "rejected": self.rejected,
-                "votes": self.votes}
+                "votes": self.votes, "backlog": self.backlog,
+                "rejections": dict(self.rejections)}
 
 
 def name_seed(name: str) -> int:
@@ -89,6 +102,12 @@ def _organism(state: Lab, oid: str, **changes: Any) -> Lab:
     return attrs.evolve(state, organisms=organisms)
 
 
+def _validated(state: Lab, oid: str) -> Mapping[str, str]:
+    if oid not in state.validating:
+        return state.validating
+    return {k: v for k, v in state.validating.items() if k != oid}
+
+
 def evolve(state: Lab, event: Event) -> Lab:
     """The state after one event (a decided event never fails to fold)."""
     if isinstance(event, Born):
@@ -96,7 +115,8 @@ def evolve(state: Lab, event: Event) -> Lab:
         organisms[event.id] = Organism(
             event.id, event.track, event.code, event.title, event.parents, event.directive,
             event.source, event.genome, event.t)
-        return attrs.evolve(state, organisms=organisms)
+        return attrs.evolve(state, organisms=organisms,
+                            validating=_validated(state, event.id))
     if isinstance(event, Proven):
         return _organism(state, event.id, render_ok=True)
     if isinstance(event, Killed):
@@ -112,12 +132,28 @@ def evolve(state: Lab, event: Event) -> Lab:
     if isinstance(event, Benched):
         return attrs.evolve(state, benched=state.benched | {event.id})
     if isinstance(event, Rejected):
-        return attrs.evolve(state, rejected=state.rejected + 1)
+        return _rejected(state, event)
+    if isinstance(event, Validating):
+        return attrs.evolve(state, validating={**state.validating, event.id: event.source},
+                            offer_count=state.offer_count + 1)
+    if isinstance(event, Abandoned):
+        return attrs.evolve(state, validating=_validated(state, event.id))
     if isinstance(event, DirectiveAdded):
         return attrs.evolve(state, directives={**state.directives,
                                                event.directive.id: event.directive})
     assert isinstance(event, Created)
-    return attrs.evolve(state, created=True, seed=event.seed)
+    return attrs.evolve(state, created=True, seed=event.seed, backlog=event.backlog)
+
+
+def _rejected(state: Lab, event: Rejected) -> Lab:
+    """Count a rejection and keep its reason by the candidate's id (the newest few)."""
+    oid = organism_id(event.track, event.code)
+    rejections = {k: v for k, v in state.rejections.items() if k != oid}
+    rejections[oid] = event.reason
+    if len(rejections) > MAX_REJECTIONS:
+        rejections = dict(list(rejections.items())[-MAX_REJECTIONS:])
+    return attrs.evolve(state, rejected=state.rejected + 1, rejections=rejections,
+                        validating=_validated(state, oid))
 
 
 def _vote(state: Lab, event: VoteCast) -> Lab:
@@ -128,23 +164,19 @@ def _vote(state: Lab, event: VoteCast) -> Lab:
     directives = dict(state.directives)
     for did, rating in event.directive_ratings:
         directives[did] = attrs.evolve(directives[did], rating=rating)
-    deals = {k: d for k, d in state.deals.items() if k != event.pair}  # one vote per pair
-    return attrs.evolve(state, organisms=organisms, directives=directives, deals=deals,
+    return attrs.evolve(state, organisms=organisms, directives=directives,
+                        deals=state.deals.remove(event.pair),  # one vote per pair
                         votes=state.votes + 1)
 
 
 def _deal(state: Lab, event: PairDealt) -> Lab:
-    """Record a dealt pair and its ids, forgetting deals older than the window."""
-    horizon = event.t - CANARY_WINDOW_MS
-    deals = {k: d for k, d in state.deals.items() if d.t >= horizon}
-    deals[event.pair] = Deal(event.pair, event.surface, event.client, event.left, event.right,
-                             event.canary, event.t)
-    if len(deals) > MAX_DEALS:
-        deals = dict(list(deals.items())[-MAX_DEALS:])
-    dealt = {k: t for k, t in state.dealt.items() if t >= horizon}
+    """Record a dealt pair and its ids (a Window forgets them after the ten minutes)."""
+    deals = state.deals.put(event.pair, Deal(event.pair, event.surface, event.client,
+                                             event.left, event.right, event.canary, event.t),
+                            event.t)
+    dealt = state.dealt
     for oid in (event.left, event.right):
-        dealt.pop((event.client, oid), None)  # keep insertion order by time
-        dealt[event.client, oid] = event.t
+        dealt = dealt.put((event.client, oid), event.t, event.t)
     return attrs.evolve(state, deals=deals, dealt=dealt, deal_count=state.deal_count + 1)
 
 
@@ -152,9 +184,10 @@ def dump(state: Lab) -> dict[str, Any]:
     """The durable part of a state as a JSON snapshot (the in-memory records stay out)."""
     return {
         "name": state.name, "seed": state.seed, "created": state.created,
-        "rejected": state.rejected, "votes": state.votes,
+        "rejected": state.rejected, "votes": state.votes, "backlog": state.backlog,
         "organisms": [converter.unstructure(o, Organism) for o in state.organisms.values()],
         "directives": [converter.unstructure(d) for d in state.directives.values()],
+        "rejections": [[k, v] for k, v in state.rejections.items()],
     }
 
 
@@ -164,4 +197,5 @@ def load(data: dict[str, Any]) -> Lab:
     directives = [converter.structure(d, Directive) for d in data["directives"]]
     return Lab(data["name"], data["seed"], data["created"],
                {o.id: o for o in organisms}, {d.id: d for d in directives},
-               data["rejected"], data["votes"])
+               data["rejected"], data["votes"], data["backlog"],
+               {k: v for k, v in data["rejections"]})

@@ -1,25 +1,92 @@
-"""The lobby's effects: it creates worlds through the directory and republishes the live
-figures (both need the directory, which no table can reach)."""
+"""The lobby's effects: it creates worlds through the directory, reads which worlds exist
+from the store, keeps what worlds say of themselves, and republishes the list.
+
+- Existence is the store's: every stream of a listed kind (a world exists once its first
+  event is stored) and every live world. The stored streams are read at start, every
+  SCAN seconds and on each `lobby.list`, so a world created anywhere (`lobby.create`,
+  its own create op, a daily field starting itself) is listed, and stays listed after it
+  is unloaded for idleness or the server restarts.
+- Summaries are the worlds' own: a world tells the lobby what it is (`tell_seen`: a
+  field's state, agents, tiles; generation progress) when that changes. The lobby keeps
+  the last one per world in the side snapshot `lobbyseen:main` (a change of state,
+  agents or dead saved at once, the other figures at most every SAVE seconds), so an
+  unloaded field, or one from before a restart, still shows its agents and whether it
+  ended.
+- Today's daily field is featured: listed first once it exists (it is declared, and
+  starts when first asked for: before that, the lobby's page links it on its own).
+"""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 import attrs
+import trio
 
 from actors.lobby import rules
-from actors.runtime import Call, WorldActor, refused
+from actors.runtime import Call, Directory, WorldActor, refused
 from actors.runtime.host import Effect
 from actors.world import Refusal
 from protocol.convert import structure, unstructure
-from protocol.ops.lobby import CreateArgs, CreateResult, ListResult, WorldInfo
+from protocol.errors import ProtocolError
+from protocol.ops.lobby import LOBBY_ID, CreateArgs, CreateResult, ListArgs, ListResult, WorldInfo
 
 TICK = 0.5  # seconds between checks of the live figures
+SCAN = 10.0  # seconds between reads of the store's streams
+SAVE = 1.0  # seconds between saves of the summaries
+SEEN = "lobbyseen:main"  # the side stream whose snapshot keeps the summaries
+MAX_SUMMARY = 2048  # characters of one summary's JSON (a bigger one is dropped)
+
+log = logging.getLogger("petridish.lobby")
 
 
 class _Tick:
     """Timer message: compare the live figures with the last published ones."""
+
+
+class _Scan:
+    """Timer message: read the store's streams again."""
+
+
+class _Save:
+    """Timer message: save the summaries if they changed."""
+
+
+@attrs.frozen
+class Seen:
+    """What world `actor_id` says of itself now (its summary)."""
+
+    actor_id: str
+    summary: Mapping[str, Any]
+
+
+async def tell_seen(directory: Directory, actor_id: str, summary: Mapping[str, Any]) -> None:
+    """Tell the lobby (loading it if needed) what `actor_id` is now; a server without a
+    lobby, or a lobby that cannot take it, is not an error of the world's."""
+    try:
+        lobby = await directory.get(LOBBY_ID)
+        lobby.tell(Seen(actor_id, dict(summary)))
+    except ProtocolError as error:
+        log.debug("the lobby did not hear of %s: %s", actor_id, error.message)
+
+
+def _settled(summary: Mapping[str, Any] | None) -> Any:
+    """What a world is, in its summary: its state, agents and dead (not the figures that
+    move with play or generation)."""
+    if summary is None:
+        return None
+    return {k: summary.get(k) for k in ("state", "agents", "dead")}
+
+
+def featured(directory: Directory) -> list[str]:
+    """Today's daily field (UTC), when this server hosts fields."""
+    if "field" not in directory.kinds:
+        return []
+    day = datetime.fromtimestamp(directory.clock() / 1000, UTC).date()
+    return [f"field:day-{day.isoformat()}"]
 
 
 class LobbyActor(WorldActor):
@@ -27,12 +94,23 @@ class LobbyActor(WorldActor):
 
     _last_view: list[WorldInfo] | None = None
 
-    def _listing(self) -> list[WorldInfo]:
+    def _kinds(self) -> list[str]:
         directory = self.context.directory
+        return sorted(k for k, v in directory.kinds.items() if v.listed)
+
+    async def _scan(self) -> None:
+        store = self.context.store
+        stored: dict[str, int] = {}
+        for kind in self._kinds():
+            stored.update(await store.streams(f"{kind}:"))
+        self._stored = stored
+
+    def _listing(self, kind: str | None = None) -> list[WorldInfo]:
+        directory = self.context.directory
+        listed = set(self._kinds())
         live = [rules.LiveFigures(s.actor_id, s.kind, s.rev, s.subscribers)
-                for s in directory.live()
-                if s.kind in directory.kinds and directory.kinds[s.kind].listed]
-        return rules.listing(self.state, live)
+                for s in directory.live() if s.kind in listed]
+        return rules.listing(self._stored, live, self._seen, featured(directory), kind)
 
     def view(self) -> dict[str, Any]:
         """What subscribers see: the same list as `lobby.list`."""
@@ -40,16 +118,48 @@ class LobbyActor(WorldActor):
         return {"worlds": unstructure(self._last_view)}
 
     async def on_start(self) -> None:
-        """Check the live figures every TICK seconds."""
+        """Read the summaries and the stored worlds; arm the tick, scan and save timers."""
+        self._stored: dict[str, int] = {}
+        self._seen: dict[str, dict[str, Any]] = {}
+        self._dirty = False
+        self._saved_at = -SAVE
+        snap = await self.load_side(SEEN)
+        if snap is not None:
+            self._seen = {k: dict(v) for k, v in snap.data.items()}
+        await self._scan()
         self.every(TICK, _Tick())
+        self.every(SCAN, _Scan())
+        self.every(SAVE, _Save())
 
     async def on_message(self, message: Any) -> None:
-        """On a tick, publish a snapshot if any live figure changed."""
-        if isinstance(message, _Tick) and self._listing() != self._last_view:
+        """Ticks republish changed figures; scans re-read the store; summaries are kept."""
+        if isinstance(message, Seen):
+            old = self._seen.get(message.actor_id)
+            if len(repr(message.summary)) <= MAX_SUMMARY and old != message.summary:
+                self._seen[message.actor_id] = dict(message.summary)
+                self._dirty = True
+                self.publish_view()
+                # A change of what a world is (its state, its agents) is kept at once;
+                # the figures that move at most every SAVE seconds.
+                if (_settled(old) != _settled(message.summary)
+                        or trio.current_time() - self._saved_at >= SAVE):
+                    await self._save()
+        elif isinstance(message, _Scan):
+            await self._scan()
+        elif isinstance(message, _Save) and self._dirty:
+            await self._save()
+        if isinstance(message, _Tick | _Scan) and self._listing() != self._last_view:
             self.publish_view()
 
-    async def _list(self, _call: Call) -> ListResult:
-        return ListResult(self._listing())
+    async def _save(self) -> None:
+        self._dirty = False
+        self._saved_at = trio.current_time()
+        await self.save_side(SEEN, len(self._seen), self._seen)
+
+    async def _list(self, call: Call) -> ListResult:
+        await self._scan()
+        args: ListArgs = call.args
+        return ListResult(self._listing(args.kind))
 
     async def _create(self, call: Call) -> CreateResult:
         """Decide the lobby's event, create the world with its kind's create op (its

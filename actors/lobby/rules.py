@@ -1,8 +1,15 @@
 """The lobby's rules: which worlds it created, who may create one, how the list reads. Pure.
 
-The lobby is mostly effects (it asks the directory to create worlds and reads the live
-figures; see actor.py); what is pure is here: the catalog it folds, the decision to
-create, and the listing.
+The lobby is mostly effects (it asks the directory to create worlds, reads the store's
+streams and the live figures, hears worlds' summaries; see actor.py); what is pure is
+here: the catalog it folds, the decision to create, and the listing.
+
+The listing is every world that exists: each stream in the store (a world exists once
+its first event is stored, however long ago it was unloaded) and each live world (a
+field being generated is live before it is stored), the featured ones (today's daily
+field) first. A name that was only requested never started anything, so it is never
+listed; nor is today's daily field before anyone opened it (the lobby's page links it
+all the same: it starts when opened).
 """
 
 from __future__ import annotations
@@ -70,17 +77,26 @@ def evolve(catalog: Catalog, event: WorldCreated) -> Catalog:
     return Catalog({**catalog.worlds, event.id: event.kind})
 
 
-def listing(catalog: Catalog, live: Iterable[LiveFigures]) -> list[ops.WorldInfo]:
-    """Every catalogued or live world, sorted by id; a catalogued world not live shows rev -1.
-
-    A world that is not loaded has no revision in memory; -1 says "not known until it
-    is opened" rather than inventing one.
-    """
+def listing(stored: Mapping[str, int], live: Iterable[LiveFigures],
+            seen: Mapping[str, Mapping[str, Any]], featured: Iterable[str] = (),
+            kind: str | None = None) -> list[ops.WorldInfo]:
+    """The worlds that exist: stored streams (`stored`: id -> durable revision) and live
+    worlds, with the last summary each world gave (`seen`: id -> summary); the `featured`
+    ids that exist first, then by id. `kind` keeps one kind."""
     rows = {f.actor_id: ops.WorldInfo(f.kind, f.actor_id, f.rev, f.subscribers, True)
             for f in live}
-    for actor_id, kind in catalog.worlds.items():
-        rows.setdefault(actor_id, ops.WorldInfo(kind, actor_id, -1, 0, False))
-    return [rows[i] for i in sorted(rows)]
+    for actor_id, rev in stored.items():
+        rows.setdefault(actor_id, ops.WorldInfo(actor_id.partition(":")[0], actor_id, rev, 0,
+                                                False))
+    first = [i for i in featured if i in rows]
+    out = []
+    for actor_id in first + sorted(set(rows) - set(first)):
+        row = rows[actor_id]
+        if kind is not None and row.kind != kind:
+            continue
+        summary = seen.get(actor_id)
+        out.append(row if summary is None else attrs.evolve(row, summary=dict(summary)))
+    return out
 
 
 def _declared(name: str, _t: int) -> bool:

@@ -2,11 +2,15 @@
 puzzles (seed 003: text blocks spell rules such as BABA IS YOU; pushing text rewrites them), as
 pure, deterministic code. docs/puzzle.md is the whole story. Modules:
 
-* The world: `rules.py` builds `WORLD` (decide/evolve/result/answer over `room.py`'s `Room` and
-  `Play`, the events of `events.py`); `render.py` draws the board as a text grid for agents;
-  `leaderboard.py` folds wins that replay; `hint.py` is the solver call of `puzzle.hint` (an
-  effect, answered by the live room's actor in a later phase); `catalog.py` the bundled packs
+* The world: `rules.py` builds the table (decide/evolve/result/answer over `room.py`'s `Room`
+  and `Play`, the events of `events.py`); `actor.py` its effects (hints off the task, win
+  claims, installed packs, the board) and `WORLD`; `render.py` draws the board as a text grid
+  for agents; `leaderboard.py` folds wins that replay; `hint.py` is the solver call of
+  `puzzle.hint`; `tools.py` the MCP tools; `catalog.py` the bundled packs
   (`packs/starter.json`) and a room's size limits. Ops and codes: `protocol/ops/puzzle.py`.
+* Two more worlds: `puzzleboard/` (`puzzleboard:main`, the leaderboards over every room) and
+  `puzzlepack/` (`puzzlepack:<id>`, packs of one's own and installed ones, with the editor's
+  check and solve).
 * The engine: `words.py` (vocabulary), `level.py` (the level format, `diagnostics.py`),
   `ruleset.py` (text into rules), `profiles.py` (`classic`, `keke`), `turn.py` (the only
   transition) over `board.py` with `movement.py`, `contacts.py` and `layer.py` (Keke's map and
@@ -21,6 +25,6 @@ pure, deterministic code. docs/puzzle.md is the whole story. Modules:
 from actors.exports import lazy_exports
 
 # The public name and the module that holds it; it loads on first use (actors/exports.py).
-_PUBLIC = {"WORLD": "rules"}
+_PUBLIC = {"WORLD": "actor"}
 __all__ = ["WORLD"]
 __getattr__, __dir__ = lazy_exports(__name__, _PUBLIC)

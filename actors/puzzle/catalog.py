@@ -13,8 +13,10 @@ import functools
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 from .diagnostics import Diagnostic, LevelError, join_path
+from .level import Level, check_level
 from .pack import Pack, parse_pack
 
 PACKS = Path(__file__).parent / "packs"
@@ -37,10 +39,25 @@ def bundled(name: str) -> Pack:
 
 def room_limits(pack: Pack) -> list[Diagnostic]:
     """Diagnostics (paths into the pack) for each level with more things than a room plays."""
-    return [Diagnostic(join_path(join_path("levels", i), "objects"),
-                       f"holds {len(level.objects)} things (objects and text); a room plays "
-                       f"at most {ROOM_MAX_THINGS}")
-            for i, level in enumerate(pack.levels) if len(level.objects) > ROOM_MAX_THINGS]
+    found = (too_many(level, join_path(join_path("levels", i), "objects"))
+             for i, level in enumerate(pack.levels))
+    return [d for d in found if d is not None]
+
+
+def too_many(level: Level, path: str = "objects") -> Diagnostic | None:
+    """The diagnostic of a level with more things than a room plays, if it has."""
+    if len(level.objects) <= ROOM_MAX_THINGS:
+        return None
+    return Diagnostic(path, f"holds {len(level.objects)} things (objects and text); a room "
+                      f"plays at most {ROOM_MAX_THINGS}")
+
+
+def check_room_level(data: Any) -> tuple[Level | None, list[Diagnostic]]:
+    """Validate level JSON data for a room: the engine's checks (`level.check_level`, paths
+    inside the level such as `objects[3].noun`) and the room's size limit."""
+    level, diagnostics = check_level(data)
+    crowded = None if level is None else too_many(level)
+    return (None, [crowded]) if crowded else (level, diagnostics)
 
 
 def check_room_pack(pack: Pack) -> Pack:

@@ -1,8 +1,15 @@
-"""Validation diagnostics shared by levels, mechanics and (in 4B's pack.py) packs."""
+"""Validation diagnostics shared by levels, mechanics and packs, and the refusal that
+carries them to a client."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 import attrs
+
+from actors.world import Refusal
+from protocol.errors import ErrorCode
 
 
 @attrs.frozen
@@ -29,3 +36,12 @@ def join_path(prefix: str, key: str | int) -> str:
     if isinstance(key, int):
         return f"{prefix}[{key}]"
     return f"{prefix}.{key}" if prefix else key
+
+
+def bad_request(message: str, path: str, diagnostics: Iterable[Diagnostic] = (),
+                **detail: Any) -> Refusal:
+    """A `bad_request` naming the argument (`detail.path`) and, for a level or pack, the
+    engine's diagnostics (`detail.diagnostics`: `{path, message}` inside it)."""
+    found = [{"path": d.path, "message": d.message} for d in diagnostics]
+    return Refusal(ErrorCode.BAD_REQUEST, message,
+                   {"path": path, **({"diagnostics": found} if found else {}), **detail})

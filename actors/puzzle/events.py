@@ -2,7 +2,7 @@
 
     {"type": "created", "player", "pack", "link", "level", "profile"}
     {"type": "moved", "dir"}            (+ "won": true, "level_id", "moves" on a winning move)
-    {"type": "undone"}  {"type": "reset"}  {"type": "advanced"}
+    {"type": "undone"}  {"type": "reset"}  {"type": "advanced"}   (+ "level": n after a select)
 
 `created` carries the room's whole pack as a data-only share link (`share.py`), so a stream
 replays the same levels even after the bundled pack file changes. A winning `moved` is stored
@@ -51,11 +51,13 @@ class Reset:
 
 @attrs.frozen
 class Advanced:
-    """The player went on to the pack's next level."""
+    """The player went on to the pack's next level, or to level index `level` (a select)."""
+
+    level: int | None = None
 
 
 Event = Created | Moved | Undone | Reset | Advanced
-_PLAIN = {"undone": Undone, "reset": Reset, "advanced": Advanced}
+_PLAIN = {"undone": Undone, "reset": Reset}
 _NAMES = {cls: name for name, cls in _PLAIN.items()}
 
 
@@ -69,6 +71,9 @@ def encode(event: Event, after: Room) -> dict[str, Any]:
         if after.play is not None and after.play.won:
             out.update(won=True, level_id=after.level_id, moves=after.play.moves)
         return out
+    if isinstance(event, Advanced):
+        return {"type": "advanced"} if event.level is None else {"type": "advanced",
+                                                                 "level": event.level}
     return {"type": _NAMES[type(event)]}
 
 
@@ -80,4 +85,6 @@ def decode(data: dict[str, Any]) -> Event:
                        data.get("profile", ""))
     if kind == "moved":
         return Moved(data["dir"])
+    if kind == "advanced":
+        return Advanced(data.get("level"))
     return _PLAIN[kind]()

@@ -56,16 +56,26 @@ def wins(level: Level, profile: str, moves: str) -> bool:
     return result["won"] and result["won_at"] == len(moves)
 
 
+def verified(claim: Claim, level: Level, profile: str) -> bool:
+    """Whether `claim` names `level` under `profile` and its moves replay to a win there."""
+    return claim.level == level_key(level, profile) and wins(level, profile, claim.moves)
+
+
+def record(standings: Standings, user: str, level: str, moves: int) -> Standings:
+    """The standings with a verified win of `user` on level key `level` in `moves` moves."""
+    board = standings.fewest.get(level, {})
+    best = board.get(user)
+    fewest = dict(standings.fewest)
+    if best is None or moves < best:
+        fewest[level] = {**board, user: moves}
+    solved = dict(standings.solved)
+    solved[user] = standings.solved.get(user, frozenset()) | {level}
+    return Standings(fewest, solved)
+
+
 def fold(standings: Standings, claim: Claim, level: Level, profile: str) -> Standings:
     """The standings after `claim` on `level` (which `claim.level` must name): unchanged when
     the moves do not replay to a win or are no fewer than the user's best."""
-    if claim.level != level_key(level, profile) or not wins(level, profile, claim.moves):
+    if not verified(claim, level, profile):
         return standings
-    board = standings.fewest.get(claim.level, {})
-    best = board.get(claim.user)
-    fewest = dict(standings.fewest)
-    if best is None or len(claim.moves) < best:
-        fewest[claim.level] = {**board, claim.user: len(claim.moves)}
-    solved = dict(standings.solved)
-    solved[claim.user] = standings.solved.get(claim.user, frozenset()) | {claim.level}
-    return Standings(fewest, solved)
+    return record(standings, claim.user, claim.level, len(claim.moves))

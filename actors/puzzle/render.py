@@ -31,6 +31,10 @@ def name(kind: int) -> str:
     return WORDS[kind - TEXT_BASE][:4].upper() if kind >= TEXT_BASE else NOUNS[kind][:4]
 
 
+_NAMES = {kind: name(kind) for kind in [*range(len(NOUNS)),
+                                        *range(TEXT_BASE, TEXT_BASE + len(WORDS))]}
+
+
 def grid(ctx: Context, board: Board) -> str:
     """The text grid of `board` (see the module docstring)."""
     masks = ctx.rules(board.objects).masks
@@ -38,30 +42,28 @@ def grid(ctx: Context, board: Board) -> str:
     for order, o in enumerate(board.objects):
         you = o[1] < TEXT_BASE and bool(masks[o[1]] & YOU)
         rank = 0 if you else 1 if o[1] >= TEXT_BASE else 2
-        cells.setdefault((o[2], o[3]), []).append((rank, order, name(o[1]) + "*" * you))
-    lines = ["  " + "".join(f"{x:<5}" for x in range(ctx.width)).rstrip()]
+        cells.setdefault((o[2], o[3]), []).append((rank, order, _NAMES[o[1]] + "*" * you))
+    rows = [[".    "] * ctx.width for _ in range(ctx.height)]
     stacked: list[str] = []
-    for y in range(ctx.height):
-        row = []
-        for x in range(ctx.width):
-            here = sorted(cells.get((x, y), []))
-            if not here:
-                row.append(".    ")
-                continue
-            rank, _, top = here[0]
-            mark = "*" if rank == 0 else "+" if len(here) > 1 else " "
-            row.append(f"{top.rstrip('*'):<4}{mark}")
-            if len(here) > 1:
-                stacked.append(f"({x},{y}) " + " ".join(label for _, _, label in here))
-        lines.append(f"{y:<2}" + "".join(row).rstrip())
+    for (x, y), here in sorted(cells.items(), key=lambda c: (c[0][1], c[0][0])):
+        here.sort()
+        rank, _, top = here[0]
+        mark = "*" if rank == 0 else "+" if len(here) > 1 else " "
+        rows[y][x] = f"{top.rstrip('*'):<4}{mark}"
+        if len(here) > 1:
+            stacked.append(f"({x},{y}) " + " ".join(label for _, _, label in here))
+    lines = ["  " + "".join(f"{x:<5}" for x in range(ctx.width)).rstrip()]
+    lines += [f"{y:<2}" + "".join(row).rstrip() for y, row in enumerate(rows)]
     if stacked:
         lines.append("stacked: " + "; ".join(stacked))
     return "\n".join(lines)
 
 
 def board_json(ctx: Context, board: Board) -> dict[str, Any]:
-    """The board as `{"width", "height", "objects", "grid", "rules"}` (objects in board order,
-    as the engine's snapshot lists them)."""
+    """The board as `{"width", "height", "objects", "grid", "rules", "you"}` (objects in
+    board order, as the engine's snapshot lists them; `you`: the ids of the YOU objects)."""
     state = board_to_state(ctx, board)
+    masks = ctx.rules(board.objects).masks
+    you = [ctx.ids[o[0]] for o in board.objects if o[1] < TEXT_BASE and masks[o[1]] & YOU]
     return {"width": ctx.width, "height": ctx.height, "objects": state["objects"],
-            "grid": grid(ctx, board), "rules": state["rules"]}
+            "grid": grid(ctx, board), "rules": state["rules"], "you": you}

@@ -11,6 +11,7 @@ engine's `Game` semantics (`game.py`): reset is undoable, a won level takes no t
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
@@ -48,6 +49,9 @@ class Play:
     lost: bool = False
     undo: tuple[tuple[bytes, str], ...] = ()
     last: dict[str, Any] = attrs.field(factory=dict, eq=False, repr=False)
+    # [board, action, outcome] of the last `try_move`, so that folding the move a decision
+    # just tried does not play the turn again (a memo: each new Play starts empty).
+    _tried: list[Any] = attrs.field(factory=list, init=False, eq=False, repr=False)
 
     @classmethod
     def begin(cls, level: Level, profile: str) -> Play:
@@ -64,11 +68,17 @@ class Play:
 
     def try_move(self, action: str) -> Outcome:
         """The engine's outcome of `action` from here (a refusal when not taken)."""
-        return advance(self.ctx, self.board, action, record=False)
+        out = advance(self.ctx, self.board, action)
+        self._tried[:] = [self.board, action, out]
+        return out
 
     def moved(self, action: str) -> Play:
         """The play after the accepted turn `action`."""
-        out = advance(self.ctx, self.board, action)
+        tried = self._tried
+        if tried and tried[0] is self.board and tried[1] == action:
+            out = tried[2]
+        else:
+            out = advance(self.ctx, self.board, action)
         assert out.refusal is None and out.record is not None
         return attrs.evolve(self, board=out.board, moves=self.moves + LETTERS[action],
                             won=out.won, lost=out.lost, undo=self._pushed(),
@@ -104,7 +114,8 @@ class Play:
 @attrs.frozen
 class Room:
     """A room: revision, player, the pack (and the link it came in), the level index and its
-    play, and the room's standings (wins that replay, `leaderboard.py`)."""
+    play, the room's standings (wins that replay, `leaderboard.py`) and, per level key, the
+    player's fewest winning moves (the claims the room tells the board over every room)."""
 
     rev: int = 0
     player: str = ""
@@ -115,6 +126,8 @@ class Room:
     level: int = 0
     play: Play | None = None
     standings: Standings = attrs.field(factory=Standings)
+    wins: Mapping[str, str] = attrs.field(factory=dict)
+    keys: Mapping[str, str] = attrs.field(factory=dict, eq=False, repr=False)  # id -> key
 
     @property
     def level_id(self) -> str:
@@ -124,29 +137,38 @@ class Room:
 
     def key(self, level: Level) -> str:
         """The leaderboard key of one of the pack's levels as this room plays it."""
-        assert self.play is not None
-        return level_key(level, self.profile or level.profile)
+        return self.keys[level.id]
 
     @classmethod
     def created(cls, player: str, pack_name: str, link: str, level: int, profile: str) -> Room:
         """The room a `created` event makes (revision 1)."""
         pack = open_link(link)
+        keys = {lv.id: level_key(lv, profile or lv.profile) for lv in pack.levels}
         return cls(1, player, pack_name, link, profile, pack, level,
-                   Play.begin(pack.levels[level], profile))
+                   Play.begin(pack.levels[level], profile), keys=keys)
 
     def with_play(self, play: Play) -> Room:
         """The room with `play` for its level, one revision on; a win is folded into the
         standings (it counts only because its moves replay to a win)."""
-        standings = self.standings
+        standings, wins = self.standings, self.wins
         if play.won and not (self.play is not None and self.play.won):
             level = play.level
-            standings = fold(standings, Claim(self.player, self.key(level), play.moves), level,
+            key = self.key(level)
+            before = standings
+            standings = fold(standings, Claim(self.player, key, play.moves), level,
                              self.profile or level.profile)
-        return attrs.evolve(self, rev=self.rev + 1, play=play, standings=standings)
+            if standings != before and (key not in wins or len(play.moves) < len(wins[key])):
+                wins = {**wins, key: play.moves}
+        return attrs.evolve(self, rev=self.rev + 1, play=play, standings=standings, wins=wins)
 
-    def advanced(self) -> Room:
-        """On to the pack's next level, one revision on."""
+    def advanced(self, level: int | None = None) -> Room:
+        """On to the pack's next level (or to level index `level`), one revision on."""
         assert self.pack is not None
-        level = self.level + 1
+        level = self.level + 1 if level is None else level
         return attrs.evolve(self, rev=self.rev + 1, level=level,
                             play=Play.begin(self.pack.levels[level], self.profile))
+
+    def level_of(self, key: str) -> Level | None:
+        """The pack's level with leaderboard key `key`."""
+        assert self.pack is not None
+        return next((lv for lv in self.pack.levels if self.key(lv) == key), None)

@@ -1,14 +1,14 @@
 """The puzzle room as a `World` (actors/world.py): `puzzle:<room id>`, one player's play of a
 pack, every turn an event. Pure: the host runs `WORLD`.
 
-* `puzzle.create` (agent) makes the room from a bundled pack's level or a data-only share link;
-  the caller becomes its player. Only the player writes (`move`, `undo`, `reset`, `next`;
-  another caller is `forbidden`), anyone reads (`view`, `history`, `leaderboard`). A write
-  naming an `expected_revision` other than the room's is `stale_revision`; a refusal changes
-  nothing.
-* `puzzle.hint` needs the solver off the actor's task, an effect: it is declared in
-  `protocol/ops/puzzle.py` and answered by the live room's actor (`actors/puzzle/actor.py`, a
-  later phase) with `hint.hint`, so it is in neither `moves` nor `reads` here.
+* `puzzle.create` (agent) makes the room from a bundled pack's level or a data-only share link
+  (the actor resolves an installed pack into its link first); the caller becomes its player.
+  Only the player writes (`move`, `undo`, `reset`, `next`, `select`; another caller is
+  `forbidden`), anyone reads (`view`, `history`). A write naming an `expected_revision` other
+  than the room's is `stale_revision`; a refusal changes nothing.
+* `puzzle.hint` (the solver, off the actor's task) and `puzzle.leaderboard` (the board over
+  every room, another world) are effects of the room's actor (`actor.py`), so they are in
+  neither `moves` nor `reads` here; `writable` is their check of the caller.
 
 States are `room.Room` values, events `events.py`'s, the JSON snapshot (`snapshot`) holds the
 engine's public snapshot of the board (restored inert, `snapshot.state_to_board`).
@@ -27,11 +27,11 @@ from protocol.ops import puzzle as ops
 from protocol.ops.puzzle import MAX_MOVES, PuzzleCode
 
 from .catalog import bundled, names, room_limits
-from .diagnostics import Diagnostic
+from .diagnostics import bad_request
 from .events import Advanced, Created, Event, Moved, Reset, Undone, decode, encode
 from .game import status
 from .leaderboard import Standings
-from .pack import Pack
+from .pack import Pack, pack_of
 from .render import board_json
 from .room import Play, Room
 from .share import ShareError, make_link, open_link
@@ -57,18 +57,10 @@ def evolve(state: Room, event: Event) -> Room:
         return state.with_play(play.undone())
     if isinstance(event, Reset):
         return state.with_play(play.reset())
-    return state.advanced()
+    return state.advanced(event.level)
 
 
 # ------------------------------------------------------------------ writes
-
-
-def _bad(message: str, path: str, diagnostics: list[Diagnostic] | tuple[Diagnostic, ...] = (),
-         **detail: Any) -> Refusal:
-    """A bad_request naming the argument and, for a level or pack, the engine's diagnostics."""
-    found = [{"path": d.path, "message": d.message} for d in diagnostics]
-    return Refusal(ErrorCode.BAD_REQUEST, message,
-                   {"path": path, **({"diagnostics": found} if found else {}), **detail})
 
 
 def _source(args: ops.CreateArgs) -> tuple[Pack, str, str] | Refusal:
@@ -77,12 +69,12 @@ def _source(args: ops.CreateArgs) -> tuple[Pack, str, str] | Refusal:
         try:
             pack = open_link(args.link)
         except ShareError as err:
-            return _bad(str(err), "args.link", err.diagnostics, share=err.code)
+            return bad_request(str(err), "args.link", err.diagnostics, share=err.code)
         return pack, pack.name, "args.link"
     try:
         pack = bundled(args.pack)
     except KeyError as err:
-        return _bad(str(err.args[0]), "args.pack", bundled=list(names()))
+        return bad_request(str(err.args[0]), "args.pack", bundled=list(names()))
     return pack, args.pack, "args.pack"
 
 
@@ -96,15 +88,15 @@ def decide_create(state: Room, args: ops.CreateArgs, ctx: Ctx) -> list[Event] | 
     pack, name, where = found
     too_big = room_limits(pack)
     if too_big:
-        return _bad(f"a level is too big for a room: {too_big[0]}", where, too_big)
+        return bad_request(f"a level is too big for a room: {too_big[0]}", where, too_big)
     ids = [lv.id for lv in pack.levels]
     if args.level and args.level not in ids:
-        return _bad(f"no level {args.level!r} in pack {pack.name!r}", "args.level", levels=ids)
+        return bad_request(f"no level {args.level!r} in pack {pack.name!r}", "args.level", levels=ids)
     index = ids.index(args.level) if args.level else 0
     return [Created(ctx.caller.name, name, make_link(pack), index, args.profile)]
 
 
-def _writable(state: Room, ctx: Ctx, expected: int | None) -> Refusal | None:
+def writable(state: Room, ctx: Ctx, expected: int | None) -> Refusal | None:
     """The refusal of a write by this caller at this revision, if any."""
     if not state.rev:
         return Refusal(ErrorCode.UNKNOWN_ACTOR, "this room was never created")
@@ -119,7 +111,7 @@ def _writable(state: Room, ctx: Ctx, expected: int | None) -> Refusal | None:
 
 def decide_move(state: Room, args: ops.MoveArgs, ctx: Ctx) -> list[Event] | Refusal:
     """One turn, if the engine takes it."""
-    refused = _writable(state, ctx, args.expected_revision)
+    refused = writable(state, ctx, args.expected_revision)
     if refused is not None:
         return refused
     play = state.play
@@ -137,7 +129,7 @@ def decide_move(state: Room, args: ops.MoveArgs, ctx: Ctx) -> list[Event] | Refu
 
 def decide_undo(state: Room, args: ops.StepArgs, ctx: Ctx) -> list[Event] | Refusal:
     """Undo the last turn or reset of this level."""
-    refused = _writable(state, ctx, args.expected_revision)
+    refused = writable(state, ctx, args.expected_revision)
     if refused is not None:
         return refused
     assert state.play is not None
@@ -148,7 +140,7 @@ def decide_undo(state: Room, args: ops.StepArgs, ctx: Ctx) -> list[Event] | Refu
 
 def decide_reset(state: Room, args: ops.StepArgs, ctx: Ctx) -> list[Event] | Refusal:
     """Back to the level's start, unless it is there already."""
-    refused = _writable(state, ctx, args.expected_revision)
+    refused = writable(state, ctx, args.expected_revision)
     if refused is not None:
         return refused
     assert state.play is not None
@@ -159,7 +151,7 @@ def decide_reset(state: Room, args: ops.StepArgs, ctx: Ctx) -> list[Event] | Ref
 
 def decide_next(state: Room, args: ops.StepArgs, ctx: Ctx) -> list[Event] | Refusal:
     """On to the next level, once this one is won."""
-    refused = _writable(state, ctx, args.expected_revision)
+    refused = writable(state, ctx, args.expected_revision)
     if refused is not None:
         return refused
     assert state.play is not None and state.pack is not None
@@ -168,6 +160,22 @@ def decide_next(state: Room, args: ops.StepArgs, ctx: Ctx) -> list[Event] | Refu
     if state.level + 1 >= len(state.pack.levels):
         return Refusal(PuzzleCode.LAST_LEVEL, f"this is the last level of {state.pack_name!r}")
     return [Advanced()]
+
+
+def decide_select(state: Room, args: ops.SelectArgs, ctx: Ctx) -> list[Event] | Refusal:
+    """To another level of the pack (level select): the level's play starts afresh."""
+    refused = writable(state, ctx, args.expected_revision)
+    if refused is not None:
+        return refused
+    assert state.pack is not None
+    ids = [lv.id for lv in state.pack.levels]
+    if args.level not in ids:
+        return bad_request(f"no level {args.level!r} in pack {state.pack_name!r}", "args.level",
+                    levels=ids)
+    if ids.index(args.level) == state.level and state.play is not None \
+            and state.play.at_start():
+        return Refusal(PuzzleCode.NO_CHANGE, "this level is being played from its start")
+    return [Advanced(ids.index(args.level))]
 
 
 # ------------------------------------------------------------------ replies and reads
@@ -186,9 +194,11 @@ def room_view(state: Room, play: Play | None = None) -> ops.RoomView:
     return ops.RoomView(
         revision=state.rev, player=state.player, pack=state.pack_name,
         profile=play.ctx.profile.name, level=state.level, levels=len(state.pack.levels),
-        level_id=level.id, title=level.name, hint=level.hint, board=ops.Board(**board),
-        moves=play.moves, won=play.won, lost=play.lost, mechanics=mechanics,
-        solved=[lv.id for lv in state.pack.levels if state.key(lv) in solved])
+        level_id=level.id, title=level.name, hint=level.hint, key=state.key(level),
+        board=ops.Board(**board), moves=play.moves, won=play.won, lost=play.lost,
+        mechanics=mechanics, solved=[lv.id for lv in state.pack.levels
+                                     if state.key(lv) in solved],
+        pack_levels=[ops.LevelEntry(lv.id, lv.name) for lv in state.pack.levels])
 
 
 def result_room(state: Room, _events: Any, _args: Any) -> ops.RoomView:
@@ -202,24 +212,25 @@ def result_turn(state: Room, _events: Any, _args: Any) -> ops.TurnResult:
     return ops.TurnResult(room_view(state), dict(state.play.last))
 
 
-def _created(state: Room) -> Refusal | None:
+def created(state: Room) -> Refusal | None:
+    """The refusal of a read of a room that was never created, if it was not."""
     return None if state.rev else Refusal(ErrorCode.UNKNOWN_ACTOR, "this room was never created")
 
 
 def answer_view(state: Room, _args: ops.ViewArgs, _ctx: Ctx) -> ops.RoomView | Refusal:
     """`puzzle.view`."""
-    return _created(state) or room_view(state)
+    return created(state) or room_view(state)
 
 
 def answer_history(state: Room, args: ops.HistoryArgs, _ctx: Ctx) -> ops.RoomView | Refusal:
     """`puzzle.history`: the level replayed from its start through its first `move` moves."""
-    missing = _created(state)
+    missing = created(state)
     if missing is not None:
         return missing
     play = state.play
     assert play is not None
     if args.move > len(play.moves):
-        return _bad(f"this level has {len(play.moves)} moves so far", "args.move",
+        return bad_request(f"this level has {len(play.moves)} moves so far", "args.move",
                     moves=len(play.moves))
     past = Play.begin(play.level, state.profile)
     for letter in play.moves[:args.move]:
@@ -229,22 +240,13 @@ def answer_history(state: Room, args: ops.HistoryArgs, _ctx: Ctx) -> ops.RoomVie
     return room_view(state, past)
 
 
-def answer_leaderboard(state: Room, args: ops.LeaderboardArgs, _ctx: Ctx
-                       ) -> ops.LeaderboardResult | Refusal:
-    """`puzzle.leaderboard`: a level's fewest moves by user and levels solved per user, from
-    this room's wins (each counted only because its moves replay to a win)."""
-    missing = _created(state)
+def answer_link(state: Room, _args: ops.ViewArgs, _ctx: Ctx) -> ops.LinkResult | Refusal:
+    """`puzzle.link`: the current level as a one-level pack's link, and the pack's."""
+    missing = created(state)
     if missing is not None:
         return missing
-    assert state.pack is not None
-    level_id = args.level or state.level_id
-    levels = {lv.id: lv for lv in state.pack.levels}
-    if level_id not in levels:
-        return _bad(f"no level {level_id!r} in this room's pack", "args.level",
-                    levels=list(levels))
-    board = state.standings.board(state.key(levels[level_id]))
-    return ops.LeaderboardResult(level_id, [ops.Best(user, n) for user, n in board],
-                                 state.standings.counts())
+    assert state.play is not None
+    return ops.LinkResult(make_link(pack_of(state.play.level)), state.link)
 
 
 def view(state: Room) -> dict[str, Any]:
@@ -266,6 +268,7 @@ def dump(state: Room) -> dict[str, Any]:
         "undo": [[base64.b64encode(key).decode("ascii"), moves] for key, moves in play.undo],
         "fewest": {k: dict(v) for k, v in state.standings.fewest.items()},
         "solved": {user: sorted(keys) for user, keys in state.standings.solved.items()},
+        "wins": dict(state.wins),
     }
 
 
@@ -284,7 +287,8 @@ def load(data: dict[str, Any]) -> Room:
     play = attrs.evolve(play, board=board, moves=data["moves"], won=won, lost=lost, undo=undo)
     standings = Standings({k: dict(v) for k, v in data["fewest"].items()},
                           {u: frozenset(keys) for u, keys in data["solved"].items()})
-    return attrs.evolve(room, rev=data["rev"], play=play, standings=standings)
+    return attrs.evolve(room, rev=data["rev"], play=play, standings=standings,
+                        wins=dict(data["wins"]))
 
 
 def _dump(state: Room) -> Any:
@@ -302,14 +306,15 @@ WORLD = World(
     codec=Codec(encode, decode),
     view=view,
     ops=ops.OPS,
-    # `puzzle.hint` is the live room actor's effect (see the module docstring): not here.
+    # `puzzle.hint` and `puzzle.leaderboard` are the room actor's effects: not here.
     moves={"puzzle.create": Move(decide_create, result_room),
            "puzzle.move": Move(decide_move, result_turn),
            "puzzle.undo": Move(decide_undo, result_turn),
            "puzzle.reset": Move(decide_reset, result_turn),
-           "puzzle.next": Move(decide_next, result_turn)},
+           "puzzle.next": Move(decide_next, result_turn),
+           "puzzle.select": Move(decide_select, result_turn)},
     reads={"puzzle.view": Read(answer_view), "puzzle.history": Read(answer_history),
-           "puzzle.leaderboard": Read(answer_leaderboard)},
+           "puzzle.link": Read(answer_link)},
     create="puzzle.create",
     create_role="agent",
     codes=PuzzleCode,

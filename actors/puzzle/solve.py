@@ -179,7 +179,8 @@ class EngineModel:
 
 def search(model: Model, *, strategy: str, caps: Caps, clock: Callable[[], float],
            trace: Callable[[str], None] | None = None, started: float | None = None,
-           spent: int = 0, verify: Callable[[str], bool] = lambda moves: True
+           spent: int = 0, verify: Callable[[str], bool] = lambda moves: True,
+           progress: Callable[[int, float], None] | None = None
            ) -> tuple[str, str, int, str]:
     """Run one search; returns (status, moves, expanded, reason).
 
@@ -200,7 +201,8 @@ def search(model: Model, *, strategy: str, caps: Caps, clock: Callable[[], float
     with the engine: a bug) is a dead end. A state whose expansion skipped successors
     (`Model.lossy`) is expanded again one move at a time once every queue is empty. An
     exhausted search that met a refutation proves nothing: it says `complexity_blocked`, with
-    a reason starting `_PARTIAL`.
+    a reason starting `_PARTIAL`. `progress(expanded, seconds)` hears how far it got at every
+    clock reading (expansions counted with `spent`).
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r} (one of {', '.join(STRATEGIES)})")
@@ -224,8 +226,12 @@ def search(model: Model, *, strategy: str, caps: Caps, clock: Callable[[], float
             return BLOCKED, "", expanded - spent, f"node cap {caps.max_expanded} reached"
         if held >= caps.max_bytes:
             return BLOCKED, "", expanded - spent, f"memory cap {caps.max_bytes} bytes reached"
-        if expanded % _CLOCK_EVERY == 0 and clock() - start >= caps.max_seconds:
-            return BLOCKED, "", expanded - spent, f"time cap {caps.max_seconds:g} s reached"
+        if expanded % _CLOCK_EVERY == 0:
+            elapsed = clock() - start
+            if progress is not None:
+                progress(expanded, elapsed)
+            if elapsed >= caps.max_seconds:
+                return BLOCKED, "", expanded - spent, f"time cap {caps.max_seconds:g} s reached"
         turn += 1
         queue = turn % (len(heaps) + _NOVEL_SHARE) - _NOVEL_SHARE + 1
         if not novel_queue and not any(heaps):
@@ -307,14 +313,15 @@ def _path(parents: dict[bytes, tuple[bytes, str] | None], key: bytes) -> str:
 
 def solve(level: Level, *, clock: Callable[[], float], strategy: str = "best",
           caps: Caps = Caps(), trace: Callable[[str], None] | None = None,
-          board: Board | None = None) -> SolveResult:
+          board: Board | None = None,
+          progress: Callable[[int, float], None] | None = None) -> SolveResult:
     """Search `level` for a winning move list; the answer is checked in the public engine.
 
     Every goal a search reaches is replayed before it is accepted; a refuted one is passed over
     and the search goes on. The fast path is used when it supports the level; if it ran dry
     without proving anything (see `search`), the public engine searches in the time left.
     `board` (a settled board of the level, e.g. a game's current one) starts the search there
-    instead of at the level's start, on the public engine only.
+    instead of at the level's start, on the public engine only. `progress` is `search`'s.
     """
     from . import fast
     from .board import Context
@@ -347,7 +354,8 @@ def solve(level: Level, *, clock: Callable[[], float], strategy: str = "best",
     for make in models:
         model = make()
         status, moves, n, why = search(model, strategy=strategy, clock=clock, trace=trace,
-                                       caps=caps, started=start, spent=expanded, verify=replays)
+                                       caps=caps, started=start, spent=expanded, verify=replays,
+                                       progress=progress)
         expanded += n
         if rejected:
             reason += (f"{len(rejected)} {model.name} path(s) did not replay in the engine "

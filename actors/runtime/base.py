@@ -14,6 +14,9 @@ then delivers the batch's answers, then publishes the events. So nothing is answ
 published before it is durable, and a busy world pays one fsync per batch rather than
 one per message.
 
+A handler may also `defer()` its answer (work off the task, answered from a later message):
+the answer then goes out with the batch that gives it, once durable like any other.
+
 When a handler raises anything but a ProtocolError, the supervisor answers that ask with
 `actor_restarted` and rebuilds the state from the store plus the events of the batch's
 earlier messages: a crashed handler changes nothing, the others are unharmed. Too many
@@ -38,6 +41,7 @@ from actors.runtime.context import (
     ActorStatistics,
 )
 from actors.runtime.mailbox import (
+    ActorStopped,
     Answer,
     Ask,
     Call,
@@ -48,14 +52,36 @@ from actors.runtime.mailbox import (
     Tell,
     Timer,
     UnsubscribeMsg,
+    ViewMsg,
 )
+from actors.runtime.offload import run_offloaded
+from actors.runtime.receipts import Receipts
 from actors.runtime.subscriber import SubscriberQueue
 from actors.runtime.topic import Topic
-from actors.store import Event, StoreUnavailable
+from actors.store import Event, FencedError, Receipt, StoreUnavailable
 from protocol.errors import ErrorCode, ProtocolError
 
 log = logging.getLogger("petridish.actors")
 T = TypeVar("T")
+
+class Deferred:
+    """The answer slot of an ask whose handler answers later (`Actor.defer`). Call `succeed`
+    or `fail` once, from the actor's own task (a handler or `on_message`); the answer goes
+    out with that batch, once it is durable."""
+
+    __slots__ = ("_actor", "_answer")
+
+    def __init__(self, actor: Actor, answer: Answer) -> None:
+        self._actor = actor
+        self._answer = answer
+
+    def succeed(self, value: Any) -> None:
+        """Answer with `value`."""
+        self._actor._settle(self, value, None)
+
+    def fail(self, error: ProtocolError) -> None:
+        """Answer with a refusal."""
+        self._actor._settle(self, None, error)
 
 
 def _charge(item: Ask, seconds: float) -> None:
@@ -96,6 +122,9 @@ class Actor(ABC):
         self._durable_rev = 0  # of the store
         self._unflushed: list[Event] = []  # folded, not yet durable: revs _durable_rev+1.._rev
         self._answers: list[tuple[Answer, Any, ProtocolError | None]] = []  # held until durable
+        self._receipts = Receipts(cfg.receipt_window)  # recent writes' request ids
+        self._asked: Answer | None = None  # the answer slot of the ask being handled
+        self._deferred: set[Deferred] = set()  # answers a handler promised to give later
         self._view_due = False
         self._last_push = -math.inf
         self._push_armed = False
@@ -169,6 +198,17 @@ class Actor(ABC):
         self._rev += len(records)
         return self._rev
 
+    def receipt(self, request_id: str) -> tuple[bool, Any]:
+        """`(True, reply)` when a write with `request_id` was applied within the last
+        `receipt_window` revisions (its reply as JSON), else `(False, None)`."""
+        return self._receipts.seen(request_id)
+
+    def keep_receipt(self, request_id: str, result: Any) -> None:
+        """Record that the write with `request_id`, whose events were just committed (up
+        to the current revision), was answered `result` (JSON); the receipt is stored in
+        the batch's append, with the events."""
+        self._receipts.keep(Receipt(self._rev, request_id, result))
+
     def publish_view(self) -> None:
         """Push a fresh `snapshot` to every subscriber (for state that is not in events);
         it goes out with the current batch, after the batch's events."""
@@ -182,8 +222,24 @@ class Actor(ABC):
         """Post `message` to this actor's own mailbox every `interval` seconds."""
         return self._start_timer(interval, message, repeat=True)
 
+    def defer(self) -> Deferred:
+        """Called by a handler: it will answer this ask later, through the returned slot
+        (e.g. from the message an `offload` posts when its work is done); the handler's
+        return value is then ignored. A refusal the handler raises after deferring still
+        answers at once. If the actor stops first, the ask is refused `unavailable`."""
+        assert self._asked is not None, "defer() is for the handler of an ask"
+        deferred = Deferred(self, self._asked)
+        self._asked = None
+        self._deferred.add(deferred)
+        return deferred
+
+    def _settle(self, deferred: Deferred, value: Any, error: ProtocolError | None) -> None:
+        if deferred in self._deferred:  # the first answer wins
+            self._deferred.discard(deferred)
+            self._answers.append((deferred._answer, value, error))
+
     def offload(self, work: Callable[[], T], done: Callable[[T], Any],
-                failed: Callable[[], Any]) -> None:
+                failed: Callable[[], Any], *, process: bool = False) -> None:
         """Run `work()` in a worker thread and post `done(result)` to this actor's own
         mailbox, or `failed()` when it raised (the failure is logged).
 
@@ -191,13 +247,18 @@ class Actor(ABC):
         (`RuntimeConfig.offload_threads`), so heavy work waits its turn rather than
         multiplying. The waiting task lives in the actor's nursery: when the actor stops,
         the result is dropped (a thread cannot be interrupted; it runs to its end).
+
+        `process=True` runs `work` in a worker process instead (a pool of as many spawned
+        processes as offload threads, behind the same limiter): for pure-Python work long
+        enough that holding the GIL would stall the server's one trio thread (the puzzle
+        solver). `work` and its result must pickle: a module-level function, or a
+        `functools.partial` of one over plain data; a budget is counted on `work_clock`.
         """
         assert self._nursery is not None, "offload starts in on_start or in a handler"
 
         async def run() -> None:
             try:
-                value = await trio.to_thread.run_sync(
-                    work, limiter=self.context.offload_limiter, abandon_on_cancel=True)
+                value = await run_offloaded(work, self.context.offload_limiter, process)
             except Exception:
                 log.exception("%s: offloaded work failed", self.actor_id)
                 message = failed()
@@ -329,6 +390,7 @@ class Actor(ABC):
             if isinstance(item, Ask) and isinstance(item.message, SubscribeMsg):
                 # A subscriber starts from durable state: finish the batch first.
                 if not await self._flush():
+                    item.pending.fail(ActorStopped(self.actor_id))
                     return False
                 sub = item.message
                 try:
@@ -338,11 +400,22 @@ class Actor(ABC):
                     item.pending.fail(error)
                 else:
                     item.pending.succeed(None)
+            elif isinstance(item, Ask) and isinstance(item.message, ViewMsg):
+                if not await self._flush():
+                    item.pending.fail(ActorStopped(self.actor_id))
+                    return False
+                item.pending.succeed((self._durable_rev, self.view()))
             elif isinstance(item, Ask):
+                self._asked = item.pending
                 try:
-                    self._answers.append((item.pending, await self.handle(item.message), None))
+                    value = await self.handle(item.message)
+                    if self._asked is not None:  # not deferred
+                        self._answers.append((item.pending, value, None))
                 except ProtocolError as error:
+                    self._drop_deferral(item.pending)
                     self._answers.append((item.pending, None, error))
+                finally:
+                    self._asked = None
             elif isinstance(item, UnsubscribeMsg):
                 self._topic.unsubscribe(item.queue)
             elif isinstance(item, Tell) and isinstance(item.message, PushDue):
@@ -356,6 +429,7 @@ class Actor(ABC):
             log.exception("%s crashed handling %r", self.actor_id, item)
             self.context.observer.crashed(self.kind, self.actor_id)
             if isinstance(item, Ask):
+                self._drop_deferral(item.pending)
                 self._answers.append((item.pending, None, self._restarted()))
             return await self._restart(kept=self._unflushed[:mark])
         finally:
@@ -366,6 +440,10 @@ class Actor(ABC):
                 _charge(item, elapsed)
         return True
 
+    def _drop_deferral(self, answer: Answer) -> None:
+        """Forget a deferral of `answer` (its handler failed after deferring)."""
+        self._deferred = {d for d in self._deferred if d._answer is not answer}
+
     def _restarted(self) -> ProtocolError:
         return ProtocolError(
             ErrorCode.ACTOR_RESTARTED,
@@ -375,9 +453,11 @@ class Actor(ABC):
     async def _flush(self) -> bool:
         """Make the batch durable, answer it, publish it; False when the actor must stop."""
         events, self._unflushed = self._unflushed, []
+        receipts = self._receipts.take()
         if events:
             try:
-                rev = await self.context.store.append(self.actor_id, self._durable_rev, events)
+                rev = await self.context.store.append(self.actor_id, self._durable_rev, events,
+                                                      receipts)
             except StoreUnavailable as down:
                 # The state in memory is ahead of the store, which cannot be read now
                 # either: answer the batch and stop; the next request loads the world
@@ -387,12 +467,22 @@ class Actor(ABC):
                 for pending, _, error in answers:
                     pending.fail(error or down)
                 return False
+            except FencedError as fenced:
+                # Another process claimed the world: nothing of this batch was written, and
+                # this actor must not serve it any longer (actors/runtime/directory.py).
+                log.warning("%s stops: %s", self.actor_id, fenced)
+                moved = ActorStopped(self.actor_id, "moved to another process")
+                answers, self._answers = self._answers, []
+                for pending, _, _ in answers:
+                    pending.fail(moved)
+                return False
             except Exception:
                 log.exception("%s could not append %d events", self.actor_id, len(events))
                 self._answers = [(p, None, e or self._restarted()) for p, _, e in self._answers]
                 return await self._restart(kept=[])
             self._durable_rev = rev
             self.context.observer.appended(self.kind, len(events))
+            self._receipts.durable(rev)
         answers, self._answers = self._answers, []
         for pending, value, error in answers:
             if error is None:
@@ -478,11 +568,15 @@ class Actor(ABC):
             timer.cancel()
         self._timers.clear()
         self._push_armed = False
+        kept_receipts = [r for r in self._receipts.staged
+                         if r.rev <= self._durable_rev + len(kept)]
         try:
             await self._load()
             for event in kept:
                 self.apply(event)
             self._unflushed, self._rev = list(kept), self._rev + len(kept)
+            for receipt in kept_receipts:  # stored afresh with the kept events
+                self._receipts.keep(receipt)
             await self.on_start()
             self._arm_idle_check(self.context.config.idle_timeout)
         except Exception:
@@ -506,13 +600,17 @@ class Actor(ABC):
         self._topic.reset_history((stored.rev, stored.data) for stored in events)
         self._rev = self._durable_rev = events[-1].rev if events else rev
         self._unflushed = []
+        window = self.context.config.receipt_window
+        self._receipts.reset(await store.receipts(self.actor_id,
+                                                  after=max(0, self._rev - window)))
 
     def _stop(self) -> None:
         self._mailbox.close()
         # Answers not yet made durable are refused: their events were never written.
-        error = ProtocolError(ErrorCode.UNAVAILABLE, f"{self.actor_id} has stopped",
-                              {"actor": self.actor_id})
+        error = ActorStopped(self.actor_id)
         for pending, _, _ in self._answers:
             pending.fail(error)
-        self._answers = []
+        for deferred in self._deferred:
+            deferred._answer.fail(error)
+        self._answers, self._deferred = [], set()
         self._topic.close(self._durable_rev)

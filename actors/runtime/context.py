@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 import trio
@@ -30,6 +30,9 @@ class RuntimeConfig:
     # next `get` reloads it from the store. None keeps every actor loaded.
     idle_timeout: float | None = 600.0
     max_batch: int = 256  # messages handled before their events are appended together
+    # A write retried with its request id is recognised (and answered with its first
+    # result) while the world has moved on fewer than this many revisions since.
+    receipt_window: int = 1024
     # Worker threads that run every actor's offloaded work together (generation rings,
     # solver searches): more requests for heavy work wait their turn, so one client
     # cannot start many at once.
@@ -91,7 +94,8 @@ class ActorStatistics:
 @attrs.frozen
 class ActorContext:
     """What an actor gets from its host: the store, the directory, the bounds, the observer,
-    the wall clock (ms since the epoch; tests pass their own) and the offload limiter."""
+    the wall clock (ms since the epoch; tests pass their own), the offload limiter and
+    the model endpoint."""
 
     store: EventStore
     directory: Directory
@@ -100,3 +104,6 @@ class ActorContext:
     clock: Callable[[], int] = wall_clock_ms
     offload_limiter: trio.CapacityLimiter = attrs.field(
         factory=lambda: trio.CapacityLimiter(1))
+    # The server's chat-completions endpoint (an `actors.ecosystem.endpoint.ModelEndpoint`),
+    # for worlds that can speak to a model; None: every world's deterministic path.
+    model: Any = None

@@ -11,10 +11,17 @@ hands it the call; a refused create stops it again and leaves nothing behind.
 Adapters reach worlds through an `ActorRef` (actors/runtime/ref.py), never the actor.
 Actors run in the directory's nursery, each in its own supervised task, so one crashing
 leaves the others untouched.
+
+With a `Placement` (actors/runtime/placement.py) the directory is one of several
+processes sharing the worlds: a world not live here is hosted here only once this
+process holds its lease, and then the stream is claimed before it is replayed (so a
+previous owner's late appends are refused by the store); otherwise the message is
+forwarded, and a subscription follows the world from here.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
@@ -33,8 +40,10 @@ from actors.runtime.context import (
     wall_clock_ms,
 )
 from actors.runtime.host import WorldActor, check_world
-from actors.runtime.mailbox import Answer, Call, Pending, wait_answer
+from actors.runtime.mailbox import ActorStopped, Answer, Call, Pending, wait_answer
+from actors.runtime.placement import REDELIVERIES, Placement, Rerouting
 from actors.runtime.ref import ActorRef
+from actors.runtime.subscriber import SubscriberQueue
 from actors.store import EventStore
 from actors.world import World
 from protocol.envelope import ACTOR_ID_RE
@@ -65,6 +74,9 @@ class ActorKind:
     # (name, now in ms) -> True for names that exist without being created.
     declared: Callable[[str, int], bool] = no_name
     listed: bool = True  # the lobby lists worlds of this kind
+    followable: bool = True  # spectators may subscribe (World.followable)
+    # Ops that only read (safe to send again when a reply was lost between processes).
+    reads: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, world: World) -> ActorKind:
@@ -73,7 +85,8 @@ class ActorKind:
         check_world(world, host)
         create_args = next((s.args for s in world.ops if s.name == world.create), None)
         return cls(world.kind, lambda actor_id, context: host(actor_id, context, world),
-                   world.create_role, world.create, create_args, world.declared, world.listed)
+                   world.create_role, world.create, create_args, world.declared, world.listed,
+                   world.followable, frozenset(world.reads) - frozenset(host.effects))
 
 
 class Directory:
@@ -81,12 +94,16 @@ class Directory:
 
     def __init__(self, store: EventStore, kinds: Iterable[ActorKind], nursery: trio.Nursery,
                  config: RuntimeConfig, observer: RuntimeObserver,
-                 clock: Callable[[], int] = wall_clock_ms) -> None:
+                 clock: Callable[[], int] = wall_clock_ms, model: Any = None,
+                 placement: Placement | None = None) -> None:
         self.store = store
         self.kinds = {k.kind: k for k in kinds}
         self.config = config
         self.observer = observer
         self.clock = clock
+        self.model = model
+        self.placement = placement
+        self.closing = False  # set when the directory's block ends: nothing is rerouted
         self._nursery = nursery
         self._live: dict[str, Actor] = {}
         self._starting: dict[str, trio.Lock] = {}
@@ -124,37 +141,129 @@ class Directory:
 
     async def get(self, actor_id: str) -> Actor:
         """The live actor `actor_id`, started from the store if needed (`unknown_actor`
-        for a world that was never created and that its kind does not declare)."""
+        for a world that was never created and that its kind does not declare). In a
+        cluster, `unavailable` when another process hosts it."""
         actor = self.alive(actor_id)
         if actor is not None:
             return actor
+        where = await self._place(actor_id)
+        if where is not None:
+            raise ProtocolError(ErrorCode.UNAVAILABLE, f"{actor_id} is hosted by another "
+                                "process", {"actor": actor_id})
+        return await self._load(actor_id)
+
+    async def _load(self, actor_id: str) -> Actor:
+        """The live actor, started here from the store (its lease held, in a cluster)."""
         kind = self.kind_of(actor_id)
         async with self._lock(actor_id):
             actor = self.alive(actor_id)
             if actor is None:
                 if not await self._exists(kind, actor_id):
+                    if self.placement is not None:
+                        await self.placement.release(actor_id)
                     raise self._unknown(kind, actor_id)
                 actor = await self._start(kind, actor_id)
             return actor
 
-    async def deliver(self, actor_id: str, message: Any, answer: Answer) -> None:
+    async def _place(self, actor_id: str) -> Any | None:
+        """None when this process may host `actor_id` (always, without a placement; in
+        a cluster, once it holds the lease), else where the world lives."""
+        self.kind_of(actor_id)
+        if self.placement is None:
+            return None
+        return await self.placement.acquire(actor_id)
+
+    def send(self, actor_id: str, message: Any, answer: Answer, hops: int = 0) -> None:
+        """Post `message` without waiting: to the live actor now, else through
+        `deliver_soon`. `hops`: processes the message came through (a cluster's)."""
+        actor = self.alive(actor_id)
+        if actor is None:
+            self.deliver_soon(actor_id, message, answer, hops)
+        else:
+            self._post(actor, actor_id, message, answer, hops)
+
+    def _post(self, actor: Actor, actor_id: str, message: Any, answer: Answer,
+              hops: int) -> None:
+        if self.placement is None:
+            actor.send(message, answer)
+            return
+        rerouting = Rerouting.wrap(self, actor_id, message, answer, hops)
+        try:
+            actor.send(message, rerouting)
+        except ActorStopped as stopped:  # it stopped meanwhile: wherever the world went
+            rerouting.fail(stopped)
+
+    async def deliver(self, actor_id: str, message: Any, answer: Answer, hops: int = 0) -> None:
         """Post `message` to world `actor_id`, activating it first if needed; its answer
-        goes to `answer`. The kind's create call may also bring the world to life."""
+        goes to `answer`. The kind's create call may also bring the world to life. In a
+        cluster, a world another process hosts gets the message forwarded."""
         actor = self.alive(actor_id)
         if actor is None:
             kind = self.kind_of(actor_id)
+            where = await self._place(actor_id)
+            if where is not None:
+                assert self.placement is not None
+                self.placement.forward(where, actor_id, message, answer, hops)
+                return
             if isinstance(message, Call) and message.op == kind.create_op:
                 actor, answer = await self._creating(kind, actor_id, answer)
             else:
-                actor = await self.get(actor_id)
-        actor.send(message, answer)
+                actor = await self._load(actor_id)
+        self._post(actor, actor_id, message, answer, hops)
 
-    def deliver_soon(self, actor_id: str, message: Any, answer: Answer) -> None:
+    async def subscribe(self, actor_id: str, queue: SubscriberQueue, since: int | None,
+                        request_id: int) -> None:
+        """Follow world `actor_id`'s pushes into `queue` (the reply and first push go
+        there): on its live actor, or, in a cluster, from the process hosting it (and
+        again wherever the world went, if its actor stopped meanwhile); `forbidden` for a
+        kind whose events are not for spectators."""
+        if not self.kind_of(actor_id).followable:
+            raise ProtocolError(ErrorCode.FORBIDDEN, f"{actor_id} cannot be followed: its "
+                                "events are not for spectators", {"actor": actor_id})
+        for attempt in itertools.count(1):
+            actor = self.alive(actor_id)
+            if actor is None:
+                where = await self._place(actor_id)
+                if where is not None:
+                    assert self.placement is not None
+                    await self.placement.follow(where, actor_id, queue, since, request_id)
+                    return
+                actor = await self._load(actor_id)
+            try:
+                await actor.subscribe(queue, since, request_id)
+                return
+            except ActorStopped:
+                if self.placement is None or self.closing or attempt >= REDELIVERIES:
+                    raise
+
+    def unsubscribe(self, actor_id: str, queue: SubscriberQueue) -> None:
+        """Stop following (a world not live here has forgotten `queue` already)."""
+        actor = self.alive(actor_id)
+        if actor is not None:
+            actor.unsubscribe(queue)
+        if self.placement is not None:
+            self.placement.unfollow(actor_id, queue)
+
+    def evict(self, actor_id: str) -> bool:
+        """Stop world `actor_id` at once (its lease is lost): messages waiting for it are
+        delivered again wherever it goes; True if it was live here."""
+        actor = self._live.get(actor_id)
+        if actor is None or actor.stopped:
+            return False
+        actor.stop()
+        return True
+
+    def hosted(self) -> list[str]:
+        """The ids of every world this process hosts or is starting (a cluster renews
+        their leases)."""
+        return [i for i, actor in self._live.items() if not actor.stopped]
+
+    def deliver_soon(self, actor_id: str, message: Any, answer: Answer, hops: int = 0) -> None:
         """`deliver` in a task of the directory's own (the caller does not wait for the
         load); a refusal goes to `answer`."""
         async def run() -> None:
             try:
-                await self.deliver(actor_id, message, answer)
+                await self.deliver(actor_id, message, answer, hops)
             except ProtocolError as error:
                 answer.fail(error)
             except Exception:
@@ -174,7 +283,7 @@ class Directory:
     def context(self) -> ActorContext:
         """What a new actor gets from this directory."""
         return ActorContext(self.store, self, self.config, self.observer, self.clock,
-                            self._offload)
+                            self._offload, self.model)
 
     # ---- activation ---------------------------------------------------------------------
 
@@ -216,6 +325,11 @@ class Directory:
     async def _start(self, kind: ActorKind, actor_id: str, actor: Actor | None = None) -> Actor:
         actor = actor or kind.factory(actor_id, self.context())
         try:
+            if self.placement is not None:
+                # The lease is held: claim before replaying, so an append of the previous
+                # owner either landed before the claim (and the replay sees it) or is
+                # refused by the store.
+                await self.store.claim(actor_id)
             await self._nursery.start(self._host, actor)
         except Exception:
             log.exception("%s could not be loaded", actor_id)
@@ -230,6 +344,18 @@ class Directory:
         finally:
             if self._live.get(actor.actor_id) is actor:
                 del self._live[actor.actor_id]
+                if self.placement is not None and not self.closing:
+                    self._nursery.start_soon(self._release, actor.actor_id)
+
+    async def _release(self, actor_id: str) -> None:
+        """Hand the lease of a stopped actor back, unless it started here again."""
+        assert self.placement is not None
+        async with self._lock(actor_id):
+            if actor_id not in self._live:
+                try:
+                    await self.placement.release(actor_id)
+                except Exception:  # the lease lapses by itself; the next owner claims
+                    log.exception("the lease of %s could not be released", actor_id)
 
 
 class _CreateAnswer:
@@ -258,12 +384,15 @@ class _CreateAnswer:
 async def open_directory(store: EventStore, kinds: Iterable[ActorKind], *,
                          config: RuntimeConfig | None = None,
                          observer: RuntimeObserver | None = None,
-                         clock: Callable[[], int] = wall_clock_ms) -> AsyncIterator[Directory]:
-    """A directory whose actors live until the block ends (then they are cancelled)."""
+                         clock: Callable[[], int] = wall_clock_ms, model: Any = None,
+                         placement: Placement | None = None) -> AsyncIterator[Directory]:
+    """A directory whose actors live until the block ends (then they are cancelled);
+    `model` is the server's model endpoint, handed to every actor (ActorContext.model)."""
     async with trio.open_nursery() as nursery:
         directory = Directory(store, kinds, nursery, config or RuntimeConfig(),
-                              observer or NullObserver(), clock)
+                              observer or NullObserver(), clock, model, placement)
         try:
             yield directory
         finally:
+            directory.closing = True
             nursery.cancel_scope.cancel()

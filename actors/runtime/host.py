@@ -23,6 +23,7 @@ from actors.runtime.mailbox import Call
 from actors.store import Snapshot
 from actors.world import Caller, Ctx, Move, Refusal, World
 from protocol.bounds import borrowed
+from protocol.convert import unstructure
 from protocol.errors import ErrorCode, ProtocolError, world_codes
 
 Effect = Callable[[Any, Call], Awaitable[Any]]
@@ -99,7 +100,24 @@ class WorldActor(Actor):
         self.state = self.world.snapshot.load(data)
 
     async def handle(self, call: Call) -> Any:
-        """Dispatch by the tables: effects, then moves, then reads."""
+        """Dispatch by the tables: effects, then moves, then reads.
+
+        A call with a request id that an earlier write carried gets that write's reply
+        again and changes nothing; a write with one that commits events keeps a receipt
+        (stored with the events, see actors/store.py)."""
+        request_id = call.request_id
+        if request_id is None:
+            return await self._dispatch(call)
+        seen, reply = self.receipt(request_id)
+        if seen:
+            return reply
+        before = self.rev
+        result = await self._dispatch(call)
+        if self.rev > before:
+            self.keep_receipt(request_id, unstructure(result))
+        return result
+
+    async def _dispatch(self, call: Call) -> Any:
         effect = self.effects.get(call.op)
         if effect is not None:
             return await effect(self, call)

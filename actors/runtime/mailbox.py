@@ -16,12 +16,26 @@ from protocol.errors import ErrorCode, ProtocolError
 
 @attrs.frozen
 class Call:
-    """A protocol request for an actor: the op, its structured args, and who is calling."""
+    """A protocol request for an actor: the op, its structured args, and who is calling.
+
+    `request_id` is the client's idempotency key of a write (the envelope's `request_id`,
+    not the frame's `id`): a write retried with it is answered with its first result.
+    """
 
     op: str
     args: Any
     role: str
     caller: str
+    request_id: str | None = None
+
+
+class ActorStopped(ProtocolError):
+    """`unavailable`: the actor stopped before it handled the message, or before the
+    message's events were durable; nothing of it was applied, so a directory that knows
+    where the world went (a cluster) may deliver it again."""
+
+    def __init__(self, actor_id: str, why: str = "has stopped") -> None:
+        super().__init__(ErrorCode.UNAVAILABLE, f"{actor_id} {why}", {"actor": actor_id})
 
 
 class Answer(Protocol):
@@ -102,6 +116,12 @@ class UnsubscribeMsg:
 
 
 @attrs.frozen
+class ViewMsg:
+    """Internal: answer `(durable revision, view)` once the batch before it is durable (a
+    spectator on another process starts from it)."""
+
+
+@attrs.frozen
 class PushDue:
     """Internal timer message: the coalescing interval of pushes has passed."""
 
@@ -146,8 +166,7 @@ class Mailbox:
         return len(self._items)
 
     def _stopped(self) -> ProtocolError:
-        return ProtocolError(ErrorCode.UNAVAILABLE, f"{self.owner} has stopped",
-                             {"actor": self.owner})
+        return ActorStopped(self.owner)
 
     def _put(self, item: Any) -> None:
         self._items.append(item)

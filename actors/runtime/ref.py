@@ -43,11 +43,14 @@ class ActorRef:
     def send(self, message: Any, answer: Answer) -> None:
         """Post `message` without waiting; its answer goes to `answer` once durable (or a
         refusal: `overloaded`, `unavailable`, `unknown_actor`, ...)."""
-        actor = self._directory.alive(self.actor_id)
+        directory = self._directory
+        actor = directory.alive(self.actor_id)
         if actor is None:
-            self._directory.deliver_soon(self.actor_id, message, answer)
-        else:
+            directory.deliver_soon(self.actor_id, message, answer)
+        elif directory.placement is None:
             actor.send(message, answer)
+        else:  # in a cluster, a message refused because the world moved follows it
+            directory.send(self.actor_id, message, answer)
 
     def tell(self, message: Any) -> None:
         """Post `message`; nobody hears whether it was handled."""
@@ -60,11 +63,8 @@ class ActorRef:
     async def subscribe(self, queue: SubscriberQueue, since: int | None,
                         request_id: int) -> None:
         """Follow the world's pushes into `queue` (the reply and first push go there)."""
-        actor = await self._directory.get(self.actor_id)
-        await actor.subscribe(queue, since, request_id)
+        await self._directory.subscribe(self.actor_id, queue, since, request_id)
 
     def unsubscribe(self, queue: SubscriberQueue) -> None:
         """Stop following (a world not live has forgotten `queue` already)."""
-        actor = self._directory.alive(self.actor_id)
-        if actor is not None:
-            actor.unsubscribe(queue)
+        self._directory.unsubscribe(self.actor_id, queue)

@@ -91,7 +91,7 @@ class Topic:
         self.flush()  # what is pending predates this subscriber's starting point
         self._subscribers.pop(queue, None)
         queue.force(encode_result(request_id, {"topic": self.name, "rev": rev}))
-        missed = None if since is None else self._events_after(since, rev)
+        missed = None if since is None else self.events_after(since, rev)
         if missed is None:
             first: str | None = encode_push(self.name, rev, "snapshot", view())
         elif missed:
@@ -121,7 +121,7 @@ class Topic:
             queue.force(encode_push(self.name, rev, "resync", {"reason": "actor_stopped"}))
         self._subscribers.clear()
 
-    def _events_after(self, since: int, rev: int) -> list[Event] | None:
+    def events_after(self, since: int, rev: int) -> list[Event] | None:
         """The events after `since`, or None when history no longer reaches back to them."""
         if since == rev:
             return []

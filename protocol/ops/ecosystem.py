@@ -3,6 +3,8 @@
 `create` (agent) sets a run up from three answers; the caller who created it is its
 owner, and only the owner may `control`, `patch` or `schedule` it (others: `forbidden`).
 `view` and `history` are spectators' reads. A run has generations 0..180 and ends at 180.
+With a model configured, `create` answers `setting_up` at once and the setup event follows
+when the model's interpretation (or its labelled fallback) is back.
 
 Every field a client sends is bounded. Answers are checked here only for size (1024
 characters, room for the whitespace the seed trims); the seed's own rule (trimmed,
@@ -28,6 +30,7 @@ MAX_RAW_ANSWER = 1024  # characters before trimming; the seed allows 140 after
 MAX_WORD = 40  # a vocabulary word, species id or pair in a patch
 MIN_SPEED, MAX_SPEED = 1, 30  # generations a second
 MAX_GRAPH_VERSION = 10**6
+MAX_FRAMES = MAX_GENERATION + 1  # frames one history read may return
 
 
 @register_world_codes
@@ -35,6 +38,7 @@ class EcosystemCode(StrEnum):
     """World codes a run answers with, beyond the protocol's own (see docs/ecosystem.md)."""
 
     INVALID_ANSWERS = "invalid_answers"  # the answers break the seed's schema
+    SETTING_UP = "setting_up"  # the model is interpreting the run's answers; not ready yet
     SETUP_BLOCKED = "setup_blocked"  # the model's fidelity review did not approve the setup
     INVALID_PATCH = "invalid_patch"  # not a RulePatch, a missing target, or a broken invariant
     INVALID_CHANGE = "invalid_change"  # a scheduled change breaks the seed's schema
@@ -117,21 +121,31 @@ class ViewArgs:
 
 @attrs.frozen
 class HistoryArgs:
-    """The frame of `generation` (0..the run's generation)."""
+    """`count` frames from `generation` (0..the run's generation; fewer when the run has not
+    reached them all), with the rule graph and the coarse density of `generation`."""
 
     generation: int = bounded(lo=0, hi=MAX_GENERATION)
+    count: int = bounded(1, lo=1, hi=MAX_FRAMES)
+
+
+@attrs.frozen
+class ExportArgs:
+    """No arguments."""
 
 
 @attrs.frozen
 class RunInfo:
-    """The run as set up: its source (model or deterministic_fallback), hashes and graph."""
+    """The run as set up (`status` "ready": its source, model or deterministic_fallback,
+    hashes and graph version), or "setting_up" while the model interprets the answers
+    (generation -1; the setup event follows)."""
 
+    status: str
     generation: int
-    source: str
     answers_hash: str
-    config_hash: str
     seed: int
-    graph_version: int
+    source: str | None = None
+    config_hash: str | None = None
+    graph_version: int | None = None
     failure: dict[str, Any] | None = None
 
 
@@ -158,16 +172,32 @@ class DecisionResult:
 
 @attrs.frozen
 class RunView:
-    """A spectator's view of the run (the same value a `snapshot` push carries)."""
+    """A spectator's view of the run (the same value a `snapshot` push carries), and the
+    vocabulary of patches and scheduled changes (`roles`, `self`, `pair`, `environment`
+    {field: values}, `activation`, `duration`, `transition`)."""
 
     view: dict[str, Any]
+    vocabulary: dict[str, Any]
 
 
 @attrs.frozen
-class Frame:
-    """One generation's frame."""
+class History:
+    """Frames from a generation on, the rule graph in force at it and its coarse density
+    (`{"generation", "side", "species": {id: {"scale", "data"}}, "resource": {...}}`)."""
 
-    frame: dict[str, Any]
+    frames: list[dict[str, Any]]
+    graph: dict[str, Any]
+    density: dict[str, Any]
+
+
+@attrs.frozen
+class Export:
+    """The run's stored events as JSON lines (setup first), for `petridish ecosystem
+    replay`; `events` lines, the last at revision `revision`."""
+
+    lines: str
+    events: int
+    revision: int
 
 
 OPS = (
@@ -182,6 +212,9 @@ OPS = (
            "Owner: schedule a change (trigger, duration, transition, RulePatch)."),
     OpSpec("ecosystem.view", ViewArgs, RunView, "spectator",
            "The run: setup, graph, latest frame, decisions, controls, and the end."),
-    OpSpec("ecosystem.history", HistoryArgs, Frame, "spectator",
-           "The frame of an earlier generation (for scrubbing)."),
+    OpSpec("ecosystem.history", HistoryArgs, History, "spectator",
+           "Frames from an earlier generation, with its graph and density (for scrubbing)."),
+    OpSpec("ecosystem.export", ExportArgs, Export, "spectator",
+           "The run's stored events as JSON lines, which `petridish ecosystem replay` re-runs "
+           "without a model."),
 )

@@ -27,6 +27,8 @@ MAX_AGENT = 80  # characters of an agent id
 MAX_TEXT = 256  # characters of a join's name, harness, model or user (kept: 80)
 MAX_BATCH = 4096  # cells in one commit or retract
 MAX_INTENT = 160  # characters of a commit's intent
+MAX_MACHINE = 128  # characters of a join's machine id
+FieldKind = Literal["scatter", "field"]
 
 
 @register_world_codes
@@ -35,7 +37,7 @@ class FieldCode(StrEnum):
     registered, so `ProtocolError(FieldCode.DEAD, ...)` carries them."""
 
     GENERATING = "generating"  # the field is being generated: retry in a moment
-    UNKNOWN_AGENT = "unknown_agent"  # the agent id has not joined this field
+    UNKNOWN_AGENT = "agent"  # the agent id has not joined this field (the seed's code)
     DEAD = "dead"  # the agent died of its wrong-rate; its writes are refused for the day
     ENDED = "ended"  # a growth found no room: the game is over
     BAD_TILE = "bad_tile"  # the tile id is not a tile of the field
@@ -57,9 +59,11 @@ class GrowPolicy:
 
 @attrs.frozen
 class StartArgs:
-    """Create the field: a scatter field of `size`, or a growing one (`grow`) on a G canvas."""
+    """Create the field: a scatter field of `size`, or a field of chunks (`kind` field),
+    growing (`grow`) on a G canvas or fixed at chunks x chunk cells."""
 
     seed: int = bounded(0, lo=0, hi=MAX_SEED)
+    kind: FieldKind | None = None  # default: scatter with a size, field with grow
     size: int | None = bounded(None, hi=MAX_SIZE)  # scatter: the size x size field (10..200)
     canvas: int = bounded(1000, hi=MAX_CANVAS)  # growing: the canvas side G
     chunks: int = bounded(3, hi=MAX_CANVAS)  # growing: the first chunks x chunks block
@@ -81,21 +85,27 @@ class StartResult:
 
 @attrs.frozen
 class JoinArgs:
-    """Join with a short name, the harness and model playing, and the user behind it."""
+    """Join with a short name, the harness and model playing, the user behind it and, if
+    you have a durable one, your machine id (an agent that died today stays dead for its
+    user and its machine: rejoining gives it back)."""
 
     name: str = bounded(length=MAX_TEXT)
     harness: str = bounded("", length=MAX_TEXT)
     model: str = bounded("", length=MAX_TEXT)
     user: str = bounded("", length=MAX_TEXT, user=True)  # only the owner names another
+    machine_id: str = bounded("", length=MAX_MACHINE)
 
 
 @attrs.frozen
 class JoinResult:
-    """Your agent id (carry it on every write) and the hidden tile you were seated on."""
+    """Your agent id (carry it on every write) and the hidden tile you were seated on; a
+    rejoin of a dead agent's user or machine gives that agent back (`health` dead)."""
 
     agent: str
     seed_tile: int
     revision: int
+    health: dict[str, Any] | None = None
+    note: str | None = None
 
 
 @attrs.frozen
@@ -127,15 +137,19 @@ class ObserveResult:
     health: dict[str, Any] | None = None
     note: str | None = None
     truncated: bool = False
+    grown: int = 0  # growth rings added since the start
+    field: dict[str, Any] | None = None  # the settings the field was started with
 
 
 @attrs.frozen
 class RevealArgs:
-    """Reveal a hidden tile on your frontier: its givens become known."""
+    """Reveal a hidden tile on your frontier: its givens become known. Without `agent`,
+    the write is the implicit agent a0's (the seed's single implicit player)."""
 
-    agent: str = bounded(length=MAX_AGENT)
     tile: int = bounded(lo=0, hi=MAX_TILES)
     expected_revision: int = bounded(lo=0, hi=MAX_REVISION)
+    agent: str | None = bounded(None, length=MAX_AGENT)
+    intent: str = bounded("", length=MAX_INTENT)
 
 
 @attrs.frozen
@@ -151,11 +165,12 @@ class RevealResult:
 
 @attrs.frozen
 class CommitArgs:
-    """A batch of [cell id, value] pairs with a one-line intent (<= 160 characters)."""
+    """A batch of [cell id, value] pairs with a one-line intent (<= 160 characters);
+    without `agent`, the implicit agent a0's."""
 
-    agent: str = bounded(length=MAX_AGENT)
     cells: list[list[int]] = bounded(length=MAX_BATCH, code=ErrorCode.TOO_LARGE)
     expected_revision: int = bounded(lo=0, hi=MAX_REVISION)
+    agent: str | None = bounded(None, length=MAX_AGENT)
     intent: str = bounded("", length=MAX_INTENT)
 
 
@@ -178,11 +193,12 @@ class CommitResult:
 
 @attrs.frozen
 class RetractArgs:
-    """Take back your own accepted cells on unsolved tiles."""
+    """Take back your own accepted cells on unsolved tiles; without `agent`, a0's."""
 
-    agent: str = bounded(length=MAX_AGENT)
     cells: list[int] = bounded(length=MAX_BATCH, code=ErrorCode.TOO_LARGE)
     expected_revision: int = bounded(lo=0, hi=MAX_REVISION)
+    agent: str | None = bounded(None, length=MAX_AGENT)
+    intent: str = bounded("", length=MAX_INTENT)
 
 
 @attrs.frozen

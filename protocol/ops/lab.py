@@ -1,10 +1,11 @@
 """Ops of the lab arena, `lab:<name>` (`lab:main` exists by default), and its world codes.
 
-The owner's arena and birth loop use the owner ops (`create`, `pair`, `ok`, `invalid`,
-`birth`, the directive ops); the public judging page and the gallery use the spectator
-ops (`public_pair`, `seen`, `vote`, `gallery`, `cross`), each naming the client key the
-browser keeps. Every field is bounded; an info log or a source longer than its bound is
-a bad_request before the lab sees it.
+The owner's arena and the headless gate use the owner ops (`create`, `pair`, `ok`,
+`invalid`, `backlog`, `birth`, the directive ops); the public judging page and the
+gallery use the spectator ops (`public_pair`, `seen`, `vote`, `gallery`, `cross`,
+`status`, `lineage`), each naming the client key the browser keeps. Every field is
+bounded; an info log or a source longer than its bound is a bad_request before the lab
+sees it. The seed's HTTP routes (server/lab_routes.py) send the same args classes.
 """
 
 from __future__ import annotations
@@ -26,8 +27,14 @@ MAX_TITLE = 80
 MAX_DIRECTIVE_TEXT = 1_200  # twice the directive ceiling, so the lab says why
 MAX_GALLERY = 200
 MAX_SEED = 2**53  # exact in a JavaScript client
+DEFAULT_BACKLOG = 16  # unproven organisms per track the birth loop keeps waiting
+MAX_BACKLOG = 256
+MAX_LIST = 500  # organisms in one backlog listing
+MAX_DEPTH = 16  # generations of one lineage listing
 
 Verdict = Literal["proven", "struck", "benched", "no_change"]
+BirthStatus = Literal["validating", "born", "rejected"]
+OrganismStatus = Literal["validating", "alive", "dead", "rejected"]
 
 
 @register_world_codes
@@ -65,7 +72,7 @@ class OrganismView:
 
 @attrs.frozen
 class LabInfo:
-    """The lab's counts and revision."""
+    """The lab's counts."""
 
     organisms: int
     proven: int
@@ -76,10 +83,18 @@ class LabInfo:
 
 
 @attrs.frozen
+class InfoArgs:
+    """The lab's counts (no arguments)."""
+
+
+@attrs.frozen
 class CreateArgs:
-    """Create this lab; `seed` (default: derived from its name) seeds its draws."""
+    """Create this lab; `seed` (default: derived from its name) seeds its draws; its birth
+    loop breeds while fewer than `backlog` organisms of a track wait unproven (0: no loop).
+    """
 
     seed: int | None = bounded(None, lo=0, hi=MAX_SEED)
+    backlog: int = bounded(DEFAULT_BACKLOG, lo=0, hi=MAX_BACKLOG)
 
 
 @attrs.frozen
@@ -206,10 +221,80 @@ class BirthArgs:
 
 @attrs.frozen
 class Birth:
-    """The child's id, or the reason the candidate was logged as a rejection."""
+    """A candidate's id (its content hash) and where it stands: `validating` (the
+    validator runs off the lab's task; `lab.status` tells the outcome), `born`, or
+    `rejected` with the reason it was logged as a rejection."""
 
-    id: str | None
-    reason: str | None
+    id: str
+    status: BirthStatus
+    reason: str | None = None
+
+
+@attrs.frozen
+class StatusArgs:
+    """Where organism or candidate `id` stands."""
+
+    id: str = bounded(length=MAX_ID)
+
+
+@attrs.frozen
+class Status:
+    """A candidate being validated, an organism alive or dead (with `render_ok`), or a
+    candidate logged as rejected (with its reason); never the code."""
+
+    id: str
+    track: str
+    status: OrganismStatus
+    render_ok: bool
+    reason: str | None  # a rejection's reason, or a dead organism's stored error
+
+
+@attrs.frozen
+class BacklogArgs:
+    """The unproven backlog of `track` (or of both tracks), oldest first."""
+
+    track: Literal["shader", "panel", "all"] = bounded("all", length=6)
+    limit: int = bounded(100, lo=1, hi=MAX_LIST)
+
+
+@attrs.frozen
+class Backlog:
+    """Live organisms waiting for the owner's arena to prove them, oldest first."""
+
+    organisms: list[OrganismView]
+    total: int  # the whole backlog, beyond `limit` too
+
+
+@attrs.frozen
+class LineageArgs:
+    """The ancestors of organism `id`, `depth` generations back."""
+
+    id: str = bounded(length=MAX_ID)
+    depth: int = bounded(6, lo=1, hi=MAX_DEPTH)
+
+
+@attrs.frozen
+class Ancestor:
+    """One organism of a lineage (no code): `generation` 0 is the organism asked about."""
+
+    id: str
+    generation: int
+    title: str | None
+    parents: list[str]
+    directive: str | None
+    source: str
+    status: str
+    render_ok: bool
+    ordinal: float
+    judged: int
+
+
+@attrs.frozen
+class Lineage:
+    """An organism and its ancestors, nearest first (at most 128; `truncated` beyond)."""
+
+    ancestors: list[Ancestor]
+    truncated: bool
 
 
 @attrs.frozen
@@ -266,6 +351,8 @@ class Directives:
 OPS = (
     OpSpec("lab.create", CreateArgs, LabInfo, "owner",
            "Create this lab (`lab:main` exists without it)."),
+    OpSpec("lab.info", InfoArgs, LabInfo, "spectator",
+           "The lab's counts (a lab's stream is not followed: its events carry unproven code)."),
     OpSpec("lab.pair", PairArgs, Pair, "owner",
            "Deal the owner's arena two live organisms of a track, an unproven one first."),
     OpSpec("lab.ok", OkArgs, Marked, "owner",
@@ -282,6 +369,12 @@ OPS = (
            "Proven, judged shaders by rating."),
     OpSpec("lab.cross", CrossArgs, Birth, "spectator",
            "A visitor crosses two proven shaders; the child is born unproven."),
+    OpSpec("lab.status", StatusArgs, Status, "spectator",
+           "Where an organism or a candidate stands (validating, alive, dead, rejected)."),
+    OpSpec("lab.lineage", LineageArgs, Lineage, "spectator",
+           "An organism's ancestors, without code."),
+    OpSpec("lab.backlog", BacklogArgs, Backlog, "owner",
+           "The unproven backlog the owner's arena (and the headless gate) proves."),
     OpSpec("lab.birth", BirthArgs, Birth, "owner",
            "Offer a candidate (or breed one): validated, then born or logged as rejected."),
     OpSpec("lab.directive_add", DirectiveAddArgs, DirectiveView, "owner",

@@ -14,18 +14,23 @@ LOBBY_ID = "lobby:main"
 
 @attrs.frozen
 class WorldInfo:
-    """One world as the lobby shows it."""
+    """One world as the lobby shows it: `live` whether it is loaded now (an idle world is
+    unloaded and listed all the same), `summary` what the world last said of itself
+    (e.g. a field's `{"state": "live", "agents": 3, ...}`), None when it never did."""
 
     kind: str
     id: str
     revision: int
     subscribers: int
     live: bool
+    summary: dict[str, Any] | None = None
 
 
 @attrs.frozen
 class ListArgs:
-    """No arguments."""
+    """`kind`: only worlds of this kind (default every kind)."""
+
+    kind: str | None = bounded(None, length=32)
 
 
 @attrs.frozen
@@ -54,7 +59,8 @@ class CreateResult:
 
 OPS = (
     OpSpec("lobby.list", ListArgs, ListResult, "spectator",
-           "List every world: kind, id, revision, subscribers, whether it is live.",
+           "List every world that exists (today's daily field first once it started, then by "
+           "id): kind, id, revision, subscribers, whether it is loaded, and its summary.",
            default_to=LOBBY_ID),
     OpSpec("lobby.create", CreateArgs, CreateResult, "agent",
            "Create a world of `kind` named `name`; the kind decides the role it needs.",

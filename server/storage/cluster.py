@@ -16,16 +16,21 @@ store's fence (`claim`) refuses that process's late appends, so no acknowledged 
 is ever lost or doubled by it.
 
 `nodes` keeps each process's internal address (for forwarding) and its heartbeat, which
-`renew` refreshes in the same statement.
+`renew` refreshes in the same statement. `secret` is the cluster's shared secret (one
+random value kept in the database), which the processes present to each other when
+they connect: whoever may reach the database is in the cluster, nobody else.
 """
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Collection
+from contextlib import AbstractAsyncContextManager
 
 import attrs
 
-from server.storage.postgres import PostgresEventStore
+from server.storage.pg_trio import TrioConnection
+from server.storage.postgres import PostgresEventStore, _Pool
 
 ACQUIRE_TRIES = 3  # the upsert-then-select can miss a row inserted concurrently: retry
 
@@ -52,6 +57,11 @@ JOIN = """
 INSERT INTO nodes (node, addr, seen_at) VALUES (%s, %s, now())
 ON CONFLICT (node) DO UPDATE SET addr = excluded.addr, seen_at = excluded.seen_at
 """
+SECRET = """
+WITH made AS (INSERT INTO cluster (key, value) VALUES ('peer_secret', %s)
+              ON CONFLICT (key) DO NOTHING RETURNING value)
+SELECT value FROM made UNION ALL SELECT value FROM cluster WHERE key = 'peer_secret'
+"""
 LEAVE = """
 WITH gone AS (DELETE FROM leases WHERE node = %(me)s)
 DELETE FROM nodes WHERE node = %(me)s
@@ -77,14 +87,39 @@ class Node:
 
 
 class Cluster:
-    """The leases and the registry entry of one node, on a PostgresEventStore's pool.
+    """The leases and the registry entry of one node, on a PostgresEventStore's pool, or
+    on `connections` connections of its own plus one more that only renews (so a
+    renewal never waits behind the store's reads nor behind a burst of acquires;
+    `aclose` closes them).
 
     `ttl` (seconds, about 3 in production) is the life of a lease from its last
     acquire or renew.
     """
 
-    def __init__(self, store: PostgresEventStore, node: str, *, ttl: float = 3.0) -> None:
+    def __init__(self, store: PostgresEventStore, node: str, *, ttl: float = 3.0,
+                 connections: int = 0) -> None:
         self.store, self.node, self.ttl = store, node, ttl
+        self._pool = _Pool(store.dsn, connections) if connections else None
+        self._renewer = _Pool(store.dsn, 1) if connections else None
+
+    def _connection(self) -> AbstractAsyncContextManager[TrioConnection]:
+        return self._pool.connection() if self._pool is not None else self.store.connection()
+
+    async def aclose(self) -> None:
+        """Close the connections of its own, if any."""
+        for pool in (self._pool, self._renewer):
+            if pool is not None and not pool.closed:
+                await pool.aclose()
+
+    async def secret(self) -> str:
+        """The cluster's shared secret (made by the first node that asks)."""
+        async with self._connection() as conn:
+            for _ in range(ACQUIRE_TRIES):  # the same race as acquire's
+                cur = await conn.execute(SECRET, (secrets.token_hex(32),))
+                row = await cur.fetchone()
+                if row is not None:
+                    return row[0]
+        raise RuntimeError("the cluster secret could not be read")
 
     @property
     def _ttl_ms(self) -> int:
@@ -92,17 +127,17 @@ class Cluster:
 
     async def join(self, addr: str) -> None:
         """Register (or update) this node's internal address; counts as a heartbeat."""
-        async with self.store.connection() as conn:
+        async with self._connection() as conn:
             await conn.execute(JOIN, (self.node, addr))
 
     async def leave(self) -> None:
         """Release every lease of this node and remove it from the registry."""
-        async with self.store.connection() as conn:
+        async with self._connection() as conn:
             await conn.execute(LEAVE, {"me": self.node})
 
     async def nodes(self) -> dict[str, Node]:
         """Every registered node (stale ones too: judge by `seen_ago`)."""
-        async with self.store.connection() as conn:
+        async with self._connection() as conn:
             cur = await conn.execute("SELECT node, addr, extract(epoch FROM now() - seen_at) "
                                      "FROM nodes ORDER BY node")
             return {node: Node(addr, float(age)) for node, addr, age in await cur.fetchall()}
@@ -110,7 +145,7 @@ class Cluster:
     async def acquire(self, world: str) -> str:
         """Take the world's lease if it is free or lapsed, or renew it if this node holds
         it; the node holding it afterwards (this one when it succeeded)."""
-        async with self.store.connection() as conn:
+        async with self._connection() as conn:
             for _ in range(ACQUIRE_TRIES):
                 cur = await conn.execute(ACQUIRE, {"w": world, "me": self.node,
                                                    "ttl": self._ttl_ms})
@@ -123,21 +158,22 @@ class Cluster:
     async def renew(self, worlds: Collection[str]) -> set[str]:
         """Extend, in one statement, this node's live leases among `worlds` and its
         heartbeat; the worlds still held (any other is lost: stop it at once)."""
-        async with self.store.connection() as conn:
+        pool = self._renewer
+        async with (pool.connection() if pool is not None else self.store.connection()) as conn:
             cur = await conn.execute(RENEW, {"me": self.node, "worlds": list(worlds),
                                              "ttl": self._ttl_ms})
             return {world for (world,) in await cur.fetchall()}
 
     async def release(self, world: str) -> bool:
         """Give the world's lease up (after its actor stopped); False if not held here."""
-        async with self.store.connection() as conn:
+        async with self._connection() as conn:
             cur = await conn.execute("DELETE FROM leases WHERE world = %s AND node = %s",
                                      (world, self.node))
             return cur.rowcount == 1
 
     async def holder(self, world: str) -> Holder | None:
         """Who holds the world's live lease, with its address; None when no one does."""
-        async with self.store.connection() as conn:
+        async with self._connection() as conn:
             cur = await conn.execute(HOLDER, (world,))
             row = await cur.fetchone()
         return None if row is None else Holder(row[0], row[1], float(row[2]))

@@ -1,9 +1,11 @@
 """The shared event store: PostgreSQL, for several server processes serving the worlds.
 
 Tables (postgres_schema.sql, applied at open): `streams (name, rev, fence)`, `events
-(stream, rev, data text)` keyed by `(stream, rev)`, `snapshots`, and the ownership
-tables that server/storage/cluster.py uses. `data` is text: the stored text is exactly
-what the server wrote (jsonb would re-render numbers and key order).
+(stream, rev, data text, fence)` keyed by `(stream, rev)` (`fence`: the claim each event
+was written under, for audits), `snapshots`, `receipts` (written by the append's
+statement), and the ownership tables that server/storage/cluster.py uses. `data` is
+text: the stored text is exactly what the server wrote (jsonb would re-render numbers
+and key order).
 
 How it talks to PostgreSQL from trio: psycopg 3's AsyncConnection with trio doing the
 waiting (pg_trio.py), in this process. SCALEOUT.md names a second way, psycopg's sync API
@@ -48,9 +50,11 @@ from actors.store import (
     Event,
     EventStore,
     FencedError,
+    Receipt,
     Snapshot,
     StoredEvent,
     StoreStatistics,
+    check_receipts,
     check_stream_name,
 )
 from protocol.jsontext import compact_encoder
@@ -64,7 +68,8 @@ CHANNEL = "world_events"
 NOTIFY_CHUNK = 7000  # bytes of `stream:rev` lines per NOTIFY (PostgreSQL's limit is 8000)
 UNANSWERED = 2.0  # seconds past write_timeout before the writer gives a batch up itself
 
-# One batch of appends: b = one row per append, e = one row per event (pre-numbered).
+# One batch of appends: b = one row per append, e = one row per event (pre-numbered),
+# r = one row per receipt (written only with its stream's events).
 # New streams (never claimed: fence 0, expected 0) are inserted; the others move only if
 # their revision and fence are the held ones. Row locks make a concurrent claim wait or
 # win: a claim that commits first leaves this batch's UPDATE nothing to match.
@@ -80,10 +85,16 @@ moved AS (UPDATE streams t SET rev = t.rev + b.n FROM b
             AND NOT (b.expected = 0 AND b.fence = 0)
           RETURNING t.name, t.rev),
 ok AS (SELECT name, rev FROM fresh UNION ALL SELECT name, rev FROM moved),
-ins AS (INSERT INTO events (stream, rev, data)
-        SELECT e.stream, e.rev, e.data
+ins AS (INSERT INTO events (stream, rev, data, fence)
+        SELECT e.stream, e.rev, e.data, b.fence
         FROM unnest(%(es)s::text[], %(er)s::bigint[], %(ed)s::text[]) AS e(stream, rev, data)
+        JOIN b ON b.stream = e.stream
         WHERE e.stream IN (SELECT name FROM ok)),
+rcp AS (INSERT INTO receipts (stream, rev, request_id, result)
+        SELECT r.stream, r.rev, r.id, r.result
+        FROM unnest(%(rs)s::text[], %(rr)s::bigint[], %(ri)s::text[], %(rd)s::text[])
+             AS r(stream, rev, id, result)
+        WHERE r.stream IN (SELECT name FROM ok)),
 note AS MATERIALIZED (
         SELECT pg_notify(%(channel)s, string_agg(name || ':' || rev, E'\\n' ORDER BY name))
         FROM (SELECT name, rev, sum(octet_length(name) + 21) OVER (ORDER BY name)
@@ -102,10 +113,12 @@ SAVE_SNAPSHOT = ("INSERT INTO snapshots AS p (stream, rev, data) VALUES (%s, %s,
 class _Append:
     """One append waiting for the writer: what to write, and, once answered, the outcome."""
 
-    __slots__ = ("error", "expected", "fence", "result", "rows", "stream", "task")
+    __slots__ = ("error", "expected", "fence", "receipts", "result", "rows", "stream", "task")
 
-    def __init__(self, stream: str, expected: int, fence: int, rows: list[str]) -> None:
+    def __init__(self, stream: str, expected: int, fence: int, rows: list[str],
+                 receipts: list[tuple[int, str, str]]) -> None:
         self.stream, self.expected, self.fence, self.rows = stream, expected, fence, rows
+        self.receipts = receipts
         self.task = trio.lowlevel.current_task()
         self.result = 0
         self.error: BaseException | None = None
@@ -279,7 +292,8 @@ class PostgresEventStore(EventStore):
     async def _commit(self, batch: list[_Append]) -> None:
         """One statement, one commit for `batch`; sets each append's result or error."""
         params: dict[str, Any] = {"s": [], "x": [], "n": [], "f": [], "es": [], "er": [],
-                                  "ed": [], "channel": self.channel}
+                                  "ed": [], "rs": [], "rr": [], "ri": [], "rd": [],
+                                  "channel": self.channel}
         for a in batch:
             params["s"].append(a.stream)
             params["x"].append(a.expected)
@@ -288,6 +302,11 @@ class PostgresEventStore(EventStore):
             params["es"].extend([a.stream] * len(a.rows))
             params["er"].extend(range(a.expected + 1, a.expected + 1 + len(a.rows)))
             params["ed"].extend(a.rows)
+            for rev, request_id, text in a.receipts:
+                params["rs"].append(a.stream)
+                params["rr"].append(rev)
+                params["ri"].append(request_id)
+                params["rd"].append(text)
         with trio.fail_after(self.write_timeout + UNANSWERED):
             if self._writer is None or self._writer.closed:
                 self._writer = await TrioConnection.connect(self.dsn, autocommit=True)
@@ -317,14 +336,17 @@ class PostgresEventStore(EventStore):
 
     # ---- the EventStore interface -------------------------------------------------------
 
-    async def append(self, stream: str, expected_rev: int, events: Sequence[Event]) -> int:
+    async def append(self, stream: str, expected_rev: int, events: Sequence[Event],
+                     receipts: Sequence[Receipt] = ()) -> int:
         """See EventStore.append; commits with every other append waiting (group commit)."""
         check_stream_name(stream)
+        check_receipts(expected_rev, len(events), receipts)
         rows = [_encode(e) for e in events]
+        kept = [(r.rev, r.request_id, _encode(r.result)) for r in receipts]
         if self._state != "open":
             raise RuntimeError(f"the event store is {self._state}, not open")
         self._appends += 1
-        append = _Append(stream, expected_rev, self._fences.get(stream, 0), rows)
+        append = _Append(stream, expected_rev, self._fences.get(stream, 0), rows, kept)
         self._queue.append(append)
         self._queued.unpark()
         # Not cancellable once queued: it may commit, and the caller must learn it did.
@@ -351,6 +373,15 @@ class PostgresEventStore(EventStore):
                                      "AND rev > %s ORDER BY rev", (stream, after))
             rows = await cur.fetchall()
         return [StoredEvent(rev, json.loads(data)) for rev, data in rows]
+
+    async def receipts(self, stream: str, after: int = 0) -> list[Receipt]:
+        """See EventStore.receipts."""
+        async with self._pool.connection() as conn:
+            cur = await conn.execute("SELECT rev, request_id, result FROM receipts "
+                                     "WHERE stream = %s AND rev > %s ORDER BY rev",
+                                     (stream, after))
+            rows = await cur.fetchall()
+        return [Receipt(rev, request_id, json.loads(text)) for rev, request_id, text in rows]
 
     async def revision(self, stream: str) -> int:
         """See EventStore.revision."""

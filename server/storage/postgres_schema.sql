@@ -7,17 +7,28 @@ CREATE TABLE IF NOT EXISTS streams (
     rev bigint NOT NULL DEFAULT 0,
     fence bigint NOT NULL DEFAULT 0
 );
--- data is text, not jsonb: the stored text is exactly what the server wrote.
+-- data is text, not jsonb: the stored text is exactly what the server wrote; fence is the
+-- claim the event was written under (an audit: per stream it never goes down).
 CREATE TABLE IF NOT EXISTS events (
     stream text NOT NULL,
     rev bigint NOT NULL,
     data text NOT NULL,
+    fence bigint NOT NULL DEFAULT 0,
     PRIMARY KEY (stream, rev)
 );
 CREATE TABLE IF NOT EXISTS snapshots (
     stream text PRIMARY KEY,
     rev bigint NOT NULL,
     data text NOT NULL
+);
+-- A write's client request id and its reply, in the same transaction as its events (rev:
+-- the write's last event), so a retry is answered with the first result by any process.
+CREATE TABLE IF NOT EXISTS receipts (
+    stream text NOT NULL,
+    rev bigint NOT NULL,
+    request_id text NOT NULL,
+    result text NOT NULL,
+    PRIMARY KEY (stream, rev)
 );
 -- Ownership (server/storage/cluster.py): which process holds a world until when (the
 -- database's clock), and each process's internal address with its last heartbeat.
@@ -27,6 +38,11 @@ CREATE TABLE IF NOT EXISTS leases (
     expires_at timestamptz NOT NULL
 );
 CREATE INDEX IF NOT EXISTS leases_node ON leases (node);
+-- The cluster's settings; `peer_secret` is what the processes present to each other.
+CREATE TABLE IF NOT EXISTS cluster (
+    key text PRIMARY KEY,
+    value text NOT NULL
+);
 CREATE TABLE IF NOT EXISTS nodes (
     node text PRIMARY KEY,
     addr text NOT NULL,

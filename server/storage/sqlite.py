@@ -43,10 +43,12 @@ from actors.store import (
     Event,
     EventStore,
     FencedError,
+    Receipt,
     Snapshot,
     StoredEvent,
     StoreStatistics,
     StoreUnavailable,
+    check_receipts,
     check_stream_name,
 )
 from protocol.jsontext import compact_encoder
@@ -338,13 +340,16 @@ class SqliteEventStore(EventStore):
 
     # ---- the EventStore interface -------------------------------------------------------
 
-    async def append(self, stream: str, expected_rev: int, events: Sequence[Event]) -> int:
+    async def append(self, stream: str, expected_rev: int, events: Sequence[Event],
+                     receipts: Sequence[Receipt] = ()) -> int:
         """See EventStore.append; groups with the appends queued beside it."""
         check_stream_name(stream)
+        check_receipts(expected_rev, len(events), receipts)
         rows = [_encode(e) for e in events]
+        kept = [(r.rev, r.request_id, _encode(r.result)) for r in receipts]
         self._appends += 1
         rev = await self._call("append", stream, expected_rev, self._fences.get(stream, 0),
-                               rows, cancellable=False)
+                               rows, kept, cancellable=False)
         self._events += len(rows)
         return rev
 
@@ -358,6 +363,11 @@ class SqliteEventStore(EventStore):
         """See EventStore.read."""
         rows = await self._call("read", stream, after)
         return [StoredEvent(rev, json.loads(data)) for rev, data in rows]
+
+    async def receipts(self, stream: str, after: int = 0) -> list[Receipt]:
+        """See EventStore.receipts."""
+        rows = await self._call("receipts", stream, after)
+        return [Receipt(rev, request_id, json.loads(text)) for rev, request_id, text in rows]
 
     async def revision(self, stream: str) -> int:
         """See EventStore.revision."""

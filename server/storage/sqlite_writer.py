@@ -45,11 +45,18 @@ CREATE TABLE IF NOT EXISTS events (
     PRIMARY KEY (stream, rev)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS snapshots (
     stream TEXT PRIMARY KEY, rev INTEGER NOT NULL, data TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS receipts (
+    stream TEXT NOT NULL, rev INTEGER NOT NULL, request_id TEXT NOT NULL, result TEXT NOT NULL,
+    PRIMARY KEY (stream, rev)) WITHOUT ROWID;
 """
 # Rows arrive as a JSON array of [stream, rev, data-as-JSON-text]: data stays the exact text
 # the server wrote (SQLite re-rendering it could turn a big integer into a float).
 INSERT_EVENTS = ("INSERT INTO events (stream, rev, data) SELECT json_extract(value, '$[0]'), "
                  "json_extract(value, '$[1]'), json_extract(value, '$[2]') FROM json_each(?)")
+# Receipts arrive as a JSON array of [stream, rev, request id, result-as-JSON-text].
+INSERT_RECEIPTS = ("INSERT INTO receipts (stream, rev, request_id, result) SELECT "
+                   "json_extract(value, '$[0]'), json_extract(value, '$[1]'), "
+                   "json_extract(value, '$[2]'), json_extract(value, '$[3]') FROM json_each(?)")
 # Databases made before fences existed gain the column (every stream at fence 0).
 ADD_FENCE = "ALTER TABLE streams ADD COLUMN fence INTEGER NOT NULL DEFAULT 0"
 STREAM_STATES = ("SELECT name, rev, fence FROM streams "
@@ -130,13 +137,14 @@ class Writer:
         the database, write the sound ones; the number of commits made (0 or 1)."""
         staged: dict[str, int] = {}  # revisions after this group
         rows: list[tuple[str, int, str]] = []
+        receipts: list[tuple[str, int, str, str]] = []
         accepted: list[tuple[int, int]] = []  # (job id, new revision)
         try:
             self.conn.execute("BEGIN IMMEDIATE")
             names = json.dumps(sorted({args[0] for _, _, args in group}))
             truth = {name: (rev, fence)
                      for name, rev, fence in self.conn.execute(STREAM_STATES, (names,))}
-            for job_id, _, (stream, expected, fence, texts) in group:
+            for job_id, _, (stream, expected, fence, texts, kept) in group:
                 current, current_fence = truth.get(stream, (0, 0))
                 current = staged.get(stream, current)
                 if fence != current_fence:
@@ -145,10 +153,13 @@ class Writer:
                     answers.append((job_id, False, ("conflict", stream, expected, current)))
                 else:
                     rows.extend((stream, expected + k, text) for k, text in enumerate(texts, 1))
+                    receipts.extend((stream, *receipt) for receipt in kept)
                     staged[stream] = expected + len(texts)
                     accepted.append((job_id, staged[stream]))
             if rows:
                 self.conn.execute(INSERT_EVENTS, (json.dumps(rows),))
+            if receipts:
+                self.conn.execute(INSERT_RECEIPTS, (json.dumps(receipts),))
             if staged:
                 self.conn.execute(UPSERT_STREAMS, (json.dumps(list(staged.items())),))
             self.conn.execute("COMMIT")
@@ -168,6 +179,12 @@ class Writer:
         """(rev, data text) of the events after `after`."""
         cur = self.conn.execute("SELECT rev, data FROM events WHERE stream = ? AND rev > ? "
                                 "ORDER BY rev", (stream, after))
+        return cur.fetchall()
+
+    def op_receipts(self, stream: str, after: int) -> list[tuple[int, str, str]]:
+        """(rev, request id, result text) of the receipts after `after`."""
+        cur = self.conn.execute("SELECT rev, request_id, result FROM receipts WHERE stream = ? "
+                                "AND rev > ? ORDER BY rev", (stream, after))
         return cur.fetchall()
 
     def op_revision(self, stream: str) -> int:

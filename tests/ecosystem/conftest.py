@@ -61,11 +61,14 @@ class FakeModel:
         self.script: list[Any] = []
         self.requests: list[dict[str, Any]] = []
         self.stalled = threading.Event()  # set on close: stalls end at once
+        self.hold = threading.Event()  # cleared: requests wait before answering until set
+        self.hold.set()
         model = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                model.hold.wait(30)
                 model.requests.append({"path": self.path, "body": body,
                                        "auth": self.headers.get("Authorization"),
                                        "peer": self.client_address[0],
@@ -110,6 +113,7 @@ class FakeModel:
 
     def close(self) -> None:
         self.stalled.set()
+        self.hold.set()
         self.server.shutdown()
         self.server.server_close()
 

@@ -170,3 +170,19 @@ def test_the_endpoint_value_hides_its_key() -> None:
     assert endpoint_from_args(args, {}).api_key is None
     with pytest.raises(EndpointError, match=r"^--model-timeout must be positive$"):
         ModelEndpoint("http://127.0.0.1:8080/v1", "m", timeout=0.0)
+
+
+def test_serve_takes_the_model_options_and_refuses_bad_ones(tmp_path: Path, capsys) -> None:
+    """`petridish serve` builds the server's one ModelEndpoint from the same options; bad
+    ones exit 2 before anything starts, never quoting the key file's contents."""
+    key = tmp_path / "key"
+    key.write_text(KEY + "\n")
+    assert main(["serve", "--data", str(tmp_path), "--model-url", "http://127.0.0.1:9/v1"]) == 2
+    assert capsys.readouterr().err == "petridish: --model-url needs --model\n"
+    assert main(["serve", "--data", str(tmp_path), "--model-url", "ftp://x", "--model", "m",
+                 "--model-key-file", str(key)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("petridish: --model-url must be an http(s) URL") and KEY not in err
+    assert main(["serve", "--data", str(tmp_path), "--model", "m"]) == 2
+    assert capsys.readouterr().err == "petridish: --model and --model-key-file need --model-url\n"
+    assert not (tmp_path / "owner.token").exists()  # nothing started

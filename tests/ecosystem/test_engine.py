@@ -116,3 +116,19 @@ def test_density_frame_downsamples_and_quantises() -> None:
     small = np.arange(16.0).reshape(4, 4)
     assert downsample(small, 8).shape == (8, 8) and downsample(small, 8)[7, 7] == 15.0
     assert quantise(np.zeros((2, 2))) == (0.0, bytes(4))
+
+
+def test_the_coarse_history_picture_is_the_density_frame_at_its_side() -> None:
+    """A run keeps a 16 x 16 picture of every generation (all planes quantised in one
+    pass); it is the spectators' density frame at that side, whatever the grid."""
+    from actors.ecosystem.density import coarse
+
+    config = deterministic_setup({"world": "A pond with algae, snails and fish",
+                                  "threat": "A pike", "reward": "grow"})
+    for size in (16, 24, 64):
+        state = start(config["config"], config["graph"], 5, size)
+        for _ in range(4):
+            state, _ = step(state)
+        picture = coarse(state)
+        assert picture.side == 16 and len(picture.data) == 16 * 16 * (len(state.ids) + 1)
+        assert picture.as_json() == density_frame(state, 16), size

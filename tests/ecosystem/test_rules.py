@@ -102,7 +102,7 @@ def test_create_sets_up_deterministically_and_labels_the_source() -> None:
     assert (setup.config, setup.graph) == (expected["config"], expected["graph"])
     assert setup.config_hash == config_hash(setup.config, setup.graph)
     assert setup.answers_hash == hash_setup_request(ANSWERS) == info["answers_hash"]
-    assert info == {"generation": 0, "source": "deterministic_fallback",
+    assert info == {"status": "ready", "generation": 0, "source": "deterministic_fallback",
                     "answers_hash": setup.answers_hash, "config_hash": setup.config_hash,
                     "seed": setup.seed, "graph_version": 1, "failure": None}
     assert frame0.frame["generation"] == 0 and frame0.frame["digest"]
@@ -191,7 +191,18 @@ def test_a_run_to_180_with_two_patches_and_a_scheduled_change() -> None:
                      ("ecosystem.patch", {"patch": self_patch("A", "neutral"),
                                           "expected_graph_version": 5})):
         assert table.call(op, args).code == ops.EcosystemCode.RUN_ENDED
-    assert table.call("ecosystem.history", {"generation": 50}) == {"frame": frames[50]}
+    history = table.call("ecosystem.history", {"generation": 50})
+    assert history["frames"] == [frames[50]]
+    assert history["graph"]["version"] == frames[50]["graphVersion"] == 2
+    toxic = table.call("ecosystem.history", {"generation": 52})["graph"]
+    assert (toxic["version"], toxic["environment"]["pressure"]) == (3, "toxin_wave")
+    density = history["density"]
+    assert (density["generation"], density["side"], set(density["species"])) == (
+        50, 16, {"A", "B", "C"})
+    everything = table.call("ecosystem.history", {"generation": 0, "count": 181})["frames"]
+    assert everything == frames and table.call(
+        "ecosystem.history", {"generation": 170, "count": 181})["frames"] == frames[170:]
+    assert table.call("ecosystem.history", {"generation": 0})["graph"]["version"] == 1
 
 
 def test_a_stale_or_colliding_patch_is_refused_and_changes_nothing() -> None:
@@ -362,10 +373,30 @@ def test_every_args_field_is_bounded_and_limits_agree_with_the_engine() -> None:
 
 
 def test_domain_modules_are_pure() -> None:
-    """No trio, no server, no clock and no unseeded generator in the world package."""
+    """No trio, no server, no clock and no unseeded generator in the world package (but its
+    effect actor, `actor.py`, which runs on trio)."""
     package = Path(__file__).resolve().parents[2] / "actors" / "ecosystem"
     banned = re.compile(r"^\s*(import|from)\s+(trio|server|time|threading)\b|datetime\.now"
                         r"|default_rng\(\s*\)|\btime\.\w+\(", re.MULTILINE)
-    for path in sorted(package.glob("*.py")):
+    for path in sorted(p for p in package.glob("*.py") if p.name != "actor.py"):
         assert not banned.search(path.read_text()), (path.name, banned.search(path.read_text()))
     assert banned.search("import time\n") and banned.search("x = time.monotonic()")
+
+
+def test_a_stream_the_engine_no_longer_reproduces_is_refused() -> None:
+    """A restart refolds by simulating again; a stored digest it does not reproduce stops
+    the load rather than letting the run go on from a different state."""
+    table = created(seed=3)
+    table.run_to(4)
+    stored = [dict(e) for e in table.stored]
+    again = WORLD.initial("ecosystem:pond")
+    for data in stored[:4]:
+        again = WORLD.evolve(again, WORLD.codec.decode(data))
+    assert again.generation == 2
+    tampered = {**stored[4], "frame": {**stored[4]["frame"], "digest": "0" * 32}}
+    with pytest.raises(EcosystemError, match=r"^Invalid run record: generation 3 simulates to "
+                                             r"digest [0-9a-f]{32}, the stream holds 0{32}$"):
+        WORLD.evolve(again, WORLD.codec.decode(tampered))
+    # The coarse pictures of history are those of the live run, generation by generation.
+    assert [d.as_json() for d in again.densities] == [
+        d.as_json() for d in table.state.densities[:3]]

@@ -84,7 +84,7 @@ def test_rect_and_full_listings() -> None:
         r = observe(s, rect=bad)
         assert isinstance(r, referee.Refusal) and r.code == "bad_request"
     r = observe(s, agent="a9")
-    assert isinstance(r, referee.Refusal) and r.code == "unknown_agent"
+    assert isinstance(r, referee.Refusal) and r.code == "agent"
 
 
 def _grid_of_squares(G: int) -> State:

@@ -10,7 +10,7 @@ from actors.field.events import GameRules
 from actors.field.geometry import G_MAX, M_ABOVE, M_BOUNDS, m_for
 from actors.field.observe import OBSERVE_RADIUS
 from actors.field.propagate import propagate
-from actors.field.rules_text import RULES_TEXT
+from actors.field.rules_text import MCP_RULES_TEXT, RULES_TEXT
 from tests.conftest import shared_path
 
 
@@ -79,3 +79,7 @@ def test_every_word_but_the_transport_paragraph_is_the_seeds() -> None:
     assert after == seed.split(" GROWING FIELDS AND FOG: ")[1]
     transport = RULES_TEXT.split(" TRANSPORT: ")[1].split(" GROWING FIELDS AND FOG: ")[0]
     assert "Mcp-Session-Id" not in transport and "/ws" in transport  # this project's transport
+
+
+def test_the_mcp_text_is_the_seeds_to_the_letter() -> None:
+    assert MCP_RULES_TEXT == _seed_rules_text()

@@ -1,10 +1,11 @@
-"""MCP at /mcp: the stateless transport facts (keepalives included), the tool list, and a
-small field played out."""
+"""MCP at /mcp: the stateless transport facts (keepalives included), the seed's tool list
+spelled as the seed spells it, strict arguments, and a small field played to the end."""
 
 from __future__ import annotations
 
 import json
 import re
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -15,17 +16,22 @@ from mcp.client.streamable_http import streamable_http_client
 from sse_starlette.sse import EventSourceResponse
 
 from actors.field.actor import FieldActor
+from actors.field.prompt import bootstrap
+from actors.field.rules_text import MCP_RULES_TEXT
+from actors.field.tools import undelta_known
 from actors.runtime import Call, refused
 from actors.world import Refusal
 from examples.field_mcp import play
 from protocol.client import Client
-from protocol.ops.field import OPS
 from server import mcp as mcp_server
+from server import worlds
 from server.auth import TokenStore
-from tests.field_live._live import ready
 from tests.server.ws_harness import running_server
 
 HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+SIZE = 24  # the small field played to the end
+SEED_TOOLS = {"start_mosaic", "join", "observe", "reveal", "commit", "retract", "list_games",
+              "field_rules"}
 
 
 async def test_stateless_transport(tmp_path: Path) -> None:
@@ -39,27 +45,163 @@ async def test_stateless_transport(tmp_path: Path) -> None:
         assert "mcp-session-id" not in r.headers
         frames = [line for line in r.text.splitlines() if line.startswith("data: ")]
         assert len(frames) == 1
-        assert json.loads(frames[0][6:])["result"]["serverInfo"]["name"] == "petridish-field"
+        assert json.loads(frames[0][6:])["result"]["serverInfo"]["name"] == "petridish"
         note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
         r = await http.post(f"{srv.url}/mcp", json=note, headers=HEADERS)
         assert r.status_code == 202
 
 
-async def test_mcp_client_lists_tools_and_plays_a_field(tmp_path: Path) -> None:
+def _text(result: Any) -> str:
+    assert len(result.content) == 1
+    return result.content[0].text
+
+
+async def test_the_seed_tools_as_the_seed_spells_them_play_a_field_to_the_end(
+        tmp_path: Path) -> None:
     async with running_server(tmp_path, open_mode=True) as srv:
         async with streamable_http_client(f"{srv.url}/mcp") as streams, \
-                ClientSession(streams[0], streams[1]) as session:
-            await session.initialize()
-            tools = {t.name: t for t in (await session.list_tools()).tools}
-            assert set(tools) == {spec.name.replace(".", "_") for spec in OPS}
-            schema = tools["field_commit"].input_schema
-            assert set(schema["required"]) == {"game_id", "agent", "cells", "expected_revision"}
-        figures = await play(f"{srv.url}/mcp", "small", start=20, seed=6)
-        assert figures["agent"] == "a1"
-        async with Client.connect(srv.ws_url) as c:
-            obs = await c.request("field.observe", "field:small", {})
-        assert obs["totals"]["solved"] == obs["tiles_total"]
-        assert obs["agents"][0]["health"]["state"] == "healthy"
+                ClientSession(streams[0], streams[1]) as s:
+            await s.initialize()
+            tools = {t.name: t for t in (await s.list_tools()).tools}
+            assert SEED_TOOLS <= set(tools)  # other worlds declare theirs too
+            commit_schema = tools["commit"].input_schema
+            assert set(commit_schema["required"]) == {"game_id", "agent", "cells",
+                                                      "expected_revision"}
+            agent = commit_schema["properties"]["agent"]
+            assert (agent["minLength"], agent["maxLength"], agent["description"]) == (
+                1, 80, "Your agent id from join.")
+            assert commit_schema["properties"]["game_id"]["pattern"] == "^[a-zA-Z0-9_-]{1,80}$"
+            assert commit_schema["additionalProperties"] is False
+            assert tools["observe"].description.endswith(
+                "The payload is under structuredContent.observation; cell id = y*G + x.")
+            assert MCP_RULES_TEXT in tools["join"].description  # the long descriptions
+
+            # a growing field with the seed's arguments: accepted, named by a uuid
+            grown = await s.call_tool("start_mosaic", {"kind": "field", "chunks": 3,
+                                                       "grow": {"every_minutes": 30}})
+            assert not grown.is_error, _text(grown)
+            assert uuid.UUID(grown.structured_content["game_id"])
+            assert grown.structured_content["status"] == "generating"
+            # strict arguments: plain sentences naming the argument, nothing else
+            for args, text in (
+                    ({"kind": "field", "colour": "red"}, "bad_request: colour: unknown argument"),
+                    ({"kind": "field", "grow": {"every_minutes": 0}},
+                     "bad_request: grow.every_minutes: must be between 1.0 and 1440.0"),
+                    ({"kind": "tiles"},
+                     'bad_request: kind: expected one of "field", "scatter"')):
+                refused = await s.call_tool("start_mosaic", args)
+                assert refused.is_error and _text(refused) == text
+                assert refused.structured_content["error"]["code"] == "bad_request"
+            long_id = await s.call_tool("commit", {"game_id": "x", "agent": "a" * 200,
+                                                   "cells": [], "expected_revision": 0})
+            assert long_id.is_error
+            assert _text(long_id) == "bad_request: agent: at most 80 characters"
+            assert long_id.structured_content["error"]["detail"] == {"path": "agent"}
+            for text in (_text(long_id), _text(refused)):
+                assert "http" not in text and "pydantic" not in text.lower()
+
+            rules = await s.call_tool("field_rules", {})
+            assert _text(rules) == MCP_RULES_TEXT and "Mcp-Session-Id" in _text(rules)
+            assert "/ws" not in _text(rules)
+            prompt = (await s.list_prompts()).prompts
+            assert [p.name for p in prompt] == ["play_mosaic"] + [
+                p.name for w in worlds.worlds() if w.kind != "field" for p in w.prompts]
+            got = await s.get_prompt("play_mosaic")
+            games = await s.call_tool("list_games", {})
+            today = games.structured_content["today"]
+            assert got.messages[0].content.text == "\n".join(bootstrap(srv.url, today))
+            first = games.structured_content["games"][0]
+            assert (first["game_id"], first["day"], first["today"]) == (
+                f"day-{today}", today, True)
+
+            # a small field, to the end, with the seed's tools
+            started = await s.call_tool("start_mosaic", {"kind": "scatter", "size": SIZE,
+                                                         "seed": 5})
+            game = started.structured_content["game_id"]
+            with trio.fail_after(60):
+                while True:
+                    obs = await s.call_tool("observe", {"game_id": game, "rect": [0, 0, 1, 1]})
+                    if not obs.is_error:
+                        break
+                    assert obs.structured_content["error"]["code"] == "generating"
+                    await trio.sleep(0.2)
+            joined = await s.call_tool("join", {"game_id": game, "name": "seed-spelled",
+                                                "model": "none", "machine_id": "m-1"})
+            me = joined.structured_content["agent"]
+            assert re.fullmatch(r"a1~[A-Za-z0-9_-]+", me), me  # anonymous: a keyed agent id
+            seated = (await srv.state.directory.get(f"field:{game}")).state.state.agents[0]
+            assert seated.harness == "mcp/0.1.0"  # the SDK client's clientInfo, from initialize
+            seed_tile = joined.structured_content["seed_tile"]
+            obs = (await s.call_tool("observe", {"game_id": game, "agent": me}))
+            o = obs.structured_content["observation"]
+            assert set(obs.structured_content) == {"observation"}
+            assert _text(obs) == (f"Revision {o['revision']}: {len(o['tiles'])} of "
+                                  f"{o['tiles_total']} tiles listed (G {SIZE}); reward 0; 1 agents; "
+                                  f"frontier {json.dumps(o['frontier'], separators=(',', ':'))}."
+                                  " Health healthy (0.0% wrong over 0).")
+            assert (o["grown"], o["field"]["kind"], o["field"]["grow"]) == (0, "scatter", None)
+            r = await s.call_tool("reveal", {"game_id": game, "agent": me, "tile": seed_tile,
+                                             "expected_revision": o["revision"],
+                                             "intent": "my seed tile first"})
+            assert not r.is_error, _text(r)
+            assert _text(r).startswith(f"Revision {o['revision'] + 1}: revealed tile {seed_tile}")
+            o = (await s.call_tool("observe", {"game_id": game, "agent": me})
+                 ).structured_content["observation"]
+            known = undelta_known(o["known"])
+            assert known and [c for c, _ in known] == sorted({c for c, _ in known})
+            assert len(o["known"]["values"]) == len(o["known"]["ids"])
+            solution = (await srv.state.directory.get(f"field:{game}")).state.truth.solution
+            tile = next(t for t in o["tiles"] if t["id"] == seed_tile)
+            cells = sorted({(tile["y0"] + ly + dy) * SIZE + tile["x0"] + lx + dx
+                            for lx, ly, w, h in tile["rects"] for dy in range(h)
+                            for dx in range(w)} - {c for c, _ in known})
+            batch = [[c, int(solution[c])] for c in cells[:-1]]
+            c = await s.call_tool("commit", {"game_id": game, "agent": me, "cells": batch,
+                                             "expected_revision": o["revision"],
+                                             "intent": "all but one cell"})
+            text = _text(c)
+            assert "\n" not in text and not text.startswith("{")
+            assert re.fullmatch(r"Revision \d+: \d+ accepted \(\d+ forced, \d+ guess\), 0 "
+                                r"rejected, 0 ignored; solved \[[\d,]*\] for \d+ reward; "
+                                r"frontier \[[\d,]*\]\. Health healthy \(0\.0% wrong over \d+\)\.",
+                                text), text
+            assert c.structured_content["health"]["state"] == "healthy"
+            assert json.dumps(c.structured_content) not in text  # the payload is sent once
+            back = await s.call_tool("retract", {"game_id": game, "agent": me,
+                                                 "cells": [batch[0][0]],
+                                                 "expected_revision": c.structured_content[
+                                                     "revision"], "intent": "second thoughts"})
+            assert not back.is_error and back.structured_content["retracted"] == [batch[0][0]]
+            rest = [[x, int(solution[x])] for x in (batch[0][0], cells[-1])]
+            done = await s.call_tool("commit", {
+                "game_id": game, "agent": me, "cells": rest, "intent": "the seed tile",
+                "expected_revision": back.structured_content["revision"]})
+            assert done.structured_content["solved"][0]["tile"] == seed_tile, _text(done)
+            rev = done.structured_content["revision"]
+            # another anonymous caller cannot write as this agent, with or without a key
+            async with streamable_http_client(f"{srv.url}/mcp") as other_streams, \
+                    ClientSession(other_streams[0], other_streams[1]) as other:
+                await other.initialize()
+                for pretend in ("a1", "a1~not-the-key"):
+                    nope = await other.call_tool("commit", {
+                        "game_id": game, "agent": pretend, "cells": batch[:1],
+                        "expected_revision": rev})
+                    assert nope.is_error and _text(nope).startswith(
+                        "forbidden: agent a1 belongs to another caller")
+                # a write without an agent id is the seed's implicit agent a0's, joined by
+                # its first write (here a retract of nothing: only the join is stored)
+                implicit = await other.call_tool("retract", {
+                    "game_id": game, "cells": [], "expected_revision": rev})
+                assert not implicit.is_error, _text(implicit)
+                assert implicit.structured_content["revision"] == rev + 1
+        # the rest of the field, played by the example agent through the same tools
+        with trio.fail_after(240):
+            figures = await play(f"{srv.url}/mcp", game, name="finisher")
+        assert figures["agent"].startswith("a2~")  # a0 takes no number
+        async with Client.connect(srv.ws_url) as ws:
+            final = await ws.request("field.observe", f"field:{game}", {})
+        assert final["totals"]["solved"] == final["tiles_total"]
+        assert [a["id"] for a in final["agents"]] == ["a1", "a0", "a2"]
 
 
 async def test_long_calls_send_keepalive_comments(tmp_path: Path, monkeypatch) -> None:
@@ -67,6 +209,7 @@ async def test_long_calls_send_keepalive_comments(tmp_path: Path, monkeypatch) -
     # transport is under test here, so the handler is slowed on purpose.
     monkeypatch.setattr(mcp_server, "KEEPALIVE", 0.2)
     monkeypatch.setattr(EventSourceResponse, "DEFAULT_PING_INTERVAL", 0.2)
+
     async def slow_rules(self: FieldActor, call: Call) -> Any:
         await trio.sleep(1.0)
         answer = self.world.reads["field.rules"].answer(self.state, call.args, self.ctx(call))
@@ -89,7 +232,7 @@ async def test_long_calls_send_keepalive_comments(tmp_path: Path, monkeypatch) -
                     break  # the field was still generating: ask again
                 await trio.sleep(0.2)
         assert r.status_code == 200 and "mcp-session-id" not in r.headers
-        assert data[-1]["result"]["structuredContent"]["text"].startswith("Rules of a mosaic.")
+        assert data[-1]["result"]["structuredContent"]["text"] == MCP_RULES_TEXT
         comments = [line for line in lines if line.startswith(":")]
         assert len(comments) >= 2, r.text  # ~1 s at one comment per 0.2 s
 
@@ -106,38 +249,46 @@ async def _tool(http: httpx.AsyncClient, url: str, name: str, arguments: dict[st
 
 
 def _refusal(result: dict[str, Any]) -> str:
-    """The refusal's `code: message`, without the SDK's "Error executing tool NAME: " prefix."""
     assert result.get("isError"), result
-    return re.sub(r"^Error executing tool \w+: ", "", result["content"][0]["text"])
+    return result["content"][0]["text"]
 
 
 async def test_bad_input_over_mcp_is_refused_and_changes_nothing(tmp_path: Path) -> None:
     token = TokenStore(tmp_path).create("agent", "mcp-player")
     async with running_server(tmp_path) as srv, httpx.AsyncClient() as http:
         url = srv.url
-        assert not (await _tool(http, url, "field_start",
-                                {"game_id": "bad", "size": 20, "seed": 1}, token)).get("isError")
-        async with Client.connect(srv.ws_url) as c:
-            await ready(c, "bad")
-            joined = await _tool(http, url, "field_join", {"game_id": "bad", "name": "p"}, token)
-            assert not joined.get("isError"), joined
+        async with Client.connect(srv.ws_url, token) as c:
+            await c.request("field.start", "field:bad", {"size": 20, "seed": 1})
+            with trio.fail_after(60):
+                while True:
+                    joined = await _tool(http, url, "join", {"game_id": "bad", "name": "p"},
+                                         token)
+                    if not joined.get("isError"):
+                        break
+                    await trio.sleep(0.2)
             agent = joined["structuredContent"]["agent"]
+            assert agent == "a1"  # a token's caller is its name: the plain id
             before = await c.request("field.observe", "field:bad", {})
             commit = {"game_id": "bad", "agent": agent, "cells": [[0, 1]],
                       "expected_revision": before["revision"]}
             # a spectator (no token on a closed server), a bad token, a stale revision,
             # a wrong type, an unknown game: each refused with its code, nothing changes.
-            assert _refusal(await _tool(http, url, "field_commit", commit)).startswith(
-                "forbidden: field.commit needs the agent role")
-            assert _refusal(await _tool(http, url, "field_commit", commit, "pdg_nope")).startswith(
-                "unauthorized:")
+            assert _refusal(await _tool(http, url, "commit", commit)) == (
+                "forbidden: commit needs the agent role; this caller is spectator")
+            assert _refusal(await _tool(http, url, "commit", commit, "pdg_nope")) == (
+                "unauthorized: the token is unknown or was revoked")
             stale = commit | {"expected_revision": before["revision"] - 1}
-            assert _refusal(await _tool(http, url, "field_commit", stale, token)).startswith(
+            assert _refusal(await _tool(http, url, "commit", stale, token)).startswith(
                 "stale_revision:")
-            assert "cells" in _refusal(await _tool(http, url, "field_commit",
-                                                   commit | {"cells": "0=1"}, token))
-            assert _refusal(await _tool(http, url, "field_commit",
-                                        commit | {"game_id": "never-started"}, token))
+            assert _refusal(await _tool(http, url, "commit", commit | {"cells": "0=1"},
+                                        token)) == "bad_request: cells: expected list"
+            assert _refusal(await _tool(http, url, "commit",
+                                        commit | {"game_id": "never-started"}, token)
+                            ).startswith("unknown_actor:")
+            assert _refusal(await _tool(http, url, "commit", commit | {"game_id": "a b"},
+                                        token)).startswith("bad_request: game_id:")
+            assert _refusal(await _tool(http, url, "nope", {}, token)).startswith(
+                "unknown_op: there is no tool 'nope'")
             r = await http.post(f"{url}/mcp", content=b"{not json", headers=HEADERS)
             assert r.status_code == 400 and "-32700" in r.text
             after = await c.request("field.observe", "field:bad", {})

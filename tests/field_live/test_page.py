@@ -1,4 +1,6 @@
-"""The field page in headless Chromium: the daily field drawn, updated live, scrubbed back."""
+"""The field page in headless Chromium: the daily field drawn, updated live, scrubbed back;
+the feed with intents verbatim, the phone layout and touch, growth markers, reached
+tiles, replay, game over, and tile outlines at high zoom."""
 
 from __future__ import annotations
 
@@ -21,7 +23,9 @@ def _play(url: str, game: str, step: str, state: dict) -> None:
 
     async def run() -> None:
         to = f"field:{game}"
-        async with Client.connect(url) as c:
+        # The same anonymous caller for both steps: the second comes back with the key.
+        async with Client.connect(url, key=state.get("key")) as c:
+            state["key"] = c.key
             await ready(c, game)
             if step == "reveal":
                 j = await c.request("field.join", to, {"name": "page-test"})
@@ -88,17 +92,30 @@ def _zoom_and_pan(page, G: int, cell: int) -> None:
     page.mouse.up()
     shown, x3, y3 = _shown(page, G, cell)
     assert shown == colour and abs(x3 - x2 - dx) <= 2 and abs(y3 - y2 - dy) <= 2, "it follows"
+    # zoomed in further, the tiles' outlines are drawn; a cell's middle keeps its colour
+    assert not page.evaluate("window.fieldPage.outlined")
+    page.mouse.move(x3, y3)
+    for _ in range(4):
+        page.mouse.wheel(0, -100)
+        page.wait_for_timeout(30)
+    page.wait_for_function("window.fieldPage.view.settled && window.fieldPage.outlined",
+                           timeout=WAIT)
+    assert _shown(page, G, cell)[0] == colour
 
 
 def test_field_page_draws_updates_and_scrubs(browser, tmp_path: Path) -> None:
     game = f"day-{datetime.now(UTC).date().isoformat()}"
     with ServerProcess(tmp_path / "data", "--open") as server:
-        page = browser.new_page()
+        # wait_for_function evaluates strings, which the page's CSP forbids (server/headers.py)
+        page = browser.new_page(bypass_csp=True)
         errors: list[str] = []
         page.on("pageerror", lambda exc: errors.append(str(exc)))
         page.goto(f"{server.http_url}/field/")
         expect(page.locator("#game")).to_have_text(game)
         expect(page.locator("#status")).to_contain_text("live · revision 1", timeout=WAIT)
+        # the daily field was generated when the page asked: its progress bar moved
+        assert page.evaluate("window.fieldPage.progressSeen") > 0
+        expect(page.locator("#generating")).to_be_hidden()
         state: dict = {}
         _play(server.ws_url, game, "reveal", state)
         board = page.locator("#board")
@@ -144,3 +161,104 @@ def test_field_page_opens_the_game_the_lobby_links_to(browser, tmp_path: Path) -
         expect(page.locator("#game")).to_have_text("lobby-link_1")
         page.goto(f"{server.http_url}/field/?game=by-game")
         expect(page.locator("#game")).to_have_text("by-game")
+
+
+def _grow_and_play(url: str, state: dict) -> None:
+    """Start a small growing field (it grows every 3 s and ends once a growth finds no
+    room), join, reveal and commit with intents."""
+
+    async def run() -> None:
+        to = "field:grows"
+        async with Client.connect(url) as c:
+            await c.request("field.start", to, {"canvas": 200, "chunks": 1, "chunk": 40,
+                                                "grow": {"every_s": 3.0}, "seed": 4})
+            await ready(c, "grows")
+            j = await c.request("field.join", to, {"name": "feeder"})
+            obs = await c.request("field.observe", to, {"agent": j["agent"]})
+            r = await c.request("field.reveal", to, {
+                "agent": j["agent"], "tile": j["seed_tile"], "expected_revision": obs["revision"],
+                "intent": "reveal: my seed tile first"})
+            obs = await c.request("field.observe", to, {"agent": j["agent"]})
+            known = {k for k, _ in obs["known"]}
+            tile = next(t for t in obs["tiles"] if t["id"] == j["seed_tile"])
+            G = obs["G"]
+            cell = next((tile["y0"] + ly + dy) * G + tile["x0"] + lx + dx
+                        for lx, ly, w, h in tile["rects"] for dy in range(h) for dx in range(w)
+                        if (tile["y0"] + ly + dy) * G + tile["x0"] + lx + dx not in known)
+            await c.request("field.commit", to, {
+                "agent": j["agent"], "cells": [[cell, 0]], "expected_revision": r["revision"],
+                "intent": INTENT})
+            state.update(seed=j["seed_tile"], G=G, tiles=obs["tiles"])
+
+    trio.run(run)
+
+
+INTENT = 'one cell, <b>as typed</b> & "verbatim"'
+
+
+def test_field_page_feed_phone_touch_growth_and_game_over(browser, tmp_path: Path) -> None:
+    with ServerProcess(tmp_path / "data", "--open") as server:
+        state: dict = {}
+        _grow_and_play(server.ws_url, state)
+        phone = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True,
+                                    is_mobile=True, device_scale_factor=2,
+                                    bypass_csp=True)  # for wait_for_function, as above
+        page = phone.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(f"{server.http_url}/field/?id=field:grows")
+        expect(page.locator("#status")).to_contain_text("revision", timeout=WAIT)
+        # the feed: who did what, the intent verbatim (as text, not markup)
+        expect(page.locator("#feed .intent").first).to_have_text(INTENT, timeout=WAIT)
+        expect(page.locator("#feed")).to_contain_text("revealed tile")
+        assert page.locator("#feed b").count() == 0
+        # the phone layout: the board fills the width, the side column comes below it
+        board = page.locator("#board-frame").bounding_box()
+        side = page.locator("aside.side").bounding_box()
+        assert board["width"] >= 350, board
+        assert side["y"] >= board["y"] + board["height"] - 1, (board, side)
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        # a touch drag pans the board
+        page.wait_for_function("window.fieldPage.view.settled", timeout=WAIT)
+        before = page.evaluate("window.fieldPage.view")
+        cdp = phone.new_cdp_session(page)
+        x, y = board["x"] + board["width"] / 2, board["y"] + board["height"] / 2
+        cdp.send("Input.dispatchTouchEvent", {"type": "touchStart",
+                                              "touchPoints": [{"x": x, "y": y}]})
+        for k in range(1, 7):
+            cdp.send("Input.dispatchTouchEvent", {"type": "touchMove", "touchPoints": [
+                {"x": x + 10 * k, "y": y + 6 * k}]})
+        cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
+        page.wait_for_function("window.fieldPage.view.settled", timeout=WAIT)
+        after = page.evaluate("window.fieldPage.view")
+        assert after["ox"] < before["ox"] and after["oy"] < before["oy"], (before, after)
+        assert after["zoom"] == before["zoom"]
+        # hidden tiles an agent reached are drawn apart from unreached ones
+        G, seed = state["G"], state["seed"]
+        reached = [t["id"] for t in state["tiles"] if t["status"] == "hidden"
+                   and page.evaluate(f"window.fieldPage.reachedOf({t['id']})") == 1]
+        assert reached, "the seed tile's neighbours are reached"
+        t = next(t for t in state["tiles"] if t["id"] == reached[0])
+        lx, ly, _, _ = t["rects"][0]
+        r_px = page.evaluate(f"window.fieldPage.pixelAt({t['x0'] + lx}, {t['y0'] + ly})")
+        # growth: markers on the slider; then no room, and the page says the game is over
+        expect(page.locator(".grow-marker").first).to_be_attached(timeout=WAIT)
+        expect(page.locator("#over")).to_be_visible(timeout=WAIT)
+        expect(page.locator("#status")).to_contain_text("game over", timeout=WAIT)
+        unreached = page.evaluate("""() => {
+            const m = window.fieldPage; const out = [];
+            for (let t = 0; t < 2000; t++) if (m.reachedOf(t) === 0) { out.push(t); break; }
+            return out; }""")
+        assert unreached, "a grown ring has tiles nobody reached"
+        assert r_px[:3] == [186, 194, 188]
+        # history: scrubbing says so; the play button replays back to live
+        marker = int(page.locator(".grow-marker").first.get_attribute("data-rev"))
+        page.evaluate(f"window.fieldPage.scrub({marker - 1})")
+        expect(page.locator("#status")).to_contain_text("history", timeout=WAIT)
+        expect(page.locator("#board")).to_have_attribute("data-mode", "history", timeout=WAIT)
+        page.click("#play")
+        page.wait_for_function("window.fieldPage.replaying", timeout=WAIT)
+        expect(page.locator("#board")).to_have_attribute("data-mode", "live", timeout=WAIT)
+        assert not page.evaluate("window.fieldPage.replaying")
+        del seed, G
+        assert not errors, errors

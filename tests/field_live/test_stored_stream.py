@@ -1,12 +1,15 @@
 """A field stream stored before the world shape (recorded on 2026-12-01 by the field actor
 of commit 8dc5267: its events, its secret, and what its ops showed) loads after it with
-an identical state: every read answers as it did then."""
+an identical state: every read answers as it did then, but for what was added since
+(observe's `grown` and `field`, the view's `grown`; the rules text's refusal codes `agent`
+and `guess`)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+from actors.field.rules_text import RULES_TEXT
 from protocol.client import Client
 from server.storage import SqliteEventStore
 from tests.server.ws_harness import error, raw_client, result, running_server
@@ -24,17 +27,29 @@ async def test_a_stream_recorded_before_the_change_loads_with_an_identical_state
         await store.append(to, 0, events)
     async with running_server(tmp_path, open_mode=True) as srv, Client.connect(srv.ws_url) as c:
         agents = {a["name"]: a["id"] for a in shows["observe_rect"]["agents"]}
-        assert await c.request("field.rules", to) == shows["rules"]
-        assert await c.request("field.observe", to, {"agent": agents["ann"]}) == \
-            shows["observe_a"]
-        assert await c.request("field.observe", to, {"rect": [0, 0, 30, 30]}) == \
-            shows["observe_rect"]
+        rules = await c.request("field.rules", to)
+        assert rules["text"] == RULES_TEXT
+        assert {**rules, "text": ""} == {**shows["rules"], "text": ""}
+
+        async def observed(args: dict) -> dict:
+            obs = await c.request("field.observe", to, args)
+            assert obs.pop("grown") == 0 and obs.pop("field")["kind"] == "scatter"
+            return obs
+
+        assert await observed({"agent": agents["ann"]}) == shows["observe_a"]
+        assert await observed({"rect": [0, 0, 30, 30]}) == shows["observe_rect"]
         assert await c.request("field.leaderboard", to) == shows["leaderboard"]
-        assert await c.request("field.history", to, {"revision": 5}) == shows["history_5"]
-        assert await c.request("field.history", to, {"revision": len(events)}) == \
-            shows["history_last"]
+
+        def without_grown(view: dict) -> dict:
+            assert view.pop("grown") == []  # added since: the revisions of the growths
+            return view
+
+        assert without_grown((await c.request("field.history", to, {"revision": 5}))["view"]) \
+            == shows["history_5"]["view"]
+        assert without_grown((await c.request("field.history", to, {
+            "revision": len(events)}))["view"]) == shows["history_last"]["view"]
         async with c.subscribe(to) as sub:
-            assert (await sub.__anext__()).data == shows["snapshot"]
+            assert without_grown((await sub.__anext__()).data) == shows["snapshot"]
         # and it plays on: the next write lands at the next revision
         joined = await c.request("field.join", to, {"name": "late"})
         assert joined["revision"] == len(events) + 1

@@ -1,14 +1,20 @@
 """A pure stand-in for the host in lab tests: runs the lab `World`'s table as the host
-will (args through the strict converter, the op's minimum role, decide, fold, result),
-keeps the stored events as the codec's JSON and the revision they make, and replays."""
+does (args through the strict converter, the op's minimum role, decide, fold, result),
+keeps the stored events as the codec's JSON and the revision they make, and replays.
+
+The two birth ops are the live actor's effects (the validator runs off its task); here
+their two halves (`actors/lab/offers.py`) run back to back with `validate` in between,
+so a reply is the outcome (`born` or `rejected`), never `validating`."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from actors.lab.offers import OFFERS, decide_offer, decide_validated, offered
 from actors.lab.rules import WORLD
 from actors.lab.state import Lab
+from actors.lab.validation import validate
 from actors.world import Caller, Ctx, Refusal
 from protocol.convert import structure
 from protocol.errors import ErrorCode
@@ -38,11 +44,34 @@ class LabRun:
         value = structure(args, spec.args)
         if op in WORLD.reads:
             return WORLD.reads[op].answer(self.state, value, Ctx(caller, self.t, self.rev))
+        if op in OFFERS:
+            return self._offer(op, value, caller)
         move = WORLD.moves[op]
         ctx = Ctx(caller, self.t, self.rev, WORLD.seed(self.state), move.purpose)
         events = move.decide(self.state, value, ctx)
         if isinstance(events, Refusal):
             return events
+        self._fold(events)
+        return move.result(self.state, events, value)
+
+    def _offer(self, op: str, value: Any, caller: Caller) -> Any:
+        make, purpose = OFFERS[op]
+        candidate = make(self.state, value, Ctx(caller, self.t, self.rev,
+                                                WORLD.seed(self.state), purpose))
+        if isinstance(candidate, Refusal):
+            return candidate
+        events = decide_offer(self.state, candidate, self.t)
+        if isinstance(events, Refusal):
+            return events
+        self._fold(events)
+        if offered(candidate, events).status != "validating":
+            return offered(candidate, events)
+        outcome = decide_validated(self.state, candidate,
+                                   validate(candidate.track, candidate.code), self.t)
+        self._fold(outcome)
+        return offered(candidate, outcome)
+
+    def _fold(self, events: list) -> None:
         for event in events:
             self.state = WORLD.evolve(self.state, event)
             if WORLD.transient(event):
@@ -50,7 +79,6 @@ class LabRun:
             else:
                 self.stored.append(json.dumps(WORLD.codec.encode(event, self.state)))
                 self.rev += 1
-        return move.result(self.state, events, value)
 
     def replay(self) -> Lab:
         """The state a restart rebuilds: the stored events folded from nothing."""

@@ -183,10 +183,12 @@ def test_ok_sets_render_ok_once_and_invalid_kills_with_the_first_log_line(pool) 
 def test_owner_ops_need_the_owner_role() -> None:
     run = LabRun()
     for op, args in (("lab.ok", {"id": "x"}), ("lab.invalid", {"id": "x", "log": ""}),
-                     ("lab.pair", {}), ("lab.birth", {}), ("lab.directives", {})):
+                     ("lab.pair", {}), ("lab.birth", {}), ("lab.directives", {}),
+                     ("lab.backlog", {})):
         assert run(op, JUDGE, **args).code == ErrorCode.FORBIDDEN
     assert {s.name for s in WORLD.ops if s.role == "spectator"} == {
-        "lab.public_pair", "lab.seen", "lab.vote", "lab.gallery", "lab.cross"}
+        "lab.public_pair", "lab.seen", "lab.vote", "lab.gallery", "lab.cross", "lab.status",
+        "lab.lineage", "lab.info"}
 
 
 @pytest.mark.parametrize(("log", "line"), [
@@ -213,14 +215,17 @@ def test_every_candidate_goes_through_validate_and_a_failure_is_logged_never_ins
                       ("ERROR: stdin:8: '=' :  cannot convert from ' const int' to "
                       "' temp highp float'")))
     for code, reason in cases:
-        assert run("lab.birth", track="shader", code=code) == Birth(None, reason)
+        reply = run("lab.birth", track="shader", code=code)
+        assert (reply.status, reply.reason) == ("rejected", reason)
+        assert run("lab.status", JUDGE, id=reply.id).reason == reason  # kept by its id
         stored = json.loads(run.stored[-1])
         assert (stored["type"], stored["reason"], stored["code"]) == ("rejected", reason, code)
     assert run.state.organisms == {} and run.state.rejected == len(cases)
     first = run("lab.birth", track="shader", code=variant(7))
     assert first.reason is None and list(run.state.organisms) == [first.id]
     dup = run("lab.birth", track="shader", code=variant(7))
-    assert dup == Birth(None, f"duplicate of {first.id}") and len(run.state.organisms) == 1
+    assert dup == Birth(first.id, "rejected", f"duplicate of {first.id}")
+    assert len(run.state.organisms) == 1
 
 
 def test_a_birth_beyond_the_op_bound_is_a_bad_request() -> None:

@@ -38,6 +38,7 @@ async def test_lobby_creates_lists_and_publishes(autojump_clock: trio.abc.Clock)
         assert frames[2]["data"] == [{"type": "world_created", "kind": "counter",
                                       "id": "counter:a", "by": "ann"}]
         assert frames[3]["data"]["worlds"] == [{"kind": "counter", "id": "counter:a",
-                                                "revision": 2, "subscribers": 0, "live": True}]
+                                                "revision": 2, "subscribers": 0, "live": True,
+                                                "summary": None}]
         assert len(queue) == 0  # nothing changed since: no more snapshots
     assert [e.data["type"] for e in await store.read("lobby:main")] == ["world_created"]

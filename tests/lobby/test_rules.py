@@ -47,11 +47,16 @@ def test_create_refusals(args: CreateArgs, role: str, code: ErrorCode, message: 
     assert (refusal.code, refusal.message) == (code, message)
 
 
-def test_listing_merges_catalogued_and_live_worlds() -> None:
-    catalog = Catalog({"counter:a": "counter", "counter:b": "counter"})
+def test_listing_is_the_stored_and_live_worlds_featured_first() -> None:
+    stored = {"counter:a": 4, "counter:b": 6, "field:old": 90}
     live = [LiveFigures("counter:b", "counter", 7, 2), LiveFigures("field:x", "field", 3, 0)]
-    assert listing(catalog, live) == [
-        WorldInfo("counter", "counter:a", -1, 0, False),
-        WorldInfo("counter", "counter:b", 7, 2, True),
-        WorldInfo("field", "field:x", 3, 0, True),
-    ]
+    seen = {"field:old": {"state": "ended", "agents": 3}, "field:gone": {"state": "live"}}
+    rows = listing(stored, live, seen, featured=["field:day-2026-12-01", "field:x"])
+    assert rows == [
+        WorldInfo("field", "field:x", 3, 0, True),  # featured first (the daily: not yet)
+        WorldInfo("counter", "counter:a", 4, 0, False),  # stored, unloaded: its durable rev
+        WorldInfo("counter", "counter:b", 7, 2, True),  # live: the live figures
+        WorldInfo("field", "field:old", 90, 0, False, {"state": "ended", "agents": 3}),
+    ]  # field:gone has a summary but neither a stream nor an actor: it is not listed
+    assert [r.id for r in listing(stored, live, seen, kind="field")] == ["field:old", "field:x"]
+    assert listing(stored, live, seen)[-1] == WorldInfo("field", "field:x", 3, 0, True)

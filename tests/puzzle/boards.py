@@ -73,3 +73,15 @@ def refused(result: Any) -> str | None:
 def accepted(result: Any) -> bool:
     """Whether an engine call was accepted (a result dict, not a `Refusal`)."""
     return refused(result) is None
+
+
+def crowd_level() -> dict[str, Any]:
+    """Forty pushable rocks and no WIN: more states than a few seconds of search exhaust,
+    so a search of it runs out its whole budget (`unknown`)."""
+    data = make_level(["B=Y" + "." * 9] + ["." + "r." * 5 + "." for _ in range(8)]
+                      + ["b" + "." * 11])
+    data["text"] += [{"id": "tr", "word": "rock", "x": 5, "y": 0},
+                     {"id": "ti", "word": "is", "x": 6, "y": 0},
+                     {"id": "tp", "word": "push", "x": 7, "y": 0}]
+    data["id"] = "crowd"
+    return data

@@ -71,9 +71,9 @@ def test_a_starter_level_is_won_and_counted() -> None:
     reply = room.move(solution)
     assert reply.room.won and reply.room.moves == solution and reply.turn["won"]
     assert reply.room.solved == ["first-steps"] and reply.room.revision == 1 + len(solution)
-    board = room.read("puzzle.leaderboard", ops.LeaderboardArgs())
-    assert board == ops.LeaderboardResult("first-steps", [ops.Best("ann", len(solution))],
-                                          {"ann": 1})
+    key = reply.room.key
+    assert key.startswith("first-steps@") and room.state.wins == {key: solution}
+    assert room.state.standings.board(key) == [("ann", len(solution))]
     assert room.move("l") == Refusal(PuzzleCode.GAME_OVER,
                                      "The level is already won; undo or reset to play on.")
 
@@ -89,6 +89,16 @@ def test_the_view_shows_board_grid_rules_moves_and_mechanics() -> None:
     assert {"id": "baba1", "noun": "baba", "x": 1, "y": 3, "facing": "right"} in (
         view.board.objects)
     assert WORLD.view(room.state)["board"]["grid"] == view.board.grid
+    assert view.board.you == ["baba1"]
+
+
+def test_the_links_hold_the_level_and_the_pack() -> None:
+    from actors.puzzle.share import open_link
+
+    room = Room(level="walls")
+    links = room.read("puzzle.link", ops.ViewArgs())
+    assert open_link(links.level).levels == (bundled("starter").level("walls"),)
+    assert open_link(links.pack) == bundled("starter")
 
 
 def test_undo_goes_back_one_step_through_the_engine_snapshot() -> None:
@@ -302,8 +312,9 @@ def test_a_hint_from_the_current_board_wins_from_there() -> None:
     room = Room(level="plates")
     room.move("rr")
     play = room.state.play
-    answer = hint(play, 5_000, lambda: 0.0)
+    answer = hint(play, 5_000, lambda: 0.0, revision=room.state.rev)
     assert answer.status == "solved" and answer.next == DIRS[answer.moves[0]]
+    assert answer.revision == 3
     assert room.move(answer.moves).room.won
     assert hint(room.state.play, 100, lambda: 0.0) == Refusal(
         PuzzleCode.GAME_OVER, "The level is already won; undo or reset to play on.")
@@ -334,9 +345,9 @@ def test_a_claim_counts_only_when_its_moves_replay_to_a_win() -> None:
     assert fold(board, Claim("cy", level_key(level, "keke"), "rrrrr"), level, "classic") == board
 
 
-def test_the_table_answers_every_op_but_the_hint_effect() -> None:
+def test_the_table_answers_every_op_but_the_effects() -> None:
     answered = set(WORLD.moves) | set(WORLD.reads)
-    assert WORLD.op_names() - answered == {"puzzle.hint"}
+    assert WORLD.op_names() - answered == {"puzzle.hint", "puzzle.leaderboard"}
     assert answered <= WORLD.op_names() and WORLD.create in WORLD.moves
 
 
@@ -354,3 +365,31 @@ def test_the_link_in_a_created_event_is_canonical() -> None:
     created = room.events[0]
     assert isinstance(created, Created) and created.link == make_link(pack)
     assert make_link(pack_of(pack.levels[0])) != created.link
+
+
+def test_the_text_grid_marks_you_stacks_and_words() -> None:
+    level = make_level(["B=Y.", "bf.r"], extra=[{"id": "tile9", "noun": "tile", "x": 1, "y": 1}])
+    level["text"].append({"id": "t9", "word": "rock", "x": 3, "y": 1})
+    view = Room(link=link_of(level)).reply
+    assert view.board.grid.splitlines() == [
+        "  0    1    2    3",
+        "0 BABA IS   YOU  .",
+        "1 baba*flag+.    ROCK+",
+        "stacked: (1,1) flag tile; (3,1) ROCK rock"]
+
+
+def test_select_goes_to_any_level_of_the_pack_from_its_start() -> None:
+    room = Room()
+    room.move("rr")
+    reply = room.write("puzzle.select", ops.SelectArgs("plates"))
+    assert (reply.room.level_id, reply.room.moves, reply.room.level) == ("plates", "", 18)
+    assert room.write("puzzle.select", ops.SelectArgs("plates")).code == PuzzleCode.NO_CHANGE
+    assert room.write("puzzle.select", ops.SelectArgs("nope")).detail["path"] == "args.level"
+    back = room.write("puzzle.select", ops.SelectArgs("first-steps"))
+    assert back.room.level == 0 and back.room.moves == ""
+    stored = [WORLD.codec.encode(e, room.state) for e in room.events]
+    assert {"type": "advanced", "level": 18} in stored
+    replayed = WORLD.initial("puzzle:test")
+    for data in stored:
+        replayed = WORLD.evolve(replayed, WORLD.codec.decode(data))
+    assert replayed == room.state

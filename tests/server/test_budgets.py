@@ -145,11 +145,15 @@ async def test_cpu_time_is_budgeted_per_client_and_the_owner_spends_none(
         async with raw_client(srv) as c, raw_client(srv) as other, \
                 raw_client(srv, token) as agent, raw_client(srv, srv.owner_token) as owner:
             assert result(await c.call("burn.spin", "burn:x", ms=80)) == {"ms": 80}
+            # Alone on the server, a client past its budget is served: nobody waits.
+            assert result(await c.call("burn.spin", "burn:x", ms=1)) == {"ms": 1}
+            # Once others use the server, it is refused until its budget refills.
+            assert result(await agent.call("burn.spin", "burn:x", ms=10)) == {"ms": 10}
             refused = error(await c.call("burn.spin", "burn:x", ms=1))
             assert refused["code"] == "over_budget"
             assert refused["detail"]["budget"] == "cpu" and refused["detail"]["limit"] == 0.02
             wait = refused["detail"]["retry_after"]
-            assert 1.0 < wait <= 1.6  # 30 ms of debt at 20 ms a second
+            assert 1.5 < wait <= 5.0  # its debt, at most one burst, at 20 ms a second
             # Another connection from the same address shares the account ...
             assert error(await other.call("burn.spin", "burn:x", ms=1))["code"] == "over_budget"
             # ... but an agent token has its own, and the owner none.
@@ -165,11 +169,13 @@ async def test_cpu_time_is_budgeted_per_client_and_the_owner_spends_none(
 
 
 async def test_subscriptions_are_charged_too(tmp_path: Path) -> None:
-    budgets = Budgets(cpu_rate=1e-6, cpu_burst=1e-6)
-    async with running_server(tmp_path, budgets=budgets) as srv, raw_client(srv) as c:
+    budgets = Budgets(cpu_rate=1e-6, cpu_burst=1e-6, cpu_rate_agent=1.0)
+    async with running_server(tmp_path, budgets=budgets, **burn_world.settings()) as srv, \
+            raw_client(srv) as c, raw_client(srv, srv.owner_token) as owner:
         await c.send({"id": 1, "op": "subscribe", "to": "lobby:main"})
         assert result(await c.recv())["topic"] == "lobby:main"
         assert (await c.recv())["kind"] == "snapshot"
+        result(await owner.call("burn.spin", "burn:x", ms=20))  # someone else is busy
         await c.send({"id": 2, "op": "subscribe", "to": "lobby:main"})
         assert error(await c.recv())["detail"]["budget"] == "cpu"
 

@@ -1,6 +1,6 @@
 """Close codes follow RFC 6455: a text frame that is not UTF-8 closes with 1007, a frame
 that breaks the protocol with 1002 (Hypercorn answered both with a bare TCP close;
-server/hypercorn_close.py), and the server keeps serving everyone else."""
+server/transport.py), and the server keeps serving everyone else."""
 
 from __future__ import annotations
 

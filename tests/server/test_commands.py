@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
-from server.app import _hypercorn_config
 from server.cli import main
 from server.config import ServerConfig
+from server.transport import hypercorn_config
 from server.worlds import registry as default_registry
 
 
@@ -24,17 +24,12 @@ def test_protocol_schema_prints_every_op(capsys: pytest.CaptureFixture[str]) -> 
     assert schema["ops"]["lobby.create"]["role"] == "agent"
 
 
-def test_server_settings_reach_hypercorn() -> None:
-    """Keepalive pings and the hard frame cap are Hypercorn's job; check they are handed over."""
-    hc = _hypercorn_config(ServerConfig(port=0, max_frame=1000, hard_frame_factor=3,
-                                        ping_interval=7.5, graceful_timeout=2))
-    assert (hc.websocket_ping_interval, hc.websocket_max_message_size, hc.graceful_timeout) == \
-        (7.5, 3000, 2)
-    assert hc.bind == ["127.0.0.1:0"]
-    # Half-open handshakes end after the budget's handshake timeout; Hypercorn's errors
-    # reach our error log rather than nowhere.
-    assert hc.keep_alive_timeout == ServerConfig().budgets.handshake_timeout == 5.0
+def test_hypercorn_logs_into_ours_and_closes_idle_connections() -> None:
+    """Hypercorn's errors reach our error log rather than nowhere; an idle keep-alive HTTP
+    connection ends after the budget's handshake timeout."""
+    hc = hypercorn_config(2, ServerConfig().budgets.handshake_timeout)
     assert hc.errorlog is logging.getLogger("hypercorn.error")
+    assert (hc.keep_alive_timeout, hc.graceful_timeout) == (5.0, 2)
 
 
 def test_building_the_parser_imports_no_heavy_module() -> None:

@@ -20,7 +20,9 @@ from tests.server.ws_harness import Raw, raw_client, result, running_server
 
 FRAMES_PER_ROLE = 5000
 WINDOW = 64  # frames in flight at once (the server admits 32 and reads on as they finish)
-TARGETS = {"counter": "counter:fz", "field": "field:fz", "lobby": "lobby:main"}
+TARGETS = {"counter": "counter:fz", "field": "field:fz", "lobby": "lobby:main",
+           "ecosystem": "ecosystem:fz", "lab": "lab:fz", "puzzle": "puzzle:fz",
+           "puzzleboard": "puzzleboard:main", "puzzlepack": "puzzlepack:fz"}
 LEAKS = re.compile(r"Traceback|File \"|NoneType|object at 0x|<class|Error\(|\bdict\b|"
                    r"\bstr\b|\bint object\b|cattrs|attrs")
 
@@ -173,6 +175,12 @@ async def test_schema_driven_hostile_frames_from_every_role_change_nothing(
         async with raw_client(srv, roles["agent"]) as setup:
             result(await setup.call("counter.create", "counter:fz"))
             result(await setup.call("field.start", "field:fz", size=10, seed=4))
+            result(await setup.call("ecosystem.create", "ecosystem:fz", size=16, seed=4,
+                                    answers={"world": "w", "threat": "t", "reward": "r"}))
+            result(await setup.call("puzzle.create", "puzzle:fz"))
+            result(await setup.call("puzzlepack.create", "puzzlepack:fz", name="fz"))
+        async with raw_client(srv, srv.owner_token) as setup:  # a lab without a birth loop
+            result(await setup.call("lab.create", "lab:fz", backlog=0))
         from protocol.client import Client
         async with Client.connect(srv.ws_url, roles["agent"]) as c:
             await ready(c, "fz")

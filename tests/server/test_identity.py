@@ -38,11 +38,29 @@ async def test_anonymous_connections_on_an_open_server_are_each_their_own(
             view = result(await one.call("field.history", FIELD, revision=rev))["view"]
             names = {a["user"] for a in view["agents"]}
             assert len(names) == 1 and names.pop().startswith("anonymous~")
-        # The same browser reconnecting is a new caller: the old agent is not its to use.
+        # A new connection without the key is a new caller: the agent is not its to use.
         async with raw_client(srv) as again:
             refused = error(await again.call("field.reveal", FIELD, agent=joined["agent"],
                                              tile=joined["seed_tile"], expected_revision=rev))
             assert refused["code"] == "forbidden"
+
+
+async def test_an_anonymous_caller_comes_back_with_its_key(tmp_path: Path) -> None:
+    async with running_server(tmp_path, open_mode=True) as srv:
+        await _field(srv)
+        async with Client.connect(srv.ws_url) as first:
+            joined = await first.request("field.join", FIELD, {"name": "mine"})
+            key, name = first.key, first.hello["name"]
+        assert key and name.startswith("anonymous~") and key not in name
+        async with Client.connect(srv.ws_url, key=key) as back:
+            assert back.hello["name"] == name
+            obs = await back.request("field.observe", FIELD, {"agent": joined["agent"]})
+            await back.request("field.reveal", FIELD, {
+                "agent": joined["agent"], "tile": joined["seed_tile"],
+                "expected_revision": obs["revision"]})
+        async with raw_client(srv, hello=False) as c:
+            await c.send({"op": "hello", "protocol": 1, "key": "short"})
+            assert error(await c.recv())["message"].startswith("key: expected the key a hello")
 
 
 async def test_only_the_owner_may_name_another_leaderboard_user(tmp_path: Path) -> None:

@@ -7,15 +7,18 @@ changes worlds while the page, a spectator speaking through web/js/client.js, wa
 from __future__ import annotations
 
 import threading
+import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import trio
 from playwright.sync_api import expect
 
-from protocol.client import Client
+from protocol.client import Client, RequestError
 from tests.server.server_process import ServerProcess
 
 WAIT = 15_000  # ms: generous, the CI machine may be busy; a pass is usually instant
+DAILY = f"field:day-{datetime.now(UTC).date().isoformat()}"  # featured first, always
 
 
 def _requests(url: str, token: str, *calls: tuple[str, str | None, dict]) -> list:
@@ -160,3 +163,75 @@ def test_lobby_page_reconnects_and_resumes_after_a_server_restart(browser, tmp_p
         expect(page.locator('tr[data-id="counter:two"] .revision')).to_have_text("1", timeout=WAIT)
         expect(page.locator("#count")).to_have_text("2 worlds", timeout=WAIT)
         assert page.evaluate("window.sameDocument") is True  # reconnected, not reloaded
+
+
+def test_lobby_page_lists_what_exists_across_idleness_and_restarts(browser, tmp_path: Path
+                                                                   ) -> None:
+    """A field unloaded for idleness and one from before a restart stay listed, with
+    their revision, agents and state; a name that was only requested never is; today's
+    field comes first, and every row links to its page."""
+    from actors.runtime import RuntimeConfig
+    from tests.field_live._live import start
+    from tests.lobby.thread_server import ThreadServer
+
+    data = tmp_path / "data"
+    quick = RuntimeConfig(idle_timeout=1.0)
+
+    async def play(url: str, game: str) -> int:
+        async with Client.connect(url) as c:
+            await start(c, game, size=20, seed=2)
+            joined = await c.request("field.join", f"field:{game}", {"name": "p"})
+            try:
+                await c.request("field.observe", "field:only-requested", {})
+            except RequestError as e:
+                assert e.code == "unknown_actor"
+            return joined["revision"]
+
+    with ThreadServer(data, open_mode=True, runtime=quick) as first:
+        before_rev = trio.run(play, first.ws_url, "before")
+    with ThreadServer(data, open_mode=True, runtime=quick) as server:
+        idle_rev = trio.run(play, server.ws_url, "idle")
+        deadline = time.monotonic() + 30
+        while server.run(lambda r: r.state.directory.alive("field:idle")) is not None:
+            assert time.monotonic() < deadline, "field:idle never unloaded"
+            time.sleep(0.2)
+        page = browser.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(f"{server.http_url}/")
+        expect(page.locator('tr[data-id="field:idle"] .loaded')).to_have_text("unloaded",
+                                                                             timeout=WAIT)
+        for game, rev in (("idle", idle_rev), ("before", before_rev)):
+            row = page.locator(f'tr[data-id="field:{game}"]')
+            expect(row.locator(".revision")).to_have_text(str(rev), timeout=WAIT)
+            expect(row.locator(".agents")).to_have_text("1", timeout=WAIT)
+            expect(row.locator(".state")).to_have_text("live", timeout=WAIT)
+            assert row.locator("a").get_attribute("href") == f"/field/?id=field%3A{game}"
+        ids = page.locator("#worlds tbody tr").evaluate_all("rows => rows.map(r => r.dataset.id)")
+        assert ids == ["field:before", "field:idle"]  # never field:only-requested
+        assert page.locator("#worlds tbody tr a").count() == 2  # every row links to its page
+        # today's field, linked first, before anyone opened it
+        expect(page.locator("#today-link")).to_have_attribute(
+            "href", f"/field/?id={DAILY.replace(':', '%3A')}")
+        expect(page.locator("#today-state")).to_have_text("starts when opened")
+        expect(page.locator("#empty")).to_be_hidden()
+        # once opened, it is a world like any other, listed first
+        page.goto(f"{server.http_url}/field/")
+        expect(page.locator("#status")).to_contain_text("live · revision", timeout=60_000)
+        page.goto(f"{server.http_url}/")
+        expect(page.locator("#worlds tbody tr").first).to_have_attribute("data-id", DAILY,
+                                                                         timeout=WAIT)
+        expect(page.locator("#today-state")).to_contain_text("live", timeout=WAIT)
+        assert errors == []
+
+
+def test_lobby_empty_state_tells_how_worlds_are_made(browser, tmp_path: Path) -> None:
+    with ServerProcess(tmp_path / "data") as server:
+        page = browser.new_page()
+        page.goto(f"{server.http_url}/")
+        expect(page.locator("#status")).to_have_text("live · spectator", timeout=WAIT)
+        expect(page.locator("#today-state")).to_have_text("starts when opened", timeout=WAIT)
+        assert page.locator("#worlds tbody tr").count() == 0
+        expect(page.locator("#empty")).to_be_visible()
+        expect(page.locator("#empty")).to_contain_text("field.start")
+        expect(page.locator("#empty")).to_contain_text("lobby.create")

@@ -100,3 +100,25 @@ async def test_nodes_register_beat_and_leave(store: PostgresEventStore) -> None:
     assert set(await a.nodes()) == {"a"}
     assert await a.holder("field:1") is None  # leaving released b's leases
     assert await a.acquire("field:1") == "a"
+
+
+async def test_every_node_reads_the_same_secret(store: PostgresEventStore) -> None:
+    a, b = Cluster(store, "a"), Cluster(store, "b", connections=1)
+    try:
+        secret = await a.secret()
+        assert len(secret) == 64
+        assert await b.secret() == secret == await a.secret()
+    finally:
+        await b.aclose()
+
+
+async def test_a_cluster_with_connections_of_its_own_leaves_the_store_s_pool_free(
+        store: PostgresEventStore) -> None:
+    a = Cluster(store, "a", connections=1)
+    try:
+        async with store.connection(), store.connection():  # every pooled one taken
+            with trio.fail_after(5):
+                assert await a.acquire("field:1") == "a"
+                assert await a.renew(["field:1"]) == {"field:1"}
+    finally:
+        await a.aclose()

@@ -10,7 +10,14 @@ from __future__ import annotations
 import pytest
 import trio
 
-from actors.store import MAX_STREAM_BYTES, ConflictError, EventStore, FencedError, Snapshot
+from actors.store import (
+    MAX_STREAM_BYTES,
+    ConflictError,
+    EventStore,
+    FencedError,
+    Receipt,
+    Snapshot,
+)
 from tests.storage.conftest import Backend
 
 
@@ -201,3 +208,35 @@ async def test_group_commit_costs_fewer_commits_than_appends(store: EventStore) 
     assert stats.commits < n
     assert stats.appends_per_commit > 1
     assert await store.streams("s:") == {f"s:{i}": 1 for i in range(n)}
+
+
+async def test_receipts_are_stored_with_their_events(store: EventStore) -> None:
+    first = Receipt(2, "req-1", {"total": 3, "list": [1, 2.5, None], "big": 2**70})
+    assert await store.append("a:1", 0, [{"n": 1}, {"n": 2}], [first]) == 2
+    assert await store.append("a:1", 2, [{"n": 3}]) == 3  # a write without a request id
+    second = Receipt(5, "req-2", {"é": "😀"})
+    assert await store.append("a:1", 3, [{"n": 4}, {"n": 5}], [Receipt(4, "req-x", 1), second]) == 5
+    assert await store.receipts("a:1") == [first, Receipt(4, "req-x", 1), second]
+    assert await store.receipts("a:1", after=4) == [second]
+    assert await store.receipts("a:nothing") == []
+
+
+@pytest.mark.parametrize("rev", [0, 3])
+async def test_a_receipt_outside_its_events_is_refused_and_writes_nothing(
+        store: EventStore, rev: int) -> None:
+    with pytest.raises(ValueError, match="receipt 'r' is at revision"):
+        await store.append("a:1", 0, [{}, {}], [Receipt(rev, "r", {})])
+    assert await store.read("a:1") == []
+    assert await store.receipts("a:1") == []
+
+
+async def test_a_refused_append_stores_none_of_its_receipts(backend: Backend) -> None:
+    old, new = backend.store, await backend.client()
+    await old.claim("w:1")
+    await old.append("w:1", 0, [{}], [Receipt(1, "kept", {})])
+    with pytest.raises(ConflictError):
+        await old.append("w:1", 0, [{}], [Receipt(1, "conflict", {})])
+    await new.claim("w:1")
+    with pytest.raises(FencedError):
+        await old.append("w:1", 1, [{}], [Receipt(2, "fenced", {})])
+    assert [r.request_id for r in await new.receipts("w:1")] == ["kept"]

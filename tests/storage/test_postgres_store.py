@@ -144,6 +144,12 @@ async def test_an_unanswered_batch_fails_as_unknown_and_the_writer_reconnects(
                 await store.append("w:1", 1, [{"n": 2}])
         finally:
             os.kill(pid, signal.SIGCONT)
+        # Resumed, the backend finishes (or cancels) the batch, then finds its client
+        # gone and exits: only then does the revision say whether the batch landed.
+        with trio.fail_after(10):
+            while await _sql(postgres_dsn, "SELECT 1 FROM pg_stat_activity WHERE pid = %s",
+                             pid):
+                await trio.sleep(0.02)
         rev = await store.revision("w:1")
         assert rev in (1, 2)
         assert await store.append("w:1", rev, [{"n": 3}]) == rev + 1
@@ -255,3 +261,16 @@ async def test_a_lost_listener_connection_raises_in_the_consumer(
         await _sql(postgres_dsn, "SELECT pg_terminate_backend(%s)", pid)
         with trio.fail_after(10), pytest.raises(psycopg.OperationalError):
             await anext(notes)
+
+
+async def test_each_event_keeps_the_fence_it_was_written_under(
+        store: PostgresEventStore, postgres_dsn: str) -> None:
+    await store.append("w:new", 0, [{}])  # never claimed: fence 0
+    await store.claim("w:1")
+    await store.append("w:1", 0, [{}, {}])
+    async with PostgresEventStore(postgres_dsn) as other:
+        await other.claim("w:1")
+        await other.append("w:1", 2, [{}])
+    assert await _sql(postgres_dsn, "SELECT stream, rev, fence FROM events ORDER BY stream, "
+                                    "rev") == [("w:1", 1, 1), ("w:1", 2, 1), ("w:1", 3, 2),
+                                               ("w:new", 1, 0)]

@@ -47,7 +47,7 @@ def test_only_the_runtime_and_effect_actors_use_trio_or_threads(path: Path) -> N
     assert not THREAD.search(text), f"{rel} starts a thread"
 
 
-@pytest.mark.parametrize("package", worlds.PACKAGES + worlds.ENGINES, ids=lambda p: p.__name__)
+@pytest.mark.parametrize("package", worlds.PACKAGES, ids=lambda p: p.__name__)
 def test_no_world_reads_the_clock_or_makes_an_unseeded_generator(package) -> None:
     folder = Path(package.__file__).parent
     for path in sorted(folder.rglob("*.py")):
@@ -98,5 +98,5 @@ def test_the_registry_lists_each_world_once() -> None:
     kinds = [w.kind for w in worlds.worlds()]
     assert len(kinds) == len(set(kinds))
     assert {spec.kind for spec in worlds.registry()} == set(kinds)
-    for package in worlds.PACKAGES + worlds.ENGINES:
+    for package in worlds.PACKAGES:
         importlib.import_module(package.__name__)

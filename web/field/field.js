@@ -1,25 +1,39 @@
 // The field page: a spectator on `field:<game>` (default: today's daily field, UTC).
 // Live pushes are folded into the live model and only the map tiles they dirtied are
-// redrawn; the history slider shows `field.history` views; "Live" returns.
+// redrawn; each event also becomes feed lines (intents verbatim). The history slider
+// shows `field.history` views (growths marked on it), the play button replays from the
+// slider's revision, "Live" returns. While the field is generated a progress bar shows
+// how far it got; once a growth finds no room the page says the game is over.
 
 import { Client, RequestError } from "/js/client.js";
 import { FieldModel, Renderer } from "/field/render.js";
+import { Feed, linesOf } from "/field/feed.js";
+import { wireInput } from "/field/input.js";
 
 const params = new URLSearchParams(location.search);
 // `?id=field:NAME` (the lobby's links) or `?game=NAME`; default: today's daily field.
 const requested = params.get("id") ?? params.get("game");
-const game = requested ? requested.replace(/^field:/, "") : `day-${new Date().toISOString().slice(0, 10)}`;
+const today = new Date().toISOString().slice(0, 10);
+const game = requested ? requested.replace(/^field:/, "") : `day-${today}`;
 const topic = `field:${game}`;
 const $ = (sel) => document.querySelector(sel);
 const canvas = $("#board");
 const slider = $("#history");
 const liveButton = $("#live");
+const playButton = $("#play");
 const renderer = new Renderer(canvas);
+const feed = new Feed($("#feed"));
+const REPLAY_MS = 250; // between replay steps
+const REPLAY_STEPS = 120; // a replay to the end takes at most this many steps
+const FEED_BACK = 200; // revisions of recent events a newly opened page shows in its feed
 let client = null;
 let live = null; // the live FieldModel
+let shownModel = null; // the model on the canvas (live, or a history view)
 let mode = "live"; // or "history"
+let replaying = 0; // the replay timer, 0 when not replaying
 const queue = []; // pushes waiting to be folded, in order
 let pumping = false;
+let progressSeen = 0; // the largest generation share shown (for tests)
 
 $("#game").textContent = game;
 document.title = `Petri Dish Games — ${game}`;
@@ -39,31 +53,49 @@ function put(el, key, value) {
 }
 
 function shown(model) {
+  shownModel = model;
   canvas.dataset.revision = String(model.revision);
   canvas.dataset.mode = mode;
   $("#rev").textContent = String(model.revision);
+  if (mode === "history") setStatus("history", `history · revision ${model.revision}`);
 }
 
 async function viewAt(revision) {
   return (await client.request("field.history", topic, { revision })).view;
 }
 
+function generating(view) {
+  const box = $("#generating");
+  box.hidden = view.status !== "generating";
+  const p = view.progress;
+  if (p) {
+    progressSeen = Math.max(progressSeen, p.share);
+    $("#progress").value = p.share;
+    $("#progress-text").textContent = `${p.stage} ${p.done} of ${p.planned}`;
+  }
+  setStatus("connecting", view.status === "generating"
+    ? `generating${p ? ` ${Math.round(p.share * 100)}%` : "…"}` : "no such field yet");
+}
+
 async function fold(push) {
   if (push.kind === "snapshot") {
     if (push.data.status !== "ready") {
-      setStatus("connecting", push.data.status === "generating" ? "generating…" : "no such field");
+      generating(push.data);
       return;
     }
+    $("#generating").hidden = true;
     live = new FieldModel(push.data);
   } else if (push.kind === "events") {
     for (const ev of push.data) {
       if (live && ev.rev <= live.revision) continue; // already in the snapshot
       if (!live || !live.apply(ev)) {
+        $("#generating").hidden = true;
         live = new FieldModel(await viewAt(ev.rev)); // manifest or grow: a fresh view
         if (mode === "live") renderer.setModel(live, false);
       } else if (mode === "live") {
         renderer.invalidate(ev.dirty);
       }
+      feed.add(linesOf(ev, live));
     }
   }
   if (!live) return;
@@ -74,13 +106,29 @@ async function fold(push) {
 // The text beside the canvas follows the live model in the renderer's paint frames,
 // however many pushes arrived since: every change of the page costs a repaint.
 function report() {
-  setStatus("open", `live · revision ${live.revision}`);
+  if (mode === "live") {
+    if (live.ended) setStatus("ended", `game over · revision ${live.revision}`);
+    else setStatus("open", `live · revision ${live.revision}`);
+  }
+  $("#over").hidden = !live.ended;
   figures();
   slider.max = String(live.revision);
+  markers();
   if (mode === "live") {
     slider.value = slider.max;
     shown(live);
   }
+}
+
+/** A mark on the slider at each growth's revision. */
+function markers() {
+  const max = live.revision;
+  const html = live.grown.map((rev) => {
+    const at = max > 1 ? ((rev - 1) / (max - 1)) * 100 : 0;
+    return `<span class="grow-marker" data-rev="${rev}" style="left:${at.toFixed(2)}%" ` +
+      `title="growth at revision ${rev}">▲</span>`;
+  }).join("");
+  put($("#markers"), "innerHTML", html);
 }
 
 async function pump() {
@@ -96,14 +144,17 @@ async function pump() {
 function figures() {
   if (!live) return;
   const t = live.totals;
+  const dead = live.agents.filter((a) => a.health?.state === "dead").length;
   put($("#totals"), "textContent",
-    `${live.agents.length} agents · ${t.solved ?? 0} solved of ${live.tiles.length} tiles · reward ${t.reward ?? 0}`);
+    `${live.agents.length} agents · ${dead} dead · ${t.solved ?? 0} solved of ` +
+    `${live.tiles.length} tiles · reward ${t.reward ?? 0}` +
+    (live.grown.length ? ` · grown ${live.grown.length} times` : ""));
   const rows = live.agents.map((a, i) => {
     const state = a.health?.state ?? "healthy";
     const rate = ((a.health?.rate ?? 0) * 100).toFixed(1);
     return `<tr data-agent="${a.id}"><td><span class="swatch" style="background:hsl(${live.hues[i]},55%,60%)"></span></td>` +
-      `<td>${escape(a.name)} <small>${a.id}</small></td><td class="num">${a.reward}</td>` +
-      `<td class="health-${state}">${state} ${rate}%</td></tr>`;
+      `<td>${escape(a.name)} <small>${a.id}${a.model ? ` · ${escape(a.model)}` : ""}</small></td>` +
+      `<td class="num">${a.reward}</td><td class="health-${state}">${state} ${rate}%</td></tr>`;
   });
   put($("#agents tbody"), "innerHTML", rows.join(""));
 }
@@ -111,6 +162,15 @@ function figures() {
 function escape(s) {
   return String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
 }
+
+function boardRows(rows, last) {
+  return rows.map((r) =>
+    `<tr><td>${escape(r.key)}</td><td class="num">${r.reward}</td>` +
+    `<td class="num">${last(r)}</td><td class="num">${r.dead}</td></tr>`).join("");
+}
+
+const wrong = (r) => `${(r.wrong_rate * 100).toFixed(1)}%`;
+let alltimeAt = -Infinity;
 
 async function refresh() {
   // Health and totals are figures of the fold, not of the events: read them now and then.
@@ -123,78 +183,115 @@ async function refresh() {
     live.totals = obs.totals;
     figures();
     const board = await client.request("field.leaderboard", topic, {});
-    $("#board-users tbody").innerHTML = board.users.map((r) =>
-      `<tr><td>${escape(r.key)}</td><td class="num">${r.reward}</td>` +
-      `<td class="num">${(r.wrong_rate * 100).toFixed(1)}%</td></tr>`).join("");
+    put($("#board-users tbody"), "innerHTML", boardRows(board.users, wrong));
+    put($("#board-models tbody"), "innerHTML", boardRows(board.models, wrong));
+    if (performance.now() - alltimeAt > 10000) {
+      alltimeAt = performance.now();
+      const all = await client.request("field.leaderboard", topic, { merged: true });
+      put($("#alltime-users tbody"), "innerHTML", boardRows(all.users, (r) => r.days));
+      days(all.days);
+    }
   } catch (err) {
     if (!(err instanceof RequestError)) throw err;
   }
 }
 
+/** The day picker: every day on the all-time board, and today; picking one opens it. */
+function days(list) {
+  const picker = $("#day");
+  const all = [...new Set([...list, today])].sort().reverse();
+  const current = game.startsWith("day-") ? game.slice(4) : "";
+  const html = (current ? "" : '<option value="">—</option>') + all.map((d) =>
+    `<option value="${d}"${d === current ? " selected" : ""}>${d}</option>`).join("");
+  put(picker, "innerHTML", html);
+}
+
+$("#day").addEventListener("change", (e) => {
+  if (e.target.value) location.href = `/field/?id=field:day-${e.target.value}`;
+});
+
+/** Show revision `rev`: the live model at the end, else its history view. */
+async function showAt(rev) {
+  mode = live && rev >= live.revision ? "live" : "history";
+  liveButton.disabled = mode === "live";
+  if (mode === "live") {
+    renderer.setModel(live, false);
+    shown(live);
+    report();
+    return;
+  }
+  const model = new FieldModel(await viewAt(rev));
+  if (mode !== "history") return;
+  renderer.setModel(model, false);
+  shown(model);
+}
+
 let scrubbing = null;
 slider.addEventListener("input", () => {
+  stopReplay();
   const rev = Number(slider.value);
   mode = live && rev >= live.revision ? "live" : "history";
   liveButton.disabled = mode === "live";
+  if (mode === "history") setStatus("history", `history · revision ${rev}`);
   clearTimeout(scrubbing);
-  scrubbing = setTimeout(async () => {
-    if (mode === "live") {
-      renderer.setModel(live, false);
-      shown(live);
-      return;
-    }
-    const model = new FieldModel(await viewAt(rev));
-    if (mode !== "history") return;
-    renderer.setModel(model, false);
-    shown(model);
-  }, 60);
+  scrubbing = setTimeout(() => showAt(rev), 60);
 });
 
 liveButton.addEventListener("click", () => {
-  mode = "live";
-  liveButton.disabled = true;
+  stopReplay();
   slider.value = slider.max;
-  renderer.setModel(live, false);
-  shown(live);
+  showAt(live.revision);
 });
 
-// Input goes to the frame: the canvas inside it moves (CSS) while a gesture is going on.
-const frame = $("#board-frame");
-const toCanvas = () => canvas.width / frame.getBoundingClientRect().width; // px per CSS px
+function stopReplay() {
+  clearTimeout(replaying);
+  replaying = 0;
+  playButton.textContent = "▶ Replay";
+}
 
-frame.addEventListener("wheel", (e) => {
-  e.preventDefault();
-  const r = frame.getBoundingClientRect();
-  const k = toCanvas();
-  renderer.zoomAt(e.deltaY < 0 ? 1.2 : 1 / 1.2, (e.clientX - r.left) * k, (e.clientY - r.top) * k);
-}, { passive: false });
+/** Replay from the slider's revision (the start when it is live) to the live one. */
+async function replayStep() {
+  if (!live) return;
+  const end = live.revision;
+  const step = Math.max(1, Math.ceil(end / REPLAY_STEPS));
+  const rev = Math.min(end, Number(slider.value) + step);
+  slider.value = String(rev);
+  await showAt(rev);
+  if (replaying && rev < end) replaying = setTimeout(replayStep, REPLAY_MS);
+  else stopReplay();
+}
 
-let drag = null;
-frame.addEventListener("pointerdown", (e) => {
-  drag = { x: e.clientX, y: e.clientY };
-  frame.classList.add("dragging");
-  frame.setPointerCapture(e.pointerId);
+playButton.addEventListener("click", () => {
+  if (replaying) {
+    stopReplay();
+    return;
+  }
+  if (!live) return;
+  if (Number(slider.value) >= live.revision) slider.value = "1";
+  playButton.textContent = "⏸ Pause";
+  replaying = setTimeout(replayStep, 0);
 });
-frame.addEventListener("pointermove", (e) => {
-  if (!drag) return;
-  const k = toCanvas();
-  renderer.panBy((e.clientX - drag.x) * k, (e.clientY - drag.y) * k);
-  drag = { x: e.clientX, y: e.clientY };
-});
-frame.addEventListener("pointerup", () => {
-  drag = null;
-  frame.classList.remove("dragging");
-});
+
+wireInput($("#board-frame"), canvas, renderer);
 
 async function main() {
   client = await Client.connect(undefined, {
-    client: "field-page/1.0",
+    client: "field-page/1.1",
     onStatus: (s) => { if (s !== "open") setStatus("connecting", s); },
   });
+  // Subscribing from a little before the current revision brings the recent events too
+  // (the feed shows them), or a snapshot when they are older than the server keeps.
+  let since;
+  try {
+    const glance = await client.request("field.observe", topic, { rect: [0, 0, 1, 1] });
+    since = Math.max(0, glance.revision - FEED_BACK);
+  } catch (err) {
+    if (!(err instanceof RequestError)) throw err; // generating or unknown: a snapshot says
+  }
   client.subscribe(topic, (push) => {
     queue.push(push);
     pump();
-  });
+  }, { since: since ?? null });
   setInterval(refresh, 2000);
 }
 
@@ -202,7 +299,11 @@ async function main() {
 window.fieldPage = {
   get revision() { return renderer.model ? renderer.model.revision : 0; },
   get mode() { return mode; },
+  get replaying() { return replaying !== 0; },
+  get outlined() { return Boolean(renderer.outlined); },
+  get progressSeen() { return progressSeen; },
   pixelAt: (x, y) => renderer.pixelAt(x, y),
+  reachedOf: (tile) => (shownModel ? shownModel.reached[tile] : -1),
   // the view (canvas pixels per cell, the cell at the canvas origin); `settled` once a
   // pan or zoom has been redrawn at it
   get view() {

@@ -1,12 +1,18 @@
 // The field page's model and renderer: a spectator view folded forward by pushed
 // events, painted cell by cell into an offscreen G x G canvas (only the 64 x 64 map
-// tiles that events dirtied, at most every PAINT_MS), blitted with the zoom and pan.
+// tiles that events dirtied, at most every PAINT_MS), blitted with the zoom and pan; at
+// high zoom the tiles' outlines are drawn over it.
 
 const STATUS = { h: 0, r: 1, s: 2 };
 const CELL = { ".": -1, 0: 0, 1: 1, 2: 2, 3: 3 }; // -1 unknown, 0/1 given, 2/3 committed 0/1
 const BG = [238, 240, 236];
-const HIDDEN = [212, 216, 210];
+// Hidden tiles no agent's territory has reached yet, and hidden tiles one has reached (a
+// revealed or solved tile overlaps them, or an agent is seated on them): what fog shows.
+export const HIDDEN = [224, 227, 222];
+export const REACHED = [186, 194, 188];
+export const GIVEN = [[34, 38, 36], [252, 252, 250]];
 const GOLDEN = 137.508;
+const OUTLINE_ZOOM = 12; // canvas pixels per cell from which tile outlines are drawn
 
 // A gesture moves the drawn bitmap by CSS; it is redrawn once input pauses this long,
 // and at least this often during a long drag (a redraw of the whole canvas is the
@@ -75,8 +81,11 @@ export class FieldModel {
     this.solver = Int32Array.from(view.solver);
     this.revealer = Int32Array.from(view.revealer);
     this.agents = view.agents.map((a) => ({ ...a }));
+    this.index = new Map(this.agents.map((a, i) => [a.id, i])); // agent id -> index
     this.hues = assignHues(this.agents, this.tiles);
     this.totals = view.totals;
+    this.ended = Boolean(view.ended);
+    this.grown = view.grown ?? [];
     const G = this.G;
     this.cells = new Int8Array(G * G).fill(-1);
     const c = view.cells;
@@ -97,25 +106,52 @@ export class FieldModel {
         }
       }
     }
+    // neighbours: tiles sharing a cell; reached: hidden tiles an agent's territory reaches
+    this.neighbours = this.tiles.map(() => new Set());
+    for (let i = 0; i < G * G; i++) {
+      const a = this.cover[i], b = this.cover2[i];
+      if (a >= 0 && b >= 0) {
+        this.neighbours[a].add(b);
+        this.neighbours[b].add(a);
+      }
+    }
+    this.reached = new Uint8Array(this.tiles.length);
+    this.status.forEach((st, t) => { if (st > 0) this.reach(t); });
+    for (const a of this.agents) this.reached[a.seed_tile] = 1;
   }
 
-  /** Index of agent id "aN". */
-  static agentIndex(id) {
-    return Number(id.slice(1)) - 1;
+  /** Tile t is revealed or solved: it and the tiles overlapping it are reached. */
+  reach(t) {
+    this.reached[t] = 1;
+    for (const n of this.neighbours[t]) this.reached[n] = 1;
+  }
+
+  /** The index of agent `id` (-1 for an agent this model does not know). */
+  agentIndex(id) {
+    return this.index.get(id) ?? -1;
+  }
+
+  /** The agent `id` as a short label: its name and id. */
+  agentLabel(id) {
+    const a = this.agents[this.agentIndex(id)];
+    return a ? `${a.name} (${a.id})` : id;
   }
 
   /** Fold one event; false when it needs a fresh view (manifest, grow). */
   apply(ev) {
     if (ev.kind === "manifest" || ev.kind === "grow") return false;
     if (ev.kind === "join") {
+      this.index.set(ev.agent, this.agents.length);
       this.agents.push({ id: ev.agent, name: ev.name, model: ev.model, user: ev.user,
                          group: ev.agent, seed_tile: ev.seed_tile, reward: 0, solved: 0,
                          health: { state: "healthy", rate: 0 } });
       this.hues = assignHues(this.agents, this.tiles);
+      this.reached[ev.seed_tile] = 1;
     } else if (ev.kind === "reveal") {
       for (const [c, v] of ev.givens) this.cells[c] = v;
       this.status[ev.tile] = 1;
-      this.revealer[ev.tile] = FieldModel.agentIndex(ev.agent);
+      this.revealer[ev.tile] = this.agentIndex(ev.agent);
+      this.reach(ev.tile);
     } else if (ev.kind === "commit") {
       for (const a of ev.accepted) this.cells[a.id] = 2 + a.v;
     } else if (ev.kind === "retract") {
@@ -123,7 +159,8 @@ export class FieldModel {
     }
     for (const s of ev.solved ?? []) {
       this.status[s.tile] = 2;
-      const i = FieldModel.agentIndex(s.agent);
+      this.reach(s.tile);
+      const i = this.agentIndex(s.agent);
       this.solver[s.tile] = i;
       const a = this.agents[i];
       if (a) {
@@ -143,7 +180,7 @@ function packed([r, g, b]) {
 
 const BG_PX = packed(BG);
 const BG_CSS = `rgb(${BG.join(",")})`;
-const GIVEN_PX = [packed([34, 38, 36]), packed([252, 252, 250])];
+const GIVEN_PX = GIVEN.map(packed);
 
 /** [x0, y0, x1, y1]: the bounding box of a model's tiles (empty when it has none). */
 function bounds(m) {
@@ -301,6 +338,7 @@ export class Renderer {
     const T = m.mapTile, G = m.G, cols = Math.ceil(G / T);
     const pal = this.paletteFor(m);
     const px = this.pixels, cover = m.cover, cover2 = m.cover2, status = m.status, cells = m.cells;
+    const reached = m.reached;
     const n = m.agents.length;
     const slot = (who) => (who >= 0 && who < n ? who + 1 : 0); // 0: an agent we do not know
     // Each putImageData is one upload: a few map tiles go one by one, many as one box.
@@ -321,7 +359,9 @@ export class Renderer {
           const t2 = cover2[i];
           if (t2 >= 0 && status[t2] > status[t]) t = t2;
           const st = status[t];
-          const row = st === 0 ? 0 : st === 1 ? 1 + slot(m.revealer[t]) : n + 2 + slot(m.solver[t]);
+          if (st === 0 && t2 >= 0 && reached[t2] > reached[t]) t = t2;
+          const row = st === 0 ? reached[t] : st === 1 ? 2 + slot(m.revealer[t])
+            : n + 3 + slot(m.solver[t]);
           px[i] = pal[3 * row + (v === 2 ? 1 : v === 3 ? 2 : 0)];
         }
       }
@@ -333,14 +373,15 @@ export class Renderer {
   }
 
   /**
-   * The palette of `m`: rows of three packed shades (base, dark, light). Row 0: hidden;
-   * rows 1..n+1: revealed by an unknown agent, then by each agent; rows n+2..2n+2: the
-   * same for solved tiles. Rebuilt only when the model or its agent count changes.
+   * The palette of `m`: rows of three packed shades (base, dark, light). Row 0: hidden,
+   * not reached; row 1: hidden, reached; rows 2..n+2: revealed by an unknown agent, then
+   * by each agent; rows n+3..2n+3: the same for solved tiles. Rebuilt only when the model
+   * or its agent count changes.
    */
   paletteFor(m) {
     const n = m.agents.length;
-    if (this.paletteKey !== m || this.palette.length !== 3 * (2 * n + 3)) {
-      const rows = [shades(HIDDEN)];
+    if (this.paletteKey !== m || this.palette.length !== 3 * (2 * n + 4)) {
+      const rows = [shades(HIDDEN), shades(REACHED)];
       for (const [s, l] of [[0.35, 0.84], [0.55, 0.68]]) {
         rows.push(shades(hsl(0, s, l)));
         for (let a = 0; a < n; a++) rows.push(shades(hsl(m.hues[a] ?? 0, s, l)));
@@ -361,6 +402,33 @@ export class Renderer {
     ctx.imageSmoothingEnabled = false;
     ctx.setTransform(v.zoom, 0, 0, v.zoom, -v.ox * v.zoom, -v.oy * v.zoom);
     ctx.drawImage(this.base, 0, 0);
+    this.outlined = v.zoom >= OUTLINE_ZOOM;
+    if (this.outlined) this.outline(v);
+  }
+
+  /** At high zoom: the outlines of the tiles in view (edges between cells whose sets of
+   * covering tiles differ), as one path. */
+  outline(v) {
+    const m = this.model, G = m.G, ctx = this.ctx;
+    const x0 = Math.max(0, Math.floor(v.ox)), y0 = Math.max(0, Math.floor(v.oy));
+    const x1 = Math.min(G, Math.ceil(v.ox + this.canvas.width / v.zoom));
+    const y1 = Math.min(G, Math.ceil(v.oy + this.canvas.height / v.zoom));
+    const HOLE = -1048577; // the key of a hole, and of everything off the canvas
+    const key = (x, y) => (x < 0 || y < 0 || x >= G || y >= G ? HOLE
+      : m.cover[y * G + x] * 1048576 + m.cover2[y * G + x]);
+    ctx.beginPath();
+    for (let y = y0; y < y1; y++) {
+      for (let x = x0; x < x1; x++) {
+        const k = key(x, y);
+        if (key(x + 1, y) !== k) { ctx.moveTo(x + 1, y); ctx.lineTo(x + 1, y + 1); }
+        if (key(x, y + 1) !== k) { ctx.moveTo(x, y + 1); ctx.lineTo(x + 1, y + 1); }
+        if (x === x0 && key(x - 1, y) !== k) { ctx.moveTo(x, y); ctx.lineTo(x, y + 1); }
+        if (y === y0 && key(x, y - 1) !== k) { ctx.moveTo(x, y); ctx.lineTo(x + 1, y); }
+      }
+    }
+    ctx.lineWidth = 1.5 / v.zoom;
+    ctx.strokeStyle = "rgba(20, 30, 25, 0.55)";
+    ctx.stroke();
   }
 
   /** The CSS transform that shows the bitmap (drawn view) at the current view. */

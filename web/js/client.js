@@ -10,6 +10,12 @@
 // again and resubscribes each topic with `since` = the last revision it delivered,
 // so a callback sees each event once, in order, or a snapshot when the gap is too
 // old for the server's history. A `resync` push is handled the same way.
+//
+// Every request carries a `request_id` (a fresh random one unless given): a write sent
+// again with it is applied once and answered with its first result. A request whose
+// socket dropped before its reply is sent again, with the same id, once the client has
+// reconnected (until its timeout); with `retry: false` it rejects ConnectionLost
+// instead, whose `requestId` names the id to resend with.
 
 export const PROTOCOL_VERSION = 1;
 
@@ -25,10 +31,17 @@ export class RequestError extends Error {
 
 /** The socket closed before the reply came; the request may or may not have run. */
 export class ConnectionLost extends Error {
-  constructor(message) {
+  constructor(message, requestId = null) {
     super(message);
     this.name = "ConnectionLost";
+    this.requestId = requestId; // resend the write with it: it is applied at most once
   }
+}
+
+/** A fresh random request id: 22 hex digits (11 random bytes). */
+export function newRequestId() {
+  const bytes = crypto.getRandomValues(new Uint8Array(11)); // also where randomUUID is not
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 /** ws:// or wss:// URL of `path` on the host that served this page. */
@@ -81,6 +94,7 @@ export class Client {
   constructor(url, { token = null, client = "petridish-js/1.0", onStatus = () => {}, maxDelay = 5000 } = {}) {
     this.url = url;
     this.token = token;
+    this.key = null; // an anonymous caller's key, from the first hello's reply
     this.clientName = client;
     this.onStatus = onStatus;
     this.maxDelay = maxDelay;
@@ -98,13 +112,26 @@ export class Client {
 
   /**
    * Send one request; resolves with its result, rejects with RequestError (refused),
-   * ConnectionLost (socket dropped first) or an Error named "TimeoutError".
+   * ConnectionLost (socket dropped first, with `retry: false`) or an Error named
+   * "TimeoutError" (no reply within `timeout` ms; a `retry`'s attempts share them). It
+   * carries `requestId` (default: a fresh one) and is sent again with that id after a
+   * drop unless `retry` is false.
    */
-  async request(op, to = null, args = null, { timeout = 30000 } = {}) {
-    const frame = { op };
+  async request(op, to = null, args = null, { timeout = 30000, requestId = null, retry = true } = {}) {
+    const frame = { op, request_id: requestId ?? newRequestId() };
     if (to !== null) frame.to = to;
     if (args !== null) frame.args = args;
-    return this._call(frame, timeout);
+    const deadline = Date.now() + timeout;
+    for (;;) {
+      try {
+        return await this._call(frame, Math.max(0, deadline - Date.now()));
+      } catch (err) {
+        if (!(err instanceof ConnectionLost)) throw err;
+        if (!retry || this._closed || Date.now() >= deadline) {
+          throw new ConnectionLost(err.message, frame.request_id);
+        }
+      }
+    }
   }
 
   /**
@@ -141,6 +168,7 @@ export class Client {
       ws.onopen = () => {
         const hello = { op: "hello", protocol: PROTOCOL_VERSION, id: 0, client: this.clientName };
         if (this.token) hello.token = this.token;
+        else if (this.key) hello.key = this.key; // the same anonymous caller after a drop
         ws.send(JSON.stringify(hello));
       };
       ws.onmessage = (msg) => {
@@ -156,6 +184,7 @@ export class Client {
           greeted = true;
           this.hello = frame.result ?? {};
           this.role = this.hello.role ?? null;
+          this.key = this.hello.key ?? this.key ?? null;
           this.connections += 1;
           this._attempt = 0;
           this._ws = ws;

@@ -1,24 +1,32 @@
-// The lobby page: a spectator on lobby:main that lists every world live.
+// The lobby page: a spectator on lobby:main listing every world that exists.
 //
-// The lobby pushes a `snapshot` ({worlds: [...]}) when it is subscribed and whenever a
-// live figure changes, and `events` ({type: "world_created", kind, id}) as worlds
-// are created; both update the table in place.
+// The lobby pushes a `snapshot` ({worlds: [...]}) when it is subscribed and whenever the
+// list changes (a world stored, loaded or unloaded, a summary told), and `events`
+// ({type: "world_created", kind, id}) as worlds are created through it. Today's daily
+// field (UTC) is featured above the table and linked from the start of its day; once
+// someone opened it (it starts then), the server lists it first like any world. Every
+// row links to its world's page: a kind with its own page (PAGES) there, any other to the
+// generic world page.
 
 import { Client, socketUrl } from "/js/client.js";
 
 const LOBBY = "lobby:main";
-// World kinds that have a page of their own (web/<kind>/); others are listed without a link.
+// World kinds that have a page of their own (web/<kind>/).
 const PAGES = {
   field: "/field/",
+  ecosystem: "/ecosystem/",
+  lab: "/lab/",
+  puzzle: "/puzzle/",
 };
+const GENERIC = "/lobby/world.html";
 
-const worlds = new Map(); // id -> {kind, id, revision, subscribers, live}
-const tbody = document.querySelector("#worlds tbody");
-const empty = document.querySelector("#empty");
-const count = document.querySelector("#count");
-const status = document.querySelector("#status");
+const worlds = new Map(); // id -> {kind, id, revision, subscribers, live, summary}
+const order = []; // ids in the server's order (featured first)
+const $ = (sel) => document.querySelector(sel);
+const tbody = $("#worlds tbody");
 
 function setStatus(state, text) {
+  const status = $("#status");
   status.dataset.state = state;
   status.textContent = text;
 }
@@ -29,23 +37,26 @@ function cell(row, className) {
   return td;
 }
 
-function worldLink(world) {
-  const page = PAGES[world.kind];
-  if (!page) {
-    const span = document.createElement("span");
-    span.textContent = world.id;
-    return span;
+/** The page of a world. */
+export function pageOf(world) {
+  return `${PAGES[world.kind] ?? GENERIC}?id=${encodeURIComponent(world.id)}`;
+}
+
+/** A world's state as a word: a field's own (generating, live, ended), else live/idle. */
+export function stateOf(world) {
+  const s = world.summary?.state;
+  if (s === "generating") {
+    const share = world.summary.progress?.share;
+    return share === undefined ? "generating" : `generating ${Math.round(share * 100)}%`;
   }
-  const a = document.createElement("a");
-  a.href = `${page}?id=${encodeURIComponent(world.id)}`;
-  a.textContent = world.id;
-  return a;
+  if (s) return s;
+  return world.live ? "live" : "idle";
 }
 
 function render(changed = new Set()) {
   tbody.replaceChildren();
-  const sorted = [...worlds.values()].sort((a, b) => a.id.localeCompare(b.id));
-  for (const world of sorted) {
+  for (const id of order) {
+    const world = worlds.get(id);
     const row = tbody.insertRow();
     row.dataset.id = world.id;
     if (changed.has(world.id)) row.classList.add("flash");
@@ -54,16 +65,29 @@ function render(changed = new Set()) {
     badge.dataset.kind = world.kind;
     badge.textContent = world.kind;
     cell(row).append(badge);
-    cell(row, "id").append(worldLink(world));
-    const rev = cell(row, "num revision");
-    // -1: the world is not loaded, so its revision is not known yet.
-    rev.textContent = world.revision >= 0 ? String(world.revision) : "—";
-    if (world.revision < 0) rev.title = "not loaded";
+    const a = document.createElement("a");
+    a.href = pageOf(world);
+    a.textContent = world.id;
+    cell(row, "id").append(a);
+    cell(row, "state").textContent = stateOf(world);
+    const agents = world.summary?.agents;
+    const dead = world.summary?.dead;
+    cell(row, "num agents").textContent =
+      agents === undefined ? "—" : `${agents}${dead ? ` (${dead} dead)` : ""}`;
+    cell(row, "num revision").textContent = String(world.revision);
     cell(row, "num subscribers").textContent = String(world.subscribers);
-    cell(row, "state").textContent = world.live ? "live" : "idle";
+    cell(row, "loaded").textContent = world.live ? "loaded" : "unloaded";
   }
-  empty.hidden = worlds.size > 0;
-  count.textContent = `${worlds.size} world${worlds.size === 1 ? "" : "s"}`;
+  const day = new Date().toISOString().slice(0, 10);
+  const daily = { kind: "field", id: `field:day-${day}` };
+  const today = worlds.get(daily.id);
+  $("#today").hidden = false;
+  $("#today-day").textContent = day;
+  $("#today-link").href = pageOf(daily);
+  $("#today-state").textContent = !today ? "starts when opened" : stateOf(today) +
+    (today.summary?.agents !== undefined ? ` · ${today.summary.agents} agents` : "");
+  $("#empty").hidden = order.length > 0;
+  $("#count").textContent = `${order.length} world${order.length === 1 ? "" : "s"}`;
 }
 
 function onPush(push) {
@@ -71,17 +95,19 @@ function onPush(push) {
   if (push.kind === "snapshot") {
     const before = new Map(worlds);
     worlds.clear();
+    order.length = 0;
     for (const world of push.data.worlds) {
       const old = before.get(world.id);
-      if (!old || old.revision !== world.revision || old.subscribers !== world.subscribers) {
-        changed.add(world.id);
-      }
+      if (!old || JSON.stringify(old) !== JSON.stringify(world)) changed.add(world.id);
       worlds.set(world.id, world);
+      order.push(world.id);
     }
   } else if (push.kind === "events") {
     for (const event of push.data) {
       if (event.type === "world_created" && !worlds.has(event.id)) {
-        worlds.set(event.id, { kind: event.kind, id: event.id, revision: -1, subscribers: 0, live: false });
+        worlds.set(event.id, { kind: event.kind, id: event.id, revision: 0, subscribers: 0,
+                               live: true, summary: null });
+        order.push(event.id);
         changed.add(event.id);
       }
     }
@@ -93,7 +119,7 @@ async function main() {
   setStatus("connecting", "connecting…");
   try {
     const client = await Client.connect(socketUrl(), {
-      client: "lobby-page/1.0",
+      client: "lobby-page/1.1",
       onStatus: (state, info) => {
         if (state === "open") setStatus("open", `live · ${info.role}`);
         else if (state === "reconnecting") setStatus("reconnecting", "reconnecting…");

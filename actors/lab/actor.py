@@ -1,0 +1,245 @@
+"""The lab's effects, for what its table (rules.py) cannot express.
+
+- `lab.birth` and `lab.cross`: the offer is decided on the actor's task (`offers.py`),
+  then `validate`, whose compile step is a glslang subprocess, runs off it (`offload`);
+  its verdict comes back as a message and the outcome (`Born`, or a logged `Rejected`)
+  is folded then. The reply says `validating` with the candidate's id; `lab.status {id}`
+  tells the outcome. A duplicate is refused at once, and so is a candidate beyond the
+  lab's validations in flight (`overloaded`).
+- The birth loop: a timer every `birth_tick` seconds breeds, for each track whose unproven
+  backlog is under the lab's cap (`lab.create {backlog}`, 16 for `lab:main`), one candidate
+  at a time: a grammar child of parents chosen by the seed's rule, or, when the server has
+  a model endpoint (the server's, `ActorContext.model`), a model birth answering one of the track's directives
+  (the loop explores one when the track has none). Every candidate goes through
+  `validate`; a failure is logged as a rejection. A model that errs is not a rejection:
+  the loop logs it and waits (doubling up to 5 minutes) before it asks again.
+- `lab.create`: the move, then the loop's timer.
+- Nobody follows a lab's stream (`World.followable` is False: the directory refuses
+  every `subscribe`, here and through a cluster): its records carry the code of
+  unproven organisms, which the seed confines to the owner's arena, and a subscription
+  does not say who follows. Pages read `lab.info` instead.
+
+`lab:main` is declared: it loads (and starts breeding) the first time anything asks it.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import attrs
+
+from actors.lab import rules
+from actors.lab.births import Candidate, backlog, birth_directive, grammar_candidate
+from actors.lab.contract import TRACKS
+from actors.lab.events import Abandoned
+from actors.lab.model_breeder import Birth as ModelBirth
+from actors.lab.model_breeder import ModelBreeder
+from actors.lab.offers import OFFERS, decide_offer, decide_validated, offered
+from actors.lab.organism import organism_id
+from actors.lab.seeding import rng_for
+from actors.lab.state import Lab
+from actors.lab.validation import validate
+from actors.runtime import Call, WorldActor, refused
+from actors.runtime.host import Effect
+from actors.world import Refusal
+from protocol.errors import ProtocolError
+from protocol.ops import lab as ops
+
+log = logging.getLogger("petridish.lab")
+
+MODEL_BACKOFF_MS = (5_000, 300_000)  # first and longest wait after a model error
+
+
+@attrs.frozen
+class _BirthTick:
+    """Timer: time to look at the backlog."""
+
+
+@attrs.frozen
+class _Validated:
+    """The validator's verdict on a candidate (`loop`: the birth loop offered it)."""
+
+    candidate: Candidate
+    reason: str | None
+    loop: bool
+
+
+@attrs.frozen
+class _ValidationFailed:
+    """The validator raised (logged by the runtime): the candidate is abandoned."""
+
+    candidate: Candidate
+    loop: bool
+
+
+@attrs.frozen
+class _ModelReplied:
+    """A model birth came back (already through `validate`, unless its reason says the
+    reply broke the format or the model erred)."""
+
+    track: str
+    directive: str
+    birth: ModelBirth
+
+
+@attrs.frozen
+class _ModelFailed:
+    """The model breeder raised (logged by the runtime)."""
+
+    track: str
+
+
+class LabActor(WorldActor):
+    """One lab: the table's ops, the birth ops off the task, and the birth loop."""
+
+    state: Lab
+    birth_tick: ClassVar[float] = 0.5  # seconds between looks at the backlog
+    @property
+    def model(self) -> Any:
+        """The server's model endpoint (base_url, model, api_key, timeout), or None."""
+        return self.context.model
+
+    def breeder(self) -> ModelBreeder:
+        """The model breeder of the server's endpoint (one HTTP client for every lab)."""
+        return _breeder(self.model)
+
+    # ---- the birth loop -----------------------------------------------------------------
+
+    async def on_start(self) -> None:
+        """Arm the birth loop of a lab that exists and breeds."""
+        self._ticking = False
+        self._loop_busy: set[str] = set()  # tracks with a loop birth in flight
+        self._model_quiet_until = 0  # ms: no model birth before this, after an error
+        self._model_backoff = MODEL_BACKOFF_MS[0]
+        self._arm()
+
+    def _breeds(self) -> bool:
+        s = self.state
+        return s.backlog > 0 and (s.created or self.world.declared(self.name, self.now()))
+
+    def _arm(self) -> None:
+        if not self._ticking and self._breeds():
+            self._ticking = True
+            self.every(self.birth_tick, _BirthTick())
+
+    def _breed(self) -> None:
+        """One look at the backlog: a birth for each track under the cap."""
+        pool = list(self.state.organisms.values())
+        for index, track in enumerate(TRACKS):
+            if track in self._loop_busy or backlog(pool, track) >= self.state.backlog:
+                continue
+            if self.model is None:
+                rng = rng_for(self.state.seed, "loop", 2 * self.rev + index)
+                self._offer(grammar_candidate(pool, track, rng), loop=True)
+            elif self.now() >= self._model_quiet_until:
+                self._model_birth(track)
+
+    def _model_birth(self, track: str) -> None:
+        """Ask the model for a child answering one of the track's directives."""
+        directives = [d for d in self.state.directives.values() if d.track == track]
+        if not directives:
+            explore = Call("lab.directive_explore", ops.DirectiveExploreArgs(track), "owner",
+                           "birth-loop")
+            try:
+                self.play(self.world.moves[explore.op], explore)
+            except ProtocolError as error:  # the lexicon found nothing new: wait
+                log.warning("%s: no directive to breed %s from: %s", self.actor_id, track,
+                            error.message)
+                return
+            directives = [d for d in self.state.directives.values() if d.track == track]
+        rng = rng_for(self.state.seed, "loop", 2 * self.rev + TRACKS.index(track))
+        directive = birth_directive(directives, track, rng)
+        assert directive is not None
+        breeder = self.breeder()
+        self._loop_busy.add(track)
+        self.offload(lambda: breeder.breed(track, directive.text),
+                     lambda birth: _ModelReplied(track, directive.id, birth),
+                     lambda: _ModelFailed(track))
+
+    def _model_replied(self, msg: _ModelReplied) -> None:
+        self._loop_busy.discard(msg.track)
+        b = msg.birth
+        if b.reason is not None and b.reason.startswith("model error"):
+            self._model_erred(b.reason)
+            return
+        self._model_backoff = MODEL_BACKOFF_MS[0]
+        candidate = Candidate(msg.track, b.code, b.title, directive=msg.directive,
+                              prompt=b.prompt, source="model")
+        self.fold(decide_validated(self.state, candidate, b.reason, self.now()))
+
+    def _model_erred(self, reason: str) -> None:
+        log.warning("%s: %s; no model birth for %g s", self.actor_id, reason,
+                    self._model_backoff / 1000)
+        self._model_quiet_until = self.now() + self._model_backoff
+        self._model_backoff = min(2 * self._model_backoff, MODEL_BACKOFF_MS[1])
+
+    # ---- validation off the task ----------------------------------------------------------
+
+    def _offer(self, candidate: Candidate, *, loop: bool) -> ops.Birth:
+        """Record the offer and start its validation; the reply as it stands now."""
+        events = decide_offer(self.state, candidate, self.now())
+        if isinstance(events, Refusal):
+            raise refused(events)
+        self.fold(events)
+        reply = offered(candidate, events)
+        if events and reply.status == "validating":
+            if loop:
+                self._loop_busy.add(candidate.track)
+            self.offload(lambda: validate(candidate.track, candidate.code),
+                         lambda reason: _Validated(candidate, reason, loop),
+                         lambda: _ValidationFailed(candidate, loop))
+        return reply
+
+    async def on_message(self, message: Any) -> None:
+        """Ticks of the loop, verdicts of the validator, replies of the model."""
+        if isinstance(message, _BirthTick):
+            try:
+                self._breed()
+            except ProtocolError as error:  # overloaded: the next tick tries again
+                log.debug("%s: birth loop waits: %s", self.actor_id, error.message)
+        elif isinstance(message, _Validated):
+            if message.loop:
+                self._loop_busy.discard(message.candidate.track)
+            self.fold(decide_validated(self.state, message.candidate, message.reason,
+                                       self.now()))
+        elif isinstance(message, _ValidationFailed):
+            c = message.candidate
+            if message.loop:
+                self._loop_busy.discard(c.track)
+            self.fold([Abandoned(organism_id(c.track, c.code))])
+        elif isinstance(message, _ModelReplied):
+            self._model_replied(message)
+        elif isinstance(message, _ModelFailed):
+            self._loop_busy.discard(message.track)
+            self._model_erred("model breeder failed")
+
+    # ---- effects --------------------------------------------------------------------------
+
+    async def _birth_op(self, call: Call) -> ops.Birth:
+        """`lab.birth` / `lab.cross`: the candidate, then its validation off the task."""
+        make, purpose = OFFERS[call.op]
+        candidate = make(self.state, call.args, self.ctx(call, purpose))
+        if isinstance(candidate, Refusal):
+            raise refused(candidate)
+        return self._offer(candidate, loop=False)
+
+    async def _create(self, call: Call) -> ops.LabInfo:
+        """Create the lab, then start its birth loop."""
+        result = self.play(self.world.moves[call.op], call)
+        self._arm()
+        return result
+
+    effects: ClassVar[Mapping[str, Effect]] = {
+        "lab.birth": _birth_op, "lab.cross": _birth_op, "lab.create": _create}
+
+
+WORLD = attrs.evolve(rules.WORLD, actor=LabActor)
+
+
+@functools.cache
+def _breeder(endpoint: Any) -> ModelBreeder:
+    return ModelBreeder(endpoint.base_url, endpoint.model, api_key=endpoint.api_key,
+                        timeout=endpoint.timeout)

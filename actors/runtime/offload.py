@@ -1,0 +1,88 @@
+"""Work off an actor's task: worker threads, or worker processes for pure-Python work
+long enough that holding the GIL would stall the server's one trio thread (the puzzle's
+solver). Both wait behind the runtime's one offload limiter (`RuntimeConfig.offload_threads`),
+so heavy work waits its turn rather than multiplying. `Actor.offload` is the way in.
+"""
+
+from __future__ import annotations
+
+import atexit
+import concurrent.futures
+import functools
+import multiprocessing
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+import trio
+
+T = TypeVar("T")
+
+# The clock offloaded work counts a time budget on (a world's domain code reads no clock of
+# its own: its effect passes this one). It pickles by name, so it travels to a worker process.
+work_clock: Callable[[], float] = time.monotonic
+
+
+def _worker_start(parent: int) -> None:
+    """A worker process's initializer. It runs at a lower priority (nice +10), so that on a
+    busy machine offloaded work yields the CPU to the server's loop, and it exits as soon as
+    the process that started it is gone (a pool's worker holds both ends of its own job
+    pipe, so a parent killed by SIGKILL would otherwise leave it waiting forever)."""
+    os.nice(10)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+@functools.cache
+def _process_pool(workers: int) -> concurrent.futures.ProcessPoolExecutor:
+    """The worker processes of `offload(process=True)`, started on first use and shared by
+    every actor. Spawned, not forked: the server's process holds threads and a trio loop."""
+    pool = concurrent.futures.ProcessPoolExecutor(
+        max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+        initializer=_worker_start, initargs=(os.getpid(),))
+    # Shut down before the interpreter tears its modules down (a pool collected later
+    # fails in its callbacks); a job still running is at most one search budget.
+    atexit.register(pool.shutdown, cancel_futures=True)
+    return pool
+
+
+async def _in_process(work: Callable[[], T], limiter: trio.CapacityLimiter) -> T:
+    """`work()` in a worker process, waited for without a thread; a job still queued when the
+    waiter is cancelled is dropped (a running one runs to its end)."""
+    async with limiter:
+        future = _process_pool(int(limiter.total_tokens)).submit(work)
+        token = trio.lowlevel.current_trio_token()
+        finished = trio.Event()
+
+        def wake(_: concurrent.futures.Future[T]) -> None:
+            try:
+                token.run_sync_soon(finished.set)
+            except trio.RunFinishedError:
+                pass  # the server stopped meanwhile: nobody waits
+
+        future.add_done_callback(wake)
+        try:
+            await finished.wait()
+        finally:
+            future.cancel()
+        try:
+            return future.result()
+        except concurrent.futures.process.BrokenProcessPool:
+            _process_pool.cache_clear()  # a worker died: the next job gets a fresh pool
+            raise
+
+
+async def run_offloaded(work: Callable[[], T], limiter: trio.CapacityLimiter,
+                        process: bool) -> T:
+    """`work()` in a worker process (`process`) or a worker thread, behind `limiter`; a
+    thread's result is dropped when the waiter is cancelled (a thread runs to its end)."""
+    if process:
+        return await _in_process(work, limiter)
+    return await trio.to_thread.run_sync(work, limiter=limiter, abandon_on_cancel=True)

@@ -1,0 +1,62 @@
+"""What an actor remembers of its recent writes' request ids, so that a retried write is
+answered with its first reply instead of being applied again.
+
+A write that carried a request id and committed events leaves a `Receipt` (the id, the
+revision of its last event, its reply as JSON), appended to the store with the write's
+events in one transaction (actors/store.py). The actor keeps the receipts of the last
+`window` revisions: those of its batch not yet durable, and those read back from the
+store whenever it (re)loads, on whichever process that happens.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from typing import Any
+
+from actors.store import Receipt
+
+
+class Receipts:
+    """Request id -> reply of the writes of the last `window` revisions."""
+
+    def __init__(self, window: int) -> None:
+        self.window = window
+        self.staged: list[Receipt] = []  # the batch's, appended with its events
+        self._replies: dict[str, Any] = {}
+        self._order: deque[tuple[int, str]] = deque()
+
+    def seen(self, request_id: str) -> tuple[bool, Any]:
+        """`(True, reply)` for a remembered request id, else `(False, None)`."""
+        if request_id in self._replies:
+            return True, self._replies[request_id]
+        return False, None
+
+    def keep(self, receipt: Receipt) -> None:
+        """Remember a write of this batch and stage its receipt for the append."""
+        self.staged.append(receipt)
+        self._remember(receipt)
+
+    def take(self) -> list[Receipt]:
+        """The staged receipts, handed to the append (none staged afterwards)."""
+        staged, self.staged = self.staged, []
+        return staged
+
+    def durable(self, rev: int) -> None:
+        """The stream is durable up to `rev`: forget what is out of the window."""
+        horizon = rev - self.window
+        while self._order and self._order[0][0] <= horizon:
+            _, request_id = self._order.popleft()
+            self._replies.pop(request_id, None)
+
+    def reset(self, stored: Iterable[Receipt]) -> None:
+        """Start again from the store's receipts (after a load); nothing staged."""
+        self._replies.clear()
+        self._order.clear()
+        for receipt in stored:
+            self._remember(receipt)
+        self.staged = []
+
+    def _remember(self, receipt: Receipt) -> None:
+        self._replies[receipt.request_id] = receipt.result
+        self._order.append((receipt.rev, receipt.request_id))

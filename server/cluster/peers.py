@@ -1,0 +1,309 @@
+"""The connections between the processes of a cluster (frames: server/cluster/wire.py).
+
+`PeerServer` accepts the other processes' connections on the peer port: a hello with the
+cluster's secret, then every request is posted to this process's directory as if a local
+session had sent it (same converter, same roles as the first process granted), and its
+answer goes back on the same connection. `Link` is this process's ONE persistent
+connection to one other process: requests from every session share it, matched to their
+replies by id; it is opened when first needed, pinged while requests wait, and given up
+(every waiting request told whether it had been sent) when the peer closes it, cannot
+be reached, or says nothing for `silence` seconds while requests wait.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import trio
+
+from actors.runtime import Call, Directory
+from actors.runtime.mailbox import ViewMsg
+from protocol.convert import structure, unstructure
+from protocol.envelope import PROTOCOL_VERSION, check_actor_id
+from protocol.errors import ErrorCode, ProtocolError
+from protocol.registry import Registry
+from server.cluster.wire import Lines, Outbox, encode
+
+log = logging.getLogger("petridish.cluster")
+
+HELLO_TIMEOUT = 2.0  # seconds to open a link and get its hello answered
+MAX_INFLIGHT = 8192  # requests one incoming link may have unanswered; more wait
+PING_EVERY = 0.5  # seconds between pings while requests wait for replies
+Reply = Callable[[dict[str, Any] | None, bool], None]  # (reply or None, was it sent)
+# What a broken connection or a peer sending garbage raises.
+LINK_ERRORS = (OSError, ValueError, trio.BrokenResourceError, trio.ClosedResourceError)
+
+
+class _PeerAnswer:
+    """The answer to one request of an incoming link: its reply frame, once."""
+
+    __slots__ = ("_done", "_id", "_outbox", "_slots", "_view")
+
+    def __init__(self, outbox: Outbox, request_id: int, slots: trio.Semaphore,
+                 view: bool = False) -> None:
+        self._outbox, self._id, self._slots, self._view = outbox, request_id, slots, view
+        self._done = False
+
+    def succeed(self, value: Any) -> None:
+        if self._done:
+            return
+        if self._view:
+            rev, data = value
+            value = {"rev": rev, "view": data}
+        try:
+            frame = encode({"id": self._id, "ok": True, "result": unstructure(value)})
+        except Exception:  # a result the converter cannot render is a bug: refuse, log
+            log.exception("the reply to peer request %d could not be encoded", self._id)
+            self.fail(ProtocolError(ErrorCode.INTERNAL, "the result could not be encoded"))
+            return
+        self._finish(frame)
+
+    def fail(self, error: ProtocolError) -> None:
+        if not self._done:
+            self._finish(encode({"id": self._id, "ok": False, "error": error.to_wire()}))
+
+    def _finish(self, frame: bytes) -> None:
+        self._done = True
+        self._outbox.put(frame)
+        self._slots.release()
+
+
+class PeerServer:
+    """Serves the links other processes open to this one."""
+
+    def __init__(self, node: str, secret: str, registry: Registry) -> None:
+        self.node, self.secret, self.registry = node, secret, registry
+        self.directory: Directory | None = None
+        self.received = 0  # requests received from peers (for metrics)
+
+    async def serve(self, host: str, port: int, *,
+                    task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
+        """Listen on `host:port` (0: a free port, reported to `task_status`)."""
+        listeners = await trio.open_tcp_listeners(port, host=host)
+        task_status.started(listeners[0].socket.getsockname()[1])
+        await trio.serve_listeners(self._connection, listeners)
+
+    async def _connection(self, stream: trio.SocketStream) -> None:
+        # Never raises: an exception escaping a serve_listeners handler ends the server.
+        try:
+            async with stream:
+                await self._serve(stream)
+        except LINK_ERRORS as exc:
+            log.debug("a peer link ended: %r", exc)
+        except Exception:
+            log.exception("a peer link failed")
+
+    async def _serve(self, stream: trio.SocketStream) -> None:
+        lines = Lines(stream)
+        with trio.move_on_after(HELLO_TIMEOUT):
+            hello = await lines.next()
+        if (hello is None or hello.get("op") != "hello" or hello.get("token") != self.secret
+                or hello.get("protocol") != PROTOCOL_VERSION):
+            error = ProtocolError(ErrorCode.UNAUTHORIZED, "not a peer of this cluster")
+            await stream.send_all(encode({"id": 0, "ok": False, "error": error.to_wire()}))
+            return
+        await stream.send_all(encode({"id": hello.get("id", 0), "ok": True,
+                                      "result": {"node": self.node}}))
+        outbox = Outbox()
+        slots = trio.Semaphore(MAX_INFLIGHT)
+
+        async def write() -> None:
+            try:
+                await outbox.write_to(stream)
+            except LINK_ERRORS as exc:
+                log.debug("writing to a peer failed: %r", exc)
+            nursery.cancel_scope.cancel()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(write)
+            try:
+                while (frame := await lines.next()) is not None:
+                    await slots.acquire()
+                    self._handle(frame, _PeerAnswer(outbox, _request_id(frame), slots,
+                                                    frame.get("op") == "view"))
+            except LINK_ERRORS as exc:
+                log.debug("a peer link ended: %r", exc)
+            finally:
+                outbox.close()
+
+    def _handle(self, frame: dict[str, Any], answer: _PeerAnswer) -> None:
+        assert self.directory is not None, "the peer server starts with its directory"
+        op = frame.get("op")
+        if op == "ping":
+            answer.succeed(None)
+            return
+        try:
+            to = check_actor_id(frame.get("to"), "to", None)
+            hops = frame.get("hops")
+            if not isinstance(hops, int) or hops < 1:
+                raise ProtocolError(ErrorCode.BAD_REQUEST, "hops: expected a positive integer")
+            if op == "view":
+                message: Any = ViewMsg()
+            else:
+                spec = self.registry.get(str(op))
+                message = Call(spec.name, structure(frame.get("args", {}), spec.args),
+                               str(frame.get("role")), str(frame.get("caller")),
+                               frame.get("request_id"))
+            self.received += 1
+            self.directory.send(to, message, answer, hops)
+        except ProtocolError as error:
+            answer.fail(error)
+        except Exception:
+            log.exception("peer request %r failed", frame)
+            answer.fail(ProtocolError(ErrorCode.INTERNAL, "the server failed on this request"))
+
+
+def _request_id(frame: dict[str, Any]) -> int:
+    value = frame.get("id")
+    return value if isinstance(value, int) else 0
+
+
+class Link:
+    """This process's connection to node `node` at `addr` ("host:port")."""
+
+    def __init__(self, node: str, addr: str, me: str, secret: str, nursery: trio.Nursery,
+                 silence: float) -> None:
+        self.node, self.addr, self.me, self.secret = node, addr, me, secret
+        self.silence = silence
+        self.connected = False
+        self.failures = 0  # connections lost or refused in a row
+        self.down_since: float | None = None  # the last failure, while it lasts
+        self._nursery = nursery
+        self._ids = itertools.count(1)
+        self._queued: list[tuple[int, bytes, Reply]] = []  # not sent yet
+        self._sent: dict[int, Reply] = {}
+        self._outbox: Outbox | None = None
+        self._running = False
+        self._wake = trio.Event()
+        self._heard = 0.0  # when the peer last sent anything
+        self.checked = 0.0  # when the router last looked for a new address of the node
+
+    def send(self, frame: dict[str, Any], reply: Reply) -> None:
+        """Send `frame` (its id is set here); `reply(frame, True)` with the answer, or
+        `reply(None, sent)` when the link failed before one came."""
+        request_id = frame["id"] = next(self._ids)
+        data = encode(frame)
+        if self._outbox is not None:
+            self._sent[request_id] = reply
+            self._outbox.put(data)
+            return
+        self._queued.append((request_id, data, reply))
+        if not self._running:
+            self._running = True
+            self._nursery.start_soon(self._run)
+
+    async def probe(self) -> bool:
+        """True when the peer answers a hello now (connecting if needed)."""
+        if self.connected:
+            return True
+        if not self._running:
+            self._running = True
+            self._nursery.start_soon(self._run)
+        with trio.move_on_after(HELLO_TIMEOUT + 0.5):
+            while self._running and not self.connected:
+                await self._wake.wait()
+        return self.connected
+
+    async def _connect(self) -> tuple[trio.SocketStream, Lines]:
+        host, _, port = self.addr.rpartition(":")
+        stream = await trio.open_tcp_stream(host.strip("[]"), int(port))
+        try:
+            lines = Lines(stream)
+            await stream.send_all(encode({"op": "hello", "protocol": PROTOCOL_VERSION,
+                                          "id": 0, "token": self.secret,
+                                          "client": f"peer:{self.me}"}))
+            hello = await lines.next()
+            if not (hello and hello.get("ok")):
+                raise ConnectionError(f"{self.node} refused the link: {hello!r}")
+        except BaseException:
+            await trio.aclose_forcefully(stream)
+            raise
+        return stream, lines
+
+    async def _run(self) -> None:
+        """Connect, greet, carry frames until the link fails; fail what waited."""
+        try:
+            with trio.fail_after(HELLO_TIMEOUT):
+                stream, lines = await self._connect()
+        except (*LINK_ERRORS, trio.TooSlowError) as exc:
+            log.info("no link to %s at %s: %r", self.node, self.addr, exc)
+            self._failed(sent=False)
+            return
+        except Exception:
+            log.exception("no link to %s at %s", self.node, self.addr)
+            self._failed(sent=False)
+            return
+        async with stream:
+            outbox = self._outbox = Outbox()
+            self.connected, self.failures, self.down_since = True, 0, None
+            self._wake.set()
+            for request_id, data, reply in self._queued:
+                self._sent[request_id] = reply
+                outbox.put(data)
+            self._queued = []
+            try:
+                # Its tasks end the link by cancelling it; none raises (an exception out of
+                # here would end the node's nursery, and with it the server).
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self._ping, outbox, nursery.cancel_scope)
+                    nursery.start_soon(self._write, outbox, stream, nursery.cancel_scope)
+                    await self._read(lines)
+                    nursery.cancel_scope.cancel()
+            except Exception:
+                log.exception("the link to %s failed", self.node)
+            finally:
+                outbox.close()
+                self._outbox = None
+                self._failed(sent=True)
+
+    async def _read(self, lines: Lines) -> None:
+        self._heard = trio.current_time()
+        try:
+            while (frame := await lines.next()) is not None:
+                self._heard = trio.current_time()
+                reply = self._sent.pop(frame.get("id"), None)  # type: ignore[arg-type]
+                if reply is not None:
+                    reply(frame, True)
+        except LINK_ERRORS as exc:
+            log.info("the link to %s broke: %r", self.node, exc)
+
+    async def _write(self, outbox: Outbox, stream: trio.SocketStream,
+                     scope: trio.CancelScope) -> None:
+        try:
+            await outbox.write_to(stream)
+        except LINK_ERRORS as exc:
+            log.info("writing to %s failed: %r", self.node, exc)
+        scope.cancel()
+
+    async def _ping(self, outbox: Outbox, scope: trio.CancelScope) -> None:
+        """Ping while requests wait; a peer silent for `silence` seconds is given up (a
+        paused process keeps its socket open but answers nothing)."""
+        ping = encode({"id": 0, "op": "ping"})
+        while True:
+            await trio.sleep(PING_EVERY)
+            if not self._sent:
+                self._heard = trio.current_time()
+                continue
+            if trio.current_time() - self._heard > self.silence:
+                log.warning("%s said nothing for %.1f s; giving its link up", self.node,
+                            trio.current_time() - self._heard)
+                scope.cancel()
+                return
+            outbox.put(ping)
+
+    def _failed(self, *, sent: bool) -> None:
+        self.connected = False
+        self.failures += 1
+        self.down_since = trio.current_time()
+        self._running = False
+        self._wake.set()
+        self._wake = trio.Event()
+        waiting, self._sent = self._sent, {}
+        queued, self._queued = self._queued, []
+        for reply in waiting.values():
+            reply(None, sent)
+        for _, _, reply in queued:
+            reply(None, False)

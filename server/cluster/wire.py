@@ -1,0 +1,109 @@
+"""The frames between the processes of a cluster: the websocket protocol's JSON envelope,
+one compact JSON object per line over a TCP connection.
+
+    -> {"op": "hello", "protocol": 1, "id": 0, "token": SECRET, "client": "peer:NODE"}
+    <- {"id": 0, "ok": true, "result": {"node": "b"}}
+    -> {"id": 7, "op": "counter.add", "to": "counter:w", "args": {...},
+        "caller": "ann", "role": "agent", "hops": 1, "request_id": "k1"}
+    <- {"id": 7, "ok": true, "result": {...}}  or  {"id": 7, "ok": false, "error": {...}}
+    -> {"id": 8, "op": "view", "to": "counter:w", "hops": 1}
+    <- {"id": 8, "ok": true, "result": {"rev": 12, "view": {...}}}
+    -> {"id": 9, "op": "ping"}       <- {"id": 9, "ok": true, "result": null}
+
+A request carries what the first process learned of its caller (the name and role its
+credential gave), the args as the client sent them (checked again by the receiver's
+strict converter), the client's request id, and `hops`: the processes it has been
+through. A refusal with `detail.reroute` means "not applied here, locate it again".
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import trio
+
+from protocol.errors import ErrorCode, ProtocolError
+from protocol.jsontext import compact_encoder
+
+MAX_LINE = 64 * 1024 * 1024  # bytes of one frame (a big field's view fits many times)
+_encode = compact_encoder(ensure_ascii=False)
+
+
+def encode(frame: dict[str, Any]) -> bytes:
+    """One frame as a line of UTF-8."""
+    return (_encode(frame) + "\n").encode()
+
+
+def error_of(wire: dict[str, Any]) -> ProtocolError:
+    """The ProtocolError of a refusal's `error` object."""
+    return ProtocolError(wire.get("code", ErrorCode.INTERNAL.value), wire.get("message", ""),
+                         wire.get("detail") or {})
+
+
+def reroute(actor_id: str, why: str) -> ProtocolError:
+    """The refusal that sends a forwarded message back to be located again (not applied)."""
+    return ProtocolError(ErrorCode.UNAVAILABLE, f"{actor_id} {why}",
+                         {"actor": actor_id, "reroute": True})
+
+
+class Lines:
+    """The frames of a stream, one JSON object per line (None at the end of the stream)."""
+
+    def __init__(self, stream: trio.abc.ReceiveStream) -> None:
+        self._stream = stream
+        self._buffer = bytearray()
+        self._frames: list[dict[str, Any]] = []
+
+    async def next(self) -> dict[str, Any] | None:
+        """The next frame; ValueError for one that is not a JSON object or too long."""
+        while not self._frames:
+            chunk = await self._stream.receive_some(1 << 16)
+            if not chunk:
+                return None
+            self._buffer += chunk
+            end = self._buffer.rfind(b"\n")
+            if end < 0:
+                if len(self._buffer) > MAX_LINE:
+                    raise ValueError("a peer frame is longer than the limit")
+                continue
+            lines = bytes(self._buffer[:end]).split(b"\n")
+            del self._buffer[:end + 1]
+            for line in lines:
+                frame = json.loads(line)
+                if not isinstance(frame, dict):
+                    raise ValueError("a peer frame is not a JSON object")  # noqa: TRY004
+                self._frames.append(frame)
+            self._frames.reverse()
+        return self._frames.pop()
+
+
+class Outbox:
+    """Frames waiting to be sent on one connection; one writer task sends them, every
+    frame queued meanwhile in one write."""
+
+    def __init__(self) -> None:
+        self._frames: list[bytes] = []
+        self._queued = trio.Event()
+        self.closed = False
+
+    def put(self, frame: bytes) -> None:
+        """Queue `frame` (dropped once the connection is closed)."""
+        if not self.closed:
+            self._frames.append(frame)
+            self._queued.set()
+
+    def close(self) -> None:
+        """No more frames; the writer ends."""
+        self.closed = True
+        self._queued.set()
+
+    async def write_to(self, stream: trio.abc.SendStream) -> None:
+        """Send queued frames until closed (raises what the stream raises)."""
+        while True:
+            await self._queued.wait()
+            self._queued = trio.Event()
+            if self.closed:
+                return
+            frames, self._frames = self._frames, []
+            await stream.send_all(b"".join(frames))

@@ -1,0 +1,80 @@
+"""web/js/client.js (run by Node's built-in WebSocket) sends a request id on every request
+and, with `retry`, sends a write again with it after a dropped connection: applied once."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import trio
+
+from tests.server.test_client import Proxy
+from tests.server.ws_harness import running_server
+
+REPO = Path(__file__).resolve().parents[2]
+WORLD = "counter:js"
+SCRIPT = """
+import { Client } from "%(client)s";
+import * as readline from "node:readline";
+const input = readline.createInterface({ input: process.stdin });
+const lines = input[Symbol.asyncIterator]();
+const c = await Client.connect("%(url)s");
+await c.request("counter.create", "%(world)s");
+console.log("ready");
+await lines.next();  // the test holds the proxy, then cuts it while the write waits
+input.close();
+const first = await c.request("counter.add", "%(world)s", { amount: 9 }, { retry: true });
+const again = await c.request("counter.add", "%(world)s", { amount: 9 },
+                              { requestId: "js-1" });
+const twice = await c.request("counter.add", "%(world)s", { amount: 9 },
+                              { requestId: "js-1" });
+console.log(JSON.stringify({ first, again, twice, connections: c.connections }));
+c.close();
+"""
+
+
+def _node() -> str:
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    probe = subprocess.run([node, "--experimental-websocket", "-e",
+                            "process.exit(typeof WebSocket === 'function' ? 0 : 1)"],
+                           capture_output=True, check=False)
+    if probe.returncode != 0:
+        pytest.skip("this node has no WebSocket (node 20.10+ with --experimental-websocket)")
+    return node
+
+
+async def test_the_js_client_retries_a_write_with_its_request_id(
+        tmp_path: Path, nursery: trio.Nursery) -> None:
+    node = _node()
+    async with running_server(tmp_path / "data", open_mode=True) as srv:
+        proxy = Proxy(srv.port)
+        await nursery.start(proxy.run)
+        script = tmp_path / "retry.mjs"
+        script.write_text(SCRIPT % {"client": (REPO / "web" / "js" / "client.js").as_uri(),
+                                    "url": f"ws://127.0.0.1:{proxy.port}/ws", "world": WORLD})
+        proc = await trio.lowlevel.open_process([node, "--experimental-websocket", str(script)],
+                                                stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        assert proc.stdin is not None and proc.stdout is not None
+        out = b""
+        with trio.fail_after(30):
+            while b"ready\n" not in out:
+                out += await proc.stdout.receive_some()
+            proxy.hold()
+            await proc.stdin.send_all(b"go\n")
+            await trio.sleep(0.5)
+            proxy.cut()
+            while (chunk := await proc.stdout.receive_some()):
+                out += chunk
+            assert await proc.wait() == 0
+        result = json.loads(out.decode().splitlines()[-1])
+        assert result["first"] == {"total": 9, "adds": 1, "revision": 2}
+        assert result["again"] == {"total": 18, "adds": 2, "revision": 3}
+        assert result["twice"] == result["again"]
+        assert result["connections"] == 2
+        stored = await srv.state.directory.store.read(WORLD)
+        assert [e.data.get("amount") for e in stored] == [None, 9, 9]

@@ -1,0 +1,197 @@
+"""The ecosystem page in headless Chromium, against `petridish serve` in a subprocess: the
+form shows the server's refusal, a run's charts grow, its fields and food web draw, a
+patch from the page changes the food web, the scrubber shows generation 50 of the finished
+run, nothing scrolls sideways at 390 x 844, and the source label, named intent and
+contract conflicts of a model setup are shown."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+from playwright.sync_api import Page, expect
+
+from tests.ecosystem.conftest import FakeModel
+from tests.ecosystem.test_interpret import ANSWERS, HAPPY, REJECT, ROLES, span
+from tests.server.server_process import ServerProcess
+
+WAIT = 60_000  # ms
+POND = ("A quiet pond where algae bloom and snails graze", "A hungry pike stalks the snails",
+        "Keep all three alive")
+SPECIES = {"A": (47, 125, 91), "B": (59, 111, 182), "C": (176, 96, 44)}  # the page's colours
+
+
+def fill_form(page: Page, world: str, threat: str, reward: str) -> None:
+    page.fill("#world", world)
+    page.fill("#threat", threat)
+    page.fill("#reward", reward)
+
+
+def ink(page: Page, canvas: str) -> int:
+    """Pixels of `canvas` drawn in a species' colour (the lines, not the grid or labels)."""
+    return page.evaluate("""([sel, colours]) => {
+        const c = document.querySelector(sel);
+        const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+        let n = 0;
+        for (let i = 0; i < d.length; i += 4) {
+            if (d[i + 3] < 200) continue;
+            if (colours.some(([r, g, b]) => Math.abs(d[i] - r) + Math.abs(d[i + 1] - g)
+                                            + Math.abs(d[i + 2] - b) < 40)) n += 1;
+        }
+        return n;
+    }""", [canvas, list(SPECIES.values())])
+
+
+def painted(page: Page, plane: str) -> int:
+    """Cells of a heatmap plane drawn away from the background."""
+    return page.evaluate("""(plane) => {
+        const c = document.querySelector(`#heatmaps canvas[data-plane="${plane}"]`);
+        const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+        let n = 0;
+        for (let i = 0; i < d.length; i += 4) if (Math.abs(d[i] - 241) + Math.abs(d[i + 2] - 239) > 6) n += 1;
+        return n;
+    }""", plane)
+
+
+def fits(page: Page) -> bool:
+    return page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+
+
+def test_the_page_plays_patches_and_replays_a_run(browser, tmp_path: Path) -> None:
+    with ServerProcess(tmp_path / "data", "--open") as server:
+        # wait_for_function evaluates strings, which the page's CSP forbids (server/headers.py)
+        page = browser.new_page(viewport={"width": 1280, "height": 900}, bypass_csp=True)
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(f"{server.http_url}/ecosystem/")
+        fill_form(page, "x" * 141, *POND[1:])
+        expect(page.locator('.count[data-for="world"]')).to_have_text("141/140")
+        page.click("#create")
+        expect(page.locator('[data-error="world"]')).to_have_text(
+            "Invalid setup answers: world must be at most 140 characters", timeout=WAIT)
+        expect(page.locator("#live")).to_be_hidden()
+        fill_form(page, *POND)
+        page.fill("#run-name", "pagerun")
+        page.fill("#seed", "7")
+        page.select_option("#size", "16")
+        page.click("#create")
+        expect(page.locator('[data-error="world"]')).to_be_empty()
+        page.wait_for_function("window.ecosystemPage.generation === 0", timeout=WAIT)
+        expect(page.locator("#source-label")).to_have_text("deterministic fallback (keyword setup)")
+        # The food web of the rule graph: three species and the resource; the pike eats
+        # the snails, the snails the algae; algae and snails feed on the resource.
+        web = page.locator("#foodweb")
+        expect(web).to_have_attribute("data-version", "1")
+        assert web.locator(".node").count() == 4
+        eats = {(e.get_attribute("data-from"), e.get_attribute("data-to"))
+                for e in web.locator('.edge[data-kind="eats"]').all()}
+        assert eats == {("C", "B"), ("B", "A"), ("A", "R"), ("B", "R")}
+        assert web.locator('.edge[data-pair="A-C"]').count() == 0  # neutral
+        for plane in ("A", "B", "C", "resource"):
+            assert painted(page, plane) > 0, plane
+        # A patch from the page lands at the next generation and changes the food web.
+        page.select_option("#patch-kind", "pair")
+        page.select_option("#patch-target", "A-C")
+        page.select_option("#patch-value", "avoidance")
+        page.click("#patch")
+        expect(page.locator('[data-error="patch"]')).to_have_text(
+            "decision 0 accepted: it lands at generation 1", timeout=WAIT)
+        page.click("#step")
+        expect(web).to_have_attribute("data-version", "2", timeout=WAIT)
+        expect(web.locator('.edge[data-pair="A-C"][data-kind="avoidance"]')).to_have_count(1)
+        expect(page.locator("#happenings")).to_contain_text(
+            "generation 1: decision 0 (patch, immediate) (trigger immediate) applied")
+        # Played at the top speed, the charts grow as generations arrive.
+        page.fill("#speed", "30")
+        page.dispatch_event("#speed", "input")
+        page.click("#play")
+        page.wait_for_function("window.ecosystemPage.generation >= 20", timeout=WAIT)
+        seen = page.evaluate("window.ecosystemPage.generation")
+        before = ink(page, "#chart-biomass")
+        page.wait_for_function(f"window.ecosystemPage.generation >= {seen + 10}", timeout=WAIT)
+        page.wait_for_function(f"document.querySelector('#chart-biomass').dataset.generation"
+                               f" >= {seen + 10}", timeout=WAIT)
+        assert ink(page, "#chart-biomass") > before
+        assert ink(page, "#chart-population") > 0
+        expect(page.locator("#heatmaps")).not_to_have_attribute("data-generation", "0")
+        # The end: the score breakdown and the engine's reflection.
+        page.wait_for_function("window.ecosystemPage.generation === 180", timeout=WAIT)
+        expect(page.locator("#end")).to_be_visible(timeout=WAIT)
+        assert page.locator("#breakdown tbody tr").count() == 5
+        expect(page.locator("#reflection-label")).to_have_text("the engine's facts")
+        expect(page.locator("#facts")).to_contain_text("decision 0 (patch, accepted at 0)")
+        expect(page.locator("#controls")).to_be_hidden()
+        # The scrubber shows generation 50 of the finished run: its frame, fields and graph.
+        page.locator("#scrubber").fill("50")
+        expect(page.locator("#frame-figures")).to_contain_text("generation 50 ·", timeout=WAIT)
+        expect(page.locator("#heatmaps")).to_have_attribute("data-generation", "50")
+        expect(page.locator("#scrub-value")).to_have_text("50")
+        expect(page.locator("#timeline line[data-shown]")).to_have_attribute("data-shown", "50")
+        expect(web).to_have_attribute("data-version", "2")
+        for plane in ("A", "B", "resource"):
+            assert painted(page, plane) > 0, plane
+        page.click("#to-live")
+        expect(page.locator("#frame-figures")).to_contain_text("generation 180 ·", timeout=WAIT)
+        # The lobby links the run to this page.
+        page.goto(f"{server.http_url}/")
+        expect(page.locator('a[href="/ecosystem/?id=ecosystem%3Apagerun"]')).to_have_count(
+            1, timeout=WAIT)
+        assert not errors, errors
+        # On a phone: the form and the finished run fit the width.
+        phone = browser.new_page(viewport={"width": 390, "height": 844}, bypass_csp=True)
+        phone.on("pageerror", lambda exc: errors.append(str(exc)))
+        phone.goto(f"{server.http_url}/ecosystem/")
+        expect(phone.locator("#setup-form")).to_be_visible()
+        assert fits(phone)
+        phone.goto(f"{server.http_url}/ecosystem/?id=ecosystem:pagerun")
+        phone.wait_for_function("window.ecosystemPage.generation === 180", timeout=WAIT)
+        expect(phone.locator("#end")).to_be_visible(timeout=WAIT)
+        expect(phone.locator("#controls")).to_be_hidden()  # ended
+        assert fits(phone)
+        assert not errors, errors
+
+
+def test_the_page_shows_the_model_setup_its_intent_and_conflicts(
+        browser, tmp_path: Path, fake_model: FakeModel) -> None:
+    with ServerProcess(tmp_path / "data", "--open", "--model-url", fake_model.url,
+                       "--model", "fake-model", "--model-timeout", "5") as server:
+        # wait_for_function evaluates strings, which the page's CSP forbids (server/headers.py)
+        page = browser.new_page(viewport={"width": 1280, "height": 900}, bypass_csp=True)
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        # A mapping whose second span lies outside the threat: the labelled fallback, with
+        # the finite stage and code and our own contract message.
+        outside = {"organisms": [span("world", "algae", "A"),
+                                 {"slot": "B", "source": "threat", "start": 30, "end": 300}]}
+        fake_model.script = [outside]
+        page.goto(f"{server.http_url}/ecosystem/")
+        fill_form(page, ANSWERS["world"], ANSWERS["threat"], ANSWERS["reward"])
+        page.fill("#run-name", "fellback")
+        page.click("#create")
+        expect(page.locator("#source-label")).to_have_text(
+            "deterministic fallback (keyword setup)", timeout=WAIT)
+        expect(page.locator("#failure")).to_contain_text("failed at mapping: invalid_output")
+        expect(page.locator("#failure .conflicts")).to_have_text("organisms[1].end must be 31..39")
+        # Through the model: its label and the named intent.
+        fake_model.script = copy.deepcopy(HAPPY)
+        page.goto(f"{server.http_url}/ecosystem/")
+        fill_form(page, ANSWERS["world"], ANSWERS["threat"], ANSWERS["reward"])
+        page.fill("#run-name", "modelled")
+        page.click("#create")
+        expect(page.locator("#source-label")).to_have_text("set up by the model · 6 calls",
+                                                           timeout=WAIT)
+        expect(page.locator("#intent")).to_contain_text("C: pike (threat 9..13)")
+        # A persistent rejection: blocked, with its finite review focus; the form stays.
+        fake_model.script = copy.deepcopy(HAPPY[:4] + [REJECT, ROLES, HAPPY[3],
+                                                       {"verdict": "reject", "focus": "B"}])
+        page.goto(f"{server.http_url}/ecosystem/")
+        fill_form(page, ANSWERS["world"], ANSWERS["threat"], ANSWERS["reward"])
+        page.fill("#run-name", "blocked")
+        page.click("#create")
+        expect(page.locator("#source-label")).to_have_text("blocked by the fidelity review",
+                                                           timeout=WAIT)
+        expect(page.locator("#failure")).to_contain_text(
+            "failed at fidelity: not_approved · review focus B")
+        expect(page.locator("#intent")).to_contain_text("A: algae")
+        expect(page.locator("#setup-form")).to_be_visible()
+        assert fits(page) and not errors, errors

@@ -1,0 +1,51 @@
+"""The reflection in the model's words: one budgeted call; anything but `{"text": ...}`
+leaves the engine's facts standing alone, labelled with the finite failure."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from actors.ecosystem.events import Ended, Phrased, decode, encode
+from actors.ecosystem.model_client import ModelFailure, Usage
+from actors.ecosystem.phrase import MAX_TEXT, phrase
+
+ENDED = Ended({"total": 0.5, "components": {}}, {"source": "engine", "peaks": []})
+
+
+class Scripted:
+    """A client answering one scripted value (or raising a failure)."""
+
+    def __init__(self, answer: Any) -> None:
+        self.answer = answer
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    def complete(self, stage: str, system: str, user: dict[str, Any]) -> tuple[Any, Usage]:
+        self.calls.append((stage, user))
+        if isinstance(self.answer, ModelFailure):
+            raise self.answer
+        return self.answer, Usage(3, 4)
+
+
+def test_the_model_phrases_the_facts_once() -> None:
+    client = Scripted({"text": "  The snails held on.  "})
+    event = phrase(client, "m", ENDED)
+    assert event == Phrased("model", "The snails held on.", "m", None, 1)
+    assert client.calls == [("reflection", {"task": "phrase_reflection",
+                                            "facts": ENDED.reflection,
+                                            "score": ENDED.breakdown})]
+    assert decode(encode(event)) == event
+
+
+@pytest.mark.parametrize("answer, code", [
+    ({"text": ""}, "invalid_output"),
+    ({"text": "x" * (MAX_TEXT + 1)}, "invalid_output"),
+    ({"text": "fine", "extra": 1}, "invalid_output"),
+    ({"words": "fine"}, "invalid_output"),
+    (ModelFailure("reflection", "transport"), "transport"),
+    (ModelFailure("reflection", "invalid_json"), "invalid_json"),
+])
+def test_anything_else_leaves_the_facts_alone(answer: Any, code: str) -> None:
+    event = phrase(Scripted(answer), "m", ENDED)
+    assert event == Phrased("engine", None, None, {"stage": "reflection", "code": code}, 1)

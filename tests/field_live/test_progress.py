@@ -1,0 +1,37 @@
+"""Generation progress: the generator reports each stage from 0 to its end, in order, and
+the field's summary and refusals carry it while it runs."""
+
+from __future__ import annotations
+
+from actors.field import live, rules
+from actors.field.generate import generate_chunks, generate_scatter
+from protocol.ops.field import FieldCode
+
+
+def test_the_generator_reports_tiles_then_givens_to_the_end() -> None:
+    for make in (lambda p: generate_scatter(3, 30, p), lambda p: generate_chunks(3, 200, 1, 40, p)):
+        heard: list[tuple[str, int, int]] = []
+        field = make(lambda stage, done, planned, heard=heard: heard.append(
+            (stage, done, planned)))
+        stages = [h[0] for h in heard]
+        assert stages[0] == "tiles" and stages[-1] == "givens"
+        assert stages == sorted(stages, key=("tiles", "givens").index)  # tiles, then givens
+        for stage in ("tiles", "givens"):
+            done = [d for s, d, _ in heard if s == stage]
+            planned = {p for s, _, p in heard if s == stage}
+            assert done == sorted(done) and done[-1] in planned  # monotone, to its end
+        assert heard[-1][1] == heard[-1][2] >= len(field.manifest.tiles)
+        assert len(heard) <= 2 * (50 + 2) + 10  # about REPORTS a stage, not one per tile
+
+
+def test_progress_reads_as_a_share_in_the_summary_and_the_refusal() -> None:
+    p = live.Progress("givens", 40, 160)
+    assert (p.share, p.text()) == (0.625, "givens 40 of 160")
+    w = rules.Live("g", generating=True, progress=p)
+    assert rules.summary(w) == {"day": None, "state": "generating", "progress": p.to_json()}
+    refusal = rules.unready(w)
+    assert refusal is not None and refusal.code == FieldCode.GENERATING
+    assert refusal.detail["progress"] == {"stage": "givens", "done": 40, "planned": 160,
+                                          "share": 0.625}
+    assert "givens 40 of 160" in refusal.message
+    assert rules.view(w)["progress"]["share"] == 0.625

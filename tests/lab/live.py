@@ -1,0 +1,166 @@
+"""Test glue for the live lab: sources with known fates, births through the protocol (waiting
+out the validation that runs off the lab's task), a lab's stored stream, and polling a
+page under its own CSP (Playwright's wait_for_function evaluates strings, which the
+pages' script-src 'self' forbids; page.evaluate goes through the DevTools protocol)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from actors.lab.events import Born, encode
+from actors.lab.organism import organism_id
+from protocol.client import Client
+
+GOOD = """void main() {
+    vec2 uv = gl_FragCoord.xy / u_res;
+    fragColor = vec4(uv, 0.5 + 0.5 * sin(u_time), 1.0);
+}
+"""
+# Passes validate (glslang links one stage), fails the browser's link: the fragment
+# shader reads a varying the arena's vertex shader never writes.
+LINK_FAILS = """in vec2 v_uv;
+void main() {
+    float t = u_time * 0.5;
+    vec2 p = v_uv * 2.0 - 1.0;
+    fragColor = vec4(0.5 + 0.5 * sin(t + p.x * 3.0), 0.5 + 0.5 * cos(t + p.y * 2.0), 0.6, 1.0);
+}
+"""
+# Two nested 64-step loops: the validator's cost limit (4096) exactly, seconds per frame
+# on a software renderer.
+HEAVY = """void main() {
+    vec2 uv = gl_FragCoord.xy / u_res;
+    float a = 0.0;
+    for (int i = 0; i < 64; i++) {
+        for (int j = 0; j < 64; j++) {
+            float k = float(i * j) * 0.013 + u_time;
+            a += sin(k + uv.x * 7.0) * cos(uv.y * float(j) + a * 0.001);
+            a += pow(abs(sin(k * 1.7 + a)), 1.3) * exp(-abs(cos(k + uv.y))) - tan(k * 0.01);
+        }
+    }
+    fragColor = vec4(0.5 + 0.5 * sin(a), 0.5 + 0.5 * cos(a * 0.7), 0.5, 1.0);
+}
+"""
+# Compiles as it is; the judging page's instrumented copy (its main renamed to
+# pd_organism_main) collides with this global, so only the pristine retry draws it.
+INSTRUMENT_FAILS = """float pd_organism_main = 0.25;
+void main() {
+    vec2 uv = gl_FragCoord.xy / u_res;
+    fragColor = vec4(uv.x, pd_organism_main + 0.5 * sin(u_time), uv.y, 1.0);
+}
+"""
+# A panel the validator refuses (an image and a CSS url), as if it got past validation:
+# written straight into a store to check the arena's frame makes no request.
+BEACON_PANEL = """<div class="pd-beacon"><style>.pd-beacon{color:#eee;background:url(BEACON/css)}
+.pd-beacon p{font:16px sans-serif}</style><p>beacon</p>
+<img src="BEACON/img" alt=""><link rel="stylesheet" href="BEACON/link"></div>"""
+
+
+def variant(i: int) -> str:
+    """A distinct valid shader per `i`."""
+    return GOOD.replace("0.5 + 0.5", f"0.{i:03d} + 0.5")
+
+
+async def settled(c: Client, lab: str, oid: str, timeout: float = 30.0) -> dict[str, Any]:
+    """`lab.status` of `oid` once its validation is over."""
+    with trio.fail_after(timeout):
+        while True:
+            status = await c.request("lab.status", lab, {"id": oid})
+            if status["status"] != "validating":
+                return status
+            await trio.sleep(0.02)
+
+
+async def birth(c: Client, lab: str, code: str | None = None, track: str = "shader",
+                **extra: Any) -> dict[str, Any]:
+    """Offer a candidate (the owner's code, or a grammar child) and wait for its outcome:
+    the `lab.status` of the child (`alive`) or of the rejection (a duplicate's is the
+    offer's reply, `rejected`)."""
+    args = {"track": track, **extra, **({"code": code} if code is not None else {})}
+    offered = await c.request("lab.birth", lab, args)
+    if offered["status"] == "rejected":
+        return {**offered, "render_ok": False, "track": track}
+    return await settled(c, lab, offered["id"])
+
+
+async def born(c: Client, lab: str, n: int, track: str = "shader") -> list[str]:
+    """`n` new grammar children (a draw that repeats an organism is drawn again)."""
+    ids: list[str] = []
+    with trio.fail_after(60):
+        while len(ids) < n:
+            status = await birth(c, lab, track=track)
+            if status["status"] == "alive":
+                ids.append(status["id"])
+    return ids
+
+
+async def new_lab(c: Client, name: str, **args: Any) -> str:
+    """Create `lab:name` without a birth loop (unless `backlog` says otherwise)."""
+    await c.request("lab.create", f"lab:{name}", {"backlog": 0, **args})
+    return f"lab:{name}"
+
+
+async def stored(directory: Any, actor_id: str) -> list[dict[str, Any]]:
+    """The lab's stored events as JSON, oldest first."""
+    return [e.data for e in await directory.store.read(actor_id)]
+
+
+def born_record(code: str, track: str, t: int = 1) -> dict[str, Any]:
+    """The stored JSON of an organism born without validation (for a store written before
+    the server starts)."""
+    oid = organism_id(track, code)
+    return encode(Born(oid, track, code, "planted", (), None, "owner", "", None, None, t))
+
+
+def plant(data_dir: Path, actor_id: str, records: list[dict[str, Any]]) -> None:
+    """Append `records` to a data directory's store before a server opens it."""
+    from server.storage import SqliteEventStore
+
+    async def write() -> None:
+        async with SqliteEventStore.in_directory(data_dir) as store:
+            await store.append(actor_id, await store.revision(actor_id), records)
+
+    trio.run(write)
+
+
+def with_owner(server: Any, work: Any) -> Any:
+    """Run `await work(client)` with an owner client of a server subprocess."""
+    async def main() -> Any:
+        async with Client.connect(server.ws_url, server.owner_token) as c:
+            return await work(c)
+
+    return trio.run(main)
+
+
+def wait_js(page: Any, expression: str, timeout: float = 60.0) -> Any:
+    """Poll `expression` in `page` until it is truthy; its value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = page.evaluate(expression)
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{expression} stayed falsy for {timeout} s; the page said "
+                                 f"{page.text_content('#status')!r}")
+        time.sleep(0.05)
+
+
+def page_log(page: Any) -> dict[str, list[Any]]:
+    """Collect the page's requests (asked, finished, failed with why), console errors and
+    uncaught exceptions."""
+    log: dict[str, list[Any]] = {"requests": [], "finished": [], "failed": [], "errors": []}
+    page.on("request", lambda r: log["requests"].append(r.url))
+    page.on("requestfinished", lambda r: log["finished"].append(r.url))
+    page.on("requestfailed", lambda r: log["failed"].append((r.url, r.failure)))
+    page.on("pageerror", lambda e: log["errors"].append(str(e)))
+    page.on("console", lambda m: m.type == "error" and log["errors"].append(m.text))
+    return log
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON (for readable assertion messages)."""
+    return json.dumps(value, sort_keys=True)[:2000]

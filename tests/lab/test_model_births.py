@@ -1,0 +1,96 @@
+"""The birth loop through the server's model endpoint (`petridish serve --model-url`:
+`ServerConfig.model`, handed to every actor as `ActorContext.model`): the prompt is the contract then the labelled directive, the reply goes through
+`validate`, a failure is logged as a rejection, and a model that errs is waited out, not
+stored."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import trio
+
+from actors.ecosystem.endpoint import ModelEndpoint
+from actors.lab import actor as lab_actor
+from actors.lab.breed import generate
+from actors.lab.contract import contract_text
+from protocol.client import Client
+from tests.lab.live import new_lab, stored, variant
+from tests.server.ws_harness import running_server
+
+
+class FakeModel:
+    """A chat-completions server: the first `errors` requests fail with 500, then shaders
+    (every second one breaking the contract) and panels, by the prompt's track."""
+
+    def __init__(self, errors: int = 0) -> None:
+        self.prompts: list[str] = []
+        self.errors = errors
+        self.shaders = 0
+        panels = iter(code for _, code in generate("panel", 7, 50))
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                prompt = body["messages"][0]["content"]
+                fake.prompts.append(prompt)
+                n = len(fake.prompts)
+                if n <= fake.errors:
+                    self.send_response(500)
+                    self.end_headers()
+                    return
+                if prompt.startswith(contract_text("shader")):
+                    fake.shaders += 1
+                    code = variant(n) if fake.shaders % 2 else "uniform float u_x;\n" + variant(n)
+                    content = f"TITLE: Tide {n}\n```glsl\n{code}\n```"
+                else:
+                    content = f"```html\n{next(panels)}\n```"
+                data = json.dumps({"choices": [{"message": {"content": content}}]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *_: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+async def test_the_birth_loop_breeds_through_the_model(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(lab_actor, "MODEL_BACKOFF_MS", (100, 400))
+    fake = FakeModel(errors=2)
+    try:
+        endpoint = ModelEndpoint(fake.url, "fake-model", timeout=10.0)
+        async with running_server(tmp_path, model=endpoint) as srv, \
+                Client.connect(srv.ws_url, srv.owner_token) as owner:
+            lab = await new_lab(owner, "model", backlog=2)
+            with trio.fail_after(60):
+                while (await owner.request("lab.backlog", lab, {}))["total"] < 4:
+                    await trio.sleep(0.1)
+            events = await stored(srv.state.directory, lab)
+    finally:
+        fake.server.shutdown()
+    directives = {e["directive"]["id"]: e["directive"] for e in events
+                  if e["type"] == "directive_added"}
+    assert {d["track"] for d in directives.values()} == {"shader", "panel"}  # explored first
+    assert {d["origin"] for d in directives.values()} == {"explore"}
+    births = [e for e in events if e["type"] == "born"]
+    assert {e["source"] for e in births} == {"model"} and len(births) >= 4
+    for e in births:
+        d = directives[e["directive"]]
+        assert e["prompt"] == (contract_text(e["track"]) + "\nAesthetic directive (this is what "
+                               f"your result is judged on):\n{d['text']}\n")
+        assert e["genome"] is None and e["parents"] == []
+    assert all(e["prompt"] in fake.prompts for e in births)
+    rejected = [e for e in events if e["type"] == "rejected"]
+    assert rejected and {e["reason"] for e in rejected} == {"extra uniform"}
+    assert all(e["source"] == "model" for e in rejected)
+    # the two failed requests were waited out and never stored
+    assert len(fake.prompts) == 2 + len(births) + len(rejected)

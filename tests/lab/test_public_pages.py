@@ -1,0 +1,180 @@
+"""The public judging page and the gallery in headless Chromium against a server
+subprocess: an unproven organism reaches a judge only as the one canary of a pair; the
+instrumented copy is compiled first and the pristine source once more where it fails; a
+stranger's failure is a strike, never an error or a death; u_audio is nonzero while the
+voice plays (read back from the page); votes; the gallery's live cards, lineage and a
+visitor cross."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.lab.live import (
+    INSTRUMENT_FAILS,
+    LINK_FAILS,
+    birth,
+    born,
+    new_lab,
+    page_log,
+    variant,
+    wait_js,
+    with_owner,
+)
+from tests.server.server_process import ServerProcess
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    with ServerProcess(tmp_path_factory.mktemp("public") / "data") as srv:
+        yield srv
+
+
+def proven_lab(server, name: str, canary: str | None) -> tuple[str, list[str], str | None]:
+    """Two proven shaders and, if given, one unproven `canary` source."""
+    async def setup(c):
+        lab = await new_lab(c, name)
+        proven = [(await birth(c, lab, variant(i)))["id"] for i in (1, 2)]
+        for oid in proven:
+            await c.request("lab.ok", lab, {"id": oid})
+        unproven = (await birth(c, lab, canary))["id"] if canary else None
+        return lab, proven, unproven
+
+    return with_owner(server, setup)
+
+
+def judge(browser, server, lab: str, viewport=None):
+    page = browser.new_page(viewport=viewport or {"width": 1280, "height": 900})
+    log = page_log(page)
+    page.goto(f"{server.http_url}/lab/judge.html?id={lab}")
+    return page, log
+
+
+def test_a_canary_drawn_only_by_the_pristine_retry_is_proven_by_a_judge(browser, server) -> None:
+    lab, proven, canary = proven_lab(server, "retry", INSTRUMENT_FAILS)
+    page, log = judge(browser, server, lab)
+    wait_js(page, "labJudge.phase === 'voting'")
+    state = page.evaluate("labJudge")
+    pair = state["pairs"][0]
+    assert pair["canary"] == canary and {pair["left"], pair["right"]} - {canary} <= set(proven)
+    attempts = {a["id"]: a for a in state["attempts"]}
+    assert attempts[canary] == {"id": canary, "instrumented": "failed", "pristine": "ok"}
+    assert all(attempts[p] == {"id": p, "instrumented": "ok", "pristine": None}
+               for p in {pair["left"], pair["right"]} - {canary})
+    assert state["reports"] == [{"id": canary, "ok": True, "verdict": "proven"}]
+    status = with_owner(server, lambda c: c.request("lab.status", lab, {"id": canary}))
+    assert status["render_ok"] and status["status"] == "alive"
+    key = page.evaluate("localStorage.getItem('pdg.lab.client_key')")
+    assert len(key) == 32
+    # the judge votes by keyboard; the vote counts under the key this browser keeps
+    page.keyboard.press("ArrowLeft")
+    wait_js(page, "labJudge.votes === 1")
+    assert with_owner(server, lambda c: c.request("lab.info", lab, {}))["votes"] == 1
+    page.reload()
+    assert page.evaluate("localStorage.getItem('pdg.lab.client_key')") == key
+    assert not log["errors"], log["errors"]
+    page.close()
+
+
+def test_a_judge_never_kills_and_only_reports(browser, server) -> None:
+    lab, _, canary = proven_lab(server, "stranger", LINK_FAILS)
+    page, log = judge(browser, server, lab)
+    report = wait_js(page, "labJudge.reports[0] && labJudge.reports[0].verdict && labJudge.reports[0]")
+    assert report == {"id": canary, "ok": False, "verdict": "struck"}
+    attempts = next(a for a in page.evaluate("labJudge.attempts") if a["id"] == canary)
+    assert attempts == {"id": canary, "instrumented": "failed", "pristine": "failed"}
+    status = with_owner(server, lambda c: c.request("lab.status", lab, {"id": canary}))
+    assert (status["status"], status["reason"], status["render_ok"]) == ("alive", None, False)
+    api = {u.split("?")[0].rsplit("/api/", 1)[1] for u in log["requests"] if "/api/" in u}
+    assert api == {"pub/seen"}  # never /api/invalid or /api/ok
+    page.close()
+
+
+def test_u_audio_follows_the_voice_while_it_plays(browser, server) -> None:
+    lab, _, _ = proven_lab(server, "voice", None)
+    page, log = judge(browser, server, lab)
+    wait_js(page, "labJudge.phase === 'voting'")
+    assert page.evaluate("labJudge.audio()") == [0, 0, 0, 0]  # silent until played
+    page.click("#play")
+    levels = wait_js(page, "(() => { const a = labJudge.audio(); "
+                           "return a.some((x) => x > 0) ? a : null; })()", timeout=20)
+    assert all(0 <= x <= 1 for x in levels) and levels[0] > 0, levels
+    bands = set()
+    for _ in range(40):  # overall, bass, mid, high each move while the voice speaks
+        bands |= {i for i, x in enumerate(page.evaluate("labJudge.audio()")) if x > 0}
+        page.wait_for_timeout(50)
+    assert bands == {0, 1, 2, 3}
+    assert "/lab/voice.ogg" in " ".join(log["finished"])
+    page.click("#play")  # pause: zero again
+    wait_js(page, "labJudge.audio().every((x) => x === 0)")
+    page.close()
+
+
+def test_the_gallery_shows_judged_organisms_live_with_lineage_and_a_visitor_cross(
+        browser, server) -> None:
+    async def setup(c):
+        lab = await new_lab(c, "gallery")
+        ids = await born(c, lab, 3)
+        for oid in ids:
+            await c.request("lab.ok", lab, {"id": oid})
+        child = (await born(c, lab, 1))[0]  # a grammar child of proven parents
+        await c.request("lab.ok", lab, {"id": child})
+        for k in range(8):
+            pair = await c.request("lab.public_pair", lab, {"client_key": f"g{k}"})
+            await c.request("lab.vote", lab, {"pair": pair["pair"], "client_key": f"g{k}",
+                                              "winner": pair["left"]["id"]})
+        return lab, (await c.request("lab.gallery", lab, {}))["organisms"]
+
+    lab, shown = with_owner(server, setup)
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    log = page_log(page)
+    page.goto(f"{server.http_url}/lab/gallery.html?id={lab}")
+    wait_js(page, "labGallery.phase === 'live'")
+    ids = [o["id"] for o in shown]
+    assert page.evaluate("labGallery.shown") == ids and ids  # by rating, each compiled
+    page.wait_for_timeout(500)
+    lit = page.evaluate("""[...document.querySelectorAll('.card canvas')].map((c) => {
+        const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+        let n = 0; for (let i = 0; i < d.length; i += 4) n += d[i] + d[i + 1] + d[i + 2];
+        return n > 0; })""")
+    assert lit == [True] * len(ids)  # every card drawn live
+    with_parents = next(o for o in shown if o["parents"])
+    card = page.locator(f'.card[data-id="{with_parents["id"]}"]')
+    card.locator("summary").click()
+    wait_js(page, f"document.querySelectorAll('.card[data-id=\"{with_parents['id']}\"] "
+                  "li').length >= 2")
+    assert with_parents["parents"][0] in card.locator("ol").text_content()
+    a, b = ids[0], ids[1]
+    page.locator(f'.card[data-id="{a}"] button[data-slot="a"]').click()
+    page.locator(f'.card[data-id="{b}"] button[data-slot="b"]').click()
+    page.click("#cross")
+    crossed = wait_js(page, "labGallery.crosses[0] && labGallery.crosses[0].status")
+    entry = page.evaluate("labGallery.crosses[0]")
+    assert crossed == "alive", entry
+
+    async def lineage(c):
+        return await c.request("lab.lineage", lab, {"id": entry["id"], "depth": 1})
+
+    child = with_owner(server, lineage)["ancestors"][0]
+    assert child["parents"] == [a, b] and child["source"] == "cross"
+    assert not child["render_ok"]  # born unproven
+    assert "born, unproven" in page.text_content("#cross-result")
+    assert not log["errors"], log["errors"]
+    page.close()
+
+
+@pytest.mark.parametrize("path", ["judge.html", "gallery.html", "index.html"])
+def test_the_public_pages_fit_a_phone(browser, server, path) -> None:
+    lab, _, _ = proven_lab(server, f"phone-{path.split('.')[0]}", None)
+    page = browser.new_page(viewport={"width": 390, "height": 844})
+    log = page_log(page)
+    page.goto(f"{server.http_url}/lab/{path}?id={lab}")
+    wait_js(page, "document.getElementById('status').dataset.state === 'live'")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    if path == "judge.html":
+        wait_js(page, "labJudge.phase === 'voting'")
+        left, right = (page.locator(f"#{s} .stage").bounding_box() for s in ("left", "right"))
+        assert left["y"] + left["height"] <= right["y"] and right["width"] <= 390
+    assert not log["errors"], log["errors"]
+    page.close()

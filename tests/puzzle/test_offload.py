@@ -1,0 +1,64 @@
+"""A hint is searched off the room's task: the room answers moves while its hint runs (in a
+worker process, or a thread), a second hint meanwhile is `searching`, and a room that stops
+before its hint ends refuses it `unavailable` (a deferred answer is never left hanging)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import trio
+
+from actors.puzzle import WORLD
+from actors.puzzle.actor import PuzzleActor
+from actors.puzzle.level import parse_level
+from actors.puzzle.pack import pack_of
+from actors.puzzle.share import make_link
+from actors.runtime import ActorKind, Call, open_directory
+from actors.runtime.mailbox import Pending
+from actors.store import MemoryEventStore
+from protocol.errors import ProtocolError
+from protocol.ops import puzzle as ops
+from tests.puzzle.boards import crowd_level
+
+ROOM = "puzzle:off"
+
+
+def call(op: str, args: Any) -> Call:
+    return Call(op, args, "agent", "ann")
+
+
+@pytest.mark.parametrize("in_process", [True, False], ids=["process", "thread"])
+async def test_the_room_answers_moves_while_its_hint_runs(in_process: bool,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(PuzzleActor, "search_in_process", in_process)
+    link = make_link(pack_of(parse_level(crowd_level())))
+    async with open_directory(MemoryEventStore(), [ActorKind.of(WORLD)]) as directory:
+        view = await directory.ask(ROOM, call("puzzle.create", ops.CreateArgs(link=link)))
+        hint = Pending()
+        await directory.deliver(ROOM, call("puzzle.hint", ops.HintArgs(1000)), hint)
+        with pytest.raises(ProtocolError) as busy:
+            await directory.ask(ROOM, call("puzzle.hint", ops.HintArgs(100)))
+        assert busy.value.code == "searching"
+        moved = await directory.ask(ROOM, call("puzzle.move", ops.MoveArgs(
+            "right", view.revision)))
+        assert moved.room.revision == 2 and not hint.done.is_set(), "answered during the search"
+        with trio.fail_after(30):
+            await hint.done.wait()
+        assert hint.error is None and hint.value.status == "unknown"
+        assert hint.value.revision == 1, "the hint names the board it searched"
+
+
+async def test_a_room_that_stops_refuses_its_pending_hint() -> None:
+    link = make_link(pack_of(parse_level(crowd_level())))
+    async with open_directory(MemoryEventStore(), [ActorKind.of(WORLD)]) as directory:
+        await directory.ask(ROOM, call("puzzle.create", ops.CreateArgs(link=link)))
+        hint = Pending()
+        await directory.deliver(ROOM, call("puzzle.hint", ops.HintArgs(2000)), hint)
+        await trio.sleep(0.1)
+        actor = directory.alive(ROOM)
+        assert actor is not None
+        actor.stop()
+        with trio.fail_after(10):
+            await hint.done.wait()
+        assert hint.error is not None and hint.error.code == "unavailable"

@@ -1,0 +1,245 @@
+"""The puzzle pages in headless Chromium against a real server process: the player page draws
+the board, keys move YOU (the pixels where YOU was and is change), Z undoes, a win shows the
+banner, a second page watches live and replays with the slider, a share link opens the same
+level in a fresh page; at 390x844 the board fits and swipes move; the editor saves a level
+that the server validates and the solver solves."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from playwright.sync_api import Page, expect
+
+from actors.puzzle.catalog import bundled
+from actors.puzzle.words import NOUNS, WORDS
+from server.auth import TokenStore
+from tests.server.server_process import ServerProcess
+
+WAIT = 30_000  # ms
+BG = [27, 31, 37, 255]  # render.js BOARD_BG
+
+
+def _pixel(page: Page, x: int, y: int) -> list[int]:
+    return page.evaluate(f"window.puzzlePage.pixelAt({x}, {y})")
+
+
+def _revision(page: Page, rev: int) -> None:
+    expect(page.locator("#board")).to_have_attribute("data-revision", str(rev), timeout=WAIT)
+
+
+def _errors(page: Page) -> list[str]:
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    return errors
+
+
+def _start(page: Page, url: str) -> None:
+    page.goto(url)
+    _revision(page, 1)
+    page.wait_for_function("window.puzzlePage.canPlay", timeout=WAIT)
+
+
+def test_the_player_page_plays_watches_replays_and_shares(browser: Any, tmp_path: Path) -> None:
+    solution = bundled("starter").levels[0].solution or ""
+    tokens = TokenStore(tmp_path / "data")
+    ann, bob = tokens.create("agent", "ann"), tokens.create("agent", "bob")
+    with ServerProcess(tmp_path / "data") as server:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        errors = _errors(page)
+        _start(page, f"{server.http_url}/puzzle/?pack=starter&level=first-steps&token={ann}")
+        room = page.evaluate("window.puzzlePage.room")
+        assert page.evaluate("location.search") == f"?id={room.replace(':', '%3A')}"
+        vocabulary = page.evaluate("""async () => {
+            const r = await import("/puzzle/render.js");
+            return [r.NOUNS, r.WORDS, Object.keys(r.NOUN_STYLE)];
+        }""")
+        assert vocabulary == [list(NOUNS), list(WORDS), list(NOUNS)]
+        expect(page.locator("#rules")).to_contain_text("baba is you")
+        expect(page.locator("#levels li.current")).to_have_text("First steps")
+        baba, empty = _pixel(page, 1, 2), _pixel(page, 2, 2)
+        assert baba != BG and empty == BG, "YOU drawn on its cell, the next cell empty"
+
+        watcher = browser.new_page(viewport={"width": 1000, "height": 800})
+        watch_errors = _errors(watcher)
+        watcher.goto(f"{server.http_url}/puzzle/?id={room}")
+        _revision(watcher, 1)
+        expect(watcher.locator("body")).to_have_class("watching")
+        assert not watcher.evaluate("window.puzzlePage.canPlay")
+
+        page.keyboard.press("ArrowRight")
+        _revision(page, 2)
+        assert _pixel(page, 1, 2) == BG and _pixel(page, 2, 2) != BG, "YOU moved right"
+        expect(page.locator("#moves")).to_have_text("1 move")
+        _revision(watcher, 2)  # the watcher follows live
+        page.keyboard.press("z")
+        _revision(page, 3)
+        assert _pixel(page, 1, 2) == baba and _pixel(page, 2, 2) == BG, "Z undid the move"
+        for letter in solution:
+            page.keyboard.press({"r": "d", "l": "a", "u": "w", "d": "s"}[letter])
+        _revision(page, 3 + len(solution))
+        banner = page.locator("#banner")
+        expect(banner).to_be_visible()
+        expect(banner).to_have_attribute("data-kind", "win")
+        expect(page.locator("#banner-text")).to_contain_text(f"Solved in {len(solution)} moves")
+        expect(page.locator("#leaders")).to_contain_text("ann", timeout=WAIT)
+
+        # The finished room replayed on the watcher's slider.
+        _revision(watcher, 3 + len(solution))
+        expect(watcher.locator("#banner")).to_be_visible()
+        watcher.evaluate("window.puzzlePage.scrub(0)")
+        expect(watcher.locator("#board")).to_have_attribute("data-move", "0", timeout=WAIT)
+        assert _pixel(watcher, 1, 2) == baba and _pixel(watcher, 5, 2) == BG
+        watcher.evaluate(f"window.puzzlePage.scrub({len(solution) - 1})")
+        expect(watcher.locator("#board")).to_have_attribute("data-move", str(len(solution) - 1),
+                                                            timeout=WAIT)
+        assert _pixel(watcher, 1, 2) == BG and _pixel(watcher, 5, 2) != BG
+        watcher.click("#live")
+        expect(watcher.locator("#board")).to_have_attribute("data-mode", "live")
+
+        # Share: the link opens the same level in a fresh page (a new room of its own).
+        page.click("#share")
+        link = page.locator("#share-link")
+        expect(link).to_be_visible()
+        url = link.input_value()
+        assert url.startswith(f"{server.http_url}/puzzle/?link=pd1.")
+        fresh = browser.new_context().new_page()
+        fresh_errors = _errors(fresh)
+        _start(fresh, f"{url}&token={bob}")
+        mine, theirs = page.evaluate("window.puzzlePage.view"), fresh.evaluate(
+            "window.puzzlePage.view")
+        assert fresh.evaluate("window.puzzlePage.room") != room
+        assert theirs["level_id"] == "first-steps" and theirs["moves"] == ""
+        start = watcher.evaluate(f"""async () => (await (await import("/js/client.js"))
+            .Client.connect()).request("puzzle.history", "{room}", {{move: 0}})""")
+        assert theirs["board"]["objects"] == start["board"]["objects"]
+        assert mine["title"] == theirs["title"]
+        assert not errors and not watch_errors and not fresh_errors, (errors, watch_errors,
+                                                                      fresh_errors)
+
+
+def _swipe(page: Page, x: float, y: float, dx: float, dy: float) -> None:
+    """A one-finger swipe, as touch events (Chromium turns them into pointer events)."""
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": [{"x": x, "y": y}]})
+    for k in range(1, 6):
+        cdp.send("Input.dispatchTouchEvent", {"type": "touchMove", "touchPoints": [
+            {"x": x + dx * k / 5, "y": y + dy * k / 5}]})
+    cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
+
+
+def test_on_a_phone_the_board_fits_and_swipes_move(browser: Any, tmp_path: Path) -> None:
+    with ServerProcess(tmp_path / "data", "--open") as server:
+        context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True,
+                                      is_mobile=True, device_scale_factor=2)
+        page = context.new_page()
+        errors = _errors(page)
+        _start(page, f"{server.http_url}/puzzle/?pack=starter&level=walls")
+        box = page.locator("#board").bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390
+        assert box["y"] + box["height"] <= 844 and box["width"] >= 200
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        view = page.evaluate("window.puzzlePage.view")
+        (you,) = [o for o in view["board"]["objects"] if o["id"] in view["board"]["you"]]
+        x, y = you["x"], you["y"]
+        before = _pixel(page, x, y)
+        _swipe(page, box["x"] + box["width"] / 2, box["y"] + box["height"] / 2, 0, -80)
+        _revision(page, 2)
+        assert _pixel(page, x, y) != before and _pixel(page, x, y - 1) == before, "swiped up"
+        page.locator("#pad .down").tap()
+        _revision(page, 3)
+        assert _pixel(page, x, y) == before, "the pad's down button moved it back"
+        assert not errors, errors
+
+
+def _click_cell(page: Page, x: int, y: int, button: str = "left") -> None:
+    box = page.locator("#editor-board").bounding_box()
+    cell = page.evaluate("window.editorPage.cell")
+    page.mouse.click(box["x"] + (x + 0.5) * cell, box["y"] + (y + 0.5) * cell, button=button)
+
+
+def _server_side(url: str, pack: str, level_id: str) -> dict[str, Any]:
+    """What the server makes of the saved level: its check, a fresh solve, and a room of
+    the installed pack played with the recorded solution."""
+    import trio
+
+    from protocol.client import Client
+
+    async def run() -> dict[str, Any]:
+        async with Client.connect(url) as c:
+            to = f"puzzlepack:{pack}"
+            saved = (await c.request("puzzlepack.level", to, {"level": level_id}))["level"]
+            check = await c.request("puzzlepack.check", to, {"level": saved})
+            solve = await c.request("puzzlepack.solve", to, {"level": saved, "budget_ms": 8000})
+            room = await c.request("puzzle.create", "puzzle:from-editor",
+                                   {"installed": pack, "level": level_id})
+            rev = room["revision"]
+            for letter in saved["solution"]:
+                reply = await c.request("puzzle.move", "puzzle:from-editor", {
+                    "dir": {"u": "up", "d": "down", "l": "left", "r": "right",
+                            "s": "wait"}[letter], "expected_revision": rev})
+                rev = reply["room"]["revision"]
+            return {"saved": saved, "check": check, "solve": solve, "won": reply["room"]["won"]}
+
+    return trio.run(run)
+
+
+def test_the_editor_saves_a_level_the_server_validates_and_solves(browser: Any,
+                                                                   tmp_path: Path) -> None:
+    with ServerProcess(tmp_path / "data", "--open") as server:
+        page = browser.new_page(viewport={"width": 1280, "height": 1000})
+        errors = _errors(page)
+        page.goto(f"{server.http_url}/puzzle/editor.html")
+        expect(page.locator("#status")).to_contain_text("live", timeout=WAIT)
+        page.fill("#width", "7")
+        page.locator("#width").dispatch_event("change")
+        page.fill("#height", "5")
+        page.locator("#height").dispatch_event("change")
+        page.fill("#level-id", "made")
+        for word, x, y in (("baba", 0, 0), ("is", 1, 0), ("you", 2, 0), ("flag", 0, 4),
+                           ("is", 1, 4), ("win", 2, 4)):
+            page.click(f'#words button[data-word="{word}"]')
+            _click_cell(page, x, y)
+        for noun, x, y in (("baba", 1, 2), ("flag", 5, 2)):
+            page.click(f'#nouns button[data-noun="{noun}"]')
+            _click_cell(page, x, y)
+        level = page.evaluate("window.editorPage.level")
+        assert (level["width"], level["height"], len(level["objects"]), len(level["text"])) == (
+            7, 5, 2, 6)
+
+        # A bad thing (through the JSON box): the server's diagnostic shows beside its cell.
+        level["objects"].append({"id": "frog1", "noun": "frog", "x": 3, "y": 1})
+        page.click("summary")
+        page.fill("#json", __import__("json").dumps(level))
+        page.click("#apply-json")
+        page.click("#validate")
+        mark = page.locator('#marks .mark[data-cell="3,1"]')
+        expect(mark).to_contain_text('objects[2].noun: unknown noun "frog"', timeout=WAIT)
+        expect(page.locator("#diagnostics li")).to_have_count(1)
+        _click_cell(page, 3, 1, button="right")  # right-click removes it
+        page.click("#validate")
+        expect(page.locator("#message")).to_contain_text("valid · rules: baba is you, flag is win",
+                                                         timeout=WAIT)
+        expect(page.locator("#marks .mark")).to_have_count(0)
+
+        page.click("#solve")
+        expect(page.locator("#solver")).to_have_attribute("data-status", "solved", timeout=WAIT)
+        solution = page.evaluate("window.editorPage.level.solution")
+        assert solution
+        page.click("#save")
+        expect(page.locator("#message")).to_contain_text("saved into My pack", timeout=WAIT)
+        expect(page.locator("#pack-levels li")).to_contain_text(f"solved in {len(solution)}")
+        pack = page.evaluate("window.editorPage.pack")
+
+        found = _server_side(server.ws_url, pack, "made")
+        assert found["saved"]["solution"] == solution and found["check"]["ok"]
+        assert found["check"]["diagnostics"] == [] and found["solve"]["status"] == "solved"
+        assert found["won"], "the recorded solution wins in a room of the installed pack"
+
+        page.click("#publish")
+        link = page.locator("#share-link")
+        expect(link).to_be_visible(timeout=WAIT)
+        fresh = browser.new_context().new_page()
+        _start(fresh, link.input_value())
+        assert fresh.evaluate("window.puzzlePage.view.level_id") == "made"
+        assert not errors, errors

@@ -1,0 +1,93 @@
+"""Request ids: a retried write is answered with its first result and applied once, across
+batches, restarts and reloads (its receipt is stored with its events); a fenced append
+stops the actor without applying anything; a placement redelivers what a stopped actor
+did not apply."""
+
+from __future__ import annotations
+
+import trio
+
+from actors import counter
+from actors.runtime import Call, RuntimeConfig
+from actors.runtime.directory import ActorKind, open_directory
+from actors.runtime.mailbox import ActorStopped, Pending
+from actors.store import MemoryEventStore, Receipt
+from protocol.errors import ErrorCode
+from protocol.ops.counter import AddArgs, CreateArgs
+
+KINDS = [ActorKind.of(counter.WORLD)]
+WORLD = "counter:c"
+
+
+def add(amount: int, request_id: str | None = None) -> Call:
+    return Call("counter.add", AddArgs(amount), "agent", "ann", request_id)
+
+
+async def test_a_retry_gets_the_first_result_and_changes_nothing() -> None:
+    store = MemoryEventStore()
+    async with open_directory(store, KINDS) as d:
+        await d.ask(WORLD, Call("counter.create", CreateArgs(), "agent", "ann"))
+        first = await d.ask(WORLD, add(5, "r1"))
+        await d.ask(WORLD, add(1))
+        again = await d.ask(WORLD, add(5, "r1"))
+        assert again == {"total": 5, "adds": 1, "revision": 2}  # the first reply, as JSON
+        assert (first.total, first.revision) == (5, 2)
+        assert (await d.ask(WORLD, Call("counter.get", None, "agent", "ann"))).total == 6
+    assert await store.receipts(WORLD) == [Receipt(2, "r1", {"total": 5, "adds": 1,
+                                                              "revision": 2})]
+    assert len(await store.read(WORLD)) == 3
+
+
+async def test_retries_in_the_same_batch_apply_once() -> None:
+    store = MemoryEventStore()
+    async with open_directory(store, KINDS) as d:
+        await d.ask(WORLD, Call("counter.create", CreateArgs(), "agent", "ann"))
+        actor = await d.get(WORLD)
+        answers = [Pending() for _ in range(4)]
+        for pending in answers:  # all in the mailbox before the actor runs: one batch
+            actor.send(add(7, "same"), pending)
+        for pending in answers:
+            await pending.done.wait()
+        revisions = {p.value.revision if hasattr(p.value, "revision") else p.value["revision"]
+                     for p in answers}
+        assert revisions == {2}
+    assert [e.data.get("amount") for e in await store.read(WORLD)] == [None, 7]
+
+
+async def test_receipts_survive_a_reload_and_are_forgotten_past_the_window() -> None:
+    store = MemoryEventStore()
+    async with open_directory(store, KINDS, config=RuntimeConfig(receipt_window=3)) as d:
+        await d.ask(WORLD, Call("counter.create", CreateArgs(), "agent", "ann"))
+        await d.ask(WORLD, add(1, "old"))
+    async with open_directory(store, KINDS, config=RuntimeConfig(receipt_window=3)) as d:
+        assert await d.ask(WORLD, add(1, "old")) == {"total": 1, "adds": 1, "revision": 2}
+        for k in range(3):
+            await d.ask(WORLD, add(10, f"new{k}"))
+        # 3 revisions later "old" is out of the window: the same id is a new write now
+        assert (await d.ask(WORLD, add(1, "old"))).revision == 6
+    async with open_directory(store, KINDS, config=RuntimeConfig(receipt_window=3)) as d:
+        assert await d.ask(WORLD, add(10, "new2")) == {"total": 31, "adds": 4, "revision": 5}
+        assert (await d.ask(WORLD, add(10, "new0"))).revision == 7  # out of the window
+
+
+async def test_a_fenced_append_stops_the_actor_and_applies_nothing() -> None:
+    store = MemoryEventStore()
+    other = MemoryEventStore(sharing=store)
+    async with open_directory(store, KINDS) as d:
+        await store.claim(WORLD)
+        await d.ask(WORLD, Call("counter.create", CreateArgs(), "agent", "ann"))
+        actor = await d.get(WORLD)
+        await other.claim(WORLD)  # another process took the world over
+        try:
+            await d.ask(WORLD, add(3, "z"))
+        except ActorStopped as error:
+            assert error.code == ErrorCode.UNAVAILABLE
+            assert "moved to another process" in error.message
+        else:
+            raise AssertionError("the fenced write was answered")
+        with trio.fail_after(5):
+            while not actor.stopped:
+                await trio.sleep(0.01)
+    assert [e.rev for e in await store.read(WORLD)] == [1]
+    assert await store.receipts(WORLD) == []
+    assert store.statistics().fenced == 1
