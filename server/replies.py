@@ -19,11 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from actors.runtime.mailbox import Pending
 from protocol.convert import unstructure
 from protocol.envelope import encode_error, encode_result
 from protocol.errors import ErrorCode, ProtocolError
 
 if TYPE_CHECKING:
+    from server.budgets import Account, Ledger
     from server.creations import Ticket
     from server.session import Session
 
@@ -86,6 +88,20 @@ class RequestAnswer:
         self.session.server.deadlines.forget(self)
         self.session.outbox.force(frame)
         self.session.inflight.release()
+
+
+class Charged(Pending):
+    """The answer slot of an ask whose server time is charged to `account` (the MCP
+    endpoint's asks; a websocket request's `RequestAnswer` charges its session)."""
+
+    def __init__(self, ledger: Ledger, account: Account | None) -> None:
+        super().__init__()
+        self.ledger = ledger
+        self.account = account
+
+    def charge(self, seconds: float) -> None:
+        """The world spent `seconds` on the ask."""
+        self.ledger.charge(self.account, seconds, trio.current_time())
 
 
 class Deadlines:

@@ -273,9 +273,12 @@ class Directory:
 
         self._nursery.start_soon(run)
 
-    async def ask(self, actor_id: str, message: Any, timeout: float | None = None) -> Any:
-        """Deliver `message` and wait for its answer (see `Actor.ask` for the refusals)."""
-        pending = Pending()
+    async def ask(self, actor_id: str, message: Any, timeout: float | None = None,
+                  answer: Pending | None = None) -> Any:
+        """Deliver `message` and wait for its answer (see `Actor.ask` for the refusals);
+        `answer` is the slot to wait on, when the caller brings its own (one that charges
+        what the message cost: actors/runtime/base.py)."""
+        pending = answer if answer is not None else Pending()
         await self.deliver(actor_id, message, pending)
         limit = self.config.ask_timeout if timeout is None else timeout
         return await wait_answer(pending, limit, actor_id)

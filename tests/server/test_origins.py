@@ -65,6 +65,7 @@ async def test_allowed_origins_may_use_the_server(tmp_path: Path) -> None:
     async with running_server(tmp_path, allowed_origins=allowed) as srv:
         assert await _ws(srv.port, "https://game.example") == 101
         assert await _ws(srv.port, "https://other.example") == 403
+        assert await _mcp(srv.url, "https://game.example") == 200
         assert await _mcp(srv.url, "https://other.example") == 403
     async with running_server(tmp_path, allowed_origins=frozenset({"*"})) as srv:
         assert await _ws(srv.port, "https://other.example") == 101
