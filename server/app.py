@@ -34,10 +34,11 @@ from actors.store import EventStore
 from protocol.errors import ProtocolError
 from protocol.registry import Registry
 from protocol.roles import ROLES
-from server import watchdog, worlds
+from server import admin, watchdog, worlds
 from server.auth import TokenStore
 from server.budgets import Ledger, address_key, over_budget
 from server.config import ServerConfig
+from server.console import ServerConsole
 from server.creations import Creations
 from server.headers import SecurityHeaders
 from server.lab_routes import lab_routes
@@ -318,7 +319,8 @@ async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = Non
 
     `kinds` and `registry` default to every world and op of `server/worlds.py`; tests
     pass their own to host test-only actors, and their own `clock` (ms since the epoch)
-    to move the day.
+    to move the day. The owner's console (`admin:main`) is always hosted, attached to
+    this server.
     """
     tokens = TokenStore(config.data_dir)
     owner_token = tokens.ensure_owner_token()
@@ -338,8 +340,11 @@ async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = Non
             assert isinstance(store, PostgresEventStore)
             node = await stack.enter_async_context(join(config, store, registry, observer))
             node.instrument(metrics)
+        console = ServerConsole()
+        hosted = [k for k in (worlds.kinds() if kinds is None else kinds)
+                  if k.kind != admin.KIND] + [admin.kind(console)]
         directory = await stack.enter_async_context(open_directory(
-            store, worlds.kinds() if kinds is None else kinds, config=config.runtime,
+            store, hosted, config=config.runtime,
             observer=observer, clock=clock, model=config.model,
             placement=node.router if node else None))
         if node is not None:
@@ -350,6 +355,7 @@ async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = Non
         state = ServerState(config, registry, directory, tokens, metrics,
                             Deadlines(config.runtime.ask_timeout), trace, guard,
                             proxies=proxies, cluster=node)
+        console.attach(state)
         metrics.mailbox_depth.set_function(state.mailbox_depths)
         metrics.connections_by_role.set_function(state.connections_by_role)
         _instrument_store(metrics, store)

@@ -107,6 +107,7 @@ class Directory:
         self._nursery = nursery
         self._live: dict[str, Actor] = {}
         self._starting: dict[str, trio.Lock] = {}
+        self.held: set[str] = set()  # worlds the owner stopped: refused until released
         self._offload = trio.CapacityLimiter(config.offload_threads)
 
     def kind_of(self, actor_id: str) -> ActorKind:
@@ -167,8 +168,12 @@ class Directory:
 
     async def _place(self, actor_id: str) -> Any | None:
         """None when this process may host `actor_id` (always, without a placement; in
-        a cluster, once it holds the lease), else where the world lives."""
+        a cluster, once it holds the lease), else where the world lives; `unavailable`
+        for a world the owner holds stopped."""
         self.kind_of(actor_id)
+        if actor_id in self.held:
+            raise ProtocolError(ErrorCode.UNAVAILABLE, f"{actor_id} was stopped by the owner",
+                                {"actor": actor_id, "held": True})
         if self.placement is None:
             return None
         return await self.placement.acquire(actor_id)
@@ -252,6 +257,27 @@ class Directory:
             return False
         actor.stop()
         return True
+
+    def hold(self, actor_id: str) -> bool:
+        """Stop world `actor_id` and refuse it until `release` (the owner's console); True
+        if it was live."""
+        self.held.add(actor_id)
+        return self.evict(actor_id)
+
+    def release(self, actor_id: str) -> bool:
+        """Let a held world load again; True if it was held."""
+        if actor_id not in self.held:
+            return False
+        self.held.discard(actor_id)
+        return True
+
+    def summary(self, actor_id: str) -> Any:
+        """What live world `actor_id` says of itself now (`World.summary`), or None (not
+        live, or it says nothing); the owner's console shows it."""
+        actor = self.alive(actor_id)
+        if not isinstance(actor, WorldActor):
+            return None
+        return actor.world.summary(actor.state)
 
     def hosted(self) -> list[str]:
         """The ids of every world this process hosts or is starting (a cluster renews
