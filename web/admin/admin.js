@@ -56,7 +56,9 @@ function figures(dl, pairs) {
     dt.textContent = name;
     const dd = document.createElement("dd");
     dd.textContent = String(value);
-    dl.append(dt, dd);
+    const pair = document.createElement("div");
+    pair.append(dt, dd);
+    dl.append(pair);
   }
 }
 
@@ -168,6 +170,7 @@ function renderBudgets(report) {
     cell(row, "Times", String(h.count), "num");
     cell(row, "Last", `${h.last_s} s ago`, "num");
   }
+  if (!report.hits.length) cell(tbody.insertRow(), "Budget", "nobody lately", "empty-row").colSpan = 4;
 }
 
 function pager(list, total) {
