@@ -27,6 +27,8 @@ from typing import Any
 
 import attrs
 
+from protocol.errors import ErrorCode, ProtocolError
+
 Event = dict[str, Any]  # a JSON object; worlds convert their attrs events to and from it
 
 MAX_STREAM_BYTES = 255  # a stream name's UTF-8 length (PostgreSQL sends names in NOTIFYs)
@@ -51,6 +53,19 @@ class FencedError(ConflictError):
         Exception.__init__(self, f"stream {stream!r} is claimed under fence {current}; "
                                  f"this writer holds fence {held}")
         self.stream, self.held, self.current = stream, held, current
+
+
+class StoreUnavailable(ProtocolError):
+    """`unavailable`: the store cannot make writes durable right now (its writer died, or it
+    cannot be reached). Raised at once, without waiting; `sent` says whether the refused
+    call had reached the store (an append that had may have been written: read it back)."""
+
+    def __init__(self, why: str, *, sent: bool) -> None:
+        stored = "whether it was stored is unknown" if sent else "nothing was stored"
+        super().__init__(ErrorCode.UNAVAILABLE, f"the event store cannot make writes "
+                         f"durable right now ({why}); {stored}; retry in a moment",
+                         {"store": "down", "stored": "unknown" if sent else "no"})
+        self.sent = sent
 
 
 def check_stream_name(stream: str) -> None:

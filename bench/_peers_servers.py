@@ -188,12 +188,13 @@ def serve_ours(data_dir: str, snapshots: str | None = None) -> None:
     """
     import trio
 
+    from bench._budgets import lifted_budgets
     from server.app import Running, serve
     from server.commands import tune_gc
     from server.config import ServerConfig
 
     config = ServerConfig(host="127.0.0.1", port=0, data_dir=data_dir, open_mode=True,
-                          rate=1e9, burst=10**9)
+                          rate=1e9, burst=10**9, budgets=lifted_budgets())
 
     async def main() -> None:
         async with trio.open_nursery() as nursery:

@@ -38,6 +38,7 @@ from typing import Any
 import httpx
 import trio
 
+from bench._budgets import budget_args
 from server.storage import pg_local
 
 REPO = Path(__file__).resolve().parent.parent
@@ -58,7 +59,7 @@ class _Server:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "server.cli", "serve", "--port", "0", "--data", str(data),
-             "--open", *args], cwd=REPO, env=env, text=True, stdout=subprocess.PIPE,
+             "--open", *budget_args(), *args], cwd=REPO, env=env, text=True, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         self.port = 0
 

@@ -50,6 +50,7 @@ import trio
 from websockets.trio.client import connect
 
 from bench import ws as ws_bench
+from bench._budgets import serve_code
 
 HELLO = json.dumps({"op": "hello", "protocol": 1, "client": "bench-ecosystem/1.0"})
 POND = {"world": "A quiet pond where algae bloom and snails graze",
@@ -198,8 +199,7 @@ def _percentiles(values: list[float]) -> dict[str, float]:
 
 
 def _start_server(data: str) -> ws_bench.Server:
-    code = ("import sys; from server.cli import main; "
-            "sys.exit(main(['serve', '--open', '--port', '0', '--data', sys.argv[1]]))")
+    code = serve_code("--open")
     return ws_bench.Server(code, data)
 
 

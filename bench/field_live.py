@@ -47,6 +47,7 @@ import trio
 from websockets.trio.client import connect
 
 from bench import ws as ws_bench
+from bench._budgets import serve_code
 from examples.field_agent import BACKOFF, STALE_RETRIES
 
 _REV = re.compile(r'"rev":\s*(\d+)')
@@ -365,9 +366,7 @@ def main(argv: list[str]) -> dict[str, Any]:
     finally:
         echo.close()
     with tempfile.TemporaryDirectory(prefix="bench-field-", dir=ws_bench.REPO) as data:
-        server = ws_bench.Server("import sys; from server.cli import main; sys.exit(main(["
-                                 "'serve', '--open', '--port', '0', '--data', sys.argv[1]]))",
-                                 data)
+        server = ws_bench.Server(serve_code("--open"), data)
         try:
             _log(f"field: {args.agents} agents, {args.spectators} spectators")
             result["field"] = trio.run(_run, server.url, data, args.agents, args.spectators,

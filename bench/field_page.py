@@ -42,6 +42,7 @@ import numpy as np
 import trio
 
 from bench import ws as ws_bench
+from bench._budgets import serve_code
 from bench.field_live import _truth
 from protocol.client import Client, RequestError
 
@@ -391,9 +392,7 @@ def main(argv: list[str]) -> dict[str, Any]:
                               "rate_per_s": args.rate, "batch": args.batch,
                               "cpus": os.cpu_count(), "load_before": os.getloadavg()[0]}
     with tempfile.TemporaryDirectory(prefix="bench-page-", dir=ws_bench.REPO) as data:
-        server = ws_bench.Server("import sys; from server.cli import main; sys.exit(main(["
-                                 "'serve', '--open', '--port', '0', '--data', sys.argv[1]]))",
-                                 data)
+        server = ws_bench.Server(serve_code("--open"), data)
         ctl = Control()
         loader = threading.Thread(target=_load_thread, name="field-page load",
                                   args=(server.url, data, args, ctl), daemon=True)

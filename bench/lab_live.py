@@ -31,6 +31,7 @@ import numpy as np
 import trio
 
 from bench import ws as ws_bench
+from bench._budgets import serve_code
 from protocol.client import Client
 
 LAB = "lab:bench"
@@ -167,8 +168,7 @@ def main(argv: list[str]) -> dict[str, Any]:
     args = parser.parse_args(argv)
     ws_bench._raise_fd_limit(args.judges + 256)
     data = Path(tempfile.mkdtemp(prefix="bench-lab-", dir=Path(__file__).resolve().parent))
-    server = ws_bench.Server("import sys; from server.cli import main; sys.exit(main(["
-                             "'serve', '--port', '0', '--data', sys.argv[1]]))", str(data))
+    server = ws_bench.Server(serve_code(), str(data))
     figures: dict[str, Any] = {"organisms": args.organisms, "cap_s": args.cap}
     try:
         token = (data / "owner.token").read_text().strip()

@@ -46,6 +46,7 @@ from actors.puzzle.level import parse_level
 from actors.puzzle.pack import pack_of
 from actors.puzzle.share import make_link
 from bench import ws as ws_bench
+from bench._budgets import serve_code
 from bench._wsclient import TEXT, WsClient, frame
 from tests.puzzle.boards import crowd_level
 
@@ -59,8 +60,6 @@ HELLO = frame(json.dumps({"op": "hello", "protocol": 1, "client": "bench-puzzle/
               .encode(), TEXT)
 _REV = re.compile(rb'"revision":(\d+)')
 _PUSH = re.compile(rb'^\{"topic":"puzzle:r(\d+)","rev":(\d+)')
-SERVE = ("import sys; {prefix}from server.cli import main; sys.exit(main(['serve', '--open', "
-         "'--port', '0', '--data', sys.argv[1]]))")
 THREADS = "import actors.puzzle.actor as a; a.PuzzleActor.search_in_process = False; "
 
 
@@ -389,7 +388,7 @@ def _with_servers(prefixes: dict[str, str], run: Any) -> Any:
         try:
             for mode, prefix in prefixes.items():
                 os.mkdir(f"{data}/{mode}")
-                servers[mode] = ws_bench.Server(SERVE.format(prefix=prefix), f"{data}/{mode}")
+                servers[mode] = ws_bench.Server(serve_code("--open", prefix=prefix), f"{data}/{mode}")
             return trio.run(run, {m: (s.url, s.proc.pid) for m, s in servers.items()})
         finally:
             for server in servers.values():

@@ -427,11 +427,12 @@ async def _measure_grouping(url: str, loads: dict[str, Load], connections: int,
 def serve_protocol(data_dir: str) -> None:
     """Serve the real app plus the `benchpad` kind, anonymous callers as agents, until killed."""
     from actors.runtime import ActorKind
+    from bench._budgets import lifted_budgets
     from server.app import Running, serve
     from server.config import ServerConfig
 
     config = ServerConfig(host="127.0.0.1", port=0, data_dir=data_dir, open_mode=True,
-                          rate=1e9, burst=10**9)
+                          rate=1e9, burst=10**9, budgets=lifted_budgets())
     kinds = [*worlds.kinds(), ActorKind.of(BENCH_PAD)]
 
     async def main() -> None:

@@ -29,16 +29,20 @@ class Bounds:
     length: int | None = None
     each: Bounds | None = None
     code: str = "bad_request"  # the refusal's code when the bound is broken
+    # The text names a user (a leaderboard's): only the owner may name another than the
+    # caller; anyone else sends "" (themselves) or their own name (see `borrowed`).
+    user: bool = False
 
 
 def bounded(default: Any = attrs.NOTHING, *, lo: float | None = None,
             hi: float | None = None, length: int | None = None,
             each: Bounds | None = None, factory: Any = None,
-            code: str = "bad_request") -> Any:
+            code: str = "bad_request", user: bool = False) -> Any:
     """An attrs field with bounds (and a default or a factory, as `attrs.field` takes);
     `code` is the refusal's code when one is broken (bad_request unless the op's contract
-    names another, such as the field's `too_large` for an oversized batch)."""
-    meta = {KEY: Bounds(lo, hi, length, each, str(code))}
+    names another, such as the field's `too_large` for an oversized batch); `user` marks a
+    text that names a user, which only the owner may set to someone else (`borrowed`)."""
+    meta = {KEY: Bounds(lo, hi, length, each, str(code), user)}
     if factory is not None:
         return attrs.field(factory=factory, metadata=meta)
     return attrs.field(default=default, metadata=meta)
@@ -121,3 +125,20 @@ def _plan(cls: type) -> tuple[tuple[str, Bounds | None, bool], ...]:
 
 def _holds_attrs(tp: Any) -> bool:
     return attrs.has(tp) or any(_holds_attrs(a) for a in typing.get_args(tp))
+
+
+@functools.cache
+def _user_fields(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in attrs.fields(cls) if (b := bounds_of(f)) is not None and b.user)
+
+
+def borrowed(args: Any, caller: str, role: str) -> str | None:
+    """The path of a field of `args` that names a user other than `caller` when the caller
+    is not the owner (an identity it would borrow), or None."""
+    if role == "owner" or not attrs.has(type(args)):
+        return None
+    for name in _user_fields(type(args)):
+        value = getattr(args, name)
+        if value and value != caller:
+            return f"args.{name}"
+    return None

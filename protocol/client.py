@@ -172,9 +172,12 @@ class Client:
     """One logical connection to a server, re-established when it drops. Open it with `connect`."""
 
     def __init__(self, url: str, token: str | None, client: str, *, reconnect: bool,
-                 max_size: int, push_buffer: int) -> None:
+                 max_size: int, push_buffer: int, key: str | None = None) -> None:
         self.url = url
         self.token = token
+        # An anonymous caller's key: given by the first hello's reply (or by the caller, to
+        # be an earlier caller again), sent on every reconnect so the caller stays itself.
+        self.key = key
         self.client_name = client
         self.reconnect = reconnect
         self.max_size = max_size
@@ -197,17 +200,19 @@ class Client:
     @asynccontextmanager
     async def connect(cls, url: str, token: str | None = None, client: str = "petridish-py/1.0",
                       *, reconnect: bool = True, max_size: int = 2**22,
-                      push_buffer: int = 10_000) -> AsyncIterator[Client]:
+                      push_buffer: int = 10_000, key: str | None = None
+                      ) -> AsyncIterator[Client]:
         """Open a socket, say hello, and keep the connection up until the block ends.
 
         A failure of the first attempt is raised here (OSError when refused,
         RequestError `unauthorized` for a bad token); later drops are retried with
         backoff while `reconnect` is true. `push_buffer` bounds the pushes queued per
         subscription; a caller that falls further behind is resubscribed from the
-        last revision it saw.
+        last revision it saw. Without a token the caller is anonymous: `key` (from an
+        earlier client's `key`) makes it that earlier caller again.
         """
         self = cls(url, token, client, reconnect=reconnect, max_size=max_size,
-                   push_buffer=push_buffer)
+                   push_buffer=push_buffer, key=key)
         try:
             async with trio.open_nursery() as nursery:
                 await nursery.start(self._run)
@@ -267,12 +272,15 @@ class Client:
                                  "client": self.client_name}
         if self.token is not None:
             hello["token"] = self.token
+        elif self.key is not None:
+            hello["key"] = self.key
         await ws.send(json.dumps(hello))
         reply = json.loads(await ws.recv())
         if not reply.get("ok"):
             raise _refusal(reply)
         self.hello = reply.get("result") or {}
         self.role = self.hello.get("role")
+        self.key = self.hello.get("key", self.key)
         self.connections += 1
 
     async def _read(self, ws: ClientConnection) -> None:

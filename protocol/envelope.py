@@ -44,7 +44,10 @@ PUSH_KINDS = ("events", "snapshot", "resync")
 # A write's idempotency key, chosen by the client: 1-64 of letters, digits, `_.:-`.
 REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 
-_HELLO_KEYS = frozenset({"op", "id", "protocol", "token", "client"})
+_HELLO_KEYS = frozenset({"op", "id", "protocol", "token", "client", "key"})
+MAX_TOKEN = 200  # characters of a hello's token (issued ones have 47)
+# An anonymous caller's key (the hello reply hands one out; sent back, it is that caller).
+KEY_RE = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
 _REQUEST_KEYS = frozenset({"op", "id", "to", "args", "request_id"})
 _SUBSCRIBE_KEYS = frozenset({"op", "id", "to", "since"})
 _UNSUBSCRIBE_KEYS = frozenset({"op", "id", "to"})
@@ -52,12 +55,14 @@ _UNSUBSCRIBE_KEYS = frozenset({"op", "id", "to"})
 
 @attrs.frozen
 class Hello:
-    """The first frame of a connection: protocol version, optional token, client name."""
+    """The first frame of a connection: protocol version, optional token, client name, and
+    the key of an anonymous caller coming back."""
 
     id: int
     protocol: int
     token: str | None
     client: str
+    key: str | None = None
 
 
 @attrs.frozen
@@ -222,10 +227,16 @@ def _parse_hello(obj: dict[str, Any]) -> Hello:
     token = obj.get("token")
     if token is not None and not isinstance(token, str):
         raise _bad("token: expected a string or null", rid, path="token")
+    if token is not None and len(token) > MAX_TOKEN:
+        raise _bad(f"token: at most {MAX_TOKEN} characters", rid, path="token")
     client = obj.get("client", "")
     if not isinstance(client, str) or len(client) > 100:
         raise _bad("client: expected a string of at most 100 characters", rid, path="client")
-    return Hello(rid, version, token or None, client)
+    key = obj.get("key")
+    if key is not None and (not isinstance(key, str) or not KEY_RE.match(key)):
+        raise _bad("key: expected the key a hello reply gave (16-64 of A-Z, a-z, 0-9, "
+                   "'_', '-') or null", rid, path="key")
+    return Hello(rid, version, token or None, client, key)
 
 
 # ---- server -> client ---------------------------------------------------------------------

@@ -29,6 +29,7 @@ class ErrorCode(StrEnum):
     STALE_REVISION = "stale_revision"  # expected_revision is not the world's revision
     RATE_LIMITED = "rate_limited"  # the connection's token bucket is empty
     OVERLOADED = "overloaded"  # the actor's mailbox is full
+    OVER_BUDGET = "over_budget"  # a budget of this client is spent (detail.budget names it)
     TIMEOUT = "timeout"  # the actor did not answer within the ask timeout
     # The server's side.
     ACTOR_RESTARTED = "actor_restarted"  # the actor crashed handling this; it restarted from the store

@@ -31,27 +31,36 @@ from starlette.staticfiles import StaticFiles
 from actors.runtime import ActorKind, Directory, open_directory
 from actors.runtime.context import wall_clock_ms
 from actors.store import EventStore
+from protocol.errors import ProtocolError
 from protocol.registry import Registry
-from server import worlds
+from protocol.roles import ROLES
+from server import admin, watchdog, worlds
 from server.auth import TokenStore
+from server.budgets import Ledger, address_key, over_budget
 from server.config import ServerConfig
+from server.console import ServerConsole
+from server.creations import Creations
 from server.headers import SecurityHeaders
 from server.lab_routes import lab_routes
 from server.mcp import build as build_mcp
 from server.metrics import CONTENT_TYPE, Metrics
+from server.peers import Proxies, header, origin_allowed
 from server.replies import Deadlines
 from server.session import Session
 from server.storage import SqliteEventStore
+from server.tcp_guard import TcpGuard
+from server.trace import Trace
 from server.transport import WebSocket, hypercorn_config, serve_front
 
 log = logging.getLogger("petridish.server")
 
 
 class MetricsObserver:
-    """Feeds the runtime's reports into the server's metrics."""
+    """Feeds the runtime's reports into the server's metrics (and crashes into the trace)."""
 
-    def __init__(self, metrics: Metrics) -> None:
+    def __init__(self, metrics: Metrics, trace: Trace) -> None:
         self.metrics = metrics
+        self.trace = trace
 
     def handled(self, kind: str, seconds: float) -> None:
         """One message handled."""
@@ -65,6 +74,11 @@ class MetricsObserver:
         """A slow subscriber dropped."""
         self.metrics.subscribers_dropped.labels(kind).inc()
 
+    def crashed(self, kind: str, actor_id: str) -> None:
+        """A handler raised (its traceback is logged by the runtime)."""
+        self.metrics.actor_crashes.labels(kind).inc()
+        self.trace.warn("actor_crashed", actor_id, "%s crashed handling a message", actor_id)
+
 
 @attrs.define
 class ServerState:
@@ -76,10 +90,48 @@ class ServerState:
     tokens: TokenStore
     metrics: Metrics
     deadlines: Deadlines
+    trace: Trace
+    guard: TcpGuard
+    ledger: Ledger = attrs.field()
+    creations: Creations = attrs.field()
+    proxies: Proxies = attrs.field()
     sessions: set[Session] = attrs.field(factory=set)
     cluster: Any = None  # this process as a cluster's node (server/cluster/), if it is one
     http_inflight: int = 0  # HTTP requests being answered (websockets are in `sessions`)
     draining: bool = False
+    fatal: str | None = None  # why the server stopped itself (the process exits non-zero)
+
+    @ledger.default
+    def _ledger(self) -> Ledger:
+        return Ledger(self.config.budgets)
+
+    @creations.default
+    def _creations(self) -> Creations:
+        return Creations(self.ledger, self.directory, self.budget_hit)
+
+    @proxies.default
+    def _proxies(self) -> Proxies:
+        return Proxies(self.config.trusted_proxies)
+
+    def budget_hit(self, refusal: ProtocolError, who: str) -> None:
+        """Count, keep and log that `who` hit the budget `refusal` names."""
+        budget = str(refusal.detail.get("budget", "?"))
+        self.metrics.budget_hits.labels(budget).inc()
+        self.ledger.hit(budget, who, trio.current_time())
+        self.trace.warn("budget", f"{budget}:{who}", "%s hit the %s budget: %s", who, budget,
+                        refusal.message)
+
+    def store_trouble(self) -> str | None:
+        """Why writes cannot be made durable now, or None when they can."""
+        store = self.directory.store
+        return None if getattr(store, "healthy", True) else getattr(store, "trouble", "down")
+
+    def connections_by_role(self) -> dict[tuple[str, ...], float]:
+        """Open websocket connections by role (`none`: no hello yet), for /metrics."""
+        out: dict[tuple[str, ...], float] = {(r,): 0.0 for r in ("none", *ROLES)}
+        for session in self.sessions:
+            out[(session.principal.role if session.greeted else "none",)] += 1
+        return out
 
     def mailbox_depths(self) -> dict[tuple[str, ...], float]:
         """Messages waiting in mailboxes, summed per actor kind (for /metrics)."""
@@ -120,9 +172,12 @@ def build_app(state: ServerState) -> Starlette:
     """The ASGI app over `state`."""
 
     async def healthz(_: HttpRequest) -> Response:
-        status = 503 if state.draining else 200
-        return JSONResponse({"ok": not state.draining, "worlds": len(state.directory.live()),
-                             "connections": len(state.sessions)}, status_code=status)
+        trouble = "shutting down" if state.draining else state.store_trouble()
+        body: dict[str, Any] = {"ok": trouble is None, "worlds": len(state.directory.live()),
+                                "connections": len(state.sessions)}
+        if trouble is not None:
+            body["trouble"] = trouble
+        return JSONResponse(body, status_code=200 if trouble is None else 503)
 
     async def lobby_page(_: HttpRequest) -> Response:
         return FileResponse(state.config.web_dir / "lobby" / "index.html")
@@ -138,7 +193,8 @@ def build_app(state: ServerState) -> Starlette:
             yield
 
     routes: list[Any] = [
-        mcp_route,
+        Route(mcp_route.path, TrustedOrigins(mcp_route.endpoint, state),
+              methods=sorted(mcp_route.methods or ())),
         Route("/healthz", healthz),
         Route("/metrics", metrics),
         *lab_routes(state),  # the lab's seed routes: /api/ok, /api/invalid, /api/pub/seen, votes
@@ -182,19 +238,78 @@ class Running:
         """Begin the graceful shutdown; `serve` returns when it is complete."""
         self._stop.set()
 
+    @property
+    def stopped(self) -> trio.Event:
+        """Set once the shutdown began (by `stop`, or the server itself: `state.fatal`)."""
+        return self._stop
+
+
+class TrustedOrigins:
+    """An ASGI app (the MCP endpoint) behind a check of the request's `Origin`: an untrusted
+    one is refused with 403 (server/peers.py)."""
+
+    def __init__(self, app: Any, state: ServerState) -> None:
+        self.app = app
+        self.state = state
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """Serve the request, or refuse it."""
+        state = self.state
+        origin = header(scope, b"origin")
+        if scope["type"] == "http" and not origin_allowed(
+                origin, header(scope, b"host"), state.config.allowed_origins):
+            address = address_key(state.proxies.client_of_scope(scope))
+            state.trace.warn("origin_refused", address, "refused an MCP request from %s: "
+                             "origin %r is not allowed", address, (origin or "")[:100])
+            response = JSONResponse({"error": {"code": "forbidden", "message": "this origin "
+                                               "may not use the server", "detail": {}}},
+                                    status_code=403)
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
 
 async def _session(state: ServerState, ws: WebSocket) -> None:
-    """Serve one `/ws` connection (a draining server closes it with 1001 at once)."""
+    """Serve one `/ws` connection (a draining server closes it with 1001 at once; an
+    untrusted origin is refused with HTTP 403)."""
+    peer = str(ws.peer[0]) if ws.peer else ""
+    address = address_key(state.proxies.client_host(peer, ws.headers.get("X-Forwarded-For")))
+    origin = ws.headers.get("Origin")
+    if not origin_allowed(origin, ws.headers.get("Host"), state.config.allowed_origins):
+        state.trace.warn("origin_refused", address, "refused a websocket from %s: origin %r "
+                         "is not allowed", address, (origin or "")[:100])
+        await ws.refuse(403, "this origin may not use the server")
+        return
     if state.draining:
         await ws.accept()
         await ws.close(1001)
         return
-    session = Session(ws, state)
+    session = Session(ws, state, address)
     state.sessions.add(session)
     try:
         await session.run()
+    except Exception:  # a bug in the session: the client gets 1011, the log the story
+        log.exception("the session of %s failed", address)
+        state.trace.warn("close_1011", address, "closed a connection from %s with 1011 after "
+                         "a server failure", address)
+        with trio.move_on_after(1.0):
+            await ws.close(1011)
     finally:
         state.sessions.discard(session)
+
+
+def _watch_store(store: Any, metrics: Metrics, trace: Trace) -> None:
+    """Trace the store writer's deaths and restarts (a SQLite store has them)."""
+    def on_writer(what: str, why: str) -> None:
+        if what == "restarted":
+            metrics.store_restarts.inc()
+        else:
+            trace.warn("store_writer", what, "the event store's writer %s%s", what,
+                       f": {why}" if why else "")
+
+    if hasattr(store, "on_writer"):
+        store.on_writer = on_writer
+    metrics.store_up.set_function(lambda: {(): 1.0 if getattr(store, "healthy", True) else 0.0})
 
 
 async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = None,
@@ -204,16 +319,19 @@ async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = Non
 
     `kinds` and `registry` default to every world and op of `server/worlds.py`; tests
     pass their own to host test-only actors, and their own `clock` (ms since the epoch)
-    to move the day.
+    to move the day. The owner's console (`admin:main`) is always hosted, attached to
+    this server.
     """
     tokens = TokenStore(config.data_dir)
     owner_token = tokens.ensure_owner_token()
     metrics = Metrics()
+    trace = Trace(metrics)
     stop = trio.Event()
     registry = registry or worlds.registry()
-    observer = MetricsObserver(metrics)
+    observer = MetricsObserver(metrics, trace)
     async with AsyncExitStack() as stack:
         store = await stack.enter_async_context(open_store(config))
+        _watch_store(store, metrics, trace)
         node = None
         if config.clustered:
             from server.cluster import join
@@ -222,26 +340,54 @@ async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = Non
             assert isinstance(store, PostgresEventStore)
             node = await stack.enter_async_context(join(config, store, registry, observer))
             node.instrument(metrics)
+        console = ServerConsole()
+        hosted = [k for k in (worlds.kinds() if kinds is None else kinds)
+                  if k.kind != admin.KIND] + [admin.kind(console)]
         directory = await stack.enter_async_context(open_directory(
-            store, worlds.kinds() if kinds is None else kinds, config=config.runtime,
+            store, hosted, config=config.runtime,
             observer=observer, clock=clock, model=config.model,
             placement=node.router if node else None))
         if node is not None:
             await node.start(directory)
+        proxies = Proxies(config.trusted_proxies)
+        guard = TcpGuard(config.budgets, proxies, lambda budget, who: state.budget_hit(
+            over_budget(budget, "connection refused", 0), who))
         state = ServerState(config, registry, directory, tokens, metrics,
-                            Deadlines(config.runtime.ask_timeout), cluster=node)
+                            Deadlines(config.runtime.ask_timeout), trace, guard,
+                            proxies=proxies, cluster=node)
+        console.attach(state)
         metrics.mailbox_depth.set_function(state.mailbox_depths)
+        metrics.connections_by_role.set_function(state.connections_by_role)
         _instrument_store(metrics, store)
         app = _count_http(build_app(state), state)
 
+        def ping_dropped(peer: Any, seconds: float) -> None:
+            host = address_key(str(peer[0])) if peer else "?"
+            metrics.budget_hits.labels("ping").inc()
+            trace.warn("slow_reader", host, "dropped a connection from %s: it answered no "
+                       "ping for %.0f s", host, seconds)
+
+        async def exit_when_the_store_gives_up() -> None:
+            gave_up = getattr(store, "gave_up", None)
+            if gave_up is None:
+                return
+            await gave_up.wait()
+            state.fatal = "the event store's writer could not be kept running"
+            log.error("stopping: %s (a supervisor should restart the server)", state.fatal)
+            stop.set()
+
         async with trio.open_nursery() as nursery:
             nursery.start_soon(state.deadlines.run)
+            nursery.start_soon(watchdog.run, state)
+            nursery.start_soon(exit_when_the_store_gives_up)
+            budgets = config.budgets
             binds = await nursery.start(partial(
-                serve_front, app, hypercorn_config(config.graceful_timeout), "/ws",
+                serve_front, app, hypercorn_config(config.graceful_timeout,
+                                                   budgets.handshake_timeout), "/ws",
                 partial(_session, state), host=config.host, port=config.port,
                 max_size=config.max_frame * config.hard_frame_factor,
-                ping_interval=config.ping_interval, head_timeout=config.hello_timeout,
-                shutdown=stop))
+                ping_interval=config.ping_interval, head_timeout=budgets.handshake_timeout,
+                shutdown=stop, guard=guard, ping_dropped=ping_dropped))
             host, _, port = binds[0].removeprefix("http://").rpartition(":")
             task_status.started(Running(host.strip("[]"), int(port), owner_token, stop,
                                         state))

@@ -47,6 +47,9 @@ class Principal:
 
     role: str
     name: str
+    # The SHA-256 of the issued token it spoke with ("" for the owner and anonymous callers),
+    # to notice a revoke; not part of the identity.
+    digest: str = attrs.field(default="", eq=False)
 
 
 @attrs.frozen
@@ -97,7 +100,8 @@ class TokenStore:
         `serve` prints the returned value once; later starts return None and the
         owner reads `<data>/owner.token` if they lost it.
         """
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(self.data_dir, 0o700)  # the store holds every field's solution
         path = self.data_dir / OWNER_FILE
         with self._locked():
             if path.exists():
@@ -174,8 +178,22 @@ class TokenStore:
         # Visit every entry so the time taken does not depend on which one matched.
         for name, entry in self._entries.items():
             if hmac.compare_digest(digest, entry["sha256"]):
-                found = Principal(entry["role"], name)
+                found = Principal(entry["role"], name, digest)
         return found
+
+    def digests(self) -> dict[str, str]:
+        """name -> SHA-256 of every issued token, as on disk now."""
+        self._refresh()
+        return {name: e["sha256"] for name, e in self._entries.items()}
+
+    def still_valid(self, principal: Principal) -> bool:
+        """False once the issued token `principal` spoke with was revoked (or replaced);
+        True for the owner and for principals without a token."""
+        if not principal.digest:
+            return True
+        self._refresh()
+        entry = self._entries.get(principal.name)
+        return entry is not None and hmac.compare_digest(entry["sha256"], principal.digest)
 
     # ---- files ------------------------------------------------------------
 

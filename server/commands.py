@@ -6,9 +6,14 @@ import argparse
 import gc
 import os
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from protocol.roles import TOKEN_ROLES
+
+if TYPE_CHECKING:
+    from server.app import Running
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -20,6 +25,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="data directory: event store and tokens (default ./data)")
     serve.add_argument("--open", action="store_true",
                        help="anonymous connections act as agents (local play)")
+    serve.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                       help="also let browser pages from ORIGIN (e.g. https://example.org) "
+                            "use /ws and /mcp; repeatable; '*' allows any (default: only "
+                            "the server's own pages and clients that send no Origin)")
+    serve.add_argument("--trusted-proxy", action="append", default=[], metavar="ADDRESS",
+                       help="a reverse proxy (address or network) whose X-Forwarded-For "
+                            "names the client; repeatable")
+    serve.add_argument("--budget", action="append", default=[], metavar="NAME=VALUE",
+                       type=_budget, help="change one budget (docs/operations.md lists "
+                       "them), e.g. connections_per_address=256; repeatable")
     from actors.ecosystem.model_options import add_model_options
     add_model_options(serve)  # --model-url/--model/--model-key-file/--model-timeout
     cluster = serve.add_argument_group(
@@ -60,32 +75,56 @@ def register(sub: argparse._SubParsersAction) -> None:
     schema.set_defaults(func=_protocol_schema)
 
 
+def _budget(text: str) -> tuple[str, float]:
+    """`NAME=VALUE` of a budget (argparse reports a ValueError as a usage error)."""
+    from server.budgets import Budgets
+
+    name, _, value = text.partition("=")
+    fields = Budgets().to_json()
+    if name not in fields:
+        raise argparse.ArgumentTypeError(f"no budget {name!r}; budgets: {', '.join(fields)}")
+    try:
+        number = type(fields[name])(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{name} takes a number, not {value!r}") from None
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"{name} cannot be negative")
+    return name, number
+
+
+EXIT_STORE_FAILED = 3  # the store's writer could not be kept running: restart the server
+
+
 def _serve(args: argparse.Namespace) -> int:
-    import logging
     import signal
 
     import trio
 
-    from server.app import Running, serve
+    from server.app import serve
+    from server.budgets import Budgets
     from server.config import ServerConfig, is_postgres
+    from server.trace import configure_logging
 
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     if args.store is not None and not is_postgres(args.store):
         print("petridish: --store takes a PostgreSQL URI (postgresql://...); without it the "
               "store is SQLite in the data directory", file=sys.stderr)
         return 2
-    import os
-
     from actors.ecosystem.endpoint import EndpointError, endpoint_from_args
     try:
         model = endpoint_from_args(args, os.environ)  # the key: file or environment
     except EndpointError as exc:
         print(f"petridish: {exc}", file=sys.stderr)
         return 2
+    os.umask(0o077)  # every file the server makes is its user's only
+    error_log = configure_logging(args.data)
     config = ServerConfig(host=args.host, port=args.port, data_dir=args.data,
                           open_mode=args.open, model=model, store=args.store, node=args.node,
                           peer_host=args.peer_host or args.host, peer_port=args.peer_port,
-                          peer_addr=args.peer_addr, lease_ttl=args.lease_ttl)
+                          peer_addr=args.peer_addr, lease_ttl=args.lease_ttl,
+                          allowed_origins=args.allow_origin,
+                          trusted_proxies=args.trusted_proxy,
+                          budgets=Budgets(**dict(args.budget)))
+    fatal: list[str] = []
 
     async def main() -> None:
         # Signals are caught from before the start: a SIGTERM that arrives as soon as the
@@ -96,18 +135,31 @@ def _serve(args: argparse.Namespace) -> int:
                 warm_worlds()
                 tune_gc()
                 print(f"petridish: listening on {running.url}", flush=True)
+                print(f"petridish: error log: {error_log}", flush=True)
                 if running.node is not None:
                     print(f"petridish: node {running.node} (peers at "
                           f"{running.peer_addr})", flush=True)
                 if running.owner_token is not None:
                     print(f"petridish: owner token: {running.owner_token}", flush=True)
-                async for _ in signals:
-                    print("petridish: shutting down", flush=True)
-                    running.stop()
-                    break
+                async with trio.open_nursery() as waiting:
+                    waiting.start_soon(_stop_on_signal, signals, running)
+                    await running.stopped.wait()
+                    waiting.cancel_scope.cancel()
+                if running.state.fatal is not None:
+                    fatal.append(running.state.fatal)
 
     trio.run(main)
+    if fatal:
+        print(f"petridish: exiting: {fatal[0]}", file=sys.stderr, flush=True)
+        return EXIT_STORE_FAILED
     return 0
+
+
+async def _stop_on_signal(signals: AsyncIterator[int], running: Running) -> None:
+    async for _ in signals:
+        print("petridish: shutting down", flush=True)
+        running.stop()
+        return
 
 
 def warm_worlds() -> None:

@@ -8,6 +8,7 @@ import attrs
 
 from actors.ecosystem.endpoint import ModelEndpoint
 from actors.runtime import RuntimeConfig
+from server.budgets import Budgets
 
 WEB_DIR = Path(__file__).resolve().parent.parent / "web"
 
@@ -30,10 +31,15 @@ class ServerConfig:
     outbox_chars: int = 4 * 1024 * 1024  # ... and the characters they may hold together
     max_inflight: int = 32  # requests of one connection being handled at once
     ping_interval: float | None = 20.0  # websocket keepalive pings, seconds
-    hello_timeout: float = 10.0  # a connection that says no hello is closed after this
+    hello_timeout: float = 5.0  # a connection that says no hello is closed after this
     graceful_timeout: float = 5.0  # how long shutdown waits for in-flight handlers
     web_dir: Path = attrs.field(default=WEB_DIR, converter=Path)
     runtime: RuntimeConfig = attrs.field(factory=RuntimeConfig)
+    budgets: Budgets = attrs.field(factory=Budgets)  # what one client may hold or compute
+    # Origins besides the page's own whose browsers may use /ws and /mcp ("*": any).
+    allowed_origins: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
+    # Proxies (addresses or networks) whose X-Forwarded-For names the client's address.
+    trusted_proxies: tuple[str, ...] = attrs.field(default=(), converter=tuple)
     # The chat-completions endpoint worlds may use (ecosystem setups and reflections; the
     # lab's breeder can share it); None: no model, every world's deterministic path.
     model: ModelEndpoint | None = None

@@ -2,8 +2,8 @@
 
 Every HTTP response gets `EVERY_RESPONSE`; every HTML page also gets `EVERY_PAGE` and the
 Content-Security-Policy of the first row of `PAGE_POLICIES` whose path matches (a row
-ending in `/` matches a prefix, any other row its path exactly). A header the route set
-itself is kept. To harden another page, add a row; to add a header, add it to a table.
+ending in `/` matches a prefix, any other row its path exactly); any other response gets
+`NOT_A_PAGE` (nothing loads, nothing frames it). A header the route set itself is kept. To harden another page, add a row; to add a header, add it to a table.
 
 The pages that mount organisms get the strictest policies: an organism is a shader (no
 network access of its own) or a panel in a sandboxed `srcdoc` iframe, which inherits the
@@ -42,7 +42,14 @@ JUDGING = {**SHADERS, **policy(media_src="'self'")}
 # <style> element is inline (nothing it could load is allowed).
 ARENA = {**SHADERS, **policy(style_src="'self' 'unsafe-inline'")}
 
+# The owner's console holds the owner token: its own script, styles and socket only.
+CONSOLE = SHADERS
+# Whatever is not a page (scripts, styles, JSON, media): opened as a document, it may load
+# nothing and be framed by nobody.
+NOT_A_PAGE = policy(default_src="'none'", frame_ancestors="'none'")
+
 PAGE_POLICIES: tuple[tuple[str, Policy], ...] = (
+    ("/admin/", CONSOLE),
     ("/lab/arena.html", ARENA),
     ("/lab/judge.html", JUDGING),
     ("/lab/", SHADERS),  # the gallery and the lab's landing page
@@ -51,9 +58,9 @@ PAGE_POLICIES: tuple[tuple[str, Policy], ...] = (
 EVERY_RESPONSE: Mapping[str, str] = {
     "x-content-type-options": "nosniff",
     "referrer-policy": "no-referrer",
+    "x-frame-options": "DENY",  # for browsers that do not read frame-ancestors
 }
 EVERY_PAGE: Mapping[str, str] = {
-    "x-frame-options": "DENY",  # for browsers that do not read frame-ancestors
     "cross-origin-opener-policy": "same-origin",
 }
 
@@ -75,7 +82,7 @@ def _headers_for(path: str, html: bool) -> list[tuple[bytes, bytes]]:
     extra = dict(EVERY_RESPONSE)
     if html:
         extra.update(EVERY_PAGE)
-        extra["content-security-policy"] = csp_text(page_policy(path))
+    extra["content-security-policy"] = csp_text(page_policy(path) if html else NOT_A_PAGE)
     return [(k.encode("latin-1"), v.encode("latin-1")) for k, v in extra.items()]
 
 

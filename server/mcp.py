@@ -10,6 +10,9 @@ world: it lists every hosted world's tools and runs them. For each call it
   spectator otherwise, under a name of its own for that call (`mcp~<random>`), so no two
   anonymous callers share an identity. A tool hands an anonymous caller a key
   (`ToolCall.key`) to be itself again later (the field puts it in the agent id);
+- holds it to the budgets a websocket client of the same account has (server/budgets.py:
+  refused tokens per address, CPU time per account, worlds created), and the app refuses
+  untrusted origins before this module sees a request;
 - checks the tool's role, then the arguments with the protocol's strict converter against
   the tool's attrs args class (the JSON Schema `tools/list` shows is built from the same
   class, bounds included): an unknown argument, a wrong type or a bound broken is refused
@@ -20,7 +23,8 @@ world: it lists every hosted world's tools and runs them. For each call it
   {code, message, detail}}`.
 
 `ToolCall.ask` sends ops to worlds through the directory as the caller, with the op's
-own role check, so a tool can do nothing its caller could not do over the websocket.
+own role check, its server time charged and its creates counted, so a tool can do nothing
+its caller could not do over the websocket.
 
 Stateless, as the field's seed describes its transport: no `Mcp-Session-Id`,
 `initialize` is answered as one SSE frame, `notifications/initialized` gets 202, and long
@@ -41,8 +45,10 @@ from hashlib import sha256
 from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
+import trio
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+from mcp.server.transport_security import TransportSecuritySettings
 from sse_starlette.sse import EventSourceResponse
 from starlette.routing import Route
 
@@ -53,6 +59,8 @@ from protocol.errors import ErrorCode, ProtocolError
 from protocol.roles import role_at_least
 from protocol.schema import class_schema
 from server.auth import Principal
+from server.budgets import Account, address_key
+from server.replies import Charged
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -67,15 +75,20 @@ CLIENTS = 4096  # clientInfo remembered (per credential), oldest forgotten first
 
 
 class McpCall:
-    """One tool call as a `actors.world.ToolCall`: the caller, its client, and asks."""
+    """One tool call as a `actors.world.ToolCall`: the caller, its client, and asks (their
+    server time charged to the caller's account, creates held to its budget, as over the
+    websocket: server/budgets.py)."""
 
     def __init__(self, state: ServerState, principal: Principal, anonymous: bool,
-                 client: str, origin: str) -> None:
+                 client: str, origin: str, account: Account | None = None,
+                 who: str = "") -> None:
         self._state = state
         self.caller = Caller(principal.name, principal.role)
         self.anonymous = anonymous
         self.client = client
         self.origin = origin
+        self.account = account  # what this caller spends (None: the owner spends nothing)
+        self.who = who  # the caller as budgets and logs name it
         self.t = state.directory.clock()
 
     async def ask(self, actor_id: str, op: str, args: Any, *, caller: str | None = None) -> Any:
@@ -87,8 +100,19 @@ class McpCall:
                                 {"role": self.caller.role, "required": spec.role})
         if caller is not None and not caller.startswith(KEYED):
             raise ValueError("a tool may only speak as the caller or as a keyed name")
-        return await self._state.directory.ask(
-            actor_id, Call(op, args, self.caller.role, caller or self.caller.name))
+        call = Call(op, args, self.caller.role, caller or self.caller.name)
+        state = self._state
+        ticket = state.creations.admit(self.account, self.who, call, actor_id)
+        try:
+            result = await state.directory.ask(actor_id, call,
+                                                answer=Charged(state.ledger, self.account))
+        except ProtocolError:
+            if ticket is not None:
+                ticket.settle(False)
+            raise
+        if ticket is not None:
+            ticket.settle(True)
+        return result
 
     def key(self) -> tuple[str, str]:
         """A fresh key and the caller name it stands for."""
@@ -165,13 +189,29 @@ class McpHost:
 
     # ---- who calls -----------------------------------------------------------------------
 
+    def address(self, request: Request | None) -> str:
+        """The budget key of the request's client (through trusted proxies)."""
+        if request is None or request.client is None:
+            return ""
+        return address_key(self.state.proxies.client_host(
+            request.client.host, request.headers.get("x-forwarded-for")))
+
     def principal(self, request: Request | None) -> tuple[Principal, bool]:
-        """The caller of a request (ProtocolError `unauthorized` for a bad token)."""
+        """The caller of a request (ProtocolError `unauthorized` for a bad token, and
+        `over_budget` once its address's refused tokens are spent, as a hello's)."""
         headers = request.headers if request is not None else {}
         auth = headers.get("authorization", "")
         if auth.lower().startswith("bearer "):
-            principal = self.state.tokens.check(auth[7:].strip())
+            state, address, now = self.state, self.address(request), trio.current_time()
+            refusal = state.ledger.may_hello(address, now)
+            if refusal is not None:
+                state.budget_hit(refusal, address)
+                raise refusal
+            principal = state.tokens.check(auth[7:].strip())
             if principal is None:
+                state.ledger.hello_refused(address, now)
+                state.trace.warn("hello_refused", address, "refused an MCP call from %s: the "
+                                 "token is unknown or was revoked", address)
                 raise ProtocolError(ErrorCode.UNAUTHORIZED, "the token is unknown or was revoked")
             return principal, False
         role = "agent" if self.state.config.open_mode else "spectator"
@@ -225,6 +265,10 @@ class McpHost:
                 raise ProtocolError(ErrorCode.FORBIDDEN, f"{tool.name} needs the {tool.role} "
                                     f"role; this caller is {call.caller.role}",
                                     {"role": call.caller.role, "required": tool.role})
+            refusal = self.state.ledger.may_compute(call.account, trio.current_time())
+            if refusal is not None:
+                self.state.budget_hit(refusal, call.who)
+                raise refusal
             args = structure(params.arguments or {}, tool.args, root=ROOT)
             result = await tool.run(call, args)
             if isinstance(result, Refusal):
@@ -240,7 +284,15 @@ class McpHost:
     def _call(self, request: Request | None) -> McpCall:
         principal, anonymous = self.principal(request)
         origin = str(request.base_url).rstrip("/") if request is not None else ""
-        return McpCall(self.state, principal, anonymous, self.client_of(request), origin)
+        address = self.address(request)
+        account, who = None, principal.name
+        if principal.role != "owner":
+            who = address if anonymous else principal.name
+            account = self.state.ledger.account(f"address:{address}" if anonymous else
+                                                principal.name, principal.role,
+                                                trio.current_time())
+        return McpCall(self.state, principal, anonymous, self.client_of(request), origin,
+                       account, who)
 
     async def list_prompts(self, _ctx: Any, _params: Any) -> types.ListPromptsResult:
         """Every world's prompts."""
@@ -285,7 +337,11 @@ def build(state: ServerState) -> tuple[Route, Callable[[], Any]]:
         on_list_tools=host.list_tools, on_call_tool=host.call_tool,
         on_list_prompts=host.list_prompts, on_get_prompt=host.get_prompt)
     server.middleware.append(host.remember_client)
-    server.streamable_http_app(stateless_http=True)  # builds the session manager
+    # Builds the session manager. The SDK's own Host/Origin check is off: it admits only
+    # localhost hosts (a server behind a proxy would answer 421); the app checks origins
+    # for every endpoint alike (server/peers.py, TrustedOrigins in server/app.py).
+    server.streamable_http_app(stateless_http=True, transport_security=TransportSecuritySettings(
+        enable_dns_rebinding_protection=False))
     manager = server.session_manager
 
     @asynccontextmanager

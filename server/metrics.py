@@ -328,6 +328,25 @@ class Metrics:
             "petridish_subscribers_dropped_total",
             "Subscribers dropped with a resync because their queue was full, by actor kind.",
             ("kind",)))
+        # What leaves a trace (server/trace.py) and what the budgets refuse (server/budgets.py).
+        self.warnings = r.register(Counter(
+            "petridish_warnings_total",
+            "Warnings logged or folded into a logged line, by event (see docs/operations.md).",
+            ("event",)))
+        self.budget_hits = r.register(Counter(
+            "petridish_budget_hits_total", "Requests or connections refused by a budget, by "
+            "budget.", ("budget",)))
+        self.actor_crashes = r.register(Counter(
+            "petridish_actor_crashes_total", "Handlers that raised (the actor restarted or "
+            "stopped), by actor kind.", ("kind",)))
+        self.connections_by_role = r.register(CallbackGauge(
+            "petridish_connections", "Websocket connections open, by role (`none`: no hello "
+            "yet).", ("role",)))
+        self.store_up = r.register(CallbackGauge(
+            "petridish_store_up", "1 while the event store can make writes durable, else 0."))
+        self.store_restarts = r.register(Counter(
+            "petridish_store_writer_restarts_total",
+            "Times the event store's writer process died and was started again."))
         # The event store (any backend), read from its statistics.
         self.store_appends = r.register(CallbackCounter(
             "petridish_store_appends_total", "Appends requested of the event store."))

@@ -14,15 +14,19 @@ collections of the garbage collector).
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 import trio
 
+from actors.runtime.mailbox import Pending
 from protocol.convert import unstructure
 from protocol.envelope import encode_error, encode_result
 from protocol.errors import ErrorCode, ProtocolError
 
 if TYPE_CHECKING:
+    from server.budgets import Account, Ledger
+    from server.creations import Ticket
     from server.session import Session
 
 log = logging.getLogger("petridish.session")
@@ -35,9 +39,11 @@ def internal_error() -> ProtocolError:
 
 
 class RequestAnswer:
-    """The answer slot of one request: encodes the reply into the session's outbox."""
+    """The answer slot of one request: encodes the reply into the session's outbox, and
+    charges what the request cost (the world's time and the reply's encoding) to the
+    session's client."""
 
-    __slots__ = ("actor_id", "answered", "deadline", "request_id", "session")
+    __slots__ = ("actor_id", "answered", "creating", "deadline", "request_id", "session")
 
     def __init__(self, session: Session, request_id: int, actor_id: str) -> None:
         self.session = session
@@ -45,11 +51,17 @@ class RequestAnswer:
         self.actor_id = actor_id
         self.answered = False
         self.deadline = 0.0
+        self.creating: Ticket | None = None  # a create's place in its client's budget
+
+    def charge(self, seconds: float) -> None:
+        """The world spent `seconds` on this request (actors/runtime/base.py tells)."""
+        self.session.charge(seconds)
 
     def succeed(self, value: Any) -> None:
         """Reply with the op's result."""
         if self.answered:
             return
+        started = time.perf_counter()
         try:
             frame = encode_result(self.request_id, unstructure(value))
         except Exception:  # a result the converter cannot render is a bug: refuse, log
@@ -57,12 +69,17 @@ class RequestAnswer:
                           self.request_id, self.actor_id)
             self.fail(internal_error())
             return
+        self.session.charge(time.perf_counter() - started)
+        if self.creating is not None:
+            self.creating.settle(True)
         self._deliver(frame)
 
     def fail(self, error: ProtocolError) -> None:
         """Reply with a refusal."""
         if self.answered:
             return
+        if self.creating is not None:
+            self.creating.settle(False)
         self.session.count_error(error)
         self._deliver(encode_error(self.request_id, error))
 
@@ -71,6 +88,20 @@ class RequestAnswer:
         self.session.server.deadlines.forget(self)
         self.session.outbox.force(frame)
         self.session.inflight.release()
+
+
+class Charged(Pending):
+    """The answer slot of an ask whose server time is charged to `account` (the MCP
+    endpoint's asks; a websocket request's `RequestAnswer` charges its session)."""
+
+    def __init__(self, ledger: Ledger, account: Account | None) -> None:
+        super().__init__()
+        self.ledger = ledger
+        self.account = account
+
+    def charge(self, seconds: float) -> None:
+        """The world spent `seconds` on the ask."""
+        self.ledger.charge(self.account, seconds, trio.current_time())
 
 
 class Deadlines:

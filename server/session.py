@@ -1,13 +1,17 @@
 """One websocket connection: the hello handshake, then a reader and a writer task.
 
-The reader parses each text frame, enforces the frame size and the connection's token
-bucket, and posts each request to its actor with a `RequestAnswer` (server/replies.py)
-that the actor fills in once the answer is durable: no task per request. At most
-`max_inflight` requests are owed an answer at once, and a request is admitted only while
-the outbox has room; beyond that the reader waits, which pushes back on the client
-through TCP. Replies and pushes meet in one bounded `SubscriberQueue`, the outbox; only
-the writer task sends on the socket. Every refusal is a reply with an error code; a
-malformed frame never closes the socket.
+The reader parses each text frame, enforces the frame size, the connection's token
+bucket and its client's budgets (server/budgets.py), and posts each request to its actor
+with a `RequestAnswer` (server/replies.py) that the actor fills in once the answer is
+durable: no task per request. At most `max_inflight` requests are owed an answer at
+once, and a request is admitted only while the outbox has room; beyond that the reader
+waits, which pushes back on the client through TCP. Replies and pushes meet in one
+bounded `Outbox`; only the writer task sends on the socket, and a send the client does
+not take within the send timeout gets the connection dropped (server/watchdog.py).
+Every refusal is a reply with an error code; a malformed frame never closes the socket.
+
+This module talks to the socket only through `accept`, `receive`, `send_text`, `close`
+and `abort` (server/transport.py's WebSocket, in Starlette's shape).
 """
 
 from __future__ import annotations
@@ -21,7 +25,6 @@ from actors.runtime import ActorRef, Call
 from actors.runtime.subscriber import SubscriberQueue
 from protocol.convert import structure
 from protocol.envelope import (
-    PROTOCOL_VERSION,
     Frame,
     Hello,
     Request,
@@ -37,6 +40,8 @@ from protocol.errors import ErrorCode, ProtocolError
 from protocol.jsontext import escape_lone_surrogates
 from protocol.roles import role_at_least
 from server.auth import Principal
+from server.budgets import Account
+from server.hello import ANONYMOUS, greet
 from server.ratelimit import TokenBucket
 from server.replies import RequestAnswer, internal_error
 from server.transport import WebSocket
@@ -45,45 +50,95 @@ if TYPE_CHECKING:
     from server.app import ServerState
 
 log = logging.getLogger("petridish.session")
-ANONYMOUS = "anonymous"
 CLOSE_GOING_AWAY = 1001
 CLOSE_POLICY = 1008
+CLOSE_TRY_LATER = 1013
 CLOSE_WAIT = 1.0  # seconds a server-side close waits for the client's closing frame
+
+
+class Outbox(SubscriberQueue):
+    """The connection's outbox; what its subscriptions cost is charged to its client."""
+
+    def __init__(self, session: Session, capacity: int, max_chars: int) -> None:
+        super().__init__(capacity, max_chars)
+        self.session = session
+
+    def charge(self, seconds: float) -> None:
+        """A subscription's first push cost `seconds` of the world's time."""
+        self.session.charge(seconds)
 
 
 class Session:
     """The state of one connection after `accept`."""
 
-    def __init__(self, ws: WebSocket, server: ServerState) -> None:
+    def __init__(self, ws: WebSocket, server: ServerState, address: str) -> None:
         self.ws = ws
         self.server = server
+        self.address = address  # the client's budget key (server/budgets.address_key)
         cfg = server.config
-        self.outbox = SubscriberQueue(cfg.outbox_size, cfg.outbox_chars)
+        self.outbox = Outbox(self, cfg.outbox_size, cfg.outbox_chars)
         self.bucket = TokenBucket(cfg.rate, cfg.burst)
         self.inflight = trio.Semaphore(cfg.max_inflight)
-        self.principal = Principal("spectator", ANONYMOUS)
+        self.principal = Principal("spectator", ANONYMOUS)  # until the hello
+        self.account: Account | None = None  # what it spends is charged here (None: owner)
+        self.greeted = False
         self.topics: dict[str, ActorRef] = {}
-        self.read_scope = trio.CancelScope()  # cancelled by drain(); one per phase
-        self.draining = False
+        self.subscribing = 0  # subscribes in flight
+        self.read_scope = trio.CancelScope()  # cancelled by end(); one per phase
+        self.close_code: int | None = None  # set by end(): close with it once done
+        self.sending_since: float | None = None  # when the send in progress began
+        self.dropped = False  # cut by the watchdog: a send failing now is expected
         self._writing = False
 
-    def drain(self) -> None:
-        """Stop reading; in-flight requests finish, queued frames go out, then close 1001."""
-        self.draining = True
+    @property
+    def draining(self) -> bool:
+        """True once the session was told to end."""
+        return self.close_code is not None
+
+    def end(self, code: int, notice: str | None = None) -> None:
+        """Stop reading; in-flight requests finish, queued frames (and `notice`) go out,
+        then the socket closes with `code`."""
+        if notice is not None:
+            self.outbox.force(notice)
+        if self.close_code is None:
+            self.close_code = code
         self.read_scope.cancel()
+
+    def drain(self) -> None:
+        """The server shuts down: end with 1001."""
+        self.end(CLOSE_GOING_AWAY)
+
+    def who(self) -> str:
+        """The client as budgets and logs name it: its token's name, or its address."""
+        return self.principal.name if self.principal.digest or \
+            self.principal.role == "owner" else self.address
 
     # ---- the connection's life ----------------------------------------------------------
 
     async def run(self) -> None:
-        """Serve the connection until the client leaves or the server drains."""
+        """Serve the connection until the client leaves or the server ends it."""
+        ledger = self.server.ledger
+        try:
+            ledger.connect(self.address, trio.current_time())
+        except ProtocolError as refusal:  # too many connections from here: say why
+            await self.ws.accept()
+            self.server.budget_hit(refusal, self.address)
+            await self._refuse_now(None, refusal)
+            await self._close(CLOSE_TRY_LATER)
+            return
+        try:
+            await self._serve()
+        finally:
+            ledger.disconnect(self.address, self.greeted, trio.current_time())
+
+    async def _serve(self) -> None:
         await self.ws.accept()
         metrics = self.server.metrics
         metrics.connections_open.inc()
         try:
-            greeted = False
             with self.read_scope:
-                greeted = await self._handshake()
-            if not greeted or self.draining:
+                await self._handshake()  # a good hello sets `greeted`
+            if not self.greeted or self.draining:
                 return
             self.read_scope = trio.CancelScope()
             self._writing = True
@@ -101,9 +156,9 @@ class Session:
             self.outbox.close()
             for ref in self.topics.values():
                 ref.unsubscribe(self.outbox)
-            if self.draining:
+            if self.close_code is not None and not self.dropped:
                 with trio.CancelScope(shield=True), trio.move_on_after(2 * CLOSE_WAIT):
-                    await self._close(CLOSE_GOING_AWAY)
+                    await self._close(self.close_code)
 
     async def _close(self, code: int) -> None:
         """Close with `code`, then wait (at most CLOSE_WAIT s) for the client's side of the
@@ -167,32 +222,16 @@ class Session:
                         ErrorCode.BAD_REQUEST, "the first frame must be a hello",
                         {"expected": "hello"}))
                     continue
-                return await self._greet(frame)
+                if await greet(self, frame):
+                    return True
+                await self._close(CLOSE_POLICY)
+                return False
         await self._close(CLOSE_POLICY)
         return False
 
     async def _refuse_now(self, request_id: int | None, error: ProtocolError) -> None:
         self.count_error(error)
         await self._send_now(encode_error(request_id, error))
-
-    async def _greet(self, hello: Hello) -> bool:
-        cfg = self.server.config
-        if hello.token is None:
-            role = "agent" if cfg.open_mode else "spectator"
-            self.principal = Principal(role, ANONYMOUS)
-        else:
-            principal = self.server.tokens.check(hello.token)
-            if principal is None:
-                await self._refuse_now(hello.id, ProtocolError(
-                    ErrorCode.UNAUTHORIZED, "the token is unknown or was revoked"))
-                await self._close(CLOSE_POLICY)
-                return False
-            self.principal = principal
-        await self._send_now(encode_result(hello.id, {
-            "protocol": PROTOCOL_VERSION, "role": self.principal.role,
-            "name": self.principal.name, "client": hello.client,
-            "max_frame": cfg.max_frame, "rate": cfg.rate, "burst": cfg.burst}))
-        return True
 
     # ---- reader and writer --------------------------------------------------------------
 
@@ -244,15 +283,35 @@ class Session:
                         ref.unsubscribe(self.outbox)
                     await self.outbox.put(encode_result(frame.id, {"topic": frame.to}))
                     continue
+                self._within_budgets(frame)
             except ProtocolError as error:
                 self.count_error(error)
                 await self.outbox.put(encode_error(request_id_of(error), error))
                 continue
             await self._admit()
             if isinstance(frame, Subscribe):
+                self.subscribing += 1
                 requests.start_soon(self._subscribe, frame)
             else:
                 self._dispatch(frame)
+
+    def _within_budgets(self, frame: Request | Subscribe) -> None:
+        """Refuse `frame` (over_budget) when its client's CPU time is spent, or a new
+        subscription past the connection's."""
+        refusal = self.server.ledger.may_compute(self.account, trio.current_time())
+        if refusal is None and isinstance(frame, Subscribe) and frame.to not in self.topics:
+            cap = self.server.config.budgets.subscriptions
+            if len(self.topics) + self.subscribing >= cap:
+                refusal = ProtocolError(ErrorCode.OVER_BUDGET, f"a connection follows at "
+                                        f"most {cap} topics; unsubscribe one first",
+                                        {"budget": "subscriptions", "limit": cap})
+        if refusal is not None:
+            self.server.budget_hit(refusal, self.who())
+            raise for_request(refusal, frame.id)
+
+    def charge(self, seconds: float) -> None:
+        """This connection's requests cost `seconds` of server time."""
+        self.server.ledger.charge(self.account, seconds, trio.current_time())
 
     async def _admit(self) -> None:
         """Wait for room in the outbox and for an answer slot (`max_inflight`)."""
@@ -282,6 +341,7 @@ class Session:
             self.count_error(error)
             reply = encode_error(frame.id, error)
         finally:
+            self.subscribing -= 1
             self.inflight.release()
         await self.outbox.put(reply)
 
@@ -291,6 +351,7 @@ class Session:
         try:
             call, to = self._call_of(request)
             answer.actor_id = to
+            answer.creating = self.server.creations.admit(self.account, self.who(), call, to)
             self.server.deadlines.watch(answer)
             self.server.directory.ref(to).send(call, answer)
         except ProtocolError as error:
@@ -320,15 +381,21 @@ class Session:
 
     async def _writer(self) -> None:
         frames_out = self.server.metrics.frames_out
+        clock = trio.current_time
         try:
             while (frame := await self.outbox.get()) is not None:
+                self.sending_since = clock()
                 try:
                     await self.ws.send_text(frame)
                 except UnicodeEncodeError:
                     # A lone surrogate stored before the protocol refused them: sent escaped.
                     await self.ws.send_text(escape_lone_surrogates(frame))
+                self.sending_since = None
                 frames_out.inc()
-        except Exception as exc:  # noqa: BLE001 - any send failure means the client is gone
-            log.debug("writer stopped: %r", exc)
+        except Exception as exc:  # noqa: BLE001 - the client is gone; say so unless expected
+            if not self.dropped:
+                self.server.trace.warn("send_failed", self.address, "a send to %s failed: %r",
+                                       self.address, exc)
         finally:
+            self.sending_since = None
             self.outbox.close()

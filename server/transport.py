@@ -38,6 +38,8 @@ from websockets.http11 import Request
 from websockets.protocol import CLOSED, CONNECTING, OPEN
 from websockets.server import ServerProtocol
 
+from server.tcp_guard import TcpGuard, refuse
+
 log = logging.getLogger("petridish.transport")
 
 MAX_HEAD = 16384  # bytes of a request head (request line and headers)
@@ -188,6 +190,8 @@ class WebSocket:
                 message = self._message(self._events.pop())
                 if message is not None:
                     return message
+            if self._protocol.state is not OPEN:
+                await self._flush()  # the close of a text that was not UTF-8 goes out now
             if self._protocol.state is CLOSED:
                 await self._abort()
                 return _DISCONNECT
@@ -243,6 +247,13 @@ class WebSocket:
             raise ConnectionError("the websocket is closing") from None
         await self._flush()
 
+    async def refuse(self, status: int, text: str) -> None:
+        """Answer the upgrade with HTTP `status` and `text` instead of 101, and drop the
+        connection (an origin the server does not trust)."""
+        self._protocol.send_response(self._protocol.reject(status, text))
+        await self._flush()
+        await self._abort()
+
     async def close(self, code: int = 1000) -> None:
         """Start the closing handshake with `code` (nothing when it already started)."""
         if self._protocol.state is OPEN:
@@ -285,11 +296,14 @@ class WebSocket:
 
 class Pinger:
     """One task pinging every websocket quiet for `interval` seconds, and dropping those
-    quiet for two intervals since a ping (a peer that is gone, or never reads)."""
+    quiet for two intervals since a ping (a peer that is gone, or never reads); each drop
+    is told to `dropped(peer, seconds)`."""
 
-    def __init__(self, interval: float | None) -> None:
+    def __init__(self, interval: float | None,
+                 dropped: Callable[[Any, float], None] | None = None) -> None:
         self.interval = interval
         self.sockets: set[WebSocket] = set()
+        self.dropped = dropped
 
     async def run(self, nursery: trio.Nursery) -> None:
         """Ping until cancelled (returns at once when pings are off)."""
@@ -300,8 +314,12 @@ class Pinger:
             now = trio.current_time()
             for ws in list(self.sockets):
                 if ws.ping_sent is not None and now - ws.ping_sent > self.interval:
-                    log.warning("websocket %s answered no ping for %g s; dropped", ws.peer,
-                                now - ws.ping_sent)
+                    if self.dropped is not None:
+                        self.dropped(ws.peer, now - ws.ping_sent)
+                    else:
+                        log.warning("websocket %s answered no ping for %g s; dropped",
+                                    ws.peer, now - ws.ping_sent)
+                    ws.ping_sent = None
                     nursery.start_soon(ws.abort)
                 elif ws.ping_sent is None and now - ws.last_received >= self.interval:
                     nursery.start_soon(ws.ping, now)
@@ -315,10 +333,14 @@ WsHandler = Callable[[WebSocket], Awaitable[None]]
 async def serve_front(app: Any, config: HypercornConfig, ws_path: str, ws_handler: WsHandler,
                       *, host: str, port: int, max_size: int, ping_interval: float | None,
                       head_timeout: float, shutdown: trio.Event,
+                      guard: TcpGuard | None = None,
+                      ping_dropped: Callable[[Any, float], None] | None = None,
                       task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED
                       ) -> None:
     """Serve `ws_handler` on `ws_path` and `app` (ASGI, through Hypercorn) for the rest, on
     one port, until `shutdown` is set; reports the bound address like Hypercorn's `serve`.
+    `guard` admits (or refuses) each connection before its head is read
+    (server/tcp_guard.py).
 
     On shutdown the listeners close at once (new connections are refused), Hypercorn's idle
     keep-alive connections end, and this returns when every connection task has ended;
@@ -328,9 +350,27 @@ async def serve_front(app: Any, config: HypercornConfig, ws_path: str, ws_handle
     lifespan_state: dict[str, Any] = {}
     lifespan = Lifespan(app, config, lifespan_state)
     context = WorkerContext(None)
-    pinger = Pinger(ping_interval)
+    pinger = Pinger(ping_interval, ping_dropped)
 
     async def handle(stream: trio.SocketStream) -> None:
+        if guard is None:
+            await serve_one(stream)
+            return
+        try:
+            peer = str(stream.socket.getpeername()[0])
+        except OSError:  # gone already
+            await trio.aclose_forcefully(stream)
+            return
+        refusal = guard.admit(peer)
+        if refusal is not None:
+            await refuse(stream, refusal)
+            return
+        try:
+            await serve_one(stream)
+        finally:
+            guard.release(peer)
+
+    async def serve_one(stream: trio.SocketStream) -> None:
         with trio.move_on_after(head_timeout) as waited:
             head = await read_head(stream)
         if waited.cancelled_caught or head is None:
@@ -375,10 +415,13 @@ async def serve_front(app: Any, config: HypercornConfig, ws_path: str, ws_handle
         lifespan_nursery.cancel_scope.cancel()
 
 
-def hypercorn_config(graceful_timeout: float) -> HypercornConfig:
-    """Hypercorn's settings for the HTTP side (its own logs off: we log ourselves)."""
+def hypercorn_config(graceful_timeout: float, keep_alive_timeout: float = 5.0
+                     ) -> HypercornConfig:
+    """Hypercorn's settings for the HTTP side: no access log; its errors go to our log
+    (`hypercorn.error`: the error log keeps its warnings)."""
     hc = HypercornConfig()
     hc.graceful_timeout = graceful_timeout
+    hc.keep_alive_timeout = keep_alive_timeout  # an idle keep-alive connection is closed
     hc.accesslog = None
-    hc.errorlog = None
+    hc.errorlog = logging.getLogger("hypercorn.error")
     return hc

@@ -3,7 +3,8 @@
 A world package exposes `WORLD` (actors/world.py) and, if it has commands, a `cli.py`
 with `register(subparsers)`. Package hubs load lazily, so `petridish --help` imports no
 engine. The puzzle brings three worlds: its rooms, the board over every room
-(`puzzle.puzzleboard`) and packs (`puzzle.puzzlepack`).
+(`puzzle.puzzleboard`) and packs (`puzzle.puzzlepack`). The server adds one world of its
+own, the owner's console (`admin:main`, server/admin.py); `serve` attaches it to itself.
 """
 
 from __future__ import annotations
@@ -25,8 +26,11 @@ PACKAGES: tuple[ModuleType, ...] = (lobby, counter, field, ecosystem, lab, puzzl
 
 
 def worlds() -> tuple[World, ...]:
-    """Every world this server hosts."""
-    return tuple(package.WORLD for package in PACKAGES)
+    """Every world this server hosts: the packages', then the owner's console
+    (`admin:main`, server/admin.py: a world of the server's own)."""
+    from server import admin
+
+    return (*(package.WORLD for package in PACKAGES), admin.HOSTED)
 
 
 def kinds() -> list[ActorKind]:

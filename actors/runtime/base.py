@@ -58,7 +58,7 @@ from actors.runtime.offload import run_offloaded
 from actors.runtime.receipts import Receipts
 from actors.runtime.subscriber import SubscriberQueue
 from actors.runtime.topic import Topic
-from actors.store import Event, FencedError, Receipt
+from actors.store import Event, FencedError, Receipt, StoreUnavailable
 from protocol.errors import ErrorCode, ProtocolError
 
 log = logging.getLogger("petridish.actors")
@@ -82,6 +82,16 @@ class Deferred:
     def fail(self, error: ProtocolError) -> None:
         """Answer with a refusal."""
         self._actor._settle(self, None, error)
+
+
+def _charge(item: Ask, seconds: float) -> None:
+    """Tell the sender what its message cost: an answer (or a subscriber's queue) with a
+    `charge(seconds)` method hears the time the handler took, waits included (the
+    server charges it to the caller's CPU budget)."""
+    target = item.message.queue if isinstance(item.message, SubscribeMsg) else item.pending
+    charge = getattr(target, "charge", None)
+    if charge is not None:
+        charge(seconds)
 
 
 # ---- the actor ------------------------------------------------------------------------------
@@ -417,13 +427,17 @@ class Actor(ABC):
                     log.warning("%s refused %r: %s", self.actor_id, item.message, error.message)
         except Exception:
             log.exception("%s crashed handling %r", self.actor_id, item)
+            self.context.observer.crashed(self.kind, self.actor_id)
             if isinstance(item, Ask):
                 self._drop_deferral(item.pending)
                 self._answers.append((item.pending, None, self._restarted()))
             return await self._restart(kept=self._unflushed[:mark])
         finally:
             self._handled += 1
-            self.context.observer.handled(self.kind, clock() - started)
+            elapsed = clock() - started
+            self.context.observer.handled(self.kind, elapsed)
+            if isinstance(item, Ask):
+                _charge(item, elapsed)
         return True
 
     def _drop_deferral(self, answer: Answer) -> None:
@@ -444,6 +458,15 @@ class Actor(ABC):
             try:
                 rev = await self.context.store.append(self.actor_id, self._durable_rev, events,
                                                       receipts)
+            except StoreUnavailable as down:
+                # The state in memory is ahead of the store, which cannot be read now
+                # either: answer the batch and stop; the next request loads the world
+                # again once the store is back.
+                log.warning("%s stopped: %s", self.actor_id, down.message)
+                answers, self._answers = self._answers, []
+                for pending, _, error in answers:
+                    pending.fail(error or down)
+                return False
             except FencedError as fenced:
                 # Another process claimed the world: nothing of this batch was written, and
                 # this actor must not serve it any longer (actors/runtime/directory.py).

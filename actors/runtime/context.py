@@ -56,6 +56,9 @@ class RuntimeObserver(Protocol):
     def dropped(self, kind: str) -> None:
         """A slow subscriber of an actor of `kind` was dropped with a resync."""
 
+    def crashed(self, kind: str, actor_id: str) -> None:
+        """A handler of actor `actor_id` raised (it restarts from the store, or stops)."""
+
 
 class NullObserver:
     """An observer that ignores everything."""
@@ -67,6 +70,9 @@ class NullObserver:
         """Ignored."""
 
     def dropped(self, kind: str) -> None:
+        """Ignored."""
+
+    def crashed(self, kind: str, actor_id: str) -> None:
         """Ignored."""
 
 

@@ -107,6 +107,7 @@ class Directory:
         self._nursery = nursery
         self._live: dict[str, Actor] = {}
         self._starting: dict[str, trio.Lock] = {}
+        self.held: set[str] = set()  # worlds the owner stopped: refused until released
         self._offload = trio.CapacityLimiter(config.offload_threads)
 
     def kind_of(self, actor_id: str) -> ActorKind:
@@ -167,8 +168,12 @@ class Directory:
 
     async def _place(self, actor_id: str) -> Any | None:
         """None when this process may host `actor_id` (always, without a placement; in
-        a cluster, once it holds the lease), else where the world lives."""
+        a cluster, once it holds the lease), else where the world lives; `unavailable`
+        for a world the owner holds stopped."""
         self.kind_of(actor_id)
+        if actor_id in self.held:
+            raise ProtocolError(ErrorCode.UNAVAILABLE, f"{actor_id} was stopped by the owner",
+                                {"actor": actor_id, "held": True})
         if self.placement is None:
             return None
         return await self.placement.acquire(actor_id)
@@ -253,6 +258,27 @@ class Directory:
         actor.stop()
         return True
 
+    def hold(self, actor_id: str) -> bool:
+        """Stop world `actor_id` and refuse it until `release` (the owner's console); True
+        if it was live."""
+        self.held.add(actor_id)
+        return self.evict(actor_id)
+
+    def release(self, actor_id: str) -> bool:
+        """Let a held world load again; True if it was held."""
+        if actor_id not in self.held:
+            return False
+        self.held.discard(actor_id)
+        return True
+
+    def summary(self, actor_id: str) -> Any:
+        """What live world `actor_id` says of itself now (`World.summary`), or None (not
+        live, or it says nothing); the owner's console shows it."""
+        actor = self.alive(actor_id)
+        if not isinstance(actor, WorldActor):
+            return None
+        return actor.world.summary(actor.state)
+
     def hosted(self) -> list[str]:
         """The ids of every world this process hosts or is starting (a cluster renews
         their leases)."""
@@ -273,9 +299,12 @@ class Directory:
 
         self._nursery.start_soon(run)
 
-    async def ask(self, actor_id: str, message: Any, timeout: float | None = None) -> Any:
-        """Deliver `message` and wait for its answer (see `Actor.ask` for the refusals)."""
-        pending = Pending()
+    async def ask(self, actor_id: str, message: Any, timeout: float | None = None,
+                  answer: Pending | None = None) -> Any:
+        """Deliver `message` and wait for its answer (see `Actor.ask` for the refusals);
+        `answer` is the slot to wait on, when the caller brings its own (one that charges
+        what the message cost: actors/runtime/base.py)."""
+        pending = answer if answer is not None else Pending()
         await self.deliver(actor_id, message, pending)
         limit = self.config.ask_timeout if timeout is None else timeout
         return await wait_answer(pending, limit, actor_id)

@@ -22,8 +22,9 @@ from actors.runtime.base import Actor, ActorContext
 from actors.runtime.mailbox import Call
 from actors.store import Snapshot
 from actors.world import Caller, Ctx, Move, Refusal, World
+from protocol.bounds import borrowed
 from protocol.convert import unstructure
-from protocol.errors import ProtocolError, world_codes
+from protocol.errors import ErrorCode, ProtocolError, world_codes
 
 Effect = Callable[[Any, Call], Awaitable[Any]]
 
@@ -138,6 +139,9 @@ class WorldActor(Actor):
     def play(self, move: Move, call: Call) -> Any:
         """Decide `move` for `call`, fold its events, and return its result (a refusal is
         raised as the reply's error; nothing changes then)."""
+        if (path := borrowed(call.args, call.caller, call.role)) is not None:
+            raise self.refuse(ErrorCode.FORBIDDEN, f"{path}: only the owner may name another "
+                              "user than the caller", path=path)
         decided = move.decide(self.state, call.args, self.ctx(call, move.purpose))
         if isinstance(decided, Refusal):
             raise refused(decided)

@@ -92,7 +92,7 @@ class JoinArgs:
     name: str = bounded(length=MAX_TEXT)
     harness: str = bounded("", length=MAX_TEXT)
     model: str = bounded("", length=MAX_TEXT)
-    user: str = bounded("", length=MAX_TEXT)
+    user: str = bounded("", length=MAX_TEXT, user=True)  # only the owner names another
     machine_id: str = bounded("", length=MAX_MACHINE)
 
 

@@ -16,16 +16,23 @@ clients of one file (each `SqliteEventStore` is one, with its own writer process
 work as on PostgreSQL, and nothing above the interface needs to know which it has.
 
 The writer dies with the server (Linux parent-death signal) and stops at the end of its
-input; a writer that exits unexpectedly fails every waiting call and every later one.
+input. A writer that exits unexpectedly fails every waiting call with `StoreUnavailable`
+(an append it had received may or may not have committed), and every later call at once,
+until a new writer is started (after RESTART_DELAY, doubling per failure): while it is
+down `healthy` is False. More than MAX_RESTARTS deaths within RESTART_WINDOW seconds and
+the store gives up (`gave_up` is set): the server then exits non-zero for a supervisor.
+The database files are private to the server's user (the writer runs under umask 077).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Self
 
@@ -40,6 +47,7 @@ from actors.store import (
     Snapshot,
     StoredEvent,
     StoreStatistics,
+    StoreUnavailable,
     check_receipts,
     check_stream_name,
 )
@@ -48,6 +56,10 @@ from server.storage import sqlite_writer
 from server.storage.sqlite_writer import frame, split_frames
 
 _encode = compact_encoder(ensure_ascii=True)
+log = logging.getLogger("petridish.store")
+RESTART_DELAY = 0.1  # seconds before the first restart of a dead writer; doubles per death
+MAX_RESTARTS = 5  # more deaths than this within RESTART_WINDOW seconds: the store gives up
+RESTART_WINDOW = 60.0
 
 
 class _Job:
@@ -74,18 +86,38 @@ class SqliteEventStore(EventStore):
         self._outgoing: list[tuple[int, str, tuple[Any, ...]]] = []  # jobs not yet written
         self._jobs_queued = trio.lowlevel.ParkingLot()  # the sender task waits here
         self._sender = trio.CancelScope()
+        self._restarter = trio.CancelScope()
         self._waiting: dict[int, _Job] = {}
         self._next_id = 0
-        self._broken: str | None = None  # why calls fail, once the writer is gone
+        self._broken: str | None = None  # why calls fail, while the writer is gone
         self._reader_done = trio.Event()
+        self._closing = False
+        self._deaths: deque[float] = deque()  # when the writer died, within RESTART_WINDOW
+        self.restarts = 0  # writers started again after one died
+        self.gave_up = trio.Event()  # set once the writer died too often to start again
+        # Told ("died" | "restarted" | "gave_up", why) as it happens (the server traces it).
+        self.on_writer: Callable[[str, str], None] = lambda _what, _why: None
         self._fences: dict[str, int] = {}  # stream -> fence this client claimed
         self._appends = self._commits = self._events = self._fenced = 0
 
     @classmethod
     def in_directory(cls, data_dir: str | Path) -> SqliteEventStore:
-        """The store of a data directory (created if missing)."""
-        Path(data_dir).mkdir(parents=True, exist_ok=True)
+        """The store of a data directory (created if missing, private to this user)."""
+        Path(data_dir).mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(data_dir, 0o700)
         return cls(Path(data_dir) / "events.sqlite3")
+
+    @property
+    def healthy(self) -> bool:
+        """True while writes can be made durable (the writer runs)."""
+        return self._proc is not None and self._broken is None
+
+    @property
+    def trouble(self) -> str | None:
+        """Why writes cannot be made durable now, or None."""
+        if self._proc is None:
+            return "the store is not open"
+        return None if self._broken is None else f"its writer {self._broken}"
 
     async def __aenter__(self) -> Self:
         await self.open()
@@ -96,38 +128,43 @@ class SqliteEventStore(EventStore):
 
     async def open(self) -> None:
         """Start the writer process and wait for its settings (idempotent)."""
-        if self._proc is not None:
-            return
+        if self._proc is None:
+            await self._start_writer()
+
+    async def _start_writer(self) -> None:
+        """Start a writer, wait for its hello, then serve calls through it."""
         stdin_r, stdin_w = os.pipe()
         stdout_r, stdout_w = os.pipe()
         try:
             # Started from this (the trio) thread: the parent-death signal follows the
             # thread that forked, and trio's worker threads come and go.
-            self._proc = subprocess.Popen(  # noqa: ASYNC220 - see above; it takes ms
+            proc = subprocess.Popen(  # noqa: ASYNC220 - see above; it takes ms
                 [sys.executable, "-s", sqlite_writer.__file__, str(self.path), str(os.getpid())],
                 stdin=stdin_r, stdout=stdout_w, close_fds=True)
         finally:
             os.close(stdin_r)
             os.close(stdout_w)
         os.set_blocking(stdin_w, False)
-        self._to_writer = stdin_w
-        self._from_writer = trio.lowlevel.FdStream(stdout_r)
+        from_writer = trio.lowlevel.FdStream(stdout_r)
         buffer = bytearray()
         try:
             while not (frames := split_frames(buffer)):
-                chunk = await self._from_writer.receive_some()
+                chunk = await from_writer.receive_some()
                 if not chunk:
                     raise RuntimeError(f"the event store's writer for {self.path} did not "
-                                       f"start (exit code {self._proc.wait()})")
+                                       f"start (exit code {proc.wait()})")
                 buffer += chunk
         except BaseException:  # failed or cancelled before the writer said hello
-            self._proc.kill()
-            self._proc.wait()
-            self._proc = None
+            proc.kill()
+            proc.wait()
             os.close(stdin_w)
-            self._from_writer.close()
+            from_writer.close()
             raise
+        self._proc, self._to_writer, self._from_writer = proc, stdin_w, from_writer
         self.settings = frames[0]
+        self._reader_done = trio.Event()
+        self._sender = trio.CancelScope()
+        self._broken = None
         trio.lowlevel.spawn_system_task(self._read_answers, buffer,
                                         name=f"sqlite-answers:{self.path.name}")
         trio.lowlevel.spawn_system_task(self._send_jobs, name=f"sqlite-jobs:{self.path.name}")
@@ -136,19 +173,25 @@ class SqliteEventStore(EventStore):
         """Let the writer finish the queued jobs, then stop it."""
         if self._proc is None:
             return
+        self._closing = True
+        self._restarter.cancel()
         if self._broken is None:
             self._queue((0, "stop", ()))
         await self._reader_done.wait()
         self._sender.cancel()
-        os.close(self._to_writer)
+        if self._to_writer >= 0:
+            os.close(self._to_writer)
+            self._to_writer = -1
         await trio.to_thread.run_sync(self._proc.wait)
         self._proc = None
 
     # ---- talking to the writer ----------------------------------------------------------
 
     async def _read_answers(self, buffer: bytearray) -> None:
-        """Wake each caller as its answer arrives; fail them all when the writer ends."""
-        assert self._from_writer is not None
+        """Wake each caller as its answer arrives; when the writer ends, fail them all and
+        (unless the store is closing) start another."""
+        assert self._from_writer is not None and self._proc is not None
+        ended = False  # the writer's output ended (not the run being cancelled)
         try:
             while chunk := await self._from_writer.receive_some():
                 buffer += chunk
@@ -156,15 +199,70 @@ class SqliteEventStore(EventStore):
                     self._commits += commits
                     for job_id, ok, value in answers:
                         self._answer(job_id, ok, value)
+            ended = True
         except Exception as exc:  # noqa: BLE001 - a system task must not raise
-            self._broken = f"reading from it failed: {exc!r}"
+            self._broken = f"could not be read ({exc!r})"
+            ended = True
         finally:
-            code = self._proc.poll() if self._proc is not None else None
-            self._broken = self._broken or f"it exited (code {code})"
+            self._broken = self._broken or "stopped"
+            # Jobs not yet written are dropped with the rest: a new writer must never
+            # commit an append whose caller was told it failed.
+            self._outgoing = []
             for job_id in list(self._waiting):
-                self._answer(job_id, False, None)
+                self._answer(job_id, False, self._gone(sent=True))
             await self._from_writer.aclose()
             self._reader_done.set()
+            if ended and not self._closing:
+                self._sender.cancel()
+                log.warning("the event store's writer %s; writes answer unavailable until "
+                            "it is started again", self._broken)
+                self.on_writer("died", self._broken)
+                self._restarter = trio.CancelScope()
+                trio.lowlevel.spawn_system_task(self._restart,
+                                                name=f"sqlite-restart:{self.path.name}")
+
+    async def _restart(self) -> None:
+        """Start a new writer after the last one died, with a growing delay; give up
+        (`gave_up`) after MAX_RESTARTS deaths within RESTART_WINDOW seconds."""
+        try:
+            await self._restart_until_up()
+        except Exception:  # a system task must not raise: give up, the server exits
+            log.exception("the event store's writer could not be started again")
+            self.on_writer("gave_up", "restarting it failed")
+            self.gave_up.set()
+
+    async def _restart_until_up(self) -> None:
+        with self._restarter:
+            while True:
+                now = trio.current_time()
+                self._deaths.append(now)
+                while self._deaths[0] < now - RESTART_WINDOW:
+                    self._deaths.popleft()
+                if len(self._deaths) > MAX_RESTARTS:
+                    why = f"died {len(self._deaths)} times in {RESTART_WINDOW:g} s"
+                    log.error("the event store's writer %s; giving up", why)
+                    self.on_writer("gave_up", why)
+                    self.gave_up.set()
+                    return
+                await trio.sleep(RESTART_DELAY * 2 ** (len(self._deaths) - 1))
+                assert self._proc is not None
+                self._proc.kill()  # it may have closed its output without exiting
+                code = await trio.to_thread.run_sync(self._proc.wait)
+                log.warning("the event store's writer exited with code %s", code)
+                if self._to_writer >= 0:
+                    os.close(self._to_writer)
+                    self._to_writer = -1
+                try:
+                    await self._start_writer()
+                except Exception as exc:  # noqa: BLE001 - counted as a death; try again
+                    self._broken = f"could not be started again ({exc})"
+                    log.warning("the event store's writer %s", self._broken)
+                    continue
+                self.restarts += 1
+                log.warning("the event store's writer was started again (restart %d)",
+                            self.restarts)
+                self.on_writer("restarted", "")
+                return
 
     def _answer(self, job_id: int, ok: bool, value: Any) -> None:
         job = self._waiting.pop(job_id)
@@ -176,12 +274,12 @@ class SqliteEventStore(EventStore):
         elif isinstance(value, tuple):  # ("conflict", stream, expected, actual)
             job.error = ConflictError(*value[1:])
         else:
-            job.error = value if value is not None else self._gone()
+            job.error = value
         if not job.abandoned:
             trio.lowlevel.reschedule(job.task)
 
-    def _gone(self) -> RuntimeError:
-        return RuntimeError(f"the event store's writer for {self.path} is gone: {self._broken}")
+    def _gone(self, *, sent: bool) -> StoreUnavailable:
+        return StoreUnavailable(f"its writer {self._broken}", sent=sent)
 
     def _queue(self, job: tuple[int, str, tuple[Any, ...]]) -> None:
         self._outgoing.append(job)
@@ -195,6 +293,7 @@ class SqliteEventStore(EventStore):
         the writer process costs the trio thread far more than the frame itself.
         """
         pending = bytearray()
+        fd = self._to_writer
         with self._sender:
             while True:
                 if not pending:
@@ -203,26 +302,26 @@ class SqliteEventStore(EventStore):
                     pending += frame(self._outgoing)
                     self._outgoing = []
                 try:
-                    del pending[:os.write(self._to_writer, pending)]
+                    del pending[:os.write(fd, pending)]
                 except BlockingIOError:
                     pass
                 except OSError as exc:  # the writer is gone; the reader fails the callers
-                    self._broken = self._broken or f"writing to it failed: {exc!r}"
+                    self._broken = self._broken or f"could not be written to ({exc!r})"
                     return
                 if pending:
-                    await trio.lowlevel.wait_writable(self._to_writer)
+                    await trio.lowlevel.wait_writable(fd)
 
     async def _call(self, op: str, *args: Any, cancellable: bool = True) -> Any:
         """Run `op` in the writer and return its answer.
 
         A cancelled caller of a `cancellable` job stops waiting (the job still runs); an
         append is not cancellable: once queued it may commit, and its caller must learn
-        the outcome.
+        the outcome. While the writer is down every call raises StoreUnavailable at once.
         """
         if self._proc is None:
             raise RuntimeError("the event store is not open")
         if self._broken is not None:
-            raise self._gone()
+            raise self._gone(sent=False)
         self._next_id += 1
         job = self._waiting[self._next_id] = _Job(trio.lowlevel.current_task())
         self._queue((self._next_id, op, args))

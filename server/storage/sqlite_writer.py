@@ -240,11 +240,15 @@ def main(argv: list[str]) -> int:
     """Serve jobs from stdin until it ends or a `stop` job arrives."""
     path, parent = argv[0], int(argv[1])
     _die_with_parent(parent)
+    os.umask(0o077)  # the database, its WAL and shared-memory files: this user's only
     conn = sqlite3.connect(path, isolation_level=None)
     try:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=FULL")
         migrate(conn)
+        for suffix in ("", "-wal", "-shm"):  # files made before, under another umask
+            if os.path.exists(path + suffix):
+                os.chmod(path + suffix, 0o600)
         writer = Writer(conn)
         _write_all(frame(writer.settings()))
         buffer = bytearray()

@@ -21,8 +21,9 @@ async def test_daily_field_and_alltime_board(tmp_path: Path) -> None:
     def clock() -> int:  # noon UTC of today[0], in ms
         return int(datetime.combine(today[0], time(12), UTC).timestamp() * 1000)
 
+    # The owner: only the owner may name the leaderboard users an agent plays for.
     async with running_server(tmp_path, open_mode=True, clock=clock) as srv, \
-            Client.connect(srv.ws_url) as c:
+            Client.connect(srv.ws_url, srv.owner_token) as c:
         first = daily_id(DAY)
         rules = await ready(c, first)  # nobody started it
         assert rules["fog"] is True and rules["grow"] is not None

@@ -23,7 +23,9 @@ def _play(url: str, game: str, step: str, state: dict) -> None:
 
     async def run() -> None:
         to = f"field:{game}"
-        async with Client.connect(url) as c:
+        # The same anonymous caller for both steps: the second comes back with the key.
+        async with Client.connect(url, key=state.get("key")) as c:
+            state["key"] = c.key
             await ready(c, game)
             if step == "reveal":
                 j = await c.request("field.join", to, {"name": "page-test"})

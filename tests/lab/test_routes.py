@@ -1,10 +1,9 @@
 """The seed's HTTP routes over a real socket (thin adapters onto the lab's messages), each
-with malformed, oversized, unauthorized and stale input; and the security headers of
-every page the server serves."""
+with malformed, oversized, unauthorized and stale input; and the policies of the pages
+that mount organisms."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import httpx
@@ -12,10 +11,10 @@ import pytest
 
 from protocol.client import Client
 from server.auth import TokenStore
-from server.config import WEB_DIR
 from server.headers import csp_text, page_policy
 from server.lab_routes import MAX_BODY, ROUTES
 from tests.lab.live import born, new_lab
+from tests.server.test_headers import directives
 from tests.server.ws_harness import running_server
 
 MINUTE = 60_000
@@ -166,33 +165,9 @@ async def test_each_address_is_rate_limited(tmp_path: Path) -> None:
         assert codes[3:] == [(429, "rate_limited")] * 2
 
 
-# --- security headers ---------------------------------------------------------------------
+# --- security headers (every page's: tests/server/test_headers.py) ----------------------
 
 ORGANISM_PAGES = ("/lab/arena.html", "/lab/judge.html", "/lab/gallery.html")
-
-
-def directives(csp: str) -> dict[str, str]:
-    return dict(re.match(r"\s*(\S+)\s*(.*)", part).groups() for part in csp.split(";"))
-
-
-async def test_every_page_gets_the_security_headers(tmp_path: Path) -> None:
-    pages = sorted("/" + str(p.relative_to(WEB_DIR)) for p in WEB_DIR.rglob("*.html"))
-    assert set(ORGANISM_PAGES) <= set(pages)
-    async with running_server(tmp_path) as srv, httpx.AsyncClient(base_url=srv.url) as http:
-        for path in [*pages, "/", "/lab/", "/field/"]:
-            r = await http.get(path)
-            assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
-            h = r.headers
-            assert h["x-content-type-options"] == "nosniff", path
-            assert h["x-frame-options"] == "DENY", path
-            assert h["referrer-policy"] == "no-referrer", path
-            csp = directives(h["content-security-policy"])
-            assert csp["frame-ancestors"] == "'none'" and csp["object-src"] == "'none'", path
-            assert csp["base-uri"] == "'none'", path
-        for path in ("/healthz", "/js/client.js", "/lab/voice.ogg"):
-            r = await http.get(path)
-            assert r.headers["x-content-type-options"] == "nosniff", path
-            assert "content-security-policy" not in r.headers, path
 
 
 @pytest.mark.parametrize("path", ORGANISM_PAGES)

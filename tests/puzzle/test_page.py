@@ -158,15 +158,16 @@ def _click_cell(page: Page, x: int, y: int, button: str = "left") -> None:
     page.mouse.click(box["x"] + (x + 0.5) * cell, box["y"] + (y + 0.5) * cell, button=button)
 
 
-def _server_side(url: str, pack: str, level_id: str) -> dict[str, Any]:
+def _server_side(url: str, pack: str, level_id: str, key: str) -> dict[str, Any]:
     """What the server makes of the saved level: its check, a fresh solve, and a room of
-    the installed pack played with the recorded solution."""
+    the installed pack played with the recorded solution (as the page's anonymous caller,
+    whose `key` the page holds: only a pack's owner runs its solver)."""
     import trio
 
     from protocol.client import Client
 
     async def run() -> dict[str, Any]:
-        async with Client.connect(url) as c:
+        async with Client.connect(url, key=key) as c:
             to = f"puzzlepack:{pack}"
             saved = (await c.request("puzzlepack.level", to, {"level": level_id}))["level"]
             check = await c.request("puzzlepack.check", to, {"level": saved})
@@ -231,7 +232,7 @@ def test_the_editor_saves_a_level_the_server_validates_and_solves(browser: Any,
         expect(page.locator("#pack-levels li")).to_contain_text(f"solved in {len(solution)}")
         pack = page.evaluate("window.editorPage.pack")
 
-        found = _server_side(server.ws_url, pack, "made")
+        found = _server_side(server.ws_url, pack, "made", page.evaluate("window.editorPage.key"))
         assert found["saved"]["solution"] == solution and found["check"]["ok"]
         assert found["check"]["diagnostics"] == [] and found["solve"]["status"] == "solved"
         assert found["won"], "the recorded solution wins in a room of the installed pack"

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import importlib
 import json
+import logging
 import subprocess
 import sys
 
 import pytest
 
 from server.cli import main
+from server.config import ServerConfig
+from server.transport import hypercorn_config
 from server.worlds import registry as default_registry
 
 
@@ -19,6 +22,14 @@ def test_protocol_schema_prints_every_op(capsys: pytest.CaptureFixture[str]) -> 
     schema = json.loads(capsys.readouterr().out)
     assert sorted(schema["ops"]) == sorted(spec.name for spec in default_registry())
     assert schema["ops"]["lobby.create"]["role"] == "agent"
+
+
+def test_hypercorn_logs_into_ours_and_closes_idle_connections() -> None:
+    """Hypercorn's errors reach our error log rather than nowhere; an idle keep-alive HTTP
+    connection ends after the budget's handshake timeout."""
+    hc = hypercorn_config(2, ServerConfig().budgets.handshake_timeout)
+    assert hc.errorlog is logging.getLogger("hypercorn.error")
+    assert (hc.keep_alive_timeout, hc.graceful_timeout) == (5.0, 2)
 
 
 def test_building_the_parser_imports_no_heavy_module() -> None:

@@ -22,7 +22,8 @@ FRAMES_PER_ROLE = 5000
 WINDOW = 64  # frames in flight at once (the server admits 32 and reads on as they finish)
 TARGETS = {"counter": "counter:fz", "field": "field:fz", "lobby": "lobby:main",
            "ecosystem": "ecosystem:fz", "lab": "lab:fz", "puzzle": "puzzle:fz",
-           "puzzleboard": "puzzleboard:main", "puzzlepack": "puzzlepack:fz"}
+           "puzzleboard": "puzzleboard:main", "puzzlepack": "puzzlepack:fz",
+           "admin": "admin:main"}
 LEAKS = re.compile(r"Traceback|File \"|NoneType|object at 0x|<class|Error\(|\bdict\b|"
                    r"\bstr\b|\bint object\b|cattrs|attrs")
 

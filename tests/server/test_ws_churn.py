@@ -19,7 +19,10 @@ from tests.server.server_process import ServerProcess
 
 
 async def test_many_short_connections_leave_the_server_running(tmp_path: Path) -> None:
-    server = ServerProcess(tmp_path / "data")
+    # One address opens them all: its budgets of connections and refused hellos are raised.
+    server = ServerProcess(tmp_path / "data", "--budget", "connections_per_address=1000",
+                           "--budget", "ungreeted_per_address=1000",
+                           "--budget", "hello_failures=1000")
     await trio.to_thread.run_sync(server.start)
     try:
         refused = 0

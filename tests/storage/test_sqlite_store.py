@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from actors.store import ConflictError, FencedError, Snapshot
+from actors.store import ConflictError, FencedError, Snapshot, StoreUnavailable
 from server.storage import SqliteEventStore
 
 
@@ -92,17 +92,24 @@ async def test_sqlite_cancelled_callers_read_gives_up_but_append_lands(tmp_path:
         assert [e.data for e in await store.read("s:a")] == [{"n": 0}, {"n": 1}]
 
 
-async def test_sqlite_writer_exit_fails_waiting_and_later_calls(tmp_path: Path) -> None:
+async def test_sqlite_writer_exit_fails_calls_until_a_new_writer_serves(
+        tmp_path: Path) -> None:
     async with SqliteEventStore.in_directory(tmp_path) as store:
         await store.append("s:a", 0, [{"n": 0}])
         assert store._proc is not None
+        first = store._proc.pid
         store._proc.kill()
-        with pytest.raises(RuntimeError, match="writer for .* is gone"):
+        with pytest.raises(StoreUnavailable, match="cannot make writes durable right now"):
             await store.append("s:a", 1, [{"n": 1}])
-        with pytest.raises(RuntimeError, match="writer for .* is gone"):
+        with pytest.raises(StoreUnavailable) as down:
             await store.read("s:a")
-    async with SqliteEventStore.in_directory(tmp_path) as again:  # nothing was lost
-        assert [e.data for e in await again.read("s:a")] == [{"n": 0}]
+        assert down.value.code == "unavailable" and not store.healthy
+        with trio.fail_after(10):
+            while not store.healthy:
+                await trio.sleep(0.01)
+        assert store._proc.pid != first and store.restarts == 1
+        assert [e.data for e in await store.read("s:a")] == [{"n": 0}]  # nothing was lost
+        assert await store.append("s:a", 1, [{"n": 1}]) == 2
 
 
 def test_sqlite_writer_dies_with_its_server(tmp_path: Path) -> None:

@@ -94,6 +94,7 @@ export class Client {
   constructor(url, { token = null, client = "petridish-js/1.0", onStatus = () => {}, maxDelay = 5000 } = {}) {
     this.url = url;
     this.token = token;
+    this.key = null; // an anonymous caller's key, from the first hello's reply
     this.clientName = client;
     this.onStatus = onStatus;
     this.maxDelay = maxDelay;
@@ -167,6 +168,7 @@ export class Client {
       ws.onopen = () => {
         const hello = { op: "hello", protocol: PROTOCOL_VERSION, id: 0, client: this.clientName };
         if (this.token) hello.token = this.token;
+        else if (this.key) hello.key = this.key; // the same anonymous caller after a drop
         ws.send(JSON.stringify(hello));
       };
       ws.onmessage = (msg) => {
@@ -182,6 +184,7 @@ export class Client {
           greeted = true;
           this.hello = frame.result ?? {};
           this.role = this.hello.role ?? null;
+          this.key = this.hello.key ?? this.key ?? null;
           this.connections += 1;
           this._attempt = 0;
           this._ws = ws;

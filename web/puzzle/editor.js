@@ -381,6 +381,7 @@ window.editorPage = {
   get cell() { return cell; },
   get pack() { return packId; },
   get problems() { return problems; },
+  get key() { return client?.key ?? null; }, // this anonymous caller's key (tests act as it)
 };
 
 main().catch((err) => setStatus("closed", `error: ${err.message}`));

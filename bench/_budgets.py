@@ -1,0 +1,42 @@
+"""The budgets a benchmark's server runs under: the per-client ones lifted.
+
+A load generator is hundreds of clients on one loopback address (and, for anonymous
+callers, one account): the per-address and per-account budgets of server/budgets.py
+would refuse its 65th connection, its 21st world and its CPU past a tenth of a core,
+which is their point in production and not what a benchmark of the hot path measures.
+The server-wide cap on connections and every per-connection bound stay.
+"""
+
+from __future__ import annotations
+
+from server.budgets import Budgets
+
+LIFTED: dict[str, float] = {
+    "connections_per_address": 1_000_000,
+    "max_ungreeted": 1_000_000,
+    "ungreeted_per_address": 1_000_000,
+    "hello_failures": 1_000_000,
+    "cpu_rate": 1e9,
+    "cpu_rate_agent": 1e9,
+    "cpu_burst": 1e9,
+    "creates_per_hour": 1_000_000_000,
+    "live_worlds": 1_000_000_000,
+}
+
+
+def lifted_budgets() -> Budgets:
+    """`Budgets` with the per-client limits lifted (for a `ServerConfig`)."""
+    return Budgets(**LIFTED)
+
+
+def budget_args() -> list[str]:
+    """The `--budget NAME=VALUE` options of `petridish serve` that lift them."""
+    return [part for name, value in LIFTED.items() for part in ("--budget", f"{name}={value}")]
+
+
+def serve_code(*args: str, prefix: str = "") -> str:
+    """Python code that runs `petridish serve --port 0 --data DATA ARGS` with the lifted
+    budgets (DATA is the code's first argument); `prefix` runs first."""
+    rest = [*args, *budget_args()]
+    return (f"import sys; {prefix}from server.cli import main; "
+            f"sys.exit(main(['serve', '--port', '0', '--data', sys.argv[1], *{rest!r}]))")

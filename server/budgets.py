@@ -1,0 +1,323 @@
+"""Budgets: everything a client can make the server hold or compute, bounded per client.
+
+`Budgets` holds the limits (the defaults are what `petridish serve` enforces; every one is
+documented in docs/operations.md and the protocol's in docs/protocol.md). `Ledger` keeps
+what each client has spent: per client address (connections, connections that have not
+said hello, refused hellos) and per account (CPU time of its requests, worlds it created).
+An account is a token's name for token holders and the client address for anonymous
+callers, so a second connection or an anonymous identity per connection buys no more;
+the owner spends no budget. A budget spent is refused with `over_budget` naming it
+(`detail.budget`, `detail.limit`, and `detail.retry_after` when it refills), counted in
+`/metrics` and logged (server/trace.py); `hits` keeps who hit which budget lately for
+the owner's console.
+
+Numbers are plain; time is passed in (trio's clock in seconds), so tests need no sleeping.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+from collections import OrderedDict, deque
+
+import attrs
+
+from protocol.errors import ErrorCode, ProtocolError
+
+OWNER_ROLE = "owner"
+MAX_ENTRIES = 100_000  # addresses and accounts remembered; the oldest idle ones go first
+HITS_KEPT = 200  # (budget, who) pairs the console lists
+
+
+@attrs.frozen
+class Budgets:
+    """The limits every client is held to."""
+
+    max_connections: int = 10_000  # TCP connections at once, all addresses together
+    connections_per_address: int = 64  # TCP (and websocket) connections at once per address
+    handshake_timeout: float = 5.0  # seconds a TCP connection may take to send its request
+    max_ungreeted: int = 512  # websocket connections that have not said hello, together
+    ungreeted_per_address: int = 16  # ... and from one address
+    hello_failures: int = 10  # refused hellos an address may make in a burst ...
+    hello_failure_rate: float = 0.2  # ... refilled at this many per second
+    subscriptions: int = 64  # topics one connection may follow at once
+    send_timeout: float = 15.0  # a frame not taken by the client within this: dropped
+    cpu_rate: float = 0.1  # seconds of server time per second, an anonymous client ...
+    cpu_rate_agent: float = 0.25  # ... and an agent token
+    cpu_burst: float = 1.0  # seconds of server time an account may spend at once
+    # An account past its CPU budget is refused only while the others use at least this
+    # much server time per second: alone on the server, a client may use all of it.
+    cpu_contended: float = 0.002
+    creates_per_hour: int = 20  # worlds an account may create in any hour ...
+    live_worlds: int = 10  # ... and have live (loaded) at once
+
+    def to_json(self) -> dict[str, float]:
+        """Every limit by name (the console shows them)."""
+        return attrs.asdict(self)
+
+
+def over_budget(budget: str, message: str, limit: float,
+                retry_after: float | None = None) -> ProtocolError:
+    """The refusal of a spent budget."""
+    detail: dict[str, object] = {"budget": budget, "limit": limit}
+    if retry_after is not None:
+        detail["retry_after"] = round(max(retry_after, 0.001), 3)
+    return ProtocolError(ErrorCode.OVER_BUDGET, message, detail)
+
+
+def address_key(host: str) -> str:
+    """The budget key of a client address: IPv4 as is, IPv6 by its /64 network (one
+    client holds a whole /64), anything else (a Unix socket) as given."""
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{ip}/64", strict=False))
+    return str(ip)
+
+
+class Rate:
+    """An exponentially decaying average of seconds spent per second (time constant TAU)."""
+
+    __slots__ = ("at", "value")
+    TAU = 1.0
+
+    def __init__(self, now: float) -> None:
+        self.value, self.at = 0.0, now
+
+    def read(self, now: float) -> float:
+        """The average at `now`."""
+        if now > self.at:
+            self.value *= math.exp((self.at - now) / self.TAU)
+            self.at = now
+        return self.value
+
+    def add(self, seconds: float, now: float) -> None:
+        """`seconds` were spent at `now`."""
+        self.read(now)
+        self.value += seconds / self.TAU
+
+
+class Bucket:
+    """A token bucket over floats that may run into debt (CPU is charged after the fact)."""
+
+    __slots__ = ("at", "burst", "level", "rate")
+
+    def __init__(self, rate: float, burst: float, now: float) -> None:
+        self.rate, self.burst, self.level, self.at = rate, burst, burst, now
+
+    def refill(self, now: float) -> float:
+        """The level at `now`."""
+        if now > self.at:
+            self.level = min(self.burst, self.level + (now - self.at) * self.rate)
+            self.at = now
+        return self.level
+
+    def wait(self, now: float, need: float = 0.0) -> float:
+        """Seconds until the level exceeds `need` (0 when it does now)."""
+        level = self.refill(now)
+        return 0.0 if level > need else (need - level) / self.rate + 1e-3
+
+    def full(self, now: float) -> bool:
+        """True when nothing is spent (the entry may be forgotten)."""
+        return self.refill(now) >= self.burst
+
+
+class Address:
+    """What one client address holds: connections, greeted or not, and refused hellos."""
+
+    __slots__ = ("connections", "hellos", "ungreeted")
+
+    def __init__(self, budgets: Budgets, now: float) -> None:
+        self.connections = 0
+        self.ungreeted = 0
+        self.hellos = Bucket(budgets.hello_failure_rate, budgets.hello_failures, now)
+
+    def idle(self, now: float) -> bool:
+        """No connection, nothing spent."""
+        return not self.connections and self.hellos.full(now)
+
+
+class Account:
+    """What one account spent: CPU time, and the worlds it created."""
+
+    __slots__ = ("cpu", "created", "creations", "pending", "recent")
+
+    def __init__(self, rate: float, budgets: Budgets, now: float) -> None:
+        self.cpu = Bucket(rate, budgets.cpu_burst, now)
+        self.recent = Rate(now)  # its server time per second, lately
+        self.creations: deque[float] = deque()  # when each create of the last hour came
+        self.created: set[str] = set()  # world ids it created (live or not)
+        self.pending = 0  # creates in flight
+
+    def idle(self, now: float) -> bool:
+        """Nothing spent that is still counted."""
+        while self.creations and self.creations[0] <= now - 3600:
+            self.creations.popleft()
+        return self.cpu.full(now) and not self.creations and not self.pending
+
+
+@attrs.define
+class Hit:
+    """A budget someone hit: how often, and when last (seconds, trio's clock)."""
+
+    budget: str
+    who: str
+    count: int
+    last: float
+
+
+class Ledger:
+    """What every client address and account has spent (see the module doc)."""
+
+    def __init__(self, budgets: Budgets) -> None:
+        self.budgets = budgets
+        self.addresses: OrderedDict[str, Address] = OrderedDict()
+        self.accounts: OrderedDict[str, Account] = OrderedDict()
+        self.hits: OrderedDict[tuple[str, str], Hit] = OrderedDict()
+        self.ungreeted = 0
+        self.load = Rate(0.0)  # every client's server time per second, lately
+
+    # ---- entries ----------------------------------------------------------------------
+
+    def address(self, key: str, now: float) -> Address:
+        """The entry of address `key` (made on first use)."""
+        entry = self.addresses.get(key)
+        if entry is None:
+            entry = self.addresses[key] = Address(self.budgets, now)
+            self._trim(self.addresses, now)
+        return entry
+
+    def account(self, name: str, role: str, now: float) -> Account:
+        """The entry of account `name` (made on first use, with its role's CPU rate)."""
+        entry = self.accounts.get(name)
+        if entry is None:
+            rate = self.budgets.cpu_rate_agent if role != "spectator" else self.budgets.cpu_rate
+            entry = self.accounts[name] = Account(rate, self.budgets, now)
+            self._trim(self.accounts, now)
+        return entry
+
+    @staticmethod
+    def _trim(entries: OrderedDict, now: float) -> None:
+        """Forget idle entries once there are too many (oldest first)."""
+        if len(entries) <= MAX_ENTRIES:
+            return
+        for key in [k for k, e in entries.items() if e.idle(now)][:len(entries) - MAX_ENTRIES]:
+            del entries[key]
+
+    def sweep(self, now: float) -> None:
+        """Forget every idle entry (run every few seconds)."""
+        for entries in (self.addresses, self.accounts):
+            for key in [k for k, e in entries.items() if e.idle(now)]:
+                del entries[key]
+
+    def hit(self, budget: str, who: str, now: float) -> Hit:
+        """Record that `who` hit `budget` (the console lists the latest HITS_KEPT)."""
+        entry = self.hits.pop((budget, who), None) or Hit(budget, who, 0, now)
+        entry.count += 1
+        entry.last = now
+        self.hits[(budget, who)] = entry
+        while len(self.hits) > HITS_KEPT:
+            self.hits.popitem(last=False)
+        return entry
+
+    # ---- connections ------------------------------------------------------------------
+
+    def connect(self, key: str, now: float) -> None:
+        """Admit a websocket connection from `key` that has not said hello yet."""
+        b = self.budgets
+        entry = self.address(key, now)
+        if entry.connections >= b.connections_per_address:
+            raise over_budget("connections_per_address", f"more than "
+                              f"{b.connections_per_address} connections from one address",
+                              b.connections_per_address)
+        if entry.ungreeted >= b.ungreeted_per_address:
+            raise over_budget("ungreeted_per_address", f"more than {b.ungreeted_per_address} "
+                              "connections from one address have not said hello yet",
+                              b.ungreeted_per_address)
+        if self.ungreeted >= b.max_ungreeted:
+            raise over_budget("max_ungreeted", f"more than {b.max_ungreeted} connections "
+                              "have not said hello yet; retry in a moment", b.max_ungreeted)
+        entry.connections += 1
+        entry.ungreeted += 1
+        self.ungreeted += 1
+
+    def greeted(self, key: str, now: float) -> None:
+        """The connection from `key` said a good hello."""
+        entry = self.address(key, now)
+        entry.ungreeted -= 1
+        self.ungreeted -= 1
+
+    def disconnect(self, key: str, greeted: bool, now: float) -> None:
+        """A connection admitted by `connect` ended."""
+        entry = self.address(key, now)
+        entry.connections -= 1
+        if not greeted:
+            entry.ungreeted -= 1
+            self.ungreeted -= 1
+
+    def may_hello(self, key: str, now: float) -> ProtocolError | None:
+        """Why `key` may not try a token now (its refused hellos are spent), or None."""
+        bucket = self.address(key, now).hellos
+        if bucket.refill(now) >= 1:
+            return None
+        b = self.budgets
+        return over_budget("hello_failures", f"more than {b.hello_failures} refused hellos "
+                           "from this address; wait before trying a token again",
+                           b.hello_failures, bucket.wait(now, 1.0))
+
+    def hello_refused(self, key: str, now: float) -> None:
+        """A hello from `key` was refused (a bad token)."""
+        bucket = self.address(key, now).hellos
+        bucket.refill(now)
+        bucket.level -= 1
+
+    # ---- CPU ----------------------------------------------------------------------------
+
+    def may_compute(self, account: Account | None, now: float) -> ProtocolError | None:
+        """Why `account` may not ask for work now, or None: refused when its CPU time is
+        spent while other clients use the server (`cpu_contended`)."""
+        if account is None:
+            return None
+        wait = account.cpu.wait(now)
+        if not wait:
+            return None
+        others = self.load.read(now) - account.recent.read(now)
+        if others < self.budgets.cpu_contended:
+            return None  # nobody else to protect: the debt waits for them
+        rate = account.cpu.rate
+        return over_budget("cpu", f"this client used more than {rate:g} s of server time per "
+                           "second while others wait; slow down", rate, wait)
+
+    def charge(self, account: Account | None, seconds: float, now: float) -> None:
+        """`account` (None: the owner) spent `seconds` of server time. Its debt is kept
+        within one burst, so a refusal never lasts more than two bursts' refill."""
+        self.load.add(seconds, now)
+        if account is not None:
+            account.recent.add(seconds, now)
+            bucket = account.cpu
+            bucket.refill(now)
+            bucket.level = max(bucket.level - seconds, -bucket.burst)
+
+    # ---- creations ------------------------------------------------------------------------
+
+    def may_create(self, account: Account | None, alive: set[str], now: float
+                   ) -> ProtocolError | None:
+        """Why `account` may not create a world now, or None. `alive` is the ids of the
+        worlds it created that are live now."""
+        if account is None:
+            return None
+        b = self.budgets
+        account.idle(now)  # forgets creations older than an hour
+        if len(account.creations) + account.pending >= b.creates_per_hour:
+            wait = account.creations[0] + 3600 - now if account.creations else 60.0
+            return over_budget("creates_per_hour", f"more than {b.creates_per_hour} worlds "
+                               "created in an hour", b.creates_per_hour, wait)
+        if len(alive) + account.pending >= b.live_worlds:
+            return over_budget("live_worlds", f"more than {b.live_worlds} live worlds "
+                               "created by this client; wait until some unload",
+                               b.live_worlds)
+        return None

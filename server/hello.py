@@ -1,0 +1,82 @@
+"""The answer to a connection's hello: who it is, or why it may not be anyone.
+
+No token: a spectator (an agent on an `--open` server) under a name of its own
+(`anonymous~<digest>`), so no two anonymous callers share an identity and one cannot write
+as another's agent. The name stands for a secret key the reply hands out (`key`); a client
+that says hello again with it (after a reconnect) is the same caller, and nobody without
+the key can be. A token: the principal it was issued to; a token
+that is unknown or revoked is refused `unauthorized` and the socket closes (1008). Refused
+hellos are budgeted per client address (`hello_failures`): past the budget a token is not
+even checked (`over_budget`), so guessing tokens costs time. Every refusal leaves a trace
+with the peer's address (server/trace.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from typing import TYPE_CHECKING
+
+import trio
+
+from protocol.envelope import PROTOCOL_VERSION, Hello, encode_result
+from protocol.errors import ErrorCode, ProtocolError
+from server.auth import Principal
+
+if TYPE_CHECKING:
+    from server.session import Session
+
+ANONYMOUS = "anonymous"  # anonymous callers are `anonymous~<digest of their key>`
+
+
+def new_key() -> str:
+    """A fresh anonymous key (128 random bits)."""
+    return secrets.token_urlsafe(16)
+
+
+def anonymous_name(key: str) -> str:
+    """The identity an anonymous key stands for (a digest: names are stored in events)."""
+    digest = hashlib.sha256(f"petridish-anonymous:{key}".encode()).hexdigest()
+    return f"{ANONYMOUS}~{digest[:16]}"
+
+
+async def greet(session: Session, hello: Hello) -> bool:
+    """Answer `hello` on `session`; True when the connection may go on (else the caller
+    closes it with 1008)."""
+    server = session.server
+    cfg = server.config
+    ledger = server.ledger
+    now = trio.current_time()
+    key = None
+    if hello.token is None:
+        role = "agent" if cfg.open_mode else "spectator"
+        key = hello.key or new_key()
+        principal = Principal(role, anonymous_name(key))
+    else:
+        refusal = ledger.may_hello(session.address, now)
+        if refusal is not None:
+            server.budget_hit(refusal, session.address)
+            await session._refuse_now(hello.id, refusal)
+            return False
+        found = server.tokens.check(hello.token)
+        if found is None:
+            ledger.hello_refused(session.address, now)
+            server.trace.warn("hello_refused", session.address, "refused a hello from %s: "
+                              "the token is unknown or was revoked", session.address)
+            await session._refuse_now(hello.id, ProtocolError(
+                ErrorCode.UNAUTHORIZED, "the token is unknown or was revoked"))
+            return False
+        principal = found
+    session.principal = principal
+    session.greeted = True
+    ledger.greeted(session.address, now)
+    if principal.role != "owner":
+        account = principal.name if principal.digest else f"address:{session.address}"
+        session.account = ledger.account(account, principal.role, now)
+    reply = {"protocol": PROTOCOL_VERSION, "role": principal.role, "name": principal.name,
+             "client": hello.client, "max_frame": cfg.max_frame, "rate": cfg.rate,
+             "burst": cfg.burst}
+    if key is not None:
+        reply["key"] = key
+    await session._send_now(encode_result(hello.id, reply))
+    return True

@@ -1,0 +1,87 @@
+"""Failures that leave a trace: one warning line in the error log and a count in `/metrics`.
+
+Every event the owner must be able to find afterwards goes through `Trace.warn`: a failed
+send, a 1011 close, a refused hello (with the peer's address), a dropped slow reader, a
+budget hit, a crashed actor, a store writer that died. Each is counted in
+`petridish_warnings_total{event}` every time, and logged at warning at most once per
+`interval` seconds per (event, key) (the key is who caused it: an address, a credential,
+an actor), the next line saying how many were folded into it, so a hostile client cannot
+flood the log. `configure_logging` keeps the error log in `<data>/logs/error.log`.
+"""
+
+from __future__ import annotations
+
+import logging
+import logging.handlers
+import os
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from pathlib import Path
+
+from server.metrics import Metrics
+
+log = logging.getLogger("petridish.trace")
+
+EVENTS = ("send_failed", "close_1011", "hello_refused", "slow_reader", "budget",
+          "actor_crashed", "store_writer", "origin_refused", "token_revoked")
+KEYS = 4096  # (event, key) pairs remembered for throttling; the oldest are forgotten
+ERROR_LOG = Path("logs") / "error.log"
+LOG_BYTES = 10 * 1024 * 1024  # the error log rotates past this, keeping LOG_BACKUPS files
+LOG_BACKUPS = 3
+FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+class Trace:
+    """Counts every warning event and logs it, throttled per (event, key)."""
+
+    def __init__(self, metrics: Metrics, interval: float = 10.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.metrics = metrics
+        self.interval = interval
+        self.clock = clock
+        self._last: OrderedDict[tuple[str, str], tuple[float, int]] = OrderedDict()
+
+    def warn(self, event: str, key: str, message: str, *args: object) -> None:
+        """Count `event` and log `message % args` at warning unless `key` logged this
+        event within `interval` seconds (then it is folded into the next line)."""
+        if event not in EVENTS:
+            raise ValueError(f"unknown trace event {event!r}")
+        self.metrics.warnings.labels(event).inc()
+        now = self.clock()
+        slot = (event, key)
+        last, folded = self._last.get(slot, (-float("inf"), 0))
+        if now - last < self.interval:
+            self._last[slot] = (last, folded + 1)
+            return
+        self._last[slot] = (now, 0)
+        self._last.move_to_end(slot)
+        while len(self._last) > KEYS:
+            self._last.popitem(last=False)
+        more = f" (and {folded} more like it since)" if folded else ""
+        log.warning(f"{event}: {message}{more}", *args)
+
+
+def _private_file(path: Path) -> None:
+    """Create `path` with mode 0600 if absent (the handler then appends to it)."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
+    os.chmod(path, 0o600)
+
+
+def configure_logging(data_dir: Path, level: int = logging.INFO) -> Path:
+    """Log to stderr at `level`, and keep warnings and errors in `<data>/logs/error.log`
+    (mode 0600, rotated past LOG_BYTES); returns the error log's path."""
+    path = Path(data_dir) / ERROR_LOG
+    _private_file(path)
+    root = logging.getLogger()
+    root.setLevel(level)
+    stderr = logging.StreamHandler()
+    stderr.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    errors = logging.handlers.RotatingFileHandler(path, maxBytes=LOG_BYTES,
+                                                  backupCount=LOG_BACKUPS, encoding="utf-8")
+    errors.setLevel(logging.WARNING)
+    errors.setFormatter(logging.Formatter(FORMAT))
+    root.addHandler(stderr)
+    root.addHandler(errors)
+    return path

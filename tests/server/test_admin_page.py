@@ -1,0 +1,120 @@
+"""The owner's console page (web/admin/) in headless Chromium against a real server process:
+the owner types the token in (it never reaches the address), the page lists the worlds and
+connections, revokes a token (and a real client holding that token is closed with 1008),
+issues a token that then says hello, stops and releases a world; at 390x844 nothing
+overflows sideways. Everything under the page's own CSP, without a violation."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Page, expect
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import ClientConnection, connect
+
+from server.auth import TokenStore
+from tests.server.server_process import ServerProcess
+
+pytestmark = pytest.mark.browser
+WAIT = 20_000  # ms
+RECORD = """window.__violations = [];
+document.addEventListener("securitypolicyviolation", (e) =>
+  window.__violations.push(`${e.violatedDirective} ${e.blockedURI}`));"""
+
+
+@contextmanager
+def _client(url: str, token: str | None) -> Iterator[ClientConnection]:
+    """A real websocket client after its hello with `token`."""
+    with connect(url, open_timeout=10) as ws:
+        ws.send(json.dumps({"op": "hello", "protocol": 1, "token": token, "client": "test/1"}))
+        reply = json.loads(ws.recv(timeout=10))
+        assert reply["ok"], reply
+        yield ws
+
+
+def _call(ws: ClientConnection, op: str, to: str, **args: Any) -> dict[str, Any]:
+    ws.send(json.dumps({"id": 1, "op": op, "to": to, "args": args}))
+    while (reply := json.loads(ws.recv(timeout=10))).get("id") != 1:
+        pass
+    return reply
+
+
+def _open_console(page: Page, url: str, owner: str) -> None:
+    page.add_init_script(RECORD)
+    page.goto(f"{url}/admin/")
+    page.fill("#token", owner)
+    page.click("#login button[type=submit]")
+    expect(page.locator("#status")).to_have_attribute("data-state", "open", timeout=WAIT)
+    expect(page.locator("#console")).to_be_visible(timeout=WAIT)
+    assert owner not in page.url
+    assert page.evaluate("sessionStorage.getItem('petridish.owner-token')") == owner
+
+
+def test_the_console_lists_worlds_revokes_a_token_and_its_socket_closes(
+        browser: Any, tmp_path: Path) -> None:
+    ann = TokenStore(tmp_path / "data").create("agent", "ann")
+    with ServerProcess(tmp_path / "data") as server, _client(server.ws_url, ann) as holder:
+        assert server.owner_token
+        assert _call(holder, "counter.create", "counter:seen")["ok"]
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.on("dialog", lambda dialog: dialog.accept())
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        _open_console(page, server.http_url, server.owner_token)
+
+        world = page.locator('#worlds tr[data-id="counter:seen"]')
+        expect(world).to_contain_text("live", timeout=WAIT)
+        expect(world.locator("td").nth(2)).to_have_text("1")  # its revision
+        expect(page.locator("#connections tbody")).to_contain_text("ann")
+        row = page.locator('#tokens tr[data-name="ann"]')
+        expect(row).to_contain_text("agent")
+        expect(row.locator("td").nth(3)).to_have_text("1", timeout=WAIT)  # ann's session
+
+        row.locator("button.revoke").click()
+        notice = json.loads(holder.recv(timeout=10))
+        assert notice["error"]["code"] == "unauthorized"
+        with pytest.raises(ConnectionClosed):
+            holder.recv(timeout=10)
+        assert holder.close_code == 1008
+        expect(row).to_have_count(0, timeout=WAIT)
+        expect(page.locator("#audit")).to_contain_text("token_revoked")
+
+        page.fill("#new-name", "bob")
+        page.click("#create button[type=submit]")
+        expect(page.locator("#created-token")).to_contain_text("pdg_", timeout=WAIT)
+        expect(page.locator('#tokens tr[data-name="bob"]')).to_be_visible(timeout=WAIT)
+        with _client(server.ws_url, page.text_content("#created-token").strip()) as bob:
+            world.locator("button.stop").click()
+            expect(world).to_have_attribute("data-state", "held", timeout=WAIT)
+            assert _call(bob, "counter.get", "counter:seen")["error"]["code"] == "unavailable"
+            world.locator("button.release").click()
+            expect(world).to_have_count(0, timeout=WAIT)  # released: not loaded until asked
+            assert _call(bob, "counter.get", "counter:seen")["result"]["revision"] == 1
+        assert page.evaluate("window.__violations") == [] and errors == []
+        page.close()
+
+
+def test_the_console_fits_a_phone(browser: Any, tmp_path: Path) -> None:
+    tokens = TokenStore(tmp_path / "data")
+    for name in ("a-rather-long-agent-name-for-a-phone", "bob"):
+        tokens.create("agent", name)
+    with ServerProcess(tmp_path / "data") as server, \
+            _client(server.ws_url, server.owner_token) as holder:
+        assert _call(holder, "counter.create", "counter:" + "w" * 60)["ok"]
+        page = browser.new_page(viewport={"width": 390, "height": 844})
+        _open_console(page, server.http_url, server.owner_token)
+        expect(page.locator("#worlds tbody tr")).to_have_count(2, timeout=WAIT)  # and admin
+        expect(page.locator("#tokens tbody tr")).to_have_count(2, timeout=WAIT)
+        expect(page.locator("#hits")).to_be_attached()
+        width = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+        assert width[0] <= width[1], f"the page is {width[0]} px wide in a {width[1]} px view"
+        stop = page.locator("#worlds tbody tr button.stop").first
+        box = stop.bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390
+        assert page.evaluate("window.__violations") == []
+        page.close()

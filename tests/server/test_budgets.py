@@ -1,0 +1,220 @@
+"""Every budget a client can spend, over real sockets: each refused with `over_budget`
+naming it (or HTTP 503 before the websocket exists), counted in /metrics, logged, and
+held per client (a second connection buys no more; the owner spends none)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+import trio
+
+from server.budgets import Budgets
+from tests.server import burn_world
+from tests.server.raw_ws import HandshakeRefused, RawSocket
+from tests.server.ws_harness import error, raw_client, result, running_server
+
+
+def _hits(srv, budget: str) -> float:
+    return srv.state.metrics.budget_hits.labels(budget).value
+
+
+async def test_tcp_connections_per_address_are_capped_before_any_request(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # (Hypercorn frees a connection that closes before its request at the handshake
+    # timeout, so the test keeps it short.)
+    budgets = Budgets(connections_per_address=3, handshake_timeout=0.5)
+    async with running_server(tmp_path, budgets=budgets) as srv:
+        held = [await trio.open_tcp_stream("127.0.0.1", srv.port) for _ in range(3)]
+        with pytest.raises(HandshakeRefused) as refused:
+            await RawSocket.open(srv.port)
+        assert refused.value.status == 503
+        assert refused.value.body == b"more than 3 connections from one address"
+        assert _hits(srv, "connections_per_address") == 1
+        assert "hit the connections_per_address budget" in caplog.text
+        await held.pop().aclose()
+        with trio.fail_after(5):
+            while True:  # the freed place is given to the next connection
+                try:
+                    sock = await RawSocket.open(srv.port)
+                    break
+                except HandshakeRefused:
+                    await trio.sleep(0.05)
+        assert (await sock.hello())["ok"]
+        for stream in held:
+            await stream.aclose()
+        await sock.aclose()
+
+
+async def test_a_half_open_handshake_is_closed_within_the_handshake_timeout(
+        tmp_path: Path) -> None:
+    async with running_server(tmp_path, budgets=Budgets(handshake_timeout=0.3)) as srv:
+        stream = await trio.open_tcp_stream("127.0.0.1", srv.port)
+        await stream.send_all(b"GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websock")
+        with trio.fail_after(5):  # the server hangs up: EOF, and its place is free
+            assert await stream.receive_some(100) == b""
+            while srv.state.guard.open:
+                await trio.sleep(0.01)
+
+
+async def test_connections_without_hello_are_capped_per_address_and_in_all(
+        tmp_path: Path) -> None:
+    budgets = Budgets(ungreeted_per_address=2, max_ungreeted=100)
+    async with running_server(tmp_path, budgets=budgets, hello_timeout=30) as srv:
+        quiet = [await RawSocket.open(srv.port) for _ in range(2)]
+        third = await RawSocket.open(srv.port)
+        refusal = await third.recv_json()
+        assert refusal == {"id": None, "ok": False, "error": {
+            "code": "over_budget", "message": "more than 2 connections from one address "
+            "have not said hello yet", "detail": {"budget": "ungreeted_per_address",
+                                                  "limit": 2}}}
+        assert await third.close_code() == 1013
+        assert (await quiet[0].hello())["ok"]  # greeted: it no longer counts
+        fourth = await RawSocket.open(srv.port)
+        assert (await fourth.hello())["ok"]
+        assert srv.state.ledger.ungreeted == 1
+        for s in [*quiet, third, fourth]:
+            await s.aclose()
+    budgets = Budgets(ungreeted_per_address=10, max_ungreeted=1)
+    async with running_server(tmp_path, budgets=budgets, hello_timeout=30) as srv:
+        first = await RawSocket.open(srv.port)
+        second = await RawSocket.open(srv.port)
+        assert (await second.recv_json())["error"]["detail"]["budget"] == "max_ungreeted"
+        for s in (first, second):
+            await s.aclose()
+
+
+async def test_refused_hellos_are_budgeted_per_address(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING)
+    budgets = Budgets(hello_failures=2, hello_failure_rate=0.5)
+    async with running_server(tmp_path, budgets=budgets) as srv:
+        good = srv.state.tokens.create("agent", "ann")
+        for _ in range(2):
+            async with raw_client(srv, hello=False) as c:
+                await c.send({"op": "hello", "protocol": 1, "token": "pdg_guess"})
+                assert error(await c.recv())["code"] == "unauthorized"
+        assert "hello_refused: refused a hello from 127.0.0.1: the token is unknown" \
+            in caplog.text
+        for token in ("pdg_guess", good):  # spent: not even a good token is checked now
+            async with raw_client(srv, hello=False) as c:
+                await c.send({"op": "hello", "protocol": 1, "token": token})
+                refused = error(await c.recv())
+                assert refused["code"] == "over_budget"
+                assert refused["detail"]["budget"] == "hello_failures"
+                assert 0 < refused["detail"]["retry_after"] <= 2.1
+        async with raw_client(srv) as c:  # no token: nothing to guess, still welcome
+            assert result(await c.call("lobby.list")) == {"worlds": []}
+        await trio.sleep(2.1)  # refilled
+        async with raw_client(srv, good) as c:
+            assert result(await c.call("lobby.list")) == {"worlds": []}
+        metrics = srv.state.metrics.render()
+        assert 'petridish_warnings_total{event="hello_refused"} 2' in metrics
+        assert 'petridish_budget_hits_total{budget="hello_failures"} 2' in metrics
+
+
+async def test_subscriptions_per_connection_are_capped(tmp_path: Path) -> None:
+    async with running_server(tmp_path, budgets=Budgets(subscriptions=2)) as srv:
+        token = srv.state.tokens.create("agent", "ann")
+        async with raw_client(srv, token) as c:
+            for name in "abc":
+                result(await c.call("counter.create", f"counter:{name}"))
+            for name in "ab":
+                await c.send({"id": 10, "op": "subscribe", "to": f"counter:{name}"})
+                assert result(await c.recv())["topic"] == f"counter:{name}"
+                await c.recv()  # its snapshot
+            await c.send({"id": 11, "op": "subscribe", "to": "counter:c"})
+            assert await c.recv() == {"id": 11, "ok": False, "error": {
+                "code": "over_budget", "message": "a connection follows at most 2 topics; "
+                "unsubscribe one first", "detail": {"budget": "subscriptions", "limit": 2}}}
+            await c.send({"id": 12, "op": "subscribe", "to": "counter:a", "since": 1})
+            assert result(await c.recv())["topic"] == "counter:a"  # again: no new place
+            await c.send({"id": 13, "op": "unsubscribe", "to": "counter:b"})
+            assert result(await c.recv()) == {"topic": "counter:b"}
+            await c.send({"id": 14, "op": "subscribe", "to": "counter:c"})
+            assert result(await c.recv())["topic"] == "counter:c"
+
+
+async def test_cpu_time_is_budgeted_per_client_and_the_owner_spends_none(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING)
+    budgets = Budgets(cpu_rate=0.02, cpu_rate_agent=0.05, cpu_burst=0.05)
+    async with running_server(tmp_path, budgets=budgets, **burn_world.settings()) as srv:
+        token = srv.state.tokens.create("agent", "ann")
+        async with raw_client(srv) as c, raw_client(srv) as other, \
+                raw_client(srv, token) as agent, raw_client(srv, srv.owner_token) as owner:
+            assert result(await c.call("burn.spin", "burn:x", ms=80)) == {"ms": 80}
+            # Alone on the server, a client past its budget is served: nobody waits.
+            assert result(await c.call("burn.spin", "burn:x", ms=1)) == {"ms": 1}
+            # Once others use the server, it is refused until its budget refills.
+            assert result(await agent.call("burn.spin", "burn:x", ms=10)) == {"ms": 10}
+            refused = error(await c.call("burn.spin", "burn:x", ms=1))
+            assert refused["code"] == "over_budget"
+            assert refused["detail"]["budget"] == "cpu" and refused["detail"]["limit"] == 0.02
+            wait = refused["detail"]["retry_after"]
+            assert 1.5 < wait <= 5.0  # its debt, at most one burst, at 20 ms a second
+            # Another connection from the same address shares the account ...
+            assert error(await other.call("burn.spin", "burn:x", ms=1))["code"] == "over_budget"
+            # ... but an agent token has its own, and the owner none.
+            assert result(await agent.call("burn.spin", "burn:x", ms=1)) == {"ms": 1}
+            for _ in range(5):
+                assert result(await owner.call("burn.spin", "burn:x", ms=40)) == {"ms": 40}
+            await trio.sleep(wait)
+            assert result(await c.call("burn.spin", "burn:x", ms=1)) == {"ms": 1}
+        hits = srv.state.ledger.hits
+        assert hits[("cpu", "127.0.0.1")].count == 2
+        assert "127.0.0.1 hit the cpu budget: this client used more than 0.02 s" in caplog.text
+        assert _hits(srv, "cpu") == 2
+
+
+async def test_subscriptions_are_charged_too(tmp_path: Path) -> None:
+    budgets = Budgets(cpu_rate=1e-6, cpu_burst=1e-6, cpu_rate_agent=1.0)
+    async with running_server(tmp_path, budgets=budgets, **burn_world.settings()) as srv, \
+            raw_client(srv) as c, raw_client(srv, srv.owner_token) as owner:
+        await c.send({"id": 1, "op": "subscribe", "to": "lobby:main"})
+        assert result(await c.recv())["topic"] == "lobby:main"
+        assert (await c.recv())["kind"] == "snapshot"
+        result(await owner.call("burn.spin", "burn:x", ms=20))  # someone else is busy
+        await c.send({"id": 2, "op": "subscribe", "to": "lobby:main"})
+        assert error(await c.recv())["detail"]["budget"] == "cpu"
+
+
+async def test_one_agent_cannot_create_more_worlds_than_its_budget(tmp_path: Path) -> None:
+    """The defaults: 10 live worlds at once, 20 an hour; the owner has no such budget."""
+    async with running_server(tmp_path) as srv:
+        ann = srv.state.tokens.create("agent", "ann")
+        bob = srv.state.tokens.create("agent", "bob")
+        async with raw_client(srv, ann) as c, raw_client(srv, ann) as again, \
+                raw_client(srv, bob) as b, raw_client(srv, srv.owner_token) as owner:
+            for i in range(5):
+                result(await c.call("counter.create", f"counter:a{i}"))
+                result(await again.call("lobby.create", kind="counter", name=f"b{i}"))
+            for refused in (error(await c.call("counter.create", "counter:a9")),
+                            error(await again.call("lobby.create", kind="counter",
+                                                   name="b9"))):
+                assert refused == {"code": "over_budget", "message": "more than 10 live worlds "
+                                   "created by this client; wait until some unload",
+                                   "detail": {"budget": "live_worlds", "limit": 10}}
+            assert error(await c.call("counter.get", "counter:a9"))["code"] == "unknown_actor"
+            result(await b.call("counter.create", "counter:bob"))  # bob has his own budget
+            for i in range(25):
+                result(await owner.call("counter.create", f"counter:o{i}"))
+            # A refused create spends nothing: ann's creates that failed did not count.
+            assert error(await c.call("counter.create", "counter:a0"))["code"] == "over_budget"
+        live = {s.actor_id for s in srv.state.directory.live() if s.kind == "counter"}
+        assert len(live) == 10 + 1 + 25
+
+
+async def test_creates_per_hour_count_worlds_that_unloaded(tmp_path: Path) -> None:
+    budgets = Budgets(creates_per_hour=3, live_worlds=10)
+    async with running_server(tmp_path, budgets=budgets) as srv:
+        ann = srv.state.tokens.create("agent", "ann")
+        async with raw_client(srv, ann) as c:
+            for i in range(3):
+                result(await c.call("counter.create", f"counter:a{i}"))
+            for i in range(3):
+                srv.state.directory.alive(f"counter:a{i}").stop()  # unloaded
+            refused = error(await c.call("counter.create", "counter:a3"))
+            assert refused["detail"]["budget"] == "creates_per_hour"
+            assert 3590 < refused["detail"]["retry_after"] <= 3600

@@ -1,0 +1,37 @@
+"""Close codes follow RFC 6455: a text frame that is not UTF-8 closes with 1007, a frame
+that breaks the protocol with 1002 (Hypercorn answered both with a bare TCP close;
+server/transport.py), and the server keeps serving everyone else."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.server.raw_ws import BINARY, PING, TEXT, RawSocket, frame
+from tests.server.ws_harness import raw_client, result, running_server
+
+BAD_FRAMES = {
+    "invalid UTF-8 in a text frame": (frame(TEXT, b'{"op": "\xff\xfe"}'), 1007),
+    "a truncated UTF-8 sequence": (frame(TEXT, b"\xe2\x82"), 1007),
+    "a reserved bit without an extension": (frame(TEXT, b"{}", rsv=0b100), 1002),
+    "an unmasked client frame": (frame(TEXT, b"{}", mask=False), 1002),
+    "an unknown opcode": (frame(0x3, b"x"), 1002),
+    "a fragmented control frame": (frame(PING, b"x", fin=False), 1002),
+    "a continuation with nothing to continue": (frame(0x0, b"x"), 1002),
+    "a new message inside a fragmented one": (frame(TEXT, b"a", fin=False)
+                                              + frame(BINARY, b"b"), 1002),
+}
+
+
+@pytest.mark.parametrize("what", sorted(BAD_FRAMES))
+async def test_a_protocol_violation_gets_its_close_code(tmp_path: Path, what: str) -> None:
+    data, code = BAD_FRAMES[what]
+    async with running_server(tmp_path) as srv:
+        sock = await RawSocket.open(srv.port)
+        assert (await sock.hello())["ok"]
+        await sock.send(data)
+        assert await sock.close_code() == code, what
+        await sock.aclose()
+        async with raw_client(srv) as c:  # everyone else is served as before
+            assert result(await c.call("lobby.list")) == {"worlds": []}

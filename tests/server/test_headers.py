@@ -1,0 +1,109 @@
+"""Every response carries the security headers (server/headers.py): every HTML page under
+web/ (found from the files, not a list), the pages served at their folders, and static
+scripts, styles, media and JSON; and no encoding of `..` reaches a file outside web/."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import httpx
+import trio
+
+from server.config import WEB_DIR
+from server.headers import NOT_A_PAGE, csp_text, page_policy
+from tests.server.ws_harness import running_server
+
+NOT_PAGES = ("/js/client.js", "/css/site.css", "/lab/voice.ogg", "/healthz")
+SECRET = "secret-beside-web-7d1c"
+
+
+def directives(csp: str) -> dict[str, str]:
+    """A CSP header as directive -> sources."""
+    return dict(re.match(r"\s*(\S+)\s*(.*)", part).groups() for part in csp.split(";"))
+
+
+def _every_response_header(path: str, h: httpx.Headers) -> dict[str, str]:
+    assert h["x-content-type-options"] == "nosniff", path
+    assert h["x-frame-options"] == "DENY", path
+    assert h["referrer-policy"] == "no-referrer", path
+    csp = directives(h["content-security-policy"])
+    assert csp["frame-ancestors"] == "'none'", path
+    return csp
+
+
+async def test_every_page_and_static_file_carries_the_security_headers(tmp_path: Path) -> None:
+    pages = sorted("/" + str(p.relative_to(WEB_DIR)) for p in WEB_DIR.rglob("*.html"))
+    assert {"/admin/index.html", "/lab/arena.html", "/lobby/index.html"} <= set(pages)
+    folders = sorted({p.rsplit("/", 1)[0] + "/" for p in pages if p.endswith("/index.html")})
+    async with running_server(tmp_path) as srv, httpx.AsyncClient(base_url=srv.url) as http:
+        for path in [*pages, *folders, "/"]:
+            r = await http.get(path)
+            assert r.status_code == 200 and r.headers["content-type"].startswith("text/html"), \
+                path
+            csp = _every_response_header(path, r.headers)
+            assert csp["object-src"] == "'none'" and csp["base-uri"] == "'none'", path
+            assert csp == directives(csp_text(page_policy(path))), path
+            assert "'unsafe-eval'" not in r.headers["content-security-policy"], path
+            assert "script-src" not in csp or csp["script-src"] == "'self'", path
+        console = directives((await http.get("/admin/")).headers["content-security-policy"])
+        assert console["default-src"] == "'none'" and console["form-action"] == "'none'"
+        assert console["style-src"] == "'self'"  # not even inline styles where the token is
+        for path in NOT_PAGES:
+            r = await http.get(path)
+            assert r.status_code == 200, path
+            csp = _every_response_header(path, r.headers)
+            assert csp == dict(NOT_A_PAGE), path
+
+
+async def _raw_get(port: int, target: str) -> tuple[int, str]:
+    """GET `target` exactly as written (no client normalises it): status and body."""
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    async with stream:
+        await stream.send_all(f"GET {target} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                              "Connection: close\r\n\r\n".encode("latin-1"))
+        data = b""
+        with trio.fail_after(10):
+            while b"\r\n\r\n" not in data or len(data) < _length(data):
+                chunk = await stream.receive_some(65536)
+                if not chunk:
+                    break
+                data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split(b" ", 2)[1]), body.decode("latin-1")
+
+
+def _length(data: bytes) -> int:
+    """The length of the whole response whose head is in `data` (by its Content-Length)."""
+    head, _, _ = data.partition(b"\r\n\r\n")
+    found = re.search(rb"(?im)^content-length:\s*(\d+)", head)
+    return len(head) + 4 + (int(found.group(1)) if found else 0)
+
+
+ESCAPES = [
+    "/../secret.txt", "/js/../../secret.txt", "/%2e%2e/secret.txt", "/%2E%2E/secret.txt",
+    "/.%2e/secret.txt", "/%2e./secret.txt", "/js/%2e%2e/%2e%2e/secret.txt",
+    "/js/..%2f..%2fsecret.txt", "/js/%2e%2e%2f%2e%2e%2fsecret.txt", "/%2e%2e%2fsecret.txt",
+    "/%252e%252e/secret.txt", "/js/%252e%252e%252f%252e%252e%252fsecret.txt",
+    "/%25252e%25252e/secret.txt", "/..%5csecret.txt", "/js/..%5c..%5csecret.txt",
+    "/js\\..\\..\\secret.txt", "/%5c..%5csecret.txt", "/%c0%ae%c0%ae/secret.txt",
+    "/%c0%af../secret.txt", "/..%00/secret.txt", "//secret.txt", "/%2fsecret.txt",
+    f"/{'%2e%2e/' * 8}secret.txt", "/js/./../../secret.txt", "/js%2f..%2f..%2fsecret.txt",
+]
+
+
+async def test_no_encoding_of_dot_dot_leaves_the_web_folder(tmp_path: Path) -> None:
+    web = tmp_path / "site" / "web"
+    (web / "js").mkdir(parents=True)
+    (web / "lobby").mkdir()
+    (web / "js" / "a.js").write_text("export const a = 1;\n")
+    (web / "lobby" / "index.html").write_text("<!doctype html><title>lobby</title>\n")
+    (web.parent / "secret.txt").write_text(SECRET)
+    (tmp_path / "secret.txt").write_text(SECRET)
+    async with running_server(tmp_path / "data", web_dir=web) as srv:
+        status, body = await _raw_get(srv.port, "/js/a.js")
+        assert (status, body) == (200, "export const a = 1;\n")  # the raw client works
+        for target in ESCAPES:
+            status, body = await _raw_get(srv.port, target)
+            assert SECRET not in body, f"{target} reached a file outside web/"
+            assert status in (400, 404), (target, status)

@@ -1,0 +1,73 @@
+"""The MCP endpoint holds its callers to the websocket's budgets: refused tokens per
+address, CPU time per account (anonymous callers by address), worlds created; and it
+answers behind a proxy's host name (the SDK's own localhost-only Host check is off; the
+app's origin check stands for it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+
+from server.budgets import Budgets
+from tests.server import burn_world
+from tests.server.mcp_harness import rpc, tool
+from tests.server.ws_harness import raw_client, result, running_server
+
+INIT = {"protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}
+
+
+async def test_refused_tokens_are_budgeted_per_address(tmp_path: Path) -> None:
+    budgets = Budgets(hello_failures=2, hello_failure_rate=0.01)
+    async with running_server(tmp_path, budgets=budgets) as srv, httpx.AsyncClient() as http:
+        codes = [(await tool(http, srv.url, "list_games", {}, token="pdg_guess"))["error"]
+                 ["code"] for _ in range(3)]
+        assert codes == ["unauthorized", "unauthorized", "over_budget"]
+        # the websocket shares the address's budget: a hello with a token is refused too
+        async with raw_client(srv, hello=False) as c:
+            await c.send({"op": "hello", "protocol": 1, "token": srv.owner_token})
+            assert (await c.recv())["error"]["detail"]["budget"] == "hello_failures"
+
+
+async def test_cpu_time_over_mcp_is_charged_to_the_callers_account(tmp_path: Path) -> None:
+    budgets = Budgets(cpu_rate=1e-6, cpu_burst=1e-6, cpu_rate_agent=1.0)
+    async with running_server(tmp_path, budgets=budgets, **burn_world.settings()) as srv, \
+            httpx.AsyncClient() as http, raw_client(srv, srv.owner_token) as owner:
+        assert (await tool(http, srv.url, "list_games", {}))["ok"]  # alone: served
+        result(await owner.call("burn.spin", "burn:x", ms=20))  # someone else is busy
+        refused = await tool(http, srv.url, "list_games", {})
+        assert refused["error"]["code"] == "over_budget", refused
+        assert refused["error"]["detail"]["budget"] == "cpu"
+        # an anonymous websocket caller from the same address shares that account
+        async with raw_client(srv) as c:
+            assert (await c.call("lobby.list"))["error"]["detail"]["budget"] == "cpu"
+        token = srv.state.tokens.create("agent", "ann")  # a token has its own account
+        assert (await tool(http, srv.url, "list_games", {}, token=token))["ok"]
+
+
+async def test_worlds_created_over_mcp_count_against_the_budget(tmp_path: Path) -> None:
+    async with running_server(tmp_path, budgets=Budgets(live_worlds=1)) as srv, \
+            httpx.AsyncClient() as http:
+        token = srv.state.tokens.create("agent", "ann")
+        first = await tool(http, srv.url, "start_mosaic", {"kind": "scatter", "size": 10, "seed": 1}, token)
+        assert first["ok"], first
+        second = await tool(http, srv.url, "start_mosaic", {"kind": "scatter", "size": 10, "seed": 2}, token)
+        assert second["error"]["code"] == "over_budget", second
+        assert second["error"]["detail"] == {"budget": "live_worlds", "limit": 1}
+        async with raw_client(srv, token) as c:  # the same account over the websocket
+            refused = await c.call("counter.create", "counter:one")
+            assert refused["error"]["detail"]["budget"] == "live_worlds"
+
+
+async def test_mcp_answers_behind_a_proxy_host_name(tmp_path: Path) -> None:
+    allowed = frozenset({"https://play.example"})
+    async with running_server(tmp_path, allowed_origins=allowed) as srv, \
+            httpx.AsyncClient() as http:
+        for headers in ({"host": "play.example"},
+                        {"host": "play.example", "origin": "https://play.example"}):
+            status, reply = await rpc(http, srv.url, "initialize", INIT, headers=headers)
+            assert status == 200 and reply["result"]["serverInfo"]["name"] == "petridish"
+        status, _ = await rpc(http, srv.url, "initialize", INIT,
+                              headers={"host": "play.example", "origin": "https://evil.example"})
+        assert status == 403
