@@ -142,12 +142,11 @@ class Session:
                 return
             self.read_scope = trio.CancelScope()
             self._writing = True
-            async with trio.open_nursery() as nursery:
+            async with trio.open_nursery() as nursery:  # one: each costs an idle socket ~1 KiB
                 nursery.start_soon(self._writer)
-                async with trio.open_nursery() as requests:
-                    with self.read_scope:
-                        if not self.draining:
-                            await self._read(requests)
+                with self.read_scope:
+                    if not self.draining:
+                        await self._read(nursery)  # subscribes run beside the writer
                 await self._all_answered()
                 # Every request has its reply queued; let the writer drain and stop.
                 self.outbox.close()
@@ -267,7 +266,7 @@ class Session:
             raise ProtocolError(ErrorCode.TOO_LARGE, f"the frame is longer than {limit} bytes",
                                 {"max_frame": limit})
 
-    async def _read(self, requests: trio.Nursery) -> None:
+    async def _read(self, nursery: trio.Nursery) -> None:
         while True:
             text = await self._receive_text()
             if text is None:
@@ -291,7 +290,7 @@ class Session:
             await self._admit()
             if isinstance(frame, Subscribe):
                 self.subscribing += 1
-                requests.start_soon(self._subscribe, frame)
+                nursery.start_soon(self._subscribe, frame)
             else:
                 self._dispatch(frame)
 
@@ -327,23 +326,27 @@ class Session:
             await self.inflight.acquire()
 
     async def _subscribe(self, frame: Subscribe) -> None:
+        """Follow `frame.to`; the answer slot is held until the reply is in the outbox (so
+        `_all_answered` waits for it)."""
         try:
-            ref = self.server.directory.ref(frame.to)
-            await ref.subscribe(self.outbox, frame.since, frame.id)
-            self.topics[frame.to] = ref
-            return  # the actor put the reply and the first push into the outbox
-        except ProtocolError as error:
-            self.count_error(error)
-            reply = encode_error(frame.id, error)
-        except Exception:  # a bug: answer and log it, never drop the connection over it
-            log.exception("subscribe %r failed", frame)
-            error = internal_error()
-            self.count_error(error)
-            reply = encode_error(frame.id, error)
+            try:
+                ref = self.server.directory.ref(frame.to)
+                await ref.subscribe(self.outbox, frame.since, frame.id)
+                self.topics[frame.to] = ref
+                return  # the actor put the reply and the first push into the outbox
+            except ProtocolError as error:
+                self.count_error(error)
+                reply = encode_error(frame.id, error)
+            except Exception:  # a bug: answer and log it, never drop the connection over it
+                log.exception("subscribe %r failed", frame)
+                error = internal_error()
+                self.count_error(error)
+                reply = encode_error(frame.id, error)
+            finally:
+                self.subscribing -= 1
+            await self.outbox.put(reply)
         finally:
-            self.subscribing -= 1
             self.inflight.release()
-        await self.outbox.put(reply)
 
     def _dispatch(self, request: Request) -> None:
         """Post `request` to its world; the answer arrives through a RequestAnswer."""

@@ -19,6 +19,7 @@ import numpy as np
 import trio
 
 from protocol.client import Client, ClientError, RequestError
+from server.hello import new_key
 from server.storage.pg_local import LocalPostgres
 from tests.server.server_process import ServerProcess
 
@@ -189,6 +190,12 @@ async def _until_acked(procs: Processes, rng: random.Random, ledger: Ledger, op:
         await trio.sleep(0.05)
 
 
+# The one anonymous caller every client of these tests is (its key, on any process): the
+# fields' agents are bound to the caller that joined them, and the writers play them
+# through every process.
+CALLER_KEY = new_key()
+
+
 class Load:
     """Writers adding to counters and playing fields through random processes until
     `stop` is set; a writer keeps a client per process and forgets one that failed."""
@@ -231,7 +238,8 @@ class Load:
 
     async def _client(self, i: int, clients: dict[int, Client]) -> None:
         try:
-            async with Client.connect(self.procs.url(i), reconnect=False) as client:
+            async with Client.connect(self.procs.url(i), reconnect=False,
+                                      key=CALLER_KEY) as client:
                 clients[i] = client
                 await trio.sleep_forever()
         except (ClientError, OSError, trio.TooSlowError):

@@ -33,7 +33,7 @@ from protocol.ops.field import ObserveArgs
 from server.storage.pg_local import LocalPostgres
 from server.storage.pg_trio import TrioConnection
 from server.storage.postgres import PostgresEventStore
-from tests.cluster.processes import Field, Ledger, Load, Processes, schema_dsn
+from tests.cluster.processes import CALLER_KEY, Field, Ledger, Load, Processes, schema_dsn
 from tests.field_live._live import ready
 from tests.pg import postgres_server  # noqa: F401  (fixture)
 
@@ -84,7 +84,7 @@ async def _worlds(procs: Processes, store: PostgresEventStore, prefix: str,
     async with trio.open_nursery() as nursery:
         for i in procs.alive():
             nursery.start_soon(_create, procs.url(i), counters[i::len(procs.alive())])
-    async with Client.connect(procs.url(rng.choice(procs.alive()))) as c:
+    async with Client.connect(procs.url(rng.choice(procs.alive())), key=CALLER_KEY) as c:
         for k in range(fields):
             game = f"{prefix}f{k}"
             await c.request("field.start", f"field:{game}", {"size": 20, "seed": k + 1})
