@@ -60,9 +60,10 @@ class RawSocket:
 
     @classmethod
     async def open(cls, port: int, headers: dict[str, str] | None = None,
-                   path: str = "/ws") -> RawSocket:
-        """Connect and upgrade (HandshakeRefused when the server says no)."""
-        stream = await trio.open_tcp_stream("127.0.0.1", port)
+                   path: str = "/ws", local: str | None = None) -> RawSocket:
+        """Connect (from loopback address `local`, if given) and upgrade (HandshakeRefused
+        when the server says no)."""
+        stream = await trio.open_tcp_stream("127.0.0.1", port, local_address=local)
         await stream.send_all(request(port, path, headers))
         data = b""
         while b"\r\n\r\n" not in data:

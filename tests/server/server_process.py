@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 from typing import Self
 
+import psutil
+
 REPO = Path(__file__).resolve().parents[2]
 _LISTENING = re.compile(r"petridish: listening on http://([\d.]+):(\d+)")
 _OWNER = re.compile(r"petridish: owner token: (\S+)")
@@ -87,6 +89,22 @@ class ServerProcess:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait(10)
+
+    def kill_writer(self, wait: float = 5.0) -> bool:
+        """SIGKILL the server's event store writer once it has one (False: none came
+        within `wait` seconds, or the server is gone)."""
+        deadline = time.monotonic() + wait
+        while self.proc is not None and time.monotonic() < deadline:
+            try:
+                kids = [p for p in psutil.Process(self.proc.pid).children()
+                        if "sqlite_writer" in " ".join(p.cmdline())]
+            except psutil.Error:
+                return False
+            if kids:
+                kids[0].send_signal(signal.SIGKILL)
+                return True
+            time.sleep(0.02)
+        return False
 
     def stop(self) -> int | None:
         """SIGTERM and wait for a graceful exit (SIGKILL after 15 s); the exit code."""

@@ -15,56 +15,22 @@ from typing import Any
 
 from protocol.schema import registry_schema
 from server import worlds
-from tests.field_live._live import ready
+from tests.server.every_world import create_every_world, resolve, targets, valid
 from tests.server.ws_harness import Raw, raw_client, result, running_server
 
 FRAMES_PER_ROLE = 5000
 WINDOW = 64  # frames in flight at once (the server admits 32 and reads on as they finish)
-TARGETS = {"counter": "counter:fz", "field": "field:fz", "lobby": "lobby:main",
-           "ecosystem": "ecosystem:fz", "lab": "lab:fz", "puzzle": "puzzle:fz",
-           "puzzleboard": "puzzleboard:main", "puzzlepack": "puzzlepack:fz",
-           "admin": "admin:main"}
+TARGETS = targets("fz")
 LEAKS = re.compile(r"Traceback|File \"|NoneType|object at 0x|<class|Error\(|\bdict\b|"
                    r"\bstr\b|\bint object\b|cattrs|attrs")
 
 
-def _resolve(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
-    while "$ref" in schema:
-        schema = defs[schema["$ref"].rpartition("/")[2]]
-    return schema
-
-
-def _valid(schema: dict[str, Any], defs: dict[str, Any]) -> Any:
-    """A value of the right JSON type for `schema` (not necessarily meaningful)."""
-    schema = _resolve(schema, defs)
-    if "anyOf" in schema:
-        return _valid(schema["anyOf"][0], defs)
-    if "enum" in schema:
-        return schema["enum"][0]
-    kind = schema.get("type")
-    if kind == "integer":
-        return max(schema.get("minimum", 0), 0) if schema.get("maximum", 1) >= 0 else \
-            schema["maximum"]
-    if kind == "number":
-        return float(schema.get("minimum", 1.0))
-    if kind == "string":
-        return "a"
-    if kind == "boolean":
-        return True
-    if kind == "array":
-        return []
-    if kind == "object":
-        props = schema.get("properties", {})
-        return {k: _valid(props[k], defs) for k in schema.get("required", [])}
-    return None
-
-
 def _wrong(schema: dict[str, Any], defs: dict[str, Any]) -> list[Any]:
     """Values of a JSON type `schema` does not admit."""
-    schema = _resolve(schema, defs)
+    schema = resolve(schema, defs)
     kinds = set()
     for alt in schema.get("anyOf", [schema]):
-        alt = _resolve(alt, defs)
+        alt = resolve(alt, defs)
         kinds.add("enum" if "enum" in alt else alt.get("type"))
     # One value of each JSON type; a field admitting numbers admits integers too.
     of_type = {"integer": 7, "number": 1.5, "string": "s", "boolean": True, "array": [1],
@@ -78,10 +44,10 @@ def _wrong(schema: dict[str, Any], defs: dict[str, Any]) -> list[Any]:
 
 def _out_of_bounds(schema: dict[str, Any], defs: dict[str, Any]) -> list[Any]:
     """Values of the right type beyond the schema's bounds, and numbers no client holds."""
-    schema = _resolve(schema, defs)
+    schema = resolve(schema, defs)
     out: list[Any] = []
     for alt in schema.get("anyOf", [schema]):
-        alt = _resolve(alt, defs)
+        alt = resolve(alt, defs)
         if alt.get("type") in ("integer", "number"):
             if "maximum" in alt:
                 out.append(alt["maximum"] + 1)
@@ -95,7 +61,7 @@ def _out_of_bounds(schema: dict[str, Any], defs: dict[str, Any]) -> list[Any]:
             out.append("bad\udc00text")
             out.append("nul\x00")
         elif alt.get("type") == "array" and "maxItems" in alt:
-            item = _valid(alt.get("items", {}), defs)
+            item = valid(alt.get("items", {}), defs)
             out.append([item] * (alt["maxItems"] + 1))
     return out
 
@@ -106,8 +72,8 @@ def _defects(schema_doc: dict[str, Any]) -> list[tuple[str, str, Any]]:
     out: list[tuple[str, str, Any]] = []
     for op, spec in sorted(schema_doc["ops"].items()):
         to = TARGETS[op.partition(".")[0]]
-        args_schema = _resolve(spec["args"], defs)
-        base = _valid(args_schema, defs)
+        args_schema = resolve(spec["args"], defs)
+        base = valid(args_schema, defs)
         out.append((op, to, {**base, "zz_unknown": 1}))
         for bad in (5, "x", [], None):
             out.append((op, to, bad))
@@ -173,18 +139,7 @@ async def test_schema_driven_hostile_frames_from_every_role_change_nothing(
         tokens = srv.state.tokens
         roles = {"anonymous spectator": None, "another agent": tokens.create("agent", "bob"),
                  "agent": tokens.create("agent", "ann"), "owner": srv.owner_token}
-        async with raw_client(srv, roles["agent"]) as setup:
-            result(await setup.call("counter.create", "counter:fz"))
-            result(await setup.call("field.start", "field:fz", size=10, seed=4))
-            result(await setup.call("ecosystem.create", "ecosystem:fz", size=16, seed=4,
-                                    answers={"world": "w", "threat": "t", "reward": "r"}))
-            result(await setup.call("puzzle.create", "puzzle:fz"))
-            result(await setup.call("puzzlepack.create", "puzzlepack:fz", name="fz"))
-        async with raw_client(srv, srv.owner_token) as setup:  # a lab without a birth loop
-            result(await setup.call("lab.create", "lab:fz", backlog=0))
-        from protocol.client import Client
-        async with Client.connect(srv.ws_url, roles["agent"]) as c:
-            await ready(c, "fz")
+        await create_every_world(srv, roles["agent"], "fz")
         before = await _state(srv)
         rng = random.Random(7)
         for role, token in roles.items():

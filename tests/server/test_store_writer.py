@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 import httpx
-import psutil
 import trio
 
 from tests.server.server_process import ServerProcess
@@ -67,22 +66,6 @@ async def test_a_dead_writer_refuses_writes_until_a_new_one_serves(tmp_path: Pat
             assert "petridish_store_up 1" in metrics
 
 
-def _kill_writer(pid: int) -> bool:
-    """SIGKILL the store writer of server `pid` once it has one (False: none within 5 s)."""
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        try:
-            kids = [p for p in psutil.Process(pid).children()
-                    if "sqlite_writer" in " ".join(p.cmdline())]
-        except psutil.Error:
-            return False
-        if kids:
-            kids[0].send_signal(signal.SIGKILL)
-            return True
-        time.sleep(0.02)
-    return False
-
-
 async def test_a_writer_that_keeps_dying_makes_the_server_exit_non_zero(
         tmp_path: Path) -> None:
     server = ServerProcess(tmp_path / "data")
@@ -92,7 +75,7 @@ async def test_a_writer_that_keeps_dying_makes_the_server_exit_non_zero(
         deaths = 0
         with trio.fail_after(60):
             while server.proc.poll() is None:
-                deaths += await trio.to_thread.run_sync(_kill_writer, server.proc.pid)
+                deaths += await trio.to_thread.run_sync(server.kill_writer)
                 await trio.sleep(0.05)
         assert server.proc.wait(10) == 3, "".join(server.output)
         assert deaths == 6, deaths  # the first start and five restarts

@@ -1,0 +1,206 @@
+"""Bounded load tests, against a server in its own process with its default budgets: a
+client's round trip stays under 50 ms p99 while 2,000 idle connections and 500
+handshakes that never finish are held; an anonymous client asking the costliest reads it
+may, as fast as its frame rate allows, cannot raise another client's p99 more than 2x.
+These two timings are what the issue asks the tests to show, so they are asserted (each
+over 200 round trips; the second does not hold yet and is marked xfail); every other
+speed lives in bench/. (One agent cannot create more
+worlds than its budget: tests/server/test_budgets.py.)
+
+The server allows 64 connections per client address, so the connections come from many
+loopback addresses (127.0.0.0/8 is all loopback on Linux), each within that budget.
+"""
+
+from __future__ import annotations
+
+import resource
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import trio
+
+from protocol.client import Client, RequestError
+from server.budgets import Budgets
+from tests.field_live._live import start
+from tests.server.raw_ws import RawSocket
+from tests.server.server_process import ServerProcess
+
+IDLE, HALF_OPEN = 2000, 500
+PER_ADDRESS = 50  # connections from one address (the budget is 64)
+SAMPLES = 200  # round trips measured per figure
+P99_LIMIT_MS = 50.0
+COUNTER = "counter:load"
+HANDSHAKE_TIMEOUT = Budgets().handshake_timeout  # seconds the server gives a handshake
+VICTIM = "127.3.0.1"
+SETTLE = 1.0  # seconds between the last connection opened and the measure
+PARTIAL = b"GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"  # never ends
+
+
+def _address(block: int, k: int) -> str:
+    """The k-th source address of a block (block 0: idle, 1: half-open handshakes)."""
+    n = k // PER_ADDRESS + 2
+    return f"127.{block}.{n // 256}.{n % 256}"
+
+
+def _p99(samples: list[float]) -> float:
+    """The 99th percentile, in ms."""
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000
+
+
+async def _round_trips(victim: RawSocket, n: int = SAMPLES) -> list[float]:
+    """Seconds of `n` counter.get round trips, a few ms apart."""
+    out = []
+    for rid in range(n):
+        t = time.perf_counter()
+        await victim.send_json({"id": rid, "op": "counter.get", "to": COUNTER})
+        reply = await victim.recv_json()
+        out.append(time.perf_counter() - t)
+        assert reply["ok"] and reply["id"] == rid, reply
+        await trio.sleep(0.005)
+    return out
+
+
+async def _victim(port: int) -> RawSocket:
+    """The measured client: anonymous, from an address of its own (an account of its own,
+    so its use of the server is what makes others' CPU budgets bind)."""
+    sock = await RawSocket.open(port, local=VICTIM)
+    assert (await sock.hello())["ok"]
+    return sock
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[ServerProcess]:
+    """A server process with a counter to measure against (fd limits raised for both)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    need = 2 * (IDLE + HALF_OPEN) + 1000
+    if hard < need:
+        pytest.skip(f"needs {need} file descriptors, the hard limit is {hard}")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, need), hard))
+    proc = ServerProcess(tmp_path / "data").start()  # inherits the limit
+    yield proc
+    proc.kill()
+
+
+async def _idle(port: int, k: int, held: list[RawSocket]) -> None:
+    sock = await RawSocket.open(port, local=_address(0, k))
+    hello = await sock.hello()
+    assert hello["ok"], hello
+    held.append(sock)
+
+
+async def _half_open(port: int, k: int, closed: list[int]) -> None:
+    """Hold one handshake that never finishes, and open it again whenever the server
+    closes it (every handshake timeout). The slots start spread over one timeout, so
+    the server closes (and the flood opens) a steady stream of them, not all at once."""
+    await trio.sleep(k * HANDSHAKE_TIMEOUT / HALF_OPEN)
+    while True:
+        stream = await trio.open_tcp_stream("127.0.0.1", port, local_address=_address(1, k))
+        if k % 2:
+            await stream.send_all(PARTIAL)  # half the requests never end; half never start
+        try:
+            while await stream.receive_some(4096):
+                pass
+        except trio.BrokenResourceError:
+            pass
+        closed.append(k)
+        await stream.aclose()
+
+
+async def test_round_trip_p99_under_50_ms_with_2000_idle_and_500_half_open(
+        server: ServerProcess, record_property: Callable[[str, object], None]) -> None:
+    held: list[RawSocket] = []
+    closed: list[int] = []
+    async with Client.connect(server.ws_url, server.owner_token) as c:
+        await c.request("counter.create", COUNTER)
+        victim = await _victim(server.port)
+        quiet = _p99(await _round_trips(victim))
+        async with trio.open_nursery() as nursery:
+            for k in range(HALF_OPEN):
+                nursery.start_soon(_half_open, server.port, k, closed)
+            # One address at a time each: an address may hold 16 connections before hello.
+            with trio.fail_after(120):
+                async with trio.open_nursery() as opening:
+                    for first in range(0, IDLE, PER_ADDRESS):
+                        opening.start_soon(_open_block, server.port, first, held)
+            await trio.sleep(SETTLE)
+            with trio.fail_after(2 * HANDSHAKE_TIMEOUT):  # measured while the server
+                while not closed:  # closes them (and the flood opens them again)
+                    await trio.sleep(0.05)
+            loaded = _p99(await _round_trips(victim))
+            health = await c.request("lobby.list")  # the server still answers everything
+            nursery.cancel_scope.cancel()
+        assert len(held) == IDLE
+        for sock in held[::100]:  # idle, greeted connections are still served
+            await sock.send_json({"id": 1, "op": "counter.get", "to": COUNTER})
+            assert (await sock.recv_json())["ok"]
+    figures = {"idle": IDLE, "half_open": HALF_OPEN, "p99_ms_quiet": round(quiet, 2),
+               "p99_ms_loaded": round(loaded, 2), "samples": SAMPLES,
+               "half_open_closed_by_server": len(closed)}
+    record_property("load", figures)
+    print(f"\nload: {figures}")
+    assert health["worlds"]
+    assert loaded < P99_LIMIT_MS, figures
+    for sock in held:
+        await sock.aclose()
+
+
+async def _open_block(port: int, first: int, held: list[RawSocket]) -> None:
+    for k in range(first, first + PER_ADDRESS):
+        await _idle(port, k, held)
+
+
+HOSTILE_READS = [("field.observe", {}), ("field.history", {"revision": 1}),
+                 ("field.observe", {"rect": [0, 0, 1000, 1000]})]
+
+
+async def _hostile(url: str, game: str, tally: dict[str, int]) -> None:
+    """An anonymous spectator sending the costliest reads as fast as its bucket allows."""
+    inflight = trio.Semaphore(32)  # what the server handles at once per connection
+    async with Client.connect(url) as c:
+        async def one(op: str, args: dict) -> None:
+            try:
+                await c.request(op, f"field:{game}", args, timeout=30)
+                tally["answered"] += 1
+            except RequestError as e:
+                tally[e.code] = tally.get(e.code, 0) + 1
+            finally:
+                inflight.release()
+        async with trio.open_nursery() as nursery:
+            for k in range(10**9):
+                await inflight.acquire()
+                nursery.start_soon(one, *HOSTILE_READS[k % len(HOSTILE_READS)])
+                await trio.sleep(1 / 200)  # the frame rate a connection is allowed
+
+
+# Not held yet (a real finding, see the closing note of issue 18): the CPU budget binds
+# (the reader is refused `over_budget`), but each read it is still allowed holds the
+# server's one trio thread ~10 ms (field.history rebuilds the field from its manifest;
+# observing every tile walks them all), so another client's p99 rises from ~2-3 ms to
+# ~13 ms. Holding 2x needs a per-read cost near the baseline (a checkpoint after the
+# manifest, paged observes) or such reads off the thread. Not strict: on a noisy machine
+# the quiet p99 alone sometimes swallows the difference.
+@pytest.mark.xfail(reason="one allowed costly read holds the server ~10 ms: p99 4-8x",
+                   strict=False)
+async def test_a_hostile_reader_cannot_double_another_clients_p99(
+        server: ServerProcess, record_property: Callable[[str, object], None]) -> None:
+    token = server.owner_token
+    async with Client.connect(server.ws_url, token) as c:
+        await c.request("counter.create", COUNTER)
+        await start(c, "costly", size=40, seed=3)
+        victim = await _victim(server.port)
+        quiet = _p99(await _round_trips(victim))
+        tally: dict[str, int] = {"answered": 0}
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_hostile, server.ws_url, "costly", tally)
+            await trio.sleep(2)  # past the hostile's CPU burst
+            hostile = _p99(await _round_trips(victim))
+            nursery.cancel_scope.cancel()
+    figures = {"p99_ms_quiet": round(quiet, 2), "p99_ms_hostile": round(hostile, 2),
+               "ratio": round(hostile / quiet, 2), "samples": SAMPLES, "hostile": tally}
+    record_property("hostile_reader", figures)
+    print(f"\nhostile reader: {figures}")
+    assert tally["answered"] > 0
+    assert hostile <= 2 * quiet, figures
