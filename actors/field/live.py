@@ -14,7 +14,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from actors.field.events import Event, GameRules
+from actors.field.events import Event, GameRules, GrowEvent, ManifestEvent
 from actors.field.fold import HIDDEN, MAP_TILE, SOLVED, State, apply_event, new_state
 from actors.field.health import health_of
 from actors.field.leaderboard import Boards, merge_boards
@@ -26,7 +26,8 @@ MIN_SIZE, MAX_SIZE = 10, 200  # scatter fields
 PUSH_INTERVAL = 0.05  # seconds between a field's pushes: at most 20 a second per topic
 FANOUT_RATE = 4000.0  # push frames a second to all of a field's spectators together
 GROW_SHARE = 0.75  # revealed or solved share of the tiles that triggers a growth
-CHECKPOINT_EVERY = 64  # revisions between the states kept for history
+CHECKPOINT_EVERY = 16  # revisions between the states kept for history (a replay of
+# 15 events is ~2 ms: the cost of the dearest `field.history` a spectator may ask)
 MAX_CHECKPOINTS = 128
 
 # The daily field: a growing field on the full canvas, fog on.
@@ -167,22 +168,30 @@ def growth_due(s: State) -> str | None:
 
 
 class History:
-    """A field's events with a fold state kept every CHECKPOINT_EVERY revisions, so the
-    state at any revision is a short replay away. Past MAX_CHECKPOINTS states every
-    other one is dropped (the spacing doubles), which bounds the memory they pin."""
+    """A field's events with a fold state kept every CHECKPOINT_EVERY revisions and after
+    every event that lays out the canvas (the manifest, a growth: folding one costs ~10 ms
+    of geometry), so the state at any revision is a short, cheap replay away. Past
+    MAX_CHECKPOINTS states every other periodic one is dropped (the spacing doubles), which
+    bounds the memory they pin; the layout ones stay (a field grows a bounded number of
+    times: its canvas is at most MAX_CANVAS)."""
 
     def __init__(self) -> None:
         self.events: list[Event] = []
         self.checkpoints: dict[int, State] = {0: new_state()}
+        self.layouts: set[int] = set()  # revisions of the manifest and the growths
 
     def add(self, ev: Event, after: State) -> None:
         """Record `ev`, whose fold gave `after`."""
         self.events.append(ev)
-        if after.revision % CHECKPOINT_EVERY == 0:
+        if isinstance(ev, ManifestEvent | GrowEvent):
+            self.layouts.add(after.revision)
             self.checkpoints[after.revision] = after
-            if len(self.checkpoints) > MAX_CHECKPOINTS:
-                keep = sorted(self.checkpoints)[::2]
-                self.checkpoints = {r: self.checkpoints[r] for r in keep}
+        elif after.revision % CHECKPOINT_EVERY == 0:
+            self.checkpoints[after.revision] = after
+            if len(self.checkpoints) - len(self.layouts) > MAX_CHECKPOINTS:
+                periodic = sorted(set(self.checkpoints) - self.layouts)
+                keep = self.layouts.union(periodic[::2])
+                self.checkpoints = {r: self.checkpoints[r] for r in sorted(keep)}
 
     def state_at(self, revision: int) -> State:
         """The state at `revision` (0..len(events))."""

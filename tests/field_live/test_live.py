@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from actors.field import live
+from actors.field.events import ManifestEvent
 from actors.field.fold import apply_event, replay
 from actors.field.leaderboard import Tally, boards_of
 from tests.field._games import Game, play_random, scatter_seed
@@ -52,7 +53,9 @@ def test_history_matches_replay(monkeypatch) -> None:
         s = apply_event(s, ev)
         h.add(ev, s)
     assert len(g.events) > 8 * 8
-    assert len(h.checkpoints) <= 4 and 0 in h.checkpoints  # thinned as it grew
+    assert len(h.checkpoints) - len(h.layouts) <= 4 and 0 in h.checkpoints  # thinned
+    # the manifest's state is kept past the thinning: history never folds it again
+    assert isinstance(g.events[0], ManifestEvent) and h.layouts == {1} <= set(h.checkpoints)
     for rev in (0, 1, 7, 8, 9, 33, len(g.events) - 1, len(g.events)):
         assert h.state_at(rev) == replay(g.events[:rev])
     with pytest.raises(ValueError, match=r"^revision -1 is not in 0\.\."):
