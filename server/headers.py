@@ -78,11 +78,15 @@ def page_policy(path: str) -> Policy:
     raise AssertionError("PAGE_POLICIES ends with the row for '/'")
 
 
-def _headers_for(path: str, html: bool) -> list[tuple[bytes, bytes]]:
+def _headers_for(path: str, html: bool | None) -> list[tuple[bytes, bytes]]:
+    """The headers to add; `html` None for a 304, whose headers the browser merges into the
+    response it cached: it gets no policy of its own (a 304 names no content type, and
+    `NOT_A_PAGE` would then replace a cached page's policy)."""
     extra = dict(EVERY_RESPONSE)
     if html:
         extra.update(EVERY_PAGE)
-    extra["content-security-policy"] = csp_text(page_policy(path) if html else NOT_A_PAGE)
+    if html is not None:
+        extra["content-security-policy"] = csp_text(page_policy(path) if html else NOT_A_PAGE)
     return [(k.encode("latin-1"), v.encode("latin-1")) for k, v in extra.items()]
 
 
@@ -103,7 +107,8 @@ class SecurityHeaders:
                 headers = list(message.get("headers", []))
                 present = {k.lower() for k, _ in headers}
                 media = next((v for k, v in headers if k.lower() == b"content-type"), b"")
-                html = media.split(b";")[0].strip().lower() == b"text/html"
+                html = None if message.get("status") == 304 else (
+                    media.split(b";")[0].strip().lower() == b"text/html")
                 headers += [(k, v) for k, v in _headers_for(path, html) if k not in present]
                 message = {**message, "headers": headers}
             await send(message)

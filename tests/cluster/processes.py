@@ -38,8 +38,11 @@ class Processes:
     def _proc(self, i: int) -> ServerProcess:
         data = self.base / f"n{i}"
         data.mkdir(parents=True, exist_ok=True)
+        # One caller (CALLER_KEY) makes every world of these tests: its live-world budget
+        # is lifted, the rest stay as served.
         return ServerProcess(data, "--open", "--store", self.dsn, "--node", f"n{i}",
-                             start_timeout=60)
+                             "--budget", "live_worlds=1000", "--budget",
+                             "creates_per_hour=100000", start_timeout=60)
 
     def ensure(self) -> None:
         """Start every process that is not running (in parallel: each takes seconds)."""

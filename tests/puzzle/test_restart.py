@@ -26,6 +26,7 @@ async def test_a_sigkill_mid_level_brings_the_room_back_at_the_same_move(tmp_pat
             hint = await c.request("puzzle.hint", ROOM, {"budget_ms": 8000})
             assert hint["status"] == "solved"
             before = await c.request("puzzle.view", ROOM)
+            key = c.key  # the player's anonymous identity, to come back as after the restart
         workers = [p for p in psutil.Process(server.proc.pid).children(recursive=True)
                    if "multiprocessing" in " ".join(p.cmdline())]
         assert workers, "the hint ran in a worker process"
@@ -33,7 +34,7 @@ async def test_a_sigkill_mid_level_brings_the_room_back_at_the_same_move(tmp_pat
         _, alive = psutil.wait_procs(workers, timeout=10)
         assert not alive, "the hint worker exits with the server"
         server.start(port=server.port)
-        async with Client.connect(server.ws_url) as c:
+        async with Client.connect(server.ws_url, key=key) as c:
             after = await c.request("puzzle.view", ROOM)
             assert after == before
             undone = await c.request("puzzle.undo", ROOM, {})

@@ -56,6 +56,19 @@ async def test_every_page_and_static_file_carries_the_security_headers(tmp_path:
             assert csp == dict(NOT_A_PAGE), path
 
 
+async def test_a_not_modified_page_keeps_its_policy(tmp_path: Path) -> None:
+    # A browser merges a 304's headers into the page it cached: a 304 that carried the
+    # policy of what is not a page (it names no content type) blocked a reloaded page's
+    # own stylesheet. It carries no policy, so the cached page's stands.
+    async with running_server(tmp_path) as srv, httpx.AsyncClient(base_url=srv.url) as http:
+        for path in ("/lab/judge.html", "/css/site.css"):
+            first = await http.get(path)
+            again = await http.get(path, headers={"If-None-Match": first.headers["etag"]})
+            assert again.status_code == 304, path
+            assert "content-security-policy" not in again.headers, path
+            assert again.headers["x-content-type-options"] == "nosniff", path
+
+
 async def _raw_get(port: int, target: str) -> tuple[int, str]:
     """GET `target` exactly as written (no client normalises it): status and body."""
     stream = await trio.open_tcp_stream("127.0.0.1", port)
