@@ -7,6 +7,7 @@
 // the tables are read again after it.
 
 import { Client, RequestError, socketUrl } from "/js/client.js";
+import { setStatus } from "/js/page.js";
 
 const ADMIN = "admin:main";
 const KEY = "petridish.owner-token";
@@ -17,11 +18,6 @@ const $ = (sel) => document.querySelector(sel);
 const offsets = { worlds: 0, connections: 0 };
 let client = null;
 let timer = null;
-
-function setStatus(state, text) {
-  $("#status").dataset.state = state;
-  $("#status").textContent = text;
-}
 
 function showError(err) {
   const box = $("#error");

@@ -6,6 +6,7 @@
 // how far it got; once a growth finds no room the page says the game is over.
 
 import { Client, RequestError } from "/js/client.js";
+import { escapeHtml, setStatus } from "/js/page.js";
 import { FieldModel, Renderer } from "/field/render.js";
 import { Feed, linesOf } from "/field/feed.js";
 import { wireInput } from "/field/input.js";
@@ -37,12 +38,6 @@ let progressSeen = 0; // the largest generation share shown (for tests)
 
 $("#game").textContent = game;
 document.title = `Petri Dish Games — ${game}`;
-
-function setStatus(state, text) {
-  const el = $("#status");
-  el.dataset.state = state;
-  el.textContent = text;
-}
 
 /** Set an element's text or HTML only when it changes (an unchanged one is not repainted). */
 const written = new Map(); // element -> the value put last
@@ -153,19 +148,15 @@ function figures() {
     const state = a.health?.state ?? "healthy";
     const rate = ((a.health?.rate ?? 0) * 100).toFixed(1);
     return `<tr data-agent="${a.id}"><td><span class="swatch" style="background:hsl(${live.hues[i]},55%,60%)"></span></td>` +
-      `<td>${escape(a.name)} <small>${a.id}${a.model ? ` · ${escape(a.model)}` : ""}</small></td>` +
+      `<td>${escapeHtml(a.name)} <small>${a.id}${a.model ? ` · ${escapeHtml(a.model)}` : ""}</small></td>` +
       `<td class="num">${a.reward}</td><td class="health-${state}">${state} ${rate}%</td></tr>`;
   });
   put($("#agents tbody"), "innerHTML", rows.join(""));
 }
 
-function escape(s) {
-  return String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
-}
-
 function boardRows(rows, last) {
   return rows.map((r) =>
-    `<tr><td>${escape(r.key)}</td><td class="num">${r.reward}</td>` +
+    `<tr><td>${escapeHtml(r.key)}</td><td class="num">${r.reward}</td>` +
     `<td class="num">${last(r)}</td><td class="num">${r.dead}</td></tr>`).join("");
 }
 

@@ -49,13 +49,6 @@ export function clientKey() {
 }
 
 /** Set the page's status line. */
-export function setStatus(state, text) {
-  const el = document.getElementById("status");
-  if (!el) return;
-  el.dataset.state = state;
-  el.textContent = text;
-}
-
 /** An organism's rating as a short text. */
 export function ratingText(o) {
   return `ordinal ${o.ordinal.toFixed(2)} · μ ${o.mu.toFixed(1)} σ ${o.sigma.toFixed(1)} · ` +

@@ -9,8 +9,9 @@
 // `labArena.judge(organism)` proves one organism through the same routes.
 
 import { Client, RequestError, socketUrl } from "/js/client.js";
-import { labOfPage, lineageList, post, ratingText, setStatus, showCounts, sleep }
+import { labOfPage, lineageList, post, ratingText, showCounts, sleep }
   from "/lab/api.js";
+import { setStatus } from "/js/page.js";
 import { Stage, firstLine, panelFrame, prove } from "/lab/gl.js";
 
 const TOKEN_KEY = "pdg.owner_token";

@@ -7,7 +7,8 @@
 // into its own 2D canvas, so a long gallery needs one context, not one per organism.
 
 import { Client, socketUrl } from "/js/client.js";
-import { clientKey, labOfPage, lineageList, ratingText, setStatus, sleep } from "/lab/api.js";
+import { clientKey, labOfPage, lineageList, ratingText, sleep } from "/lab/api.js";
+import { setStatus } from "/js/page.js";
 import { Stage } from "/lab/gl.js";
 
 const lab = labOfPage();

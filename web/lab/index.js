@@ -1,7 +1,8 @@
 // The lab's landing page: links to its pages (for the lab named by ?id=lab:NAME) and its counts.
 
 import { Client, socketUrl } from "/js/client.js";
-import { labOfPage, setStatus, showCounts } from "/lab/api.js";
+import { labOfPage, showCounts } from "/lab/api.js";
+import { setStatus } from "/js/page.js";
 
 const lab = labOfPage();
 for (const link of document.querySelectorAll(".lab-links a")) {

@@ -8,7 +8,8 @@
 // /api/pub/vote under the client key this browser keeps.
 
 import { Client, RequestError, socketUrl } from "/js/client.js";
-import { clientKey, labOfPage, post, setStatus, showCounts, sleep } from "/lab/api.js";
+import { clientKey, labOfPage, post, showCounts, sleep } from "/lab/api.js";
+import { setStatus } from "/js/page.js";
 import { SILENT, Stage, instrument, prove } from "/lab/gl.js";
 
 const lab = labOfPage();

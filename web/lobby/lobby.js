@@ -9,6 +9,7 @@
 // generic world page.
 
 import { Client, socketUrl } from "/js/client.js";
+import { setStatus } from "/js/page.js";
 
 const LOBBY = "lobby:main";
 // World kinds that have a page of their own (web/<kind>/).
@@ -24,12 +25,6 @@ const worlds = new Map(); // id -> {kind, id, revision, subscribers, live, summa
 const order = []; // ids in the server's order (featured first)
 const $ = (sel) => document.querySelector(sel);
 const tbody = $("#worlds tbody");
-
-function setStatus(state, text) {
-  const status = $("#status");
-  status.dataset.state = state;
-  status.textContent = text;
-}
 
 function cell(row, className) {
   const td = row.insertCell();

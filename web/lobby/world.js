@@ -2,17 +2,13 @@
 // page of their own: its snapshot as JSON and its latest events, live.
 
 import { Client } from "/js/client.js";
+import { setStatus } from "/js/page.js";
 
 const id = new URLSearchParams(location.search).get("id") ?? "";
 const $ = (sel) => document.querySelector(sel);
 const KEEP = 50; // events shown
 $("#world").textContent = id;
 document.title = `Petri Dish Games — ${id}`;
-
-function setStatus(state, text) {
-  $("#status").dataset.state = state;
-  $("#status").textContent = text;
-}
 
 function onPush(push) {
   $("#rev").textContent = String(push.rev);

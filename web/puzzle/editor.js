@@ -6,6 +6,7 @@
 // server on every write.
 
 import { Client, RequestError } from "/js/client.js";
+import { escapeHtml, setStatus } from "/js/page.js";
 import { NOUNS, WORDS, drawBoard, fitCell } from "/puzzle/render.js";
 
 const params = new URLSearchParams(location.search);
@@ -24,18 +25,8 @@ let level = {
 };
 let problems = []; // the last validation's diagnostics
 
-function setStatus(state, text) {
-  const el = $("#status");
-  el.dataset.state = state;
-  el.textContent = text;
-}
-
 function say(text) {
   $("#message").textContent = text;
-}
-
-function escape(s) {
-  return String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
 }
 
 // ---- the level ------------------------------------------------------------------------
@@ -195,7 +186,7 @@ function palette() {
 function showProblems(list) {
   problems = list;
   $("#diagnostics").innerHTML = list.map((d) =>
-    `<li data-path="${escape(d.path)}">${escape(d.path ? `${d.path}: ` : "")}${escape(d.message)}</li>`).join("");
+    `<li data-path="${escapeHtml(d.path)}">${escapeHtml(d.path ? `${d.path}: ` : "")}${escapeHtml(d.message)}</li>`).join("");
   draw();
 }
 
@@ -225,7 +216,7 @@ function showPack() {
   if (!pack) return;
   $("#pack-name").value = pack.name;
   $("#pack-levels").innerHTML = pack.levels.map((lv) =>
-    `<li data-level="${escape(lv.id)}">${escape(lv.title || lv.id)} <small>${lv.width}×${lv.height}` +
+    `<li data-level="${escapeHtml(lv.id)}">${escapeHtml(lv.title || lv.id)} <small>${lv.width}×${lv.height}` +
     `${lv.solution ? ` · solved in ${lv.solution}` : ""}</small></li>`).join("");
 }
 

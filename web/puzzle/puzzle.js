@@ -8,6 +8,7 @@
 // moved on. The slider replays the level's moves (`puzzle.history`).
 
 import { Client, RequestError } from "/js/client.js";
+import { escapeHtml, setStatus } from "/js/page.js";
 import { drawBoard, fitCell, pixelAt } from "/puzzle/render.js";
 
 const params = new URLSearchParams(location.search);
@@ -32,18 +33,8 @@ let busy = false;
 let refreshing = false;
 let stale = false;
 
-function setStatus(state, text) {
-  const el = $("#status");
-  el.dataset.state = state;
-  el.textContent = text;
-}
-
 function say(text) {
   $("#message").textContent = text;
-}
-
-function escape(s) {
-  return String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
 }
 
 // ---- drawing ---------------------------------------------------------------------------
@@ -72,11 +63,11 @@ function render() {
   $("#moves").textContent = `${view.moves.length} move${view.moves.length === 1 ? "" : "s"}`;
   $("#mode").textContent = canPlay ? "" : `watching ${view.player}'s room`;
   $("#pack").textContent = view.pack;
-  $("#rules").innerHTML = view.board.rules.map((r) => `<li>${escape(r)}</li>`).join("");
+  $("#rules").innerHTML = view.board.rules.map((r) => `<li>${escapeHtml(r)}</li>`).join("");
   const solved = new Set(view.solved);
   $("#levels").innerHTML = view.pack_levels.map((lv, i) =>
-    `<li data-level="${escape(lv.id)}" class="${i === view.level ? "current" : ""} ${solved.has(lv.id) ? "solved" : ""}">` +
-    `${escape(lv.title || lv.id)}</li>`).join("");
+    `<li data-level="${escapeHtml(lv.id)}" class="${i === view.level ? "current" : ""} ${solved.has(lv.id) ? "solved" : ""}">` +
+    `${escapeHtml(lv.title || lv.id)}</li>`).join("");
   slider.max = String(view.moves.length);
   if (mode === "live") {
     slider.value = slider.max;
@@ -122,7 +113,7 @@ async function leaderboard() {
   try {
     const board = await client.request("puzzle.leaderboard", roomId, {});
     $("#leaders tbody").innerHTML = board.fewest.slice(0, 10).map((r) =>
-      `<tr><td>${escape(r.user)}</td><td class="num">${r.moves}</td></tr>`).join("") ||
+      `<tr><td>${escapeHtml(r.user)}</td><td class="num">${r.moves}</td></tr>`).join("") ||
       "<tr><td>nobody yet</td></tr>";
   } catch (err) {
     if (!(err instanceof RequestError)) throw err;
