@@ -72,11 +72,18 @@ async def test_a_run_plays_to_180_with_patches_and_a_schedule_watched_live(
                         decisions.append(await patch(owner, RUN, {
                             "kind": "self", "species": "A", "value": "cooperative"}))
                     elif g >= 40 and len(decisions) == 1:
+                        # Paused to schedule two generations ahead: the spectator's view
+                        # lags the run's timer, which would be past g + 2 already.
+                        paused = await owner.request("ecosystem.control", RUN,
+                                                     {"action": "pause"})
                         decisions.append(await owner.request("ecosystem.schedule", RUN, {
-                            "change": {"generation": g + 2, "activation": "immediate",
+                            "change": {"generation": paused["generation"] + 2,
+                                       "activation": "immediate",
                                        "duration": "short", "transition": "ramp",
                                        "patch": {"kind": "environment", "field": "pressure",
                                                  "value": "toxin_wave"}}}))
+                        await owner.request("ecosystem.control", RUN,
+                                            {"action": "play", "speed": TOP})
                     elif g >= 70 and len(decisions) == 2:
                         stale = await refused(owner, "ecosystem.patch", {
                             "patch": {"kind": "self", "species": "B", "value": "cooperative"},
