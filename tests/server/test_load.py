@@ -175,14 +175,13 @@ async def _hostile(url: str, game: str, tally: dict[str, int]) -> None:
                 await trio.sleep(1 / 200)  # the frame rate a connection is allowed
 
 
-# Not held yet (a real finding, see the closing note of issue 18): the CPU budget binds
-# (the reader is refused `over_budget`), but each read it is still allowed holds the
-# server's one trio thread ~10 ms (field.history rebuilds the field from its manifest;
-# observing every tile walks them all), so another client's p99 rises from ~2-3 ms to
-# ~13 ms. Holding 2x needs a per-read cost near the baseline (a checkpoint after the
-# manifest, paged observes) or such reads off the thread. Not strict: on a noisy machine
-# the quiet p99 alone sometimes swallows the difference.
-@pytest.mark.xfail(reason="one allowed costly read holds the server ~10 ms: p99 4-8x",
+# Held since field.history stopped refolding the manifest (1.75x and 1.98x here, and on
+# the clean-clone CI run), but with too thin a margin to make CI depend on it: an allowed
+# costly read and its framing cost ~1 ms against a quiet p99 of ~2 ms, and during the
+# anonymous account's 1 s CPU burst the reader gets ~20% of a core. Not strict until the
+# margin is wider (a smaller anonymous burst, or caller-independent reads cached per
+# revision); see issue 18's closing note.
+@pytest.mark.xfail(reason="holds at 1.75-1.98x: too thin a margin to assert on CI yet",
                    strict=False)
 async def test_a_hostile_reader_cannot_double_another_clients_p99(
         server: ServerProcess, record_property: Callable[[str, object], None]) -> None:
