@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 import attrs
 
 from actors.runtime import Call, WorldActor, refused
-from actors.runtime.base import Deferred
+from actors.runtime.deferred import Deferred
 from actors.runtime.host import Effect
 from actors.runtime.offload import work_clock
 from actors.world import Refusal

@@ -40,6 +40,7 @@ from actors.runtime.context import (
     ActorContext,
     ActorStatistics,
 )
+from actors.runtime.deferred import Deferred, charge_sender
 from actors.runtime.mailbox import (
     ActorStopped,
     Answer,
@@ -63,36 +64,6 @@ from protocol.errors import ErrorCode, ProtocolError
 
 log = logging.getLogger("petridish.actors")
 T = TypeVar("T")
-
-class Deferred:
-    """The answer slot of an ask whose handler answers later (`Actor.defer`). Call `succeed`
-    or `fail` once, from the actor's own task (a handler or `on_message`); the answer goes
-    out with that batch, once it is durable."""
-
-    __slots__ = ("_actor", "_answer")
-
-    def __init__(self, actor: Actor, answer: Answer) -> None:
-        self._actor = actor
-        self._answer = answer
-
-    def succeed(self, value: Any) -> None:
-        """Answer with `value`."""
-        self._actor._settle(self, value, None)
-
-    def fail(self, error: ProtocolError) -> None:
-        """Answer with a refusal."""
-        self._actor._settle(self, None, error)
-
-
-def _charge(item: Ask, seconds: float) -> None:
-    """Tell the sender what its message cost: an answer (or a subscriber's queue) with a
-    `charge(seconds)` method hears the time the handler took, waits included (the
-    server charges it to the caller's CPU budget)."""
-    target = item.message.queue if isinstance(item.message, SubscribeMsg) else item.pending
-    charge = getattr(target, "charge", None)
-    if charge is not None:
-        charge(seconds)
-
 
 # ---- the actor ------------------------------------------------------------------------------
 
@@ -437,7 +408,7 @@ class Actor(ABC):
             elapsed = clock() - started
             self.context.observer.handled(self.kind, elapsed)
             if isinstance(item, Ask):
-                _charge(item, elapsed)
+                charge_sender(item, elapsed)
         return True
 
     def _drop_deferral(self, answer: Answer) -> None:

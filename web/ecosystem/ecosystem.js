@@ -12,9 +12,11 @@
 // anonymous page is an agent.
 
 import { Client, RequestError, socketUrl } from "/js/client.js";
+import { setStatus } from "/js/page.js";
 import { LineChart } from "/ecosystem/charts.js";
 import { drawPlane } from "/ecosystem/fields.js";
 import { drawFoodWeb } from "/ecosystem/foodweb.js";
+import { patchForm, patchTargets, patchValue, patchValues } from "/ecosystem/patchform.js";
 import { drawTimeline } from "/ecosystem/timeline.js";
 
 const COLOURS = { A: "#2f7d5b", B: "#3b6fb6", C: "#b0602c", D: "#8a4bb0", resource: "#a08a2c" };
@@ -42,12 +44,6 @@ const charts = {
   population: new LineChart($("#chart-population")),
   resource: new LineChart($("#chart-resource")),
 };
-
-function setStatus(state, text) {
-  const el = $("#status");
-  el.dataset.state = state;
-  el.textContent = text;
-}
 
 function show(id, visible = true) {
   $(id).hidden = !visible;
@@ -182,7 +178,7 @@ async function onView(view) {
     showSetup(false);
     for (const id of ["#origin", "#live", "#charts", "#fields", "#web", "#timeline-panel"]) show(id);
     legend();
-    patchForm();
+    patchForm(page);
   }
   page.frames[view.frame.generation] = view.frame;
   page.decisions = view.decisions;
@@ -309,7 +305,7 @@ function foodweb(graph) {
   page.graph = graph;
   drawFoodWeb(svg, graph, COLOURS);
   $("#web-version").textContent = `graph version ${graph.version}`;
-  patchTargets();
+  patchTargets(page);
 }
 
 function legend() {
@@ -447,57 +443,6 @@ async function control(action) {
   }
 }
 
-function options(select, values, selected = null) {
-  select.replaceChildren(...values.map((value) => {
-    const option = document.createElement("option");
-    option.value = option.textContent = value;
-    if (value === selected) option.selected = true;
-    return option;
-  }));
-}
-
-function patchForm() {
-  const voc = page.vocabulary;
-  options($("#change-activation"), voc.activation);
-  options($("#change-duration"), voc.duration, "short");
-  options($("#change-transition"), voc.transition);
-  patchTargets();
-}
-
-/** Targets and values of the patch form, from the live graph; current values first chosen. */
-function patchTargets() {
-  const graph = page.graph ?? page.view?.graph;
-  const voc = page.vocabulary;
-  if (!graph || !voc) return;
-  const kind = $("#patch-kind").value;
-  const target = $("#patch-target");
-  const keep = target.value;
-  const targets = kind === "pair" ? graph.interactions.map((i) => i.pair)
-    : kind === "self" ? graph.species.map((s) => s.id) : Object.keys(voc.environment);
-  options(target, targets, targets.includes(keep) ? keep : targets[0]);
-  patchValues();
-}
-
-function patchValues() {
-  const graph = page.graph ?? page.view.graph;
-  const voc = page.vocabulary;
-  const kind = $("#patch-kind").value;
-  const target = $("#patch-target").value;
-  const current = kind === "pair" ? graph.interactions.find((i) => i.pair === target)?.mode
-    : kind === "self" ? graph.species.find((s) => s.id === target)?.self : graph.environment[target];
-  const values = kind === "pair" ? voc.pair : kind === "self" ? voc.self : voc.environment[target];
-  options($("#patch-value"), values, current);
-}
-
-function patchValue() {
-  const kind = $("#patch-kind").value;
-  const target = $("#patch-target").value;
-  const value = $("#patch-value").value;
-  if (kind === "pair") return { kind, pair: target, mode: value };
-  if (kind === "self") return { kind, species: target, value };
-  return { kind, field: target, value };
-}
-
 async function sendPatch(event) {
   event.preventDefault();
   setError("patch", "");
@@ -572,8 +517,8 @@ function wire() {
   $("#step").addEventListener("click", () => control("step"));
   $("#speed").addEventListener("input", () => { $("#speed-value").textContent = $("#speed").value; });
   $("#speed").addEventListener("change", () => { if (page.view?.playing) control("play"); });
-  $("#patch-kind").addEventListener("change", patchTargets);
-  $("#patch-target").addEventListener("change", patchValues);
+  $("#patch-kind").addEventListener("change", () => patchTargets(page));
+  $("#patch-target").addEventListener("change", () => patchValues(page));
   $("#patch-form").addEventListener("submit", sendPatch);
   $("#schedule").addEventListener("click", sendSchedule);
   $("#scrubber").addEventListener("input", (e) => scrub(e.target.value));

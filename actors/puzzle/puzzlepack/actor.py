@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import attrs
 
 from actors.runtime import Call, Timer, WorldActor, refused
-from actors.runtime.base import Deferred
+from actors.runtime.deferred import Deferred
 from actors.runtime.host import Effect
 from actors.runtime.offload import work_clock
 from actors.world import Refusal

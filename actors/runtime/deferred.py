@@ -1,0 +1,42 @@
+"""What an actor's message hands back besides its answer: a `Deferred` answer slot (an
+ask answered from a later message) and the CPU time a message cost its sender."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from actors.runtime.mailbox import Answer, Ask, SubscribeMsg
+from protocol.errors import ProtocolError
+
+if TYPE_CHECKING:
+    from actors.runtime.base import Actor
+
+
+class Deferred:
+    """The answer slot of an ask whose handler answers later (`Actor.defer`). Call `succeed`
+    or `fail` once, from the actor's own task (a handler or `on_message`); the answer goes
+    out with that batch, once it is durable."""
+
+    __slots__ = ("_actor", "_answer")
+
+    def __init__(self, actor: Actor, answer: Answer) -> None:
+        self._actor = actor
+        self._answer = answer
+
+    def succeed(self, value: Any) -> None:
+        """Answer with `value`."""
+        self._actor._settle(self, value, None)
+
+    def fail(self, error: ProtocolError) -> None:
+        """Answer with a refusal."""
+        self._actor._settle(self, None, error)
+
+
+def charge_sender(item: Ask, seconds: float) -> None:
+    """Tell the sender what its message cost: an answer (or a subscriber's queue) with a
+    `charge(seconds)` method hears the time the handler took, waits included (the
+    server charges it to the caller's CPU budget)."""
+    target = item.message.queue if isinstance(item.message, SubscribeMsg) else item.pending
+    charge = getattr(target, "charge", None)
+    if charge is not None:
+        charge(seconds)
