@@ -19,6 +19,7 @@ LIFTED: dict[str, float] = {
     "cpu_rate": 1e9,
     "cpu_rate_agent": 1e9,
     "cpu_burst": 1e9,
+    "cpu_burst_anonymous": 1e9,
     "creates_per_hour": 1_000_000_000,
     "live_worlds": 1_000_000_000,
 }

@@ -22,7 +22,11 @@ the accepted attempt to its reply), p50/p99 settle time (first send of a batch t
 acceptance: every stale retry and pause included), the share of `stale_revision`
 replies among commit replies (and among reveal replies), and spectator lag
 p50/p99 (time from a commit's acknowledgement to the first push at or past its revision
-arriving at a spectator, over every spectator and commit). For comparison, the bare echo
+arriving at a spectator, over every spectator and commit), and visible p50/p99 (from the
+send of the accepted commit to that push: its latency and its lag together, what a
+watcher sees of an agent's move; a server that acknowledges sooner shows a longer lag
+for the same push). `--rate` paces the agents to a total commit rate, so two servers can
+be compared at the same load. For comparison, the bare echo
 round trips per second of `bench ws` (bench/ws.py's echo server, 100 connections) are
 measured in the same run. The agents play from this process, the spectators from a
 child process of their own (so neither queues behind the other); at high rates the
@@ -48,9 +52,10 @@ from websockets.trio.client import connect
 
 from bench import ws as ws_bench
 from bench._budgets import serve_code
+from bench._wsclient import TEXT, WsClient
 from examples.field_agent import BACKOFF, STALE_RETRIES
 
-_REV = re.compile(r'"rev":\s*(\d+)')
+_REV = re.compile(rb'"rev":\s*(\d+)')
 HELLO = json.dumps({"op": "hello", "protocol": 1, "client": "bench-field/1.0"})
 BATCH = 4  # cells per commit
 MAX_PAUSE = 0.64  # seconds: the longest pause after stale_revision
@@ -76,6 +81,7 @@ class Figures:
         self.reveals = self.stale_reveals = 0
         self.observes = 0  # during the timed window
         self.acks: dict[int, float] = {}  # revision -> when its commit was acknowledged
+        self.sent: dict[int, float] = {}  # revision -> when its accepted commit was sent
         self.arrivals: list[list[tuple[int, float]]] = []  # per spectator: (rev, time)
 
 
@@ -99,27 +105,28 @@ async def _call(ws: Any, rid: int, op: str, to: str, args: dict) -> dict:
 
 async def _spectator(url: str, to: str, arrivals: list[tuple[int, float]],
                      limiter: trio.CapacityLimiter, ready: trio.Semaphore) -> None:
-    await limiter.acquire()  # the listen backlog is finite: open a few at a time
-    held = True
+    """One spectator on the lean client (bench/_wsclient.py): the `websockets` client's
+    own cost per frame (~150 us) would make 500 of them the slowest part of a push's way
+    to its watchers, and the lag a figure of this process rather than the server's."""
+    async with limiter:  # the listen backlog is finite: open a few at a time
+        ws = await WsClient.connect(url)
     try:
-        async with _connect(url) as ws:
-            limiter.release()
-            held = False
-            await _hello(ws)
-            await ws.send(json.dumps({"id": 1, "op": "subscribe", "to": to}))
-            clock = time.perf_counter
-            while True:
-                frame = await ws.recv()
-                now = clock()
-                if '"kind":"snapshot"' in frame[:200]:
-                    ready.release()  # counted in once its snapshot arrived
-                elif frame.startswith('{"topic"'):
-                    m = _REV.search(frame, 0, 200)
-                    if m:
-                        arrivals.append((int(m.group(1)), now))
+        await ws.send(HELLO.encode(), TEXT)
+        await ws.recv()
+        await ws.send(json.dumps({"id": 1, "op": "subscribe", "to": to}).encode(), TEXT)
+        clock = time.perf_counter
+        while True:
+            frame = await ws.recv()
+            now = clock()
+            if b'"kind":"snapshot"' in frame[:200]:
+                ready.release()  # counted in once its snapshot arrived
+            elif frame.startswith(b'{"topic"'):
+                m = _REV.search(frame, 0, 200)
+                if m:
+                    arrivals.append((int(m.group(1)), now))
     finally:
-        if held:
-            limiter.release()
+        with trio.CancelScope(shield=True):
+            await ws.stream.aclose()
 
 
 async def _spectate(url: str, to: str, count: int) -> list[list[tuple[int, float]]]:
@@ -179,14 +186,17 @@ class Spectators:
 
 
 async def _agent(url: str, to: str, solution: np.ndarray, G: int, fig: Figures,
-                 start: trio.Event, deadline: list[float], seed: int) -> None:
+                 start: trio.Event, deadline: list[float], seed: int, pace: float) -> None:
     async with _connect(url) as ws:
         await _hello(ws)
-        await _play(ws, to, solution, G, fig, start, deadline, random.Random(seed))
+        await _play(ws, to, solution, G, fig, start, deadline, random.Random(seed), pace)
 
 
 async def _play(ws: Any, to: str, solution: np.ndarray, G: int, fig: Figures,
-                start: trio.Event, deadline: list[float], rng: random.Random) -> None:
+                start: trio.Event, deadline: list[float], rng: random.Random,
+                pace: float) -> None:
+    """Play until the deadline; with `pace` > 0 seconds, start a new commit batch at
+    most once per `pace` (its stale retries are not paced)."""
     rid = iter(range(1, 1 << 30))
     joined = await _call(ws, next(rid), "field.join", to, {"name": "bench"})
     agent = joined["result"]["agent"]
@@ -200,6 +210,7 @@ async def _play(ws: Any, to: str, solution: np.ndarray, G: int, fig: Figures,
     await start.wait()
     clock = time.perf_counter
     first_try: float | None = None  # when the pending commit batch was first sent
+    slot = clock() + rng.uniform(0.0, pace)  # when the next batch may start (with `pace`)
     while clock() < deadline[0]:
         if stale > STALE_RETRIES or (not pending and not any(
                 tiles.get(t, {}).get("status") == "hidden" for t in frontier)):
@@ -235,6 +246,9 @@ async def _play(ws: Any, to: str, solution: np.ndarray, G: int, fig: Figures,
             pending = [c for c in pending if c not in known]
             continue
         batch, rest = pending[:BATCH], pending[BATCH:]
+        if first_try is None and pace:  # a fixed rate: this batch waits for its slot
+            await trio.sleep(max(0.0, slot - clock()))
+            slot = max(slot + pace, clock())
         t0 = clock()
         first_try = t0 if first_try is None else first_try
         reply = await _call(ws, next(rid), "field.commit", to, {
@@ -256,6 +270,7 @@ async def _play(ws: Any, to: str, solution: np.ndarray, G: int, fig: Figures,
         result = reply["result"]
         if result["revision"] > rev:
             fig.acks[result["revision"]] = t1
+            fig.sent[result["revision"]] = t0
         rev = result["revision"]
         frontier = result["frontier"] or frontier
 
@@ -271,10 +286,11 @@ async def _truth(data: str, game: str) -> tuple[np.ndarray, int]:
 
 
 async def _run(url: str, data: str, agents: int, spectators: int, seconds: float,
-               size: int, server_pid: int) -> dict[str, Any]:
+               size: int, server_pid: int, rate: float) -> dict[str, Any]:
     async with _connect(url) as ctl:
         await _hello(ctl)
-        return await _drive(ctl, url, data, agents, spectators, seconds, size, server_pid)
+        return await _drive(ctl, url, data, agents, spectators, seconds, size, server_pid,
+                            rate)
 
 
 def _cpu_seconds(pids: dict[str, int]) -> dict[str, float]:
@@ -285,7 +301,7 @@ def _cpu_seconds(pids: dict[str, int]) -> dict[str, float]:
 
 
 async def _drive(ctl: Any, url: str, data: str, agents: int, spectators: int, seconds: float,
-                 size: int, server_pid: int) -> dict[str, Any]:
+                 size: int, server_pid: int, rate: float) -> dict[str, Any]:
     to, game = "field:bench", "bench"
     await _call(ctl, 1, "field.start", to, {"size": size, "seed": 1})
     while not (await _call(ctl, 2, "field.rules", to, {}))["ok"]:
@@ -299,7 +315,8 @@ async def _drive(ctl: Any, url: str, data: str, agents: int, spectators: int, se
         _log(f"{spectators} spectators subscribed")
         async with trio.open_nursery() as players:
             for k in range(agents):
-                players.start_soon(_agent, url, to, solution, G, fig, start, deadline, k)
+                players.start_soon(_agent, url, to, solution, G, fig, start, deadline, k,
+                                   agents / rate if rate else 0.0)
             await trio.sleep(2.0)  # joins and first observes, untimed
             pids = {"server": server_pid, "spectators": watchers.proc.pid,
                     "agents": os.getpid()}
@@ -316,9 +333,10 @@ async def _drive(ctl: Any, url: str, data: str, agents: int, spectators: int, se
         watchers.close()
     lat = np.sort(np.array(fig.latencies))
     settled = np.sort(np.array(fig.settled))
-    lags = []
+    lags, visible = [], []
     ack_revs = np.array(sorted(fig.acks))
     ack_times = np.array([fig.acks[r] for r in ack_revs])
+    sent_times = np.array([fig.sent[r] for r in ack_revs])
     for arrivals in fig.arrivals:
         if not arrivals:
             continue
@@ -327,10 +345,13 @@ async def _drive(ctl: Any, url: str, data: str, agents: int, spectators: int, se
         first = np.searchsorted(revs, ack_revs)  # the first push at or past each revision
         ok = first < len(revs)
         lags.append(times[first[ok]] - ack_times[ok])
+        visible.append(times[first[ok]] - sent_times[ok])
     lag = np.sort(np.concatenate(lags)) if lags else np.zeros(1)
+    seen = np.sort(np.concatenate(visible)) if visible else np.zeros(1)
     commits = len(lat)
     pct = lambda a, q: round(float(a[min(len(a) - 1, int(len(a) * q))]) * 1e3, 2)
     return {"agents": agents, "spectators": spectators, "seconds": round(elapsed, 2),
+            "target_commits_per_s": rate or None,
             "field_size": size, "commits": commits,
             "commits_per_s": round(commits / elapsed, 1),
             "commit_p50_ms": pct(lat, 0.5), "commit_p99_ms": pct(lat, 0.99),
@@ -339,6 +360,7 @@ async def _drive(ctl: Any, url: str, data: str, agents: int, spectators: int, se
             "observes_per_s": round(fig.observes / elapsed, 1),
             "reveal_stale_share": round(fig.stale_reveals / max(1, fig.reveals), 3),
             "spectator_lag_p50_ms": pct(lag, 0.5), "spectator_lag_p99_ms": pct(lag, 0.99),
+            "visible_p50_ms": pct(seen, 0.5), "visible_p99_ms": pct(seen, 0.99),
             "final_revision": final["revision"],
             # Cores each process kept busy over the timed window, and the machine's
             # one-minute load average before and after: the context of every figure.
@@ -354,6 +376,9 @@ def main(argv: list[str]) -> dict[str, Any]:
     parser.add_argument("--spectators", type=int, default=500)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--size", type=int, default=160, help="scatter field side")
+    parser.add_argument("--rate", type=float, default=0.0,
+                        help="commits per second all agents together aim at (0: as fast as "
+                        "they can), to compare servers at the same load")
     args = parser.parse_args(argv)
     ws_bench._raise_fd_limit(2 * (args.agents + args.spectators) + 256)
     result: dict[str, Any] = {}
@@ -370,7 +395,7 @@ def main(argv: list[str]) -> dict[str, Any]:
         try:
             _log(f"field: {args.agents} agents, {args.spectators} spectators")
             result["field"] = trio.run(_run, server.url, data, args.agents, args.spectators,
-                                       args.seconds, args.size, server.proc.pid)
+                                       args.seconds, args.size, server.proc.pid, args.rate)
         finally:
             server.close()
     return result

@@ -42,9 +42,10 @@ class Budgets:
     hello_failure_rate: float = 0.2  # ... refilled at this many per second
     subscriptions: int = 64  # topics one connection may follow at once
     send_timeout: float = 15.0  # a frame not taken by the client within this: dropped
-    cpu_rate: float = 0.1  # seconds of server time per second, an anonymous client ...
+    cpu_rate: float = 0.05  # seconds of server time per second, an anonymous client ...
     cpu_rate_agent: float = 0.25  # ... and an agent token
-    cpu_burst: float = 1.0  # seconds of server time an account may spend at once
+    cpu_burst: float = 1.0  # seconds of server time an agent's account may spend at once
+    cpu_burst_anonymous: float = 0.25  # ... and an anonymous client's (a page's load)
     # An account past its CPU budget is refused only while the others use at least this
     # much server time per second: alone on the server, a client may use all of it.
     cpu_contended: float = 0.002
@@ -146,8 +147,8 @@ class Account:
 
     __slots__ = ("cpu", "created", "creations", "pending", "recent")
 
-    def __init__(self, rate: float, budgets: Budgets, now: float) -> None:
-        self.cpu = Bucket(rate, budgets.cpu_burst, now)
+    def __init__(self, rate: float, burst: float, now: float) -> None:
+        self.cpu = Bucket(rate, burst, now)
         self.recent = Rate(now)  # its server time per second, lately
         self.creations: deque[float] = deque()  # when each create of the last hour came
         self.created: set[str] = set()  # world ids it created (live or not)
@@ -195,8 +196,10 @@ class Ledger:
         """The entry of account `name` (made on first use, with its role's CPU rate)."""
         entry = self.accounts.get(name)
         if entry is None:
-            rate = self.budgets.cpu_rate_agent if role != "spectator" else self.budgets.cpu_rate
-            entry = self.accounts[name] = Account(rate, self.budgets, now)
+            b = self.budgets
+            rate, burst = ((b.cpu_rate, b.cpu_burst_anonymous) if role == "spectator"
+                           else (b.cpu_rate_agent, b.cpu_burst))
+            entry = self.accounts[name] = Account(rate, burst, now)
             self._trim(self.accounts, now)
         return entry
 

@@ -17,6 +17,7 @@ and `abort` (server/transport.py's WebSocket, in Starlette's shape).
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING
 
 import trio
@@ -267,10 +268,16 @@ class Session:
                                 {"max_frame": limit})
 
     async def _read(self, nursery: trio.Nursery) -> None:
+        clock = time.perf_counter
         while True:
             text = await self._receive_text()
             if text is None:
                 return
+            # What reading a request costs (parse, validation, budgets, the post to its
+            # world) is charged to its client like the world's time: the span between two
+            # awaits that do not wait (a wait for an answer slot is not counted); and so is
+            # the socket's I/O and framing since the last request (its replies' included).
+            started = clock()
             try:
                 frame = self._parse(text)
                 if isinstance(frame, Hello):
@@ -287,12 +294,15 @@ class Session:
                 self.count_error(error)
                 await self.outbox.put(encode_error(request_id_of(error), error))
                 continue
+            read = clock() - started
             await self._admit()
+            started = clock()
             if isinstance(frame, Subscribe):
                 self.subscribing += 1
                 nursery.start_soon(self._subscribe, frame)
             else:
                 self._dispatch(frame)
+            self.charge(read + clock() - started + self.ws.take_io_seconds())
 
     def _within_budgets(self, frame: Request | Subscribe) -> None:
         """Refuse `frame` (over_budget) when its client's CPU time is spent, or a new

@@ -2,9 +2,12 @@
 
 Every connection's request head is read first (bounded in size and time). A websocket
 upgrade of `/ws` becomes a `WebSocket` here: websockets' `ServerProtocol` parses and
-frames (C-accelerated masking), and this module moves the bytes itself, so a connection
-costs its session's reader and writer tasks and nothing more (keepalive pings come from
-one server-wide `Pinger`). Anything else goes to Hypercorn's own per-connection server
+frames (C-accelerated masking), and this module moves the bytes itself, with `os.read`
+and `os.write` on the socket and trio's `wait_readable`/`wait_writable` (so an idle
+connection's reader is three coroutine frames shallower than through trio's streams, and
+its reads, writes and framing are timed: `io_seconds`, charged to its client). A
+connection costs its session's reader and writer tasks and nothing more (keepalive pings
+come from one server-wide `Pinger`). Anything else goes to Hypercorn's own per-connection server
 over a stream that replays the head, and from there to the Starlette app (static files,
 `/mcp`, `/healthz`, `/metrics`).
 
@@ -21,8 +24,10 @@ that is not UTF-8, 1009 message too big).
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Awaitable, Callable
 from functools import partial
+from time import perf_counter
 from typing import Any
 
 import trio
@@ -143,6 +148,7 @@ class WebSocket:
         self._fragment_opcode: Opcode | None = None
         self.last_received = trio.current_time()
         self.ping_sent: float | None = None  # when an unanswered ping went out
+        self.io_seconds = 0.0  # spent reading, writing and framing (take_io_seconds)
         try:
             self.peer = stream.socket.getpeername()
         except OSError:
@@ -195,9 +201,22 @@ class WebSocket:
             if self._protocol.state is CLOSED:
                 await self._abort()
                 return _DISCONNECT
+            # The socket is read here, not through trio's stream layers (three coroutine
+            # frames on every idle connection's stack, and a send-conflict check and error
+            # translation per read); see `_fd` for why that is safe.
+            await trio.lowlevel.checkpoint_if_cancelled()
+            fd = self._fd()
+            started = perf_counter()
             try:
-                data = await self._stream.receive_some(RECEIVE)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                data = os.read(fd, RECEIVE) if fd >= 0 else b""
+            except BlockingIOError:
+                self.io_seconds += perf_counter() - started
+                try:
+                    await trio.lowlevel.wait_readable(fd)
+                except (trio.ClosedResourceError, trio.BrokenResourceError):
+                    pass  # closed by another task: the next read sees it
+                continue
+            except OSError:  # reset, or closed under us: the end of the stream
                 data = b""
             if data:
                 self.last_received = trio.current_time()
@@ -206,6 +225,8 @@ class WebSocket:
             else:
                 self._protocol.receive_eof()
             self._events = self._protocol.events_received()[::-1]
+            self.io_seconds += perf_counter() - started
+            await trio.lowlevel.cancel_shielded_checkpoint()  # bytes read are never lost
             await self._flush()  # pongs, close replies, and the close of a violation
 
     def _message(self, frame: Any) -> dict[str, Any] | None:
@@ -240,11 +261,14 @@ class WebSocket:
     async def send_text(self, text: str) -> None:
         """Send one text message (UnicodeEncodeError, before anything is sent, for text
         that is not valid Unicode; ConnectionError once the connection is closing)."""
+        started = perf_counter()
         data = text.encode()
         try:
             self._protocol.send_text(data)
         except InvalidState:
             raise ConnectionError("the websocket is closing") from None
+        finally:
+            self.io_seconds += perf_counter() - started
         await self._flush()
 
     async def refuse(self, status: int, text: str) -> None:
@@ -286,7 +310,7 @@ class WebSocket:
         try:
             for chunk in chunks:
                 if chunk:
-                    await self._stream.send_all(chunk)
+                    await self._write(chunk)
                 else:  # the protocol's end of stream: the server closes TCP first
                     await self._abort()
         except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -295,6 +319,40 @@ class WebSocket:
             self._send_lock.release()
         if self._protocol.close_expected() and self._protocol.state is not OPEN:
             await self._abort()
+
+    async def _write(self, data: bytes) -> None:
+        """Write all of `data` to the socket (the send lock held), timing the system calls
+        into `io_seconds`; ClosedResourceError or BrokenResourceError when it cannot."""
+        view = memoryview(data)
+        while view:
+            fd = self._fd()
+            if fd < 0:
+                raise trio.ClosedResourceError("the websocket's socket is closed")
+            started = perf_counter()
+            try:
+                view = view[os.write(fd, view):]
+            except BlockingIOError:
+                pass
+            except OSError as exc:
+                raise trio.BrokenResourceError(str(exc)) from exc
+            finally:
+                self.io_seconds += perf_counter() - started
+            if view:
+                await trio.lowlevel.wait_writable(fd)
+        await trio.lowlevel.cancel_shielded_checkpoint()  # what was written is sent
+
+    def _fd(self) -> int:
+        """The socket's file descriptor, or -1 once it is closed. Asked afresh before each
+        system call (a closed descriptor's number is reused by the next connection), with
+        no await between the two: trio closes sockets on this thread, so nothing can close
+        it in between. trio's `notify_closing` wakes a task waiting on it."""
+        return self._stream.socket.fileno()
+
+    def take_io_seconds(self) -> float:
+        """Seconds spent in this socket's reads, writes and framing since the last call
+        (its session charges them to its client)."""
+        spent, self.io_seconds = self.io_seconds, 0.0
+        return spent
 
     async def _abort(self) -> None:
         await trio.aclose_forcefully(self._stream)

@@ -9,7 +9,8 @@ messages to its own mailbox.
 
 A handler validates, decides events and `commit`s them: they are folded into the state
 at once. The runtime handles every message already waiting in the mailbox the same way
-(a batch, up to `max_batch`), then appends all the batch's events in ONE durable append,
+(a batch, up to `max_batch` or `batch_seconds` of handling, after which the actor yields
+to the other tasks), then appends all the batch's events in ONE durable append,
 then delivers the batch's answers, then publishes the events. So nothing is answered or
 published before it is durable, and a busy world pays one fsync per batch rather than
 one per message.
@@ -330,6 +331,8 @@ class Actor(ABC):
 
     async def _loop(self) -> None:
         max_batch = self.context.config.max_batch
+        budget = self.context.config.batch_seconds
+        clock = trio.current_time
         while True:
             # No timeout here (a cancel scope per wait cost a few percent of a busy
             # server): idleness is an IdleCheck timer message.
@@ -338,16 +341,18 @@ class Actor(ABC):
                 item = await self._mailbox.receive()
                 if item is None:
                     return  # stopped
-            handled = 0
+            handled, started = 0, clock()
             while item is not None:
                 if not await self._process(item):
                     return
                 handled += 1
                 item = None
-                if handled < max_batch:
+                if handled < max_batch and clock() - started < budget:
                     item = self._mailbox.receive_nowait()
             if not await self._flush():
                 return
+            if clock() - started >= budget:  # a long batch: the others' turn first
+                await trio.lowlevel.checkpoint()
 
     async def _process(self, item: Any) -> bool:
         """Handle one message into the current batch; False when the actor must stop."""

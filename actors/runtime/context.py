@@ -30,6 +30,10 @@ class RuntimeConfig:
     # next `get` reloads it from the store. None keeps every actor loaded.
     idle_timeout: float | None = 600.0
     max_batch: int = 256  # messages handled before their events are appended together
+    # ... or this many seconds of handling: the batch ends there, and the actor lets the
+    # other tasks run before its next one (slow reads queued by one client would
+    # otherwise hold the whole server for their sum).
+    batch_seconds: float = 0.001
     # A write retried with its request id is recognised (and answered with its first
     # result) while the world has moved on fewer than this many revisions since.
     receipt_window: int = 1024

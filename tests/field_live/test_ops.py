@@ -193,7 +193,9 @@ async def test_death_over_the_protocol(tmp_path: Path) -> None:
 
 async def test_generating_then_ready_and_rules(tmp_path: Path) -> None:
     async with running_server(tmp_path, open_mode=True) as srv, Client.connect(srv.ws_url) as c:
-        await c.request("field.start", "field:g2", {"canvas": 100, "chunk": 20, "chunks": 1,
+        # Two chunks of 40 take the generator ~1 s: the join below comes well within it
+        # (one chunk of 20 takes it ~60 ms once warm, no more than a slow fsync of the start).
+        await c.request("field.start", "field:g2", {"canvas": 100, "chunk": 40, "chunks": 2,
                                                    "grow": {"every_s": 600}})
         with pytest.raises(RequestError) as err:
             await c.request("field.join", "field:g2", {"name": "early"})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import attrs
@@ -30,6 +31,13 @@ class Crash:
 
 @attrs.frozen
 class Sleep:
+    seconds: float
+
+
+@attrs.frozen
+class Spin:
+    """Keep the actor's task busy (no await) for `seconds`."""
+
     seconds: float
 
 
@@ -85,6 +93,11 @@ class ProbeActor(Actor):
             if isinstance(message, Sleep):
                 await trio.sleep(message.seconds)
                 return "slept"
+            if isinstance(message, Spin):
+                end = time.perf_counter() + message.seconds
+                while time.perf_counter() < end:
+                    pass
+                return "spun"
             if isinstance(message, Block):
                 await message.release.wait()
                 return "released"

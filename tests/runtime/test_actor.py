@@ -10,7 +10,7 @@ from actors.runtime import RuntimeConfig
 from actors.runtime.directory import ActorKind, any_name, open_directory
 from actors.store import MemoryEventStore
 from protocol.errors import ErrorCode, ProtocolError
-from tests.runtime.probe import Add, Block, Note, ProbeActor, Sleep
+from tests.runtime.probe import Add, Block, Note, ProbeActor, Sleep, Spin
 
 KINDS = [ActorKind("probe", ProbeActor, declared=any_name)]
 
@@ -39,6 +39,27 @@ async def test_messages_are_handled_one_at_a_time() -> None:
                 nursery.start_soon(actor.ask, Add(i))
         assert ProbeActor.peak_active == 1
         assert actor.total == sum(range(8))
+
+
+async def test_a_long_batch_yields_to_the_other_tasks() -> None:
+    config = RuntimeConfig(batch_seconds=0.001)
+    async with open_directory(MemoryEventStore(), KINDS, config=config) as directory:
+        actor = await directory.get("probe:a")
+        release = trio.Event()
+        seen: list[int] = []  # messages handled, each time this task got a turn
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(actor.ask, Block(release))
+            await wait_all_tasks_blocked()
+            for _ in range(10):
+                nursery.start_soon(actor.ask, Spin(0.0005))
+            await wait_all_tasks_blocked()  # all ten wait in the mailbox
+            release.set()
+            while actor.statistics().handled < 11:
+                seen.append(actor.statistics().handled)
+                await trio.lowlevel.checkpoint()
+        # Half a millisecond each against a 1 ms batch: two or three a batch, and this
+        # task got turns while they were handled (one batch of all ten gives it none).
+        assert len([n for n in seen if 1 < n < 11]) >= 2, seen
 
 
 async def test_ask_times_out_and_the_actor_goes_on(autojump_clock: trio.abc.Clock) -> None:

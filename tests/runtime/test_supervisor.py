@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from functools import partial
 
 import pytest
@@ -16,6 +17,9 @@ from protocol.errors import ErrorCode, ProtocolError
 from tests.runtime.probe import Add, Block, Crash, ProbeActor
 
 KINDS = [ActorKind("probe", ProbeActor, declared=any_name)]
+# What waits in the mailbox is one batch however slow this machine is (a batch otherwise
+# also ends after `batch_seconds` of handling, and a blocked handler counts).
+ONE_BATCH = RuntimeConfig(batch_seconds=math.inf)
 
 
 async def ask_into(actor: Actor, outcome: dict[str, object], label: str,
@@ -70,7 +74,7 @@ async def test_crash_restarts_from_the_store_with_equal_state() -> None:
 
 async def test_a_crashed_handler_changes_nothing_and_its_batch_neighbours_survive() -> None:
     store = MemoryEventStore()
-    async with open_directory(store, KINDS) as directory:
+    async with open_directory(store, KINDS, config=ONE_BATCH) as directory:
         actor = await directory.get("probe:a")
         await actor.ask(Add(1))
         queue = SubscriberQueue(100)
@@ -101,7 +105,7 @@ async def test_a_crashed_handler_changes_nothing_and_its_batch_neighbours_surviv
 
 async def test_one_append_per_batch() -> None:
     store = MemoryEventStore()
-    async with open_directory(store, KINDS) as directory:
+    async with open_directory(store, KINDS, config=ONE_BATCH) as directory:
         actor = await directory.get("probe:a")
         release = trio.Event()
         async with trio.open_nursery() as nursery:

@@ -15,6 +15,7 @@ from typing import Any
 
 from protocol.schema import registry_schema
 from server import worlds
+from server.budgets import Budgets
 from tests.server.every_world import create_every_world, resolve, targets, valid
 from tests.server.ws_harness import Raw, raw_client, result, running_server
 
@@ -134,7 +135,11 @@ async def test_schema_driven_hostile_frames_from_every_role_change_nothing(
     schema_doc = registry_schema(worlds.registry())
     defects = _defects(schema_doc)
     assert len(defects) > 200
-    settings = {"rate": 1e6, "burst": 10**6}
+    # The frame rate and CPU budgets are lifted: 5,000 frames as fast as a socket takes
+    # them are what this test sends, and their refusal is tests/server/test_budgets.py's.
+    budgets = Budgets(cpu_rate=1e6, cpu_rate_agent=1e6, cpu_burst=1e6,
+                      cpu_burst_anonymous=1e6)
+    settings = {"rate": 1e6, "burst": 10**6, "budgets": budgets}
     async with running_server(tmp_path, **settings) as srv:
         tokens = srv.state.tokens
         roles = {"anonymous spectator": None, "another agent": tokens.create("agent", "bob"),

@@ -2,8 +2,8 @@
 client's round trip stays under 50 ms p99 while 2,000 idle connections and 500
 handshakes that never finish are held; an anonymous client asking the costliest reads it
 may, as fast as its frame rate allows, cannot raise another client's p99 more than 2x.
-These two timings are what the issue asks the tests to show, so they are asserted (each
-over 200 round trips; the second does not hold yet and is marked xfail); every other
+These two timings are what the issue asks the tests to show, so they are asserted (over
+200 and 1,000 round trips; the second does not hold yet and is marked xfail); every other
 speed lives in bench/. (One agent cannot create more
 worlds than its budget: tests/server/test_budgets.py.)
 
@@ -13,7 +13,10 @@ loopback addresses (127.0.0.0/8 is all loopback on Linux), each within that budg
 
 from __future__ import annotations
 
+import json
 import resource
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,11 +28,12 @@ from protocol.client import Client, RequestError
 from server.budgets import Budgets
 from tests.field_live._live import start
 from tests.server.raw_ws import RawSocket
-from tests.server.server_process import ServerProcess
+from tests.server.server_process import REPO, ServerProcess
 
 IDLE, HALF_OPEN = 2000, 500
 PER_ADDRESS = 50  # connections from one address (the budget is 64)
 SAMPLES = 200  # round trips measured per figure
+HOSTILE_SAMPLES = 1000  # ... of the hostile-reader figures (a p99 of 200 is 2 samples)
 P99_LIMIT_MS = 50.0
 COUNTER = "counter:load"
 HANDSHAKE_TIMEOUT = Budgets().handshake_timeout  # seconds the server gives a handshake
@@ -44,10 +48,10 @@ def _address(block: int, k: int) -> str:
     return f"127.{block}.{n // 256}.{n % 256}"
 
 
-def _p99(samples: list[float]) -> float:
-    """The 99th percentile, in ms."""
+def _p99(samples: list[float], q: float = 0.99) -> float:
+    """The 99th (or the q-th) percentile, in ms."""
     ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000
+    return ordered[min(len(ordered) - 1, int(len(ordered) * q))] * 1000
 
 
 async def _round_trips(victim: RawSocket, n: int = SAMPLES) -> list[float]:
@@ -175,13 +179,52 @@ async def _hostile(url: str, game: str, tally: dict[str, int]) -> None:
                 await trio.sleep(1 / 200)  # the frame rate a connection is allowed
 
 
-# Held in 6 of 8 runs since field.history stopped refolding the manifest (1.3x to 1.98x,
-# two runs past 2x), too thin a margin to make CI depend on it: an allowed
-# costly read and its framing cost ~1 ms against a quiet p99 of ~2 ms, and during the
-# anonymous account's 1 s CPU burst the reader gets ~20% of a core. Not strict until the
-# margin is wider (a smaller anonymous burst, or caller-independent reads cached per
-# revision); see issue 18's closing note.
-@pytest.mark.xfail(reason="held in 6 of 8 runs (1.3-1.98x): too thin a margin for CI yet",
+def hostile_main(url: str, game: str) -> None:
+    """The hostile reader's process: read until stdin closes, then print its tally."""
+    tally = {"answered": 0}
+
+    async def run() -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_hostile, url, game, tally)
+            await trio.to_thread.run_sync(sys.stdin.read)
+            nursery.cancel_scope.cancel()
+
+    trio.run(run)
+    print(json.dumps(tally), flush=True)
+
+
+class Hostile:
+    """The hostile reader in a process of its own: it is another client on another
+    machine, and its client-side work must not delay the measured client's own loop."""
+
+    def __init__(self, url: str, game: str) -> None:
+        code = "import sys; from tests.server.test_load import hostile_main; " \
+               "hostile_main(sys.argv[1], sys.argv[2])"
+        self.proc = subprocess.Popen([sys.executable, "-c", code, url, game], cwd=REPO,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def stop(self) -> dict[str, int]:
+        """End it; what it was answered (and refused, by code)."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.close()
+        out = self.proc.stdout.read()
+        self.proc.wait(30)
+        return json.loads(out)
+
+    def kill(self) -> None:
+        """Make sure it is gone."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+# Not held with a margin yet: 13 of 14 runs (0.66x to 1.86x; one earlier design 2.16x),
+# each of 1,000 round trips against 1,000 quiet ones, the reader in its own process. Its
+# requests are now charged what they cost (socket I/O and framing included: ~1.6 ms a
+# costly read) and one world's batch yields after 1 ms, so at its 0.05 s/s it holds ~6%
+# of a core; what is left is that share in chunks of ~0.6 ms (one field read) against a
+# quiet p99 of 1.5-4 ms on this VM. See issue 18's closing note.
+@pytest.mark.xfail(reason="held in 13 of 14 runs (up to 1.86x): too thin a margin for CI",
                    strict=False)
 async def test_a_hostile_reader_cannot_double_another_clients_p99(
         server: ServerProcess, record_property: Callable[[str, object], None]) -> None:
@@ -189,16 +232,20 @@ async def test_a_hostile_reader_cannot_double_another_clients_p99(
     async with Client.connect(server.ws_url, token) as c:
         await c.request("counter.create", COUNTER)
         await start(c, "costly", size=40, seed=3)
-        victim = await _victim(server.port)
-        quiet = _p99(await _round_trips(victim))
-        tally: dict[str, int] = {"answered": 0}
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(_hostile, server.ws_url, "costly", tally)
-            await trio.sleep(2)  # past the hostile's CPU burst
-            hostile = _p99(await _round_trips(victim))
-            nursery.cancel_scope.cancel()
+    victim = await _victim(server.port)
+    quiet_rts = await _round_trips(victim, HOSTILE_SAMPLES)
+    hostile_reader = Hostile(server.ws_url, "costly")
+    try:
+        await trio.sleep(2)  # it starts and reads (its burst is part of what is measured)
+        hostile_rts = await _round_trips(victim, HOSTILE_SAMPLES)
+        tally = await trio.to_thread.run_sync(hostile_reader.stop)
+    finally:
+        hostile_reader.kill()
+    quiet, hostile = _p99(quiet_rts), _p99(hostile_rts)
     figures = {"p99_ms_quiet": round(quiet, 2), "p99_ms_hostile": round(hostile, 2),
-               "ratio": round(hostile / quiet, 2), "samples": SAMPLES, "hostile": tally}
+               "ratio": round(hostile / quiet, 2), "samples": HOSTILE_SAMPLES, "hostile": tally,
+               "p50_ms": [round(_p99(quiet_rts, 0.5), 2), round(_p99(hostile_rts, 0.5), 2)],
+               "p90_ms": [round(_p99(quiet_rts, 0.9), 2), round(_p99(hostile_rts, 0.9), 2)]}
     record_property("hostile_reader", figures)
     print(f"\nhostile reader: {figures}")
     assert tally["answered"] > 0

@@ -31,7 +31,7 @@ async def test_refused_tokens_are_budgeted_per_address(tmp_path: Path) -> None:
 
 
 async def test_cpu_time_over_mcp_is_charged_to_the_callers_account(tmp_path: Path) -> None:
-    budgets = Budgets(cpu_rate=1e-6, cpu_burst=1e-6, cpu_rate_agent=1.0)
+    budgets = Budgets(cpu_rate=1e-6, cpu_burst_anonymous=1e-6, cpu_rate_agent=1.0)
     async with running_server(tmp_path, budgets=budgets, **burn_world.settings()) as srv, \
             httpx.AsyncClient() as http, raw_client(srv, srv.owner_token) as owner:
         assert (await tool(http, srv.url, "list_games", {}))["ok"]  # alone: served

@@ -130,7 +130,8 @@ async def test_only_what_the_docs_allow_passes(tmp_path: Path, open_mode: bool,
     creates = {w.kind: w.create for w in worlds.worlds()}
     to = targets(NAME)
     budgets = Budgets(hello_failures=10_000, creates_per_hour=1000, live_worlds=1000,
-                      cpu_rate=1e6, cpu_rate_agent=1e6, cpu_burst=1e6)
+                      cpu_rate=1e6, cpu_rate_agent=1e6, cpu_burst=1e6,
+                      cpu_burst_anonymous=1e6)
     async with running_server(tmp_path, open_mode=open_mode, budgets=budgets,
                               rate=1e6, burst=10**6) as srv:
         registry = srv.state.registry  # every op the server serves
