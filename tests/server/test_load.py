@@ -67,11 +67,12 @@ async def _round_trips(victim: RawSocket, n: int = SAMPLES) -> list[float]:
     return out
 
 
-async def _victim(port: int) -> RawSocket:
-    """The measured client: anonymous, from an address of its own (an account of its own,
-    so its use of the server is what makes others' CPU budgets bind)."""
+async def _victim(port: int, token: str | None = None) -> RawSocket:
+    """The measured client, from an address of its own: anonymous, or the agent of
+    `token` (an account of its own either way, so its use of the server is what makes
+    others' CPU budgets bind)."""
     sock = await RawSocket.open(port, local=VICTIM)
-    assert (await sock.hello())["ok"]
+    assert (await sock.hello(token))["ok"]
     return sock
 
 
@@ -218,13 +219,13 @@ class Hostile:
             self.proc.wait(10)
 
 
-# Not held with a margin yet: 13 of 14 runs (0.66x to 1.86x; one earlier design 2.16x),
-# each of 1,000 round trips against 1,000 quiet ones, the reader in its own process. Its
-# requests are now charged what they cost (socket I/O and framing included: ~1.6 ms a
-# costly read) and one world's batch yields after 1 ms, so at its 0.05 s/s it holds ~6%
-# of a core; what is left is that share in chunks of ~0.6 ms (one field read) against a
-# quiet p99 of 1.5-4 ms on this VM. See issue 18's closing note.
-@pytest.mark.xfail(reason="held in 13 of 14 runs (up to 1.86x): too thin a margin for CI",
+# Not held yet. Its requests are now charged what they cost (socket I/O and framing
+# included: ~1.6 ms a costly read, of which ~0.6 ms was charged before) and one world's
+# batch yields after 1 ms, yet over 1,000 round trips against 1,000 quiet ones (the
+# reader in its own process) the ratio still ranges 0.5x to 4.8x between runs: the
+# hostile's ~10% of a core comes in chunks of ~0.6 ms (one field read) against a quiet
+# p99 of 1.5-6 ms on this VM. See issue 18's closing note.
+@pytest.mark.xfail(reason="0.5x to 4.8x between runs: not a bound CI can hold yet",
                    strict=False)
 async def test_a_hostile_reader_cannot_double_another_clients_p99(
         server: ServerProcess, record_property: Callable[[str, object], None]) -> None:
@@ -232,7 +233,10 @@ async def test_a_hostile_reader_cannot_double_another_clients_p99(
     async with Client.connect(server.ws_url, token) as c:
         await c.request("counter.create", COUNTER)
         await start(c, "costly", size=40, seed=3)
-    victim = await _victim(server.port)
+        # An agent: 150 round trips a second cost ~5% of a core, an anonymous client's
+        # whole budget, and the measure is of the hostile, not of the victim's budget.
+        agent = await c.request("admin.token_create", None, {"name": "victim"})
+    victim = await _victim(server.port, agent["token"])
     quiet_rts = await _round_trips(victim, HOSTILE_SAMPLES)
     hostile_reader = Hostile(server.ws_url, "costly")
     try:
