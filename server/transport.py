@@ -7,9 +7,9 @@ and `os.write` on the socket and trio's `wait_readable`/`wait_writable` (so an i
 connection's reader is three coroutine frames shallower than through trio's streams, and
 its reads, writes and framing are timed: `io_seconds`, charged to its client). A
 connection costs its session's reader and writer tasks and nothing more (keepalive pings
-come from one server-wide `Pinger`). Anything else goes to Hypercorn's own per-connection server
-over a stream that replays the head, and from there to the Starlette app (static files,
-`/mcp`, `/healthz`, `/metrics`).
+come from one server-wide `Pinger`). Anything else goes to Hypercorn's own
+per-connection server over a stream that replays the head, and from there to the
+Starlette app (static files, `/mcp`, `/healthz`, `/metrics`).
 
 Why: Hypercorn's pure-Python websocket framing (h11, wsproto, its ASGI plumbing and
 Starlette's) was 42% of the server's CPU per request and a third of an idle

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
 import attrs
 import trio
 
-from actors.runtime import Actor, Call
+from actors.runtime import Actor, Call, RuntimeConfig
 from protocol.errors import ErrorCode, ProtocolError
+
+# What waits in the mailbox is one batch however slow this machine is (a batch otherwise
+# also ends after `batch_seconds` of handling, and a blocked handler counts).
+ONE_BATCH = RuntimeConfig(batch_seconds=math.inf)
 
 
 @attrs.frozen

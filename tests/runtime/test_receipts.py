@@ -5,8 +5,6 @@ did not apply."""
 
 from __future__ import annotations
 
-import math
-
 import trio
 
 from actors import counter
@@ -16,6 +14,7 @@ from actors.runtime.mailbox import ActorStopped, Pending
 from actors.store import MemoryEventStore, Receipt
 from protocol.errors import ErrorCode
 from protocol.ops.counter import AddArgs, CreateArgs
+from tests.runtime.probe import ONE_BATCH
 
 KINDS = [ActorKind.of(counter.WORLD)]
 WORLD = "counter:c"
@@ -42,8 +41,7 @@ async def test_a_retry_gets_the_first_result_and_changes_nothing() -> None:
 
 async def test_retries_in_the_same_batch_apply_once() -> None:
     store = MemoryEventStore()
-    one_batch = RuntimeConfig(batch_seconds=math.inf)  # however slow this machine is
-    async with open_directory(store, KINDS, config=one_batch) as d:
+    async with open_directory(store, KINDS, config=ONE_BATCH) as d:
         await d.ask(WORLD, Call("counter.create", CreateArgs(), "agent", "ann"))
         actor = await d.get(WORLD)
         answers = [Pending() for _ in range(4)]

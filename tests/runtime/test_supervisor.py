@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from functools import partial
 
 import pytest
@@ -14,12 +13,9 @@ from actors.runtime.directory import ActorKind, any_name, open_directory
 from actors.runtime.subscriber import SubscriberQueue
 from actors.store import MemoryEventStore, StoreStatistics
 from protocol.errors import ErrorCode, ProtocolError
-from tests.runtime.probe import Add, Block, Crash, ProbeActor
+from tests.runtime.probe import ONE_BATCH, Add, Block, Crash, ProbeActor
 
 KINDS = [ActorKind("probe", ProbeActor, declared=any_name)]
-# What waits in the mailbox is one batch however slow this machine is (a batch otherwise
-# also ends after `batch_seconds` of handling, and a blocked handler counts).
-ONE_BATCH = RuntimeConfig(batch_seconds=math.inf)
 
 
 async def ask_into(actor: Actor, outcome: dict[str, object], label: str,
