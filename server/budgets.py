@@ -42,7 +42,7 @@ class Budgets:
     hello_failure_rate: float = 0.2  # ... refilled at this many per second
     subscriptions: int = 64  # topics one connection may follow at once
     send_timeout: float = 15.0  # a frame not taken by the client within this: dropped
-    cpu_rate: float = 0.1  # seconds of server time per second, an anonymous client ...
+    cpu_rate: float = 0.05  # seconds of server time per second, an anonymous client ...
     cpu_rate_agent: float = 0.25  # ... and an agent token
     cpu_burst: float = 1.0  # seconds of server time an agent's account may spend at once
     cpu_burst_anonymous: float = 0.25  # ... and an anonymous client's (a page's load)

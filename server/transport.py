@@ -191,6 +191,8 @@ class WebSocket:
     async def receive(self) -> dict[str, Any]:
         """The next message (`websocket.receive` with `text` or `bytes`), or
         `websocket.disconnect` once the connection closed (cleanly or not)."""
+        if self._events:  # one read held several: one message per turn of the run queue
+            await trio.lowlevel.checkpoint()
         while True:
             while self._events:
                 message = self._message(self._events.pop())

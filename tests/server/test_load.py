@@ -3,9 +3,14 @@ client's round trip stays under 50 ms p99 while 2,000 idle connections and 500
 handshakes that never finish are held; an anonymous client asking the costliest reads it
 may, as fast as its frame rate allows, cannot raise another client's p99 more than 2x.
 These two timings are what the issue asks the tests to show, so they are asserted (over
-200 and 1,000 round trips; the second does not hold yet and is marked xfail); every other
-speed lives in bench/. (One agent cannot create more
-worlds than its budget: tests/server/test_budgets.py.)
+200 and 2,000 round trips); every other speed lives in bench/. (One agent cannot create
+more worlds than its budget: tests/server/test_budgets.py.)
+
+The hostile-reader figures are taken in alternating blocks, the reader reading, then
+stopped (SIGSTOP), so that this VM's own drift (steal time of 10% and more, a quiet p99
+from 1 to 15 ms between runs) falls on both. Measured over 20 runs before the bound was
+made strict: ratios 1.2x to 1.9x, most near 1.6x (the hostile adds ~0.5 ms to the p99:
+one costly read and the collections of its garbage, at 5% of a core).
 
 The server allows 64 connections per client address, so the connections come from many
 loopback addresses (127.0.0.0/8 is all loopback on Linux), each within that budget.
@@ -15,6 +20,7 @@ from __future__ import annotations
 
 import json
 import resource
+import signal
 import subprocess
 import sys
 import time
@@ -24,7 +30,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from protocol.client import Client, RequestError
+from protocol.client import Client
 from server.budgets import Budgets
 from tests.field_live._live import start
 from tests.server.raw_ws import RawSocket
@@ -33,7 +39,9 @@ from tests.server.server_process import REPO, ServerProcess
 IDLE, HALF_OPEN = 2000, 500
 PER_ADDRESS = 50  # connections from one address (the budget is 64)
 SAMPLES = 200  # round trips measured per figure
-HOSTILE_SAMPLES = 1000  # ... of the hostile-reader figures (a p99 of 200 is 2 samples)
+HOSTILE_SAMPLES = 2000  # ... of the hostile-reader figures (a p99 of 200 is 2 samples)
+HOSTILE_BLOCKS = 10  # ... taken in alternating blocks, reader reading and paused
+PAUSE_SETTLE = 0.1  # seconds from pausing the reader to measuring the quiet block
 P99_LIMIT_MS = 50.0
 COUNTER = "counter:load"
 HANDSHAKE_TIMEOUT = Budgets().handshake_timeout  # seconds the server gives a handshake
@@ -161,32 +169,37 @@ HOSTILE_READS = [("field.observe", {}), ("field.history", {"revision": 1}),
                  ("field.observe", {"rect": [0, 0, 1000, 1000]})]
 
 
-async def _hostile(url: str, game: str, tally: dict[str, int]) -> None:
-    """An anonymous spectator sending the costliest reads as fast as its bucket allows."""
+async def _hostile(port: int, game: str, tally: dict[str, int]) -> None:
+    """An anonymous spectator sending the costliest reads as fast as its bucket allows,
+    up to as many at once as the server answers (a lean client: its own CPU is not what
+    is measured, and on this machine it shares the cores with the server)."""
     inflight = trio.Semaphore(32)  # what the server handles at once per connection
-    async with Client.connect(url) as c:
-        async def one(op: str, args: dict) -> None:
-            try:
-                await c.request(op, f"field:{game}", args, timeout=30)
-                tally["answered"] += 1
-            except RequestError as e:
-                tally[e.code] = tally.get(e.code, 0) + 1
-            finally:
-                inflight.release()
-        async with trio.open_nursery() as nursery:
-            for k in range(10**9):
-                await inflight.acquire()
-                nursery.start_soon(one, *HOSTILE_READS[k % len(HOSTILE_READS)])
-                await trio.sleep(1 / 200)  # the frame rate a connection is allowed
+    sock = await RawSocket.open(port)
+    assert (await sock.hello())["ok"]
+
+    async def answers() -> None:
+        while True:
+            reply = await sock.recv_json(timeout=30)
+            code = "answered" if reply["ok"] else reply["error"]["code"]
+            tally[code] = tally.get(code, 0) + 1
+            inflight.release()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(answers)
+        for k in range(10**9):
+            await inflight.acquire()
+            op, args = HOSTILE_READS[k % len(HOSTILE_READS)]
+            await sock.send_json({"id": k, "op": op, "to": f"field:{game}", "args": args})
+            await trio.sleep(1 / 200)  # the frame rate a connection is allowed
 
 
-def hostile_main(url: str, game: str) -> None:
+def hostile_main(port: int, game: str) -> None:
     """The hostile reader's process: read until stdin closes, then print its tally."""
     tally = {"answered": 0}
 
     async def run() -> None:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(_hostile, url, game, tally)
+            nursery.start_soon(_hostile, port, game, tally)
             await trio.to_thread.run_sync(sys.stdin.read)
             nursery.cancel_scope.cancel()
 
@@ -198,11 +211,19 @@ class Hostile:
     """The hostile reader in a process of its own: it is another client on another
     machine, and its client-side work must not delay the measured client's own loop."""
 
-    def __init__(self, url: str, game: str) -> None:
+    def __init__(self, port: int, game: str) -> None:
         code = "import sys; from tests.server.test_load import hostile_main; " \
-               "hostile_main(sys.argv[1], sys.argv[2])"
-        self.proc = subprocess.Popen([sys.executable, "-c", code, url, game], cwd=REPO,
+               "hostile_main(int(sys.argv[1]), sys.argv[2])"
+        self.proc = subprocess.Popen([sys.executable, "-c", code, str(port), game], cwd=REPO,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def pause(self) -> None:
+        """Stop it where it is (SIGSTOP): it sends nothing until `resume`."""
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """Let it go on (SIGCONT)."""
+        self.proc.send_signal(signal.SIGCONT)
 
     def stop(self) -> dict[str, int]:
         """End it; what it was answered (and refused, by code)."""
@@ -215,18 +236,11 @@ class Hostile:
     def kill(self) -> None:
         """Make sure it is gone."""
         if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)
             self.proc.kill()
             self.proc.wait(10)
 
 
-# Not held yet. Its requests are now charged what they cost (socket I/O and framing
-# included: ~1.6 ms a costly read, of which ~0.6 ms was charged before) and one world's
-# batch yields after 1 ms, yet over 1,000 round trips against 1,000 quiet ones (the
-# reader in its own process) the ratio still ranges 0.5x to 4.8x between runs: the
-# hostile's ~10% of a core comes in chunks of ~0.6 ms (one field read) against a quiet
-# p99 of 1.5-6 ms on this VM. See issue 18's closing note.
-@pytest.mark.xfail(reason="0.5x to 4.8x between runs: not a bound CI can hold yet",
-                   strict=False)
 async def test_a_hostile_reader_cannot_double_another_clients_p99(
         server: ServerProcess, record_property: Callable[[str, object], None]) -> None:
     token = server.owner_token
@@ -234,14 +248,21 @@ async def test_a_hostile_reader_cannot_double_another_clients_p99(
         await c.request("counter.create", COUNTER)
         await start(c, "costly", size=40, seed=3)
         # An agent: 150 round trips a second cost ~5% of a core, an anonymous client's
-        # whole budget, and the measure is of the hostile, not of the victim's budget.
+        # whole budget, and the measure is of the hostile, not of the measured one's.
         agent = await c.request("admin.token_create", None, {"name": "victim"})
     victim = await _victim(server.port, agent["token"])
-    quiet_rts = await _round_trips(victim, HOSTILE_SAMPLES)
-    hostile_reader = Hostile(server.ws_url, "costly")
+    hostile_reader = Hostile(server.port, "costly")
+    quiet_rts: list[float] = []
+    hostile_rts: list[float] = []
     try:
         await trio.sleep(2)  # it starts and reads (its burst is part of what is measured)
-        hostile_rts = await _round_trips(victim, HOSTILE_SAMPLES)
+        # Alternating blocks, so that the machine's own drift over seconds falls on both.
+        for _ in range(HOSTILE_BLOCKS):
+            hostile_rts += await _round_trips(victim, HOSTILE_SAMPLES // HOSTILE_BLOCKS)
+            hostile_reader.pause()
+            await trio.sleep(PAUSE_SETTLE)  # what it had in flight is answered
+            quiet_rts += await _round_trips(victim, HOSTILE_SAMPLES // HOSTILE_BLOCKS)
+            hostile_reader.resume()
         tally = await trio.to_thread.run_sync(hostile_reader.stop)
     finally:
         hostile_reader.kill()

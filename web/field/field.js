@@ -296,12 +296,12 @@ window.fieldPage = {
   pixelAt: (x, y) => renderer.pixelAt(x, y),
   reachedOf: (tile) => (shownModel ? shownModel.reached[tile] : -1),
   // the view (canvas pixels per cell, the cell at the canvas origin); `settled` once a
-  // pan or zoom has been redrawn at it
+  // pan or zoom has been redrawn at it and what changed offscreen is on screen
   get view() {
     const v = renderer.drawn;
     return { zoom: renderer.zoom, ox: renderer.ox, oy: renderer.oy,
              settled: v.zoom === renderer.zoom && v.ox === renderer.ox && v.oy === renderer.oy &&
-                      !canvas.style.transform };
+                      !canvas.style.transform && !renderer.stale };
   },
   scrub(rev) {
     slider.value = String(rev);
