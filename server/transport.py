@@ -23,10 +23,10 @@ that is not UTF-8, 1009 message too big).
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 from collections.abc import Awaitable, Callable
-from functools import partial
 from time import perf_counter
 from typing import Any
 
@@ -43,6 +43,7 @@ from websockets.http11 import Request
 from websockets.protocol import CLOSED, CONNECTING, OPEN
 from websockets.server import ServerProtocol
 
+from actors.runtime.waiter import Turn
 from server.tcp_guard import TcpGuard, refuse
 
 log = logging.getLogger("petridish.transport")
@@ -130,9 +131,11 @@ class ReplayStream(trio.abc.HalfCloseableStream):
 # ---- one websocket ---------------------------------------------------------------------------
 
 class WebSocket:
-    """A websocket over `stream` whose request head was `head` (see the module doc)."""
+    """A websocket over `stream` whose request head was `head` (see the module doc), from
+    the client at address `peer`."""
 
-    def __init__(self, stream: trio.SocketStream, head: bytes, max_size: int) -> None:
+    def __init__(self, stream: trio.SocketStream, head: bytes, max_size: int,
+                 peer: str = "") -> None:
         self._stream = stream
         self._max_size = max_size
         end = head.find(b"\r\n\r\n") + 4
@@ -143,16 +146,13 @@ class WebSocket:
             events[0], Request) else None
         self._early = head[end:]  # what the client sent past its head, before our answer
         self._events: list[Any] = []  # frames not yet read, the next one last
-        self._send_lock = trio.Lock()
+        self._send_lock = Turn()
         self._fragments: list[bytes] | None = None
         self._fragment_opcode: Opcode | None = None
         self.last_received = trio.current_time()
         self.ping_sent: float | None = None  # when an unanswered ping went out
         self.io_seconds = 0.0  # spent reading, writing and framing (take_io_seconds)
-        try:
-            self.peer = stream.socket.getpeername()
-        except OSError:
-            self.peer = None
+        self.peer = peer
 
     @property
     def headers(self) -> Any:
@@ -210,16 +210,18 @@ class WebSocket:
             fd = self._fd()
             started = perf_counter()
             try:
-                data = os.read(fd, RECEIVE) if fd >= 0 else b""
+                data: bytes | None = os.read(fd, RECEIVE) if fd >= 0 else b""
             except BlockingIOError:
+                data = None  # waited for below: inside `except` the wait would hold the error
+            except OSError:  # reset, or closed under us: the end of the stream
+                data = b""
+            if data is None:
                 self.io_seconds += perf_counter() - started
                 try:
                     await trio.lowlevel.wait_readable(fd)
                 except (trio.ClosedResourceError, trio.BrokenResourceError):
                     pass  # closed by another task: the next read sees it
                 continue
-            except OSError:  # reset, or closed under us: the end of the stream
-                data = b""
             if data:
                 self.last_received = trio.current_time()
                 self.ping_sent = None
@@ -368,7 +370,7 @@ class Pinger:
     is told to `dropped(peer, seconds)`."""
 
     def __init__(self, interval: float | None,
-                 dropped: Callable[[Any, float], None] | None = None) -> None:
+                 dropped: Callable[[str, float], None] | None = None) -> None:
         self.interval = interval
         self.sockets: set[WebSocket] = set()
         self.dropped = dropped
@@ -395,6 +397,35 @@ class Pinger:
 
 # ---- the front door ----------------------------------------------------------------------------
 
+ACCEPT_RETRY = 0.1  # seconds before accepting again when the process is out of descriptors
+_OUT_OF_RESOURCES = {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS}
+CONNECTION_TASK = "server.transport.connection"  # every connection task's name (one string)
+
+
+async def _accept(listener: trio.SocketListener, connections: trio.Nursery,
+                  handle: Callable[[trio.SocketStream], Awaitable[None]]) -> None:
+    """Accept on `listener` until cancelled, each connection served by `handle` in a task
+    of `connections` (trio's `serve_listeners` adds a coroutine frame per connection, and
+    a name string per task)."""
+    while True:
+        try:
+            stream = await listener.accept()
+        except OSError as exc:
+            if exc.errno not in _OUT_OF_RESOURCES:
+                raise
+            log.error("accept failed (%s); retrying in %g s", os.strerror(exc.errno),
+                      ACCEPT_RETRY)
+            await trio.sleep(ACCEPT_RETRY)
+            continue
+        connections.start_soon(handle, stream, name=CONNECTION_TASK)
+
+
+async def _head_within(stream: trio.SocketStream, timeout: float) -> bytes | None:
+    """The request head (`read_head`), or None when it did not come within `timeout`."""
+    with trio.move_on_after(timeout):
+        return await read_head(stream)
+    return None
+
 WsHandler = Callable[[WebSocket], Awaitable[None]]
 
 
@@ -402,7 +433,7 @@ async def serve_front(app: Any, config: HypercornConfig, ws_path: str, ws_handle
                       *, host: str, port: int, max_size: int, ping_interval: float | None,
                       head_timeout: float, shutdown: trio.Event,
                       guard: TcpGuard | None = None,
-                      ping_dropped: Callable[[Any, float], None] | None = None,
+                      ping_dropped: Callable[[str, float], None] | None = None,
                       task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED
                       ) -> None:
     """Serve `ws_handler` on `ws_path` and `app` (ASGI, through Hypercorn) for the rest, on
@@ -421,40 +452,38 @@ async def serve_front(app: Any, config: HypercornConfig, ws_path: str, ws_handle
     pinger = Pinger(ping_interval, ping_dropped)
 
     async def handle(stream: trio.SocketStream) -> None:
-        if guard is None:
-            await serve_one(stream)
-            return
+        """One connection, in its own task (one coroutine deep, for an idle websocket)."""
+        admitted = ""  # the peer the guard admitted, released at the end
         try:
-            peer = str(stream.socket.getpeername()[0])
-        except OSError:  # gone already
-            await trio.aclose_forcefully(stream)
-            return
-        refusal = guard.admit(peer)
-        if refusal is not None:
-            await refuse(stream, refusal)
-            return
-        try:
-            await serve_one(stream)
-        finally:
-            guard.release(peer)
-
-    async def serve_one(stream: trio.SocketStream) -> None:
-        with trio.move_on_after(head_timeout) as waited:
-            head = await read_head(stream)
-        if waited.cancelled_caught or head is None:
-            await trio.aclose_forcefully(stream)
-            return
-        if upgrade_target(head) == ws_path:
-            ws = WebSocket(stream, head, max_size)
+            try:
+                peer = str(stream.socket.getpeername()[0])
+            except OSError:  # gone already
+                return
+            if guard is not None:
+                refusal = guard.admit(peer)
+                if refusal is not None:
+                    await refuse(stream, refusal)
+                    return
+                admitted = peer
+            head = await _head_within(stream, head_timeout)
+            if head is None:
+                return
+            if upgrade_target(head) != ws_path:
+                await TCPServer(app, config, context, ConnectionState(lifespan_state.copy()),
+                                ReplayStream(stream, head))
+                return
+            ws = WebSocket(stream, head, max_size, peer)
+            del head  # an idle websocket need not hold its request
             pinger.sockets.add(ws)
             try:
                 await ws_handler(ws)
             finally:
                 pinger.sockets.discard(ws)
                 await ws.abort()
-            return
-        await TCPServer(app, config, context, ConnectionState(lifespan_state.copy()),
-                        ReplayStream(stream, head))
+        finally:
+            if admitted:
+                guard.release(admitted)
+            await trio.aclose_forcefully(stream)
 
     async with trio.open_nursery() as lifespan_nursery:
         await lifespan_nursery.start(lifespan.handle_lifespan)
@@ -467,8 +496,8 @@ async def serve_front(app: Any, config: HypercornConfig, ws_path: str, ws_handle
         async with trio.open_nursery() as connections:
             connections.start_soon(pinger.run, connections)
             async with trio.open_nursery() as accepting:
-                accepting.start_soon(partial(trio.serve_listeners, handle, listeners,
-                                             handler_nursery=connections))
+                for listener in listeners:
+                    accepting.start_soon(_accept, listener, connections, handle)
                 task_status.started(binds)
                 await shutdown.wait()
                 accepting.cancel_scope.cancel()
