@@ -244,8 +244,7 @@ class Hostile:
     def kill(self) -> None:
         """Make sure it is gone."""
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGCONT)
-            self.proc.kill()
+            self.proc.kill()  # (SIGKILL ends a stopped process too)
             self.proc.wait(10)
 
 
