@@ -77,6 +77,7 @@ STAGES: tuple[tuple[str, str, frozenset[str] | None], ...] = (
     ("frame", "wsproto/", None),
     ("frame", "websockets/", None),
     ("frame", "server/transport.py", None),
+    ("frame", "server/front.py", None),
     ("frame", "hypercorn/", None),
     ("frame", "h11/", None),
     ("frame", "starlette/", None),

@@ -1,9 +1,9 @@
 """The Starlette app, and `serve`, which runs it and `/ws` with the actors on one port.
 
-`/ws` (the protocol, server/session.py) is framed by websockets' sans-I/O protocol in
-server/transport.py; every other request goes through Hypercorn's trio server to the
-Starlette app: `/mcp`, `/healthz`, `/metrics` (Prometheus text), `/` (the lobby's page)
-and the static files of `web/` (each world's pages in `web/<kind>/`). `serve` opens the
+`/ws` (the protocol, server/session.py) is served by server/transport.py, to which the
+front door (server/front.py) routes it; every other request goes through Hypercorn's
+trio server to the Starlette app: `/mcp`, `/healthz`, `/metrics` (Prometheus text), `/`
+(the lobby's page) and the static files of `web/` (each world's pages in `web/<kind>/`). `serve` opens the
 event store (SQLite in the data directory, or PostgreSQL, which makes this process a
 node of a cluster: server/cluster/) and the actor directory, starts the front door,
 reports the bound address, and on `stop()` shuts down gracefully: stop accepting, let
@@ -40,6 +40,7 @@ from server.budgets import Ledger, address_key, over_budget
 from server.config import ServerConfig
 from server.console import ServerConsole
 from server.creations import Creations
+from server.front import hypercorn_config, serve_front
 from server.headers import SecurityHeaders
 from server.lab_routes import lab_routes
 from server.mcp import build as build_mcp
@@ -50,7 +51,7 @@ from server.session import Session
 from server.storage import SqliteEventStore
 from server.tcp_guard import TcpGuard
 from server.trace import Trace
-from server.transport import WebSocket, hypercorn_config, serve_front
+from server.transport import WebSocket
 
 log = logging.getLogger("petridish.server")
 

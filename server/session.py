@@ -6,12 +6,14 @@ with a `RequestAnswer` (server/replies.py) that the actor fills in once the answ
 durable: no task per request. At most `max_inflight` requests are owed an answer at
 once, and a request is admitted only while the outbox has room; beyond that the reader
 waits, which pushes back on the client through TCP. Replies and pushes meet in one
-bounded `Outbox`; only the writer task sends on the socket, and a send the client does
-not take within the send timeout gets the connection dropped (server/watchdog.py).
+bounded `Outbox`: one that is empty writes a frame to a free socket at once (a
+non-blocking write by the task that queues it); what waits is sent by the writer task,
+and a send the client does not take within the send timeout gets the connection dropped
+(server/watchdog.py).
 Every refusal is a reply with an error code; a malformed frame never closes the socket.
 
-This module talks to the socket only through `accept`, `receive`, `send_text`, `close`
-and `abort` (server/transport.py's WebSocket, in Starlette's shape).
+This module talks to the socket only through `accept`, `receive`, `send_text`,
+`send_at_once`, `flush`, `close` and `abort` (server/transport.py's WebSocket).
 """
 
 from __future__ import annotations
@@ -59,12 +61,33 @@ CLOSE_WAIT = 1.0  # seconds a server-side close waits for the client's closing f
 WRITER_TASK = "server.session.Session._writer"  # every writer task's name (one string)
 
 
+REST = ""  # queued for the writer: the rest of a frame the socket took a part of
+
+
 class Outbox(SubscriberQueue):
-    """The connection's outbox; what its subscriptions cost is charged to its client."""
+    """The connection's outbox; what its subscriptions cost is charged to its client.
+
+    While it is empty and the socket is free, a frame is written at once by whoever
+    queues it (a world's reply or push, the reader's refusal): a non-blocking write, no
+    wait, and no turn of the writer task. Only what the socket does not take at once
+    waits for the writer (the frame, or REST when the socket took a part of it).
+    """
 
     def __init__(self, session: Session, capacity: int, max_chars: int) -> None:
         super().__init__(capacity, max_chars)
         self.session = session
+
+    def _at_once(self, frame: str) -> str | None:
+        session = self.session
+        if not session.writing:
+            return frame
+        try:
+            if not session.ws.send_at_once(frame):
+                return frame
+        except UnicodeEncodeError:
+            return frame  # the writer sends it escaped
+        session.server.metrics.frames_out.inc()
+        return REST if session.ws.owes else None
 
     def charge(self, seconds: float) -> None:
         """A subscription's first push cost `seconds` of the world's time."""
@@ -91,7 +114,7 @@ class Session:
         self.close_code: int | None = None  # set by end(): close with it once done
         self.sending_since: float | None = None  # when the send in progress began
         self.dropped = False  # cut by the watchdog: a send failing now is expected
-        self._writing = False
+        self.writing = False  # the writer task runs: frames go through the outbox
 
     @property
     def draining(self) -> bool:
@@ -154,7 +177,7 @@ class Session:
                 if not self.greeted or self.draining:
                     return
                 self.read_scope = trio.CancelScope()
-                self._writing = True
+                self.writing = True
                 async with trio.open_nursery() as nursery:  # one: each costs an idle socket ~1 KiB
                     nursery.start_soon(self._writer, name=WRITER_TASK)
                     with self.read_scope:
@@ -215,7 +238,7 @@ class Session:
         await self._reply(encode_error(None, error))
 
     async def _reply(self, frame: str) -> None:
-        if self._writing:
+        if self.writing:
             await self.outbox.put(frame)
         else:
             await self._send_now(frame)
@@ -422,6 +445,10 @@ class Session:
         try:
             while (frame := await self.outbox.get()) is not None:
                 self.sending_since = clock()
+                if frame is REST:
+                    await self.ws.flush()
+                    self.sending_since = None
+                    continue
                 try:
                     await self.ws.send_text(frame)
                 except UnicodeEncodeError:

@@ -1,6 +1,6 @@
 """TCP connections before a byte is read: capped in total and per client address.
 
-The front door (server/transport.py) asks `admit` for every accepted socket: it is served
+The front door (server/front.py) asks `admit` for every accepted socket: it is served
 only while fewer than `max_connections` are open and fewer than `connections_per_address`
 from its address (trusted proxies are not held to the latter: their clients are counted
 per forwarded address once they speak); a refused one is answered `503` with a plain

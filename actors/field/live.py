@@ -24,7 +24,8 @@ GAME_ID_RE = re.compile(r"^[a-zA-Z0-9_-]{1,80}$")
 DAILY_PREFIX = "day-"
 MIN_SIZE, MAX_SIZE = 10, 200  # scatter fields
 PUSH_INTERVAL = 0.05  # seconds between a field's pushes: at most 20 a second per topic
-FANOUT_RATE = 4000.0  # push frames a second to all of a field's spectators together
+FANOUT_RATE = 8000.0  # push frames a second to all of a field's spectators together (each
+# a non-blocking write of a frame made once: ~20 us, docs/performance.md)
 GROW_SHARE = 0.75  # revealed or solved share of the tiles that triggers a growth
 CHECKPOINT_EVERY = 16  # revisions between the states kept for history (a replay of
 # 15 events is ~2 ms: the cost of the dearest `field.history` a spectator may ask)

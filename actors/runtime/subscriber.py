@@ -1,4 +1,4 @@
-"""The bounded queue of text frames between actors and one connection's writer task.
+"""The bounded queue of text frames between actors and one connection's socket.
 
 Actors never await a client: they `offer` pushes, which fails at once when the queue is
 full (the actor then drops that subscriber with a `resync` notice, which is `force`d in
@@ -7,6 +7,10 @@ own tasks `put` replies, waiting for room, and its writer task `get`s frames in 
 The bound counts frames and, optionally, characters: a queue that is not empty takes no
 frame that would push it past `max_chars` (an empty one takes any frame, so one large
 snapshot still gets through).
+
+A subclass may take a frame past the queue while it is empty (`_at_once`: a connection's
+outbox writes it to the socket at once when the socket takes it without waiting), so a
+frame waits here only behind others or for a busy socket.
 
 Every connection holds one, idle most of its life: the FIFO is two lists (frames pushed,
 frames to pop in reverse) rather than a deque (an empty deque holds a 760-byte block),
@@ -57,7 +61,17 @@ class SubscriberQueue:
         return (self.max_chars is not None and depth > 0
                 and self._chars + len(frame) > self.max_chars)
 
+    def _at_once(self, frame: str) -> str | None:
+        """The queue is empty: deliver `frame` now if the consumer can take it without
+        waiting. None when it was delivered, else what to enqueue (here: `frame`)."""
+        return frame
+
     def _push(self, frame: str) -> None:
+        if not self._back and not self._front:
+            taken = self._at_once(frame)
+            if taken is None:
+                return
+            frame = taken
         self._back.append(frame)
         self._chars += len(frame)
         self._peak = max(self._peak, len(self))

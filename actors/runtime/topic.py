@@ -7,9 +7,10 @@ is dropped from the topic with one `resync` push, so a slow consumer never slows
 actor or the other subscribers.
 
 A push to a crowded topic is spread: the `spread` task (run in the actor's nursery)
-offers it to FANOUT_CHUNK subscribers at a time and yields between chunks, so waking
-hundreds of writer tasks does not stall everything else for one long scheduler pass
-(answers to the actor's callers go out between chunks). Pushes keep their order; a
+offers it to FANOUT_CHUNK subscribers at a time and yields between chunks, so offering
+it to hundreds of queues (a connection's outbox writes to its socket at once when it is
+idle: server/session.py) does not stall everything else for one long step (answers to
+the actor's callers go out between chunks). Pushes keep their order; a
 subscriber that joins while a push is being spread skips it (its first push covers it).
 `spread_seconds` tells the actor how long the last spread took, queueing included: on a
 busy server the actor waits as long again before the next push (see Actor._push_if_due).

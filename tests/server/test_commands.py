@@ -13,7 +13,7 @@ import pytest
 
 from server.cli import main
 from server.config import ServerConfig
-from server.transport import hypercorn_config
+from server.front import hypercorn_config
 from server.worlds import registry as default_registry
 
 

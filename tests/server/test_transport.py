@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-import trio
+import socket
+from typing import Any
 
-from server.transport import WebSocket
-from tests.server.raw_ws import TEXT, frame, request
+import trio
+from websockets.frames import Frame, Opcode
+
+from server.transport import WebSocket, text_frame
+from tests.server.raw_ws import TEXT, RawSocket, frame, request
 
 
 class Steps(trio.abc.Instrument):
@@ -53,3 +57,76 @@ async def test_messages_from_one_read_are_handed_out_one_per_turn_of_the_run_que
     await ws.abort()
     for listener in listeners:
         await listener.aclose()
+
+
+def test_a_text_frame_is_what_websockets_frames_and_is_made_once_per_text() -> None:
+    """`text_frame` writes the frame websockets' own serializer writes for a server (no
+    mask, no extension) at each length encoding; the same text object is framed once."""
+    for size in (0, 1, 125, 126, 65535, 65536, 70000):
+        text = "é" * (size // 2) + "x" * (size % 2)
+        assert text_frame(text) == Frame(Opcode.TEXT, text.encode()).serialize(mask=False)
+    text = '{"push": "the same for everyone"}'
+    assert text_frame(text) is text_frame(text)
+
+
+async def _pair(sndbuf: int | None = None) -> tuple[trio.SocketStream, WebSocket, Any]:
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    port = listeners[0].socket.getsockname()[1]
+    client = await trio.open_tcp_stream("127.0.0.1", port)
+    if sndbuf is not None:
+        client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, sndbuf)
+    server_side = await listeners[0].accept()
+    if sndbuf is not None:
+        server_side.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, sndbuf)
+    await client.send_all(request(port))
+    ws = WebSocket(server_side, await server_side.receive_some(65536), 1 << 20)
+    await ws.accept()
+    assert b" 101 " in await client.receive_some(65536)
+    for listener in listeners:
+        await listener.aclose()
+    return client, ws, RawSocket(client, b"")
+
+
+async def test_send_at_once_writes_without_waiting_and_owes_the_rest_of_a_message() -> None:
+    """A free socket takes a message at once; a full one takes part of it, the rest is
+    owed (no other message may start) until a flush writes it, and the client reads
+    every message whole and in order."""
+    client, ws, raw = await _pair(sndbuf=65536)
+    assert ws.send_at_once('"small"')
+    assert not ws.owes
+    assert await raw.recv_frame() == (TEXT, b'"small"')
+
+    big = '"' + "b" * 1_000_000 + '"'  # far more than the socket's buffers hold
+    assert ws.send_at_once(big)
+    assert ws.owes  # only a part went
+    assert not ws.send_at_once('"after"')  # nothing may come between the parts
+    received: list[tuple[int, bytes]] = []
+
+    async def read_two() -> None:
+        for _ in range(2):
+            received.append(await raw.recv_frame())
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(read_two)
+        await ws.flush()  # waits for the client to take the rest
+        assert not ws.owes
+        await ws.send_text('"after"')
+    assert received == [(TEXT, big.encode()), (TEXT, b'"after"')]
+    await client.aclose()
+    await ws.abort()
+
+
+async def test_send_at_once_refuses_while_a_send_waits_and_once_closing() -> None:
+    """While a send waits for the socket, `send_at_once` writes nothing (the message
+    would cut into it); once the closing handshake began, nothing at all."""
+    client, ws, raw = await _pair(sndbuf=65536)
+    big = '"' + "c" * 1_000_000 + '"'
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(ws.send_text, big)
+        await trio.sleep(0.05)  # the send waits for room
+        assert not ws.send_at_once('"cut in"')
+        assert await raw.recv_frame() == (TEXT, big.encode())
+    await ws.close()
+    assert not ws.send_at_once('"too late"')
+    await client.aclose()
+    await ws.abort()

@@ -1,0 +1,235 @@
+"""One port, two servers: `/ws` served by server/transport.py, HTTP by Hypercorn.
+
+Our own accept loop hands each connection to a task that reads its request head first
+(bounded in size and time). A websocket upgrade of `/ws` becomes a `WebSocket`
+(server/transport.py) for the session handler; anything else goes to Hypercorn's own
+per-connection server over a stream that replays the head, and from there to the
+Starlette app (static files, `/mcp`, `/healthz`, `/metrics`).
+
+Why: Hypercorn's pure-Python websocket framing (h11, wsproto, its ASGI plumbing and
+Starlette's) was 42% of the server's CPU per request and a third of an idle
+connection's memory (docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import trio
+from hypercorn.app_wrappers import ASGIWrapper
+from hypercorn.config import Config as HypercornConfig
+from hypercorn.trio.lifespan import Lifespan
+from hypercorn.trio.tcp_server import TCPServer
+from hypercorn.trio.worker_context import WorkerContext
+from hypercorn.typing import ConnectionState
+
+from server.tcp_guard import TcpGuard, refuse
+from server.transport import RECEIVE, Pinger, WebSocket
+
+log = logging.getLogger("petridish.front")
+
+MAX_HEAD = 16384  # bytes of a request head (request line and headers)
+
+
+# ---- the head, and a stream that replays it ------------------------------------------------
+
+async def read_head(stream: trio.abc.ReceiveStream) -> bytes | None:
+    """The bytes received until the end of the request head (maybe more), or None when the
+    peer closed first or sent more than MAX_HEAD bytes without ending it."""
+    data = bytearray()
+    while b"\r\n\r\n" not in data:
+        if len(data) > MAX_HEAD:
+            return None
+        try:
+            chunk = await stream.receive_some(RECEIVE)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            return None
+        if not chunk:
+            return None
+        data += chunk
+    return bytes(data)
+
+
+def upgrade_target(head: bytes) -> str | None:
+    """The path of a websocket upgrade request (`GET <path> HTTP/1.1` with `Upgrade:
+    websocket`), or None for any other request."""
+    line, _, rest = head.partition(b"\r\n")
+    parts = line.split(b" ")
+    if len(parts) != 3 or parts[0] != b"GET":
+        return None
+    for header in rest.split(b"\r\n\r\n", 1)[0].split(b"\r\n"):
+        name, _, value = header.partition(b":")
+        if name.strip().lower() == b"upgrade" and b"websocket" in value.lower():
+            return parts[1].split(b"?", 1)[0].decode("latin-1")
+    return None
+
+
+class ReplayStream(trio.abc.HalfCloseableStream):
+    """`inner` with `head` received again first (for Hypercorn, which reads it itself)."""
+
+    def __init__(self, inner: trio.SocketStream, head: bytes) -> None:
+        self._inner = inner
+        self._head = head
+
+    @property
+    def socket(self) -> Any:
+        """The socket (Hypercorn reads the peer's address from it)."""
+        return self._inner.socket
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
+        """The replayed head first, then the stream's bytes."""
+        if self._head:
+            size = len(self._head) if max_bytes is None else max_bytes
+            data, self._head = self._head[:size], self._head[size:]
+            await trio.lowlevel.checkpoint()
+            return data
+        return await self._inner.receive_some(max_bytes)
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        """As the inner stream."""
+        await self._inner.send_all(data)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        """As the inner stream."""
+        await self._inner.wait_send_all_might_not_block()
+
+    async def send_eof(self) -> None:
+        """As the inner stream."""
+        await self._inner.send_eof()
+
+    async def aclose(self) -> None:
+        """As the inner stream."""
+        await self._inner.aclose()
+
+
+# ---- the front door ----------------------------------------------------------------------------
+
+ACCEPT_RETRY = 0.1  # seconds before accepting again when the process is out of descriptors
+_OUT_OF_RESOURCES = {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS}
+CONNECTION_TASK = "server.front.connection"  # every connection task's name (one string)
+
+
+async def _accept(listener: trio.SocketListener, connections: trio.Nursery,
+                  handle: Callable[[trio.SocketStream], Awaitable[None]]) -> None:
+    """Accept on `listener` until cancelled, each connection served by `handle` in a task
+    of `connections` (trio's `serve_listeners` adds a coroutine frame per connection, and
+    a name string per task)."""
+    while True:
+        try:
+            stream = await listener.accept()
+        except OSError as exc:
+            if exc.errno not in _OUT_OF_RESOURCES:
+                raise
+            log.error("accept failed (%s); retrying in %g s", os.strerror(exc.errno),
+                      ACCEPT_RETRY)
+            await trio.sleep(ACCEPT_RETRY)
+            continue
+        connections.start_soon(handle, stream, name=CONNECTION_TASK)
+
+
+async def _head_within(stream: trio.SocketStream, timeout: float) -> bytes | None:
+    """The request head (`read_head`), or None when it did not come within `timeout`."""
+    with trio.move_on_after(timeout):
+        return await read_head(stream)
+    return None
+
+WsHandler = Callable[[WebSocket], Awaitable[None]]
+
+
+async def serve_front(app: Any, config: HypercornConfig, ws_path: str, ws_handler: WsHandler,
+                      *, host: str, port: int, max_size: int, ping_interval: float | None,
+                      head_timeout: float, shutdown: trio.Event,
+                      guard: TcpGuard | None = None,
+                      ping_dropped: Callable[[str, float], None] | None = None,
+                      task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED
+                      ) -> None:
+    """Serve `ws_handler` on `ws_path` and `app` (ASGI, through Hypercorn) for the rest, on
+    one port, until `shutdown` is set; reports the bound address like Hypercorn's `serve`.
+    `guard` admits (or refuses) each connection before its head is read
+    (server/tcp_guard.py).
+
+    On shutdown the listeners close at once (new connections are refused), Hypercorn's idle
+    keep-alive connections end, and this returns when every connection task has ended;
+    the caller bounds that (it cancels the surrounding scope after its graceful timeout).
+    """
+    app = ASGIWrapper(app)
+    lifespan_state: dict[str, Any] = {}
+    lifespan = Lifespan(app, config, lifespan_state)
+    context = WorkerContext(None)
+    pinger = Pinger(ping_interval, ping_dropped)
+
+    async def handle(stream: trio.SocketStream) -> None:
+        """One connection, in its own task (one coroutine deep, for an idle websocket)."""
+        admitted = ""  # the peer the guard admitted, released at the end
+        try:
+            try:
+                peer = str(stream.socket.getpeername()[0])
+            except OSError:  # gone already
+                return
+            if guard is not None:
+                refusal = guard.admit(peer)
+                if refusal is not None:
+                    await refuse(stream, refusal)
+                    return
+                admitted = peer
+            head = await _head_within(stream, head_timeout)
+            if head is None:
+                return
+            if upgrade_target(head) != ws_path:
+                await TCPServer(app, config, context, ConnectionState(lifespan_state.copy()),
+                                ReplayStream(stream, head))
+                return
+            ws = WebSocket(stream, head, max_size, peer)
+            del head  # an idle websocket need not hold its request
+            pinger.sockets.add(ws)
+            try:
+                await ws_handler(ws)
+            finally:
+                pinger.sockets.discard(ws)
+                await ws.abort()
+        finally:
+            if admitted:
+                guard.release(admitted)
+            await trio.aclose_forcefully(stream)
+
+    async with trio.open_nursery() as lifespan_nursery:
+        await lifespan_nursery.start(lifespan.handle_lifespan)
+        await lifespan.wait_for_startup()
+        listeners = await trio.open_tcp_listeners(port, host=host)
+        binds = []
+        for listener in listeners:
+            address = listener.socket.getsockname()
+            binds.append(f"http://{address[0]}:{address[1]}")
+        async with trio.open_nursery() as connections:
+            connections.start_soon(pinger.run, connections)
+            async with trio.open_nursery() as accepting:
+                for listener in listeners:
+                    accepting.start_soon(_accept, listener, connections, handle)
+                task_status.started(binds)
+                await shutdown.wait()
+                accepting.cancel_scope.cancel()
+            for listener in listeners:
+                await listener.aclose()
+            await context.terminated.set()  # Hypercorn's idle connections close now
+            # Every handler ends on its own (sessions drain); the pinger does not.
+            while len(connections.child_tasks) > 1:
+                await trio.sleep(0.01)
+            connections.cancel_scope.cancel()
+        await lifespan.wait_for_shutdown()
+        lifespan_nursery.cancel_scope.cancel()
+
+
+def hypercorn_config(graceful_timeout: float, keep_alive_timeout: float = 5.0
+                     ) -> HypercornConfig:
+    """Hypercorn's settings for the HTTP side: no access log; its errors go to our log
+    (`hypercorn.error`: the error log keeps its warnings)."""
+    hc = HypercornConfig()
+    hc.graceful_timeout = graceful_timeout
+    hc.keep_alive_timeout = keep_alive_timeout  # an idle keep-alive connection is closed
+    hc.accesslog = None
+    hc.errorlog = logging.getLogger("hypercorn.error")
+    return hc
