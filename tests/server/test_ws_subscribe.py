@@ -8,6 +8,7 @@ from typing import Any
 
 import trio
 
+from server.session import WRITER_TASK
 from tests.server.ws_harness import Raw, raw_client, result, running_server
 
 WORLD = "counter:w"
@@ -139,3 +140,39 @@ async def test_subscribe_refusals(tmp_path: Path) -> None:
             "detail": {"path": "since", "rev": 1}}
         world = await running.state.directory.get(WORLD)
         assert world.statistics().subscribers == 0
+
+
+class WriterSteps(trio.abc.Instrument):
+    """Counts the steps of every connection's writer task."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def before_task_step(self, task: trio.lowlevel.Task) -> None:
+        """One more when the task is a writer."""
+        if task.name == WRITER_TASK:
+            self.count += 1
+
+
+async def test_replies_and_pushes_to_idle_sockets_go_out_without_the_writer_task(
+        tmp_path: Path) -> None:
+    """A frame for a connection with nothing queued and its socket free is written by
+    the task that queues it: twenty adds and their pushes, and no writer task runs."""
+    async with running_server(tmp_path) as srv:
+        token = srv.state.tokens.create("agent", "ann")
+        async with raw_client(srv, token) as writer, raw_client(srv) as watcher:
+            result(await writer.call("counter.create", WORLD))
+            assert (await subscribe(watcher, WORLD, None))["topic"] == WORLD
+            assert (await watcher.recv())["kind"] == "snapshot"
+            steps = WriterSteps()
+            trio.lowlevel.add_instrument(steps)
+            try:
+                revs = []
+                for _ in range(20):
+                    rev = result(await writer.call("counter.add", WORLD, amount=1))["revision"]
+                    while not revs or revs[-1] < rev:
+                        revs.extend(event_revs(await watcher.recv()))
+            finally:
+                trio.lowlevel.remove_instrument(steps)
+    assert revs == list(range(2, 22))
+    assert steps.count == 0
