@@ -445,17 +445,16 @@ class Session:
         try:
             while (frame := await self.outbox.get()) is not None:
                 self.sending_since = clock()
-                if frame is REST:
+                if frame is REST:  # (counted when its first part went)
                     await self.ws.flush()
-                    self.sending_since = None
-                    continue
-                try:
-                    await self.ws.send_text(frame)
-                except UnicodeEncodeError:
-                    # A lone surrogate stored before the protocol refused them: sent escaped.
-                    await self.ws.send_text(escape_lone_surrogates(frame))
+                else:
+                    try:
+                        await self.ws.send_text(frame)
+                    except UnicodeEncodeError:
+                        # A lone surrogate stored before the protocol refused them: escaped.
+                        await self.ws.send_text(escape_lone_surrogates(frame))
+                    frames_out.inc()
                 self.sending_since = None
-                frames_out.inc()
         except Exception as exc:  # noqa: BLE001 - the client is gone; say so unless expected
             if not self.dropped:
                 self.server.trace.warn("send_failed", self.address, "a send to %s failed: %r",

@@ -47,14 +47,13 @@ class HandshakeFailed(Exception):
 # ---- one websocket ---------------------------------------------------------------------------
 
 class _LastFrame:
-    """The text framed last and its frame: a push offered to many connections in a row
-    is encoded and framed once."""
+    """The text framed last and its frame, as one pair (read and replaced whole): a push
+    offered to many connections in a row is encoded and framed once."""
 
-    __slots__ = ("frame", "text")
+    __slots__ = ("pair",)
 
     def __init__(self) -> None:
-        self.text: str | None = None
-        self.frame = b""
+        self.pair: tuple[str | None, bytes] = (None, b"")
 
 
 _last = _LastFrame()
@@ -64,8 +63,9 @@ def text_frame(text: str) -> bytes:
     """One unfragmented, unmasked text frame (a server's: RFC 6455 section 5.2) of `text`
     (UnicodeEncodeError for text that is not valid Unicode). The connections negotiate no
     extension, so a frame is the same for all of them."""
-    if text is _last.text:
-        return _last.frame
+    last_text, last_frame = _last.pair
+    if text is last_text:
+        return last_frame
     payload = text.encode()
     size = len(payload)
     if size < 126:
@@ -74,8 +74,9 @@ def text_frame(text: str) -> bytes:
         head = struct.pack("!BBH", 0x81, 126, size)
     else:
         head = struct.pack("!BBQ", 0x81, 127, size)
-    _last.text, _last.frame = text, head + payload
-    return _last.frame
+    data = head + payload
+    _last.pair = (text, data)
+    return data
 
 
 class WebSocket:

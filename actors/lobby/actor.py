@@ -148,7 +148,10 @@ class LobbyActor(WorldActor):
             await self._scan()
         elif isinstance(message, _Save) and self._dirty:
             await self._save()
-        if isinstance(message, _Tick | _Scan) and self._listing() != self._last_view:
+        # The listing is built only for someone watching (it costs O(worlds) a tick; a
+        # new subscriber's first snapshot builds it afresh).
+        if (isinstance(message, _Tick | _Scan) and self.watched
+                and self._listing() != self._last_view):
             self.publish_view()
 
     async def _save(self) -> None:

@@ -183,8 +183,14 @@ class Actor(ABC):
 
     def publish_view(self) -> None:
         """Push a fresh `snapshot` to every subscriber (for state that is not in events);
-        it goes out with the current batch, after the batch's events."""
+        it goes out with the current batch, after the batch's events (and is not made
+        while nobody subscribes)."""
         self._view_due = True
+
+    @property
+    def watched(self) -> bool:
+        """True while anyone subscribes to this actor."""
+        return bool(len(self._topic))
 
     def after(self, delay: float, message: Any) -> Timer:
         """Post `message` to this actor's own mailbox after `delay` seconds."""
@@ -470,7 +476,8 @@ class Actor(ABC):
         self._push_if_due()
         if self._view_due:
             self._view_due = False
-            self._topic.publish_snapshot(self._durable_rev, self.view())
+            if self.watched:  # (unwatched, nothing to render: a subscriber's first push is one)
+                self._topic.publish_snapshot(self._durable_rev, self.view())
         if self._durable_rev - self._snapshot_rev >= self.context.config.snapshot_every:
             try:
                 data = self.snapshot()

@@ -8,6 +8,7 @@ import pytest
 import trio
 
 from actors import counter, lobby
+from actors.lobby.actor import LobbyActor
 from actors.runtime import ActorKind, Call, open_directory
 from actors.runtime.subscriber import SubscriberQueue
 from actors.store import MemoryEventStore
@@ -42,3 +43,34 @@ async def test_lobby_creates_lists_and_publishes(autojump_clock: trio.abc.Clock)
                                                 "summary": None}]
         assert len(queue) == 0  # nothing changed since: no more snapshots
     assert [e.data["type"] for e in await store.read("lobby:main")] == ["world_created"]
+
+
+async def test_an_unwatched_lobby_builds_no_listing(autojump_clock: trio.abc.Clock,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The listing costs O(worlds) a tick: nobody subscribed, no tick builds it; the first
+    subscriber's snapshot builds it, and its ticks publish what changes."""
+    built = []
+    listing = LobbyActor._listing
+
+    def counted(self: LobbyActor, kind: str | None = None) -> list[WorldInfo]:
+        built.append(kind)
+        return listing(self, kind)
+
+    monkeypatch.setattr(LobbyActor, "_listing", counted)
+    async with open_directory(MemoryEventStore(), KINDS) as directory:
+        lobby = await directory.get("lobby:main")
+        await lobby.ask(Call("lobby.create", CreateArgs("counter", "a"), "agent", "ann"))
+        world = await directory.get("counter:a")
+        await world.ask(Call("counter.add", AddArgs(5), "agent", "ann"))
+        await trio.sleep(5)  # ten ticks, and the world's revision moved
+        assert built == []
+        queue = SubscriberQueue(100)
+        await lobby.subscribe(queue, None, request_id=1)
+        frames = [json.loads(await queue.get()) for _ in range(2)]
+        assert frames[1]["kind"] == "snapshot"
+        assert frames[1]["data"]["worlds"][0]["revision"] == 2
+        await world.ask(Call("counter.add", AddArgs(5), "agent", "ann"))
+        await trio.sleep(1)  # a tick notices the new revision
+        pushed = json.loads(await queue.get())
+        assert pushed["kind"] == "snapshot" and pushed["data"]["worlds"][0]["revision"] == 3
+        assert len(built) >= 3  # the first snapshot, then the watched ticks
