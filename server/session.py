@@ -363,7 +363,10 @@ class Session:
                                         {"budget": "subscriptions", "limit": cap})
         if refusal is not None:
             self.server.budget_hit(refusal, self.who())
-            raise for_request(refusal, frame.id)
+            try:
+                raise for_request(refusal, frame.id)
+            finally:
+                del refusal  # the error's traceback holds this frame: no cycle to collect
 
     def charge(self, seconds: float) -> None:
         """This connection's requests cost `seconds` of server time."""
