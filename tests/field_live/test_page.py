@@ -61,7 +61,7 @@ def _pixel(page, G: int, cell: int) -> list[int]:
 
 def _shown(page, G: int, cell: int) -> tuple[list[int], float, float]:
     """Once a pan or zoom has settled: the visible canvas pixel at the centre of `cell`,
-    and that point on the screen."""
+    and that point on the screen (the page scrolled to bring it into the viewport)."""
     page.wait_for_function("window.fieldPage.view.settled", timeout=WAIT)
     v = page.evaluate("window.fieldPage.view")
     px, py = int((cell % G + 0.5 - v["ox"]) * v["zoom"]), int((cell // G + 0.5 - v["oy"]) * v["zoom"])
@@ -70,6 +70,10 @@ def _shown(page, G: int, cell: int) -> tuple[list[int], float, float]:
                               .getImageData({px}, {py}, 1, 1).data)""")
     box = page.locator("#board-frame").bounding_box()
     css = box["width"] / 800
+    y, height = box["y"] + (py + 0.5) * css, page.viewport_size["height"]
+    if not 0 <= y < height:  # a click scrolled its target into view, the cell out of it
+        page.evaluate(f"window.scrollBy(0, {y - height / 2})")
+        box = page.locator("#board-frame").bounding_box()
     return shown, box["x"] + (px + 0.5) * css, box["y"] + (py + 0.5) * css
 
 
