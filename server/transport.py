@@ -239,18 +239,16 @@ class WebSocket:
         full socket, a closing connection). UnicodeEncodeError as `send_text`."""
         if self._send_lock.held or self._rest is not None or self._protocol.state is not OPEN:
             return False
-        fd = self._fd()
-        if fd < 0:
-            return False
         started = perf_counter()
         data = text_frame(text)
+        self.io_seconds += perf_counter() - started
         try:
-            written = os.write(fd, data)
-        except OSError:  # full (the writer waits for room), or broken (its send finds out)
-            return False
-        finally:
-            self.io_seconds += perf_counter() - started
+            written = self._write_some(data)
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            return False  # the writer's send finds out
         if written < len(data):
+            if not written:
+                return False  # full: the frame waits for room
             self._rest = memoryview(data)[written:]
         return True
 
@@ -324,21 +322,24 @@ class WebSocket:
         """Write all of `data` to the socket (the send lock held), timing the system calls
         into `io_seconds`; ClosedResourceError or BrokenResourceError when it cannot."""
         view = memoryview(data)
-        while view:
-            fd = self._fd()
-            if fd < 0:
-                raise trio.ClosedResourceError("the websocket's socket is closed")
-            started = perf_counter()
-            try:
-                view = view[os.write(fd, view):]
-            except BlockingIOError:
-                pass
-            except OSError as exc:
-                raise trio.BrokenResourceError(str(exc)) from exc
-            finally:
-                self.io_seconds += perf_counter() - started
-            if view:
-                await trio.lowlevel.wait_writable(fd)
+        while view := view[self._write_some(view):]:
+            await trio.lowlevel.wait_writable(self._fd())
+
+    def _write_some(self, data: bytes | memoryview) -> int:
+        """One non-blocking write: the bytes the socket took (0 when it is full), timed
+        into `io_seconds`; ClosedResourceError or BrokenResourceError when it cannot."""
+        fd = self._fd()
+        if fd < 0:
+            raise trio.ClosedResourceError("the websocket's socket is closed")
+        started = perf_counter()
+        try:
+            return os.write(fd, data)
+        except BlockingIOError:
+            return 0
+        except OSError as exc:
+            raise trio.BrokenResourceError(str(exc)) from exc
+        finally:
+            self.io_seconds += perf_counter() - started
 
     def _fd(self) -> int:
         """The socket's file descriptor, or -1 once it is closed. Asked afresh before each
