@@ -49,20 +49,16 @@ CREATE TABLE IF NOT EXISTS receipts (
     stream TEXT NOT NULL, rev INTEGER NOT NULL, request_id TEXT NOT NULL, result TEXT NOT NULL,
     PRIMARY KEY (stream, rev)) WITHOUT ROWID;
 """
-# Rows arrive as a JSON array of [stream, rev, data-as-JSON-text]: data stays the exact text
-# the server wrote (SQLite re-rendering it could turn a big integer into a float).
-INSERT_EVENTS = ("INSERT INTO events (stream, rev, data) SELECT json_extract(value, '$[0]'), "
-                 "json_extract(value, '$[1]'), json_extract(value, '$[2]') FROM json_each(?)")
-# Receipts arrive as a JSON array of [stream, rev, request id, result-as-JSON-text].
-INSERT_RECEIPTS = ("INSERT INTO receipts (stream, rev, request_id, result) SELECT "
-                   "json_extract(value, '$[0]'), json_extract(value, '$[1]'), "
-                   "json_extract(value, '$[2]'), json_extract(value, '$[3]') FROM json_each(?)")
+# Bound parameters, one statement per row (executemany): the data stays the exact text the
+# server wrote (SQLite re-rendering JSON could turn a big integer into a float). A group's
+# rows through `json_each` cost the writer about 70% more per append.
+INSERT_EVENTS = "INSERT INTO events (stream, rev, data) VALUES (?, ?, ?)"
+INSERT_RECEIPTS = "INSERT INTO receipts (stream, rev, request_id, result) VALUES (?, ?, ?, ?)"
 # Databases made before fences existed gain the column (every stream at fence 0).
 ADD_FENCE = "ALTER TABLE streams ADD COLUMN fence INTEGER NOT NULL DEFAULT 0"
 STREAM_STATES = ("SELECT name, rev, fence FROM streams "
                  "WHERE name IN (SELECT value FROM json_each(?))")
-UPSERT_STREAMS = ("INSERT INTO streams (name, rev) SELECT json_extract(value, '$[0]'), "
-                  "json_extract(value, '$[1]') FROM json_each(?) WHERE true "
+UPSERT_STREAMS = ("INSERT INTO streams (name, rev) VALUES (?, ?) "
                   "ON CONFLICT (name) DO UPDATE SET rev = excluded.rev")
 
 
@@ -157,11 +153,11 @@ class Writer:
                     staged[stream] = expected + len(texts)
                     accepted.append((job_id, staged[stream]))
             if rows:
-                self.conn.execute(INSERT_EVENTS, (json.dumps(rows),))
+                self.conn.executemany(INSERT_EVENTS, rows)
             if receipts:
-                self.conn.execute(INSERT_RECEIPTS, (json.dumps(receipts),))
+                self.conn.executemany(INSERT_RECEIPTS, receipts)
             if staged:
-                self.conn.execute(UPSERT_STREAMS, (json.dumps(list(staged.items())),))
+                self.conn.executemany(UPSERT_STREAMS, staged.items())
             self.conn.execute("COMMIT")
         except Exception as exc:  # noqa: BLE001 - the whole group failed; each caller raises it
             if self.conn.in_transaction:
