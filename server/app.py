@@ -46,6 +46,7 @@ from server.lab_routes import lab_routes
 from server.mcp import build as build_mcp
 from server.metrics import CONTENT_TYPE, Metrics
 from server.peers import Proxies, header, origin_allowed
+from server.reactor import Reactor
 from server.replies import Deadlines
 from server.session import Session
 from server.storage import SqliteEventStore
@@ -97,6 +98,7 @@ class ServerState:
     creations: Creations = attrs.field()
     proxies: Proxies = attrs.field()
     sessions: set[Session] = attrs.field(factory=set)
+    reactor: Reactor = attrs.field()
     cluster: Any = None  # this process as a cluster's node (server/cluster/), if it is one
     http_inflight: int = 0  # HTTP requests being answered (websockets are in `sessions`)
     draining: bool = False
@@ -113,6 +115,10 @@ class ServerState:
     @proxies.default
     def _proxies(self) -> Proxies:
         return Proxies(self.config.trusted_proxies)
+
+    @reactor.default
+    def _reactor(self) -> Reactor:
+        return Reactor(self.config.runtime.batch_seconds)
 
     def budget_hit(self, refusal: ProtocolError, who: str) -> None:
         """Count, keep and log that `who` hit the budget `refusal` names."""
@@ -370,6 +376,7 @@ async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = Non
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(state.deadlines.run)
+            nursery.start_soon(state.reactor.run)
             nursery.start_soon(watchdog.run, state)
             nursery.start_soon(exit_when_the_store_gives_up)
             budgets = config.budgets

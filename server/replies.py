@@ -87,7 +87,7 @@ class RequestAnswer:
         self.answered = True
         self.session.server.deadlines.forget(self)
         self.session.outbox.force(frame)
-        self.session.inflight.release()
+        self.session.release_slot()
 
 
 class Charged(Pending):

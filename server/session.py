@@ -1,19 +1,23 @@
-"""One websocket connection: the hello handshake, then a reader and a writer task.
+"""One websocket connection: the hello handshake, then the reactor reads it and a
+writer task sends what waits.
 
-The reader parses each text frame, enforces the frame size, the connection's token
-bucket and its client's budgets (server/budgets.py), and posts each request to its actor
-with a `RequestAnswer` (server/replies.py) that the actor fills in once the answer is
-durable: no task per request. At most `max_inflight` requests are owed an answer at
-once, and a request is admitted only while the outbox has room; beyond that the reader
-waits, which pushes back on the client through TCP. Replies and pushes meet in one
-bounded `Outbox`: one that is empty writes a frame to a free socket at once (a
-non-blocking write by the task that queues it); what waits is sent by the writer task,
-and a send the client does not take within the send timeout gets the connection dropped
-(server/watchdog.py).
+The connection's task reads the hello itself; past it the connection is a reader of the
+server's `Reactor` (server/reactor.py), which hands over its messages one per round:
+each text frame is parsed, checked against the frame size, the connection's token
+bucket and its client's budgets (server/budgets.py), and a request is posted to its
+actor with a `RequestAnswer` (server/replies.py) that the actor fills in once the answer
+is durable: no task per request. At most `max_inflight` requests are owed an answer at
+once, and a message is taken only while the outbox has room and an answer slot is free;
+otherwise the reactor stops reading the socket, which pushes back on the client through
+TCP, until a slot or room frees. Replies and pushes meet in one bounded `Outbox`: one
+that is empty writes a frame to a free socket at once (a non-blocking write by the task
+that queues it); what waits is sent by the writer task, and a send the client does not
+take within the send timeout gets the connection dropped (server/watchdog.py).
 Every refusal is a reply with an error code; a malformed frame never closes the socket.
 
-This module talks to the socket only through `accept`, `receive`, `send_text`,
-`send_at_once`, `flush`, `close` and `abort` (server/transport.py's WebSocket).
+This module talks to the socket only through `accept`, `receive`, `read_some`,
+`next_message`, `flush_soon`, `send_text`, `send_at_once`, `flush`, `close` and `abort`
+(server/transport.py's WebSocket).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import trio
 
 from actors.runtime import ActorRef, Call
 from actors.runtime.subscriber import SubscriberQueue
-from actors.runtime.waiter import Slots
+from actors.runtime.waiter import Slots, Waiter
 from protocol.convert import structure
 from protocol.envelope import (
     Frame,
@@ -79,7 +83,7 @@ class Outbox(SubscriberQueue):
 
     def _at_once(self, frame: str) -> str | None:
         session = self.session
-        if not session.writing:
+        if not session.writing or frame is REST:
             return frame
         try:
             if not session.ws.send_at_once(frame):
@@ -92,6 +96,13 @@ class Outbox(SubscriberQueue):
     def charge(self, seconds: float) -> None:
         """A subscription's first push cost `seconds` of the world's time."""
         self.session.charge(seconds)
+
+    def get_nowait(self) -> str | None:
+        """As the queue's; room made here lets a paused reader read again."""
+        frame = super().get_nowait()
+        if self.session.paused:
+            self.session.resume_reading()
+        return frame
 
 
 class Session:
@@ -110,7 +121,12 @@ class Session:
         self.greeted = False
         self.topics: dict[str, ActorRef] = {}
         self.subscribing = 0  # subscribes in flight
-        self.read_scope = trio.CancelScope()  # cancelled by end(); one per phase
+        self.read_scope = trio.CancelScope()  # the hello's, cancelled by end()
+        self.readable = False  # the reactor saw the socket readable (server/reactor.py)
+        self.reading = False  # watched by the reactor
+        self.paused = False  # ... but not read until an answer slot or outbox room frees
+        self._read_end = Waiter("a session's end of reading")
+        self._nursery: trio.Nursery | None = None  # the writer's, and the subscribes'
         self.close_code: int | None = None  # set by end(): close with it once done
         self.sending_since: float | None = None  # when the send in progress began
         self.dropped = False  # cut by the watchdog: a send failing now is expected
@@ -129,6 +145,7 @@ class Session:
         if self.close_code is None:
             self.close_code = code
         self.read_scope.cancel()
+        self._stop_reading()
 
     def drain(self) -> None:
         """The server shuts down: end with 1001."""
@@ -176,13 +193,19 @@ class Session:
                     await self._handshake()  # a good hello sets `greeted`
                 if not self.greeted or self.draining:
                     return
-                self.read_scope = trio.CancelScope()
                 self.writing = True
                 async with trio.open_nursery() as nursery:  # one: each costs an idle socket ~1 KiB
                     nursery.start_soon(self._writer, name=WRITER_TASK)
-                    with self.read_scope:
+                    self._nursery = nursery  # subscribes run beside the writer
+                    try:
                         if not self.draining:
-                            await self._read(nursery)  # subscribes run beside the writer
+                            self._start_reading()
+                        while self.reading:
+                            await self._read_end.wait()
+                    finally:
+                        self._stop_reading()
+                    if self.close_code is None:  # the client closed, or broke the protocol
+                        await self._finish_closing()
                     await self._all_answered()
                     # Every request has its reply queued; let the writer drain and stop.
                     self.outbox.close()
@@ -230,12 +253,16 @@ class Session:
             await self._refuse_binary()
 
     async def _refuse_binary(self) -> None:
+        await self._reply(encode_error(None, self._binary_refusal()))
+
+    def _binary_refusal(self) -> ProtocolError:
+        """The refusal of a binary frame (counted); it spends the rate too."""
         error = ProtocolError(ErrorCode.BAD_REQUEST, "binary frames are not accepted; "
                               "send JSON text frames")
-        if not self.bucket.take(trio.current_time()):  # they spend the rate too
+        if not self.bucket.take(trio.current_time()):
             error = self._rate_limited(None)
         self.count_error(error)
-        await self._reply(encode_error(None, error))
+        return error
 
     async def _reply(self, frame: str) -> None:
         if self.writing:
@@ -307,49 +334,101 @@ class Session:
             raise ProtocolError(ErrorCode.TOO_LARGE, f"the frame is longer than {limit} bytes",
                                 {"max_frame": limit})
 
-    async def _read(self, nursery: trio.Nursery) -> None:
+    # ---- read by the reactor (server/reactor.py) -------------------------------------
+
+    def _start_reading(self) -> None:
+        self.reading = True
+        self.ws.on_abort = self._stop_reading  # a socket closed elsewhere is unwatched first
+        self.server.reactor.watch(self.ws.fileno(), self)
+
+    def _stop_reading(self) -> None:
+        """The reactor reads no more of this connection (the client closed or broke the
+        protocol, the socket was dropped, or the session was told to end)."""
+        if self.reading:
+            self.reading = False
+            self.server.reactor.unwatch(self)
+            self._read_end.wake()
+
+    def resume_reading(self) -> None:
+        """An answer slot or outbox room freed: a paused reader may take messages again."""
+        if self.paused:
+            self.paused = False
+            if self.reading:
+                self.server.reactor.resume(self)
+
+    def release_slot(self) -> None:
+        """A request's reply is in the outbox: its answer slot is free again."""
+        self.inflight.release()
+        if self.paused:
+            self.resume_reading()
+
+    def serve_one(self) -> bool:
+        """The reactor's call: take at most one message (reading the socket first when
+        nothing read is left and it is readable); True when another waits, read already.
+
+        A message is taken only while the outbox has room and an answer slot is free;
+        otherwise the reader pauses (the socket is not read: TCP pushes back)."""
+        if self.inflight.value == 0 or not self.outbox.has_room():
+            self.paused = True
+            self.server.reactor.pause(self)
+            return False
+        ws = self.ws
+        message = ws.next_message()
+        if message is None:
+            if self.readable and ws.open:
+                self.readable = False
+                if ws.read_some() and not ws.flush_soon():
+                    self.outbox.force(REST)  # a pong the socket could not take now
+                message = ws.next_message()
+            if message is None:
+                if not ws.open:
+                    self._stop_reading()
+                return False
+        self._take(message)
+        return ws.has_message
+
+    def _take(self, message: str | bytes) -> None:
+        """Answer one message: a refusal into the outbox, or the request posted."""
+        self.server.metrics.frames_in.inc()
+        if not isinstance(message, str):
+            self.outbox.force(encode_error(None, self._binary_refusal()))
+            return
+        # What reading a request costs (parse, validation, budgets, the post to its world)
+        # is charged to its client like the world's time, and so is the socket's I/O and
+        # framing since the last request (its replies' included).
         clock = time.perf_counter
-        frames_in = self.server.metrics.frames_in
-        while True:
-            # `_receive_text` inline: a coroutine frame less on every idle connection
-            message = await self.ws.receive()
-            if message["type"] == "websocket.disconnect":
+        started = clock()
+        try:
+            frame = self._parse(message)
+            if isinstance(frame, Hello):
+                raise for_request(ProtocolError(ErrorCode.BAD_REQUEST,
+                                                "hello was already said"), frame.id)
+            if isinstance(frame, Unsubscribe):
+                ref = self.topics.pop(frame.to, None)
+                if ref is not None:
+                    ref.unsubscribe(self.outbox)
+                self.outbox.force(encode_result(frame.id, {"topic": frame.to}))
                 return
-            frames_in.inc()
-            text = message.get("text")
-            if text is None:
-                await self._refuse_binary()
-                continue
-            # What reading a request costs (parse, validation, budgets, the post to its
-            # world) is charged to its client like the world's time: the span between two
-            # awaits that do not wait (a wait for an answer slot is not counted); and so is
-            # the socket's I/O and framing since the last request (its replies' included).
-            started = clock()
-            try:
-                frame = self._parse(text)
-                if isinstance(frame, Hello):
-                    raise for_request(ProtocolError(ErrorCode.BAD_REQUEST,
-                                                    "hello was already said"), frame.id)
-                if isinstance(frame, Unsubscribe):
-                    ref = self.topics.pop(frame.to, None)
-                    if ref is not None:
-                        ref.unsubscribe(self.outbox)
-                    await self.outbox.put(encode_result(frame.id, {"topic": frame.to}))
-                    continue
-                self._within_budgets(frame)
-            except ProtocolError as error:
-                self.count_error(error)
-                await self.outbox.put(encode_error(request_id_of(error), error))
-                continue
-            read = clock() - started
-            await self._admit()
-            started = clock()
-            if isinstance(frame, Subscribe):
-                self.subscribing += 1
-                nursery.start_soon(self._subscribe, frame)
-            else:
-                self._dispatch(frame)
-            self.charge(read + clock() - started + self.ws.take_io_seconds())
+            self._within_budgets(frame)
+        except ProtocolError as error:
+            self.count_error(error)
+            self.outbox.force(encode_error(request_id_of(error), error))
+            return
+        self.inflight.acquire_nowait()  # (one is free: `serve_one` checked)
+        if isinstance(frame, Subscribe):
+            self.subscribing += 1
+            assert self._nursery is not None
+            self._nursery.start_soon(self._subscribe, frame)
+        else:
+            self._dispatch(frame)
+        self.charge(clock() - started + self.ws.take_io_seconds())
+
+    async def _finish_closing(self) -> None:
+        """The client closed (or broke the protocol): finish the closing handshake (our
+        close reply, the end of TCP), at most CLOSE_WAIT s."""
+        with trio.move_on_after(CLOSE_WAIT):
+            while (await self.ws.receive())["type"] != "websocket.disconnect":
+                pass  # frames past a close are dropped
 
     def _within_budgets(self, frame: Request | Subscribe) -> None:
         """Refuse `frame` (over_budget) when its client's CPU time is spent, or a new
@@ -371,14 +450,6 @@ class Session:
     def charge(self, seconds: float) -> None:
         """This connection's requests cost `seconds` of server time."""
         self.server.ledger.charge(self.account, seconds, trio.current_time())
-
-    async def _admit(self) -> None:
-        """Wait for room in the outbox and for an answer slot (`max_inflight`)."""
-        await self.outbox.wait_room()
-        try:
-            self.inflight.acquire_nowait()
-        except trio.WouldBlock:
-            await self.inflight.acquire()
 
     async def _all_answered(self) -> None:
         """Wait until every admitted request has its reply in the outbox."""
@@ -406,7 +477,7 @@ class Session:
                 self.subscribing -= 1
             await self.outbox.put(reply)
         finally:
-            self.inflight.release()
+            self.release_slot()
 
     def _dispatch(self, request: Request) -> None:
         """Post `request` to its world; the answer arrives through a RequestAnswer."""

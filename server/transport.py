@@ -3,12 +3,17 @@
 A `/ws` upgrade (server/front.py routes it here) becomes a `WebSocket`: websockets'
 `ServerProtocol` parses (C-accelerated unmasking) and makes the control frames,
 `text_frame` makes the text frames (once for a push many connections send), and this
-module moves the bytes itself, with `os.read` and `os.write` on the socket and trio's
-`wait_readable`/`wait_writable` (a read that emptied the socket is followed by a wait,
-not by a read that fails; an idle connection's reader is three coroutine frames
-shallower than through trio's streams, and its reads, writes and framing are timed:
-`io_seconds`, charged to its client). A connection costs its session's reader and writer
-tasks and nothing more (keepalive pings come from one server-wide `Pinger`).
+module moves the bytes itself, with `os.read` and `os.write` on the socket (an idle
+connection's reader is three coroutine frames shallower than through trio's streams, and
+its reads, writes and framing are timed: `io_seconds`, charged to its client).
+
+Two ways to read: `receive` waits for the socket through trio (a read that emptied the
+socket is followed by a wait, not by a read that fails), for a connection's own task
+(its hello, the end of its closing handshake); `read_some` and `next_message` never wait,
+for the server's reactor (server/reactor.py), which reads a greeted connection when epoll
+says its socket is readable, with `flush_soon` for the pongs its reads call for. A
+connection costs its session's task and its writer task, and nothing more (keepalive
+pings come from one server-wide `Pinger`).
 
 `WebSocket` speaks the calls a `Session` uses, in Starlette's shape: `accept`, `receive`
 (a dict: `websocket.receive` with `text` or `bytes`, or `websocket.disconnect`),
@@ -98,12 +103,14 @@ class WebSocket:
         self._drained = False  # the last read took all the socket had (the next would fail)
         self._send_lock = Turn()
         self._rest: memoryview | None = None  # what `send_at_once` could not write yet
+        self._held: list[bytes] = []  # the protocol's frames `flush_soon` left for `flush`
         self._fragments: list[bytes] | None = None
         self._fragment_opcode: Opcode | None = None
         self.last_received = trio.current_time()
         self.ping_sent: float | None = None  # when an unanswered ping went out
         self.io_seconds = 0.0  # spent reading, writing and framing (take_io_seconds)
         self.peer = peer
+        self.on_abort: Callable[[], None] | None = None  # told before the socket closes
 
     @property
     def headers(self) -> Any:
@@ -146,33 +153,20 @@ class WebSocket:
             await trio.lowlevel.checkpoint()
         waited = False  # this call yielded to wait for the socket
         while True:
-            while self._events:
-                message = self._message(self._events.pop())
-                if message is not None:
-                    return message
+            message = self.next_message()
+            if message is not None:
+                if isinstance(message, str):
+                    return {"type": "websocket.receive", "text": message}
+                return {"type": "websocket.receive", "bytes": message}
             if self._protocol.state is not OPEN:
                 await self._flush()  # the close of a text that was not UTF-8 goes out now
             if self._protocol.state is CLOSED:
                 await self._abort()
                 return _DISCONNECT
-            # The socket is read here, not through trio's stream layers (three coroutine
-            # frames on every idle connection's stack, and a send-conflict check and error
-            # translation per read); see `_fd` for why that is safe.
             await trio.lowlevel.checkpoint_if_cancelled()
             fd = self._fd()
-            started = perf_counter()
-            data: bytes | None = None  # None: wait for the socket, then read
-            if fd < 0:
-                data = b""
-            elif not self._drained:  # (after a read that emptied it, this one would fail)
-                try:
-                    data = os.read(fd, RECEIVE)
-                except BlockingIOError:
-                    pass  # waited for below: inside `except` the wait would hold the error
-                except OSError:  # reset, or closed under us: the end of the stream
-                    data = b""
-            if data is None:
-                self.io_seconds += perf_counter() - started
+            # After a read that emptied the socket, the next would fail: wait first.
+            if fd >= 0 and (self._drained or not self.read_some()):
                 self._drained = False
                 waited = True
                 try:
@@ -180,20 +174,55 @@ class WebSocket:
                 except (trio.ClosedResourceError, trio.BrokenResourceError):
                     pass  # closed by another task: the next read sees it
                 continue
-            if data:
-                self._drained = len(data) < RECEIVE
-                self.last_received = trio.current_time()
-                self.ping_sent = None
-                self._protocol.receive_data(data)
-            else:
-                self._protocol.receive_eof()
-            self._events = self._protocol.events_received()[::-1]
-            self.io_seconds += perf_counter() - started
+            if fd < 0:
+                self.read_some()  # the end of the stream
             if not waited:  # a read that found bytes without a wait yields here
                 await trio.lowlevel.cancel_shielded_checkpoint()  # bytes read are never lost
             await self._flush()  # pongs, close replies, and the close of a violation
 
-    def _message(self, frame: Any) -> dict[str, Any] | None:
+    def read_some(self) -> bool:
+        """One read of the socket into the parser, without waiting: False when the socket
+        had nothing (EAGAIN); True when it gave bytes or its end (`next_message` then hands
+        out what they complete). The socket is read here, not through trio's stream layers
+        (three coroutine frames on every idle connection's stack, and a send-conflict check
+        and error translation per read); see `_fd` for why that is safe."""
+        fd = self._fd()
+        started = perf_counter()
+        data = b""
+        if fd >= 0:
+            try:
+                data = os.read(fd, RECEIVE)
+            except BlockingIOError:
+                self.io_seconds += perf_counter() - started
+                return False
+            except OSError:  # reset, or closed under us: the end of the stream
+                pass
+        if data:
+            self._drained = len(data) < RECEIVE
+            self.last_received = trio.current_time()
+            self.ping_sent = None
+            self._protocol.receive_data(data)
+        else:
+            self._protocol.receive_eof()
+        self._events = self._protocol.events_received()[::-1]
+        self.io_seconds += perf_counter() - started
+        return True
+
+    @property
+    def has_message(self) -> bool:
+        """True while frames already read wait to be handed out (a complete message may be
+        among them)."""
+        return bool(self._events)
+
+    def next_message(self) -> str | bytes | None:
+        """The next complete message already read (text or bytes), or None."""
+        while self._events:
+            message = self._message(self._events.pop())
+            if message is not None:
+                return message
+        return None
+
+    def _message(self, frame: Any) -> str | bytes | None:
         """The message a frame completes (None for control frames and fragments)."""
         opcode = frame.opcode
         if opcode is Opcode.TEXT or opcode is Opcode.BINARY:
@@ -212,11 +241,11 @@ class WebSocket:
             return None  # the protocol answered it; the next read sees the end
         return None  # ping (answered) or pong
 
-    def _complete(self, opcode: Opcode, data: bytes) -> dict[str, Any] | None:
+    def _complete(self, opcode: Opcode, data: bytes) -> str | bytes | None:
         if opcode is Opcode.BINARY:
-            return {"type": "websocket.receive", "bytes": data}
+            return data
         try:
-            return {"type": "websocket.receive", "text": data.decode()}
+            return data.decode()
         except UnicodeDecodeError as exc:
             self._protocol.fail(CloseCode.INVALID_DATA, f"{exc.reason} at position {exc.start}")
             self._events.clear()
@@ -237,7 +266,8 @@ class WebSocket:
         it took the message, or a part of it with the rest owed (`owes`: the next send or
         `flush` writes it first); False when nothing was written (a send in progress, a
         full socket, a closing connection). UnicodeEncodeError as `send_text`."""
-        if self._send_lock.held or self._rest is not None or self._protocol.state is not OPEN:
+        if (self._send_lock.held or self._rest is not None or self._held
+                or self._protocol.state is not OPEN):
             return False
         started = perf_counter()
         data = text_frame(text)
@@ -254,8 +284,9 @@ class WebSocket:
 
     @property
     def owes(self) -> bool:
-        """True while part of a message `send_at_once` began waits to be written."""
-        return self._rest is not None
+        """True while part of a message `send_at_once` began (or frames `flush_soon` left)
+        waits to be written."""
+        return self._rest is not None or bool(self._held)
 
     async def flush(self) -> None:
         """Write what is owed (the rest of a message `send_at_once` began)."""
@@ -286,10 +317,35 @@ class WebSocket:
         """Drop the connection without a closing handshake."""
         await self._abort()
 
+    def flush_soon(self) -> bool:
+        """Write the protocol's own frames (pongs) now if the socket is free and takes them
+        without waiting: True when nothing is left, False when `flush` must write the rest
+        (a send in progress, a full socket)."""
+        chunks = self._held + self._protocol.data_to_send()
+        self._held = []
+        if not chunks:
+            return True
+        if self._send_lock.held or self._rest is not None or b"" in chunks:
+            self._held = chunks  # after the send in progress (and the end of the stream)
+            return False
+        for k, chunk in enumerate(chunks):
+            try:
+                written = self._write_some(chunk)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                self._protocol.receive_eof()
+                return True
+            if written < len(chunk):
+                self._rest = memoryview(chunk)[written:]
+                self._held = chunks[k + 1:]
+                return False
+        return True
+
     async def _flush(self, data: bytes = b"") -> None:
         """Write the rest owed, the protocol's own frames (handshake, pongs, close), then
         `data`: one checkpoint for all."""
         chunks = self._protocol.data_to_send()
+        if self._held:
+            chunks, self._held = self._held + chunks, []
         if not chunks and not data and self._rest is None:
             return
         # The lock orders the writer's sends with the reader's pongs and a ping: taken
@@ -354,7 +410,14 @@ class WebSocket:
         spent, self.io_seconds = self.io_seconds, 0.0
         return spent
 
+    def fileno(self) -> int:
+        """The socket's file descriptor (-1 once it is closed)."""
+        return self._fd()
+
     async def _abort(self) -> None:
+        if self.on_abort is not None:
+            told, self.on_abort = self.on_abort, None
+            told()
         await trio.aclose_forcefully(self._stream)
 
 

@@ -103,10 +103,9 @@ class SubscriberQueue:
         if not self.closed:
             self._push(frame)
 
-    async def wait_room(self) -> None:
-        """Return once the queue has room for a small frame (or is closed)."""
-        while not self.closed and self._full_for(""):
-            await self._park()
+    def has_room(self) -> bool:
+        """True while a small frame would be taken (`offer`, `put` without a wait)."""
+        return not self._full_for("")
 
     def get_nowait(self) -> str | None:
         """The next frame, or None when none is waiting."""

@@ -1,0 +1,144 @@
+"""One task reads every greeted websocket: `Reactor`.
+
+A connection past its hello is a `Reader` watched by the reactor: its socket sits in an
+epoll set of the reactor's own, registered once (level-triggered), and the reactor's
+task waits for that set through trio (an epoll descriptor is readable when one of its
+sockets is). Each wake serves every ready connection in rounds: in a round a connection
+hands over at most one message (reading its socket first when nothing it read is left),
+and between rounds the task yields, so the worlds' tasks run and one client's many
+frames never hold the loop (a round also yields once it took `round_seconds`).
+
+Why: a reader task per connection cost every request a task step of its own (the wake,
+the coroutine chain resumed, trio's registration of the socket changed twice with
+`epoll_ctl`), about as much as parsing and checking the request; the reactor's step is
+shared by every connection ready at once (docs/performance.md).
+
+A reader that may not take a message now (its outbox full, its answer slots taken) is
+`pause`d: its socket leaves the set (TCP pushes back on the client) until `resume`
+(which also wakes the reactor through an eventfd in the set).
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import time
+from typing import Protocol
+
+import trio
+
+
+class Reader(Protocol):
+    """A connection the reactor serves."""
+
+    readable: bool  # set by the reactor when epoll reports its socket
+
+    def serve_one(self) -> bool:
+        """Hand over at most one message (reading the socket when `readable` and nothing
+        read is left); True when another message is already read and waits."""
+
+
+class Reactor:
+    """The reading task of every watched connection (see the module doc)."""
+
+    def __init__(self, round_seconds: float) -> None:
+        self.round_seconds = round_seconds
+        self._epoll = select.epoll()
+        self._wake = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        self._epoll.register(self._wake, select.EPOLLIN)
+        self._readers: dict[int, Reader] = {}  # by socket descriptor
+        self._fds: dict[Reader, int] = {}
+        self._due: dict[Reader, None] = {}  # served next round (an ordered set)
+        self._parked = False  # the task waits for the epoll set
+
+    def __len__(self) -> int:
+        """Connections watched (paused ones included)."""
+        return len(self._fds)
+
+    def watch(self, fd: int, reader: Reader) -> None:
+        """Serve `reader`, whose socket is `fd`, from now on (its messages already read
+        first)."""
+        self._fds[reader] = fd
+        self._readers[fd] = reader
+        self._epoll.register(fd, select.EPOLLIN)
+        self.resume(reader)
+
+    def unwatch(self, reader: Reader) -> None:
+        """Stop serving `reader` (before its socket closes: a descriptor's number is
+        reused by the next connection)."""
+        fd = self._fds.pop(reader, None)
+        self._due.pop(reader, None)
+        if fd is None:
+            return
+        if self._readers.pop(fd, None) is not None:
+            self._unregister(fd)
+
+    def pause(self, reader: Reader) -> None:
+        """Leave `reader`'s socket unread until `resume`."""
+        fd = self._fds.get(reader)
+        self._due.pop(reader, None)
+        if fd is not None and self._readers.pop(fd, None) is not None:
+            self._unregister(fd)
+
+    def resume(self, reader: Reader) -> None:
+        """Serve `reader` again from the next round (a no-op unless it is paused)."""
+        fd = self._fds.get(reader)
+        if fd is None:
+            return
+        if fd not in self._readers:
+            self._readers[fd] = reader
+            self._epoll.register(fd, select.EPOLLIN)
+        self._due[reader] = None
+        if self._parked:
+            self._parked = False
+            os.eventfd_write(self._wake, 1)
+
+    def _unregister(self, fd: int) -> None:
+        try:
+            self._epoll.unregister(fd)
+        except (OSError, ValueError):
+            pass  # closed already: the kernel dropped it from the set
+
+    async def run(self) -> None:
+        """Serve until cancelled."""
+        clock = time.perf_counter
+        try:
+            while True:
+                ready = self._ready()
+                if not ready:
+                    self._parked = True
+                    await trio.lowlevel.wait_readable(self._epoll.fileno())
+                    self._parked = False
+                    continue
+                started = clock()
+                for k, reader in enumerate(ready):
+                    if reader not in self._fds:
+                        continue  # unwatched during this round
+                    if reader.serve_one():
+                        self._due[reader] = None
+                    if clock() - started >= self.round_seconds:
+                        for later in ready[k + 1:]:
+                            if later in self._fds:
+                                self._due[later] = None
+                        break
+                await trio.lowlevel.checkpoint()
+        finally:
+            self._epoll.close()
+            os.close(self._wake)
+
+    def _ready(self) -> list[Reader]:
+        """This round's readers: those due, then those whose sockets epoll reports."""
+        ready = self._due
+        self._due = {}
+        readers = self._readers
+        for fd, _ in self._epoll.poll(0):
+            reader = readers.get(fd)
+            if reader is not None:
+                reader.readable = True
+                ready[reader] = None
+            elif fd == self._wake:
+                try:
+                    os.eventfd_read(self._wake)
+                except BlockingIOError:
+                    pass
+        return list(ready)
