@@ -3,10 +3,12 @@
 A connection past its hello is a `Reader` watched by the reactor: its socket sits in an
 epoll set of the reactor's own, registered once (level-triggered), and the reactor's
 task waits for that set through trio (an epoll descriptor is readable when one of its
-sockets is). Each wake serves every ready connection in rounds: in a round a connection
-hands over at most one message (reading its socket first when nothing it read is left),
-and between rounds the task yields, so the worlds' tasks run and one client's many
-frames never hold the loop (a round also yields once it took `round_seconds`).
+sockets is). It serves the ready connections in passes: a pass takes every connection
+epoll reports ready and every one left with a message already read, and hands each at
+most one message (reading its socket first when nothing it read is left); epoll is asked
+again only once the pass is done, so one client's many frames never hold the others. A
+pass is served in rounds of at most `round_seconds`, and the task yields after each, so
+the worlds' tasks run between.
 
 Why: a reader task per connection cost every request a task step of its own (the wake,
 the coroutine chain resumed, trio's registration of the socket changed twice with
@@ -48,7 +50,8 @@ class Reactor:
         self._epoll.register(self._wake, select.EPOLLIN)
         self._readers: dict[int, Reader] = {}  # by socket descriptor
         self._fds: dict[Reader, int] = {}
-        self._due: dict[Reader, None] = {}  # served next round (an ordered set)
+        self._pass: dict[Reader, None] = {}  # this pass's readers not served yet (ordered)
+        self._next: dict[Reader, None] = {}  # the next pass's: messages left, or resumed
         self._parked = False  # the task waits for the epoll set
 
     def __len__(self) -> int:
@@ -67,7 +70,8 @@ class Reactor:
         """Stop serving `reader` (before its socket closes: a descriptor's number is
         reused by the next connection)."""
         fd = self._fds.pop(reader, None)
-        self._due.pop(reader, None)
+        self._pass.pop(reader, None)
+        self._next.pop(reader, None)
         if fd is None:
             return
         if self._readers.pop(fd, None) is not None:
@@ -76,7 +80,8 @@ class Reactor:
     def pause(self, reader: Reader) -> None:
         """Leave `reader`'s socket unread until `resume`."""
         fd = self._fds.get(reader)
-        self._due.pop(reader, None)
+        self._pass.pop(reader, None)
+        self._next.pop(reader, None)
         if fd is not None and self._readers.pop(fd, None) is not None:
             self._unregister(fd)
 
@@ -88,7 +93,7 @@ class Reactor:
         if fd not in self._readers:
             self._readers[fd] = reader
             self._epoll.register(fd, select.EPOLLIN)
-        self._due[reader] = None
+        self._next[reader] = None
         if self._parked:
             self._parked = False
             os.eventfd_write(self._wake, 1)
@@ -104,32 +109,28 @@ class Reactor:
         clock = time.perf_counter
         try:
             while True:
-                ready = self._ready()
-                if not ready:
+                if not self._pass and not self._next_pass():
                     self._parked = True
                     await trio.lowlevel.wait_readable(self._epoll.fileno())
                     self._parked = False
                     continue
                 started = clock()
-                for k, reader in enumerate(ready):
-                    if reader not in self._fds:
-                        continue  # unwatched during this round
+                while self._pass:
+                    reader = next(iter(self._pass))
+                    del self._pass[reader]
                     if reader.serve_one():
-                        self._due[reader] = None
+                        self._next[reader] = None
                     if clock() - started >= self.round_seconds:
-                        for later in ready[k + 1:]:
-                            if later in self._fds:
-                                self._due[later] = None
                         break
                 await trio.lowlevel.checkpoint()
         finally:
             self._epoll.close()
             os.close(self._wake)
 
-    def _ready(self) -> list[Reader]:
-        """This round's readers: those due, then those whose sockets epoll reports."""
-        ready = self._due
-        self._due = {}
+    def _next_pass(self) -> bool:
+        """Start the next pass: the readers left from the last, then those whose sockets
+        epoll reports; False when there are none."""
+        ready, self._next = self._next, {}
         readers = self._readers
         for fd, _ in self._epoll.poll(0):
             reader = readers.get(fd)
@@ -141,4 +142,5 @@ class Reactor:
                     os.eventfd_read(self._wake)
                 except BlockingIOError:
                     pass
-        return list(ready)
+        self._pass = ready
+        return bool(ready)
