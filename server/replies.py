@@ -40,10 +40,11 @@ def internal_error() -> ProtocolError:
 
 class RequestAnswer:
     """The answer slot of one request: encodes the reply into the session's outbox, and
-    charges what the request cost (the world's time and the reply's encoding) to the
-    session's client."""
+    charges what the request cost (its reading, the world's time and the reply's
+    encoding) to the session's client, once, with the reply."""
 
-    __slots__ = ("actor_id", "answered", "creating", "deadline", "request_id", "session")
+    __slots__ = ("actor_id", "answered", "creating", "deadline", "request_id", "session",
+                 "spent")
 
     def __init__(self, session: Session, request_id: int, actor_id: str) -> None:
         self.session = session
@@ -52,10 +53,15 @@ class RequestAnswer:
         self.answered = False
         self.deadline = 0.0
         self.creating: Ticket | None = None  # a create's place in its client's budget
+        self.spent = 0.0  # seconds of server time, charged with the reply
 
     def charge(self, seconds: float) -> None:
-        """The world spent `seconds` on this request (actors/runtime/base.py tells)."""
-        self.session.charge(seconds)
+        """The request cost `seconds` more (its reading; the world's time, which
+        actors/runtime/base.py tells); charged at once if it was answered already."""
+        if self.answered:
+            self.session.charge(seconds)
+        else:
+            self.spent += seconds
 
     def succeed(self, value: Any) -> None:
         """Reply with the op's result."""
@@ -69,7 +75,7 @@ class RequestAnswer:
                           self.request_id, self.actor_id)
             self.fail(internal_error())
             return
-        self.session.charge(time.perf_counter() - started)
+        self.spent += time.perf_counter() - started
         if self.creating is not None:
             self.creating.settle(True)
         self._deliver(frame)
@@ -85,6 +91,7 @@ class RequestAnswer:
 
     def _deliver(self, frame: str) -> None:
         self.answered = True
+        self.session.charge(self.spent)
         self.session.server.deadlines.forget(self)
         self.session.outbox.force(frame)
         self.session.release_slot()

@@ -419,9 +419,9 @@ class Session:
             self.subscribing += 1
             assert self._nursery is not None
             self._nursery.start_soon(self._subscribe, frame)
+            self.charge(clock() - started + self.ws.take_io_seconds())
         else:
-            self._dispatch(frame)
-        self.charge(clock() - started + self.ws.take_io_seconds())
+            self._dispatch(frame).charge(clock() - started + self.ws.take_io_seconds())
 
     async def _finish_closing(self) -> None:
         """The client closed (or broke the protocol): finish the closing handshake (our
@@ -479,8 +479,9 @@ class Session:
         finally:
             self.release_slot()
 
-    def _dispatch(self, request: Request) -> None:
-        """Post `request` to its world; the answer arrives through a RequestAnswer."""
+    def _dispatch(self, request: Request) -> RequestAnswer:
+        """Post `request` to its world; the answer arrives through the RequestAnswer
+        returned."""
         answer = RequestAnswer(self, request.id, request.to or "")
         try:
             call, to = self._call_of(request)
@@ -493,6 +494,7 @@ class Session:
         except Exception:  # a bug: answer and log it, never drop the connection over it
             log.exception("request %r failed", request)
             answer.fail(internal_error())
+        return answer
 
     def _call_of(self, request: Request) -> tuple[Call, str]:
         """The actor call of `request` and the actor it goes to (roles, args, `to` checked)."""

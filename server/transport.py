@@ -32,16 +32,19 @@ from time import perf_counter
 from typing import Any
 
 import trio
-from websockets.frames import CloseCode, Opcode
+from websockets.frames import CloseCode, Frame, Opcode
 from websockets.http11 import Request
 from websockets.protocol import CLOSED, CONNECTING, OPEN
 from websockets.server import ServerProtocol
+from websockets.speedups import apply_mask
 
 from actors.runtime.waiter import Turn
 
 log = logging.getLogger("petridish.transport")
 
 RECEIVE = 65536  # bytes a read asks for
+_WHOLE = {0x81: Opcode.TEXT, 0x82: Opcode.BINARY}  # first bytes of whole data frames
+_DATA = {Opcode.CONT.value, Opcode.TEXT.value, Opcode.BINARY.value}
 _DISCONNECT = {"type": "websocket.disconnect"}
 
 
@@ -100,6 +103,8 @@ class WebSocket:
             events[0], Request) else None
         self._early = head[end:]  # what the client sent past its head, before our answer
         self._events: list[Any] = []  # frames not yet read, the next one last
+        self._partial = b""  # the start of a frame not yet whole (see `_frames`)
+        self._in_message = False  # a fragmented message is being received
         self._drained = False  # the last read took all the socket had (the next would fail)
         self._send_lock = Turn()
         self._rest: memoryview | None = None  # what `send_at_once` could not write yet
@@ -141,9 +146,8 @@ class WebSocket:
         self.request = None
         self._protocol = ServerProtocol(state=OPEN, max_size=self._max_size)
         if self._early:
-            self._protocol.receive_data(self._early)
+            self._events = self._frames(self._early)[::-1]
             self._early = b""
-            self._events = self._protocol.events_received()[::-1]
             await self._flush()
 
     async def receive(self) -> dict[str, Any]:
@@ -201,12 +205,67 @@ class WebSocket:
             self._drained = len(data) < RECEIVE
             self.last_received = trio.current_time()
             self.ping_sent = None
-            self._protocol.receive_data(data)
+            self._events = self._frames(data)[::-1]
         else:
             self._protocol.receive_eof()
-        self._events = self._protocol.events_received()[::-1]
+            self._events = self._protocol.events_received()[::-1]
         self.io_seconds += perf_counter() - started
         return True
+
+    def _frames(self, data: bytes) -> list[Any]:
+        """The frames `data` completes, after what the last reads left.
+
+        A whole, unfragmented text or binary frame of a client (masked, no reserved bit)
+        within the size limit is parsed here; any other frame goes to websockets' parser
+        (control frames, fragments, violations: it answers pings, closes on violations),
+        whole, or at once when its header says it is too big. So websockets' parser holds
+        no part of a frame while the connection is open (a partial frame waits here,
+        `max_size` bytes at most), and it sees every fragment of a message.
+        """
+        buf = self._partial + data if self._partial else data
+        self._partial = b""
+        frames: list[Any] = []
+        protocol = self._protocol
+        at, end = 0, len(buf)
+        while at < end and protocol.state is OPEN:
+            if end - at < 2:
+                break
+            b0, b1 = buf[at], buf[at + 1]
+            size, head = b1 & 0x7F, 2
+            if size == 126:
+                if end - at < 4:
+                    break
+                size, head = int.from_bytes(buf[at + 2:at + 4]), 4
+            elif size == 127:
+                if end - at < 10:
+                    break
+                size, head = int.from_bytes(buf[at + 2:at + 10]), 10
+            if b1 & 0x80:
+                head += 4  # the mask
+            if size > self._max_size:  # websockets closes with 1009
+                protocol.receive_data(buf[at:])
+                frames += protocol.events_received()
+                return frames
+            stop = at + head + size
+            if stop > end:
+                break
+            opcode = _WHOLE.get(b0)
+            if opcode is not None and b1 & 0x80 and not self._in_message:
+                frames.append(Frame(opcode, apply_mask(buf[at + head:stop],
+                                                       buf[at + head - 4:at + head])))
+            else:
+                if b0 & 0x0F in _DATA:  # a fragment: websockets follows the message
+                    self._in_message = not b0 & 0x80
+                protocol.receive_data(buf[at:stop])
+                frames += protocol.events_received()
+            at = stop
+        if at < end:
+            if protocol.state is OPEN:
+                self._partial = buf[at:]
+            else:  # closing: what follows is websockets' to discard
+                protocol.receive_data(buf[at:])
+                frames += protocol.events_received()
+        return frames
 
     @property
     def has_message(self) -> bool:

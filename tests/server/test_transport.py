@@ -9,7 +9,7 @@ import trio
 from websockets.frames import Frame, Opcode
 
 from server.transport import WebSocket, text_frame
-from tests.server.raw_ws import TEXT, RawSocket, frame, request
+from tests.server.raw_ws import BINARY, CLOSE, PING, PONG, TEXT, RawSocket, frame, request
 
 
 class Steps(trio.abc.Instrument):
@@ -130,3 +130,35 @@ async def test_send_at_once_refuses_while_a_send_waits_and_once_closing() -> Non
     assert not ws.send_at_once('"too late"')
     await client.aclose()
     await ws.abort()
+
+
+async def test_frames_split_fragmented_and_mixed_with_pings_arrive_whole_and_in_order() -> None:
+    """Whole data frames are parsed by the transport itself, everything else by
+    websockets' parser: a frame split over reads waits until whole, a fragmented
+    message is put together, a ping between messages is answered, and the messages come
+    out in the order sent."""
+    client, ws, raw = await _pair()
+    first = frame(TEXT, b'"one"')
+    await client.send_all(first[:3])
+    await trio.sleep(0.02)
+    await client.send_all(first[3:]
+                          + frame(TEXT, b'"tw', fin=False) + frame(0x0, b'o"')
+                          + frame(PING, b"p") + frame(BINARY, b"three")
+                          + frame(TEXT, b'"four"'))
+    got = [await ws.receive() for _ in range(4)]
+    assert [m.get("text", m.get("bytes")) for m in got] == ['"one"', '"two"', b"three",
+                                                           '"four"']
+    assert await raw.recv_frame() == (PONG, b"p")
+    await client.aclose()
+    await ws.abort()
+
+
+async def test_a_frame_announced_too_big_closes_1009_without_waiting_for_it() -> None:
+    """A header saying more than the size limit is refused at once (1009), before its
+    payload arrives."""
+    client, ws, raw = await _pair()
+    await client.send_all(bytes([0x81, 0xFF]) + (2 << 20).to_bytes(8, "big") + b"mask")
+    assert (await ws.receive())["type"] == "websocket.disconnect"
+    opcode, payload = await raw.recv_frame()
+    assert (opcode, int.from_bytes(payload[:2], "big")) == (CLOSE, 1009)
+    await client.aclose()
