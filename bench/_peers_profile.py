@@ -72,7 +72,7 @@ STAGES: tuple[tuple[str, str, frozenset[str] | None], ...] = (
     ("mailbox", "actors/runtime/mailbox.py", None),
     ("mailbox", "actors/runtime/ref.py", None),
     ("mailbox", "actors/runtime/waiter.py", None),
-    ("mailbox", "server/session.py", frozenset({"_dispatch", "_admit"})),
+    ("mailbox", "server/session.py", frozenset({"_dispatch"})),
     ("actor loop", "actors/runtime/", None),
     ("frame", "wsproto/", None),
     ("frame", "websockets/", None),
@@ -81,7 +81,8 @@ STAGES: tuple[tuple[str, str, frozenset[str] | None], ...] = (
     ("frame", "hypercorn/", None),
     ("frame", "h11/", None),
     ("frame", "starlette/", None),
-    ("frame", "server/session.py", frozenset({"_receive_text", "_read"})),
+    ("frame", "server/reactor.py", None),
+    ("frame", "server/session.py", frozenset({"_receive_text", "serve_one"})),
     ("metrics", "prometheus_client/", None),
     ("metrics", "server/metrics.py", None),
 )
