@@ -128,9 +128,9 @@ class Deadlines:
         """Requests owed an answer."""
         return len(self._owed)
 
-    def watch(self, answer: RequestAnswer) -> None:
-        """Start the clock of `answer`."""
-        answer.deadline = trio.current_time() + self.limit
+    def watch(self, answer: RequestAnswer, now: float) -> None:
+        """Start the clock of `answer`, asked at `now` (trio's clock)."""
+        answer.deadline = now + self.limit
         self._owed.add(answer)
         self._wake.set()
 

@@ -280,7 +280,7 @@ class Session:
                 if text is None:
                     return False
                 try:
-                    frame = self._parse(text)
+                    frame = self._parse(text, trio.current_time())
                 except ProtocolError as error:
                     await self._refuse_now(request_id_of(error), error)
                     continue
@@ -302,14 +302,14 @@ class Session:
 
     # ---- reader and writer --------------------------------------------------------------
 
-    def _parse(self, text: str) -> Frame:
-        """Spend a token of the bucket and parse one frame.
+    def _parse(self, text: str, now: float) -> Frame:
+        """Spend a token of the bucket (at `now`, trio's clock) and parse one frame.
 
         Every frame spends a token, malformed ones too, and one beyond the bucket is
         refused `rate_limited` whatever else is wrong with it. A refusal carries the
         frame's id when it could be read (`request_id_of`).
         """
-        limited = not self.bucket.take(trio.current_time())
+        limited = not self.bucket.take(now)
         try:
             self._check_size(text)
             frame = parse_frame(text)
@@ -397,9 +397,9 @@ class Session:
         # is charged to its client like the world's time, and so is the socket's I/O and
         # framing since the last request (its replies' included).
         clock = time.perf_counter
-        started = clock()
+        started, now = clock(), trio.current_time()
         try:
-            frame = self._parse(message)
+            frame = self._parse(message, now)
             if isinstance(frame, Hello):
                 raise for_request(ProtocolError(ErrorCode.BAD_REQUEST,
                                                 "hello was already said"), frame.id)
@@ -409,7 +409,7 @@ class Session:
                     ref.unsubscribe(self.outbox)
                 self.outbox.force(encode_result(frame.id, {"topic": frame.to}))
                 return
-            self._within_budgets(frame)
+            self._within_budgets(frame, now)
         except ProtocolError as error:
             self.count_error(error)
             self.outbox.force(encode_error(request_id_of(error), error))
@@ -421,7 +421,7 @@ class Session:
             self._nursery.start_soon(self._subscribe, frame)
             self.charge(clock() - started + self.ws.take_io_seconds())
         else:
-            self._dispatch(frame).charge(clock() - started + self.ws.take_io_seconds())
+            self._dispatch(frame, now).charge(clock() - started + self.ws.take_io_seconds())
 
     async def _finish_closing(self) -> None:
         """The client closed (or broke the protocol): finish the closing handshake (our
@@ -430,10 +430,10 @@ class Session:
             while (await self.ws.receive())["type"] != "websocket.disconnect":
                 pass  # frames past a close are dropped
 
-    def _within_budgets(self, frame: Request | Subscribe) -> None:
+    def _within_budgets(self, frame: Request | Subscribe, now: float) -> None:
         """Refuse `frame` (over_budget) when its client's CPU time is spent, or a new
         subscription past the connection's."""
-        refusal = self.server.ledger.may_compute(self.account, trio.current_time())
+        refusal = self.server.ledger.may_compute(self.account, now)
         if refusal is None and isinstance(frame, Subscribe) and frame.to not in self.topics:
             cap = self.server.config.budgets.subscriptions
             if len(self.topics) + self.subscribing >= cap:
@@ -479,15 +479,15 @@ class Session:
         finally:
             self.release_slot()
 
-    def _dispatch(self, request: Request) -> RequestAnswer:
-        """Post `request` to its world; the answer arrives through the RequestAnswer
-        returned."""
+    def _dispatch(self, request: Request, now: float) -> RequestAnswer:
+        """Post `request` (read at `now`) to its world; the answer arrives through the
+        RequestAnswer returned."""
         answer = RequestAnswer(self, request.id, request.to or "")
         try:
             call, to = self._call_of(request)
             answer.actor_id = to
             answer.creating = self.server.creations.admit(self.account, self.who(), call, to)
-            self.server.deadlines.watch(answer)
+            self.server.deadlines.watch(answer, now)
             self.server.directory.ref(to).send(call, answer)
         except ProtocolError as error:
             answer.fail(error)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -338,7 +339,7 @@ class Actor(ABC):
     async def _loop(self) -> None:
         max_batch = self.context.config.max_batch
         budget = self.context.config.batch_seconds
-        clock = trio.current_time
+        clock = time.perf_counter  # (durations only; trio's clock is the batch's `now`)
         while True:
             # No timeout here (a cancel scope per wait cost a few percent of a busy
             # server): idleness is an IdleCheck timer message.
@@ -347,9 +348,9 @@ class Actor(ABC):
                 item = await self._mailbox.receive()
                 if item is None:
                     return  # stopped
-            handled, started = 0, clock()
+            handled, started, now = 0, clock(), trio.current_time()
             while item is not None:
-                if not await self._process(item):
+                if not await self._process(item, now):
                     return
                 handled += 1
                 item = None
@@ -360,47 +361,49 @@ class Actor(ABC):
             if clock() - started >= budget:  # a long batch: the others' turn first
                 await trio.lowlevel.checkpoint()
 
-    async def _process(self, item: Any) -> bool:
-        """Handle one message into the current batch; False when the actor must stop."""
-        clock = trio.current_time
+    async def _process(self, item: Any, now: float) -> bool:
+        """Handle one message of the batch that began at `now` (trio's clock); False
+        when the actor must stop."""
+        clock = time.perf_counter
         started = clock()
         if isinstance(item, Tell) and isinstance(item.message, IdleCheck):
-            return not self._idle_check(started)
-        self._active_at = started
+            return not self._idle_check(now)
+        self._active_at = now
         mark = len(self._unflushed)
         try:
-            if isinstance(item, Ask) and isinstance(item.message, SubscribeMsg):
-                # A subscriber starts from durable state: finish the batch first.
-                if not await self._flush():
-                    item.pending.fail(ActorStopped(self.actor_id))
-                    return False
-                sub = item.message
-                try:
-                    self._topic.subscribe(sub.queue, sub.since, sub.request_id, self._rev,
-                                          self.view)
-                except ProtocolError as error:
-                    item.pending.fail(error)
+            if isinstance(item, Ask):
+                message = item.message
+                if isinstance(message, SubscribeMsg):
+                    # A subscriber starts from durable state: finish the batch first.
+                    if not await self._flush():
+                        item.pending.fail(ActorStopped(self.actor_id))
+                        return False
+                    try:
+                        self._topic.subscribe(message.queue, message.since,
+                                              message.request_id, self._rev, self.view)
+                    except ProtocolError as error:
+                        item.pending.fail(error)
+                    else:
+                        item.pending.succeed(None)
+                elif isinstance(message, ViewMsg):
+                    if not await self._flush():
+                        item.pending.fail(ActorStopped(self.actor_id))
+                        return False
+                    item.pending.succeed((self._durable_rev, self.view()))
                 else:
-                    item.pending.succeed(None)
-            elif isinstance(item, Ask) and isinstance(item.message, ViewMsg):
-                if not await self._flush():
-                    item.pending.fail(ActorStopped(self.actor_id))
-                    return False
-                item.pending.succeed((self._durable_rev, self.view()))
-            elif isinstance(item, Ask):
-                self._asked = item.pending
-                try:
-                    value = await self.handle(item.message)
-                    if self._asked is not None:  # not deferred
-                        self._answers.append((item.pending, value, None))
-                except ProtocolError as error:
-                    self._drop_deferral(item.pending)
-                    self._answers.append((item.pending, None, error))
-                finally:
-                    self._asked = None
+                    self._asked = item.pending
+                    try:
+                        value = await self.handle(message)
+                        if self._asked is not None:  # not deferred
+                            self._answers.append((item.pending, value, None))
+                    except ProtocolError as error:
+                        self._drop_deferral(item.pending)
+                        self._answers.append((item.pending, None, error))
+                    finally:
+                        self._asked = None
             elif isinstance(item, UnsubscribeMsg):
                 self._topic.unsubscribe(item.queue)
-            elif isinstance(item, Tell) and isinstance(item.message, PushDue):
+            elif isinstance(item.message, PushDue):  # (a Tell)
                 self._push_armed = False  # the flush after this batch pushes
             else:
                 try:
