@@ -1,11 +1,12 @@
 """One websocket on a socket of its own: `WebSocket`, and the keepalive `Pinger`.
 
-A `/ws` upgrade (server/front.py routes it here) becomes a `WebSocket`: websockets'
-`ServerProtocol` parses (C-accelerated unmasking) and makes the control frames,
-`text_frame` makes the text frames (once for a push many connections send), and this
-module moves the bytes itself, with `os.read` and `os.write` on the socket (an idle
-connection's reader is three coroutine frames shallower than through trio's streams, and
-its reads, writes and framing are timed: `io_seconds`, charged to its client).
+A `/ws` upgrade (server/front.py routes it here) becomes a `WebSocket`: whole data frames
+are parsed here (`_frames`), every other frame by websockets' `ServerProtocol`, which also
+makes the control frames (C-accelerated unmasking for both); `text_frame` makes the text
+frames (once for a push many connections send), and this module moves the bytes itself,
+with `os.read` and `os.write` on the socket (no coroutine frames of trio's streams on an
+idle connection; its reads, writes and framing are timed: `io_seconds`, charged to its
+client).
 
 Two ways to read: `receive` waits for the socket through trio (a read that emptied the
 socket is followed by a wait, not by a read that fails), for a connection's own task

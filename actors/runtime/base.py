@@ -362,8 +362,7 @@ class Actor(ABC):
                 await trio.lowlevel.checkpoint()
 
     async def _process(self, item: Any, now: float) -> bool:
-        """Handle one message of the batch that began at `now` (trio's clock); False
-        when the actor must stop."""
+        """Handle one message of the batch begun at `now`; False when the actor must stop."""
         clock = time.perf_counter
         started = clock()
         if isinstance(item, Tell) and isinstance(item.message, IdleCheck):
@@ -373,11 +372,14 @@ class Actor(ABC):
         try:
             if isinstance(item, Ask):
                 message = item.message
-                if isinstance(message, SubscribeMsg):
-                    # A subscriber starts from durable state: finish the batch first.
+                if isinstance(message, SubscribeMsg | ViewMsg):
+                    # Both start from durable state: finish the batch first.
                     if not await self._flush():
                         item.pending.fail(ActorStopped(self.actor_id))
                         return False
+                    if isinstance(message, ViewMsg):
+                        item.pending.succeed((self._durable_rev, self.view()))
+                        return True
                     try:
                         self._topic.subscribe(message.queue, message.since,
                                               message.request_id, self._rev, self.view)
@@ -385,11 +387,6 @@ class Actor(ABC):
                         item.pending.fail(error)
                     else:
                         item.pending.succeed(None)
-                elif isinstance(message, ViewMsg):
-                    if not await self._flush():
-                        item.pending.fail(ActorStopped(self.actor_id))
-                        return False
-                    item.pending.succeed((self._durable_rev, self.view()))
                 else:
                     self._asked = item.pending
                     try:
