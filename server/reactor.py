@@ -22,12 +22,15 @@ A reader that may not take a message now (its outbox full, its answer slots take
 
 from __future__ import annotations
 
+import logging
 import os
 import select
 import time
 from typing import Protocol
 
 import trio
+
+log = logging.getLogger("petridish.reactor")
 
 
 class Reader(Protocol):
@@ -38,6 +41,9 @@ class Reader(Protocol):
     def serve_one(self) -> bool:
         """Hand over at most one message (reading the socket when `readable` and nothing
         read is left); True when another message is already read and waits."""
+
+    def failed(self) -> None:
+        """`serve_one` raised (the reactor logged it and serves the reader no more)."""
 
 
 class Reactor:
@@ -118,8 +124,13 @@ class Reactor:
                 while self._pass:
                     reader = next(iter(self._pass))
                     del self._pass[reader]
-                    if reader.serve_one():
-                        self._next[reader] = None
+                    try:
+                        if reader.serve_one():
+                            self._next[reader] = None
+                    except Exception:  # a bug: that connection ends, the others go on
+                        log.exception("serving a connection failed")
+                        self.unwatch(reader)
+                        reader.failed()
                     if clock() - started >= self.round_seconds:
                         break
                 await trio.lowlevel.checkpoint()

@@ -350,17 +350,24 @@ class Session:
             self._read_end.wake()
 
     def resume_reading(self) -> None:
-        """An answer slot or outbox room freed: a paused reader may take messages again."""
-        if self.paused:
+        """An answer slot or outbox room freed: a paused reader takes messages again once
+        it has both."""
+        if self.paused and self.inflight.value and self.outbox.has_room():
             self.paused = False
             if self.reading:
                 self.server.reactor.resume(self)
 
+    def failed(self) -> None:
+        """Serving this connection raised (a bug; the reactor logged it): close with 1011
+        once what is in flight is answered."""
+        self.server.trace.warn("close_1011", self.address, "closing a connection from %s "
+                               "with 1011 after a server failure", self.address)
+        self.end(1011)
+
     def release_slot(self) -> None:
         """A request's reply is in the outbox: its answer slot is free again."""
         self.inflight.release()
-        if self.paused:
-            self.resume_reading()
+        self.resume_reading()
 
     def serve_one(self) -> bool:
         """The reactor's call: take at most one message (reading the socket first when

@@ -104,7 +104,8 @@ class WebSocket:
             events[0], Request) else None
         self._early = head[end:]  # what the client sent past its head, before our answer
         self._events: list[Any] = []  # frames not yet read, the next one last
-        self._partial = b""  # the start of a frame not yet whole (see `_frames`)
+        self._partial = bytearray()  # the start of a frame not yet whole (see `_frames`)
+        self._need = 0  # ... and how long it must grow before it is parsed again
         self._in_message = False  # a fragmented message is being received
         self._drained = False  # the last read took all the socket had (the next would fail)
         self._send_lock = Turn()
@@ -223,22 +224,31 @@ class WebSocket:
         no part of a frame while the connection is open (a partial frame waits here,
         `max_size` bytes at most), and it sees every fragment of a message.
         """
-        buf = self._partial + data if self._partial else data
-        self._partial = b""
+        if self._partial:  # a frame begun: appended to until whole (no copy per read)
+            self._partial += data
+            if len(self._partial) < self._need:
+                return []
+            buf, self._partial = bytes(self._partial), bytearray()
+        else:
+            buf = data
         frames: list[Any] = []
         protocol = self._protocol
         at, end = 0, len(buf)
+        need = 0  # bytes from `at` the frame there needs before it can be parsed
         while at < end and protocol.state is OPEN:
             if end - at < 2:
+                need = 2
                 break
             b0, b1 = buf[at], buf[at + 1]
             size, head = b1 & 0x7F, 2
             if size == 126:
                 if end - at < 4:
+                    need = 4
                     break
                 size, head = int.from_bytes(buf[at + 2:at + 4]), 4
             elif size == 127:
                 if end - at < 10:
+                    need = 10
                     break
                 size, head = int.from_bytes(buf[at + 2:at + 10]), 10
             if b1 & 0x80:
@@ -249,6 +259,7 @@ class WebSocket:
                 return frames
             stop = at + head + size
             if stop > end:
+                need = stop - at
                 break
             opcode = _WHOLE.get(b0)
             if opcode is not None and b1 & 0x80 and not self._in_message:
@@ -262,7 +273,7 @@ class WebSocket:
             at = stop
         if at < end:
             if protocol.state is OPEN:
-                self._partial = buf[at:]
+                self._partial, self._need = bytearray(buf[at:]), need
             else:  # closing: what follows is websockets' to discard
                 protocol.receive_data(buf[at:])
                 frames += protocol.events_received()

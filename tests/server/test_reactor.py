@@ -6,9 +6,11 @@ import json
 import socket
 from pathlib import Path
 
+import pytest
 import trio
 
 from server.reactor import Reactor
+from server.session import Session
 from tests.server.raw_ws import TEXT, RawSocket, frame
 from tests.server.test_transport import Steps
 from tests.server.ws_harness import running_server
@@ -26,6 +28,8 @@ class Queue:
         self.readable = False
         self.reads = 0
         self.refuse = False  # pause instead of taking a message
+        self.broken = False  # raise instead of taking a message
+        self.failures = 0
         self.reactor: Reactor | None = None
 
     def serve_one(self) -> bool:
@@ -33,6 +37,8 @@ class Queue:
         if self.refuse:
             self.reactor.pause(self)
             return False
+        if self.broken:
+            raise RuntimeError("a bug")
         if self.readable:  # what the socket holds stands for the messages
             self.readable = False
             self.reads += 1
@@ -42,6 +48,9 @@ class Queue:
         self.left -= 1
         self.log.append(self.name)
         return self.left > 0
+
+    def failed(self) -> None:
+        self.failures += 1
 
     def close(self) -> None:
         self.ours.close()
@@ -120,6 +129,24 @@ async def test_a_paused_reader_is_not_read_until_resumed() -> None:
     q.close()
 
 
+async def test_a_reader_that_raises_is_dropped_and_the_others_are_served(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A bug serving one connection is logged and ends that connection (`failed`); the
+    reactor goes on serving the others."""
+    log: list[str] = []
+    reactor = Reactor(round_seconds=1.0)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(reactor.run)
+        bad, good = _watched(reactor, Queue("bad", 2, log)), _watched(reactor, Queue("good", 2, log))
+        bad.broken = True
+        await trio.sleep(0.05)
+        assert (bad.failures, log, len(reactor)) == (1, ["good", "good"], 1)
+        assert "serving a connection failed" in caplog.text
+        nursery.cancel_scope.cancel()
+    bad.close()
+    good.close()
+
+
 async def test_an_unwatched_descriptor_number_may_serve_the_next_connection() -> None:
     """Unwatched before its socket closes, a descriptor's number is free for the next
     connection's reader, which is then served (and the old one never again)."""
@@ -164,3 +191,25 @@ async def test_a_client_past_its_answer_slots_is_paused_then_served_in_order(
         assert [r["result"]["adds"] for r in replies] == list(range(1, 201))
         assert pauses  # the slots ran out at least once
         await client.aclose()
+
+
+async def test_a_bug_reading_a_connection_closes_it_1011_and_others_are_served(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug in taking one connection's message closes that connection with 1011 (and
+    logs it); every other connection is served as before."""
+    def broken(self: Session, frame: object, now: float) -> None:
+        raise RuntimeError("a bug in the budgets")
+
+    async with running_server(tmp_path, open_mode=True) as srv:
+        victim = await RawSocket.open(srv.port)
+        assert (await victim.hello())["ok"]
+        monkeypatch.setattr(Session, "_within_budgets", broken)
+        await victim.send_json({"id": 1, "op": "lobby.list"})
+        assert await victim.close_code() == 1011
+        await victim.aclose()
+        monkeypatch.undo()
+        other = await RawSocket.open(srv.port)
+        assert (await other.hello())["ok"]
+        await other.send_json({"id": 2, "op": "lobby.list"})
+        assert (await other.recv_json())["ok"]
+        await other.aclose()

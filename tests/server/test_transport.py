@@ -6,6 +6,7 @@ import socket
 from typing import Any
 
 import trio
+import trio.testing
 from websockets.frames import Frame, Opcode
 
 from server.transport import WebSocket, text_frame
@@ -149,6 +150,18 @@ async def test_frames_split_fragmented_and_mixed_with_pings_arrive_whole_and_in_
     assert [m.get("text", m.get("bytes")) for m in got] == ['"one"', '"two"', b"three",
                                                            '"four"']
     assert await raw.recv_frame() == (PONG, b"p")
+    trickled = frame(TEXT, b'"' + b"t" * 300 + b'"')  # a 16-bit length, a byte per read
+    got.clear()
+
+    async def receive_one() -> None:
+        got.append(await ws.receive())
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(receive_one)
+        for k in range(len(trickled)):
+            await trio.testing.wait_all_tasks_blocked()  # the byte before was read
+            await client.send_all(trickled[k:k + 1])
+    assert got[0]["text"] == '"' + "t" * 300 + '"'
     await client.aclose()
     await ws.abort()
 
