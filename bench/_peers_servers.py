@@ -101,12 +101,13 @@ class ServerProcess:
     post-mortem)."""
 
     def __init__(self, name: str, argv: list[str], log_dir: Path,
-                 env: dict[str, str] | None = None, gc_signal: int | None = None) -> None:
+                 env: dict[str, str] | None = None, gc_signal: int | None = None,
+                 cwd: Path = REPO) -> None:
         self.name = name
         self.gc_signal = gc_signal
         self.log_path = log_dir / f"{name}.log"
         with self.log_path.open("w") as errors:
-            self.proc = subprocess.Popen(argv, cwd=REPO, env=env, text=True,
+            self.proc = subprocess.Popen(argv, cwd=cwd, env=env, text=True,
                                          stdout=subprocess.PIPE, stderr=errors,
                                          stdin=subprocess.DEVNULL)
         self.lines: list[str] = []
@@ -163,10 +164,13 @@ class ServerProcess:
         self.proc.wait(10)
 
 
-def python_server(name: str, code: str, log_dir: Path, *args: str) -> ServerProcess:
-    """A server of ours: `code` run by this interpreter with `args`."""
+def python_server(name: str, code: str, log_dir: Path, *args: str,
+                  tree: Path = REPO) -> ServerProcess:
+    """A server of ours: `code` run by this interpreter with `args`, from the source
+    tree `tree` (this repository, or another checkout: bench/versus.py; `-c` puts the
+    working directory first on the import path)."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    return ServerProcess(name, [sys.executable, "-c", code, *args], log_dir, env)
+    return ServerProcess(name, [sys.executable, "-c", code, *args], log_dir, env, cwd=tree)
 
 
 def node_server(name: str, log_dir: Path, *args: str) -> ServerProcess:

@@ -68,8 +68,9 @@ def _ratio(ours: float | None, peer: float | None) -> float | None:
     return None if not ours or not peer else round(ours / peer, 3)
 
 
-def _ratios(figures: dict[str, dict[str, Any]], keys: tuple[str, ...],
-            pairs: tuple[tuple[str, str], ...]) -> dict[str, dict[str, float | None]]:
+def ratios(figures: dict[str, dict[str, Any]], keys: tuple[str, ...],
+           pairs: tuple[tuple[str, str], ...]) -> dict[str, dict[str, float | None]]:
+    """`a/b` -> key -> the ratio of `figures[a][key]` to `figures[b][key]`, per pair."""
     return {f"{a}/{b}": {k: _ratio(figures[a][k], figures[b][k]) for k in keys}
             for a, b in pairs if a in figures and b in figures}
 
@@ -206,7 +207,7 @@ def measure(args: argparse.Namespace, levels: list[int],
         trio.run(load.round_trips, list(sides.values()), meters, c, args.seconds, args.turns,
                  _log)
         figures = {name: meter.figures() for name, meter in meters.items()}
-        figures["ratios"] = _ratios(figures, RT_KEYS, RT_PAIRS)
+        figures["ratios"] = ratios(figures, RT_KEYS, RT_PAIRS)
         result["round_trips"][str(c)] = figures
 
     _log(f"fan-out: {args.writers} writers, {args.spectators} spectators")
@@ -214,7 +215,7 @@ def measure(args: argparse.Namespace, levels: list[int],
     meters = {side.name: load.Meter(procs[side.name].cpu_seconds) for side in fan_sides}
     fan = trio.run(load.fan_out, fan_sides, meters, args.writers, args.spectators,
                    args.fan_seconds, args.turns, _log)
-    fan["ratios"] = _ratios(fan, FAN_KEYS, RT_PAIRS[:2])
+    fan["ratios"] = ratios(fan, FAN_KEYS, RT_PAIRS[:2])
     result["fan_out"] = {"writers": args.writers, "spectators": args.spectators, **fan}
     result["goals"] = goals(result)
     return result
