@@ -14,6 +14,10 @@ so the caller sees each event once and in order (or a snapshot when the server's
 history no longer reaches back). A `resync` push (the server dropped a subscriber
 that fell behind) is handled the same way.
 
+Frames go out no faster than the connection's token bucket refills (the hello reply
+names its `rate` and `burst`; the client keeps a tenth under both, for the network's
+jitter), so a caller that outruns it waits instead of being refused `rate_limited`.
+
 Every request carries a `request_id` (a fresh random one unless the caller names it):
 a write sent again with the same id is answered with its first result and applied once.
 A request whose reply was lost with the socket is sent again, with the same id, on the
@@ -44,6 +48,7 @@ from protocol.envelope import PROTOCOL_VERSION
 # Failures of the network or of a server that went away: worth another attempt.
 _TRANSIENT = (ConnectionClosed, OSError, TimeoutError, trio.TooSlowError, InvalidHandshake)
 HELLO_TIMEOUT = 10.0  # seconds to open the socket, and again to get the hello reply
+PACE_MARGIN = 0.9  # of the server's frame rate and burst the client allows itself
 
 
 class ClientError(Exception):
@@ -112,6 +117,27 @@ class _Pending:
     def __init__(self) -> None:
         self.done = trio.Event()
         self.reply: dict[str, Any] | None = None
+
+
+class _Pace:
+    """The connection's token bucket as the client keeps it: a frame waits for a token."""
+
+    def __init__(self, rate: float, burst: float) -> None:
+        self.rate = rate * PACE_MARGIN
+        self.burst = max(1.0, burst * PACE_MARGIN)
+        self.level = self.burst - 1  # the hello spent one
+        self.at = trio.current_time()
+
+    async def spend(self) -> None:
+        """Take a token, waiting until one has refilled."""
+        while True:
+            now = trio.current_time()
+            self.level = min(self.burst, self.level + (now - self.at) * self.rate)
+            self.at = now
+            if self.level >= 1:
+                self.level -= 1
+                return
+            await trio.sleep((1 - self.level) / self.rate)
 
 
 class Subscription:
@@ -193,6 +219,7 @@ class Client:
         self._ids = itertools.count(1)
         self._pending: dict[int, _Pending] = {}
         self._subs: dict[str, Subscription] = {}
+        self._pace: _Pace | None = None  # the current socket's (None: the server names none)
 
     # ---- lifetime -------------------------------------------------------------
 
@@ -281,6 +308,9 @@ class Client:
         self.hello = reply.get("result") or {}
         self.role = self.hello.get("role")
         self.key = self.hello.get("key", self.key)
+        rate, burst = self.hello.get("rate"), self.hello.get("burst")
+        numbers = all(isinstance(x, int | float) and x > 0 for x in (rate, burst))
+        self._pace = _Pace(rate, burst) if numbers else None
         self.connections += 1
 
     async def _read(self, ws: ClientConnection) -> None:
@@ -360,6 +390,8 @@ class Client:
                 if ws is not None:
                     break
                 await trio.sleep(0.01)  # between two sockets: the reconnect is under way
+            if self._pace is not None:
+                await self._pace.spend()
             rid = frame["id"] = next(self._ids)
             pending = self._pending[rid] = _Pending()
             try:

@@ -78,3 +78,32 @@ async def test_the_js_client_retries_a_write_with_its_request_id(
         assert result["connections"] == 2
         stored = await srv.state.directory.store.read(WORLD)
         assert [e.data.get("amount") for e in stored] == [None, 9, 9]
+
+
+PACED = """
+import { Client } from "%(client)s";
+const c = await Client.connect("%(url)s");
+await c.request("counter.create", "%(world)s");
+const adds = Array.from({ length: 60 },
+                        () => c.request("counter.add", "%(world)s", { amount: 1 }));
+const revisions = (await Promise.all(adds)).map((r) => r.revision);
+console.log(JSON.stringify({ pace: [c.hello.rate, c.hello.burst], revisions }));
+c.close();
+"""
+
+
+async def test_the_js_client_paces_itself_under_the_bucket(tmp_path: Path) -> None:
+    """60 requests at once on a connection allowed 40 frames a second in bursts of 10:
+    the client waits for its tokens, and every request is answered."""
+    node = _node()
+    async with running_server(tmp_path / "data", open_mode=True, rate=40.0, burst=10) as srv:
+        script = tmp_path / "paced.mjs"
+        script.write_text(PACED % {"client": (REPO / "web" / "js" / "client.js").as_uri(),
+                                   "url": f"ws://127.0.0.1:{srv.port}/ws", "world": WORLD})
+        with trio.fail_after(30):
+            done = await trio.run_process([node, "--experimental-websocket", str(script)],
+                                          capture_stdout=True, capture_stderr=True, check=False)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    result = json.loads(done.stdout.decode().splitlines()[-1])
+    assert result["pace"] == [40.0, 10]
+    assert sorted(result["revisions"]) == list(range(2, 62))

@@ -19,10 +19,7 @@ import trio
 from protocol.client import Client, ClientError, RequestError, new_request_id
 
 UNKNOWN_OUTCOME = {"unavailable", "timeout", "overloaded", "actor_restarted"}
-RETRY_PAUSE = 0.05  # seconds between attempts while the outcome is unknown or refused
-# `rate_limited`: the frame was not handled; a client that outruns its connection's
-# bucket (a durable write answers in about a millisecond) waits and sends it again.
-NOT_HANDLED = "rate_limited"
+RETRY_PAUSE = 0.05  # seconds between attempts while the outcome is unknown
 ATTEMPT_TIMEOUT = 15.0  # seconds one attempt may wait, reconnects included
 # Cells a player plays at once: each costs at most one wrong value (how it learns the
 # cell), few enough that its wrong-rate stays under the 4% that kills an agent.
@@ -40,12 +37,10 @@ class Ack:
 
 @attrs.define
 class Ledger:
-    """Every acknowledged write so far, how many attempts had an unknown outcome and
-    how many were refused `rate_limited`."""
+    """Every acknowledged write so far, and how many attempts had an unknown outcome."""
 
     acks: list[Ack] = attrs.Factory(list)
     unknown: int = 0
-    slowed: int = 0
 
     def count(self, stream: str) -> int:
         """Acknowledged writes to `stream`."""
@@ -54,22 +49,18 @@ class Ledger:
 
 async def write(client: Client, ledger: Ledger, op: str, to: str, args: dict[str, Any]
                 ) -> dict[str, Any]:
-    """Send one request until it is handled and its outcome known; its result
-    (RequestError if refused)."""
+    """Send one write until its outcome is known; its result (RequestError if refused)."""
     request_id = new_request_id()
     while True:
         try:
             return await client.request(op, to, args, request_id=request_id,
                                         timeout=ATTEMPT_TIMEOUT)
         except RequestError as e:
-            if e.code not in UNKNOWN_OUTCOME | {NOT_HANDLED}:
+            if e.code not in UNKNOWN_OUTCOME:
                 raise
-            if e.code == NOT_HANDLED:
-                ledger.slowed += 1
-            else:
-                ledger.unknown += 1
         except (ClientError, trio.TooSlowError):
-            ledger.unknown += 1
+            pass
+        ledger.unknown += 1
         await trio.sleep(RETRY_PAUSE)
 
 
@@ -115,7 +106,7 @@ async def play(url: str, token: str, field: str, player: int, ledger: Ledger) ->
                ) is None:
             pass
         ledger.acks.append(Ack(field, rev, {"kind": "reveal", "agent": agent}))
-        seen = await write(c, ledger, "field.observe", field, {"agent": agent})
+        seen = await c.request("field.observe", field, {"agent": agent})
         tile = next(t for t in seen["tiles"] if t["id"] == joined["seed_tile"])
         cells = _tile_cells(tile, seen["G"])
         value = dict.fromkeys(cells, 1)

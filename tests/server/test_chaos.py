@@ -130,7 +130,6 @@ async def test_acknowledged_writes_survive_random_kills_of_server_and_writer(
     figures = {"cycles": CYCLES, "kills": dict(kills), "acknowledged": len(ledger.acks),
                "acknowledged_counter": ledger.count(COUNTER),
                "acknowledged_field": ledger.count(FIELD), "unknown_outcomes": ledger.unknown,
-               "rate_limited": ledger.slowed,
                "stored": audit.revisions,
                "checks": audit.checks, "lost": len(audit.lost), "holes": len(audit.holes),
                "seconds": round(time.monotonic() - began, 1)}

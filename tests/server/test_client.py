@@ -122,6 +122,28 @@ async def test_concurrent_requests_are_matched_by_id(server: Running) -> None:
         assert (await c.request("counter.get", to="counter:many"))["revision"] == 41
 
 
+async def test_requests_beyond_the_bucket_wait_instead_of_being_refused(
+        tmp_path: Path, nursery: trio.Nursery) -> None:
+    """The client paces itself under the bucket the hello names: 60 requests sent at once
+    on a connection allowed 40 frames a second in bursts of 10 are all answered."""
+    running: Running = await nursery.start(serve, ServerConfig(
+        port=0, data_dir=tmp_path, rate=40.0, burst=10))
+    async with Client.connect(running.ws_url, token=running.owner_token) as c:
+        assert (c.hello["rate"], c.hello["burst"]) == (40.0, 10)
+        await c.request("lobby.create", args={"kind": "counter", "name": "paced"})
+        revisions: list[int] = []
+
+        async def add() -> None:
+            revisions.append((await c.request("counter.add", to="counter:paced",
+                                              args={"amount": 1}))["revision"])
+
+        async with trio.open_nursery() as adding:
+            for _ in range(60):
+                adding.start_soon(add)
+        assert sorted(revisions) == list(range(2, 62))
+    running.stop()
+
+
 async def test_reconnect_resumes_with_exactly_the_missed_events(
         server: Running, nursery: trio.Nursery) -> None:
     proxy = Proxy(server.port)

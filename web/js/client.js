@@ -11,6 +11,10 @@
 // so a callback sees each event once, in order, or a snapshot when the gap is too
 // old for the server's history. A `resync` push is handled the same way.
 //
+// Frames go out no faster than the connection's token bucket refills (the hello reply
+// names its `rate` and `burst`; the client keeps a tenth under both, for the network's
+// jitter), so a caller that outruns it waits instead of being refused `rate_limited`.
+//
 // Every request carries a `request_id` (a fresh random one unless given): a write sent
 // again with it is applied once and answered with its first result. A request whose
 // socket dropped before its reply is sent again, with the same id, once the client has
@@ -18,6 +22,36 @@
 // instead, whose `requestId` names the id to resend with.
 
 export const PROTOCOL_VERSION = 1;
+const PACE_MARGIN = 0.9; // of the server's frame rate and burst the client allows itself
+
+/** The connection's token bucket as the client keeps it: a frame waits for a token. */
+class Pace {
+  constructor(rate, burst) {
+    this.rate = rate * PACE_MARGIN;
+    this.burst = Math.max(1, burst * PACE_MARGIN);
+    this.level = this.burst - 1; // the hello spent one
+    this.at = performance.now();
+  }
+
+  async spend() {
+    for (;;) {
+      const now = performance.now();
+      this.level = Math.min(this.burst, this.level + ((now - this.at) / 1000) * this.rate);
+      this.at = now;
+      if (this.level >= 1) {
+        this.level -= 1;
+        return;
+      }
+      await new Promise((wake) => setTimeout(wake, ((1 - this.level) / this.rate) * 1000));
+    }
+  }
+
+  /** The pace a hello reply names, or null when it names none. */
+  static of(hello) {
+    const ok = (x) => typeof x === "number" && x > 0;
+    return ok(hello.rate) && ok(hello.burst) ? new Pace(hello.rate, hello.burst) : null;
+  }
+}
 
 /** The server refused a request: `code` is one of the documented error codes. */
 export class RequestError extends Error {
@@ -100,6 +134,7 @@ export class Client {
     this.maxDelay = maxDelay;
     this.role = null;
     this.hello = null;
+    this._pace = null; // the current socket's (null: the server names none)
     this.connections = 0;
     this._ws = null;
     this._nextId = 1;
@@ -185,6 +220,7 @@ export class Client {
           this.hello = frame.result ?? {};
           this.role = this.hello.role ?? null;
           this.key = this.hello.key ?? this.key ?? null;
+          this._pace = Pace.of(this.hello);
           this.connections += 1;
           this._attempt = 0;
           this._ws = ws;
@@ -250,6 +286,7 @@ export class Client {
   }
 
   async _call(frame, timeout) {
+    if (this._pace) await this._pace.spend();
     while (!this._ws) {
       if (this._closed) throw new ConnectionLost("the client is closed");
       await new Promise((wake) => this._waiters.push(wake));
