@@ -6,7 +6,8 @@ the connections, the store's health, the budgets and who hit them, and the token
 (through `Console`, the server's side: server/console.py); a world can be stopped (held:
 refused until released), released or unloaded. Each change is an event of its stream,
 so the console keeps an audit trail of who did what, when (never a token itself: the
-answer to `admin.token_create` keeps no receipt). Worlds under `actors/` may not import
+answer to `admin.token_create` keeps no receipt), and the held worlds outlive a restart:
+the server loads this world as it starts, and it holds again what its stream holds. Worlds under `actors/` may not import
 the server, so this one lives here and gets what it needs through `Console`.
 """
 
@@ -63,14 +64,36 @@ class Console(Protocol):
 
 @attrs.frozen
 class Audit:
-    """The latest AUDIT_KEPT changes, oldest first."""
+    """The latest AUDIT_KEPT changes, oldest first, and the worlds held now."""
 
     entries: tuple[dict[str, Any], ...] = ()
+    held: frozenset[str] = frozenset()
 
 
 def evolve(state: Audit, event: dict[str, Any]) -> Audit:
-    """One more entry."""
-    return Audit((*state.entries, event)[-AUDIT_KEPT:])
+    """One more entry; a stop or release changes what is held."""
+    held = state.held
+    if event["type"] == "world_stopped":
+        held = held | {event["id"]}
+    elif event["type"] == "world_released":
+        held = held - {event["id"]}
+    return Audit((*state.entries, event)[-AUDIT_KEPT:], held)
+
+
+def to_snapshot(state: Audit) -> dict[str, Any]:
+    """The state as stored."""
+    return {"entries": list(state.entries), "held": sorted(state.held)}
+
+
+def from_snapshot(data: Any) -> Audit:
+    """The state from a snapshot (one made before holds were kept: a list of entries,
+    whose stops and releases are all it can tell)."""
+    if isinstance(data, list):
+        state = Audit()
+        for entry in data:
+            state = evolve(state, entry)
+        return state
+    return Audit(tuple(data["entries"]), frozenset(data["held"]))
 
 
 WORLD = World(
@@ -81,7 +104,7 @@ WORLD = World(
     view=lambda state: {"audit": list(state.entries)},
     ops=ops.OPS,
     declared=lambda name, _t: name == "main",
-    snapshot=StateCodec(lambda s: list(s.entries), lambda d: Audit(tuple(d))),
+    snapshot=StateCodec(to_snapshot, from_snapshot),
     listed=False,
     followable=False,  # the audit trail is the owner's
 )
@@ -112,6 +135,11 @@ class AdminActor(WorldActor):
         if call.op == "admin.token_create":
             return await self._dispatch(call)
         return await super().handle(call)
+
+    async def on_start(self) -> None:
+        """Hold again what the stream holds (the server loads this world as it starts)."""
+        await super().on_start()
+        self.context.directory.held.update(self.state.held)
 
     def _console(self) -> Console:
         if self.console is None:

@@ -32,6 +32,7 @@ from actors.runtime import ActorKind, Directory, open_directory
 from actors.runtime.context import wall_clock_ms
 from actors.store import EventStore
 from protocol.errors import ProtocolError
+from protocol.ops.admin import ADMIN_ID
 from protocol.registry import Registry
 from protocol.roles import ROLES
 from server import admin, watchdog, worlds
@@ -354,6 +355,8 @@ async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = Non
                             Deadlines(config.runtime.ask_timeout), trace, guard,
                             proxies=proxies, cluster=node)
         console.attach(state)
+        if node is None:  # the worlds the owner stopped are held again before any request
+            await directory.get(ADMIN_ID)  # (in a cluster, per process: docs/scale-out.md)
         metrics.mailbox_depth.set_function(state.mailbox_depths)
         metrics.connections_by_role.set_function(state.connections_by_role)
         _instrument_store(metrics, store)

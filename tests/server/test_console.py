@@ -11,7 +11,7 @@ import trio
 from websockets.exceptions import ConnectionClosed
 
 from protocol.ops.admin import ADMIN_ID, MAX_PAGE
-from server import worlds
+from server import admin, worlds
 from server.budgets import Budgets
 from tests.server.ws_harness import Raw, raw_client, running_server
 
@@ -187,6 +187,40 @@ async def test_budgets_in_force_and_who_hit_them(tmp_path: Path) -> None:
         hit, = ok(await owner.call("admin.budgets"))["hits"]
         assert (hit["budget"], hit["who"], hit["count"]) == ("subscriptions", "127.0.0.1", 1)
         assert hit["last_s"] >= 0
+
+
+async def test_a_stopped_world_stays_held_across_a_restart_until_released(
+        tmp_path: Path) -> None:
+    async with running_server(tmp_path) as srv, raw_client(srv, srv.owner_token) as owner:
+        ok(await owner.call("counter.create", "counter:a"))
+        ok(await owner.call("counter.create", "counter:b"))
+        ok(await owner.call("admin.stop", id="counter:a"))
+        ok(await owner.call("admin.stop", id="counter:b"))
+        ok(await owner.call("admin.release", id="counter:b"))
+    token = (tmp_path / "owner.token").read_text().strip()  # (shown on the first start only)
+    async with running_server(tmp_path) as srv, raw_client(srv, token) as owner:
+        # (the first request after the start, before anything asks the console)
+        error = refused(await owner.call("counter.get", "counter:a"), "unavailable")
+        assert error["detail"]["held"] is True
+        assert ok(await owner.call("admin.overview"))["held"] == ["counter:a"]
+        assert ok(await owner.call("counter.get", "counter:b"))["revision"] == 1
+        ok(await owner.call("admin.release", id="counter:a"))
+    async with running_server(tmp_path) as srv, raw_client(srv, token) as owner:
+        assert ok(await owner.call("admin.overview"))["held"] == []
+        assert ok(await owner.call("counter.get", "counter:a"))["revision"] == 1
+
+
+def test_what_is_held_outlives_the_audit_window_and_old_snapshots() -> None:
+    state = admin.evolve(admin.Audit(), {"type": "world_stopped", "id": "counter:a"})
+    for k in range(admin.AUDIT_KEPT + 5):
+        state = admin.evolve(state, {"type": "world_unloaded", "id": f"counter:u{k}"})
+    assert state.held == {"counter:a"} and len(state.entries) == admin.AUDIT_KEPT
+    assert admin.from_snapshot(admin.to_snapshot(state)) == state
+    # A snapshot from before holds were kept: a list of entries, stops and releases read.
+    old = [{"type": "world_stopped", "id": "counter:a"}, {"type": "world_stopped",
+                                                           "id": "counter:b"},
+           {"type": "world_released", "id": "counter:a"}]
+    assert admin.from_snapshot(old) == admin.Audit(tuple(old), frozenset({"counter:b"}))
 
 
 async def test_a_world_is_stopped_released_and_unloaded(tmp_path: Path) -> None:
