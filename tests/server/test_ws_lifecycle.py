@@ -74,7 +74,8 @@ async def test_healthz_metrics_and_static_files(tmp_path: Path) -> None:
         await c.recv()
         health = await http.get("/healthz")
         assert health.status_code == 200
-        assert health.json() == {"ok": True, "worlds": 2, "connections": 1}
+        # The lobby, the counter and the owner's console (loaded as the server starts).
+        assert health.json() == {"ok": True, "worlds": 3, "connections": 1}
         text = (await http.get("/metrics")).text
         for line in ('petridish_connections_open 1',
                      'petridish_events_appended_total{kind="counter"} 2',
