@@ -4,7 +4,8 @@ one PostgreSQL (docs/scale-out.md).
 - `leases.py`: the leases of the worlds this process hosts (renewals, self-fencing);
 - `router.py`: the directory's placement: where a world lives, forwarding, re-homing;
 - `peers.py` and `wire.py`: the one connection per peer and its frames;
-- `mirrors.py`: spectators of worlds hosted elsewhere, fed by the store's notifications.
+- `mirrors.py`: spectators of worlds hosted elsewhere, fed by the store's notifications;
+- `holds.py`: the worlds the owner stopped, held on every process.
 
 `join` opens the node (its lease connections, the cluster secret, the peer listener);
 `Node.start(directory)` joins the registry and starts the renewals and the feed;
@@ -23,7 +24,9 @@ import attrs
 import trio
 
 from actors.runtime import Directory, RuntimeObserver
+from protocol.ops.admin import ADMIN_ID
 from protocol.registry import Registry
+from server.cluster.holds import Holds
 from server.cluster.leases import Leases
 from server.cluster.mirrors import Mirrors
 from server.cluster.peers import PeerServer
@@ -53,12 +56,17 @@ class Node:
     leases: Leases
     router: Router
     mirrors: Mirrors
+    holds: Holds
     peers: PeerServer
     _nursery: trio.Nursery
 
     async def start(self, directory: Directory) -> None:
-        """Serve `directory` to the other processes, register, renew, feed spectators."""
+        """Hold what the owner stopped; serve `directory` to the other processes,
+        register, renew, feed spectators and holds."""
         self.router.directory = self.mirrors.directory = self.peers.directory = directory
+        self.holds.directory = directory
+        await self.holds.catch_up()  # held before this process serves anything
+        self.mirrors.follow(ADMIN_ID, self.holds.catch_up)
         await self.cluster.join(self.addr)
         self._nursery.start_soon(self.leases.run, directory)
         self._nursery.start_soon(self.mirrors.run)
@@ -113,7 +121,8 @@ async def join(config: ServerConfig, store: PostgresEventStore, registry: Regist
                             ask_timeout=config.runtime.ask_timeout,
                             silence=config.peer_silence)
             try:
-                yield Node(name, addr, cluster, leases, router, mirrors, peers, nursery)
+                yield Node(name, addr, cluster, leases, router, mirrors, Holds(store), peers,
+                           nursery)
             finally:
                 nursery.cancel_scope.cancel()
     finally:

@@ -19,6 +19,9 @@ R. The mirror keeps following whichever process hosts the world, across re-homes
 the notification connection is lost it listens again and reads after its last revision,
 so nothing is skipped. A mirror nobody watched for IDLE seconds is dropped.
 
+The same feed tells a follower of a stream (`follow`: the owner's holds, holds.py) when
+that stream moved.
+
 What a mirror cannot carry: snapshot pushes a world makes of state that is not in its
 events (`publish_view`, the lobby's live figures); its spectators see the events only.
 """
@@ -26,7 +29,7 @@ events (`publish_view`, the lobby's live figures); its spectators see the events
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -82,6 +85,7 @@ class Mirrors:
         self.observer = observer
         self.directory: Directory | None = None
         self._mirrors: dict[str, Mirror] = {}
+        self._followers: dict[str, Callable[[], Awaitable[None]]] = {}
         # for metrics: notifications received (and of them from other processes), batches
         # handed out, store reads made for mirrors
         self.notified = self.foreign = self.batches = self.reads = 0
@@ -93,6 +97,11 @@ class Mirrors:
     def watchers(self) -> int:
         """Subscribers of every mirror here."""
         return sum(len(m.topic) for m in self._mirrors.values())
+
+    def follow(self, stream: str, catch_up: Callable[[], Awaitable[None]]) -> None:
+        """Await `catch_up()` whenever `stream` moves, and each time the feed listens again
+        (what moved meanwhile was not notified)."""
+        self._followers[stream] = catch_up
 
     # ---- subscribers ------------------------------------------------------------------
 
@@ -188,7 +197,8 @@ class Mirrors:
                 try:
                     async with self.store.listen(own=True) as notes:
                         # Listening now: whatever was missed meanwhile is read first.
-                        await self._feed({m: -1 for m in self._mirrors})
+                        await self._feed({m: -1 for m in (*self._mirrors,
+                                                          *self._followers)})
                         async for moved in notes:
                             self._count(notes.statistics())
                             await self._feed(moved)
@@ -207,7 +217,14 @@ class Mirrors:
         self._counted = (received, foreign, batches)
 
     async def _feed(self, moved: dict[str, int]) -> None:
-        """One read per mirrored world that moved past its mirror, all at once."""
+        """Each follower of a stream that moved, then one read per mirrored world that
+        moved past its mirror, all at once."""
+        for stream, catch_up in self._followers.items():
+            if stream in moved:
+                try:
+                    await catch_up()
+                except Exception:  # the next notification (or listen) tries again
+                    log.exception("following %s failed", stream)
         due = [m for name, rev in moved.items()
                if (m := self._mirrors.get(name)) is not None and m.rev is not None
                and (rev < 0 or rev > m.rev)]
