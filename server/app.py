@@ -311,6 +311,16 @@ def _watch_store(store: Any, metrics: Metrics, trace: Trace) -> None:
     metrics.store_up.set_function(lambda: {(): 1.0 if getattr(store, "healthy", True) else 0.0})
 
 
+async def _load_console(directory: Directory) -> None:
+    """Load the owner's console, which holds again the worlds the owner stopped; a
+    console that cannot load is logged, and the server serves without those holds."""
+    try:
+        await directory.get(ADMIN_ID)
+    except Exception:
+        log.exception("the owner's console could not load: the worlds it holds stopped "
+                      "are not held")
+
+
 async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = None,
                 registry: Registry | None = None, clock: Callable[[], int] = wall_clock_ms,
                 task_status: trio.TaskStatus[Running] = trio.TASK_STATUS_IGNORED) -> None:
@@ -356,7 +366,7 @@ async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = Non
                             proxies=proxies, cluster=node)
         console.attach(state)
         if node is None:  # the worlds the owner stopped are held again before any request
-            await directory.get(ADMIN_ID)  # (in a cluster, per process: docs/scale-out.md)
+            await _load_console(directory)  # (a cluster's node does it: cluster/holds.py)
         metrics.mailbox_depth.set_function(state.mailbox_depths)
         metrics.connections_by_role.set_function(state.connections_by_role)
         _instrument_store(metrics, store)
