@@ -3,6 +3,7 @@ server, its bounds, and its refusal for everyone but the owner."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -208,6 +209,19 @@ async def test_a_stopped_world_stays_held_across_a_restart_until_released(
     async with running_server(tmp_path) as srv, raw_client(srv, token) as owner:
         assert ok(await owner.call("admin.overview"))["held"] == []
         assert ok(await owner.call("counter.get", "counter:a"))["revision"] == 1
+
+
+async def test_a_console_that_cannot_load_is_logged_and_the_server_serves(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    async with running_server(tmp_path) as srv, raw_client(srv, srv.owner_token) as owner:
+        ok(await owner.call("counter.create", "counter:a"))
+        ok(await owner.call("admin.stop", id="counter:a"))
+    with sqlite3.connect(tmp_path / "events.sqlite3") as db:  # an event it cannot read
+        db.execute("UPDATE events SET data = '[1]' WHERE stream = ?", (ADMIN_ID,))
+    token = (tmp_path / "owner.token").read_text().strip()
+    async with running_server(tmp_path) as srv, raw_client(srv, token) as owner:
+        assert ok(await owner.call("counter.get", "counter:a"))["revision"] == 1
+    assert "the owner's console could not load" in caplog.text
 
 
 def test_what_is_held_outlives_the_audit_window_and_old_snapshots() -> None:
