@@ -201,10 +201,17 @@ class FieldActor(WorldActor):
         await self._tell_lobby()
 
     async def _generated(self, msg: _Generated) -> None:
-        w = self.state = attrs.evolve(self.state, generating=False, progress=None)
-        s = w.state
+        """Store what was generated and fold its event. The field is `generating` until
+        then: its summary, read from outside while the truth is saved, never says `none`."""
+        try:
+            await self._store_generated(msg)
+        finally:
+            self.state = attrs.evolve(self.state, generating=False, progress=None)
+
+    async def _store_generated(self, msg: _Generated) -> None:
+        s = self.state.state
         t = self.now()
-        stream = truth_stream(w.game)
+        stream = truth_stream(self.state.game)
         if msg.plan is not None:
             if s.manifest is not None:
                 return  # a restart generated it twice; the first one stands

@@ -3,9 +3,18 @@ the field's summary and refusals carry it while it runs."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
+import pytest
+
 from actors.field import live, rules
+from actors.field.actor import FieldActor
 from actors.field.generate import generate_chunks, generate_scatter
+from protocol.client import Client
 from protocol.ops.field import FieldCode
+from tests.field_live._live import start
+from tests.server.ws_harness import running_server
 
 
 def test_the_generator_reports_tiles_then_givens_to_the_end() -> None:
@@ -35,3 +44,22 @@ def test_progress_reads_as_a_share_in_the_summary_and_the_refusal() -> None:
                                           "share": 0.625}
     assert "givens 40 of 160" in refusal.message
     assert rules.view(w)["progress"]["share"] == 0.625
+
+
+async def test_the_summary_says_generating_until_the_manifest_is_folded(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Read from outside (the console, the lobby) while the generated truth is being
+    saved, a field is still `generating`, never `none`."""
+    seen: list[Any] = []
+    save_side = FieldActor.save_side
+
+    async def saving(actor: FieldActor, stream: str, rev: int, data: Any) -> None:
+        seen.append(actor.context.directory.summary(actor.actor_id))
+        await save_side(actor, stream, rev, data)
+
+    monkeypatch.setattr(FieldActor, "save_side", saving)
+    async with running_server(tmp_path, open_mode=True) as srv, \
+            Client.connect(srv.ws_url) as c:
+        await start(c, "sv", size=10, seed=4)
+        assert (await c.request("field.observe", "field:sv", {}))["revision"] == 1
+    assert seen and all(s["state"] == "generating" for s in seen), seen
