@@ -14,7 +14,10 @@ most `MAX_BODY` bytes); `?lab=NAME` names the lab (default `main`). The reply is
 op's reply without an id, `{"ok": true, "result": ...}` or `{"ok": false, "error":
 {code, message, detail}}`, with the HTTP status of its code (`STATUS`). Requires JSON so
 a cross-site form cannot post one, and a bearer token (not a cookie) for the owner's.
-Each client address has a token bucket (the server's per-connection rate and burst).
+Each client address has a token bucket (the server's per-connection rate and burst), and
+each request's server time is charged as a websocket request's is: to the token's
+account, or the address's for an anonymous caller (`over_budget` `cpu` while others use
+the server), and the owner's counts toward what the others use.
 """
 
 from __future__ import annotations
@@ -43,8 +46,9 @@ from protocol.jsontext import (
     strict_decoder,
 )
 from protocol.roles import role_at_least
+from server.budgets import Account, address_key
 from server.ratelimit import TokenBucket
-from server.replies import internal_error
+from server.replies import Charged, internal_error
 
 if TYPE_CHECKING:
     from server.app import ServerState
@@ -68,7 +72,7 @@ ROUTES: dict[str, tuple[str, str]] = {
 STATUS: dict[str, int] = {
     ErrorCode.BAD_REQUEST: 400, ErrorCode.UNKNOWN_OP: 404, ErrorCode.UNKNOWN_ACTOR: 404,
     ErrorCode.TOO_LARGE: 413, ErrorCode.UNAUTHORIZED: 401, ErrorCode.FORBIDDEN: 403,
-    ErrorCode.RATE_LIMITED: 429, ErrorCode.OVERLOADED: 503, ErrorCode.TIMEOUT: 504,
+    ErrorCode.RATE_LIMITED: 429, ErrorCode.OVER_BUDGET: 429, ErrorCode.OVERLOADED: 503, ErrorCode.TIMEOUT: 504,
     ErrorCode.ACTOR_RESTARTED: 503, ErrorCode.UNAVAILABLE: 503, ErrorCode.INTERNAL: 500,
     "unknown_organism": 404, "not_in_pair": 400,
 }
@@ -134,9 +138,11 @@ class LabRoutes:
             raise _bad("lab: the only query parameter is lab=NAME (1-80 of A-Za-z0-9_.-)",
                        path="lab")
         args = await self._args(request, op)
+        account = self._account(request, caller, caller_role)
         try:
-            result = await self.state.directory.ref(actor_id).ask(
-                Call(op, args, caller_role, caller))
+            result = await self.state.directory.ask(
+                actor_id, Call(op, args, caller_role, caller),
+                answer=Charged(self.state.ledger, account))
         except ProtocolError:
             raise
         except Exception:  # a bug: refuse and log it, as a session does
@@ -147,7 +153,7 @@ class LabRoutes:
     def _rate(self, request: Request) -> None:
         """Spend a token of the client address's bucket (`rate_limited` when empty)."""
         cfg = self.state.config
-        host = request.client.host if request.client else "?"
+        host = _host(request)
         bucket = self._buckets.pop(host, None) or TokenBucket(cfg.rate, cfg.burst)
         self._buckets[host] = bucket
         while len(self._buckets) > MAX_BUCKETS:
@@ -155,6 +161,21 @@ class LabRoutes:
         if not bucket.take(trio.current_time()):
             raise ProtocolError(ErrorCode.RATE_LIMITED, f"more than {cfg.rate:g} requests per "
                                 "second from this address; slow down", {"rate": cfg.rate})
+
+    def _account(self, request: Request, caller: str, role: str) -> Account | None:
+        """The CPU account the request is charged to (None: the owner's); `over_budget`
+        when it is spent while others use the server."""
+        if role == "owner":
+            return None
+        ledger, now = self.state.ledger, trio.current_time()
+        who = caller if caller != "anonymous" else address_key(_host(request))
+        account = ledger.account(caller if caller != "anonymous" else f"address:{who}", role,
+                                 now)
+        refusal = ledger.may_compute(account, now)
+        if refusal is not None:
+            self.state.budget_hit(refusal, who)
+            raise refusal
+        return account
 
     def _caller(self, request: Request, role: str) -> tuple[str, str]:
         """(name, role) of the bearer token, or an anonymous spectator; `unauthorized` for
@@ -204,6 +225,10 @@ class LabRoutes:
             raise _bad(f"{where}: text must be valid Unicode (no NUL, no lone surrogate)",
                        path=f"args.{where}")
         return structure(value, self.state.registry.get(op).args)
+
+
+def _host(request: Request) -> str:
+    return request.client.host if request.client else "?"
 
 
 class _UnsupportedMedia(ProtocolError):

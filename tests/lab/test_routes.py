@@ -8,9 +8,11 @@ from pathlib import Path
 
 import httpx
 import pytest
+import trio
 
 from protocol.client import Client
 from server.auth import TokenStore
+from server.budgets import Budgets
 from server.headers import csp_text, page_policy
 from server.lab_routes import MAX_BODY, ROUTES
 from tests.lab.live import born, new_lab
@@ -151,6 +153,46 @@ async def test_bad_requests_to_every_route_are_refused_and_change_nothing(
         await refused("/api/pub/vote", 409, "not_dealt", json={**vote, "pair": public["pair"]})
         await refused("/api/pub/seen", 409, "not_dealt",
                       json={"id": public["left"]["id"], "client_key": "late", "ok": False})
+
+
+async def test_a_route_s_server_time_is_charged_as_a_websocket_request_s(
+        tmp_path: Path) -> None:
+    """An anonymous caller's account runs into debt from its first request. Alone on the
+    server it is served; once the owner uses the lab's own routes (the owner's time counts
+    as others' use) it is refused `over_budget` (429)."""
+    budgets = Budgets(cpu_rate=1e-9, cpu_burst_anonymous=1e-9, cpu_contended=1e-3)
+    async with running_server(tmp_path, budgets=budgets) as srv, \
+            Client.connect(srv.ws_url, srv.owner_token) as owner, \
+            httpx.AsyncClient(base_url=srv.url) as http:
+        lab = await new_lab(owner, "cpu")
+        a, = await born(owner, lab, 1)
+        ledger = srv.state.ledger
+
+        def others() -> float:
+            """Server time per second of all but the anonymous caller."""
+            now = trio.current_time()
+            mine = ledger.accounts.get("address:127.0.0.1")
+            return ledger.load.read(now) - (mine.recent.read(now) if mine else 0.0)
+
+        with trio.fail_after(20):
+            while others() >= budgets.cpu_contended:  # the set-up's time decays away
+                await trio.sleep(0.1)
+        seen = {"id": a, "client_key": "k", "ok": True}
+        for _ in range(2):  # alone: served (refused by the lab's state, which costs time)
+            assert (await http.post("/api/pub/seen?lab=cpu", json=seen)).status_code == 409
+        assert ledger.accounts["address:127.0.0.1"].cpu.level < 0  # charged: in debt
+        auth = {"Authorization": f"Bearer {srv.owner_token}"}
+        for _ in range(100):
+            if others() >= budgets.cpu_contended:
+                break
+            assert (await http.post("/api/ok?lab=cpu", json={"id": a}, headers=auth)
+                    ).status_code == 200
+        assert others() >= budgets.cpu_contended, "the owner's routes were not charged"
+        over = await http.post("/api/pub/seen?lab=cpu", json=seen)
+        assert over.status_code == 429
+        assert over.json()["error"]["code"] == "over_budget"
+        assert over.json()["error"]["detail"]["budget"] == "cpu"
+        assert ledger.hits[("cpu", "127.0.0.1")].count == 1
 
 
 async def test_each_address_is_rate_limited(tmp_path: Path) -> None:
