@@ -153,7 +153,7 @@ class LabRoutes:
     def _rate(self, request: Request) -> None:
         """Spend a token of the client address's bucket (`rate_limited` when empty)."""
         cfg = self.state.config
-        host = _host(request)
+        host = self._address(request)
         bucket = self._buckets.pop(host, None) or TokenBucket(cfg.rate, cfg.burst)
         self._buckets[host] = bucket
         while len(self._buckets) > MAX_BUCKETS:
@@ -162,13 +162,18 @@ class LabRoutes:
             raise ProtocolError(ErrorCode.RATE_LIMITED, f"more than {cfg.rate:g} requests per "
                                 "second from this address; slow down", {"rate": cfg.rate})
 
+    def _address(self, request: Request) -> str:
+        """The budget key of the request's client (through trusted proxies, as a
+        websocket's)."""
+        return address_key(self.state.proxies.client_of_scope(request.scope))
+
     def _account(self, request: Request, caller: str, role: str) -> Account | None:
         """The CPU account the request is charged to (None: the owner's); `over_budget`
         when it is spent while others use the server."""
         if role == "owner":
             return None
         ledger, now = self.state.ledger, trio.current_time()
-        who = caller if caller != "anonymous" else address_key(_host(request))
+        who = caller if caller != "anonymous" else self._address(request)
         account = ledger.account(caller if caller != "anonymous" else f"address:{who}", role,
                                  now)
         refusal = ledger.may_compute(account, now)
@@ -225,10 +230,6 @@ class LabRoutes:
             raise _bad(f"{where}: text must be valid Unicode (no NUL, no lone surrogate)",
                        path=f"args.{where}")
         return structure(value, self.state.registry.get(op).args)
-
-
-def _host(request: Request) -> str:
-    return request.client.host if request.client else "?"
 
 
 class _UnsupportedMedia(ProtocolError):
