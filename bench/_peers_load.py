@@ -91,16 +91,25 @@ class Meter:
 
 
 async def turn(side: Side, conns: list[Conn], seconds: float, meter: Meter,
-               on_reply: Callable[[int, float], None] | None = None) -> None:
-    """Every connection adds back to back (one in flight each) for `seconds`."""
+               on_reply: Callable[[int, float], None] | None = None,
+               rate: float | None = None) -> None:
+    """Every connection adds back to back (one in flight each) for `seconds`; with `rate`,
+    paced: together they add at most `rate` a second, each at its own evenly spread slots
+    (one it missed is not made up)."""
     start, deadline = trio.Event(), [0.0]
     clock = time.perf_counter
     latencies = meter.latencies
     done = len(latencies)
+    gap = len(conns) / rate if rate else 0.0  # between one connection's slots
 
-    async def worker(conn: Conn) -> None:
+    async def worker(conn: Conn, offset: float) -> None:
         await start.wait()
+        slot = deadline[0] - seconds + offset
         while clock() < deadline[0]:
+            if gap:
+                wait, slot = slot - clock(), max(slot, clock()) + gap
+                if wait > 0:
+                    await trio.sleep(wait)
             t0 = clock()
             rev = await side.add(conn)
             latencies.append(clock() - t0)
@@ -108,8 +117,8 @@ async def turn(side: Side, conns: list[Conn], seconds: float, meter: Meter,
                 on_reply(rev, t0)
 
     async with trio.open_nursery() as workers:
-        for conn in conns:
-            workers.start_soon(worker, conn)
+        for i, conn in enumerate(conns):
+            workers.start_soon(worker, conn, gap * i / len(conns))
         await trio.sleep(0.1)  # every worker waits at the start line
         cpu0, client0, t0 = meter.cpu(), time.process_time(), clock()
         deadline[0] = t0 + seconds
@@ -134,6 +143,20 @@ async def round_trips(sides: list[Side], meters: dict[str, Meter], connections: 
     for _ in range(turns):
         for side in sides:
             await turn(side, opened[side.name], seconds / turns, meters[side.name])
+    await close_all([conn for conns in opened.values() for conn in conns])
+
+
+async def equal_rate(ours: Side, peer: Side, meters: dict[str, Meter], connections: int,
+                     seconds: float, turns: int, log: Callable[[str], None]) -> None:
+    """Alternate `turns` turns: `ours` adds back to back, then `peer` paced at the rate
+    ours made in the turn just before (each server's CPU per round trip at one rate)."""
+    opened = {side.name: await open_many(connections, side.open_own) for side in (ours, peer)}
+    log(f"  {connections} connections open to each")
+    hold()
+    for _ in range(turns):
+        await turn(ours, opened[ours.name], seconds / turns, meters[ours.name])
+        await turn(peer, opened[peer.name], seconds / turns, meters[peer.name],
+                   rate=meters[ours.name].rates[-1])
     await close_all([conn for conns in opened.values() for conn in conns])
 
 

@@ -57,6 +57,18 @@ def test_round_trips_have_every_side_and_figure(result: dict[str, Any]) -> None:
             assert all(_positive(v) for v in ratios.values()), ratios
 
 
+def test_equal_rate_paces_the_peer_at_ours(result: dict[str, Any]) -> None:
+    equal = result["equal_rate"]
+    assert equal["connections"] == 10
+    assert set(equal) == {"connections", "ours", "colyseus_memory", "ratios"}
+    for side in ("ours", "colyseus_memory"):
+        assert set(equal[side]) == ROUND_TRIP_KEYS
+        assert _positive(equal[side]["server_cpu_us_per_round_trip"])
+    # Back to back, Colyseus's room makes several times our rate; paced, about ours.
+    assert equal["ratios"]["ours/colyseus_memory"]["round_trips_per_s"] > 0.6
+    assert _positive(result["goals"]["cpu_per_round_trip_vs_colyseus_memory"]["at_equal_rate"])
+
+
 def test_idle_memory_grows_on_both_servers(result: dict[str, Any]) -> None:
     idle = result["idle_memory"]
     assert idle["connections"] == 300
