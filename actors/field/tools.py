@@ -218,8 +218,8 @@ async def list_games(call: ToolCall, _a: ListGamesArgs) -> ToolResult | Refusal:
     except ProtocolError as error:
         if error.code != ops.FieldCode.GENERATING:
             raise
-    listing = await call.ask(LOBBY_ID, "lobby.list", ListArgs(kind="field"))
-    games = [game_row(w, day) for w in listing.worlds][:MAX_LISTED]
+    listing = await call.ask(LOBBY_ID, "lobby.list", ListArgs(kind="field", limit=MAX_LISTED))
+    games = [game_row(w, day) for w in listing.worlds]
     lines = [f"{g['game_id']} ({_describe(g)})" for g in games]
     text = (f"{len(games)} games, today's ({day.isoformat()}) first: " + "; ".join(lines) + "."
             if games else "No games yet.")

@@ -32,13 +32,14 @@ from actors.runtime.host import Effect
 from actors.world import Refusal
 from protocol.convert import structure, unstructure
 from protocol.errors import ProtocolError
-from protocol.ops.lobby import LOBBY_ID, CreateArgs, CreateResult, ListArgs, ListResult, WorldInfo
+from protocol.ops.lobby import LOBBY_ID, CreateArgs, CreateResult, ListArgs, ListResult
 
 TICK = 0.5  # seconds between checks of the live figures
 SCAN = 10.0  # seconds between reads of the store's streams
 SAVE = 1.0  # seconds between saves of the summaries
 SEEN = "lobbyseen:main"  # the side stream whose snapshot keeps the summaries
 MAX_SUMMARY = 2048  # characters of one summary's JSON (a bigger one is dropped)
+FIRST_PAGE = ListArgs()  # what a subscriber sees: the first page of `lobby.list`
 
 log = logging.getLogger("petridish.lobby")
 
@@ -92,7 +93,7 @@ def featured(directory: Directory) -> list[str]:
 class LobbyActor(WorldActor):
     """The one lobby, `lobby:main`."""
 
-    _last_view: list[WorldInfo] | None = None
+    _last_view: ListResult | None = None
 
     def _kinds(self) -> list[str]:
         directory = self.context.directory
@@ -105,17 +106,18 @@ class LobbyActor(WorldActor):
             stored.update(await store.streams(f"{kind}:"))
         self._stored = stored
 
-    def _listing(self, kind: str | None = None) -> list[WorldInfo]:
+    def _listing(self, args: ListArgs = FIRST_PAGE) -> ListResult:
         directory = self.context.directory
         listed = set(self._kinds())
         live = [rules.LiveFigures(s.actor_id, s.kind, s.rev, s.subscribers)
                 for s in directory.live() if s.kind in listed]
-        return rules.listing(self._stored, live, self._seen, featured(directory), kind)
+        return rules.listing(self._stored, live, self._seen, featured(directory), args.kind,
+                             args.offset, args.limit)
 
     def view(self) -> dict[str, Any]:
-        """What subscribers see: the same list as `lobby.list`."""
+        """What subscribers see: the first page of `lobby.list`, as it answers."""
         self._last_view = self._listing()
-        return {"worlds": unstructure(self._last_view)}
+        return unstructure(self._last_view)
 
     async def on_start(self) -> None:
         """Read the summaries and the stored worlds; arm the tick, scan and save timers."""
@@ -161,8 +163,7 @@ class LobbyActor(WorldActor):
 
     async def _list(self, call: Call) -> ListResult:
         await self._scan()
-        args: ListArgs = call.args
-        return ListResult(self._listing(args.kind))
+        return self._listing(call.args)
 
     async def _create(self, call: Call) -> CreateResult:
         """Decide the lobby's event, create the world with its kind's create op (its

@@ -14,6 +14,7 @@ all the same: it starts when opened).
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -79,24 +80,29 @@ def evolve(catalog: Catalog, event: WorldCreated) -> Catalog:
 
 def listing(stored: Mapping[str, int], live: Iterable[LiveFigures],
             seen: Mapping[str, Mapping[str, Any]], featured: Iterable[str] = (),
-            kind: str | None = None) -> list[ops.WorldInfo]:
-    """The worlds that exist: stored streams (`stored`: id -> durable revision) and live
-    worlds, with the last summary each world gave (`seen`: id -> summary); the `featured`
-    ids that exist first, then by id. `kind` keeps one kind."""
+            kind: str | None = None, offset: int = 0, limit: int = ops.PAGE) -> ops.ListResult:
+    """A page of the worlds that exist: stored streams (`stored`: id -> durable revision)
+    and live worlds, with the last summary each world gave (`seen`: id -> summary); the
+    `featured` ids that exist first, then by id; `kind` keeps one kind. The page is the
+    worlds `offset` .. `offset + limit - 1` of that order."""
     rows = {f.actor_id: ops.WorldInfo(f.kind, f.actor_id, f.rev, f.subscribers, True)
             for f in live}
     for actor_id, rev in stored.items():
         rows.setdefault(actor_id, ops.WorldInfo(actor_id.partition(":")[0], actor_id, rev, 0,
                                                 False))
-    first = [i for i in featured if i in rows]
-    out = []
-    for actor_id in first + sorted(set(rows) - set(first)):
-        row = rows[actor_id]
-        if kind is not None and row.kind != kind:
-            continue
+    if kind is not None:
+        rows = {i: row for i, row in rows.items() if row.kind == kind}
+    first = [i for i in dict.fromkeys(featured) if i in rows]
+    end = offset + limit
+    # Only the ids up to the page's end are sorted: O(worlds) for the first pages.
+    order = first + heapq.nsmallest(max(end - len(first), 0),
+                                    (i for i in rows if i not in first))
+    worlds = []
+    for actor_id in order[offset:end]:
         summary = seen.get(actor_id)
-        out.append(row if summary is None else attrs.evolve(row, summary=dict(summary)))
-    return out
+        row = rows[actor_id]
+        worlds.append(row if summary is None else attrs.evolve(row, summary=dict(summary)))
+    return ops.ListResult(worlds, len(rows), offset)
 
 
 def _declared(name: str, _t: int) -> bool:

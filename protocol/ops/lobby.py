@@ -26,18 +26,29 @@ class WorldInfo:
     summary: dict[str, Any] | None = None
 
 
+PAGE = 100  # worlds in a page of the listing unless `limit` says otherwise ...
+MAX_PAGE = 200  # ... and at most
+MAX_OFFSET = 1_000_000
+
+
 @attrs.frozen
 class ListArgs:
-    """`kind`: only worlds of this kind (default every kind)."""
+    """`kind`: only worlds of this kind (default every kind); the worlds `offset` ..
+    `offset + limit - 1` of the listing."""
 
     kind: str | None = bounded(None, length=32)
+    offset: int = bounded(0, lo=0, hi=MAX_OFFSET)
+    limit: int = bounded(PAGE, lo=1, hi=MAX_PAGE)
 
 
 @attrs.frozen
 class ListResult:
-    """Every world the lobby knows, sorted by id."""
+    """A page of the worlds the lobby knows (today's daily field first, then by id), from
+    the `offset`th, of `total`."""
 
     worlds: list[WorldInfo]
+    total: int
+    offset: int
 
 
 @attrs.frozen
@@ -59,8 +70,9 @@ class CreateResult:
 
 OPS = (
     OpSpec("lobby.list", ListArgs, ListResult, "spectator",
-           "List every world that exists (today's daily field first once it started, then by "
-           "id): kind, id, revision, subscribers, whether it is loaded, and its summary.",
+           "List the worlds that exist, a page at a time (today's daily field first once it "
+           "started, then by id): kind, id, revision, subscribers, whether it is loaded, and "
+           "its summary; paged by `offset` and `limit`.",
            default_to=LOBBY_ID),
     OpSpec("lobby.create", CreateArgs, CreateResult, "agent",
            "Create a world of `kind` named `name`; the kind decides the role it needs.",

@@ -8,13 +8,13 @@ import pytest
 import trio
 
 from actors import counter, lobby
-from actors.lobby.actor import LobbyActor
+from actors.lobby.actor import FIRST_PAGE, LobbyActor
 from actors.runtime import ActorKind, Call, open_directory
 from actors.runtime.subscriber import SubscriberQueue
 from actors.store import MemoryEventStore
 from protocol.errors import ProtocolError
 from protocol.ops.counter import AddArgs
-from protocol.ops.lobby import CreateArgs, CreateResult, ListArgs, WorldInfo
+from protocol.ops.lobby import PAGE, CreateArgs, CreateResult, ListArgs, ListResult, WorldInfo
 
 KINDS = [ActorKind.of(lobby.WORLD), ActorKind.of(counter.WORLD)]
 
@@ -38,9 +38,10 @@ async def test_lobby_creates_lists_and_publishes(autojump_clock: trio.abc.Clock)
         assert [f.get("kind") for f in frames] == [None, "snapshot", "events", "snapshot"]
         assert frames[2]["data"] == [{"type": "world_created", "kind": "counter",
                                       "id": "counter:a", "by": "ann"}]
-        assert frames[3]["data"]["worlds"] == [{"kind": "counter", "id": "counter:a",
-                                                "revision": 2, "subscribers": 0, "live": True,
-                                                "summary": None}]
+        assert frames[3]["data"] == {"worlds": [{"kind": "counter", "id": "counter:a",
+                                                 "revision": 2, "subscribers": 0,
+                                                 "live": True, "summary": None}],
+                                     "total": 1, "offset": 0}
         assert len(queue) == 0  # nothing changed since: no more snapshots
     assert [e.data["type"] for e in await store.read("lobby:main")] == ["world_created"]
 
@@ -52,9 +53,9 @@ async def test_an_unwatched_lobby_builds_no_listing(autojump_clock: trio.abc.Clo
     built = []
     listing = LobbyActor._listing
 
-    def counted(self: LobbyActor, kind: str | None = None) -> list[WorldInfo]:
-        built.append(kind)
-        return listing(self, kind)
+    def counted(self: LobbyActor, args: ListArgs = FIRST_PAGE) -> ListResult:
+        built.append(args)
+        return listing(self, args)
 
     monkeypatch.setattr(LobbyActor, "_listing", counted)
     async with open_directory(MemoryEventStore(), KINDS) as directory:
@@ -74,3 +75,22 @@ async def test_an_unwatched_lobby_builds_no_listing(autojump_clock: trio.abc.Clo
         pushed = json.loads(await queue.get())
         assert pushed["kind"] == "snapshot" and pushed["data"]["worlds"][0]["revision"] == 3
         assert len(built) >= 3  # the first snapshot, then the watched ticks
+
+
+async def test_the_watched_listing_is_its_first_page(autojump_clock: trio.abc.Clock) -> None:
+    """However many worlds exist, a subscriber's snapshot is the first page of `lobby.list`;
+    the rest is asked for a page at a time."""
+    async with open_directory(MemoryEventStore(), KINDS) as directory:
+        lobby = await directory.get("lobby:main")
+        for i in range(PAGE + 5):
+            await lobby.ask(Call("lobby.create", CreateArgs("counter", f"c{i:03}"), "owner",
+                                 "owner"))
+        queue = SubscriberQueue(100)
+        await lobby.subscribe(queue, None, request_id=1)
+        view = [json.loads(await queue.get()) for _ in range(2)][1]["data"]
+        assert (len(view["worlds"]), view["total"], view["offset"]) == (PAGE, PAGE + 5, 0)
+        assert view["worlds"][-1]["id"] == f"counter:c{PAGE - 1:03}"
+        rest = await lobby.ask(Call("lobby.list", ListArgs(offset=PAGE), "spectator",
+                                    "anonymous"))
+        assert [w.id for w in rest.worlds] == [f"counter:c{i:03}" for i in range(PAGE, PAGE + 5)]
+        assert (rest.total, rest.offset) == (PAGE + 5, PAGE)

@@ -107,10 +107,10 @@ async def test_refused_hellos_are_budgeted_per_address(
                 assert refused["detail"]["budget"] == "hello_failures"
                 assert 0 < refused["detail"]["retry_after"] <= 2.1
         async with raw_client(srv) as c:  # no token: nothing to guess, still welcome
-            assert result(await c.call("lobby.list")) == {"worlds": []}
+            assert result(await c.call("lobby.list")) == {"worlds": [], "total": 0, "offset": 0}
         await trio.sleep(2.1)  # refilled
         async with raw_client(srv, good) as c:
-            assert result(await c.call("lobby.list")) == {"worlds": []}
+            assert result(await c.call("lobby.list")) == {"worlds": [], "total": 0, "offset": 0}
         metrics = srv.state.metrics.render()
         assert 'petridish_warnings_total{event="hello_refused"} 2' in metrics
         assert 'petridish_budget_hits_total{budget="hello_failures"} 2' in metrics

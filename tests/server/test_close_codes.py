@@ -34,4 +34,4 @@ async def test_a_protocol_violation_gets_its_close_code(tmp_path: Path, what: st
         assert await sock.close_code() == code, what
         await sock.aclose()
         async with raw_client(srv) as c:  # everyone else is served as before
-            assert result(await c.call("lobby.list")) == {"worlds": []}
+            assert result(await c.call("lobby.list")) == {"worlds": [], "total": 0, "offset": 0}

@@ -97,6 +97,6 @@ async def test_a_revoked_token_ends_its_live_sessions(tmp_path: Path, how: str) 
                 "code": "unauthorized", "message": "the token this connection said hello "
                 "with was revoked", "detail": {}}}
             assert await sock.close_code() == 1008
-            assert result(await other.call("lobby.list")) == {"worlds": []}  # bob stays
+            assert result(await other.call("lobby.list")) == {"worlds": [], "total": 0, "offset": 0}  # bob stays
         await sock.aclose()
         assert 'petridish_warnings_total{event="token_revoked"} 1' in srv.state.metrics.render()

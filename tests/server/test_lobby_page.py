@@ -235,3 +235,39 @@ def test_lobby_empty_state_tells_how_worlds_are_made(browser, tmp_path: Path) ->
         expect(page.locator("#empty")).to_be_visible()
         expect(page.locator("#empty")).to_contain_text("field.start")
         expect(page.locator("#empty")).to_contain_text("lobby.create")
+
+
+def test_lobby_page_shows_a_page_of_worlds_and_more_on_request(browser, tmp_path: Path) -> None:
+    """Past one page of worlds the page shows the first (live) and asks for the next with
+    "More"; at phone size (390x844) it fits the screen's width."""
+    from protocol.ops.lobby import PAGE
+
+    with ServerProcess(tmp_path / "data") as server:
+        token = server.owner_token
+        assert token is not None
+        names = [f"w{i:03}" for i in range(PAGE + 3)]
+        _requests(server.ws_url, token, *(("lobby.create", None, {"kind": "counter", "name": n})
+                                          for n in names))
+        page = browser.new_page(viewport={"width": 390, "height": 844})
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(f"{server.http_url}/")
+        rows = page.locator("#worlds tbody tr")
+        expect(page.locator("#count")).to_have_text(f"{PAGE} of {PAGE + 3} worlds", timeout=WAIT)
+        expect(rows).to_have_count(PAGE)
+        more = page.locator("#more")
+        expect(more).to_be_visible()
+        box = more.bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        more.click()
+        expect(page.locator("#count")).to_have_text(f"{PAGE + 3} worlds", timeout=WAIT)
+        expect(more).to_be_hidden()
+        ids = rows.evaluate_all("rows => rows.map(r => r.dataset.id)")
+        assert ids == [f"counter:{n}" for n in names]
+        # The first page stays live: a change there still shows.
+        _requests(server.ws_url, token, ("counter.add", "counter:w000", {"amount": 2}))
+        expect(page.locator('tr[data-id="counter:w000"] .revision')).to_have_text("2",
+                                                                                 timeout=WAIT)
+        expect(rows).to_have_count(PAGE + 3)
+        assert errors == []

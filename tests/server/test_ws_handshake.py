@@ -20,13 +20,13 @@ async def test_hello_without_token_is_a_spectator_who_cannot_write(tmp_path: Pat
         welcome = await c.recv()
         assert welcome["id"] == 4
         assert result(welcome)["role"] == "spectator"
-        assert result(await c.call("lobby.list")) == {"worlds": []}
+        assert result(await c.call("lobby.list")) == {"worlds": [], "total": 0, "offset": 0}
         refused = error(await c.call("lobby.create", kind="counter", name="a"))
         assert refused == {"code": "forbidden",
                            "message": "lobby.create needs the agent role; this connection is "
                                       "spectator",
                            "detail": {"role": "spectator", "required": "agent"}}
-        assert result(await c.call("lobby.list")) == {"worlds": []}
+        assert result(await c.call("lobby.list")) == {"worlds": [], "total": 0, "offset": 0}
 
 
 async def test_owner_token_and_agent_tokens_give_their_roles(tmp_path: Path) -> None:
@@ -106,7 +106,7 @@ async def test_the_server_sends_keepalive_pings(tmp_path: Path) -> None:
     async with running_server(tmp_path, ping_interval=0.1) as running, \
             raw_client(running, create_connection=PingCounting, ping_interval=None) as c:
         await trio.sleep(0.6)
-        assert result(await c.call("lobby.list")) == {"worlds": []}  # pongs kept it open
+        assert result(await c.call("lobby.list")) == {"worlds": [], "total": 0, "offset": 0}  # pongs kept it open
     assert PingCounting.pings >= 3
 
 

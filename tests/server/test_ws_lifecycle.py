@@ -30,7 +30,7 @@ async def test_rate_limit_refuses_then_recovers(tmp_path: Path) -> None:
                                   "detail": {"rate": 2.0}} for r in limited)
         assert {r["id"] for r in replies} == set(range(12))
         await trio.sleep(1.1)
-        assert result(await c.call("lobby.list")) == {"worlds": []}
+        assert result(await c.call("lobby.list")) == {"worlds": [], "total": 0, "offset": 0}
 
 
 async def test_malformed_frames_spend_the_rate_too(tmp_path: Path) -> None:
@@ -40,7 +40,7 @@ async def test_malformed_frames_spend_the_rate_too(tmp_path: Path) -> None:
         for frame in ("junk", b"\x00", "[]"):
             await c.send(frame) if isinstance(frame, str) else await c.ws.send(frame)
             assert error(await c.recv())["code"] == "bad_request"
-        assert result(await c.call("lobby.list")) == {"worlds": []}
+        assert result(await c.call("lobby.list")) == {"worlds": [], "total": 0, "offset": 0}
         for frame in ("junk", b"\x00", {"id": 8, "op": "lobby.list"}, {"id": 9, "op": 5}):
             await c.send(frame) if not isinstance(frame, bytes) else await c.ws.send(frame)
             refused = await c.recv()
@@ -54,7 +54,7 @@ async def test_frame_limits(tmp_path: Path) -> None:
         await c.send("x" * 1001)
         assert error(await c.recv())["code"] == "too_large"
         await c.send('{"id": 1, "op": "lobby.list", "args": {}}' + " " * 900)
-        assert result(await c.recv()) == {"worlds": []}
+        assert result(await c.recv()) == {"worlds": [], "total": 0, "offset": 0}
         # Past the hard limit the frame is not even read: the socket closes with 1009.
         await c.send("x" * 4001)
         with pytest.raises(ConnectionClosed) as closed:
@@ -123,7 +123,7 @@ async def test_shutdown_does_not_wait_out_the_graceful_timeout_when_idle(tmp_pat
                                   graceful_timeout=600.0)
             running = await nursery.start(serve, config)
             async with raw_client(running) as c:
-                assert result(await c.call("lobby.list")) == {"worlds": []}
+                assert result(await c.call("lobby.list")) == {"worlds": [], "total": 0, "offset": 0}
             async with httpx.AsyncClient(base_url=running.url) as http:
                 assert (await http.get("/healthz")).status_code == 200  # kept alive
                 running.stop()

@@ -50,7 +50,7 @@ async def test_a_refused_create_leaves_no_world(tmp_path: Path) -> None:
             assert srv.state.directory.alive(world) is None
             assert error(await agent.call("counter.get" if world.startswith("counter") else
                                           "field.rules", world))["code"] == "unknown_actor"
-        assert result(await agent.call("lobby.list")) == {"worlds": []}
+        assert result(await agent.call("lobby.list")) == {"worlds": [], "total": 0, "offset": 0}
         assert await srv.state.directory.store.streams() == {}
         # and the names stay free
         assert result(await agent.call("lobby.create", kind="counter", name="c"))["id"] == \

@@ -1,8 +1,10 @@
-// The lobby page: a spectator on lobby:main listing every world that exists.
+// The lobby page: a spectator on lobby:main listing the worlds that exist.
 //
-// The lobby pushes a `snapshot` ({worlds: [...]}) when it is subscribed and whenever the
-// list changes (a world stored, loaded or unloaded, a summary told), and `events`
-// ({type: "world_created", kind, id}) as worlds are created through it. Today's daily
+// The lobby pushes a `snapshot` (the first page of `lobby.list`: {worlds, total, offset})
+// when it is subscribed and whenever that page changes (a world stored, loaded or
+// unloaded, a summary told), and `events` ({type: "world_created", kind, id}) as worlds
+// are created through it. "More" asks `lobby.list` for the next page (by `offset`; its
+// rows are as they were when asked, the first page stays live). Today's daily
 // field (UTC) is featured above the table and linked from the start of its day; once
 // someone opened it (it starts then), the server lists it first like any world. Every
 // row links to its world's page: a kind with its own page (PAGES) there, any other to the
@@ -22,7 +24,11 @@ const PAGES = {
 const GENERIC = "/lobby/world.html";
 
 const worlds = new Map(); // id -> {kind, id, revision, subscribers, live, summary}
-const order = []; // ids in the server's order (featured first)
+const order = []; // ids in the server's order (featured first): the first page, then more
+const more = []; // ids of the pages asked for with "More"
+let firstPage = 0; // worlds in the first page (the snapshot's)
+let total = 0; // worlds in the whole listing
+let client = null;
 const $ = (sel) => document.querySelector(sel);
 const tbody = $("#worlds tbody");
 
@@ -81,8 +87,30 @@ function render(changed = new Set()) {
   $("#today-link").href = pageOf(daily);
   $("#today-state").textContent = !today ? "starts when opened" : stateOf(today) +
     (today.summary?.agents !== undefined ? ` · ${today.summary.agents} agents` : "");
-  $("#empty").hidden = order.length > 0;
-  $("#count").textContent = `${order.length} world${order.length === 1 ? "" : "s"}`;
+  const all = Math.max(total, order.length);
+  $("#empty").hidden = all > 0;
+  $("#count").textContent = (order.length < all ? `${order.length} of ` : "") +
+    `${all} world${all === 1 ? "" : "s"}`;
+  $("#more").hidden = order.length >= all;
+}
+
+async function showMore() {
+  if (!client) return;
+  $("#more").disabled = true;
+  try {
+    const page = await client.request("lobby.list", LOBBY, { offset: firstPage + more.length });
+    for (const world of page.worlds) {
+      if (!worlds.has(world.id)) order.push(world.id);
+      worlds.set(world.id, world);
+      more.push(world.id);
+    }
+    total = page.total;
+    render();
+  } catch (err) {
+    setStatus("error", `cannot list more: ${err.message}`);
+  } finally {
+    $("#more").disabled = false;
+  }
 }
 
 function onPush(push) {
@@ -91,11 +119,19 @@ function onPush(push) {
     const before = new Map(worlds);
     worlds.clear();
     order.length = 0;
+    firstPage = push.data.worlds.length;
+    total = push.data.total;
     for (const world of push.data.worlds) {
       const old = before.get(world.id);
       if (!old || JSON.stringify(old) !== JSON.stringify(world)) changed.add(world.id);
       worlds.set(world.id, world);
       order.push(world.id);
+    }
+    for (const id of more) {
+      if (!worlds.has(id)) {
+        worlds.set(id, before.get(id));
+        order.push(id);
+      }
     }
   } else if (push.kind === "events") {
     for (const event of push.data) {
@@ -103,6 +139,7 @@ function onPush(push) {
         worlds.set(event.id, { kind: event.kind, id: event.id, revision: 0, subscribers: 0,
                                live: true, summary: null });
         order.push(event.id);
+        total += 1;
         changed.add(event.id);
       }
     }
@@ -112,8 +149,9 @@ function onPush(push) {
 
 async function main() {
   setStatus("connecting", "connecting…");
+  $("#more").addEventListener("click", showMore);
   try {
-    const client = await Client.connect(socketUrl(), {
+    client = await Client.connect(socketUrl(), {
       client: "lobby-page/1.1",
       onStatus: (state, info) => {
         if (state === "open") setStatus("open", `live · ${info.role}`);
