@@ -85,24 +85,27 @@ def listing(stored: Mapping[str, int], live: Iterable[LiveFigures],
     and live worlds, with the last summary each world gave (`seen`: id -> summary); the
     `featured` ids that exist first, then by id; `kind` keeps one kind. The page is the
     worlds `offset` .. `offset + limit - 1` of that order."""
-    rows = {f.actor_id: ops.WorldInfo(f.kind, f.actor_id, f.rev, f.subscribers, True)
-            for f in live}
-    for actor_id, rev in stored.items():
-        rows.setdefault(actor_id, ops.WorldInfo(actor_id.partition(":")[0], actor_id, rev, 0,
-                                                False))
+    live_by_id = {f.actor_id: f for f in live}
+    ids = stored.keys() | live_by_id.keys()
     if kind is not None:
-        rows = {i: row for i, row in rows.items() if row.kind == kind}
-    first = [i for i in dict.fromkeys(featured) if i in rows]
+        ids = {i for i in ids if i.partition(":")[0] == kind}
+    first = [i for i in dict.fromkeys(featured) if i in ids]
     end = offset + limit
-    # Only the ids up to the page's end are sorted: O(worlds) for the first pages.
-    order = first + heapq.nsmallest(max(end - len(first), 0),
-                                    (i for i in rows if i not in first))
+    # Only the ids up to the page's end are ordered (a heap for the first pages, a sort
+    # deeper), and only the page's rows are made: a watched lobby lists every half second.
+    wanted = max(end - len(first), 0)
+    rest = (i for i in ids if i not in first)
+    order = first + (heapq.nsmallest(wanted, rest) if wanted * 8 < len(ids)
+                     else sorted(rest)[:wanted])
     worlds = []
     for actor_id in order[offset:end]:
+        f = live_by_id.get(actor_id)
+        row = (ops.WorldInfo(f.kind, actor_id, f.rev, f.subscribers, True) if f is not None
+               else ops.WorldInfo(actor_id.partition(":")[0], actor_id, stored[actor_id], 0,
+                                  False))
         summary = seen.get(actor_id)
-        row = rows[actor_id]
         worlds.append(row if summary is None else attrs.evolve(row, summary=dict(summary)))
-    return ops.ListResult(worlds, len(rows), offset)
+    return ops.ListResult(worlds, len(ids), offset)
 
 
 def _declared(name: str, _t: int) -> bool:
