@@ -60,6 +60,7 @@ log = logging.getLogger("petridish.store")
 RESTART_DELAY = 0.1  # seconds before the first restart of a dead writer; doubles per death
 MAX_RESTARTS = 5  # more deaths than this within RESTART_WINDOW seconds: the store gives up
 RESTART_WINDOW = 60.0
+RECEIVE = 1 << 16  # bytes of the writer's answers read at once
 
 
 class _Job:
@@ -74,6 +75,17 @@ class _Job:
         self.abandoned = False  # the caller was cancelled (reads only) and is gone
 
 
+async def _receive(fd: int) -> bytes:
+    """The next bytes the writer wrote to the pipe `fd` (non-blocking), b"" at its end:
+    one task step a read (a trio `FdStream` takes two: a checkpoint, then the wait)."""
+    while True:
+        await trio.lowlevel.wait_readable(fd)
+        try:
+            return os.read(fd, RECEIVE)
+        except BlockingIOError:
+            continue
+
+
 class SqliteEventStore(EventStore):
     """An EventStore in `<data_dir>/events.sqlite3`; use `async with` or `open`/`aclose`."""
 
@@ -82,7 +94,7 @@ class SqliteEventStore(EventStore):
         self.settings: dict[str, Any] = {}  # the writer's journal_mode and synchronous
         self._proc: subprocess.Popen[bytes] | None = None
         self._to_writer = -1  # our end of its stdin (non-blocking)
-        self._from_writer: trio.lowlevel.FdStream | None = None
+        self._from_writer = -1  # our end of its stdout (non-blocking)
         self._outgoing: list[tuple[int, str, tuple[Any, ...]]] = []  # jobs not yet written
         self._jobs_queued = trio.lowlevel.ParkingLot()  # the sender task waits here
         self._sender = trio.CancelScope()
@@ -145,11 +157,11 @@ class SqliteEventStore(EventStore):
             os.close(stdin_r)
             os.close(stdout_w)
         os.set_blocking(stdin_w, False)
-        from_writer = trio.lowlevel.FdStream(stdout_r)
+        os.set_blocking(stdout_r, False)
         buffer = bytearray()
         try:
             while not (frames := split_frames(buffer)):
-                chunk = await from_writer.receive_some()
+                chunk = await _receive(stdout_r)
                 if not chunk:
                     raise RuntimeError(f"the event store's writer for {self.path} did not "
                                        f"start (exit code {proc.wait()})")
@@ -158,9 +170,9 @@ class SqliteEventStore(EventStore):
             proc.kill()
             proc.wait()
             os.close(stdin_w)
-            from_writer.close()
+            os.close(stdout_r)
             raise
-        self._proc, self._to_writer, self._from_writer = proc, stdin_w, from_writer
+        self._proc, self._to_writer, self._from_writer = proc, stdin_w, stdout_r
         self.settings = frames[0]
         self._reader_done = trio.Event()
         self._sender = trio.CancelScope()
@@ -190,10 +202,10 @@ class SqliteEventStore(EventStore):
     async def _read_answers(self, buffer: bytearray) -> None:
         """Wake each caller as its answer arrives; when the writer ends, fail them all and
         (unless the store is closing) start another."""
-        assert self._from_writer is not None and self._proc is not None
+        assert self._from_writer >= 0 and self._proc is not None
         ended = False  # the writer's output ended (not the run being cancelled)
         try:
-            while chunk := await self._from_writer.receive_some():
+            while chunk := await _receive(self._from_writer):
                 buffer += chunk
                 for commits, answers in split_frames(buffer):
                     self._commits += commits
@@ -210,7 +222,9 @@ class SqliteEventStore(EventStore):
             self._outgoing = []
             for job_id in list(self._waiting):
                 self._answer(job_id, False, self._gone(sent=True))
-            await self._from_writer.aclose()
+            trio.lowlevel.notify_closing(self._from_writer)
+            os.close(self._from_writer)
+            self._from_writer = -1
             self._reader_done.set()
             if ended and not self._closing:
                 self._sender.cancel()
