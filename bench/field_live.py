@@ -54,6 +54,7 @@ from bench import ws as ws_bench
 from bench._budgets import serve_code
 from bench._wsclient import TEXT, WsClient
 from examples.field_agent import BACKOFF, STALE_RETRIES
+from protocol.client import Pace
 
 _REV = re.compile(rb'"rev":\s*(\d+)')
 HELLO = json.dumps({"op": "hello", "protocol": 1, "client": "bench-field/1.0"})
@@ -90,12 +91,19 @@ def _connect(url: str) -> Any:
                    max_size=None)
 
 
-async def _hello(ws: Any) -> None:
+async def _hello(ws: Any) -> Pace | None:
+    """Say hello; the pace the server asks of this connection (its frames per second)."""
     await ws.send(HELLO)
-    json.loads(await ws.recv())
+    return Pace.of_hello(json.loads(await ws.recv()).get("result") or {})
 
 
-async def _call(ws: Any, rid: int, op: str, to: str, args: dict) -> dict:
+async def _call(ws: Any, rid: int, op: str, to: str, args: dict,
+                pace: Pace | None = None) -> dict:
+    """One request and its reply; with `pace`, sent when the connection's bucket allows
+    (an agent with fast replies would otherwise outrun it and be refused `rate_limited`,
+    as a real client is: protocol/client.py paces the same way)."""
+    if pace is not None:
+        await pace.spend()
     await ws.send(json.dumps({"id": rid, "op": op, "to": to, "args": args}))
     while True:
         reply = json.loads(await ws.recv())
@@ -188,22 +196,28 @@ class Spectators:
 async def _agent(url: str, to: str, solution: np.ndarray, G: int, fig: Figures,
                  start: trio.Event, deadline: list[float], seed: int, pace: float) -> None:
     async with _connect(url) as ws:
-        await _hello(ws)
-        await _play(ws, to, solution, G, fig, start, deadline, random.Random(seed), pace)
+        bucket = await _hello(ws)
+        await _play(ws, to, solution, G, fig, start, deadline, random.Random(seed), pace,
+                    bucket)
 
 
 async def _play(ws: Any, to: str, solution: np.ndarray, G: int, fig: Figures,
                 start: trio.Event, deadline: list[float], rng: random.Random,
-                pace: float) -> None:
+                pace: float, bucket: Pace | None) -> None:
     """Play until the deadline; with `pace` > 0 seconds, start a new commit batch at
-    most once per `pace` (its stale retries are not paced)."""
+    most once per `pace` (its stale retries are not paced). Every request waits for the
+    connection's `bucket` (the server's frame rate)."""
     rid = iter(range(1, 1 << 30))
-    joined = await _call(ws, next(rid), "field.join", to, {"name": "bench"})
+
+    async def call(op: str, args: dict) -> dict:
+        return await _call(ws, next(rid), op, to, args, bucket)
+
+    joined = await call("field.join", {"name": "bench"})
     agent = joined["result"]["agent"]
     rev = joined["result"]["revision"]
     pending: list[int] = []  # cells of our revealed tiles still to commit
     frontier = [joined["result"]["seed_tile"]]
-    obs = (await _call(ws, next(rid), "field.observe", to, {"agent": agent}))["result"]
+    obs = (await call("field.observe", {"agent": agent}))["result"]
     tiles = {t["id"]: t for t in obs["tiles"]}
     stale = 0  # stale_revision refusals since the last observe or success
     contended = 0  # stale_revision refusals since the last success (sets the pause)
@@ -214,7 +228,7 @@ async def _play(ws: Any, to: str, solution: np.ndarray, G: int, fig: Figures,
     while clock() < deadline[0]:
         if stale > STALE_RETRIES or (not pending and not any(
                 tiles.get(t, {}).get("status") == "hidden" for t in frontier)):
-            obs = (await _call(ws, next(rid), "field.observe", to, {"agent": agent}))["result"]
+            obs = (await call("field.observe", {"agent": agent}))["result"]
             fig.observes += 1
             tiles = {t["id"]: t for t in obs["tiles"]}
             rev, stale = obs["revision"], 0
@@ -224,7 +238,7 @@ async def _play(ws: Any, to: str, solution: np.ndarray, G: int, fig: Figures,
             continue
         if not pending:
             tile = tiles[next(t for t in frontier if tiles.get(t, {}).get("status") == "hidden")]
-            reply = await _call(ws, next(rid), "field.reveal", to, {
+            reply = await call("field.reveal", {
                 "agent": agent, "tile": tile["id"], "expected_revision": rev})
             fig.reveals += 1
             if not reply["ok"]:
@@ -249,6 +263,8 @@ async def _play(ws: Any, to: str, solution: np.ndarray, G: int, fig: Figures,
         if first_try is None and pace:  # a fixed rate: this batch waits for its slot
             await trio.sleep(max(0.0, slot - clock()))
             slot = max(slot + pace, clock())
+        if bucket is not None:  # (before the clock starts: the wait is the client's)
+            await bucket.spend()
         t0 = clock()
         first_try = t0 if first_try is None else first_try
         reply = await _call(ws, next(rid), "field.commit", to, {

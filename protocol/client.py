@@ -119,8 +119,16 @@ class _Pending:
         self.reply: dict[str, Any] | None = None
 
 
-class _Pace:
+class Pace:
     """The connection's token bucket as the client keeps it: a frame waits for a token."""
+
+    @classmethod
+    def of_hello(cls, hello: dict[str, Any]) -> Pace | None:
+        """The pace the hello's result names (`rate`, `burst`), or None without one."""
+        rate, burst = hello.get("rate"), hello.get("burst")
+        if all(isinstance(x, int | float) and x > 0 for x in (rate, burst)):
+            return cls(rate, burst)
+        return None
 
     def __init__(self, rate: float, burst: float) -> None:
         self.rate = rate * PACE_MARGIN
@@ -219,7 +227,7 @@ class Client:
         self._ids = itertools.count(1)
         self._pending: dict[int, _Pending] = {}
         self._subs: dict[str, Subscription] = {}
-        self._pace: _Pace | None = None  # the current socket's (None: the server names none)
+        self._pace: Pace | None = None  # the current socket's (None: the server names none)
 
     # ---- lifetime -------------------------------------------------------------
 
@@ -308,9 +316,7 @@ class Client:
         self.hello = reply.get("result") or {}
         self.role = self.hello.get("role")
         self.key = self.hello.get("key", self.key)
-        rate, burst = self.hello.get("rate"), self.hello.get("burst")
-        numbers = all(isinstance(x, int | float) and x > 0 for x in (rate, burst))
-        self._pace = _Pace(rate, burst) if numbers else None
+        self._pace = Pace.of_hello(self.hello)
         self.connections += 1
 
     async def _read(self, ws: ClientConnection) -> None:
