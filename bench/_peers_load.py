@@ -131,8 +131,11 @@ async def turn(side: Side, conns: list[Conn], seconds: float, meter: Meter,
 
 
 async def round_trips(sides: list[Side], meters: dict[str, Meter], connections: int,
-                      seconds: float, turns: int, log: Callable[[str], None]) -> None:
-    """Open `connections` to every side, then alternate `turns` turns of round trips."""
+                      seconds: float, turns: int, log: Callable[[str], None],
+                      paced: dict[str, str] | None = None) -> None:
+    """Open `connections` to every side, then alternate `turns` turns of round trips. A
+    side named in `paced` is paced at the rate the side it maps to made in its last turn
+    (each server's CPU per round trip at one rate), the others add back to back."""
     opened = {}
     for side in sides:
         t0 = time.perf_counter()
@@ -142,21 +145,9 @@ async def round_trips(sides: list[Side], meters: dict[str, Meter], connections: 
     hold()
     for _ in range(turns):
         for side in sides:
-            await turn(side, opened[side.name], seconds / turns, meters[side.name])
-    await close_all([conn for conns in opened.values() for conn in conns])
-
-
-async def equal_rate(ours: Side, peer: Side, meters: dict[str, Meter], connections: int,
-                     seconds: float, turns: int, log: Callable[[str], None]) -> None:
-    """Alternate `turns` turns: `ours` adds back to back, then `peer` paced at the rate
-    ours made in the turn just before (each server's CPU per round trip at one rate)."""
-    opened = {side.name: await open_many(connections, side.open_own) for side in (ours, peer)}
-    log(f"  {connections} connections open to each")
-    hold()
-    for _ in range(turns):
-        await turn(ours, opened[ours.name], seconds / turns, meters[ours.name])
-        await turn(peer, opened[peer.name], seconds / turns, meters[peer.name],
-                   rate=meters[ours.name].rates[-1])
+            leader = (paced or {}).get(side.name)
+            await turn(side, opened[side.name], seconds / turns, meters[side.name],
+                       rate=meters[leader].rates[-1] if leader else None)
     await close_all([conn for conns in opened.values() for conn in conns])
 
 

@@ -216,8 +216,8 @@ def measure(args: argparse.Namespace, levels: list[int],
     level = goal_level(levels)
     _log(f"equal rate at {level} connections: colyseus_memory paced at ours' rate")
     meters = {name: load.Meter(procs[name].cpu_seconds) for name in RT_PAIRS[0]}
-    trio.run(load.equal_rate, sides["ours"], sides["colyseus_memory"], meters, level,
-             args.seconds, args.turns, _log)
+    trio.run(load.round_trips, [sides["ours"], sides["colyseus_memory"]], meters, level,
+             args.seconds, args.turns, _log, {"colyseus_memory": "ours"})
     figures = {name: meter.figures() for name, meter in meters.items()}
     figures["ratios"] = ratios(figures, RT_KEYS, RT_PAIRS[:1])
     result["equal_rate"] = {"connections": level, **figures}

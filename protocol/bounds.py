@@ -17,6 +17,10 @@ from typing import Any
 import attrs
 
 KEY = "petridish.bounds"
+# A paged list's `offset` and `limit` (the console's lists, the lobby's): no answer grows
+# with the server.
+MAX_PAGE = 200  # rows of one page
+MAX_OFFSET = 1_000_000
 
 
 @attrs.frozen

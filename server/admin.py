@@ -7,8 +7,9 @@ the connections, the store's health, the budgets and who hit them, and the token
 refused until released), released or unloaded. Each change is an event of its stream,
 so the console keeps an audit trail of who did what, when (never a token itself: the
 answer to `admin.token_create` keeps no receipt), and the held worlds outlive a restart:
-the server loads this world as it starts, and it holds again what its stream holds. Worlds under `actors/` may not import
-the server, so this one lives here and gets what it needs through `Console`.
+the server loads this world as it starts, and it holds again what its stream holds.
+Worlds under `actors/` may not import the server, so this one lives here and gets what it
+needs through `Console`.
 """
 
 from __future__ import annotations

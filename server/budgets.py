@@ -203,6 +203,16 @@ class Ledger:
             self._trim(self.accounts, now)
         return entry
 
+    def client_account(self, token_name: str | None, address: str, role: str,
+                       now: float) -> Account | None:
+        """The account a client's server time is charged to (a websocket session's, an
+        MCP call's, a lab route's): its token's, or its address's when it has no token
+        (`token_name` None); None for the owner, who has no budget."""
+        if role == "owner":
+            return None
+        name = token_name if token_name is not None else f"address:{address}"
+        return self.account(name, role, now)
+
     @staticmethod
     def _trim(entries: OrderedDict, now: float) -> None:
         """Forget idle entries once there are too many (oldest first)."""

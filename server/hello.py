@@ -70,9 +70,8 @@ async def greet(session: Session, hello: Hello) -> bool:
     session.principal = principal
     session.greeted = True
     ledger.greeted(session.address, now)
-    if principal.role != "owner":
-        account = principal.name if principal.digest else f"address:{session.address}"
-        session.account = ledger.account(account, principal.role, now)
+    session.account = ledger.client_account(principal.name if principal.digest else None,
+                                            session.address, principal.role, now)
     reply = {"protocol": PROTOCOL_VERSION, "role": principal.role, "name": principal.name,
              "client": hello.client, "max_frame": cfg.max_frame, "rate": cfg.rate,
              "burst": cfg.burst}

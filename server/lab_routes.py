@@ -72,7 +72,8 @@ ROUTES: dict[str, tuple[str, str]] = {
 STATUS: dict[str, int] = {
     ErrorCode.BAD_REQUEST: 400, ErrorCode.UNKNOWN_OP: 404, ErrorCode.UNKNOWN_ACTOR: 404,
     ErrorCode.TOO_LARGE: 413, ErrorCode.UNAUTHORIZED: 401, ErrorCode.FORBIDDEN: 403,
-    ErrorCode.RATE_LIMITED: 429, ErrorCode.OVER_BUDGET: 429, ErrorCode.OVERLOADED: 503, ErrorCode.TIMEOUT: 504,
+    ErrorCode.RATE_LIMITED: 429, ErrorCode.OVER_BUDGET: 429, ErrorCode.OVERLOADED: 503,
+    ErrorCode.TIMEOUT: 504,
     ErrorCode.ACTOR_RESTARTED: 503, ErrorCode.UNAVAILABLE: 503, ErrorCode.INTERNAL: 500,
     "unknown_organism": 404, "not_in_pair": 400,
 }
@@ -170,12 +171,12 @@ class LabRoutes:
     def _account(self, request: Request, caller: str, role: str) -> Account | None:
         """The CPU account the request is charged to (None: the owner's); `over_budget`
         when it is spent while others use the server."""
-        if role == "owner":
-            return None
         ledger, now = self.state.ledger, trio.current_time()
-        who = caller if caller != "anonymous" else self._address(request)
-        account = ledger.account(caller if caller != "anonymous" else f"address:{who}", role,
-                                 now)
+        anonymous = caller == "anonymous"
+        who = self._address(request) if anonymous else caller
+        account = ledger.client_account(None if anonymous else caller, who, role, now)
+        if account is None:
+            return None
         refusal = ledger.may_compute(account, now)
         if refusal is not None:
             self.state.budget_hit(refusal, who)

@@ -285,12 +285,10 @@ class McpHost:
         principal, anonymous = self.principal(request)
         origin = str(request.base_url).rstrip("/") if request is not None else ""
         address = self.address(request)
-        account, who = None, principal.name
-        if principal.role != "owner":
-            who = address if anonymous else principal.name
-            account = self.state.ledger.account(f"address:{address}" if anonymous else
-                                                principal.name, principal.role,
-                                                trio.current_time())
+        who = address if anonymous and principal.role != "owner" else principal.name
+        account = self.state.ledger.client_account(None if anonymous else principal.name,
+                                                   address, principal.role,
+                                                   trio.current_time())
         return McpCall(self.state, principal, anonymous, self.client_of(request), origin,
                        account, who)
 

@@ -9,14 +9,12 @@ from typing import Any, Literal
 
 import attrs
 
-from protocol.bounds import bounded
+from protocol.bounds import MAX_OFFSET, MAX_PAGE, bounded
 from protocol.registry import OpSpec
 
 ADMIN_ID = "admin:main"
 MAX_NAME = 64  # characters of a token's name (server/auth.py checks its letters)
 MAX_ID = 113  # characters of an actor id: a 32-character kind, ':', an 80-character name
-MAX_PAGE = 200  # rows of one page of worlds or connections
-MAX_OFFSET = 1_000_000
 AUDIT_SHOWN = 20  # latest audit entries in the overview
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import attrs
 
-from protocol.bounds import bounded
+from protocol.bounds import MAX_OFFSET, MAX_PAGE, bounded
 from protocol.registry import OpSpec
 
 LOBBY_ID = "lobby:main"
@@ -26,9 +26,7 @@ class WorldInfo:
     summary: dict[str, Any] | None = None
 
 
-PAGE = 100  # worlds in a page of the listing unless `limit` says otherwise ...
-MAX_PAGE = 200  # ... and at most
-MAX_OFFSET = 1_000_000
+PAGE = 100  # worlds in a page of the listing unless `limit` says otherwise
 
 
 @attrs.frozen
