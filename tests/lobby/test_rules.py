@@ -7,8 +7,9 @@ import pytest
 from actors.lobby.events import WorldCreated, decode, encode
 from actors.lobby.rules import Catalog, LiveFigures, decide_create, evolve, listing
 from actors.world import Caller, Ctx, Refusal
-from protocol.errors import ErrorCode
-from protocol.ops.lobby import CreateArgs, WorldInfo
+from protocol.convert import structure
+from protocol.errors import ErrorCode, ProtocolError
+from protocol.ops.lobby import CreateArgs, ListArgs, WorldInfo
 
 ROLES = {"counter": "agent", "field": "owner"}
 
@@ -88,3 +89,15 @@ def test_listing_pages_follow_one_another_featured_first() -> None:
     assert _pages({}, ["field:day"], 2) == [[]]  # nothing stored: one empty page
     past = listing(stored, [], {}, ["field:day"], offset=9, limit=5)
     assert (past.worlds, past.total, past.offset) == ([], 9, 9)  # past the end: empty
+
+
+@pytest.mark.parametrize(("args", "path"), [
+    ({"limit": 0}, "args.limit"), ({"limit": 201}, "args.limit"),
+    ({"offset": -1}, "args.offset"), ({"offset": 1_000_001}, "args.offset"),
+    ({"offset": "1"}, "args.offset"), ({"page": 2}, "args.page"),
+])
+def test_list_args_out_of_bounds_are_refused(args: dict, path: str) -> None:
+    with pytest.raises(ProtocolError) as refused:
+        structure(args, ListArgs)
+    assert refused.value.code == ErrorCode.BAD_REQUEST
+    assert refused.value.detail == {"path": path}
