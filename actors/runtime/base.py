@@ -38,10 +38,7 @@ from typing import Any, ClassVar, TypeVar
 
 import trio
 
-from actors.runtime.context import (
-    ActorContext,
-    ActorStatistics,
-)
+from actors.runtime.context import ActorContext, ActorStatistics
 from actors.runtime.deferred import Deferred, charge_sender
 from actors.runtime.mailbox import (
     ActorStopped,
@@ -271,8 +268,7 @@ class Actor(ABC):
     # ---- the outside: ask, tell, statistics ---------------------------------------------
 
     def stop(self) -> None:
-        """Stop for good once the message being handled is done (waiting asks are refused
-        `unavailable`)."""
+        """Stop for good after the current message (waiting asks are refused `unavailable`)."""
         self._mailbox.close()
 
     @property
@@ -461,7 +457,12 @@ class Actor(ABC):
             except Exception:
                 log.exception("%s could not append %d events", self.actor_id, len(events))
                 self._answers = [(p, None, e or self._restarted()) for p, _, e in self._answers]
-                return await self._restart(kept=[])
+                if not await self._restart(kept=[]):
+                    return False  # stopping refuses them
+                answers, self._answers = self._answers, []
+                for pending, _, error in answers:  # now: no later batch may come
+                    pending.fail(error)
+                return True
             self._durable_rev = rev
             self.context.observer.appended(self.kind, len(events))
             self._receipts.durable(rev)

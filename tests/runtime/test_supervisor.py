@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import partial
+from typing import Any
 
 import pytest
 import trio
@@ -142,6 +143,30 @@ class BrokenSnapshots(MemoryEventStore):
 class BrokenReads(MemoryEventStore):
     async def read(self, stream: str, after: int = 0) -> list:
         raise OSError("unreadable")
+
+
+class OneBrokenAppend(MemoryEventStore):
+    """The first append raises as an event that cannot be encoded would."""
+
+    broken = True
+
+    async def append(self, *args: Any, **kwargs: Any) -> int:
+        if self.broken:
+            self.broken = False
+            raise ValueError("Out of range float values are not JSON compliant")
+        return await super().append(*args, **kwargs)
+
+
+async def test_a_failing_append_answers_its_batch_at_once() -> None:
+    store = OneBrokenAppend()
+    async with open_directory(store, KINDS) as directory:
+        actor = await directory.get("probe:a")
+        with trio.fail_after(5), pytest.raises(ProtocolError) as err:
+            await actor.ask(Add(1))  # answered now, not when the next message comes
+        assert err.value.code == ErrorCode.ACTOR_RESTARTED
+        assert actor.statistics().restarts == 1
+        assert await actor.ask(Add(2)) == 1  # the first revision: nothing was stored
+    assert await fresh_state(store, "probe:a") == {"total": 2, "amounts": [2]}
 
 
 async def test_a_failing_snapshot_is_logged_and_changes_nothing() -> None:
