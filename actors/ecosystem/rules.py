@@ -61,6 +61,7 @@ from protocol.ops import ecosystem as ops
 from protocol.ops.ecosystem import EcosystemCode
 
 SEED_PURPOSE = 1  # `ctx.rng` purpose: the engine seed drawn at create
+MAX_CONTROLS = 1000  # stored controls of one run (its stream, and export, stay bounded)
 
 
 # ---------------------------------------------------------------- pure effects' halves
@@ -164,6 +165,11 @@ def decide_control(state: Run, args: ops.ControlArgs, ctx: Ctx) -> list[Event] |
     playing = args.action == "play"
     events: list[Event] = []
     if (playing, speed) != (state.playing, state.speed):
+        # Past the bound the owner may still pause (once: playing again is refused) and step.
+        if state.controls >= MAX_CONTROLS and (playing or not state.playing):
+            return Refusal(EcosystemCode.TOO_MANY_CONTROLS,
+                           f"a run stores at most {MAX_CONTROLS} controls; it may still pause "
+                           "and step")
         events.append(Controlled(args.action, playing, speed))
     if args.action == "step":
         events += advance(state, ctx.t)

@@ -60,6 +60,7 @@ class Run:
     vias: tuple[str, ...] = ()  # "patch" or "schedule", per decision
     playing: bool = False
     speed: int = DEFAULT_SPEED
+    controls: int = 0  # `Controlled` events stored
     ended: Ended | None = None
     phrasing: Phrased | None = None
     graphs: dict[int, dict[str, Any]] = attrs.field(factory=dict, eq=False, repr=False)
@@ -130,7 +131,7 @@ def _changes(state: Run, event: Event) -> dict[str, Any]:
         via = "patch" if isinstance(event, Patched) else "schedule"
         return {"decisions": state.decisions + (event.decision,), "vias": state.vias + (via,)}
     if isinstance(event, Controlled):
-        return {"playing": event.playing, "speed": event.speed}
+        return {"playing": event.playing, "speed": event.speed, "controls": state.controls + 1}
     if isinstance(event, Phrased):
         return {"phrasing": event}
     return {"ended": event, "playing": False}

@@ -44,6 +44,7 @@ class EcosystemCode(StrEnum):
     INVALID_CHANGE = "invalid_change"  # a scheduled change breaks the seed's schema
     STALE_GRAPH_VERSION = "stale_graph_version"  # expected_graph_version is not the graph's
     TOO_MANY_DECISIONS = "too_many_decisions"  # the run holds its maximum of decisions
+    TOO_MANY_CONTROLS = "too_many_controls"  # the run stored its maximum of controls
     RUN_ENDED = "run_ended"  # the run reached generation 180
     NOT_REACHED = "generation_not_reached"  # history of a generation the run has not reached
 

@@ -8,6 +8,9 @@ from typing import Any
 
 import pytest
 
+from actors.ecosystem.export import parse_export, record_of_export
+from actors.ecosystem.replay import replay
+from actors.ecosystem.rules import MAX_CONTROLS
 from protocol.client import Client, RequestError
 from protocol.ops.ecosystem import OPS
 from tests.ecosystem.live import POND, SIZE, agent_tokens
@@ -148,6 +151,35 @@ async def test_stale_and_late_writes_of_a_run_that_moved_on(run) -> None:
     with pytest.raises(RequestError) as nothing_left:  # a refused create leaves nothing
         await spectator.request("ecosystem.view", "ecosystem:long", {})
     assert nothing_left.value.code == "unknown_actor"
+
+
+async def test_a_run_stores_a_bounded_number_of_controls(run) -> None:
+    """Controls stop being stored at MAX_CONTROLS but for a pause (and a step), so the
+    run's stream stays bounded and its export replays."""
+    owner, spectator = run["owner"], run["spectator"]
+
+    async def control(action: str, speed: int | None = None) -> dict[str, Any]:
+        args = {"action": action} if speed is None else {"action": action, "speed": speed}
+        return await owner.request("ecosystem.control", RUN, args)
+
+    message = f"a run stores at most {MAX_CONTROLS} controls; it may still pause and step"
+    for _ in range(MAX_CONTROLS // 2 - 1):  # speed 1: the run barely moves meanwhile
+        await control("play", 1)
+        await control("pause", 2)
+    await control("play", 1)
+    await control("play", 2)  # the last one stored: the run plays
+    with pytest.raises(RequestError) as faster:
+        await control("play", 3)
+    assert (faster.value.code, faster.value.message) == ("too_many_controls", message)
+    assert not (await control("pause"))["playing"]
+    before = await state_of(spectator)
+    with pytest.raises(RequestError) as again:
+        await control("play")
+    assert (again.value.code, again.value.message) == ("too_many_controls", message)
+    assert await state_of(spectator) == before
+    assert (await control("step"))["generation"] == before[0]["generation"] + 1
+    export = await spectator.request("ecosystem.export", RUN, {})
+    assert replay(record_of_export(parse_export(export["lines"]))).ok
 
 
 async def test_a_bad_token_is_unauthorized(tmp_path: Path) -> None:
