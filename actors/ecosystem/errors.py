@@ -84,7 +84,8 @@ class Shape:
         """A finite real (not a bool) within [low, high]."""
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise self.fail(path, "must be a number")
-        if not math.isfinite(value) or value < low or value > high:
+        # Ints compare exactly (one too large for a float must not raise OverflowError).
+        if (isinstance(value, float) and not math.isfinite(value)) or not low <= value <= high:
             raise self.fail(path, f"must be finite and within {low}..{high}")
         return float(value)
 

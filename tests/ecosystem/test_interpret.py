@@ -167,9 +167,11 @@ def test_second_nonmaximal_council_choice_falls_back(fake_model: FakeModel) -> N
 def test_malformed_council_distribution_is_not_corrected(fake_model: FakeModel) -> None:
     over = {"choice": {"selected": "a", "options": [{"label": "a", "probability": 0.8},
                                                     {"label": "b", "probability": 0.7}]}}
-    result = interpret(fake_model, HAPPY[:5] + [over])
-    assert_fallback(result, "council", "invalid_output")
-    assert result.calls == 6
+    huge = {"choice": {"selected": "a", "options": [{"label": "a", "probability": 10**400}]}}
+    for bad in (over, huge):  # huge: an integer no float holds
+        result = interpret(fake_model, HAPPY[:5] + [bad])
+        assert_fallback(result, "council", "invalid_output")
+        assert result.calls == 6
 
 
 def test_persistent_rejection_stays_blocked(fake_model: FakeModel) -> None:

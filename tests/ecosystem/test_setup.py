@@ -113,6 +113,8 @@ def test_every_config_value_is_accepted_and_others_refused(section: str, field: 
      "Invalid life config: founders.diversity is required"),
     (lambda c: c["fitness"].update(survive=1.2, replicate=-0.2),
      "Invalid life config: fitness.survive must be finite and within 0.0..1.0"),
+    (lambda c: c["fitness"].update(survive=10**400),  # no float holds it
+     "Invalid life config: fitness.survive must be finite and within 0.0..1.0"),
     (lambda c: c["fitness"].update(survive=0.3),
      "Invalid life config: fitness weights must total 1 (within 1e-9)"),
     (lambda c: c["fitness"].update(adapt=True),
