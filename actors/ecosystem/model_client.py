@@ -108,7 +108,8 @@ class ChatClient:
             usage = payload.get("usage") or {}
             spent = Usage(int(usage.get("prompt_tokens", 0)),
                           int(usage.get("completion_tokens", 0)))
-        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+        # OverflowError: a usage count of Infinity, which json reads and int() cannot take.
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError, OverflowError):
             raise ModelFailure(stage, "malformed_response") from None
         if not isinstance(content, str):
             raise ModelFailure(stage, "malformed_response")

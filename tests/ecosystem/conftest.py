@@ -52,9 +52,9 @@ class FakeModel:
     """A chat-completions server on 127.0.0.1 answering from a script, in order.
 
     Script items: a dict (sent as the JSON message content), a str (sent verbatim as
-    content, e.g. invalid JSON), an int (an HTTP error status with a secret-looking body)
-    or a float (stall that many seconds, then answer `{}`: a client with a shorter
-    timeout has given up by then).
+    content, e.g. invalid JSON), bytes (sent verbatim as the whole response body), an int
+    (an HTTP error status with a secret-looking body) or a float (stall that many seconds,
+    then answer `{}`: a client with a shorter timeout has given up by then).
     """
 
     def __init__(self) -> None:
@@ -79,6 +79,9 @@ class FakeModel:
                     item = {}
                 if isinstance(item, int):
                     self._send(item, b'{"error": "PROVIDER-SECRET-PAYLOAD"}')
+                    return
+                if isinstance(item, bytes):
+                    self._send(200, item)
                     return
                 content = item if isinstance(item, str) else json.dumps(item)
                 payload = {"id": "x", "object": "chat.completion",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from typing import Any
 
 import pytest
@@ -130,6 +131,16 @@ def test_provider_error_payload_never_reaches_diagnostics(fake_model: FakeModel)
     result = interpret(fake_model, [MAPPING, 503])
     assert_fallback(result, "environment", "http_status")
     assert result.calls == 2 and result.usage.prompt_tokens == 10  # only the success counted
+
+
+def test_a_malformed_response_falls_back(fake_model: FakeModel) -> None:
+    """A response without content, or with a usage count no integer holds (Infinity)."""
+    infinite = {"choices": [{"message": {"content": json.dumps(MAPPING)}}],
+                "usage": {"prompt_tokens": math.inf}}
+    for body in ({"choices": []}, infinite):
+        result = interpret(fake_model, [json.dumps(body).encode()])
+        assert_fallback(result, "mapping", "malformed_response")
+        assert result.calls == 1 and result.usage.prompt_tokens == 0
 
 
 def test_invalid_environment_falls_back_with_contract_conflict(fake_model: FakeModel) -> None:
