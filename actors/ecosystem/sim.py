@@ -188,7 +188,7 @@ class Fields:
         pred.fill(0.0)
         R, X = self.resource, self.fields
         for _ in range(SUBSTEPS):
-            # resource: regrow * (R + floor) * (1 - R/K) [* (1 + fb (1 - R/K))]
+            # resource: regrow * (R + floor) * (1 - R/K) [* max(0, 1 + fb (1 - R/K))]
             np.multiply(R, inv_cap, out=t1)
             np.subtract(1.0, t1, out=t1)
             np.add(R, RESOURCE_FLOOR, out=dR)
@@ -197,6 +197,9 @@ class Fields:
             if feedback > 0.0:
                 t1 *= feedback
                 t1 += 1.0
+                # Far above K (a fragmentation barrier lowered it) the factor would turn
+                # negative and the decline into runaway growth, to inf and NaN.
+                np.maximum(t1, 0.0, out=t1)
                 dR *= t1
             # every species: X * (-m - q X)
             np.multiply(X, neg_crowd, out=dX)

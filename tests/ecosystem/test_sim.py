@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import json
 
 import attrs
 import numpy as np
@@ -28,6 +29,23 @@ def test_default_world_keeps_every_species_alive_for_180_generations(seed: int) 
     # Not merely alive by the threshold: both keep a real population throughout.
     assert min(f["biomass"]["B"] for f in frames) > 20.0
     assert min(f["biomass"]["A"] for f in frames) > 100.0
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_depletion_feedback_over_a_lowered_capacity_stays_finite(seed: int) -> None:
+    """Fragmentation barriers (high, chaotic) drop K far below the resource there; the
+    depletion feedback must not turn that into runaway regrowth (inf, then NaN frames no
+    JSON can store)."""
+    answers = {"world": "A fragile, exhausted valley of deer",
+               "threat": "Severe random storms and wolves split the valley with walls",
+               "reward": "survive"}
+    config = deterministic_setup(answers)["config"]
+    assert config["rules"]["environment"] == {
+        "regeneration": "depletion_feedback", "pressure": "fragmentation",
+        "volatility": "chaotic", "intensity": "high", "duration": "persistent"}
+    for frame in simulate(config, seed, 180, size=16)["generations"]:
+        json.dumps(frame, allow_nan=False)
+        assert frame["resource"] < 2.0, frame["generation"]
 
 
 def test_runs_are_deterministic_and_seeded() -> None:
