@@ -92,13 +92,15 @@ def daily_id(day: date) -> str:
 
 
 def daily_date(game: str) -> date | None:
-    """The day a daily game id names, or None for any other game."""
+    """The day a daily game id names, or None for any other game (only `day-YYYY-MM-DD`:
+    other ISO spellings of a date would name a second daily field of the same day)."""
     if not game.startswith(DAILY_PREFIX):
         return None
     try:
-        return date.fromisoformat(game.removeprefix(DAILY_PREFIX))
+        day = date.fromisoformat(game.removeprefix(DAILY_PREFIX))
     except ValueError:
         return None
+    return day if daily_id(day) == game else None
 
 
 def yesterday(day: date) -> date:

@@ -52,3 +52,16 @@ async def test_daily_field_and_alltime_board(tmp_path: Path) -> None:
         with pytest.raises(RequestError) as err:
             await c.request("field.rules", "field:day-2020-01-01")
         assert err.value.code == "unknown_actor"
+
+
+async def test_only_the_canonical_date_names_the_daily_field(tmp_path: Path) -> None:
+    def clock() -> int:
+        return int(datetime.combine(DAY, time(12), UTC).timestamp() * 1000)
+
+    year, week, weekday = DAY.isocalendar()
+    async with running_server(tmp_path, clock=clock) as srv, Client.connect(srv.ws_url) as c:
+        # other ISO spellings of today name no daily field: asking starts nothing
+        for game in (f"day-{DAY:%Y%m%d}", f"day-{year}-W{week}-{weekday}"):
+            with pytest.raises(RequestError) as err:
+                await c.request("field.rules", f"field:{game}")
+            assert err.value.code == "unknown_actor", game
