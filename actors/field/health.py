@@ -11,6 +11,7 @@ do not enter the window.
 
 from __future__ import annotations
 
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Literal
 
 import attrs
@@ -115,6 +116,12 @@ def health_of(w: HealthWindow) -> Health:
     return Health(state, rate, w.fill, w.wrong, HEALTH_WINDOW, w.died_at)
 
 
+def percent(rate: float) -> str:
+    """`rate` in percent to one decimal, as the seed's `(rate * 100).toFixed(1)` writes it:
+    half up on the double's exact value (Python's format rounds half to even: 6.25 -> 6.2)."""
+    return str(Decimal(rate * 100).quantize(Decimal("0.1"), ROUND_HALF_UP))
+
+
 def health_note(h: Health) -> str | None:
     """The one line an agent should read at warning or death; None when healthy."""
     death_pct = f"{HEALTH_DEATH * 100:.0f}%"
@@ -122,7 +129,7 @@ def health_note(h: Health) -> str | None:
         return (f"dead: your wrong-rate reached {death_pct} at revision {h.died_at}; "
                 "you are out for the day, your territory stays.")
     if h.state == "warning":
-        return (f"warning: your wrong-rate is {h.rate * 100:.1f}% over your last {h.committed} "
+        return (f"warning: your wrong-rate is {percent(h.rate)}% over your last {h.committed} "
                 f"committed cells; at {death_pct} you are out for the day. "
                 "Commit what you can prove.")
     return None

@@ -34,6 +34,7 @@ from typing import Any
 import attrs
 
 from actors.field import live
+from actors.field.health import percent
 from actors.field.prompt import today
 from actors.field.rules_text import MCP_RULES_TEXT
 from actors.field.tool_args import (
@@ -82,7 +83,7 @@ def _writer(call: ToolCall, agent: str | None) -> tuple[str | None, str | None]:
 def _health(h: dict[str, Any] | None, note: str | None) -> str:
     out = ""
     if h:
-        out = f" Health {h['state']} ({h['rate'] * 100:.1f}% wrong over {h['committed']})."
+        out = f" Health {h['state']} ({percent(h['rate'])}% wrong over {h['committed']})."
     return out + (f" {note}" if note else "")
 
 

@@ -26,6 +26,7 @@ from protocol.client import Client
 from server import mcp as mcp_server
 from server import worlds
 from server.auth import TokenStore
+from tests.field_live._live import start
 from tests.server.ws_harness import running_server
 
 HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
@@ -293,3 +294,29 @@ async def test_bad_input_over_mcp_is_refused_and_changes_nothing(tmp_path: Path)
             assert r.status_code == 400 and "-32700" in r.text
             after = await c.request("field.observe", "field:bad", {})
         assert after == before
+
+
+async def test_health_percentages_round_as_the_seeds_to_fixed(tmp_path: Path) -> None:
+    # one wrong cell in 16 is 6.25%: the seed's toFixed(1) writes 6.3 (Python's format, 6.2)
+    token = TokenStore(tmp_path).create("agent", "rounder")
+    async with running_server(tmp_path) as srv, httpx.AsyncClient() as http, \
+            Client.connect(srv.ws_url, token) as c:
+        to = "field:round"
+        await start(c, "round", size=20, seed=1)
+        j = await c.request("field.join", to, {"name": "r"})
+        rev = (await c.request("field.observe", to, {"agent": j["agent"]}))["revision"]
+        await c.request("field.reveal", to, {"agent": j["agent"], "tile": j["seed_tile"],
+                                             "expected_revision": rev})
+        live = (await srv.state.directory.get(to)).state
+        cells = live.state.geo.tiles[j["seed_tile"]].cells.tolist()
+        unknown = [x for x in cells if live.state.values[x] < 0][:16]
+        assert len(unknown) == 16
+        truth = live.truth.solution
+        batch = [[x, int(truth[x]) ^ (x == unknown[-1])] for x in unknown]  # the last wrong
+        r = await _tool(http, srv.url, "commit", {"game_id": "round", "agent": j["agent"],
+                                                  "cells": batch, "expected_revision": rev + 1},
+                        token)
+        assert r["structuredContent"]["health"]["rate"] == 1 / 16
+        assert r["content"][0]["text"].endswith(
+            " Health warning (6.3% wrong over 16). warning: your wrong-rate is 6.3% over your "
+            "last 16 committed cells; at 4% you are out for the day. Commit what you can prove.")
