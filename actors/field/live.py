@@ -27,8 +27,8 @@ PUSH_INTERVAL = 0.05  # seconds between a field's pushes: at most 20 a second pe
 FANOUT_RATE = 8000.0  # push frames a second to all of a field's spectators together (each
 # a non-blocking write of a frame made once: ~20 us, docs/performance.md)
 GROW_SHARE = 0.75  # revealed or solved share of the tiles that triggers a growth
-CHECKPOINT_EVERY = 16  # revisions between the states kept for history (a replay of
-# 15 events is ~2 ms: the cost of the dearest `field.history` a spectator may ask)
+CHECKPOINT_EVERY = 16  # revisions between the states kept for history at first (a replay
+# of 15 events is ~2 ms); the spacing doubles each time MAX_CHECKPOINTS is passed
 MAX_CHECKPOINTS = 128
 
 # The daily field: a growing field on the full canvas, fog on.
@@ -174,14 +174,16 @@ class History:
     """A field's events with a fold state kept every CHECKPOINT_EVERY revisions and after
     every event that lays out the canvas (the manifest, a growth: folding one costs ~10 ms
     of geometry), so the state at any revision is a short, cheap replay away. Past
-    MAX_CHECKPOINTS states every other periodic one is dropped (the spacing doubles), which
-    bounds the memory they pin; the layout ones stay (a field grows a bounded number of
-    times: its canvas is at most MAX_CANVAS)."""
+    MAX_CHECKPOINTS states the spacing doubles and the periodic states off it are dropped,
+    which bounds the memory they pin while no replay is longer than the spacing (under
+    2 x revisions / MAX_CHECKPOINTS); the layout ones stay (a field grows a bounded number
+    of times: its canvas is at most MAX_CANVAS)."""
 
     def __init__(self) -> None:
         self.events: list[Event] = []
         self.checkpoints: dict[int, State] = {0: new_state()}
         self.layouts: set[int] = set()  # revisions of the manifest and the growths
+        self.every = CHECKPOINT_EVERY  # revisions between the periodic states
 
     def add(self, ev: Event, after: State) -> None:
         """Record `ev`, whose fold gave `after`."""
@@ -189,12 +191,12 @@ class History:
         if isinstance(ev, ManifestEvent | GrowEvent):
             self.layouts.add(after.revision)
             self.checkpoints[after.revision] = after
-        elif after.revision % CHECKPOINT_EVERY == 0:
+        elif after.revision % self.every == 0:
             self.checkpoints[after.revision] = after
             if len(self.checkpoints) - len(self.layouts) > MAX_CHECKPOINTS:
-                periodic = sorted(set(self.checkpoints) - self.layouts)
-                keep = self.layouts.union(periodic[::2])
-                self.checkpoints = {r: self.checkpoints[r] for r in sorted(keep)}
+                self.every *= 2
+                self.checkpoints = {r: s for r, s in self.checkpoints.items()
+                                    if r in self.layouts or r % self.every == 0}
 
     def state_at(self, revision: int) -> State:
         """The state at `revision` (0..len(events))."""

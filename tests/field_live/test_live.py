@@ -56,6 +56,10 @@ def test_history_matches_replay(monkeypatch) -> None:
     assert len(h.checkpoints) - len(h.layouts) <= 4 and 0 in h.checkpoints  # thinned
     # the manifest's state is kept past the thinning: history never folds it again
     assert isinstance(g.events[0], ManifestEvent) and h.layouts == {1} <= set(h.checkpoints)
+    # thinned evenly (the spacing doubles): no revision is a long replay from its checkpoint
+    revs = sorted(h.checkpoints)
+    longest = max(b - a for a, b in zip(revs, [*revs[1:], len(g.events)]))
+    assert longest <= 2 * len(g.events) / 4, revs
     for rev in (0, 1, 7, 8, 9, 33, len(g.events) - 1, len(g.events)):
         assert h.state_at(rev) == replay(g.events[:rev])
     with pytest.raises(ValueError, match=r"^revision -1 is not in 0\.\."):
