@@ -295,6 +295,10 @@ def advance(ctx: Context, board: Board, action: str, record: bool = True) -> Out
             elif step == "contacts":
                 contacts(work)
             elif step == "victory":
+                if work.moved_text:
+                    # Text destroyed after the last reading (a contact, a mechanic): the settled
+                    # rules are what the remaining text spells, as a restore of the board reads.
+                    work.reread()
                 won = victory(work)
             elif not frozen:
                 _run_phase(work, step)

@@ -94,3 +94,18 @@ def test_history_reset_and_game_over() -> None:
     assert replay(make_level(["B=Y.", "F=V.", "bf.."]), "ll") == {
         "won": False, "won_at": None, "lost": False, "steps": 2}
     assert replay(make_level(["B=Y.", "F=V.", "bf.."]), "lrl")["won_at"] == 2
+
+
+def test_a_word_destroyed_after_the_rules_are_read_takes_its_rule_with_it() -> None:
+    # Forming WATER IS SINK sinks the STOP of WALL IS STOP with the water under it: the rule
+    # is gone from the turn, the snapshot and the next turn alike, as from a restored twin.
+    level = make_level(["B=Y....", ".....W.", ".U=..=.", "...0wS.", "...b..."],
+                       extra=[{"id": "pool", "noun": "water", "x": 5, "y": 3}])
+    g, twin = create_game(level), create_game(level)
+    turn = g.step("up")
+    assert [d["id"] for d in turn["destroyed"]] == ["pool", "t9"]
+    assert turn["rules"] == g.get_state()["rules"] == ["baba is you", "water is sink"]
+    twin.restore(g.get_state())
+    moved = g.step("right")
+    assert accepted(moved) and moved == twin.step("right")
+    assert g.get_state() == twin.get_state()
