@@ -81,7 +81,7 @@ def check_pack(data: Any) -> tuple[Pack | None, list[Diagnostic]]:
         diags.append(Diagnostic("version", 'must be a version string such as "1", "1.2" or '
                                 '"1.2.3"'))
     profile = data.get("profile", "classic")
-    if profile not in PROFILES:
+    if not (isinstance(profile, str) and profile in PROFILES):
         diags.append(Diagnostic("profile", f"unknown profile {profile!r} (supported: "
                                 f"{', '.join(sorted(PROFILES))})"))
         profile = "classic"

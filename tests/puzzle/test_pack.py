@@ -80,6 +80,7 @@ def test_level_problems_are_reported_with_their_path_inside_the_pack() -> None:
     ({"name": ""}, "name: must be a non-empty string of at most 100 characters"),
     ({"version": 3}, 'version: must be a version string such as "1", "1.2" or "1.2.3"'),
     ({"profile": "modern"}, "profile: unknown profile 'modern' (supported: classic, keke)"),
+    ({"profile": []}, "profile: unknown profile [] (supported: classic, keke)"),
     ({"levels": []}, "levels: must be a list of 1 to 256 levels"),
     ({"mechanics": "plate_gate"}, "mechanics: must be a list of mechanic type names"),
     ({"extra": 1}, "extra: unknown field (a pack has name, version, profile, mechanics, levels)"),

@@ -159,6 +159,10 @@ async def test_malformed_and_huge_levels_and_links_install_nothing(tmp_path: Pat
             "65 wide": (link_of({**make_level(["b"]), "width": 65}),
                         [{"path": "levels[0].width",
                           "message": "must be an integer from 1 to 64"}], "invalid_content"),
+            "profile list": (link_of(make_level(["b"]), profile=[]),
+                             [{"path": "profile", "message":
+                               "unknown profile [] (supported: classic, keke)"}],
+                             "invalid_content"),
         }
         for name, (link, diagnostics, share) in cases.items():
             for op, to in (("puzzle.create", f"puzzle:{name.replace(' ', '-')}"),

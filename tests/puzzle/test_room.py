@@ -237,14 +237,15 @@ def bad_create(**args: Any) -> Refusal:
     return refused
 
 
-def link_of(data: dict[str, Any]) -> str:
-    """A share link of a pack around level data (which may be invalid: made by hand)."""
+def link_of(data: dict[str, Any], **fields: Any) -> str:
+    """A share link of a pack around level data, with other pack `fields` (either may be
+    invalid: made by hand)."""
     import base64
     import zlib
 
     from actors.puzzle.share import canonical_json
 
-    pack = {"name": "mine", "version": "1", "levels": [data]}
+    pack = {"name": "mine", "version": "1", "levels": [data], **fields}
     return "pd1." + base64.urlsafe_b64encode(zlib.compress(canonical_json(pack))).rstrip(
         b"=").decode()
 
