@@ -6,6 +6,8 @@ stacking) and mechanics can be appended.
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
 from typing import Any
 
 BASE_LEGEND = {
@@ -85,3 +87,21 @@ def crowd_level() -> dict[str, Any]:
                      {"id": "tp", "word": "push", "x": 7, "y": 0}]
     data["id"] = "crowd"
     return data
+
+
+def lines_run(action: Callable[[], object]) -> int:
+    """How many Python lines `action` executes: a measure of work that no clock enters."""
+    count = 0
+
+    def trace(_frame: object, event: str, _arg: object) -> Callable[..., object]:
+        nonlocal count
+        count += event == "line"
+        return trace
+
+    before = sys.gettrace()
+    sys.settrace(trace)
+    try:
+        action()
+    finally:
+        sys.settrace(before)
+    return count

@@ -11,7 +11,7 @@ from actors.puzzle.game import Game, create_game
 from actors.puzzle.profiles import PHASES
 from actors.world import Refusal
 from protocol.ops.puzzle import PuzzleCode
-from tests.puzzle.boards import accepted, make_level, mechanic_level, refused
+from tests.puzzle.boards import accepted, lines_run, make_level, mechanic_level, refused
 
 PROFILES = ["classic", "keke"]
 
@@ -218,3 +218,21 @@ def test_the_frail_floor_meets_contacts_in_each_profiles_order() -> None:
                             [e["type"] for e in r.get("mechanics", [])], r["lost"])
     assert outcome == {"classic": ([("baba1", "frail_floor")], ["fell"], True),
                        "keke": ([("baba1", "defeat"), ("tile3", "defeat")], [], True)}
+
+
+def test_a_plate_gate_costs_passes_over_the_board_not_one_per_plate() -> None:
+    """A channel may list every plate of a room's level (up to 1024 things): twice the plates
+    at most double the work of starting the game and of a turn. A board scan per plate made it
+    four times (a shared level of 1000 plates in 64 channels held the server for minutes)."""
+    def work(plates: int) -> tuple[int, int]:
+        extra = [{"id": f"p{i}", "noun": "plate", "x": i % 32, "y": 2 + i // 32}
+                 for i in range(plates)]
+        level = make_level(["B=Y" + "." * 29, "b" + "." * 30 + "g"]
+                           + ["." * 32] * (plates // 32 + 1), extra=extra, mechanics=[
+            {"id": "g", "type": "plate_gate", "version": 1, "state_schema": {"open": "bool"},
+             "config": {"plates": [p["id"] for p in extra], "gates": ["gate2"]}}])
+        game = create_game(level)
+        return lines_run(lambda: create_game(level)), lines_run(lambda: game.step("right"))
+
+    (start, turn), (start2, turn2) = work(100), work(200)
+    assert start2 < 2 * start and turn2 < 2 * turn

@@ -24,6 +24,7 @@ class TurnView(Protocol):
     """What a hook may see and do during a turn (implemented by `turn.Work`)."""
 
     ids: tuple[str, ...]
+    objs: list[list[int]]  # the objects on the board now, in board order: read only
 
     def position(self, idx: int) -> tuple[int, int] | None:
         """Where object `idx` is now, None once destroyed."""

@@ -56,17 +56,16 @@ class PlateGate:
         return diags
 
     def compile(self, config: Any, id_code: dict[str, int]) -> Any:
-        """Settings: (plate id codes, gate id codes)."""
-        return (tuple(id_code[i] for i in config["plates"]),
-                tuple(id_code[i] for i in config["gates"]))
+        """Settings: (plate id codes, gate id codes), as sets."""
+        return (frozenset(id_code[i] for i in config["plates"]),
+                frozenset(id_code[i] for i in config["gates"]))
 
     def _pressed(self, settings: Any, view: Any) -> bool:
+        # Two passes over the board, however many plates the channel lists (a position or
+        # occupants scan per plate made a turn cost plates x things).
         plates = settings[0]
-        for plate in plates:
-            at = view.position(plate)
-            if at and any(o[0] not in plates for o in view.occupants(*at)):
-                return True
-        return False
+        cells = {(o[2], o[3]) for o in view.objs if o[0] in plates}
+        return any((o[2], o[3]) in cells for o in view.objs if o[0] not in plates)
 
     def initial(self, settings: Any, view: Any) -> tuple[Any, ...]:
         """Open exactly when a plate is already pressed on the authored board."""
@@ -77,10 +76,9 @@ class PlateGate:
         """Block closed gates before movement; follow the plates after contacts."""
         if phase == "beforeMovement":
             if not value[0]:
-                for gate in settings[1]:
-                    at = view.position(gate)
-                    if at:
-                        view.block(*at)
+                for o in view.objs:
+                    if o[0] in settings[1]:
+                        view.block(o[2], o[3])
             return value
         opened = self._pressed(settings, view)
         if opened != value[0]:
