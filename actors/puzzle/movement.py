@@ -116,13 +116,14 @@ def move_stacked(work: Work, direction: int | None) -> None:
         return bool((a & OPEN and b & SHUT) or (a & SHUT and b & OPEN))
 
     def can(e: list[int], d: int) -> bool:
-        work.spend()
         dx, dy = DELTAS[d]
         x, y = e[2] + dx, e[3] + dy
+        here = cells.get((x, y), ())
+        work.spend(1 + len(here))  # the evaluation and each thing it looks at
         if not (0 <= x < width and 0 <= y < height) or (x, y) in blocked:
             return False
         em = masks[e[1]]
-        for t in cells.get((x, y), ()):
+        for t in here:
             tm = masks[t[1]]
             if opens(em, tm):
                 continue

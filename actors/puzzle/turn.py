@@ -125,9 +125,9 @@ class Work:
         self.events.append(event)
 
     # ------------------------------------------------ helpers of the steps
-    def spend(self) -> None:
-        """Count one unit of movement work against the complexity cap."""
-        self.budget -= 1
+    def spend(self, units: int = 1) -> None:
+        """Count `units` of movement work against the complexity cap."""
+        self.budget -= units
         if self.budget < 0:
             raise ComplexityBlocked("movement work")
 

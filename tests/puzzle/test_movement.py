@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from actors.puzzle.board import Limits
 from actors.puzzle.game import Game, create_game
-from tests.puzzle.boards import make_level, positions
+from tests.puzzle.boards import lines_run, make_level, positions, refused
 
 
 def keke(rows: list[str], **kw: object) -> Game:
@@ -55,3 +56,20 @@ def test_the_object_layer_goes_stale_until_keke_rebuilds_it() -> None:
     c.step("right")
     c.step("right")
     assert positions(c.get_state(), "rock") == [(3, 3)]
+
+
+def test_the_work_cap_counts_every_thing_a_push_looks_at() -> None:
+    """Baba pushes a chain of cells holding two rocks each, which forks the push evaluations,
+    and the last cell also holds 950 flags. Counting only the evaluations let a refused turn
+    look through the flags hundreds of thousands of times (seconds of the room's loop per
+    move); counted thing by thing, the crowd adds nothing to what the cap allows."""
+    def chain(flags: int) -> Game:
+        rocks = [{"id": f"r{x}{s}", "noun": "rock", "x": x, "y": 1}
+                 for x in range(1, 21) for s in "ab"]
+        crowd = [{"id": f"f{i}", "noun": "flag", "x": 20, "y": 1} for i in range(flags)]
+        return create_game(make_level(["B=YR=P" + "." * 18, "b" + "." * 23],
+                                      extra=rocks + crowd), limits=Limits(work=2000))
+
+    plain, crowded = chain(0), chain(950)
+    assert refused(plain.step("right")) == refused(crowded.step("right")) == "complexity_blocked"
+    assert lines_run(lambda: crowded.step("right")) < 2 * lines_run(lambda: plain.step("right"))
