@@ -93,7 +93,7 @@ def state_to_board(ctx: Context, state: Any) -> Board:
             kind = NOUN_CODE.get(noun) if isinstance(noun, str) else None
         x, y, facing = item.get("x"), item.get("y"), item.get("facing", "right")
         if kind is None or not isinstance(facing, str) or facing not in FACING_CODE or not (
-                isinstance(x, int) and isinstance(y, int)
+                type(x) is int and type(y) is int  # not a bool
                 and 0 <= x < ctx.width and 0 <= y < ctx.height):
             diags.append(Diagnostic(at, "bad noun/word, position or facing"))
             continue

@@ -109,3 +109,15 @@ def test_a_word_destroyed_after_the_rules_are_read_takes_its_rule_with_it() -> N
     moved = g.step("right")
     assert accepted(moved) and moved == twin.step("right")
     assert g.get_state() == twin.get_state()
+
+
+def test_restore_refuses_booleans_as_coordinates() -> None:
+    # JSON true is no coordinate (the level format refuses it too): adopted, it made a state
+    # equal to x = 1 whose snapshot said "x": true.
+    g = create_game(make_level(["B=Y.", "b..."]))
+    state = g.get_state()
+    moved = copy.deepcopy(state)
+    moved["objects"][0]["x"] = True
+    with pytest.raises(RestoreError, match=r"^objects\[0\]: bad noun/word, position or facing$"):
+        g.restore(moved)
+    assert g.get_state() == state
