@@ -106,8 +106,10 @@ def check_level(data: Any, path: str = "") -> tuple[Level | None, list[Diagnosti
     for key in sorted(set(data) - _LEVEL_FIELDS, key=str):
         bad(join_path(path, str(key)), "unknown field")
     level_id = data.get("id", "")
-    if not (isinstance(level_id, str) or _int_in(level_id, -(2**53), 2**53)):
-        bad(join_path(path, "id"), "must be a string or an integer")
+    if not ((isinstance(level_id, str) and len(level_id) <= MAX_ID_CHARS)
+            or _int_in(level_id, -(2**53), 2**53)):
+        bad(join_path(path, "id"), f"must be a string of at most {MAX_ID_CHARS} characters or "
+            "an integer")
     for key in ("name", "author", "hint"):
         value = data.get(key, "")
         if not (isinstance(value, str) and len(value) <= MAX_LINE_CHARS and "\n" not in value):

@@ -39,6 +39,8 @@ def test_diagnostics_carry_the_callers_path_prefix() -> None:
 
 @pytest.mark.parametrize(("change", "expected"), [
     (lambda d: d.update(width=0), "width: must be an integer from 1 to 64"),
+    (lambda d: d.update(id="x" * 65),
+     "id: must be a string of at most 64 characters or an integer"),
     (lambda d: d.update(colour="red"), "colour: unknown field"),
     (lambda d: d.update(profile="baba"), ("profile: unknown profile 'baba' (supported: classic, "
                                          "keke)")),
