@@ -93,7 +93,11 @@ def decide_create(state: Room, args: ops.CreateArgs, ctx: Ctx) -> list[Event] | 
     if args.level and args.level not in ids:
         return bad_request(f"no level {args.level!r} in pack {pack.name!r}", "args.level", levels=ids)
     index = ids.index(args.level) if args.level else 0
-    return [Created(ctx.caller.name, name, make_link(pack), index, args.profile)]
+    try:
+        link = make_link(pack)
+    except ShareError as err:  # normalized, a pack can outgrow the link it came in
+        return bad_request(str(err), where, share=err.code)
+    return [Created(ctx.caller.name, name, link, index, args.profile)]
 
 
 def writable(state: Room, ctx: Ctx, expected: int | None) -> Refusal | None:

@@ -87,6 +87,17 @@ STALE = {"puzzle.move": {"dir": "up", "expected_revision": 0}, "puzzle.undo": {"
          "puzzlepack.remove": {"level": "mine", "expected_revision": 9}}
 
 
+def outgrown_link() -> str:
+    """A 10 KB link of 256 levels of 100 rocks each, written without their facings: 1 MB of
+    JSON, which the normalized pack (every facing spelled out) takes past the 1 MiB cap."""
+    rocks = make_level(["r" * 64] * 2)
+    rocks["objects"] = rocks["objects"][:100]
+    for o in rocks["objects"]:
+        o["id"] = o["id"][4:]
+    del rocks["profile"]
+    return link_of(rocks, levels=[{**rocks, "id": str(i)} for i in range(256)])
+
+
 async def _state(c: Raw) -> tuple[Any, ...]:
     """Everything the refusals must leave alone."""
     room = result(await c.call("puzzle.view", ROOM))
@@ -163,6 +174,7 @@ async def test_malformed_and_huge_levels_and_links_install_nothing(tmp_path: Pat
                              [{"path": "profile", "message":
                                "unknown profile [] (supported: classic, keke)"}],
                              "invalid_content"),
+            "outgrown": (outgrown_link(), None, "too_large"),
         }
         for name, (link, diagnostics, share) in cases.items():
             for op, to in (("puzzle.create", f"puzzle:{name.replace(' ', '-')}"),

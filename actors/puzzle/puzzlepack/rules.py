@@ -116,12 +116,13 @@ def decide_create(state: Shelf, args: ops.PackCreateArgs, ctx: Ctx) -> list[Even
         return [PackCreated(ctx.caller.name, args.name, args.profile, "")]
     try:
         pack = open_link(args.link)
+        link = make_link(pack)  # normalized, a pack can outgrow the link it came in
     except ShareError as err:
         return bad_request(str(err), "args.link", err.diagnostics, share=err.code)
     too_big = room_limits(pack)
     if too_big:
         return bad_request(f"a level is too big for a room: {too_big[0]}", "args.link", too_big)
-    return [PackCreated(ctx.caller.name, args.name or pack.name, pack.profile, make_link(pack))]
+    return [PackCreated(ctx.caller.name, args.name or pack.name, pack.profile, link)]
 
 
 def writable(state: Shelf, ctx: Ctx, expected: int | None) -> Refusal | None:
