@@ -21,6 +21,7 @@ from .ruleset import RuleSet, parse_rules
 from .words import TEXT_BASE
 
 RULE_CACHE_LIMIT = 200_000
+RULE_CACHE_WORDS = 1_000_000  # over the cached layouts' keys: about 70 MB at most
 
 
 @attrs.frozen
@@ -42,7 +43,8 @@ class Limits:
 
 
 class Context:
-    """A level compiled for play: profile, grid, ids, mechanic hosts and a bounded rules cache."""
+    """A level compiled for play: profile, grid, ids, mechanic hosts and a rules cache bounded
+    in layouts and in the words they hold."""
 
     def __init__(self, level: Level, profile: str | Profile | None = None,
                  limits: Limits | None = None, trace_phases: bool = False) -> None:
@@ -60,6 +62,7 @@ class Context:
             (m.id, HOST_TYPES[m.type], HOST_TYPES[m.type].compile(m.config_data(), self.id_code))
             for m in level.mechanics)
         self._rules: dict[tuple[tuple[int, int, int], ...], RuleSet] = {}
+        self._words = 0  # words held in `_rules`' keys
 
     def rules(self, objects: Any) -> RuleSet:
         """The rules the text among `objects` spells (memoized on the text layout); the layered
@@ -70,7 +73,9 @@ class Context:
             key = tuple((o[1], o[2], o[3]) for o in objects if o[1] >= TEXT_BASE)
         found = self._rules.get(key)
         if found is None:
-            if len(self._rules) >= RULE_CACHE_LIMIT:
+            if len(self._rules) >= RULE_CACHE_LIMIT or self._words + len(key) > RULE_CACHE_WORDS:
                 self._rules.clear()
+                self._words = 0
             found = self._rules[key] = parse_rules(list(key), self.layered)
+            self._words += len(key)
         return found

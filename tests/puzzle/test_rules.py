@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from actors.puzzle.board import RULE_CACHE_WORDS, Context
 from actors.puzzle.game import Game, create_game
+from actors.puzzle.level import parse_level
 from tests.puzzle.boards import make_level, positions, refused
 
 
@@ -135,3 +137,17 @@ def test_not_subject_covers_every_other_noun() -> None:
     g = game(["!B=S..", "B=Y...", "......", "bk...."])
     assert "not baba is stop" in g.get_state()["rules"]
     assert refused(g.step("right")) == "no_change"  # keke is STOP now, baba is not
+
+
+def test_the_rules_cache_holds_a_bounded_number_of_words() -> None:
+    """The rules read from each text layout are cached under the layout. Bounded by count
+    alone, the cache of a room's 1000-word level took some 70 KB for every layout its player
+    pushed the words into, up to 200,000 of them (14 GB); the words its keys hold bound it."""
+    words = [{"id": f"t{i}", "word": "rock", "x": i % 50, "y": 20 + i // 50} for i in range(1000)]
+    level = parse_level({"id": "many", "width": 64, "height": 64, "objects": [], "text": words})
+    ctx = Context(level)
+    board = [[*o, 0] for o in level.objects]
+    for cell in range(1100):  # the first word pushed to a new cell each time
+        board[0][2:4] = cell % 64, cell // 64
+        ctx.rules(board)
+    assert sum(map(len, ctx._rules)) <= RULE_CACHE_WORDS
