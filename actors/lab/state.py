@@ -70,7 +70,7 @@ class Lab:
     rejections: Mapping[str, str] = attrs.field(factory=dict)  # candidate id -> reason
     # the seed's in-memory records (transient events only)
     deals: Window = attrs.field(factory=lambda: Window(CANARY_WINDOW_MS, MAX_DEALS))
-    # (client, id) -> when it was dealt to that client
+    # (client, id) -> when a public pair dealt it to that client
     dealt: Window = attrs.field(factory=lambda: Window(CANARY_WINDOW_MS, MAX_DEALS))
     strikes: Mapping[str, frozenset[str]] = attrs.field(factory=dict)
     benched: frozenset[str] = frozenset()
@@ -170,12 +170,15 @@ def _vote(state: Lab, event: VoteCast) -> Lab:
 
 
 def _deal(state: Lab, event: PairDealt) -> Lab:
-    """Record a dealt pair and its ids (a Window forgets them after the ten minutes)."""
+    """Record a dealt pair and, for a public pair, its ids (a Window forgets them after the
+    ten minutes)."""
     deals = state.deals.put(event.pair, Deal(event.pair, event.surface, event.client,
                                              event.left, event.right, event.canary, event.t),
                             event.t)
     dealt = state.dealt
-    for oid in (event.left, event.right):
+    # Only a public deal makes its ids reportable: the arena's verdicts are lab.ok and
+    # lab.invalid, and a visitor's client key may spell the arena's `owner:NAME`.
+    for oid in (event.left, event.right) if event.surface == "public" else ():
         dealt = dealt.put((event.client, oid), event.t, event.t)
     return attrs.evolve(state, deals=deals, dealt=dealt, deal_count=state.deal_count + 1)
 

@@ -155,6 +155,24 @@ async def test_bad_requests_to_every_route_are_refused_and_change_nothing(
                       json={"id": public["left"]["id"], "client_key": "late", "ok": False})
 
 
+
+async def test_a_public_key_spelling_the_owner_s_client_reports_nothing(
+        tmp_path: Path) -> None:
+    """The arena's pairs are recorded under `owner:NAME`; a visitor's client key that spells
+    it was dealt nothing, so its report on the arena's organisms proves nothing."""
+    async with running_server(tmp_path) as srv, \
+            Client.connect(srv.ws_url, srv.owner_token) as owner, \
+            httpx.AsyncClient(base_url=srv.url) as http:
+        lab = await new_lab(owner, "spoof")
+        await born(owner, lab, 2)
+        pair = await owner.request("lab.pair", lab, {"track": "shader"})
+        before = await state_of(srv, owner, lab)
+        for oid in (pair["left"]["id"], pair["right"]["id"]):
+            r = await http.post("/api/pub/seen?lab=spoof",
+                                json={"id": oid, "client_key": "owner:owner", "ok": True})
+            assert (r.status_code, r.json()["error"]["code"]) == (409, "not_dealt")
+        assert await state_of(srv, owner, lab) == before
+
 async def test_a_route_s_server_time_is_charged_as_a_websocket_request_s(
         tmp_path: Path) -> None:
     """An anonymous caller's account runs into debt from its first request. Alone on the
