@@ -30,9 +30,9 @@ _TEXTURE = re.compile(r"\b[iu]?sampler\w*|\btexture\s*\(")
 _FRAGCOLOR = re.compile(r"\bout\s+(?:(?:lowp|mediump|highp)\s+)?vec4\s+fragColor\b")
 _UNIFORM = re.compile(r"\buniform\b([^;{]*)")
 _ALLOWED_UNIFORMS = {"float u_time", "vec2 u_res"}
-# The init may hold calls (`int(floor(x))`, two levels of parentheses) before `; ;`.
-_INIT_TEXT = r"(?:[^;()]|\((?:[^;()]|\([^;()]*\))*\))*"
-_UNBOUNDED = re.compile(rf"\bwhile\b|\bfor\s*\({_INIT_TEXT};\s*;")
+# A header's first `;` ends its init, whatever calls the init nests (no `;` or brace can
+# stand in one), so an empty condition is a `;` right after it.
+_UNBOUNDED = re.compile(r"\bwhile\b|\bfor\s*\([^;{}]*+;\s*;")
 
 
 def _extra_uniform(body: str) -> bool:

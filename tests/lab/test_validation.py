@@ -77,6 +77,13 @@ SHADER_ROWS = [
             "fragColor =", "for (int i = int(floor(uv.x)); ; i++) { break; }\n    fragColor ="
         ),
     ),
+    (  # however deeply its calls nest
+        "unbounded loop",
+        GOOD_SHADER.replace(
+            "fragColor =",
+            "for (int i = int(floor(abs(sin(uv.x)))); ; i++) { break; }\n    fragColor =",
+        ),
+    ),
 ]
 
 
