@@ -6,7 +6,8 @@ and the matching rule for votes, as pure functions over the lab's state.
 2. A positive report sets `render_ok`; a negative one is an in-memory strike and nothing
    more.
 3. Strikes from two distinct client keys bench the organism: it stops being dealt as a
-   canary. It is not dead, and the owner's arena can still prove it.
+   canary, and takes no more strikes. It is not dead, and the owner's arena can still
+   prove it.
 4. A report on an organism already proven, or no longer alive, is accepted and changes
    nothing.
 
@@ -42,8 +43,10 @@ def report(state: Lab, client: str, oid: str, drew: bool, t: int
         return []
     if drew:
         return [Proven(oid, "public", client, t)]
+    if oid in state.benched:  # a further strike would only grow its set of strikers
+        return []
     strikers = state.strikes.get(oid, frozenset()) | {client}
-    if len(strikers) >= STRIKES_TO_BENCH and oid not in state.benched:
+    if len(strikers) >= STRIKES_TO_BENCH:
         return [Struck(oid, client), Benched(oid)]
     return [Struck(oid, client)]
 

@@ -104,6 +104,21 @@ def test_strikes_from_two_distinct_client_keys_bench(lab) -> None:
     assert run.replay().benched == frozenset()  # benching lives in memory with the strikes
 
 
+def test_a_benched_organism_takes_no_more_strikes(lab) -> None:
+    """Two keys bench; a canary dealt to many keys before that must not keep a strike for
+    each of them (memory, and a set copied per strike, that only a restart would free)."""
+    run, canary = lab
+    for k in range(5):
+        deal(run, f"k{k}")
+    assert run("lab.seen", JUDGE, id=canary, client_key="k0", ok=False).verdict == "struck"
+    assert run("lab.seen", JUDGE, id=canary, client_key="k1", ok=False).verdict == "benched"
+    for k in range(2, 5):
+        seen = unchanged(run, lambda k=k: run("lab.seen", JUDGE, id=canary,
+                                              client_key=f"k{k}", ok=False))
+        assert seen.verdict == "no_change"
+    assert run.state.strikes == {canary: frozenset({"k0", "k1"})}
+    assert run("lab.seen", JUDGE, id=canary, client_key="k2", ok=True).verdict == "proven"
+
 @pytest.mark.parametrize("state", ["proven", "dead"])
 def test_a_report_on_a_proven_or_dead_organism_changes_nothing(lab, state: str) -> None:
     run, canary = lab
