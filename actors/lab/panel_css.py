@@ -150,10 +150,17 @@ def declarations_reason(content: Sequence[Token], root: Root,
     return None
 
 
+def _has_nesting(tokens: Sequence[Token]) -> bool:
+    """True when `&` stands anywhere in a selector, inside pseudo-class functions too."""
+    return any(t.type == "literal" and t.value == "&"
+               or t.type == "function" and _has_nesting(t.arguments) for t in tokens)
+
+
 def _nest(parent: Selector, own: Selector) -> Selector:
-    """The selector a nested one resolves to: each top-level `&` is the parent; without
-    one, the nested selector is relative to the parent (`+ p` is `parent + p`)."""
-    if any(t.type == "literal" and t.value == "&" for t in own):
+    """The selector a nested one resolves to: each top-level `&` is the parent; with no
+    `&` anywhere (as Chromium reads it, one inside `:is(&)` counts), the nested selector
+    is relative to the parent (`+ p` is `parent + p`)."""
+    if _has_nesting(own):
         out: Selector = []
         for tok in own:
             out.extend(parent if tok.type == "literal" and tok.value == "&" else [tok])

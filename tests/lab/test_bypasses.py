@@ -156,6 +156,12 @@ PANEL_BYPASSES = [
      panel(css=".pd{ & + p {color:red} }\n"), "unscoped selector"),
     ("a relative nested rule reaches the root's later siblings",
      panel(css=".pd{ ~ p {color:red} }\n"), "unscoped selector"),
+    ("a nested `&` inside :has() makes the rule absolute: it reaches body and html",
+     panel(css=".pd{ :has(&) {overflow:scroll} }\n"), "unscoped selector"),
+    ("a nested `&` inside :is() reaches the root's next sibling",
+     panel(css=".pd{ :is(&) + p {color:red} }\n"), "unscoped selector"),
+    ("a nested `&` inside :not() reaches every other element",
+     panel(css=".pd{ :not(&) {color:red} }\n"), "unscoped selector"),
     ("a nested rule in a style attribute has no root to scope it under",
      panel('<p style="color:red; & + p {color:blue}">a</p>'), "unscoped selector"),
 ]
