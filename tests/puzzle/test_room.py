@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import random
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -14,12 +16,13 @@ from actors.puzzle.catalog import ROOM_MAX_THINGS, bundled
 from actors.puzzle.events import Created, Moved
 from actors.puzzle.hint import hint
 from actors.puzzle.pack import pack_of
+from actors.puzzle.room import Play
 from actors.puzzle.share import make_link
 from actors.world import Caller, Ctx, Refusal
 from protocol.errors import ErrorCode
 from protocol.ops import puzzle as ops
 from protocol.ops.puzzle import PuzzleCode
-from tests.puzzle.boards import make_level
+from tests.puzzle.boards import lines_run, make_level
 
 WORLD = rules.WORLD
 ANN = Caller("ann", "agent")
@@ -186,6 +189,41 @@ def test_history_replays_the_level_to_move_n() -> None:
         "puzzle.view", ops.ViewArgs()).board
     assert room.read("puzzle.history", ops.HistoryArgs(6)).detail == {
         "path": "args.move", "moves": 5}
+
+
+def test_history_is_the_replay_of_the_moves_after_undos_and_resets() -> None:
+    rng = random.Random(7)
+    for level in ("first-steps", "plates", "walls"):
+        room = Room(level=level)
+        for _ in range(60):
+            pick = rng.random()
+            if pick < 0.15:
+                room.write("puzzle.undo", ops.StepArgs())
+            elif pick < 0.2:
+                room.write("puzzle.reset", ops.StepArgs())
+            else:
+                room.move(rng.choice("udlr"))
+        play = room.state.play
+        replayed = Play.begin(play.level, room.state.profile)
+        for n in range(len(play.moves) + 1):
+            past = room.read("puzzle.history", ops.HistoryArgs(n))
+            assert (past.board, past.moves, past.won, past.lost) == (
+                rules.room_view(room.state, replayed).board, replayed.moves, replayed.won,
+                replayed.lost), (level, n)
+            if n < len(play.moves):
+                replayed = replayed.moved(DIRS[play.moves[n]])
+
+
+def test_history_costs_the_same_at_any_move() -> None:
+    """No replay from the start: a spectator's read of move 300 is as cheap as move 1."""
+    room = Room(level="walls")
+    room.move("rl" * 150)
+    assert len(room.state.play.moves) == 300
+
+    def history(n: int) -> Callable[[], object]:
+        return lambda: room.read("puzzle.history", ops.HistoryArgs(n))
+
+    assert lines_run(history(299)) < 2 * lines_run(history(1))
 
 
 def test_a_replayed_stream_gives_an_identical_state() -> None:
