@@ -1,9 +1,9 @@
-"""Leaderboards as a pure fold of win claims: per level the fewest moves by user, and the levels
-each user solved.
+"""Leaderboards of win claims: per level the fewest moves by user, and the levels each user
+solved.
 
-A claim is (user, level key, moves). It counts only when the moves replay to a win, on exactly
-their last move, in the engine (`game.replay`) under the level's profile; otherwise the fold
-leaves the standings as they were. A level's key names its content (`level_key`): the same
+A claim is (user, level key, moves). The board over every room counts it only when the moves
+replay to a win, on exactly their last move, in the engine (`game.replay`) under the level's
+profile (`verified`); a room records its own player's wins as its engine played them. A level's key names its content (`level_key`): the same
 level id in two packs, or one level played under two profiles, are different boards.
 """
 
@@ -71,11 +71,3 @@ def record(standings: Standings, user: str, level: str, moves: int) -> Standings
     solved = dict(standings.solved)
     solved[user] = standings.solved.get(user, frozenset()) | {level}
     return Standings(fewest, solved)
-
-
-def fold(standings: Standings, claim: Claim, level: Level, profile: str) -> Standings:
-    """The standings after `claim` on `level` (which `claim.level` must name): unchanged when
-    the moves do not replay to a win or are no fewer than the user's best."""
-    if not verified(claim, level, profile):
-        return standings
-    return record(standings, claim.user, claim.level, len(claim.moves))

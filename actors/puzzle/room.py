@@ -21,7 +21,7 @@ from protocol.ops.puzzle import MAX_MOVES
 from .board import Board, Context
 from .codec import StateCodec, create_codec
 from .game import restored, status
-from .leaderboard import Claim, Standings, fold, level_key
+from .leaderboard import Standings, level_key, record
 from .level import Level
 from .pack import Pack
 from .share import open_link
@@ -125,7 +125,7 @@ class Play:
 @attrs.frozen
 class Room:
     """A room: revision, player, the pack (and the link it came in), the level index and its
-    play, the room's standings (wins that replay, `leaderboard.py`) and, per level key, the
+    play, the room's standings (its player's wins, `leaderboard.py`) and, per level key, the
     player's fewest winning moves (the claims the room tells the board over every room)."""
 
     rev: int = 0
@@ -159,15 +159,14 @@ class Room:
                    Play.begin(pack.levels[level], profile), keys=keys)
 
     def with_play(self, play: Play) -> Room:
-        """The room with `play` for its level, one revision on; a win is folded into the
-        standings (it counts only because its moves replay to a win)."""
+        """The room with `play` for its level, one revision on; a win is recorded in the
+        standings (the board over every room replays its moves before it counts them)."""
         standings, wins = self.standings, self.wins
         if play.won and not (self.play is not None and self.play.won):
-            level = play.level
-            key = self.key(level)
+            key = self.key(play.level)
             before = standings
-            standings = fold(standings, Claim(self.player, key, play.moves), level,
-                             self.profile or level.profile)
+            if play.moves:  # (no replay: this engine played them, turn by turn, to the win)
+                standings = record(standings, self.player, key, len(play.moves))
             if standings != before and (key not in wins or len(play.moves) < len(wins[key])):
                 wins = {**wins, key: play.moves}
         return attrs.evolve(self, rev=self.rev + 1, play=play, standings=standings, wins=wins)

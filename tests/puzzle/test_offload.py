@@ -1,9 +1,13 @@
 """A hint is searched off the room's task: the room answers moves while its hint runs (in a
 worker process, or a thread), a second hint meanwhile is `searching`, and a room that stops
-before its hint ends refuses it `unavailable` (a deferred answer is never left hanging)."""
+before its hint ends refuses it `unavailable` (a deferred answer is never left hanging). A win
+claim is replayed off the board's task, and a room records its own wins without a replay."""
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -11,8 +15,11 @@ import trio
 
 from actors.puzzle import WORLD
 from actors.puzzle.actor import PuzzleActor
+from actors.puzzle.catalog import bundled
 from actors.puzzle.level import parse_level
 from actors.puzzle.pack import pack_of
+from actors.puzzle.puzzleboard import WORLD as BOARD_WORLD
+from actors.puzzle.puzzleboard.rules import BOARD
 from actors.puzzle.share import make_link
 from actors.runtime import ActorKind, Call, open_directory
 from actors.runtime.mailbox import Pending
@@ -22,10 +29,50 @@ from protocol.ops import puzzle as ops
 from tests.puzzle.boards import crowd_level
 
 ROOM = "puzzle:off"
+DIRS = {"u": "up", "d": "down", "l": "left", "r": "right", "s": "wait"}
 
 
 def call(op: str, args: Any) -> Call:
     return Call(op, args, "agent", "ann")
+
+
+@contextmanager
+def replays_here() -> Iterator[list[int]]:
+    """Count the engine's replays (`game.replay`) run on this thread meanwhile."""
+    count = [0]
+
+    def profile(frame: Any, event: str, _arg: Any) -> None:
+        if event == "call" and frame.f_code.co_name == "replay" and (
+                frame.f_code.co_filename.endswith("puzzle/game.py")):
+            count[0] += 1
+
+    before = sys.getprofile()
+    sys.setprofile(profile)
+    try:
+        yield count
+    finally:
+        sys.setprofile(before)
+
+
+async def test_a_win_is_replayed_off_the_tasks_of_the_room_and_the_board() -> None:
+    kinds = [ActorKind.of(WORLD), ActorKind.of(BOARD_WORLD)]
+    solution = bundled("starter").levels[0].solution or ""
+    async with open_directory(MemoryEventStore(), kinds) as directory:
+        view = await directory.ask(ROOM, call("puzzle.create", ops.CreateArgs()))
+        rev = view.revision
+        with replays_here() as replays:
+            for letter in solution:
+                moved = await directory.ask(ROOM, call("puzzle.move", ops.MoveArgs(
+                    DIRS[letter], rev)))
+                rev = moved.room.revision
+            with trio.fail_after(30):
+                while not (rows := await directory.ask(BOARD, Call(
+                        "puzzleboard.level", ops.BoardLevelArgs(moved.room.key, 10),
+                        "spectator", "bob"))).fewest:
+                    await trio.sleep(0.05)
+        assert moved.room.won and moved.room.solved == ["first-steps"]
+        assert rows.fewest == [ops.Best("ann", len(solution))], "the board counted it"
+        assert replays[0] == 0, "no replay on the server's thread"
 
 
 @pytest.mark.parametrize("in_process", [True, False], ids=["process", "thread"])

@@ -144,15 +144,18 @@ def test_a_claim_counts_only_when_its_moves_replay_and_beat_the_users_best() -> 
     def claim(user: str, moves: str, profile: str = "classic") -> board.WinClaim:
         return board.WinClaim(user, key, moves, level, profile, "starter")
 
+    def decide(state: board.Leaders, won: board.WinClaim) -> list[board.Won]:
+        return board.decide_claim(state, won, board.replays(won))
+
     state = board.Leaders()
-    assert board.decide_claim(state, claim("ann", "rrrr")) == []  # does not win
-    assert board.decide_claim(state, claim("ann", "rrrrrl")) == []  # wins before its end
-    assert board.decide_claim(state, claim("ann", "rrrrr", "keke")) == []  # another key
-    for event in board.decide_claim(state, claim("ann", "drrrrru")):
+    assert decide(state, claim("ann", "rrrr")) == []  # does not win
+    assert decide(state, claim("ann", "rrrrrl")) == []  # wins before its end
+    assert decide(state, claim("ann", "rrrrr", "keke")) == []  # another key
+    for event in decide(state, claim("ann", "drrrrru")):
         state = board.evolve(state, event)
     assert state.standings.board(key) == [("ann", 7)]
-    assert board.decide_claim(state, claim("ann", "drrrrru")) == []  # not better
-    (event,) = board.decide_claim(state, claim("ann", "rrrrr"))
+    assert decide(state, claim("ann", "drrrrru")) == []  # not better
+    (event,) = decide(state, claim("ann", "rrrrr"))
     state = board.evolve(state, event)
     assert state.standings.board(key) == [("ann", 5)]
     assert board.load(board.dump(state)) == state

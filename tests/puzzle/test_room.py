@@ -368,20 +368,26 @@ def test_a_hint_says_unsolvable_when_nothing_reachable_wins() -> None:
 
 
 def test_a_claim_counts_only_when_its_moves_replay_to_a_win() -> None:
-    from actors.puzzle.leaderboard import Claim, Standings, fold, level_key
+    from actors.puzzle.leaderboard import Claim, Standings, level_key, record, verified
 
     level = bundled("starter").levels[0]
     key = level_key(level, "classic")
-    board = fold(Standings(), Claim("ann", key, "rrrr"), level, "classic")  # one short
+
+    def counted(board: Standings, claim: Claim) -> Standings:
+        if not verified(claim, level, "classic"):
+            return board
+        return record(board, claim.user, claim.level, len(claim.moves))
+
+    board = counted(Standings(), Claim("ann", key, "rrrr"))  # one short
     assert board == Standings()
-    board = fold(board, Claim("ann", key, "rrrrrl"), level, "classic")  # won on move 5 of 6
+    board = counted(board, Claim("ann", key, "rrrrrl"))  # won on move 5 of 6
     assert board == Standings()
-    board = fold(board, Claim("ann", key, "drrrrru"), level, "classic")
+    board = counted(board, Claim("ann", key, "drrrrru"))
     assert board.board(key) == [("ann", 7)]
-    board = fold(board, Claim("bob", key, "rrrrr"), level, "classic")
-    board = fold(board, Claim("ann", key, "rrrrr"), level, "classic")
+    board = counted(board, Claim("bob", key, "rrrrr"))
+    board = counted(board, Claim("ann", key, "rrrrr"))
     assert board.board(key) == [("ann", 5), ("bob", 5)] and board.counts() == {"ann": 1, "bob": 1}
-    assert fold(board, Claim("cy", level_key(level, "keke"), "rrrrr"), level, "classic") == board
+    assert counted(board, Claim("cy", level_key(level, "keke"), "rrrrr")) == board
 
 
 def test_the_table_answers_every_op_but_the_effects() -> None:
