@@ -21,7 +21,7 @@ from typing import Any
 
 import attrs
 
-from actors.ecosystem.engine import MAX_SEED, start, step
+from actors.ecosystem.engine import start, step
 from actors.ecosystem.errors import EcosystemError
 from actors.ecosystem.events import (
     Controlled,
@@ -142,7 +142,7 @@ def prepare_create(state: Run, args: ops.CreateArgs, ctx: Ctx) -> PendingSetup |
     except EcosystemError as err:
         return Refusal(EcosystemCode.INVALID_ANSWERS, err.message, {"path": err.path})
     seed = args.seed if args.seed is not None else int(
-        ctx.rng.integers(0, MAX_SEED, endpoint=True))
+        ctx.rng.integers(0, ops.MAX_SEED, endpoint=True))
     return PendingSetup(answers, ctx.caller.name, seed, args.size)
 
 

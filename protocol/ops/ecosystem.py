@@ -25,7 +25,7 @@ from protocol.errors import register_world_codes
 from protocol.registry import OpSpec
 
 MAX_GENERATION = 180
-MAX_SEED = 2**63 - 1
+MAX_SEED = 2**53 - 1  # a seed a JavaScript client holds exactly (the engine takes up to 2^63-1)
 MAX_RAW_ANSWER = 1024  # characters before trimming; the seed allows 140 after
 MAX_WORD = 40  # a vocabulary word, species id or pair in a patch
 MIN_SPEED, MAX_SPEED = 1, 30  # generations a second

@@ -113,6 +113,7 @@ def test_create_sets_up_deterministically_and_labels_the_source() -> None:
     other = Table("ecosystem:other")
     other.call("ecosystem.create", {"answers": ANSWERS, "size": 16})
     assert decode(other.stored[0]).seed != setup.seed
+    assert max(setup.seed, decode(other.stored[0]).seed) <= ops.MAX_SEED  # a client holds it
     same = Table()
     same.call("ecosystem.create", {"answers": ANSWERS, "size": 16})
     assert decode(same.stored[0]).seed == setup.seed
@@ -352,7 +353,7 @@ def test_setup_events_from_a_model_interpretation() -> None:
 
 
 def test_every_args_field_is_bounded_and_limits_agree_with_the_engine() -> None:
-    assert ops.MAX_SEED == engine.MAX_SEED and ops.MAX_GENERATION == 180
+    assert ops.MAX_SEED == 2**53 - 1 < engine.MAX_SEED and ops.MAX_GENERATION == 180
     seen: set[type] = set()
 
     def walk(cls: type) -> None:
