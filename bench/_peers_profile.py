@@ -170,11 +170,12 @@ def _server(tmp: Path, *extra: str) -> servers.ServerProcess:
     return proc
 
 
-def _process_cpu(pid: int) -> float:
-    """User + system CPU seconds of one process (/proc/PID/stat)."""
+def _process_cpu(pid: int) -> tuple[float, float]:
+    """User and system CPU seconds of one process (/proc/PID/stat)."""
     with open(f"/proc/{pid}/stat") as stat:
         fields = stat.read().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
 
 
 def cpu(args: argparse.Namespace, out: Path) -> dict[str, Any]:
@@ -198,7 +199,8 @@ def cpu(args: argparse.Namespace, out: Path) -> dict[str, Any]:
                 before = {pid: _process_cpu(pid) for pid in proc.pids}
                 meter = load.Meter(proc.cpu_seconds)
                 await load.turn(side, conns, args.seconds, meter)
-                used = {pid: _process_cpu(pid) - before[pid] for pid in proc.pids}
+                used = {pid: [now - then for now, then in zip(_process_cpu(pid), before[pid])]
+                        for pid in proc.pids}
                 sampler = subprocess.Popen(  # noqa: ASYNC220 - starting it takes ms
                     [spy, "record", "--pid", str(proc.proc.pid), "--subprocesses",
                      "--rate", "250", "--duration", str(args.seconds), "--format", "raw",
@@ -212,10 +214,15 @@ def cpu(args: argparse.Namespace, out: Path) -> dict[str, Any]:
                 await load.close_all(conns)
                 adds = len(meter.latencies)
                 main_pid = proc.proc.pid
+                writer = [sum(v[k] for p, v in used.items() if p != main_pid) for k in (0, 1)]
+
+                def per_add(seconds: float) -> float:
+                    return round(seconds / adds * 1e6, 1)
+
                 return {"figures": meter.figures(), "cpu_us_per_add": {
-                    "server": round(used[main_pid] / adds * 1e6, 1),
-                    "writer": round(sum(v for p, v in used.items() if p != main_pid)
-                                    / adds * 1e6, 1)}, **counts}
+                    "server": per_add(sum(used[main_pid])), "writer": per_add(sum(writer)),
+                    "server_system": per_add(used[main_pid][1]),
+                    "writer_system": per_add(writer[1])}, **counts}
 
             result = trio.run(main)
         finally:
