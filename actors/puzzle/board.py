@@ -21,7 +21,7 @@ from .ruleset import RuleSet, parse_rules
 from .words import TEXT_BASE
 
 RULE_CACHE_LIMIT = 200_000
-RULE_CACHE_WORDS = 1_000_000  # over the cached layouts' keys: about 70 MB at most
+RULE_CACHE_WORDS = 100_000  # over the cached layouts' keys: about 7 MB a room at most
 
 
 @attrs.frozen
