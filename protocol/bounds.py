@@ -3,7 +3,7 @@
 An op's args class declares them on its fields with `bounded(...)`; the strict converter
 checks them after structuring (`check`, a bad_request naming the JSON path of the first
 field out of bounds) and the JSON Schema carries them (`minimum`, `maximum`,
-`maxLength`, `maxItems`). A test requires a bound on every number, text, list and map
+`maxLength`, `maxItems`, and `minLength` for a text that may not be empty). A test requires a bound on every number, text, list and map
 of every op's args, so that no request can ask the server to hold or compute without
 limit.
 """
@@ -36,17 +36,19 @@ class Bounds:
     # The text names a user (a leaderboard's): only the owner may name another than the
     # caller; anyone else sends "" (themselves) or their own name (see `borrowed`).
     user: bool = False
+    nonempty: bool = False  # a text of at least one character
 
 
 def bounded(default: Any = attrs.NOTHING, *, lo: float | None = None,
             hi: float | None = None, length: int | None = None,
             each: Bounds | None = None, factory: Any = None,
-            code: str = "bad_request", user: bool = False) -> Any:
+            code: str = "bad_request", user: bool = False, nonempty: bool = False) -> Any:
     """An attrs field with bounds (and a default or a factory, as `attrs.field` takes);
     `code` is the refusal's code when one is broken (bad_request unless the op's contract
     names another, such as the field's `too_large` for an oversized batch); `user` marks a
-    text that names a user, which only the owner may set to someone else (`borrowed`)."""
-    meta = {KEY: Bounds(lo, hi, length, each, str(code), user)}
+    text that names a user, which only the owner may set to someone else (`borrowed`);
+    `nonempty` refuses an empty text."""
+    meta = {KEY: Bounds(lo, hi, length, each, str(code), user, nonempty)}
     if factory is not None:
         return attrs.field(factory=factory, metadata=meta)
     return attrs.field(default=default, metadata=meta)
@@ -92,6 +94,8 @@ def _check(value: Any, b: Bounds | None, nested: bool, path: str) -> None:
                                                | dict) and len(value) > b.length:
             unit = "characters" if isinstance(value, str) else "items"
             raise OutOfBounds(path, f"at most {b.length} {unit}", b.code)
+        if b.nonempty and value == "":
+            raise OutOfBounds(path, "at least 1 character", b.code)
     if attrs.has(type(value)):
         check(value, path)
         return

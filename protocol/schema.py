@@ -85,8 +85,11 @@ def with_bounds(schema: dict[str, Any], b: Bounds | None) -> dict[str, Any]:
             out["minimum"] = b.lo
         if b.hi is not None:
             out["maximum"] = b.hi
-    elif kind == "string" and b.length is not None:
-        out["maxLength"] = b.length
+    elif kind == "string":
+        if b.length is not None:
+            out["maxLength"] = b.length
+        if b.nonempty:
+            out["minLength"] = 1
     elif kind == "array":
         if b.length is not None:
             out["maxItems"] = b.length

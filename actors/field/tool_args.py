@@ -42,7 +42,7 @@ class JoinToolArgs:
     """Join a game."""
 
     game_id: str = bounded(length=MAX_GAME)
-    name: str = bounded(length=80)
+    name: str = bounded(length=80, nonempty=True)
     machine_id: str | None = bounded(None, length=ops.MAX_MACHINE)
     model: str | None = bounded(None, length=80)
 
@@ -52,7 +52,7 @@ class ObserveToolArgs:
     """Observe a game."""
 
     game_id: str = bounded(length=MAX_GAME)
-    agent: str | None = bounded(None, length=ops.MAX_AGENT)
+    agent: str | None = bounded(None, length=ops.MAX_AGENT, nonempty=True)
     rect: tuple[int, int, int, int] | None = bounded(None, each=items(lo=0, hi=ops.MAX_CANVAS))
 
 
@@ -63,7 +63,7 @@ class RevealToolArgs:
     game_id: str = bounded(length=MAX_GAME)
     tile: int = bounded(lo=0, hi=ops.MAX_TILES)
     expected_revision: int = bounded(lo=0, hi=ops.MAX_REVISION)
-    agent: str | None = bounded(None, length=ops.MAX_AGENT)
+    agent: str | None = bounded(None, length=ops.MAX_AGENT, nonempty=True)
     intent: str = bounded("", length=ops.MAX_INTENT)
 
 
@@ -72,7 +72,7 @@ class CommitToolArgs:
     """Commit cells."""
 
     game_id: str = bounded(length=MAX_GAME)
-    agent: str = bounded(length=ops.MAX_AGENT)
+    agent: str = bounded(length=ops.MAX_AGENT, nonempty=True)
     cells: list[tuple[int, int]] = bounded(length=ops.MAX_BATCH, code=ErrorCode.TOO_LARGE)
     expected_revision: int = bounded(lo=0, hi=ops.MAX_REVISION)
     intent: str = bounded("", length=ops.MAX_INTENT)
@@ -86,7 +86,7 @@ class RetractToolArgs:
     cells: list[int] = bounded(length=ops.MAX_BATCH, code=ErrorCode.TOO_LARGE,
                                each=items(lo=0, hi=ops.MAX_CANVAS ** 2))
     expected_revision: int = bounded(lo=0, hi=ops.MAX_REVISION)
-    agent: str | None = bounded(None, length=ops.MAX_AGENT)
+    agent: str | None = bounded(None, length=ops.MAX_AGENT, nonempty=True)
     intent: str = bounded("", length=ops.MAX_INTENT)
 
 

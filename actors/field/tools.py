@@ -363,11 +363,9 @@ TOOLS = (
 )
 
 def _keywords(tool: Tool) -> Tool:
-    """The seed's gameIdSchema pattern and its min(1) on agent ids and names."""
+    """The seed's gameIdSchema pattern (its min(1) on agent ids and names is their bounds')."""
     fields = attrs.fields_dict(tool.args)
-    extra = {k: v for k, v in (*_GAME.items(), ("agent", {"minLength": 1}),
-                               ("name", {"minLength": 1})) if k in fields}
-    return attrs.evolve(tool, keywords=extra)
+    return attrs.evolve(tool, keywords={k: v for k, v in _GAME.items() if k in fields})
 
 
 TOOLS = tuple(_keywords(t) for t in TOOLS)

@@ -98,6 +98,11 @@ async def test_the_seed_tools_as_the_seed_spells_them_play_a_field_to_the_end(
             assert long_id.is_error
             assert _text(long_id) == "bad_request: agent: at most 80 characters"
             assert long_id.structured_content["error"]["detail"] == {"path": "agent"}
+            for tool, name, more in (("commit", "agent", {"cells": [], "expected_revision": 0}),
+                                     ("observe", "agent", {}), ("join", "name", {})):
+                empty = await s.call_tool(tool, {"game_id": "x", name: "", **more})  # min(1)
+                assert empty.is_error
+                assert _text(empty) == f"bad_request: {name}: at least 1 character"
             for text in (_text(long_id), _text(refused)):
                 assert "http" not in text and "pydantic" not in text.lower()
 
