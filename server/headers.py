@@ -15,6 +15,7 @@ media, prefetches, form posts, navigations of a base URL.
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -71,7 +72,10 @@ def csp_text(p: Policy) -> str:
 
 
 def page_policy(path: str) -> Policy:
-    """The policy of the page at `path` (the last row matches everything)."""
+    """The policy of the page at `path` (the last row matches everything), read as the
+    static files read it: `//admin/` is the console, `/lab/x/..//arena.html` the arena."""
+    clean = posixpath.normpath("/" + path.lstrip("/"))  # one leading `/`: normpath keeps two
+    path = clean + "/" if path.endswith("/") and clean != "/" else clean
     for prefix, p in PAGE_POLICIES:
         if path == prefix or (prefix.endswith("/") and path.startswith(prefix)):
             return p

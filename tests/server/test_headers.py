@@ -120,3 +120,18 @@ async def test_no_encoding_of_dot_dot_leaves_the_web_folder(tmp_path: Path) -> N
             status, body = await _raw_get(srv.port, target)
             assert SECRET not in body, f"{target} reached a file outside web/"
             assert status in (400, 404), (target, status)
+
+
+async def test_a_page_reached_by_another_spelling_of_its_path_keeps_its_policy(
+        tmp_path: Path) -> None:
+    # A browser sends `//admin/` as written (and `/%2F` decodes to `//`); the static files
+    # serve the console there, so the console's policy must come with it, not the site's.
+    spellings = {"//admin/": "/admin/", "/%2Fadmin/index.html": "/admin/",
+                 "//lab/arena.html": "/lab/arena.html", "/lab//judge.html": "/lab/judge.html",
+                 "/lab/.//x/../arena.html": "/lab/arena.html"}
+    async with running_server(tmp_path) as srv, httpx.AsyncClient() as http:
+        for target, page in spellings.items():
+            r = await http.get(srv.url + target)
+            assert r.status_code == 200 and r.headers["content-type"].startswith("text/html"), \
+                target
+            assert r.headers["content-security-policy"] == csp_text(page_policy(page)), target
