@@ -44,6 +44,9 @@ from actors.runtime.waiter import Turn
 log = logging.getLogger("petridish.transport")
 
 RECEIVE = 65536  # bytes a read asks for
+# Fragments of one message: an empty one adds nothing to its size (`max_size`), so only
+# this bounds what a message that never ends holds and costs.
+MAX_FRAGMENTS = 1024
 _WHOLE = {0x81: Opcode.TEXT, 0x82: Opcode.BINARY}  # first bytes of whole data frames
 _DATA = {Opcode.CONT.value, Opcode.TEXT.value, Opcode.BINARY.value}
 _DISCONNECT = {"type": "websocket.disconnect"}
@@ -302,6 +305,12 @@ class WebSocket:
                 return None
             return self._complete(opcode, frame.data)
         if opcode is Opcode.CONT and self._fragments is not None:
+            if len(self._fragments) >= MAX_FRAGMENTS:
+                self._fragments = None
+                self._protocol.fail(CloseCode.MESSAGE_TOO_BIG,
+                                    f"more than {MAX_FRAGMENTS} fragments")
+                self._events.clear()
+                return None
             self._fragments.append(frame.data)
             if not frame.fin:
                 return None

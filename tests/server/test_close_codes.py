@@ -1,6 +1,7 @@
 """Close codes follow RFC 6455: a text frame that is not UTF-8 closes with 1007, a frame
 that breaks the protocol with 1002 (Hypercorn answered both with a bare TCP close;
-server/transport.py), and the server keeps serving everyone else."""
+server/transport.py), a message in too many fragments with 1009, and the server keeps
+serving everyone else."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from server.transport import MAX_FRAGMENTS
 from tests.server.raw_ws import BINARY, PING, TEXT, RawSocket, frame
 from tests.server.ws_harness import raw_client, result, running_server
 
@@ -21,6 +23,9 @@ BAD_FRAMES = {
     "a continuation with nothing to continue": (frame(0x0, b"x"), 1002),
     "a new message inside a fragmented one": (frame(TEXT, b"a", fin=False)
                                               + frame(BINARY, b"b"), 1002),
+    # Empty fragments add nothing to a message's size: only their count bounds it.
+    "a message in too many fragments": (frame(TEXT, b"[", fin=False)
+                                        + frame(0x0, b"", fin=False) * MAX_FRAGMENTS, 1009),
 }
 
 
