@@ -1,12 +1,12 @@
 """One websocket on a socket of its own: `WebSocket`, and the keepalive `Pinger`.
 
 A `/ws` upgrade (server/front.py routes it here) becomes a `WebSocket`: whole data frames
-are parsed here (`_frames`), every other frame by websockets' `ServerProtocol`, which also
-makes the control frames (C-accelerated unmasking for both); `text_frame` makes the text
-frames (once for a push many connections send), and this module moves the bytes itself,
-with `os.read` and `os.write` on the socket (no coroutine frames of trio's streams on an
-idle connection; its reads, writes and framing are timed: `io_seconds`, charged to its
-client).
+are parsed here (`_frames`, which also skips pongs and all but the last of a read's pings),
+every other frame by websockets' `ServerProtocol`, which also makes the control frames
+(C-accelerated unmasking for both); `text_frame` makes the text frames (once for a push
+many connections send), and this module moves the bytes itself, with `os.read` and
+`os.write` on the socket (no coroutine frames of trio's streams on an idle connection; its
+reads, writes and framing are timed: `io_seconds`, charged to its client).
 
 Two ways to read: `receive` waits for the socket through trio (a read that emptied the
 socket is followed by a wait, not by a read that fails), for a connection's own task
@@ -49,6 +49,7 @@ RECEIVE = 65536  # bytes a read asks for
 MAX_FRAGMENTS = 1024
 _WHOLE = {0x81: Opcode.TEXT, 0x82: Opcode.BINARY}  # first bytes of whole data frames
 _DATA = {Opcode.CONT.value, Opcode.TEXT.value, Opcode.BINARY.value}
+_PING, _PONG = 0x89, 0x8A  # first bytes of ping and pong frames
 _DISCONNECT = {"type": "websocket.disconnect"}
 
 
@@ -226,6 +227,10 @@ class WebSocket:
         whole, or at once when its header says it is too big. So websockets' parser holds
         no part of a frame while the connection is open (a partial frame waits here,
         `max_size` bytes at most), and it sees every fragment of a message.
+
+        A client's pongs are skipped here, and of its pings websockets sees only the last
+        before each frame it parses (RFC 6455 5.5.3: one pong may answer them all): a
+        flood of pings costs a header each, not a parse and a pong each.
         """
         if self._partial:  # a frame begun: appended to until whole (no copy per read)
             self._partial += data
@@ -238,6 +243,7 @@ class WebSocket:
         protocol = self._protocol
         at, end = 0, len(buf)
         need = 0  # bytes from `at` the frame there needs before it can be parsed
+        ping = b""  # the last ping websockets has not seen yet
         while at < end and protocol.state is OPEN:
             if end - at < 2:
                 need = 2
@@ -257,7 +263,7 @@ class WebSocket:
             if b1 & 0x80:
                 head += 4  # the mask
             if size > self._max_size:  # websockets closes with 1009
-                protocol.receive_data(buf[at:])
+                protocol.receive_data(ping + buf[at:])
                 frames += protocol.events_received()
                 return frames
             stop = at + head + size
@@ -268,12 +274,19 @@ class WebSocket:
             if opcode is not None and b1 & 0x80 and not self._in_message:
                 frames.append(Frame(opcode, apply_mask(buf[at + head:stop],
                                                        buf[at + head - 4:at + head])))
+            elif head == 6 and b0 in (_PING, _PONG):  # masked, at most 125 bytes
+                if b0 == _PING:
+                    ping = buf[at:stop]
             else:
                 if b0 & 0x0F in _DATA:  # a fragment: websockets follows the message
                     self._in_message = not b0 & 0x80
-                protocol.receive_data(buf[at:stop])
+                protocol.receive_data(ping + buf[at:stop])
+                ping = b""
                 frames += protocol.events_received()
             at = stop
+        if ping:
+            protocol.receive_data(ping)
+            frames += protocol.events_received()
         if at < end:
             if protocol.state is OPEN:
                 self._partial, self._need = bytearray(buf[at:]), need

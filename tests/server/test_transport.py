@@ -166,6 +166,23 @@ async def test_frames_split_fragmented_and_mixed_with_pings_arrive_whole_and_in_
     await ws.abort()
 
 
+async def test_a_flood_of_pings_gets_one_pong_per_read() -> None:
+    """Of the pings one read brings, only the last is answered (RFC 6455 5.5.3), and a
+    client's pongs are skipped: a flood of them costs the server a header each, not
+    websockets' parse (and a pong) each."""
+    client, ws, raw = await _pair()
+    flood = b"".join(frame(PING, b"%d" % k) + frame(PONG, b"x") for k in range(1000))
+    await client.send_all(flood + frame(TEXT, b'"after"'))  # one read takes it all
+    assert (await ws.receive())["text"] == '"after"'
+    await ws.close()
+    got = []
+    while (got_frame := await raw.recv_frame())[0] != CLOSE:
+        got.append(got_frame)
+    assert got == [(PONG, b"999")]
+    await client.aclose()
+    await ws.abort()
+
+
 async def test_a_frame_announced_too_big_closes_1009_without_waiting_for_it() -> None:
     """A header saying more than the size limit is refused at once (1009), before its
     payload arrives."""
