@@ -395,16 +395,26 @@ class Session:
         return ws.has_message
 
     def _take(self, message: str | bytes) -> None:
-        """Answer one message: a refusal into the outbox, or the request posted."""
+        """Answer one message, and charge what it cost to its client like the world's
+        time: reading it (parse, validation, budgets, the post to its world, or its
+        refusal), and the socket's I/O and framing since the last message (its replies'
+        included)."""
         self.server.metrics.frames_in.inc()
+        clock = time.perf_counter
+        started = clock()
+        answer = self._answer(message, trio.current_time())
+        spent = clock() - started + self.ws.take_io_seconds()
+        if answer is None:
+            self.charge(spent)
+        else:
+            answer.charge(spent)  # with its reply
+
+    def _answer(self, message: str | bytes, now: float) -> RequestAnswer | None:
+        """A refusal of `message` (read at `now`) into the outbox, or the request posted
+        (its answer, for a request to a world)."""
         if not isinstance(message, str):
             self.outbox.force(encode_error(None, self._binary_refusal()))
-            return
-        # What reading a request costs (parse, validation, budgets, the post to its world)
-        # is charged to its client like the world's time, and so is the socket's I/O and
-        # framing since the last request (its replies' included).
-        clock = time.perf_counter
-        started, now = clock(), trio.current_time()
+            return None
         try:
             frame = self._parse(message, now)
             if isinstance(frame, Hello):
@@ -415,20 +425,19 @@ class Session:
                 if ref is not None:
                     ref.unsubscribe(self.outbox)
                 self.outbox.force(encode_result(frame.id, {"topic": frame.to}))
-                return
+                return None
             self._within_budgets(frame, now)
         except ProtocolError as error:
             self.count_error(error)
             self.outbox.force(encode_error(request_id_of(error), error))
-            return
+            return None
         self.inflight.acquire_nowait()  # (one is free: `serve_one` checked)
         if isinstance(frame, Subscribe):
             self.subscribing += 1
             assert self._nursery is not None
             self._nursery.start_soon(self._subscribe, frame)
-            self.charge(clock() - started + self.ws.take_io_seconds())
-        else:
-            self._dispatch(frame, now).charge(clock() - started + self.ws.take_io_seconds())
+            return None
+        return self._dispatch(frame, now)
 
     async def _finish_closing(self) -> None:
         """The client closed (or broke the protocol): finish the closing handshake (our

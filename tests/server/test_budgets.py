@@ -186,6 +186,20 @@ async def test_a_request_is_charged_its_socket_io_and_parsing_too(tmp_path: Path
     assert spent - handled > N_CHARGED * 20e-6, (spent, handled)
 
 
+async def test_a_refused_frame_is_charged_too(tmp_path: Path) -> None:
+    """Frames the server only refuses (not JSON, binary) cost it their reading
+    and checking all the same: a client sending nothing else is charged for them."""
+    budgets = Budgets(cpu_rate=1e-9, cpu_burst_anonymous=10.0)  # no refill: level = spend
+    bad = "[" + "0," * 20_000  # parsed to its end before it is found wanting
+    async with running_server(tmp_path, budgets=budgets) as srv, raw_client(srv) as c:
+        for k in range(N_CHARGED):
+            await c.ws.send(bad if k % 2 else bad.encode())
+            assert error(await c.recv())["code"] == "bad_request"
+        account = srv.state.ledger.accounts["address:127.0.0.1"]
+        spent = account.cpu.burst - account.cpu.level
+    assert spent > N_CHARGED * 20e-6, spent
+
+
 async def test_subscriptions_are_charged_too(tmp_path: Path) -> None:
     budgets = Budgets(cpu_rate=1e-6, cpu_burst_anonymous=1e-6, cpu_rate_agent=1.0)
     async with running_server(tmp_path, budgets=budgets, **burn_world.settings()) as srv, \
