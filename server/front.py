@@ -28,7 +28,7 @@ from hypercorn.trio.worker_context import WorkerContext
 from hypercorn.typing import ConnectionState
 
 from server.tcp_guard import TcpGuard, refuse
-from server.transport import RECEIVE, Pinger, WebSocket
+from server.transport import RECEIVE, HandshakeFailed, Pinger, WebSocket
 
 log = logging.getLogger("petridish.front")
 
@@ -188,6 +188,8 @@ async def serve_front(app: Any, config: HypercornConfig, ws_path: str, ws_handle
             pinger.sockets.add(ws)
             try:
                 await ws_handler(ws)
+            except HandshakeFailed:
+                pass  # answered with its HTTP error (websockets logs it): nothing of ours failed
             finally:
                 pinger.sockets.discard(ws)
                 await ws.abort()

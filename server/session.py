@@ -52,7 +52,7 @@ from server.budgets import Account
 from server.hello import ANONYMOUS, greet
 from server.ratelimit import TokenBucket
 from server.replies import RequestAnswer, internal_error
-from server.transport import WebSocket
+from server.transport import HandshakeFailed, WebSocket
 
 if TYPE_CHECKING:
     from server.app import ServerState
@@ -165,6 +165,8 @@ class Session:
         state.sessions.add(self)
         try:
             await self._run()
+        except HandshakeFailed:
+            raise  # the client's upgrade request was refused: its doing (server/front.py)
         except Exception:
             log.exception("the session of %s failed", self.address)
             state.trace.warn("close_1011", self.address, "closed a connection from %s with "

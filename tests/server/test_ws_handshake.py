@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.frames import Frame, Opcode
 from websockets.trio.client import ClientConnection
 
+from tests.server.raw_ws import HandshakeRefused, RawSocket
 from tests.server.ws_harness import error, raw_client, result, running_server
 
 
@@ -118,6 +120,21 @@ async def test_frames_before_hello_are_rate_limited_too(tmp_path: Path) -> None:
         codes = [(await c.recv())["error"]["code"] for _ in range(6)]
         assert codes[:3] == ["bad_request"] * 3
         assert codes.count("rate_limited") >= 2
+
+
+async def test_a_refused_upgrade_is_the_clients_doing_not_a_server_failure(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """An upgrade request websockets refuses (here a version it does not speak) is
+    answered 400 and closed, with no error logged: any client may send many."""
+    async with running_server(tmp_path) as running:
+        for _ in range(3):
+            with pytest.raises(HandshakeRefused) as refused:
+                await RawSocket.open(running.port, headers={"Sec-WebSocket-Version": "8"})
+            assert refused.value.status == 400
+        async with raw_client(running) as c:  # (the refusals are all handled by now)
+            assert result(await c.call("lobby.list"))["total"] == 0
+        assert running.state.metrics.warnings.labels("close_1011").value == 0
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
 
 
 async def test_a_frame_sent_with_the_upgrade_request_is_read(tmp_path: Path) -> None:
