@@ -217,17 +217,18 @@ class Session:
                 for ref in self.topics.values():
                     ref.unsubscribe(self.outbox)
                 if self.close_code is not None and not self.dropped:
-                    with trio.CancelScope(shield=True), trio.move_on_after(2 * CLOSE_WAIT):
+                    with trio.CancelScope(shield=True):
                         await self._close(self.close_code)
         finally:
             ledger.disconnect(self.address, self.greeted, trio.current_time())
 
     async def _close(self, code: int) -> None:
-        """Close with `code`, then wait (at most CLOSE_WAIT s) for the client's side of the
-        closing handshake (the connection is dropped when this returns)."""
+        """Close with `code`, then wait for the client's side of the closing handshake: at
+        most CLOSE_WAIT s for both, as a client that does not read never takes our close
+        (the connection is dropped when this returns)."""
         try:
-            await self.ws.close(code)
             with trio.move_on_after(CLOSE_WAIT):
+                await self.ws.close(code)
                 while (await self.ws.receive())["type"] != "websocket.disconnect":
                     pass  # frames that crossed our close are dropped
         except Exception as exc:  # noqa: BLE001 - any failure means the peer is gone already

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.frames import Frame, Opcode
 from websockets.trio.client import ClientConnection
 
+from tests.server import raw_ws
 from tests.server.raw_ws import HandshakeRefused, RawSocket
 from tests.server.ws_harness import error, raw_client, result, running_server
 
@@ -91,6 +93,22 @@ async def test_a_connection_that_says_no_hello_is_closed(tmp_path: Path) -> None
         with pytest.raises(ConnectionClosed) as closed:
             await c.recv(timeout=5)
         assert closed.value.rcvd.code == 1008
+
+
+async def test_a_connection_that_says_no_hello_and_reads_nothing_is_let_go(
+        tmp_path: Path) -> None:
+    """A client that sends junk and reads none of the refusals never takes our close
+    either: its connection (and its place among those without a hello) is let go within
+    the close wait all the same, not when the pings find it dead."""
+    async with running_server(tmp_path, hello_timeout=0.3, ping_interval=60.0) as running:
+        sock = await RawSocket.open(running.port)
+        sock.stream.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        with trio.move_on_after(2):  # until the server stops reading: its replies wait
+            await sock.stream.send_all(raw_ws.frame(raw_ws.TEXT, b"x") * 20_000)
+        with trio.fail_after(5):
+            while running.state.ledger.ungreeted or running.state.sessions:
+                await trio.sleep(0.05)
+        await sock.aclose()
 
 
 class PingCounting(ClientConnection):
