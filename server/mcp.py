@@ -49,6 +49,7 @@ import trio
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
 from sse_starlette.sse import EventSourceResponse
 from starlette.routing import Route
 
@@ -300,11 +301,17 @@ class McpHost:
 
     async def get_prompt(self, ctx: Any, params: types.GetPromptRequestParams
                          ) -> types.GetPromptResult:
-        """One prompt's text, for its caller."""
-        prompt = self.prompts.get(params.name)
-        if prompt is None:
-            raise ValueError(f"there is no prompt {params.name[:80]!r}")
-        text = await prompt.text(self._call(ctx.request))
+        """One prompt's text, for its caller. A refusal (no such prompt, a bad token, a
+        spent budget) is an invalid-params error, `code: message` with the refusal as data:
+        the SDK logs any other exception as a failure, with its traceback."""
+        try:
+            prompt = self.prompts.get(params.name)
+            if prompt is None:
+                raise ProtocolError(ErrorCode.BAD_REQUEST,
+                                    f"there is no prompt {params.name[:80]!r}")
+            text = await prompt.text(self._call(ctx.request))
+        except ProtocolError as error:
+            raise MCPError(types.INVALID_PARAMS, _refusal_text(error), error.to_wire()) from None
         return types.GetPromptResult(description=prompt.description, messages=[
             types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))])
 
