@@ -354,7 +354,9 @@ def build(state: ServerState) -> tuple[Route, Callable[[], Any]]:
         async with manager.run():
             yield
 
-    # A Route, not a Mount: a Mount answers POST /mcp with a redirect to /mcp/.
-    return Route("/mcp", StreamableHTTPASGIApp(manager), methods=["GET", "POST", "DELETE"]), running
+    # A Route, not a Mount: a Mount answers POST /mcp with a redirect to /mcp/. POST only:
+    # stateless, there is no session to stream to or end, and a GET's stream would hold its
+    # connection open for good, sending nothing but keepalives.
+    return Route("/mcp", StreamableHTTPASGIApp(manager), methods=["POST"]), running
 
 

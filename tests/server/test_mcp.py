@@ -8,6 +8,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+import trio
 
 from tests.server.mcp_harness import rpc
 from tests.server.ws_harness import running_server
@@ -26,3 +27,12 @@ async def test_a_refused_prompt_is_an_invalid_params_error_and_logs_no_failure(
     assert forged["error"]["message"] == "unauthorized: the token is unknown or was revoked"
     assert forged["error"]["data"]["code"] == "unauthorized"
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+
+
+async def test_a_get_is_refused_at_once_rather_than_held_open(tmp_path: Path) -> None:
+    """Stateless, the server never sends on a standalone stream; a GET held one open (and
+    with it a connection, uncounted per forwarded address behind a proxy) for good."""
+    async with running_server(tmp_path) as srv, httpx.AsyncClient() as http:
+        with trio.fail_after(5):
+            r = await http.get(f"{srv.url}/mcp", headers={"accept": "text/event-stream"})
+    assert r.status_code in (404, 405)  # POST only
