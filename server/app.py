@@ -31,12 +31,12 @@ from starlette.staticfiles import StaticFiles
 from actors.runtime import ActorKind, Directory, open_directory
 from actors.runtime.context import wall_clock_ms
 from actors.store import EventStore
-from protocol.errors import ProtocolError
+from protocol.errors import ErrorCode, ProtocolError
 from protocol.ops.admin import ADMIN_ID
 from protocol.registry import Registry
 from protocol.roles import ROLES
 from server import admin, watchdog, worlds
-from server.auth import TokenStore
+from server.auth import Principal, TokenStore
 from server.budgets import Ledger, address_key, over_budget
 from server.config import ServerConfig
 from server.console import ServerConsole
@@ -128,6 +128,24 @@ class ServerState:
         self.ledger.hit(budget, who, trio.current_time())
         self.trace.warn("budget", f"{budget}:{who}", "%s hit the %s budget: %s", who, budget,
                         refusal.message)
+
+    def check_token(self, token: str, address: str, what: str) -> Principal:
+        """The principal `token` stands for, presented by `address` in `what` (a hello, an
+        MCP call, a lab route): `over_budget` once the address's refused tokens are spent
+        (the token is not even checked), `unauthorized` (counted and traced) when it is
+        unknown or revoked."""
+        now = trio.current_time()
+        refusal = self.ledger.may_hello(address, now)
+        if refusal is not None:
+            self.budget_hit(refusal, address)
+            raise refusal
+        principal = self.tokens.check(token)
+        if principal is None:
+            self.ledger.hello_refused(address, now)
+            self.trace.warn("hello_refused", address, "refused %s from %s: the token is "
+                            "unknown or was revoked", what, address)
+            raise ProtocolError(ErrorCode.UNAUTHORIZED, "the token is unknown or was revoked")
+        return principal
 
     def store_trouble(self) -> str | None:
         """Why writes cannot be made durable now, or None when they can."""

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from protocol.envelope import PROTOCOL_VERSION, Hello, encode_result
-from protocol.errors import ErrorCode, ProtocolError
+from protocol.errors import ProtocolError
 from server.auth import Principal
 
 if TYPE_CHECKING:
@@ -53,20 +53,11 @@ async def greet(session: Session, hello: Hello) -> bool:
         key = hello.key or new_key()
         principal = Principal(role, anonymous_name(key))
     else:
-        refusal = ledger.may_hello(session.address, now)
-        if refusal is not None:
-            server.budget_hit(refusal, session.address)
+        try:
+            principal = server.check_token(hello.token, session.address, "a hello")
+        except ProtocolError as refusal:
             await session._refuse_now(hello.id, refusal)
             return False
-        found = server.tokens.check(hello.token)
-        if found is None:
-            ledger.hello_refused(session.address, now)
-            server.trace.warn("hello_refused", session.address, "refused a hello from %s: "
-                              "the token is unknown or was revoked", session.address)
-            await session._refuse_now(hello.id, ProtocolError(
-                ErrorCode.UNAUTHORIZED, "the token is unknown or was revoked"))
-            return False
-        principal = found
     session.principal = principal
     session.greeted = True
     ledger.greeted(session.address, now)

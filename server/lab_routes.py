@@ -13,7 +13,8 @@ The body is the op's args as one JSON object (`Content-Type: application/json`, 
 most `MAX_BODY` bytes); `?lab=NAME` names the lab (default `main`). The reply is the
 op's reply without an id, `{"ok": true, "result": ...}` or `{"ok": false, "error":
 {code, message, detail}}`, with the HTTP status of its code (`STATUS`). Requires JSON so
-a cross-site form cannot post one, and a bearer token (not a cookie) for the owner's.
+a cross-site form cannot post one, and a bearer token (not a cookie) for the owner's; a
+refused token spends its address's budget of them, as a hello's (`hello_failures`).
 Each client address has a token bucket (the server's per-connection rate and burst), and
 each request's server time is charged as a websocket request's is: to the token's
 account, or the address's for an anonymous caller (`over_budget` `cpu` while others use
@@ -193,11 +194,11 @@ class LabRoutes:
                                     "token: Authorization: Bearer TOKEN")
             return "anonymous", "spectator"
         scheme, _, token = header.partition(" ")
-        principal = self.state.tokens.check(token.strip()) if scheme.lower() == "bearer" \
-            else None
-        if principal is None:
-            raise ProtocolError(ErrorCode.UNAUTHORIZED, "the token is unknown or was revoked "
-                                "(send Authorization: Bearer TOKEN)")
+        if scheme.lower() != "bearer":
+            raise ProtocolError(ErrorCode.UNAUTHORIZED, "send the token as Authorization: "
+                                "Bearer TOKEN")
+        principal = self.state.check_token(token.strip(), self._address(request),
+                                           "a lab route")
         if not role_at_least(principal.role, role):
             raise ProtocolError(ErrorCode.FORBIDDEN, f"this route needs the {role} role; the "
                                 f"token is {principal.role}",

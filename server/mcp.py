@@ -203,18 +203,8 @@ class McpHost:
         headers = request.headers if request is not None else {}
         auth = headers.get("authorization", "")
         if auth.lower().startswith("bearer "):
-            state, address, now = self.state, self.address(request), trio.current_time()
-            refusal = state.ledger.may_hello(address, now)
-            if refusal is not None:
-                state.budget_hit(refusal, address)
-                raise refusal
-            principal = state.tokens.check(auth[7:].strip())
-            if principal is None:
-                state.ledger.hello_refused(address, now)
-                state.trace.warn("hello_refused", address, "refused an MCP call from %s: the "
-                                 "token is unknown or was revoked", address)
-                raise ProtocolError(ErrorCode.UNAUTHORIZED, "the token is unknown or was revoked")
-            return principal, False
+            return self.state.check_token(auth[7:].strip(), self.address(request),
+                                          "an MCP call"), False
         role = "agent" if self.state.config.open_mode else "spectator"
         return Principal(role, f"{KEYED}anonymous-{secrets.token_hex(8)}"), True
 

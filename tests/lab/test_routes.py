@@ -213,6 +213,24 @@ async def test_a_route_s_server_time_is_charged_as_a_websocket_request_s(
         assert ledger.hits[("cpu", "127.0.0.1")].count == 1
 
 
+async def test_refused_tokens_are_budgeted_per_address_as_a_hello_s(tmp_path: Path) -> None:
+    """Guessing tokens on the owner's routes costs what guessing them in a hello does: past
+    the address's refused-token budget a token is not even checked, on any endpoint."""
+    budgets = Budgets(hello_failures=2, hello_failure_rate=0.01)
+    async with running_server(tmp_path, budgets=budgets) as srv, \
+            httpx.AsyncClient(base_url=srv.url) as http:
+        replies = [await http.post("/api/ok", json={"id": "s-1"},
+                                   headers={"Authorization": "Bearer pdg_guess"})
+                   for _ in range(3)]
+        assert [(r.status_code, r.json()["error"]["code"]) for r in replies] == [
+            (401, "unauthorized"), (401, "unauthorized"), (429, "over_budget")]
+        assert replies[2].json()["error"]["detail"]["budget"] == "hello_failures"
+        owner = await http.post("/api/ok", json={"id": "s-1"},
+                                headers={"Authorization": f"Bearer {srv.owner_token}"})
+        assert owner.json()["error"]["detail"]["budget"] == "hello_failures"
+        assert srv.state.ledger.hits[("hello_failures", "127.0.0.1")].count == 2
+
+
 async def test_each_address_is_rate_limited(tmp_path: Path) -> None:
     async with running_server(tmp_path, rate=1.0, burst=3) as srv, \
             httpx.AsyncClient(base_url=srv.url) as http:
