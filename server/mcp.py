@@ -104,16 +104,16 @@ class McpCall:
         call = Call(op, args, self.caller.role, caller or self.caller.name)
         state = self._state
         ticket = state.creations.admit(self.account, self.who, call, actor_id)
+        created = True  # unless refused: a call cancelled (its client left) may still create
         try:
-            result = await state.directory.ask(actor_id, call,
-                                                answer=Charged(state.ledger, self.account))
+            return await state.directory.ask(actor_id, call,
+                                              answer=Charged(state.ledger, self.account))
         except ProtocolError:
-            if ticket is not None:
-                ticket.settle(False)
+            created = False
             raise
-        if ticket is not None:
-            ticket.settle(True)
-        return result
+        finally:
+            if ticket is not None:
+                ticket.settle(created)
 
     def key(self) -> tuple[str, str]:
         """A fresh key and the caller name it stands for."""

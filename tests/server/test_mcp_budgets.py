@@ -6,9 +6,13 @@ app's origin check stands for it)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import httpx
+import trio
 
+from actors.field.actor import FieldActor
+from actors.runtime import Call
 from server.budgets import Budgets
 from tests.server import burn_world
 from tests.server.mcp_harness import rpc, tool
@@ -58,6 +62,34 @@ async def test_worlds_created_over_mcp_count_against_the_budget(tmp_path: Path) 
         async with raw_client(srv, token) as c:  # the same account over the websocket
             refused = await c.call("counter.create", "counter:one")
             assert refused["error"]["detail"]["budget"] == "live_worlds"
+
+
+async def test_a_create_whose_caller_left_is_still_counted(tmp_path: Path,
+                                                           monkeypatch) -> None:
+    """A caller that hangs up while its create is made (here a field.start slowed on
+    purpose) does not take the create out of the count: the world it made counts, and its
+    place in flight is freed (it was held for good, and the world went uncounted)."""
+    start, began = FieldActor.effects["field.start"], trio.Event()
+
+    async def slow_start(self: FieldActor, call: Call) -> Any:
+        began.set()
+        await trio.sleep(0.5)
+        return await start(self, call)
+
+    monkeypatch.setitem(FieldActor.effects, "field.start", slow_start)
+    async with running_server(tmp_path) as srv, httpx.AsyncClient() as http:
+        token = srv.state.tokens.create("agent", "ann")
+        async with trio.open_nursery() as nursery:  # the caller hangs up mid-create
+            nursery.start_soon(tool, http, srv.url, "start_mosaic",
+                               {"kind": "scatter", "size": 10}, token)
+            await began.wait()
+            nursery.cancel_scope.cancel()
+        account = srv.state.ledger.accounts["ann"]
+        with trio.fail_after(10):
+            while account.pending or not (made := {
+                    s.actor_id for s in srv.state.directory.live() if s.kind == "field"}):
+                await trio.sleep(0.05)
+        assert (account.created, len(account.creations)) == (made, 1)
 
 
 async def test_mcp_answers_behind_a_proxy_host_name(tmp_path: Path) -> None:
