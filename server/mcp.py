@@ -334,9 +334,11 @@ def build(state: ServerState) -> tuple[Route, Callable[[], Any]]:
     server.middleware.append(host.remember_client)
     # Builds the session manager. The SDK's own Host/Origin check is off: it admits only
     # localhost hosts (a server behind a proxy would answer 421); the app checks origins
-    # for every endpoint alike (server/peers.py, TrustedOrigins in server/app.py).
-    server.streamable_http_app(stateless_http=True, transport_security=TransportSecuritySettings(
-        enable_dns_rebinding_protection=False))
+    # for every endpoint alike (server/peers.py, TrustedOrigins in server/app.py). A body
+    # is held to a websocket frame's limit (413 past it, unparsed), not the SDK's 4 MiB.
+    server.streamable_http_app(
+        stateless_http=True, max_request_body_size=state.config.max_frame,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
     manager = server.session_manager
 
     @asynccontextmanager

@@ -10,7 +10,7 @@ import httpx
 import pytest
 import trio
 
-from tests.server.mcp_harness import rpc
+from tests.server.mcp_harness import HEADERS, rpc
 from tests.server.ws_harness import running_server
 
 
@@ -36,3 +36,19 @@ async def test_a_get_is_refused_at_once_rather_than_held_open(tmp_path: Path) ->
         with trio.fail_after(5):
             r = await http.get(f"{srv.url}/mcp", headers={"accept": "text/event-stream"})
     assert r.status_code in (404, 405)  # POST only
+
+
+async def test_a_body_past_the_frame_limit_is_refused_before_it_is_parsed(
+        tmp_path: Path) -> None:
+    """A websocket frame's limit bounds an MCP request too: the SDK's own was 4 MiB, and a
+    spectator's 4 MiB of tiny lists took the server ~150 MB and ~0.15 s to parse, per call."""
+    cells = [[0]] * 20_000  # ~100 KB of JSON
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "commit", "arguments": {"game_id": "x", "cells": cells, "expected_revision": 0}}}
+    async with running_server(tmp_path) as srv, httpx.AsyncClient() as http:
+        r = await http.post(f"{srv.url}/mcp", json=call, headers=HEADERS)
+        assert r.status_code == 413
+        call["params"]["arguments"]["cells"] = cells[:100]  # within it: answered
+        status, reply = await rpc(http, srv.url, "tools/call", call["params"])
+        assert status == 200 and reply is not None
+        assert reply["result"]["content"][0]["text"].startswith("forbidden:")
