@@ -125,6 +125,7 @@ class Session:
         self.readable = False  # the reactor saw the socket readable (server/reactor.py)
         self.reading = False  # watched by the reactor
         self.paused = False  # ... but not read until an answer slot or outbox room frees
+        self.resting_until = 0.0  # ... nor, past its CPU budget, before this time (0: not)
         self._read_end = Waiter("a session's end of reading")
         self._nursery: trio.Nursery | None = None  # the writer's, and the subscribes'
         self.close_code: int | None = None  # set by end(): close with it once done
@@ -353,9 +354,10 @@ class Session:
             self._read_end.wake()
 
     def resume_reading(self) -> None:
-        """An answer slot or outbox room freed: a paused reader takes messages again once
-        it has both."""
-        if self.paused and self.inflight.value and self.outbox.has_room():
+        """An answer slot or outbox room freed, or a rest ended: a paused reader takes
+        messages again once it has both and is not resting."""
+        if (self.paused and self.inflight.value and self.outbox.has_room()
+                and not self.resting_until):
             self.paused = False
             if self.reading:
                 self.server.reactor.resume(self)
@@ -378,7 +380,7 @@ class Session:
 
         A message is taken only while the outbox has room and an answer slot is free;
         otherwise the reader pauses (the socket is not read: TCP pushes back)."""
-        if self.inflight.value == 0 or not self.outbox.has_room():
+        if self.inflight.value == 0 or not self.outbox.has_room() or self.resting_until:
             self.paused = True
             self.server.reactor.pause(self)
             return False
@@ -433,6 +435,8 @@ class Session:
         except ProtocolError as error:
             self.count_error(error)
             self.outbox.force(encode_error(request_id_of(error), error))
+            if error.code == ErrorCode.OVER_BUDGET and error.detail.get("budget") == "cpu":
+                self._rest(error.detail["retry_after"])
             return None
         self.inflight.acquire_nowait()  # (one is free: `serve_one` checked)
         if isinstance(frame, Subscribe):
@@ -465,6 +469,19 @@ class Session:
                 raise for_request(refusal, frame.id)
             finally:
                 del refusal  # the error's traceback holds this frame: no cycle to collect
+
+    def _rest(self, seconds: float) -> None:
+        """Read nothing more for `seconds` (its CPU time spent while others wait): each
+        frame read would cost a parse only to be refused; they wait in the socket."""
+        self.resting_until = trio.current_time() + seconds
+        assert self._nursery is not None
+
+        async def wake() -> None:
+            await trio.sleep_until(self.resting_until)
+            self.resting_until = 0.0
+            self.resume_reading()
+
+        self._nursery.start_soon(wake)
 
     def charge(self, seconds: float) -> None:
         """This connection's requests cost `seconds` of server time."""

@@ -171,6 +171,33 @@ async def test_cpu_time_is_budgeted_per_client_and_the_owner_spends_none(
         assert _hits(srv, "cpu") == 2
 
 
+async def test_a_client_past_its_cpu_budget_is_not_read_until_it_refills(
+        tmp_path: Path) -> None:
+    """After its over_budget refusal a connection rests for its retry_after: what it sends
+    meanwhile waits in the socket (each frame read would cost a parse only to be refused),
+    then is served in order."""
+    budgets = Budgets(cpu_rate=0.02, cpu_rate_agent=0.05, cpu_burst=0.05,
+                      cpu_burst_anonymous=0.05)
+    async with running_server(tmp_path, budgets=budgets, **burn_world.settings()) as srv:
+        token = srv.state.tokens.create("agent", "ann")
+        async with raw_client(srv) as c, raw_client(srv, token) as agent:
+            assert result(await c.call("burn.spin", "burn:x", ms=80)) == {"ms": 80}
+            assert result(await agent.call("burn.spin", "burn:x", ms=10)) == {"ms": 10}
+            refused = error(await c.call("burn.spin", "burn:x", ms=1))
+            assert refused["code"] == "over_budget"
+            wait = refused["detail"]["retry_after"]
+            assert wait > 1.5
+            rested = trio.current_time() + wait
+            for rid in (101, 102, 103):
+                await c.send({"id": rid, "op": "burn.spin", "to": "burn:x", "args": {"ms": 0}})
+            with trio.move_on_after(wait / 2):
+                early = await c.recv()
+                pytest.fail(f"read while resting: {early}")
+            replies = [await c.recv(timeout=wait + 10) for _ in range(3)]
+            assert trio.current_time() >= rested - 0.05
+            assert [r["id"] for r in replies] == [101, 102, 103]
+
+
 async def test_a_request_is_charged_its_socket_io_and_parsing_too(tmp_path: Path) -> None:
     budgets = Budgets(cpu_rate=1e-9, cpu_burst_anonymous=10.0)  # no refill: level = spend
     async with running_server(tmp_path, budgets=budgets, **burn_world.settings()) as srv, \
