@@ -62,6 +62,10 @@ CLOSE_GOING_AWAY = 1001
 CLOSE_POLICY = 1008
 CLOSE_TRY_LATER = 1013
 CLOSE_WAIT = 1.0  # seconds a server-side close waits for the client's closing frame
+# Before the hello, which nothing is charged to: a longer frame is refused unread (a hello
+# is far shorter), and after each refusal the connection is not read for a while.
+MAX_HELLO = 4096  # characters
+HELLO_REFUSED_PAUSE = 0.1  # seconds
 WRITER_TASK = "server.session.Session._writer"  # every writer task's name (one string)
 
 
@@ -284,14 +288,10 @@ class Session:
                 if text is None:
                     return False
                 try:
-                    frame = self._parse(text, trio.current_time())
+                    frame = self._parse_first(text, trio.current_time())
                 except ProtocolError as error:
                     await self._refuse_now(request_id_of(error), error)
-                    continue
-                if not isinstance(frame, Hello):
-                    await self._refuse_now(frame.id, ProtocolError(
-                        ErrorCode.BAD_REQUEST, "the first frame must be a hello",
-                        {"expected": "hello"}))
+                    await trio.sleep(HELLO_REFUSED_PAUSE)
                     continue
                 if await greet(self, frame):
                     return True
@@ -299,6 +299,21 @@ class Session:
                 return False
         await self._close(CLOSE_POLICY)
         return False
+
+    def _parse_first(self, text: str, now: float) -> Hello:
+        """A hello, or the refusal of a frame before it: one longer than MAX_HELLO is not
+        parsed (it still spends a token)."""
+        if len(text) <= MAX_HELLO:
+            frame = self._parse(text, now)
+        elif not self.bucket.take(now):
+            raise self._rate_limited(None)
+        else:
+            frame = None
+        if not isinstance(frame, Hello):
+            raise for_request(ProtocolError(
+                ErrorCode.BAD_REQUEST, "the first frame must be a hello", {"expected": "hello"}),
+                None if frame is None else frame.id)
+        return frame
 
     async def _refuse_now(self, request_id: int | None, error: ProtocolError) -> None:
         self.count_error(error)

@@ -140,6 +140,27 @@ async def test_frames_before_hello_are_rate_limited_too(tmp_path: Path) -> None:
         assert codes.count("rate_limited") >= 2
 
 
+async def test_frames_before_hello_cost_little_and_come_slowly(tmp_path: Path) -> None:
+    """Nothing is charged before the hello: a frame longer than any hello is refused
+    unread, and after each refusal the connection rests before the next is read."""
+    async with running_server(tmp_path) as running, raw_client(running, hello=False) as c:
+        await c.send("[" + "0," * 4000)  # not JSON, but refused for its length, unread
+        assert error(await c.recv()) == {"code": "bad_request", "detail": {"expected": "hello"},
+                                         "message": "the first frame must be a hello"}
+        for _ in range(20):
+            await c.send("junk")
+        seen = 0
+        with trio.move_on_after(1.0):
+            while True:
+                assert error(await c.recv())["code"] == "bad_request"
+                seen += 1
+        assert 3 <= seen <= 15, seen  # 0.1 s between reads: ~10 in a second, not all 20
+        await c.send({"op": "hello", "protocol": 1})
+        while "result" not in (reply := await c.recv()):
+            pass  # the junk's last refusals
+        assert reply["result"]["protocol"] == 1
+
+
 async def test_a_refused_upgrade_is_the_clients_doing_not_a_server_failure(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """An upgrade request websockets refuses (here a version it does not speak) is
