@@ -28,8 +28,8 @@ stream that did not pass is looked up afterwards: another fence -> FencedError, 
 revision -> ConflictError; the others in the batch commit regardless. If the statement
 fails, every append of the batch fails with that error: after `write_timeout` the server
 cancels it (QueryCanceled: nothing was written); if the connection is lost, or the
-server does not answer within 2 s more, the outcome is unknown: the caller stops, and a
-claim + replay tells the truth.
+server does not answer within 2 s more, the outcome is unknown (StoreUnavailable, sent):
+the caller stops, and a claim + replay tells the truth.
 """
 
 from __future__ import annotations
@@ -41,7 +41,6 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any, Self
 
-import psycopg
 import trio
 from psycopg.pq import TransactionStatus
 
@@ -54,6 +53,7 @@ from actors.store import (
     Snapshot,
     StoredEvent,
     StoreStatistics,
+    StoreUnavailable,
     check_receipts,
     check_stream_name,
 )
@@ -248,14 +248,18 @@ class PostgresEventStore(EventStore):
                 try:
                     await self._commit(batch)
                 except Exception as exc:  # noqa: BLE001 - each caller raises it
-                    if self._writer is not None and (
-                            self._writer.closed or self._writer.info.transaction_status
-                            != TransactionStatus.IDLE):
+                    lost = self._writer is not None and (
+                        self._writer.closed or self._writer.info.transaction_status
+                        != TransactionStatus.IDLE)
+                    if lost:
                         await self._drop_writer()
-                    if isinstance(exc, trio.TooSlowError):
-                        exc = psycopg.OperationalError(
-                            f"the batch got no answer within "
-                            f"{self.write_timeout + UNANSWERED} s; its outcome is unknown")
+                    if lost or isinstance(exc, trio.TooSlowError):
+                        # Sent, the statement may have committed: no caller may be told
+                        # that it failed (a claim and a replay will tell).
+                        why = (f"no answer within {self.write_timeout + UNANSWERED:g} s"
+                               if isinstance(exc, trio.TooSlowError)
+                               else "its connection to PostgreSQL was lost")
+                        exc = StoreUnavailable(why, sent=lost)
                     for a in batch:
                         if a.error is None:
                             a.error = exc

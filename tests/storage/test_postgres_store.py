@@ -8,8 +8,14 @@ from collections.abc import AsyncIterator
 import psycopg
 import pytest
 import trio
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from actors.store import FencedError
+from actors import counter
+from actors.runtime import Call
+from actors.runtime.directory import ActorKind, open_directory
+from actors.store import FencedError, StoreUnavailable
+from protocol.errors import ErrorCode, ProtocolError
+from protocol.ops.counter import AddArgs, CreateArgs
 from server.storage.pg_trio import TrioConnection
 from server.storage.postgres import PostgresEventStore
 
@@ -140,7 +146,8 @@ async def test_an_unanswered_batch_fails_as_unknown_and_the_writer_reconnects(
         (pid,) = store._writer_pids
         os.kill(pid, signal.SIGSTOP)
         try:
-            with pytest.raises(psycopg.OperationalError, match="outcome is unknown"):
+            with pytest.raises(StoreUnavailable, match=r"no answer within 0\.5 s\); whether "
+                                                       "it was stored is unknown"):
                 await store.append("w:1", 1, [{"n": 2}])
         finally:
             os.kill(pid, signal.SIGCONT)
@@ -160,7 +167,7 @@ async def test_a_lost_writer_connection_fails_its_batch_then_reconnects(
     await store.append("w:1", 0, [{"n": 1}])
     (pid,) = store._writer_pids
     await _sql(postgres_dsn, "SELECT pg_terminate_backend(%s)", pid)
-    with pytest.raises(psycopg.OperationalError):
+    with pytest.raises(StoreUnavailable, match="stored is unknown"):
         await store.append("w:1", 1, [{"n": 2}])
     rev = await store.revision("w:1")  # lost before it ran: the outcome was unknown
     assert await store.append("w:1", rev, [{"n": 3}]) == rev + 1
@@ -274,3 +281,66 @@ async def test_each_event_keeps_the_fence_it_was_written_under(
     assert await _sql(postgres_dsn, "SELECT stream, rev, fence FROM events ORDER BY stream, "
                                     "rev") == [("w:1", 1, 1), ("w:1", 2, 1), ("w:1", 3, 2),
                                                ("w:new", 1, 0)]
+
+
+class _AnswerLosingProxy:
+    """A loopback TCP proxy to PostgreSQL that, once `armed`, passes the next append
+    statement on, swallows the server's whole answer (up to its ReadyForQuery: the
+    statement has committed) and then hangs up on the client."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self.target = target
+        self.armed = False
+        self.port = 0
+
+    async def serve(self, *, task_status: trio.TaskStatus[None]) -> None:
+        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        self.port = listeners[0].socket.getsockname()[1]
+        task_status.started()
+        await trio.serve_listeners(self._relay, listeners)
+
+    async def _relay(self, client: trio.SocketStream) -> None:
+        server = await trio.open_tcp_stream(*self.target)
+        cutting = trio.Event()
+        async with client, server, trio.open_nursery() as nursery:
+            async def upstream() -> None:
+                async for data in client:
+                    if self.armed and b"pg_notify" in data:
+                        self.armed = False
+                        cutting.set()
+                    await server.send_all(data)
+
+            nursery.start_soon(upstream)
+            seen = b""
+            async for data in server:
+                if not cutting.is_set():
+                    await client.send_all(data)
+                    continue
+                seen += data
+                if b"Z\x00\x00\x00\x05" in seen:  # ReadyForQuery: committed, answer lost
+                    break
+            nursery.cancel_scope.cancel()
+
+
+async def test_an_append_whose_answer_was_lost_is_unavailable_not_retryable(
+        postgres_dsn: str) -> None:
+    """The connection drops after the append committed: the caller must hear that the
+    outcome is unknown (`unavailable`, stored unknown), not `actor_restarted` ("may be
+    retried"), which a client without a request id would obey and apply it twice."""
+    info = conninfo_to_dict(postgres_dsn)
+    proxy = _AnswerLosingProxy((str(info["host"]), int(info["port"])))
+    async with trio.open_nursery() as nursery:
+        await nursery.start(proxy.serve)
+        dsn = make_conninfo(postgres_dsn, host="127.0.0.1", port=str(proxy.port))
+        async with PostgresEventStore(dsn) as store, \
+                open_directory(store, [ActorKind.of(counter.WORLD)]) as d:
+            await d.ask("counter:c", Call("counter.create", CreateArgs(), "agent", "ann"))
+            proxy.armed = True
+            with pytest.raises(ProtocolError) as err:
+                await d.ask("counter:c", Call("counter.add", AddArgs(5), "agent", "ann"))
+            assert (err.value.code, err.value.detail.get("stored")) == (
+                ErrorCode.UNAVAILABLE, "unknown")
+            assert [e.data.get("amount") for e in await store.read("counter:c")] == [None, 5]
+            total = (await d.ask("counter:c", Call("counter.get", None, "agent", "ann"))).total
+            assert total == 5  # the world loads again, with the write
+        nursery.cancel_scope.cancel()
