@@ -109,6 +109,7 @@ class Actor(ABC):
         # Being created: invisible to the directory's other callers until the create
         # call is accepted (actors/runtime/directory.py).
         self.provisional = False
+        self.ended = trio.Event()  # set once its task ended: it appends nothing more
 
     # ---- hooks for worlds ---------------------------------------------------------------
 
@@ -331,6 +332,7 @@ class Actor(ABC):
                 nursery.cancel_scope.cancel()
         finally:
             self._stop()
+            self.ended.set()
 
     async def _loop(self) -> None:
         max_batch = self.context.config.max_batch

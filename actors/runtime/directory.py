@@ -352,6 +352,11 @@ class Directory:
                 self._starting.pop(actor_id, None)
 
     async def _start(self, kind: ActorKind, actor_id: str, actor: Actor | None = None) -> Actor:
+        stopped = self._live.get(actor_id)
+        if stopped is not None and stopped.stopped:
+            # Its last batch may still be appending (a handler was awaiting when it was
+            # stopped), with this process's fence: replay only after it.
+            await stopped.ended.wait()
         actor = actor or kind.factory(actor_id, self.context())
         try:
             if self.placement is not None:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import pytest
 import trio
 import trio.lowlevel
+import trio.testing
 
 from actors.runtime import Call
 from actors.runtime.directory import ActorKind, any_name, open_directory
+from actors.runtime.mailbox import Pending
 from actors.store import MemoryEventStore
 from protocol.errors import ErrorCode, ProtocolError
-from tests.runtime.probe import Add, Create, ProbeActor
+from tests.runtime.probe import ONE_BATCH, Add, Block, Create, ProbeActor
 
 
 def counting_factory(calls: list[str]):
@@ -118,3 +120,31 @@ async def test_idle_actors_unload_and_come_back_from_the_store(
         queue.close()  # the subscriber's connection went away
         await trio.sleep(61)
         assert watched.stopped
+
+
+async def test_a_world_loads_again_only_once_its_stopped_actor_has_ended() -> None:
+    """Unloaded (the owner's console) while a handler awaits, an actor still appends its
+    batch when the handler returns: the world's next actor must replay that batch, not
+    serve the world beside it from the state before."""
+    store = MemoryEventStore()
+    kinds = [ActorKind("probe", ProbeActor, declared=any_name)]
+    async with open_directory(store, kinds, config=ONE_BATCH) as directory:
+        old = await directory.get("probe:a")
+        release = trio.Event()
+        added, blocked = Pending(), Pending()
+        old.send(Add(5), added)  # one batch: folded, then the handler below awaits
+        old.send(Block(release), blocked)
+        await trio.testing.wait_all_tasks_blocked()
+        assert directory.evict("probe:a")
+        again: list[ProbeActor] = []
+
+        async def load() -> None:
+            again.append(await directory.get("probe:a"))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(load)
+            await trio.testing.wait_all_tasks_blocked()
+            release.set()
+        assert added.value == 1  # acknowledged: durable
+        assert again[0] is not old and again[0].total == 5
+    assert [e.data["amount"] for e in await store.read("probe:a")] == [5]
