@@ -170,8 +170,7 @@ class Actor(ABC):
         return self._rev
 
     def receipt(self, request_id: str) -> tuple[bool, Any]:
-        """`(True, reply)` when a write with `request_id` was applied within the last
-        `receipt_window` revisions (its reply as JSON), else `(False, None)`."""
+        """`(True, reply)` if `request_id`'s write is in the receipt window; else `(False, None)`."""
         return self._receipts.seen(request_id)
 
     def keep_receipt(self, request_id: str, result: Any) -> None:
@@ -516,8 +515,7 @@ class Actor(ABC):
             self.after(delay, IdleCheck())
 
     def _idle_check(self, now: float) -> bool:
-        """True when the actor unloaded itself: quiet for the idle timeout, nobody
-        subscribed, nothing waiting. Otherwise the next check is armed."""
+        """True when it unloaded itself (idle, unwatched, nothing waiting); else re-armed."""
         idle = self.context.config.idle_timeout
         assert idle is not None  # only then is the check armed
         quiet = now - self._active_at
