@@ -368,7 +368,9 @@ class Client:
         whose socket dropped before the reply is sent again with the same id once the
         client has reconnected, until `timeout` (`retry=False`: raise ConnectionLost).
 
-        Raises RequestError for an `ok: false` reply, ConnectionLost when the socket
+        Raises RequestError for an `ok: false` reply (at once, unsent, for args that are not
+        JSON or a frame over the hello's `max_frame`: the server's refusal of those could
+        not name the request), ConnectionLost when the socket
         dropped first (with `retry=False`), ClientClosed once closed, and trio.TooSlowError
         after `timeout` seconds (time spent waiting for a reconnect counts).
         """
@@ -399,9 +401,10 @@ class Client:
             if self._pace is not None:
                 await self._pace.spend()
             rid = frame["id"] = next(self._ids)
+            text = self._encode(frame)
             pending = self._pending[rid] = _Pending()
             try:
-                await ws.send(json.dumps(frame))
+                await ws.send(text)
                 await pending.done.wait()
             except ConnectionClosed:
                 pass
@@ -412,6 +415,21 @@ class Client:
         if not pending.reply.get("ok"):
             raise _refusal(pending.reply)
         return pending.reply.get("result")
+
+    def _encode(self, frame: dict[str, Any]) -> str:
+        """The frame's JSON text. The server answers a frame that is not JSON (NaN) or is
+        longer than `max_frame` with no id to match, so such a frame is refused here, as
+        the server would refuse it, instead of waiting out its timeout."""
+        try:
+            text = json.dumps(frame, allow_nan=False)
+        except ValueError:
+            raise RequestError("bad_request", "not JSON: NaN and infinities are not valid "
+                               "JSON") from None
+        limit = self.hello.get("max_frame")
+        if isinstance(limit, int) and len(text.encode()) > limit:
+            raise RequestError("too_large", f"the frame is longer than {limit} bytes",
+                               {"max_frame": limit})
+        return text
 
     # ---- subscriptions --------------------------------------------------------
 

@@ -270,3 +270,23 @@ async def test_a_refused_first_connection_raises_at_once() -> None:
     with trio.fail_after(10), pytest.raises(OSError):
         async with Client.connect(f"ws://127.0.0.1:{port}/ws"):
             pass
+
+
+async def test_a_frame_the_server_refuses_without_an_id_is_refused_at_once(
+        server: Running) -> None:
+    """The server answers a frame over `max_frame`, or one that is not JSON, with `id: null`:
+    the client refuses it as the server would instead of waiting for a reply that never
+    names it, and the connection stays usable."""
+    async with Client.connect(server.ws_url, token=server.owner_token) as c:
+        await c.request("lobby.create", args={"kind": "counter", "name": "unsent"})
+        with trio.fail_after(5):
+            with pytest.raises(RequestError, match=r"^too_large: the frame is longer than "
+                                                   r"65536 bytes$") as info:
+                await c.request("counter.add", to="counter:unsent",
+                                args={"amount": 1, "note": "x" * 70_000})
+            assert info.value.detail == {"max_frame": 65536}
+            with pytest.raises(RequestError, match=r"^bad_request: not JSON: "):
+                await c.request("counter.add", to="counter:unsent",
+                                args={"amount": float("nan")})
+        assert await c.request("counter.get", to="counter:unsent") == \
+            {"total": 0, "adds": 0, "revision": 1}
