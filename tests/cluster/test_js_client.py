@@ -1,5 +1,6 @@
 """web/js/client.js (run by Node's built-in WebSocket) sends a request id on every request
-and, with `retry`, sends a write again with it after a dropped connection: applied once."""
+and, with `retry`, sends a write again with it after a dropped connection: applied once;
+it paces its frames under the bucket of the socket they go out on."""
 
 from __future__ import annotations
 
@@ -107,3 +108,47 @@ async def test_the_js_client_paces_itself_under_the_bucket(tmp_path: Path) -> No
     result = json.loads(done.stdout.decode().splitlines()[-1])
     assert result["pace"] == [40.0, 10]
     assert sorted(result["revisions"]) == list(range(2, 62))
+
+
+RECONNECT_PACED = """
+import { Client } from "%(client)s";
+let away;
+const reconnecting = new Promise((resolve) => { away = resolve; });
+const c = await Client.connect("%(url)s", {
+  onStatus: (status) => { if (status === "reconnecting") away(); } });
+await c.request("counter.create", "%(world)s");
+console.log("ready");
+await reconnecting;
+const adds = Array.from({ length: 60 }, () => c.request("counter.add", "%(world)s", { amount: 1 })
+  .then((r) => r.revision, (err) => err.code ?? err.name));
+console.log(JSON.stringify(await Promise.all(adds)));
+c.close();
+"""
+
+
+async def test_the_js_client_paces_the_requests_that_waited_for_a_reconnect(
+        tmp_path: Path, nursery: trio.Nursery) -> None:
+    """60 requests made while the socket is down (40 frames a second in bursts of 10): they
+    go out on the new socket under its bucket, none refused `rate_limited`."""
+    node = _node()
+    async with running_server(tmp_path / "data", open_mode=True, rate=40.0, burst=10) as srv:
+        proxy = Proxy(srv.port)
+        await nursery.start(proxy.run)
+        script = tmp_path / "reconnect_paced.mjs"
+        script.write_text(RECONNECT_PACED % {
+            "client": (REPO / "web" / "js" / "client.js").as_uri(),
+            "url": f"ws://127.0.0.1:{proxy.port}/ws", "world": WORLD})
+        proc = await trio.lowlevel.open_process([node, "--experimental-websocket", str(script)],
+                                                stdout=subprocess.PIPE)
+        assert proc.stdout is not None
+        out = b""
+        with trio.fail_after(30):
+            while b"ready\n" not in out:
+                out += await proc.stdout.receive_some()
+            proxy.cut()
+            while (chunk := await proc.stdout.receive_some()):
+                out += chunk
+            assert await proc.wait() == 0
+    result = json.loads(out.decode().splitlines()[-1])
+    assert [r for r in result if not isinstance(r, int)] == []  # before: some rate_limited
+    assert sorted(result) == list(range(2, 62))

@@ -286,10 +286,16 @@ export class Client {
   }
 
   async _call(frame, timeout) {
-    if (this._pace) await this._pace.spend();
-    while (!this._ws) {
-      if (this._closed) throw new ConnectionLost("the client is closed");
-      await new Promise((wake) => this._waiters.push(wake));
+    // The token is the bucket's of the socket the frame goes out on: one spent before a
+    // drop is spent again on the new socket (a backlog would burst past its bucket).
+    for (;;) {
+      while (!this._ws) {
+        if (this._closed) throw new ConnectionLost("the client is closed");
+        await new Promise((wake) => this._waiters.push(wake));
+      }
+      const ws = this._ws;
+      if (this._pace) await this._pace.spend();
+      if (this._ws === ws) break;
     }
     const id = this._nextId++;
     frame.id = id;
