@@ -152,3 +152,33 @@ async def test_the_js_client_paces_the_requests_that_waited_for_a_reconnect(
     result = json.loads(out.decode().splitlines()[-1])
     assert [r for r in result if not isinstance(r, int)] == []  # before: some rate_limited
     assert sorted(result) == list(range(2, 62))
+
+
+TOO_LARGE = """
+import { Client } from "%(client)s";
+const c = await Client.connect("%(url)s");
+await c.request("counter.create", "%(world)s");
+const refused = await c.request("counter.add", "%(world)s", { amount: 1, note: "x".repeat(70000) },
+                                { timeout: 5000 }).catch((err) => [err.name, err.message, err.detail]);
+const after = await c.request("counter.get", "%(world)s");
+console.log(JSON.stringify({ refused, after }));
+c.close();
+"""
+
+
+async def test_the_js_client_refuses_a_frame_over_max_frame_at_once(tmp_path: Path) -> None:
+    """The server answers a frame over `max_frame` with `id: null`: the client refuses it as
+    the server would instead of waiting out its timeout for a reply that never names it."""
+    node = _node()
+    async with running_server(tmp_path / "data", open_mode=True) as srv:
+        script = tmp_path / "too_large.mjs"
+        script.write_text(TOO_LARGE % {"client": (REPO / "web" / "js" / "client.js").as_uri(),
+                                       "url": f"ws://127.0.0.1:{srv.port}/ws", "world": WORLD})
+        with trio.fail_after(30):
+            done = await trio.run_process([node, "--experimental-websocket", str(script)],
+                                          capture_stdout=True, capture_stderr=True, check=False)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    result = json.loads(done.stdout.decode().splitlines()[-1])
+    assert result["refused"] == ["RequestError", "too_large: the frame is longer than 65536 bytes",
+                                 {"max_frame": 65536}]
+    assert result["after"] == {"total": 0, "adds": 0, "revision": 1}

@@ -146,7 +146,8 @@ export class Client {
   }
 
   /**
-   * Send one request; resolves with its result, rejects with RequestError (refused),
+   * Send one request; resolves with its result, rejects with RequestError (refused;
+   * `too_large` at once, unsent, for a frame over the hello's `max_frame`),
    * ConnectionLost (socket dropped first, with `retry: false`) or an Error named
    * "TimeoutError" (no reply within `timeout` ms; a `retry`'s attempts share them). It
    * carries `requestId` (default: a fresh one) and is sent again with that id after a
@@ -299,6 +300,13 @@ export class Client {
     }
     const id = this._nextId++;
     frame.id = id;
+    const text = JSON.stringify(frame);
+    // The server answers a frame over max_frame with no id to match: refuse it as it would.
+    const limit = this.hello.max_frame;
+    if (typeof limit === "number" && new TextEncoder().encode(text).length > limit) {
+      const message = `the frame is longer than ${limit} bytes`;
+      throw new RequestError("too_large", message, { max_frame: limit });
+    }
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this._pending.delete(id);
@@ -308,7 +316,7 @@ export class Client {
       }, timeout);
       const settle = (fn) => (value) => { clearTimeout(timer); fn(value); };
       this._pending.set(id, { resolve: settle(resolve), reject: settle(reject), op: frame.op });
-      this._ws.send(JSON.stringify(frame));
+      this._ws.send(text);
     });
   }
 
