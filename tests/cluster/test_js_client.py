@@ -1,6 +1,7 @@
 """web/js/client.js (run by Node's built-in WebSocket) sends a request id on every request
 and, with `retry`, sends a write again with it after a dropped connection: applied once;
-it paces its frames under the bucket of the socket they go out on."""
+it paces its frames under the bucket of the socket they go out on, and a request's
+timeout counts its wait for a reconnect."""
 
 from __future__ import annotations
 
@@ -182,3 +183,46 @@ async def test_the_js_client_refuses_a_frame_over_max_frame_at_once(tmp_path: Pa
     assert result["refused"] == ["RequestError", "too_large: the frame is longer than 65536 bytes",
                                  {"max_frame": 65536}]
     assert result["after"] == {"total": 0, "adds": 0, "revision": 1}
+
+
+UNREACHABLE = """
+import { Client } from "%(client)s";
+let away;
+const reconnecting = new Promise((resolve) => { away = resolve; });
+const c = await Client.connect("%(url)s", {
+  onStatus: (status) => { if (status === "reconnecting") away(); } });
+console.log("ready");
+await reconnecting;
+const outcome = await c.request("lobby.list", null, {}, { timeout: 1000 })
+  .then(() => "answered", (err) => err.name);
+console.log(JSON.stringify({ outcome }));
+"""
+
+
+async def test_the_js_client_times_out_a_request_while_it_reconnects(
+        tmp_path: Path, nursery: trio.Nursery) -> None:
+    """The time a request waits for a reconnect counts against its timeout: while the
+    server does not answer the new socket's handshake it rejects TimeoutError."""
+    node = _node()
+    async with running_server(tmp_path / "data", open_mode=True) as srv:
+        proxy = Proxy(srv.port)
+        await nursery.start(proxy.run)
+        script = tmp_path / "reconnecting.mjs"
+        script.write_text(UNREACHABLE % {"client": (REPO / "web" / "js" / "client.js").as_uri(),
+                                         "url": f"ws://127.0.0.1:{proxy.port}/ws"})
+        proc = await trio.lowlevel.open_process([node, "--experimental-websocket", str(script)],
+                                                stdout=subprocess.PIPE)
+        assert proc.stdout is not None
+        out = b""
+        try:
+            with trio.fail_after(15):
+                while b"ready\n" not in out:
+                    out += await proc.stdout.receive_some()
+                proxy.cut()
+                proxy.hold()  # the reconnect's handshake gets no answer
+                while b"outcome" not in out:
+                    out += await proc.stdout.receive_some()
+        finally:
+            proc.kill()
+            await proc.wait()
+    assert json.loads(out.decode().splitlines()[-1]) == {"outcome": "TimeoutError"}

@@ -287,12 +287,24 @@ export class Client {
   }
 
   async _call(frame, timeout) {
+    // The timeout counts from here: waiting for a reconnect and for a token spend it too.
+    const deadline = performance.now() + timeout;
+    const timedOut = () => {
+      const err = new Error(`${frame.op} got no reply within ${timeout} ms`);
+      err.name = "TimeoutError";
+      return err;
+    };
     // The token is the bucket's of the socket the frame goes out on: one spent before a
     // drop is spent again on the new socket (a backlog would burst past its bucket).
     for (;;) {
       while (!this._ws) {
         if (this._closed) throw new ConnectionLost("the client is closed");
-        await new Promise((wake) => this._waiters.push(wake));
+        const left = deadline - performance.now();
+        if (left <= 0) throw timedOut();
+        await new Promise((wake) => {
+          const timer = setTimeout(wake, left);
+          this._waiters.push(() => { clearTimeout(timer); wake(); });
+        });
       }
       const ws = this._ws;
       if (this._pace) await this._pace.spend();
@@ -310,10 +322,8 @@ export class Client {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this._pending.delete(id);
-        const err = new Error(`${frame.op} #${id} got no reply within ${timeout} ms`);
-        err.name = "TimeoutError";
-        reject(err);
-      }, timeout);
+        reject(timedOut());
+      }, Math.max(0, deadline - performance.now()));
       const settle = (fn) => (value) => { clearTimeout(timer); fn(value); };
       this._pending.set(id, { resolve: settle(resolve), reject: settle(reject), op: frame.op });
       this._ws.send(text);
