@@ -140,7 +140,6 @@ class LobbyActor(WorldActor):
             if len(repr(message.summary)) <= MAX_SUMMARY and old != message.summary:
                 self._seen[message.actor_id] = dict(message.summary)
                 self._dirty = True
-                self.publish_view()
                 # A change of what a world is (its state, its agents) is kept at once;
                 # the figures that move at most every SAVE seconds.
                 if (_settled(old) != _settled(message.summary)

@@ -8,7 +8,7 @@ import pytest
 import trio
 
 from actors import counter, lobby
-from actors.lobby.actor import FIRST_PAGE, LobbyActor
+from actors.lobby.actor import FIRST_PAGE, TICK, LobbyActor, Seen
 from actors.runtime import ActorKind, Call, open_directory
 from actors.runtime.subscriber import SubscriberQueue
 from actors.store import MemoryEventStore
@@ -94,3 +94,22 @@ async def test_the_watched_listing_is_its_first_page(autojump_clock: trio.abc.Cl
                                     "anonymous"))
         assert [w.id for w in rest.worlds] == [f"counter:c{i:03}" for i in range(PAGE, PAGE + 5)]
         assert (rest.total, rest.offset) == (PAGE + 5, PAGE)
+
+
+async def test_summaries_are_pushed_at_most_every_tick(autojump_clock: trio.abc.Clock) -> None:
+    """A world that tells the lobby its summary every 50 ms for a second (a field generating
+    tells it every 0.2 s) moves the subscribers' snapshot only on the ticks (every TICK, 0.5
+    s, as documented), each with the latest summary: not once per summary."""
+    async with open_directory(MemoryEventStore(), KINDS) as directory:
+        lobby = await directory.get("lobby:main")
+        await lobby.ask(Call("lobby.create", CreateArgs("counter", "a"), "agent", "ann"))
+        queue = SubscriberQueue(100)
+        await lobby.subscribe(queue, None, request_id=1)
+        for step in range(20):
+            lobby.tell(Seen("counter:a", {"state": "live", "step": step}))
+            await trio.sleep(0.05)
+        await trio.sleep(TICK)
+        frames = [json.loads(frame) for frame in iter(queue.get_nowait, None)]
+        snapshots = [f["data"]["worlds"][0]["summary"] for f in frames if "kind" in f]
+        assert len(snapshots) <= 1 + 1 / TICK + 1  # the first, then at most one a tick
+        assert snapshots[-1] == {"state": "live", "step": 19}
