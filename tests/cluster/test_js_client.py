@@ -226,3 +226,56 @@ async def test_the_js_client_times_out_a_request_while_it_reconnects(
             proc.kill()
             await proc.wait()
     assert json.loads(out.decode().splitlines()[-1]) == {"outcome": "TimeoutError"}
+
+
+CLOSED_WHILE_RECONNECTING = """
+import { Client } from "%(client)s";
+import * as readline from "node:readline";
+const input = readline.createInterface({ input: process.stdin });
+const lines = input[Symbol.asyncIterator]();
+const statuses = [];
+const c = await Client.connect("%(url)s", {
+  onStatus: (status) => { statuses.push(status); console.log(status); } });
+await lines.next();  // the reconnect's socket is open, its handshake held
+c.close();
+console.log("closed");
+await lines.next();  // the handshake was let through
+await new Promise((wake) => setTimeout(wake, 500));
+console.log(JSON.stringify({ connections: c.connections, statuses }));
+process.exit(0);
+"""
+
+
+async def test_a_js_client_closed_while_it_reconnects_stays_closed(
+        tmp_path: Path, nursery: trio.Nursery) -> None:
+    """`close()` while a reconnect's socket is being opened: that socket is closed when it
+    opens, not greeted (no connection is kept, no subscription resumed)."""
+    node = _node()
+    async with running_server(tmp_path / "data", open_mode=True) as srv:
+        proxy = Proxy(srv.port)
+        await nursery.start(proxy.run)
+        script = tmp_path / "closed.mjs"
+        script.write_text(CLOSED_WHILE_RECONNECTING % {
+            "client": (REPO / "web" / "js" / "client.js").as_uri(),
+            "url": f"ws://127.0.0.1:{proxy.port}/ws"})
+        proc = await trio.lowlevel.open_process([node, "--experimental-websocket", str(script)],
+                                                stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        assert proc.stdin is not None and proc.stdout is not None
+        out = b""
+        with trio.fail_after(15):
+            while b"open\n" not in out:
+                out += await proc.stdout.receive_some()
+            proxy.cut()
+            proxy.hold()  # the reconnect's handshake gets no answer, for now
+            while proxy.accepted < 2:
+                await trio.sleep(0.01)
+            await proc.stdin.send_all(b"close\n")
+            while b"closed\n" not in out:
+                out += await proc.stdout.receive_some()
+            proxy.release()
+            await proc.stdin.send_all(b"go\n")
+            while (chunk := await proc.stdout.receive_some()):
+                out += chunk
+            assert await proc.wait() == 0
+    result = json.loads(out.decode().splitlines()[-1])
+    assert result == {"connections": 1, "statuses": ["open", "reconnecting", "closed"]}

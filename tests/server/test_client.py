@@ -72,6 +72,10 @@ class Proxy:
         """Stop passing the server's bytes to clients (until the next `cut`)."""
         self._flowing = trio.Event()
 
+    def release(self) -> None:
+        """Pass the server's bytes to clients again."""
+        self._flowing.set()
+
     def cut(self) -> None:
         """Drop every open connection abruptly; new ones are accepted as before."""
         for scope in list(self._scopes):

@@ -202,6 +202,10 @@ export class Client {
       const ws = new WebSocket(this.url);
       let greeted = false;
       ws.onopen = () => {
+        if (this._closed) {
+          ws.close(1000); // the client was closed while this socket was opening
+          return;
+        }
         const hello = { op: "hello", protocol: PROTOCOL_VERSION, id: 0, client: this.clientName };
         if (this.token) hello.token = this.token;
         else if (this.key) hello.key = this.key; // the same anonymous caller after a drop
