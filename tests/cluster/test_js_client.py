@@ -9,6 +9,7 @@ import json
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -50,15 +51,31 @@ def _node() -> str:
     return node
 
 
+def _script(tmp_path: Path, name: str, template: str, port: int) -> Path:
+    """The node script `template` at `tmp_path/name`, for the client module and the server
+    (or proxy) at `port`."""
+    script = tmp_path / name
+    script.write_text(template % {"client": (REPO / "web" / "js" / "client.js").as_uri(),
+                                  "url": f"ws://127.0.0.1:{port}/ws", "world": WORLD})
+    return script
+
+
+async def _run_once(node: str, script: Path) -> Any:
+    """Run `script` to its end; the JSON of its last line of output."""
+    with trio.fail_after(30):
+        done = await trio.run_process([node, "--experimental-websocket", str(script)],
+                                      capture_stdout=True, capture_stderr=True, check=False)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    return json.loads(done.stdout.decode().splitlines()[-1])
+
+
 async def test_the_js_client_retries_a_write_with_its_request_id(
         tmp_path: Path, nursery: trio.Nursery) -> None:
     node = _node()
     async with running_server(tmp_path / "data", open_mode=True) as srv:
         proxy = Proxy(srv.port)
         await nursery.start(proxy.run)
-        script = tmp_path / "retry.mjs"
-        script.write_text(SCRIPT % {"client": (REPO / "web" / "js" / "client.js").as_uri(),
-                                    "url": f"ws://127.0.0.1:{proxy.port}/ws", "world": WORLD})
+        script = _script(tmp_path, "retry.mjs", SCRIPT, proxy.port)
         proc = await trio.lowlevel.open_process([node, "--experimental-websocket", str(script)],
                                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         assert proc.stdin is not None and proc.stdout is not None
@@ -99,14 +116,7 @@ async def test_the_js_client_paces_itself_under_the_bucket(tmp_path: Path) -> No
     the client waits for its tokens, and every request is answered."""
     node = _node()
     async with running_server(tmp_path / "data", open_mode=True, rate=40.0, burst=10) as srv:
-        script = tmp_path / "paced.mjs"
-        script.write_text(PACED % {"client": (REPO / "web" / "js" / "client.js").as_uri(),
-                                   "url": f"ws://127.0.0.1:{srv.port}/ws", "world": WORLD})
-        with trio.fail_after(30):
-            done = await trio.run_process([node, "--experimental-websocket", str(script)],
-                                          capture_stdout=True, capture_stderr=True, check=False)
-    assert done.returncode == 0, done.stderr.decode()[-2000:]
-    result = json.loads(done.stdout.decode().splitlines()[-1])
+        result = await _run_once(node, _script(tmp_path, "paced.mjs", PACED, srv.port))
     assert result["pace"] == [40.0, 10]
     assert sorted(result["revisions"]) == list(range(2, 62))
 
@@ -135,10 +145,7 @@ async def test_the_js_client_paces_the_requests_that_waited_for_a_reconnect(
     async with running_server(tmp_path / "data", open_mode=True, rate=40.0, burst=10) as srv:
         proxy = Proxy(srv.port)
         await nursery.start(proxy.run)
-        script = tmp_path / "reconnect_paced.mjs"
-        script.write_text(RECONNECT_PACED % {
-            "client": (REPO / "web" / "js" / "client.js").as_uri(),
-            "url": f"ws://127.0.0.1:{proxy.port}/ws", "world": WORLD})
+        script = _script(tmp_path, "reconnect_paced.mjs", RECONNECT_PACED, proxy.port)
         proc = await trio.lowlevel.open_process([node, "--experimental-websocket", str(script)],
                                                 stdout=subprocess.PIPE)
         assert proc.stdout is not None
@@ -172,14 +179,7 @@ async def test_the_js_client_refuses_a_frame_over_max_frame_at_once(tmp_path: Pa
     the server would instead of waiting out its timeout for a reply that never names it."""
     node = _node()
     async with running_server(tmp_path / "data", open_mode=True) as srv:
-        script = tmp_path / "too_large.mjs"
-        script.write_text(TOO_LARGE % {"client": (REPO / "web" / "js" / "client.js").as_uri(),
-                                       "url": f"ws://127.0.0.1:{srv.port}/ws", "world": WORLD})
-        with trio.fail_after(30):
-            done = await trio.run_process([node, "--experimental-websocket", str(script)],
-                                          capture_stdout=True, capture_stderr=True, check=False)
-    assert done.returncode == 0, done.stderr.decode()[-2000:]
-    result = json.loads(done.stdout.decode().splitlines()[-1])
+        result = await _run_once(node, _script(tmp_path, "too_large.mjs", TOO_LARGE, srv.port))
     assert result["refused"] == ["RequestError", "too_large: the frame is longer than 65536 bytes",
                                  {"max_frame": 65536}]
     assert result["after"] == {"total": 0, "adds": 0, "revision": 1}
@@ -207,9 +207,7 @@ async def test_the_js_client_times_out_a_request_while_it_reconnects(
     async with running_server(tmp_path / "data", open_mode=True) as srv:
         proxy = Proxy(srv.port)
         await nursery.start(proxy.run)
-        script = tmp_path / "reconnecting.mjs"
-        script.write_text(UNREACHABLE % {"client": (REPO / "web" / "js" / "client.js").as_uri(),
-                                         "url": f"ws://127.0.0.1:{proxy.port}/ws"})
+        script = _script(tmp_path, "reconnecting.mjs", UNREACHABLE, proxy.port)
         proc = await trio.lowlevel.open_process([node, "--experimental-websocket", str(script)],
                                                 stdout=subprocess.PIPE)
         assert proc.stdout is not None
@@ -254,10 +252,7 @@ async def test_a_js_client_closed_while_it_reconnects_stays_closed(
     async with running_server(tmp_path / "data", open_mode=True) as srv:
         proxy = Proxy(srv.port)
         await nursery.start(proxy.run)
-        script = tmp_path / "closed.mjs"
-        script.write_text(CLOSED_WHILE_RECONNECTING % {
-            "client": (REPO / "web" / "js" / "client.js").as_uri(),
-            "url": f"ws://127.0.0.1:{proxy.port}/ws"})
+        script = _script(tmp_path, "closed.mjs", CLOSED_WHILE_RECONNECTING, proxy.port)
         proc = await trio.lowlevel.open_process([node, "--experimental-websocket", str(script)],
                                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         assert proc.stdin is not None and proc.stdout is not None
