@@ -69,6 +69,32 @@ async def _run_once(node: str, script: Path) -> Any:
     return json.loads(done.stdout.decode().splitlines()[-1])
 
 
+class _Running:
+    """A node script running with its standard input and output piped to the test."""
+
+    def __init__(self, proc: trio.Process) -> None:
+        assert proc.stdin is not None and proc.stdout is not None
+        self.proc, self.stdin, self.stdout, self.out = proc, proc.stdin, proc.stdout, b""
+
+    @classmethod
+    async def start(cls, node: str, script: Path) -> _Running:
+        return cls(await trio.lowlevel.open_process(
+            [node, "--experimental-websocket", str(script)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE))
+
+    async def until(self, marker: bytes) -> None:
+        """Read its output until `marker` is in it."""
+        while marker not in self.out:
+            self.out += await self.stdout.receive_some()
+
+    async def to_end(self) -> Any:
+        """Read its output to the end; it must exit 0. The JSON of its last line."""
+        while chunk := await self.stdout.receive_some():
+            self.out += chunk
+        assert await self.proc.wait() == 0
+        return json.loads(self.out.decode().splitlines()[-1])
+
+
 async def test_the_js_client_retries_a_write_with_its_request_id(
         tmp_path: Path, nursery: trio.Nursery) -> None:
     node = _node()
@@ -76,21 +102,14 @@ async def test_the_js_client_retries_a_write_with_its_request_id(
         proxy = Proxy(srv.port)
         await nursery.start(proxy.run)
         script = _script(tmp_path, "retry.mjs", SCRIPT, proxy.port)
-        proc = await trio.lowlevel.open_process([node, "--experimental-websocket", str(script)],
-                                                stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        assert proc.stdin is not None and proc.stdout is not None
-        out = b""
+        run = await _Running.start(node, script)
         with trio.fail_after(30):
-            while b"ready\n" not in out:
-                out += await proc.stdout.receive_some()
+            await run.until(b"ready\n")
             proxy.hold()
-            await proc.stdin.send_all(b"go\n")
+            await run.stdin.send_all(b"go\n")
             await trio.sleep(0.5)
             proxy.cut()
-            while (chunk := await proc.stdout.receive_some()):
-                out += chunk
-            assert await proc.wait() == 0
-        result = json.loads(out.decode().splitlines()[-1])
+            result = await run.to_end()
         assert result["first"] == {"total": 9, "adds": 1, "revision": 2}
         assert result["again"] == {"total": 18, "adds": 2, "revision": 3}
         assert result["twice"] == result["again"]
@@ -146,18 +165,11 @@ async def test_the_js_client_paces_the_requests_that_waited_for_a_reconnect(
         proxy = Proxy(srv.port)
         await nursery.start(proxy.run)
         script = _script(tmp_path, "reconnect_paced.mjs", RECONNECT_PACED, proxy.port)
-        proc = await trio.lowlevel.open_process([node, "--experimental-websocket", str(script)],
-                                                stdout=subprocess.PIPE)
-        assert proc.stdout is not None
-        out = b""
+        run = await _Running.start(node, script)
         with trio.fail_after(30):
-            while b"ready\n" not in out:
-                out += await proc.stdout.receive_some()
+            await run.until(b"ready\n")
             proxy.cut()
-            while (chunk := await proc.stdout.receive_some()):
-                out += chunk
-            assert await proc.wait() == 0
-    result = json.loads(out.decode().splitlines()[-1])
+            result = await run.to_end()
     assert [r for r in result if not isinstance(r, int)] == []  # before: some rate_limited
     assert sorted(result) == list(range(2, 62))
 
@@ -208,22 +220,17 @@ async def test_the_js_client_times_out_a_request_while_it_reconnects(
         proxy = Proxy(srv.port)
         await nursery.start(proxy.run)
         script = _script(tmp_path, "reconnecting.mjs", UNREACHABLE, proxy.port)
-        proc = await trio.lowlevel.open_process([node, "--experimental-websocket", str(script)],
-                                                stdout=subprocess.PIPE)
-        assert proc.stdout is not None
-        out = b""
+        run = await _Running.start(node, script)
         try:
             with trio.fail_after(15):
-                while b"ready\n" not in out:
-                    out += await proc.stdout.receive_some()
+                await run.until(b"ready\n")
                 proxy.cut()
                 proxy.hold()  # the reconnect's handshake gets no answer
-                while b"outcome" not in out:
-                    out += await proc.stdout.receive_some()
+                await run.until(b"outcome")
         finally:
-            proc.kill()
-            await proc.wait()
-    assert json.loads(out.decode().splitlines()[-1]) == {"outcome": "TimeoutError"}
+            run.proc.kill()
+            await run.proc.wait()
+    assert json.loads(run.out.decode().splitlines()[-1]) == {"outcome": "TimeoutError"}
 
 
 CLOSED_WHILE_RECONNECTING = """
@@ -253,24 +260,16 @@ async def test_a_js_client_closed_while_it_reconnects_stays_closed(
         proxy = Proxy(srv.port)
         await nursery.start(proxy.run)
         script = _script(tmp_path, "closed.mjs", CLOSED_WHILE_RECONNECTING, proxy.port)
-        proc = await trio.lowlevel.open_process([node, "--experimental-websocket", str(script)],
-                                                stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        assert proc.stdin is not None and proc.stdout is not None
-        out = b""
+        run = await _Running.start(node, script)
         with trio.fail_after(15):
-            while b"open\n" not in out:
-                out += await proc.stdout.receive_some()
+            await run.until(b"open\n")
             proxy.cut()
             proxy.hold()  # the reconnect's handshake gets no answer, for now
             while proxy.accepted < 2:
                 await trio.sleep(0.01)
-            await proc.stdin.send_all(b"close\n")
-            while b"closed\n" not in out:
-                out += await proc.stdout.receive_some()
+            await run.stdin.send_all(b"close\n")
+            await run.until(b"closed\n")
             proxy.release()
-            await proc.stdin.send_all(b"go\n")
-            while (chunk := await proc.stdout.receive_some()):
-                out += chunk
-            assert await proc.wait() == 0
-    result = json.loads(out.decode().splitlines()[-1])
+            await run.stdin.send_all(b"go\n")
+            result = await run.to_end()
     assert result == {"connections": 1, "statuses": ["open", "reconnecting", "closed"]}
