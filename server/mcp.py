@@ -13,7 +13,8 @@ world: it lists every hosted world's tools and runs them. For each call it
 - holds it to the budgets a websocket client of the same account has (server/budgets.py:
   refused tokens per address, CPU time per account, worlds created), and the app refuses
   untrusted origins before this module sees a request;
-- checks the tool's role, then the arguments with the protocol's strict converter against
+- checks the tool's role, that no argument's text holds NUL or a lone surrogate (as a
+  websocket frame's), then the arguments with the protocol's strict converter against
   the tool's attrs args class (the JSON Schema `tools/list` shows is built from the same
   class, bounds included): an unknown argument, a wrong type or a bound broken is refused
   with the websocket's plain sentence naming the argument (`bad_request: agent: at most 80
@@ -57,6 +58,7 @@ from actors.runtime import Call
 from actors.world import Caller, Prompt, Refusal, Tool, ToolResult
 from protocol.convert import structure
 from protocol.errors import ErrorCode, ProtocolError
+from protocol.jsontext import bad_text_path
 from protocol.roles import role_at_least
 from protocol.schema import class_schema
 from server.auth import Principal
@@ -260,7 +262,12 @@ class McpHost:
             if refusal is not None:
                 self.state.budget_hit(refusal, call.who)
                 raise refusal
-            args = structure(params.arguments or {}, tool.args, root=ROOT)
+            arguments = params.arguments or {}
+            # As a websocket frame's: no text may carry NUL or a lone surrogate.
+            if (where := bad_text_path(arguments, ROOT)) is not None:
+                raise ProtocolError(ErrorCode.BAD_REQUEST, f"{where}: text must be valid "
+                                    "Unicode (no NUL, no lone surrogate)", {"path": where})
+            args = structure(arguments, tool.args, root=ROOT)
             result = await tool.run(call, args)
             if isinstance(result, Refusal):
                 raise ProtocolError(result.code, result.message, dict(result.detail))

@@ -52,3 +52,18 @@ async def test_a_body_past_the_frame_limit_is_refused_before_it_is_parsed(
         status, reply = await rpc(http, srv.url, "tools/call", call["params"])
         assert status == 200 and reply is not None
         assert reply["result"]["content"][0]["text"].startswith("forbidden:")
+
+
+async def test_text_with_nul_is_refused_as_over_the_websocket(tmp_path: Path) -> None:
+    """The SDK decodes `\\u0000` into the arguments (a lone surrogate it refuses itself,
+    400); a websocket frame with it is refused before a world sees it, and so is a call."""
+    args = {"game_id": "g", "rect": [0, 0, 1, 1], "agent": "a\x00b"}
+    async with running_server(tmp_path) as srv, httpx.AsyncClient() as http:
+        status, reply = await rpc(http, srv.url, "tools/call",
+                                  {"name": "observe", "arguments": args})
+    assert status == 200 and reply is not None
+    result = reply["result"]
+    assert result["isError"]
+    assert result["content"][0]["text"] == (
+        "bad_request: agent: text must be valid Unicode (no NUL, no lone surrogate)")
+    assert result["structuredContent"]["error"]["detail"] == {"path": "agent"}
