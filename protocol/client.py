@@ -439,7 +439,9 @@ class Client:
         `async with c.subscribe(t) as sub:` is subscribed when the block starts and
         unsubscribes when it ends; `async for push in c.subscribe(t):` subscribes on
         the first iteration and stays subscribed until the client closes. One
-        subscription per topic per client.
+        subscription per topic per client. A refusal raises RequestError; a socket that
+        drops before the answer does not (unless reconnect is off): the subscription
+        stays, the reconnect subscribes it again, and `result` is set once answered.
         """
         if topic in self._subs:
             raise ClientError(f"already subscribed to {topic}")
@@ -451,10 +453,19 @@ class Client:
         sub._active = True
         try:
             await self._send_subscribe(sub)
+        except ConnectionLost:
+            if not self.reconnect:
+                self._forget(sub)
+                raise
+            # Kept, as every open subscription: the reconnect subscribes it again.
         except BaseException:
-            self._subs.pop(sub.topic, None)
-            sub._active = False
+            self._forget(sub)
             raise
+
+    def _forget(self, sub: Subscription) -> None:
+        if self._subs.get(sub.topic) is sub:
+            del self._subs[sub.topic]
+        sub._active = False
 
     async def _send_subscribe(self, sub: Subscription) -> None:
         frame: dict[str, Any] = {"op": "subscribe", "to": sub.topic}
@@ -473,9 +484,7 @@ class Client:
                 await self._send_subscribe(sub)
 
     async def _unsubscribe(self, sub: Subscription) -> None:
-        if self._subs.get(sub.topic) is sub:
-            del self._subs[sub.topic]
-        sub._active = False
+        self._forget(sub)
         if not self._closed and self._ws is not None:
             with suppress(ClientError), trio.move_on_after(5):
                 await self._call({"op": "unsubscribe", "to": sub.topic}, timeout=5.0)

@@ -209,6 +209,32 @@ async def test_a_reply_lost_with_the_socket_raises_connection_lost(
         await c.request("counter.get", to="counter:lost")
 
 
+async def test_a_subscribe_whose_answer_is_lost_is_made_again_on_the_reconnect(
+        server: Running, nursery: trio.Nursery) -> None:
+    """As a request is retried: the subscription stays and the reconnect subscribes it."""
+    proxy = Proxy(server.port)
+    await nursery.start(proxy.run)
+    async with Client.connect(server.ws_url, token=server.owner_token) as writer, \
+            Client.connect(f"ws://127.0.0.1:{proxy.port}/ws") as reader:
+        await writer.request("lobby.create", args={"kind": "counter", "name": "s"})
+        await writer.request("counter.add", to="counter:s", args={"amount": 4})
+        proxy.hold()
+
+        async def cut_soon() -> None:
+            await trio.sleep(0.3)
+            proxy.cut()
+
+        nursery.start_soon(cut_soon)
+        async with reader.subscribe("counter:s") as sub:
+            first = await _next(sub)
+            assert (first.kind, first.rev, first.data["total"]) == ("snapshot", 2, 4)
+            assert sub.result == {"topic": "counter:s", "rev": 2}
+            assert reader.connections == 2
+            await writer.request("counter.add", to="counter:s", args={"amount": 1})
+            after = await _next(sub)
+            assert (after.kind, after.rev) == ("events", 3)
+
+
 async def test_without_reconnect_a_drop_closes_the_client(
         server: Running, nursery: trio.Nursery) -> None:
     proxy = Proxy(server.port)
