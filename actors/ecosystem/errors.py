@@ -23,6 +23,18 @@ ERROR_CODES = (
 )
 
 
+# What JavaScript's String.prototype.trim removes, the seed's "trimmed": its WhiteSpace
+# (tab, VT, FF, space, NBSP, U+FEFF, the other Zs) and LineTerminator. Python's
+# str.strip differs: it also strips U+001C..U+001F and U+0085, and keeps U+FEFF.
+JS_WHITESPACE = ("\t\n\v\f\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
+                 "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff")
+
+
+def js_trim(text: str) -> str:
+    """`text` trimmed as JavaScript's `trim()` does."""
+    return text.strip(JS_WHITESPACE)
+
+
 class EcosystemError(ValueError):
     """Bad ecosystem input; `str(err)` is the exact contract message."""
 
@@ -93,11 +105,11 @@ class Shape:
         """A nonempty string of at most `max_len` characters (after trimming if `trim`)."""
         if not isinstance(value, str):
             raise self.fail(path, "must be a string")
-        out = value.strip() if trim else value
+        out = js_trim(value) if trim else value
         if not out:
             raise self.fail(path, "must be nonempty after trimming" if trim
                             else "must be a nonempty string")
-        if not trim and out != out.strip():
+        if not trim and out != js_trim(out):
             raise self.fail(path, "must not start or end with whitespace")
         if len(out) > max_len:
             raise self.fail(path, f"must be at most {max_len} characters")

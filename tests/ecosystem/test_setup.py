@@ -46,6 +46,16 @@ def test_answers_schema_errors(value: object, message: str) -> None:
     assert err.value.code == "invalid_answers"
 
 
+def test_answers_are_trimmed_as_javascript_trims() -> None:
+    """The seed's schema trims with JS's trim(): U+FEFF and U+3000 go, U+001C and U+0085
+    (whitespace to Python's str.strip) stay, and the hash sees the same text."""
+    raw = {"world": "\ufeffa pond\u3000", "threat": "\x1ca pike\x85", "reward": "survive"}
+    assert canonical_answers(raw) == {**ANSWERS, "threat": "\x1ca pike\x85"}
+    assert hash_setup_request(raw) == hash_setup_request(canonical_answers(raw))
+    with pytest.raises(EcosystemError, match="world must be nonempty after trimming$"):
+        canonical_answers({**ANSWERS, "world": "\u2028\ufeff\xa0"})
+
+
 def test_answer_length_counts_after_trimming() -> None:
     assert len(canonical_answers({**ANSWERS, "world": "  " + "w" * 140 + "  "})["world"]) == 140
 
