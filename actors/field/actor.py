@@ -10,7 +10,9 @@
 - The daily field `field:day-YYYY-MM-DD` (UTC) is declared by its kind on its day: it is
   not generated ahead of time but starts itself the first time anything asks for it (the
   first ask answers `generating`), then merges yesterday's board into the all-time board
-  (the snapshot of `fieldboard:alltime`), which `field.leaderboard {merged}` reads.
+  (the snapshot of `fieldboard:alltime`), which `field.leaderboard {merged}` reads a page
+  of. A field keeps the all-time board it read for ALLTIME_EVERY seconds (it changes once
+  a day): a page then costs the page and this field's board, not every row of every day.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from protocol.ops import field as ops
 ALLTIME = "fieldboard:alltime"
 PROGRESS_EVERY = 0.2  # seconds between progress pushes to spectators
 LOBBY_EVERY = 2.0  # seconds between summaries told the lobby while only the figures move
+ALLTIME_EVERY = 300.0  # seconds a field answers from the all-time board it read
 
 
 def _what(summary: Any) -> Any:
@@ -90,6 +93,7 @@ class FieldActor(WorldActor):
     _told: Any = None  # the summary the lobby heard last
     _told_at = -1e9  # trio time it heard it
     _progress_at = -1e9  # trio time of the last progress push
+    _alltime: tuple[float, live.AllTimeRows] | None = None  # (trio time read, the board)
 
     # ---- start and restart ----------------------------------------------------------
 
@@ -196,8 +200,9 @@ class FieldActor(WorldActor):
             self.state = attrs.evolve(self.state, generating=False, progress=None)
         elif isinstance(message, _GrowTick):
             self._maybe_grow(timed=True)
-        elif isinstance(message, _MergeYesterday):
-            await merge_yesterday(self.context.directory, live.daily_date(self.state.game))
+        elif isinstance(message, _MergeYesterday) and await merge_yesterday(
+                self.context.directory, live.daily_date(self.state.game)):
+            self._alltime = None
         await self._tell_lobby()
 
     async def _generated(self, msg: _Generated) -> None:
@@ -278,17 +283,24 @@ class FieldActor(WorldActor):
         return boards_of(tallies(self.state.state))
 
     async def _leaderboard(self, call: Call) -> ops.LeaderboardResult:
-        """This field's board, or the all-time board merged with it (a side snapshot)."""
+        """This field's board, or a page of the all-time board merged with it."""
+        a: ops.LeaderboardArgs = call.args
         if (r := rules.unready(self.state)) is not None:
             raise refused(r)
         board = self.board()
         day = live.daily_date(self.state.game)
-        if not call.args.merged:
+        if not a.merged:
             days = [day.isoformat()] if day else []
-            return ops.LeaderboardResult(**board.to_json(), days=days)
-        alltime = await load_alltime(self.context.store)
-        merged, days = live.with_today(alltime, day.isoformat() if day else None, board)
-        return ops.LeaderboardResult(**merged.to_json(), days=days)
+            return ops.LeaderboardResult(**board.to_json(), days=days,
+                                         users_total=len(board.users),
+                                         models_total=len(board.models))
+        now = trio.current_time()
+        if self._alltime is None or now - self._alltime[0] >= ALLTIME_EVERY:
+            self._alltime = now, live.AllTimeRows(await load_alltime(self.context.store))
+        page, (users, models), days = self._alltime[1].with_today(
+            day.isoformat() if day else None, board, a.offset, a.limit)
+        return ops.LeaderboardResult(**page.to_json(), days=days, users_total=users,
+                                     models_total=models)
 
     effects: ClassVar[Mapping[str, Effect]] = {"field.start": _start, "field.reveal": _play_then_grow,
                "field.commit": _play_then_grow, "field.leaderboard": _leaderboard}

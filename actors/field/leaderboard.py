@@ -4,14 +4,19 @@ A day's board is built from one `Tally` per agent (the fold's per-agent stats,
 see `analysis.tallies`). A row per user lists the models that user ran; a row per
 model lists the users that ran it. `wrong_rate` is wrong / (forced + guess +
 wrong); `dead` counts agents that died (their reward stands). Rows are ordered
-by reward, then key.
+by reward, then key. `Ordered` pages a long board (the all-time one) with another
+day's rows added, in time that grows with the page and that day, not with the board.
 """
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable, Sequence
+from itertools import islice
 
 import attrs
+
+MAX_NAMES = 20  # names a paged row lists (a model's users over every day are unbounded)
 
 
 @attrs.frozen
@@ -100,8 +105,12 @@ def _union(a: tuple[str, ...], b: Iterable[str]) -> tuple[str, ...]:
     return a + tuple(v for v in dict.fromkeys(b) if v not in a)
 
 
+def _rank(r: Row) -> tuple[int, str]:
+    return -r.reward, r.key
+
+
 def _ordered(rows: Iterable[Row]) -> tuple[Row, ...]:
-    return tuple(sorted(rows, key=lambda r: (-r.reward, r.key)))
+    return tuple(sorted(rows, key=_rank))
 
 
 def boards_of(tallies: Iterable[Tally]) -> Boards:
@@ -128,3 +137,24 @@ def merge_boards(boards: Sequence[Boards]) -> Boards:
                 base = table.get(r.key, Row(key=r.key))
                 table[r.key] = _add(base, r, days=r.days)
     return Boards(_ordered(merged["users"].values()), _ordered(merged["models"].values()))
+
+
+class Ordered:
+    """One board's rows (in board order) indexed by key, to be read a page at a time."""
+
+    def __init__(self, rows: Sequence[Row]) -> None:
+        self.rows = rows
+        self.index = {r.key: r for r in rows}
+
+    def page(self, extra: Iterable[Row], start: int, stop: int) -> tuple[tuple[Row, ...], int]:
+        """Rows `start` .. `stop - 1` of this board with `extra` (a day not merged yet)
+        added as `merge_boards` would, each listing at most MAX_NAMES names; and the merged
+        board's row count. The rows `extra` leaves alone keep their order, so only the
+        first `stop` of them are looked at."""
+        added = {r.key: _add(self.index.get(r.key, Row(key=r.key)), r, days=r.days)
+                 for r in extra}
+        kept = islice((r for r in self.rows if r.key not in added), stop)
+        rows = heapq.nsmallest(stop, [*kept, *added.values()], key=_rank)[start:]
+        total = len(self.rows) + sum(k not in self.index for k in added)
+        return tuple(attrs.evolve(r, models=r.models[:MAX_NAMES], users=r.users[:MAX_NAMES])
+                     for r in rows), total

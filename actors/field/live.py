@@ -17,7 +17,7 @@ import numpy as np
 from actors.field.events import Event, GameRules, GrowEvent, ManifestEvent
 from actors.field.fold import HIDDEN, MAP_TILE, SOLVED, State, apply_event, new_state
 from actors.field.health import health_of
-from actors.field.leaderboard import Boards, merge_boards
+from actors.field.leaderboard import Boards, Ordered, merge_boards
 from protocol.ops.field import MAX_CANVAS, MAX_SEED
 
 GAME_ID_RE = re.compile(r"^[a-zA-Z0-9_-]{1,80}$")
@@ -273,9 +273,21 @@ def merge_day(alltime: AllTime, day: str, board: Boards) -> AllTime:
     return AllTime(merge_boards([alltime.boards, board]), alltime.days + (day,))
 
 
-def with_today(alltime: AllTime, day: str | None, board: Boards) -> tuple[Boards, list[str]]:
-    """The all-time board plus a board not merged yet (today's), and the days it covers."""
-    if day is not None and day in alltime.days:
-        return alltime.boards, list(alltime.days)
-    merged = merge_boards([alltime.boards, board])
-    return merged, list(alltime.days) + ([day] if day else [])
+class AllTimeRows:
+    """The all-time board as read from the store, indexed to answer pages of it."""
+
+    def __init__(self, alltime: AllTime) -> None:
+        self.days = alltime.days
+        self.users = Ordered(alltime.boards.users)
+        self.models = Ordered(alltime.boards.models)
+
+    def with_today(self, day: str | None, board: Boards, offset: int,
+                   limit: int) -> tuple[Boards, tuple[int, int], list[str]]:
+        """Rows `offset` .. `offset + limit - 1` of the all-time board plus a board not
+        merged yet (today's, or a started field's), per user and per model; the merged
+        board's row counts; and the days it covers."""
+        adds = day is None or day not in self.days
+        rows = [part.page(extra if adds else (), offset, offset + limit)
+                for part, extra in ((self.users, board.users), (self.models, board.models))]
+        days = list(self.days) + ([day] if adds and day else [])
+        return Boards(rows[0][0], rows[1][0]), (rows[0][1], rows[1][1]), days

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 import attrs
 
-from protocol.bounds import bounded, items
+from protocol.bounds import MAX_OFFSET, MAX_PAGE, bounded, items
 from protocol.errors import ErrorCode, register_world_codes
 from protocol.registry import OpSpec
 
@@ -28,6 +28,7 @@ MAX_TEXT = 256  # characters of a join's name, harness, model or user (kept: 80)
 MAX_BATCH = 4096  # cells in one commit or retract
 MAX_INTENT = 160  # characters of a commit's intent
 MAX_MACHINE = 128  # characters of a join's machine id
+BOARD_PAGE = 100  # rows of the merged board's page unless `limit` says otherwise
 FieldKind = Literal["scatter", "field"]
 
 
@@ -228,18 +229,26 @@ class RulesResult:
 
 @attrs.frozen
 class LeaderboardArgs:
-    """`merged` false: this field's board; true: the all-time board merged with it."""
+    """`merged` false: this field's board (a row per user and model of its agents); true:
+    the all-time board merged with it, rows `offset` .. `offset + limit - 1` of each list
+    (it holds every user and model of every day)."""
 
     merged: bool = False
+    offset: int = bounded(0, lo=0, hi=MAX_OFFSET)
+    limit: int = bounded(BOARD_PAGE, lo=1, hi=MAX_PAGE)
 
 
 @attrs.frozen
 class LeaderboardResult:
-    """Rows per user and per model (reward, forced, guess, wrong, wrong_rate, dead, days...)."""
+    """Rows per user and per model (reward, forced, guess, wrong, wrong_rate, dead, days...)
+    and how many rows each board has (`users_total`, `models_total`); a merged row lists at
+    most 20 models or users."""
 
     users: list[dict[str, Any]]
     models: list[dict[str, Any]]
     days: list[str]
+    users_total: int
+    models_total: int
 
 
 @attrs.frozen

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
-from actors.field.leaderboard import Boards, Tally, boards_of, merge_boards
+from actors.field.leaderboard import (
+    MAX_NAMES,
+    Boards,
+    Ordered,
+    Tally,
+    boards_of,
+    merge_boards,
+)
 
 
 def _t(agent: str, user: str, model: str, forced: int, guess: int, wrong: int, reward: int,
@@ -49,3 +58,24 @@ def test_json_round_trip_and_strictness() -> None:
     bad["users"][0]["extra"] = 1
     with pytest.raises(ValueError):
         Boards.from_json(bad)
+
+
+def test_a_page_of_an_ordered_board_with_a_day_added_is_that_of_the_merged_board() -> None:
+    rng = random.Random(5)
+    users = [f"u{i:03d}" for i in range(60)]
+    days = [boards_of([_t(f"a{i}", rng.choice(users), f"m{rng.randrange(4)}", 1, 0, 0,
+                          rng.randrange(50)) for i in range(40)]) for _ in range(3)]
+    board, today = merge_boards(days[:2]), days[2]
+    merged = merge_boards([board, today])
+    ordered = Ordered(board.users)
+    for start, stop in ((0, 10), (5, 25), (30, 200), (0, 1)):
+        rows, total = ordered.page(today.users, start, stop)
+        assert rows == merged.users[start:stop] and total == len(merged.users)
+    assert Ordered(board.users).page((), 0, 200) == (board.users, len(board.users))
+
+
+def test_a_page_lists_at_most_max_names_names_per_row() -> None:
+    many = merge_boards([boards_of([_t(f"a{i}", f"u{i}", "m", 1, 0, 0, 1)
+                                    for i in range(MAX_NAMES + 5)])])
+    rows, total = Ordered(many.models).page((), 0, 10)
+    assert total == 1 and rows[0].users == many.models[0].users[:MAX_NAMES]

@@ -7,8 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from actors.field.live import daily_id
+from actors.field.actor import ALLTIME
+from actors.field.leaderboard import Boards, Row
+from actors.field.live import AllTime, daily_id
 from protocol.client import Client, RequestError
+from server.storage import SqliteEventStore
 from tests.field_live._live import ready
 from tests.server.ws_harness import running_server
 
@@ -52,6 +55,45 @@ async def test_daily_field_and_alltime_board(tmp_path: Path) -> None:
         with pytest.raises(RequestError) as err:
             await c.request("field.rules", "field:day-2020-01-01")
         assert err.value.code == "unknown_actor"
+
+
+async def test_the_alltime_board_is_answered_a_page_at_a_time(tmp_path: Path) -> None:
+    # 1,000 users of an earlier day, each with 30 models; one model run by all of them
+    users = tuple(Row(key=f"u{i:04d}", reward=1000 - i, agents=1, days=1,
+                      models=tuple(f"m{j}" for j in range(30))) for i in range(1000))
+    model = Row(key="m0", reward=1, agents=1000, days=1, users=tuple(r.key for r in users))
+    async with SqliteEventStore.in_directory(tmp_path) as store:
+        await store.save_snapshot(ALLTIME, 1, AllTime(Boards(users, (model,)),
+                                                      ("2026-11-01",)).to_json())
+
+    def clock() -> int:
+        return int(datetime.combine(DAY, time(12), UTC).timestamp() * 1000)
+
+    async with running_server(tmp_path, open_mode=True, clock=clock) as srv, \
+            Client.connect(srv.ws_url) as c:  # an anonymous spectator
+        to = f"field:{daily_id(DAY)}"
+        await ready(c, daily_id(DAY))
+        store, loads = srv.state.directory.store, []
+        load = store.load_snapshot
+
+        async def counted(stream: str) -> object:
+            loads.append(stream)
+            return await load(stream)
+
+        store.load_snapshot = counted  # type: ignore[method-assign]
+        first = await c.request("field.leaderboard", to, {"merged": True})
+        assert [r["key"] for r in first["users"]] == [f"u{i:04d}" for i in range(100)]
+        assert (first["users_total"], first["models_total"]) == (1000, 1)
+        assert first["days"] == ["2026-11-01", "2026-11-28"]
+        assert len(first["users"][0]["models"]) == len(first["models"][0]["users"]) == 20
+        last = await c.request("field.leaderboard", to, {"merged": True, "offset": 990,
+                                                        "limit": 200})
+        assert [r["key"] for r in last["users"]] == [f"u{i:04d}" for i in range(990, 1000)]
+        assert last["models"] == []
+        assert loads.count(ALLTIME) == 1  # read once, then kept
+        with pytest.raises(RequestError) as err:
+            await c.request("field.leaderboard", to, {"merged": True, "limit": 201})
+        assert err.value.code == "bad_request"
 
 
 async def test_only_the_canonical_date_names_the_daily_field(tmp_path: Path) -> None:

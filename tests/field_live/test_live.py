@@ -77,9 +77,11 @@ def test_alltime_merges_each_day_once() -> None:
     two = live.merge_day(one, "2026-01-02", board)
     assert two.days == ("2026-01-01", "2026-01-02") and two.boards.users[0].reward == 60
     assert live.AllTime.from_json(two.to_json()) == two
-    merged, days = live.with_today(two, "2026-01-03", board)
-    assert days[-1] == "2026-01-03" and merged.users[0].reward == 90
-    assert live.with_today(two, "2026-01-02", board) == (two.boards, list(two.days))
+    rows = live.AllTimeRows(two)
+    merged, totals, days = rows.with_today("2026-01-03", board, 0, 10)
+    assert days[-1] == "2026-01-03" and merged.users[0].reward == 90 and totals == (1, 1)
+    assert rows.with_today("2026-01-02", board, 0, 10) == (two.boards, (1, 1), list(two.days))
+    assert rows.with_today(None, board, 0, 10)[0].users[0].reward == 90  # a started field
 
 
 def test_growth_due() -> None:

@@ -2,7 +2,7 @@
 of commit 8dc5267: its events, its secret, and what its ops showed) loads after it with
 an identical state: every read answers as it did then, but for what was added since
 (observe's `grown` and `field`, the view's `grown`; the rules text's refusal codes `agent`
-and `guess`)."""
+and `guess`; the leaderboard's `users_total` and `models_total`)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,10 @@ async def test_a_stream_recorded_before_the_change_loads_with_an_identical_state
 
         assert await observed({"agent": agents["ann"]}) == shows["observe_a"]
         assert await observed({"rect": [0, 0, 30, 30]}) == shows["observe_rect"]
-        assert await c.request("field.leaderboard", to) == shows["leaderboard"]
+        board = await c.request("field.leaderboard", to)
+        assert (board.pop("users_total"), board.pop("models_total")) == (
+            len(board["users"]), len(board["models"]))
+        assert board == shows["leaderboard"]
 
         def without_grown(view: dict) -> dict:
             assert view.pop("grown") == []  # added since: the revisions of the growths
