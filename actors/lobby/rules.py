@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Mapping
+from itertools import islice
 from typing import Any
 
 import attrs
@@ -78,34 +79,45 @@ def evolve(catalog: Catalog, event: WorldCreated) -> Catalog:
     return Catalog({**catalog.worlds, event.id: event.kind})
 
 
-def listing(stored: Mapping[str, int], live: Iterable[LiveFigures],
+class Stored:
+    """The stored worlds (id -> durable revision) and their ids in listing order, all and
+    per kind: sorted once per read of the store, so that a page need not sort them."""
+
+    def __init__(self, revisions: Mapping[str, int]) -> None:
+        self.revisions = revisions
+        self.order: dict[str | None, list[str]] = {None: sorted(revisions)}
+        for actor_id in self.order[None]:
+            self.order.setdefault(actor_id.partition(":")[0], []).append(actor_id)
+
+
+def listing(stored: Stored, live: Iterable[LiveFigures],
             seen: Mapping[str, Mapping[str, Any]], featured: Iterable[str] = (),
             kind: str | None = None, offset: int = 0, limit: int = ops.PAGE) -> ops.ListResult:
-    """A page of the worlds that exist: stored streams (`stored`: id -> durable revision)
-    and live worlds, with the last summary each world gave (`seen`: id -> summary); the
-    `featured` ids that exist first, then by id; `kind` keeps one kind. The page is the
-    worlds `offset` .. `offset + limit - 1` of that order."""
-    live_by_id = {f.actor_id: f for f in live}
-    ids = stored.keys() | live_by_id.keys()
-    if kind is not None:
-        ids = {i for i in ids if i.partition(":")[0] == kind}
-    first = [i for i in dict.fromkeys(featured) if i in ids]
+    """A page of the worlds that exist: stored streams and live worlds, with the last
+    summary each world gave (`seen`: id -> summary); the `featured` ids that exist first,
+    then by id; `kind` keeps one kind. The page is the worlds `offset` .. `offset + limit
+    - 1` of that order. It costs the page's end and the live worlds, not every stored one
+    (a watched lobby lists every half second, and anyone may ask for a page)."""
+    def of_kind(actor_id: str) -> bool:
+        return kind is None or actor_id.partition(":")[0] == kind
+
+    live_by_id = {f.actor_id: f for f in live if of_kind(f.actor_id)}
+    order = stored.order.get(kind, [])
+    extra = sorted(i for i in live_by_id if i not in stored.revisions)
+    first = [i for i in dict.fromkeys(featured)
+             if i in live_by_id or (i in stored.revisions and of_kind(i))]
     end = offset + limit
-    # Only the ids up to the page's end are ordered (a heap for the first pages, a sort
-    # deeper), and only the page's rows are made: a watched lobby lists every half second.
-    wanted = max(end - len(first), 0)
-    rest = (i for i in ids if i not in first)
-    order = first + (heapq.nsmallest(wanted, rest) if wanted * 8 < len(ids)
-                     else sorted(rest)[:wanted])
+    rest = (i for i in heapq.merge(order, extra) if i not in first)
+    ids = first + list(islice(rest, max(end - len(first), 0)))
     worlds = []
-    for actor_id in order[offset:end]:
+    for actor_id in ids[offset:end]:
         f = live_by_id.get(actor_id)
         row = (ops.WorldInfo(f.kind, actor_id, f.rev, f.subscribers, True) if f is not None
-               else ops.WorldInfo(actor_id.partition(":")[0], actor_id, stored[actor_id], 0,
-                                  False))
+               else ops.WorldInfo(actor_id.partition(":")[0], actor_id,
+                                  stored.revisions[actor_id], 0, False))
         summary = seen.get(actor_id)
         worlds.append(row if summary is None else attrs.evolve(row, summary=dict(summary)))
-    return ops.ListResult(worlds, len(ids), offset)
+    return ops.ListResult(worlds, len(order) + len(extra), offset)
 
 
 def _declared(name: str, _t: int) -> bool:

@@ -113,3 +113,24 @@ async def test_summaries_are_pushed_at_most_every_tick(autojump_clock: trio.abc.
         snapshots = [f["data"]["worlds"][0]["summary"] for f in frames if "kind" in f]
         assert len(snapshots) <= 1 + 1 / TICK + 1  # the first, then at most one a tick
         assert snapshots[-1] == {"state": "live", "step": 19}
+
+
+async def test_a_listing_reads_no_streams_from_the_store(autojump_clock: trio.abc.Clock) -> None:
+    """The store's streams are read at start and every SCAN seconds, not once per
+    `lobby.list` (a read of every stream, which a spectator could ask for at will); a world
+    created meanwhile is listed at once, being live."""
+    store, reads = MemoryEventStore(), []
+    streams = store.streams
+
+    async def counted(prefix: str = "") -> dict[str, int]:
+        reads.append(prefix)
+        return await streams(prefix)
+
+    store.streams = counted  # type: ignore[method-assign]
+    async with open_directory(store, KINDS) as directory:
+        lobby = await directory.get("lobby:main")
+        at_start = len(reads)
+        await lobby.ask(Call("lobby.create", CreateArgs("counter", "a"), "agent", "ann"))
+        for _ in range(50):
+            listed = await lobby.ask(Call("lobby.list", ListArgs(), "spectator", "anonymous"))
+        assert [w.id for w in listed.worlds] == ["counter:a"] and len(reads) == at_start

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from actors.lobby.events import WorldCreated, decode, encode
-from actors.lobby.rules import Catalog, LiveFigures, decide_create, evolve, listing
+from actors.lobby.rules import Catalog, LiveFigures, Stored, decide_create, evolve, listing
 from actors.world import Caller, Ctx, Refusal
 from protocol.convert import structure
 from protocol.errors import ErrorCode, ProtocolError
@@ -52,16 +52,16 @@ def test_listing_is_the_stored_and_live_worlds_featured_first() -> None:
     stored = {"counter:a": 4, "counter:b": 6, "field:old": 90}
     live = [LiveFigures("counter:b", "counter", 7, 2), LiveFigures("field:x", "field", 3, 0)]
     seen = {"field:old": {"state": "ended", "agents": 3}, "field:gone": {"state": "live"}}
-    rows = listing(stored, live, seen, featured=["field:day-2026-12-01", "field:x"]).worlds
+    rows = listing(Stored(stored), live, seen, featured=["field:day-2026-12-01", "field:x"]).worlds
     assert rows == [
         WorldInfo("field", "field:x", 3, 0, True),  # featured first (the daily: not yet)
         WorldInfo("counter", "counter:a", 4, 0, False),  # stored, unloaded: its durable rev
         WorldInfo("counter", "counter:b", 7, 2, True),  # live: the live figures
         WorldInfo("field", "field:old", 90, 0, False, {"state": "ended", "agents": 3}),
     ]  # field:gone has a summary but neither a stream nor an actor: it is not listed
-    assert [r.id for r in listing(stored, live, seen, kind="field").worlds] == [
+    assert [r.id for r in listing(Stored(stored), live, seen, kind="field").worlds] == [
         "field:old", "field:x"]
-    assert listing(stored, live, seen).worlds[-1] == WorldInfo("field", "field:x", 3, 0, True)
+    assert listing(Stored(stored), live, seen).worlds[-1] == WorldInfo("field", "field:x", 3, 0, True)
 
 
 def _pages(stored: dict[str, int], featured: list[str], limit: int,
@@ -69,7 +69,7 @@ def _pages(stored: dict[str, int], featured: list[str], limit: int,
     """Every page of the listing, one after another, until one comes back short."""
     pages: list[list[str]] = []
     while True:
-        page = listing(stored, [], {}, featured, kind, offset=len(pages) * limit, limit=limit)
+        page = listing(Stored(stored), [], {}, featured, kind, offset=len(pages) * limit, limit=limit)
         assert page.total == len([i for i in stored if kind is None or i.startswith(kind)])
         assert page.offset == len(pages) * limit
         pages.append([w.id for w in page.worlds])
@@ -87,7 +87,7 @@ def test_listing_pages_follow_one_another_featured_first() -> None:
         ["field:day", *sorted(set(stored) - {"field:day"})]]
     assert _pages(stored, ["field:day"], 2, kind="field") == [["field:day", "field:z"]]
     assert _pages({}, ["field:day"], 2) == [[]]  # nothing stored: one empty page
-    past = listing(stored, [], {}, ["field:day"], offset=9, limit=5)
+    past = listing(Stored(stored), [], {}, ["field:day"], offset=9, limit=5)
     assert (past.worlds, past.total, past.offset) == ([], 9, 9)  # past the end: empty
 
 
