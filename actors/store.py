@@ -12,10 +12,10 @@ writer claims the stream, the first one's appends are refused by the backend its
 lost lease) harmless. A writer that never claimed a stream appends under fence 0, which
 only works while nobody has claimed it.
 
-Receipts: a write that carried a client's request id is stored with a `Receipt` (the id
-and the reply's JSON) in the same transaction as its events, so whichever process hosts
-the world later can answer a retry of that write with its first result instead of
-applying it again (actors/runtime/base.py remembers the recent ones).
+Receipts: a write that carried a client's request id is stored with a `Receipt` (its
+caller, the id and the reply's JSON) in the same transaction as its events, so whichever
+process hosts the world later can answer that caller's retry of the write with its first
+result instead of applying it again (actors/runtime/base.py remembers the recent ones).
 """
 
 from __future__ import annotations
@@ -92,10 +92,12 @@ class Snapshot:
 
 @attrs.frozen
 class Receipt:
-    """A write's request id and its reply (JSON), stored beside the write's events; `rev`
-    is the revision of the write's last event."""
+    """A write's caller, its request id and its reply (JSON), stored beside the write's
+    events; `rev` is the revision of the write's last event. A request id is the caller's
+    own: another caller's write with the same one is not a retry of this one."""
 
     rev: int
+    caller: str
     request_id: str
     result: Any
 
@@ -228,7 +230,7 @@ class MemoryEventStore(EventStore):
         if len(log) != expected_rev:
             raise ConflictError(stream, expected_rev, len(log))
         copies = [_round_trip(e) for e in events]
-        kept = [Receipt(r.rev, r.request_id, _round_trip(r.result)) for r in receipts]
+        kept = [attrs.evolve(r, result=_round_trip(r.result)) for r in receipts]
         self._data.events.setdefault(stream, log).extend(copies)
         if kept:
             self._data.receipts.setdefault(stream, []).extend(kept)
@@ -250,7 +252,7 @@ class MemoryEventStore(EventStore):
 
     async def receipts(self, stream: str, after: int = 0) -> list[Receipt]:
         """See EventStore.receipts."""
-        return [Receipt(r.rev, r.request_id, _round_trip(r.result))
+        return [attrs.evolve(r, result=_round_trip(r.result))
                 for r in self._data.receipts.get(stream, []) if r.rev > after]
 
     async def revision(self, stream: str) -> int:

@@ -20,6 +20,8 @@ jitter), so a caller that outruns it waits instead of being refused `rate_limite
 
 Every request carries a `request_id` (a fresh random one unless the caller names it):
 a write sent again with the same id is answered with its first result and applied once.
+A request id is its caller's own (the token's name, or the anonymous caller its `key`
+stands for, which a reconnect keeps): sent by another caller it is another write.
 A request whose reply was lost with the socket is sent again, with the same id, on the
 next socket (the server applies a write once); with `retry=False` it raises
 `ConnectionLost` instead (it may or may not have been applied; its `request_id` is on

@@ -69,8 +69,9 @@ class Hello:
 class Request:
     """A call of a registered op on the actor `to` (None: the op's default actor).
 
-    `request_id` (optional) makes a write idempotent: the world answers a retry that
-    carries the same one with the first result instead of applying it again.
+    `request_id` (optional) makes a write idempotent: the world answers the same caller's
+    retry that carries the same one with the first result instead of applying it again
+    (another caller's write with that id is its own).
     """
 
     id: int

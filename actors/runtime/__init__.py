@@ -10,7 +10,8 @@
 - `ref.py`: `ActorRef`, the reference by id that adapters hold.
 - `placement.py`: `Placement`, where a cluster tells the directory which process hosts
   a world (server/cluster/ implements it), and `Rerouting`.
-- `receipts.py`: `Receipts`, the recent writes' request ids an actor answers retries from.
+- `receipts.py`: `Receipts`, the recent writes' callers and request ids an actor answers
+  retries from.
 - `mailbox.py`: the bounded mailbox and what travels through it (`Call`, asks, tells).
 - `topic.py`: an actor's subscribers and its bounded history of events for resume.
 - `subscriber.py`: `SubscriberQueue`, the bounded queue of frames to one connection.

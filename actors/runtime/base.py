@@ -169,15 +169,15 @@ class Actor(ABC):
         self._rev += len(records)
         return self._rev
 
-    def receipt(self, request_id: str) -> tuple[bool, Any]:
-        """`(True, reply)` if `request_id`'s write is in the receipt window; else `(False, None)`."""
-        return self._receipts.seen(request_id)
+    def receipt(self, caller: str, request_id: str) -> tuple[bool, Any]:
+        """`(True, reply)` if `caller`'s write `request_id` is remembered; else `(False, None)`."""
+        return self._receipts.seen(caller, request_id)
 
-    def keep_receipt(self, request_id: str, result: Any) -> None:
-        """Record that the write with `request_id`, whose events were just committed (up
-        to the current revision), was answered `result` (JSON); the receipt is stored in
-        the batch's append, with the events."""
-        self._receipts.keep(Receipt(self._rev, request_id, result))
+    def keep_receipt(self, caller: str, request_id: str, result: Any) -> None:
+        """Record that `caller`'s write with `request_id`, whose events were just committed
+        (up to the current revision), was answered `result` (JSON); the receipt is stored
+        in the batch's append, with the events."""
+        self._receipts.keep(Receipt(self._rev, caller, request_id, result))
 
     def publish_view(self) -> None:
         """Push a fresh `snapshot` to every subscriber (for state that is not in events);

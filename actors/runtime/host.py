@@ -102,19 +102,20 @@ class WorldActor(Actor):
     async def handle(self, call: Call) -> Any:
         """Dispatch by the tables: effects, then moves, then reads.
 
-        A call with a request id that an earlier write carried gets that write's reply
-        again and changes nothing; a write with one that commits events keeps a receipt
-        (stored with the events, see actors/store.py)."""
+        A call with a request id that an earlier write of the same caller carried gets
+        that write's reply again and changes nothing; a write with one that commits events
+        keeps a receipt (stored with the events, see actors/store.py). Another caller's
+        write with the same request id is a write of its own."""
         request_id = call.request_id
         if request_id is None:
             return await self._dispatch(call)
-        seen, reply = self.receipt(request_id)
+        seen, reply = self.receipt(call.caller, request_id)
         if seen:
             return reply
         before = self.rev
         result = await self._dispatch(call)
         if self.rev > before:
-            self.keep_receipt(request_id, unstructure(result))
+            self.keep_receipt(call.caller, request_id, unstructure(result))
         return result
 
     async def _dispatch(self, call: Call) -> Any:

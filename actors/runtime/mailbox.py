@@ -19,7 +19,8 @@ class Call:
     """A protocol request for an actor: the op, its structured args, and who is calling.
 
     `request_id` is the client's idempotency key of a write (the envelope's `request_id`,
-    not the frame's `id`): a write retried with it is answered with its first result.
+    not the frame's `id`): a write the same `caller` retries with it is answered with its
+    first result.
     """
 
     op: str

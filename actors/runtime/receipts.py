@@ -1,11 +1,15 @@
 """What an actor remembers of its recent writes' request ids, so that a retried write is
 answered with its first reply instead of being applied again.
 
-A write that carried a request id and committed events leaves a `Receipt` (the id, the
-revision of its last event, its reply as JSON), appended to the store with the write's
-events in one transaction (actors/store.py). The actor keeps the receipts of the last
-`window` revisions: those of its batch not yet durable, and those read back from the
-store whenever it (re)loads, on whichever process that happens.
+A request id is chosen by its client, so it is remembered with its caller: only the same
+caller sending it again is a retry (another caller's write with the same id, by accident
+or on purpose, is its own write and never gets the first caller's reply).
+
+A write that carried a request id and committed events leaves a `Receipt` (the caller,
+the id, the revision of its last event, its reply as JSON), appended to the store with
+the write's events in one transaction (actors/store.py). The actor keeps the receipts of
+the last `window` revisions: those of its batch not yet durable, and those read back from
+the store whenever it (re)loads, on whichever process that happens.
 """
 
 from __future__ import annotations
@@ -16,20 +20,23 @@ from typing import Any
 
 from actors.store import Receipt
 
+Key = tuple[str, str]  # (caller, request id)
+
 
 class Receipts:
-    """Request id -> reply of the writes of the last `window` revisions."""
+    """(Caller, request id) -> reply of the writes of the last `window` revisions."""
 
     def __init__(self, window: int) -> None:
         self.window = window
         self.staged: list[Receipt] = []  # the batch's, appended with its events
-        self._replies: dict[str, Any] = {}
-        self._order: deque[tuple[int, str]] = deque()
+        self._replies: dict[Key, Any] = {}
+        self._order: deque[tuple[int, Key]] = deque()
 
-    def seen(self, request_id: str) -> tuple[bool, Any]:
-        """`(True, reply)` for a remembered request id, else `(False, None)`."""
-        if request_id in self._replies:
-            return True, self._replies[request_id]
+    def seen(self, caller: str, request_id: str) -> tuple[bool, Any]:
+        """`(True, reply)` for a request id `caller` is remembered for, else `(False, None)`."""
+        key = (caller, request_id)
+        if key in self._replies:
+            return True, self._replies[key]
         return False, None
 
     def keep(self, receipt: Receipt) -> None:
@@ -46,8 +53,8 @@ class Receipts:
         """The stream is durable up to `rev`: forget what is out of the window."""
         horizon = rev - self.window
         while self._order and self._order[0][0] <= horizon:
-            _, request_id = self._order.popleft()
-            self._replies.pop(request_id, None)
+            _, key = self._order.popleft()
+            self._replies.pop(key, None)
 
     def reset(self, stored: Iterable[Receipt]) -> None:
         """Start again from the store's receipts (after a load); nothing staged."""
@@ -58,5 +65,6 @@ class Receipts:
         self.staged = []
 
     def _remember(self, receipt: Receipt) -> None:
-        self._replies[receipt.request_id] = receipt.result
-        self._order.append((receipt.rev, receipt.request_id))
+        key = (receipt.caller, receipt.request_id)
+        self._replies[key] = receipt.result
+        self._order.append((receipt.rev, key))

@@ -2,10 +2,10 @@
 
 Tables (postgres_schema.sql, applied at open): `streams (name, rev, fence)`, `events
 (stream, rev, data text, fence)` keyed by `(stream, rev)` (`fence`: the claim each event
-was written under, for audits), `snapshots`, `receipts` (written by the append's
-statement), and the ownership tables that server/storage/cluster.py uses. `data` is
-text: the stored text is exactly what the server wrote (jsonb would re-render numbers
-and key order).
+was written under, for audits), `snapshots`, `receipts (stream, rev, request_id, result,
+caller)` (written by the append's statement), and the ownership tables that
+server/storage/cluster.py uses. `data` is text: the stored text is exactly what the
+server wrote (jsonb would re-render numbers and key order).
 
 How it talks to PostgreSQL from trio: psycopg 3's AsyncConnection with trio doing the
 waiting (pg_trio.py), in this process. SCALEOUT.md names a second way, psycopg's sync API
@@ -90,10 +90,10 @@ ins AS (INSERT INTO events (stream, rev, data, fence)
         FROM unnest(%(es)s::text[], %(er)s::bigint[], %(ed)s::text[]) AS e(stream, rev, data)
         JOIN b ON b.stream = e.stream
         WHERE e.stream IN (SELECT name FROM ok)),
-rcp AS (INSERT INTO receipts (stream, rev, request_id, result)
-        SELECT r.stream, r.rev, r.id, r.result
-        FROM unnest(%(rs)s::text[], %(rr)s::bigint[], %(ri)s::text[], %(rd)s::text[])
-             AS r(stream, rev, id, result)
+rcp AS (INSERT INTO receipts (stream, rev, caller, request_id, result)
+        SELECT r.stream, r.rev, r.caller, r.id, r.result
+        FROM unnest(%(rs)s::text[], %(rr)s::bigint[], %(rc)s::text[], %(ri)s::text[],
+                    %(rd)s::text[]) AS r(stream, rev, caller, id, result)
         WHERE r.stream IN (SELECT name FROM ok)),
 note AS MATERIALIZED (
         SELECT pg_notify(%(channel)s, string_agg(name || ':' || rev, E'\\n' ORDER BY name))
@@ -116,7 +116,7 @@ class _Append:
     __slots__ = ("error", "expected", "fence", "receipts", "result", "rows", "stream", "task")
 
     def __init__(self, stream: str, expected: int, fence: int, rows: list[str],
-                 receipts: list[tuple[int, str, str]]) -> None:
+                 receipts: list[tuple[int, str, str, str]]) -> None:
         self.stream, self.expected, self.fence, self.rows = stream, expected, fence, rows
         self.receipts = receipts
         self.task = trio.lowlevel.current_task()
@@ -296,7 +296,7 @@ class PostgresEventStore(EventStore):
     async def _commit(self, batch: list[_Append]) -> None:
         """One statement, one commit for `batch`; sets each append's result or error."""
         params: dict[str, Any] = {"s": [], "x": [], "n": [], "f": [], "es": [], "er": [],
-                                  "ed": [], "rs": [], "rr": [], "ri": [], "rd": [],
+                                  "ed": [], "rs": [], "rr": [], "rc": [], "ri": [], "rd": [],
                                   "channel": self.channel}
         for a in batch:
             params["s"].append(a.stream)
@@ -306,9 +306,10 @@ class PostgresEventStore(EventStore):
             params["es"].extend([a.stream] * len(a.rows))
             params["er"].extend(range(a.expected + 1, a.expected + 1 + len(a.rows)))
             params["ed"].extend(a.rows)
-            for rev, request_id, text in a.receipts:
+            for rev, caller, request_id, text in a.receipts:
                 params["rs"].append(a.stream)
                 params["rr"].append(rev)
+                params["rc"].append(caller)
                 params["ri"].append(request_id)
                 params["rd"].append(text)
         with trio.fail_after(self.write_timeout + UNANSWERED):
@@ -346,7 +347,7 @@ class PostgresEventStore(EventStore):
         check_stream_name(stream)
         check_receipts(expected_rev, len(events), receipts)
         rows = [_encode(e) for e in events]
-        kept = [(r.rev, r.request_id, _encode(r.result)) for r in receipts]
+        kept = [(r.rev, r.caller, r.request_id, _encode(r.result)) for r in receipts]
         if self._state != "open":
             raise RuntimeError(f"the event store is {self._state}, not open")
         self._appends += 1
@@ -381,11 +382,12 @@ class PostgresEventStore(EventStore):
     async def receipts(self, stream: str, after: int = 0) -> list[Receipt]:
         """See EventStore.receipts."""
         async with self._pool.connection() as conn:
-            cur = await conn.execute("SELECT rev, request_id, result FROM receipts "
+            cur = await conn.execute("SELECT rev, caller, request_id, result FROM receipts "
                                      "WHERE stream = %s AND rev > %s ORDER BY rev",
                                      (stream, after))
             rows = await cur.fetchall()
-        return [Receipt(rev, request_id, json.loads(text)) for rev, request_id, text in rows]
+        return [Receipt(rev, caller, request_id, json.loads(text))
+                for rev, caller, request_id, text in rows]
 
     async def revision(self, stream: str) -> int:
         """See EventStore.revision."""

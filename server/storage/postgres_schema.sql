@@ -21,15 +21,27 @@ CREATE TABLE IF NOT EXISTS snapshots (
     rev bigint NOT NULL,
     data text NOT NULL
 );
--- A write's client request id and its reply, in the same transaction as its events (rev:
--- the write's last event), so a retry is answered with the first result by any process.
+-- A write's caller, its client request id and its reply, in the same transaction as its
+-- events (rev: the write's last event), so the caller's retry is answered with the first
+-- result by any process (another caller's write with the same request id is its own).
 CREATE TABLE IF NOT EXISTS receipts (
     stream text NOT NULL,
     rev bigint NOT NULL,
     request_id text NOT NULL,
     result text NOT NULL,
+    caller text NOT NULL DEFAULT '',
     PRIMARY KEY (stream, rev)
 );
+-- Receipts made before they were the caller's own gain the column as '', which no caller
+-- is: they are never matched again (a retry of such a write is applied afresh). Checked
+-- first: ALTER TABLE would lock the table (and the appends of running processes) at every
+-- open, even with IF NOT EXISTS.
+DO $$ BEGIN
+    IF NOT EXISTS (SELECT FROM pg_attribute WHERE attrelid = 'receipts'::regclass
+                   AND attname = 'caller' AND NOT attisdropped) THEN
+        ALTER TABLE receipts ADD COLUMN caller text NOT NULL DEFAULT '';
+    END IF;
+END $$;
 -- Ownership (server/storage/cluster.py): which process holds a world until when (the
 -- database's clock), and each process's internal address with its last heartbeat.
 CREATE TABLE IF NOT EXISTS leases (

@@ -360,7 +360,7 @@ class SqliteEventStore(EventStore):
         check_stream_name(stream)
         check_receipts(expected_rev, len(events), receipts)
         rows = [_encode(e) for e in events]
-        kept = [(r.rev, r.request_id, _encode(r.result)) for r in receipts]
+        kept = [(r.rev, r.caller, r.request_id, _encode(r.result)) for r in receipts]
         self._appends += 1
         rev = await self._call("append", stream, expected_rev, self._fences.get(stream, 0),
                                rows, kept, cancellable=False)
@@ -381,7 +381,8 @@ class SqliteEventStore(EventStore):
     async def receipts(self, stream: str, after: int = 0) -> list[Receipt]:
         """See EventStore.receipts."""
         rows = await self._call("receipts", stream, after)
-        return [Receipt(rev, request_id, json.loads(text)) for rev, request_id, text in rows]
+        return [Receipt(rev, caller, request_id, json.loads(text))
+                for rev, caller, request_id, text in rows]
 
     async def revision(self, stream: str) -> int:
         """See EventStore.revision."""

@@ -47,15 +47,19 @@ CREATE TABLE IF NOT EXISTS snapshots (
     stream TEXT PRIMARY KEY, rev INTEGER NOT NULL, data TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS receipts (
     stream TEXT NOT NULL, rev INTEGER NOT NULL, request_id TEXT NOT NULL, result TEXT NOT NULL,
-    PRIMARY KEY (stream, rev)) WITHOUT ROWID;
+    caller TEXT NOT NULL DEFAULT '', PRIMARY KEY (stream, rev)) WITHOUT ROWID;
 """
 # Bound parameters, one statement per row (executemany): the data stays the exact text the
 # server wrote (SQLite re-rendering JSON could turn a big integer into a float). A group's
 # rows through `json_each` cost the writer about 70% more per append.
 INSERT_EVENTS = "INSERT INTO events (stream, rev, data) VALUES (?, ?, ?)"
-INSERT_RECEIPTS = "INSERT INTO receipts (stream, rev, request_id, result) VALUES (?, ?, ?, ?)"
+INSERT_RECEIPTS = ("INSERT INTO receipts (stream, rev, caller, request_id, result) "
+                   "VALUES (?, ?, ?, ?, ?)")
 # Databases made before fences existed gain the column (every stream at fence 0).
 ADD_FENCE = "ALTER TABLE streams ADD COLUMN fence INTEGER NOT NULL DEFAULT 0"
+# Receipts made before they were the caller's own gain the column as '', which no caller
+# is: they are never matched again (a retry of such a write is applied afresh).
+ADD_RECEIPT_CALLER = "ALTER TABLE receipts ADD COLUMN caller TEXT NOT NULL DEFAULT ''"
 STREAM_STATES = ("SELECT name, rev, fence FROM streams "
                  "WHERE name IN (SELECT value FROM json_each(?))")
 UPSERT_STREAMS = ("INSERT INTO streams (name, rev) VALUES (?, ?) "
@@ -91,9 +95,10 @@ def _error(exc: BaseException) -> BaseException:
 def migrate(conn: sqlite3.Connection) -> None:
     """Create the tables, or bring an older database's up to date."""
     conn.executescript(SCHEMA)
-    columns = {row[1] for row in conn.execute("PRAGMA table_info(streams)")}
-    if "fence" not in columns:
-        conn.execute(ADD_FENCE)
+    for table, column, add in (("streams", "fence", ADD_FENCE),
+                               ("receipts", "caller", ADD_RECEIPT_CALLER)):
+        if column not in {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}:
+            conn.execute(add)
 
 
 class Writer:
@@ -133,7 +138,7 @@ class Writer:
         the database, write the sound ones; the number of commits made (0 or 1)."""
         staged: dict[str, int] = {}  # revisions after this group
         rows: list[tuple[str, int, str]] = []
-        receipts: list[tuple[str, int, str, str]] = []
+        receipts: list[tuple[str, int, str, str, str]] = []
         accepted: list[tuple[int, int]] = []  # (job id, new revision)
         try:
             self.conn.execute("BEGIN IMMEDIATE")
@@ -177,10 +182,10 @@ class Writer:
                                 "ORDER BY rev", (stream, after))
         return cur.fetchall()
 
-    def op_receipts(self, stream: str, after: int) -> list[tuple[int, str, str]]:
-        """(rev, request id, result text) of the receipts after `after`."""
-        cur = self.conn.execute("SELECT rev, request_id, result FROM receipts WHERE stream = ? "
-                                "AND rev > ? ORDER BY rev", (stream, after))
+    def op_receipts(self, stream: str, after: int) -> list[tuple[int, str, str, str]]:
+        """(rev, caller, request id, result text) of the receipts after `after`."""
+        cur = self.conn.execute("SELECT rev, caller, request_id, result FROM receipts "
+                                "WHERE stream = ? AND rev > ? ORDER BY rev", (stream, after))
         return cur.fetchall()
 
     def op_revision(self, stream: str) -> int:

@@ -1,6 +1,7 @@
 """Several nodes in this process sharing one PostgreSQL: a world lives on one node, any node
-answers for it, spectators anywhere see every revision, retries with a request id apply
-once, and a world whose host crashes, loses its lease or is fenced answers again."""
+answers for it, spectators anywhere see every revision, a caller's retries with a request
+id apply once (another caller's write with that id is its own), and a world whose host
+crashes, loses its lease or is fenced answers again."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 import trio
 
 from protocol.client import Client, Push
+from server.hello import new_key
 from server.storage.pg_trio import TrioConnection
 from tests.cluster.conftest import Nodes, counter_add, wait_for
 
@@ -103,8 +105,9 @@ async def test_a_spectator_resumes_on_another_node_with_since(nodes: Nodes) -> N
 
 async def test_a_retried_write_is_applied_once_wherever_it_lands(nodes: Nodes) -> None:
     a, b, c = [await nodes.start(n) for n in "abc"]
-    async with Client.connect(a.ws_url) as ca, Client.connect(b.ws_url) as cb, \
-            Client.connect(c.ws_url) as cc:
+    key = new_key()  # one anonymous caller on every node: a request id is its caller's
+    async with Client.connect(a.ws_url, key=key) as ca, \
+            Client.connect(b.ws_url, key=key) as cb, Client.connect(c.ws_url, key=key) as cc:
         await ca.request("counter.create", WORLD)
         first = await cb.request("counter.add", WORLD, counter_add(5), request_id="once-1")
         await ca.request("counter.add", WORLD, counter_add(1))
@@ -116,8 +119,12 @@ async def test_a_retried_write_is_applied_once_wherever_it_lands(nodes: Nodes) -
         assert await cc.request("counter.add", WORLD, counter_add(5),
                                 request_id="once-1") == first
         assert (await cb.request("counter.get", WORLD))["total"] == 6
+        async with Client.connect(b.ws_url) as other:  # another caller, the same id
+            assert await other.request("counter.add", WORLD, counter_add(5),
+                                       request_id="once-1") == \
+                {"total": 11, "adds": 3, "revision": 4}
     stored = await b.directory.store.read(WORLD)
-    assert [e.data.get("amount") for e in stored] == [None, 5, 1]
+    assert [e.data.get("amount") for e in stored] == [None, 5, 1, 5]
     assert [n.cluster.name for n in (b, c) if WORLD in n.directory.hosted()] == ["c"]
 
 

@@ -1,7 +1,8 @@
 """Request ids: a retried write is answered with its first result and applied once, across
-batches, restarts and reloads (its receipt is stored with its events); a fenced append
-stops the actor without applying anything; a placement redelivers what a stopped actor
-did not apply."""
+batches, restarts and reloads (its receipt is stored with its events), for the caller who
+sent it (another caller's write with the same id is its own); a fenced append stops the
+actor without applying anything; a placement redelivers what a stopped actor did not
+apply."""
 
 from __future__ import annotations
 
@@ -20,8 +21,8 @@ KINDS = [ActorKind.of(counter.WORLD)]
 WORLD = "counter:c"
 
 
-def add(amount: int, request_id: str | None = None) -> Call:
-    return Call("counter.add", AddArgs(amount), "agent", "ann", request_id)
+def add(amount: int, request_id: str | None = None, caller: str = "ann") -> Call:
+    return Call("counter.add", AddArgs(amount), "agent", caller, request_id)
 
 
 async def test_a_retry_gets_the_first_result_and_changes_nothing() -> None:
@@ -34,8 +35,8 @@ async def test_a_retry_gets_the_first_result_and_changes_nothing() -> None:
         assert again == {"total": 5, "adds": 1, "revision": 2}  # the first reply, as JSON
         assert (first.total, first.revision) == (5, 2)
         assert (await d.ask(WORLD, Call("counter.get", None, "agent", "ann"))).total == 6
-    assert await store.receipts(WORLD) == [Receipt(2, "r1", {"total": 5, "adds": 1,
-                                                              "revision": 2})]
+    assert await store.receipts(WORLD) == [Receipt(2, "ann", "r1", {"total": 5, "adds": 1,
+                                                                     "revision": 2})]
     assert len(await store.read(WORLD)) == 3
 
 
@@ -69,6 +70,25 @@ async def test_receipts_survive_a_reload_and_are_forgotten_past_the_window() -> 
     async with open_directory(store, KINDS, config=RuntimeConfig(receipt_window=3)) as d:
         assert await d.ask(WORLD, add(10, "new2")) == {"total": 31, "adds": 4, "revision": 5}
         assert (await d.ask(WORLD, add(10, "new0"))).revision == 7  # out of the window
+
+
+async def test_a_request_id_is_its_caller_s_own_before_and_after_a_reload() -> None:
+    store = MemoryEventStore()
+    async with open_directory(store, KINDS) as d:
+        await d.ask(WORLD, Call("counter.create", CreateArgs(), "agent", "ann"))
+        ann = await d.ask(WORLD, add(5, "1"))
+        bob = await d.ask(WORLD, add(3, "1", caller="bob"))  # bob's own write, not ann's reply
+        assert ((ann.total, ann.revision), (bob.total, bob.revision)) == ((5, 2), (8, 3))
+        assert await d.ask(WORLD, add(3, "1", caller="bob")) == {"total": 8, "adds": 2,
+                                                                  "revision": 3}
+    async with open_directory(store, KINDS) as d:  # reloaded: the receipts come from the store
+        assert await d.ask(WORLD, add(5, "1")) == {"total": 5, "adds": 1, "revision": 2}
+        assert await d.ask(WORLD, add(3, "1", caller="bob")) == {"total": 8, "adds": 2,
+                                                                  "revision": 3}
+        assert (await d.ask(WORLD, add(2, "1", caller="cy"))).revision == 4
+    assert [(r.caller, r.request_id) for r in await store.receipts(WORLD)] == \
+        [("ann", "1"), ("bob", "1"), ("cy", "1")]
+    assert [e.data.get("amount") for e in await store.read(WORLD)] == [None, 5, 3, 2]
 
 
 async def test_a_fenced_append_stops_the_actor_and_applies_nothing() -> None:

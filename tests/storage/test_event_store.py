@@ -211,12 +211,13 @@ async def test_group_commit_costs_fewer_commits_than_appends(store: EventStore) 
 
 
 async def test_receipts_are_stored_with_their_events(store: EventStore) -> None:
-    first = Receipt(2, "req-1", {"total": 3, "list": [1, 2.5, None], "big": 2**70})
+    first = Receipt(2, "ann", "req-1", {"total": 3, "list": [1, 2.5, None], "big": 2**70})
     assert await store.append("a:1", 0, [{"n": 1}, {"n": 2}], [first]) == 2
     assert await store.append("a:1", 2, [{"n": 3}]) == 3  # a write without a request id
-    second = Receipt(5, "req-2", {"é": "😀"})
-    assert await store.append("a:1", 3, [{"n": 4}, {"n": 5}], [Receipt(4, "req-x", 1), second]) == 5
-    assert await store.receipts("a:1") == [first, Receipt(4, "req-x", 1), second]
+    other = Receipt(4, "anonymous~0f3é", "req-1", 1)  # another caller's, the same id
+    second = Receipt(5, "ann", "req-2", {"é": "😀"})
+    assert await store.append("a:1", 3, [{"n": 4}, {"n": 5}], [other, second]) == 5
+    assert await store.receipts("a:1") == [first, other, second]
     assert await store.receipts("a:1", after=4) == [second]
     assert await store.receipts("a:nothing") == []
 
@@ -225,7 +226,7 @@ async def test_receipts_are_stored_with_their_events(store: EventStore) -> None:
 async def test_a_receipt_outside_its_events_is_refused_and_writes_nothing(
         store: EventStore, rev: int) -> None:
     with pytest.raises(ValueError, match="receipt 'r' is at revision"):
-        await store.append("a:1", 0, [{}, {}], [Receipt(rev, "r", {})])
+        await store.append("a:1", 0, [{}, {}], [Receipt(rev, "ann", "r", {})])
     assert await store.read("a:1") == []
     assert await store.receipts("a:1") == []
 
@@ -233,10 +234,10 @@ async def test_a_receipt_outside_its_events_is_refused_and_writes_nothing(
 async def test_a_refused_append_stores_none_of_its_receipts(backend: Backend) -> None:
     old, new = backend.store, await backend.client()
     await old.claim("w:1")
-    await old.append("w:1", 0, [{}], [Receipt(1, "kept", {})])
+    await old.append("w:1", 0, [{}], [Receipt(1, "ann", "kept", {})])
     with pytest.raises(ConflictError):
-        await old.append("w:1", 0, [{}], [Receipt(1, "conflict", {})])
+        await old.append("w:1", 0, [{}], [Receipt(1, "ann", "conflict", {})])
     await new.claim("w:1")
     with pytest.raises(FencedError):
-        await old.append("w:1", 1, [{}], [Receipt(2, "fenced", {})])
+        await old.append("w:1", 1, [{}], [Receipt(2, "ann", "fenced", {})])
     assert [r.request_id for r in await new.receipts("w:1")] == ["kept"]

@@ -13,7 +13,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from actors import counter
 from actors.runtime import Call
 from actors.runtime.directory import ActorKind, open_directory
-from actors.store import FencedError, StoreUnavailable
+from actors.store import FencedError, Receipt, StoreUnavailable
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.ops.counter import AddArgs, CreateArgs
 from server.storage.pg_trio import TrioConnection
@@ -192,6 +192,19 @@ async def test_stores_opening_together_apply_the_schema_once(postgres_dsn: str) 
     for i, s in enumerate(stores):
         assert await s.append(f"w:{i}", 0, [{}]) == 1
         await s.aclose()
+
+
+async def test_receipts_from_before_callers_are_migrated(postgres_dsn: str) -> None:
+    """A receipt stored before receipts had callers comes back as no caller's ('')."""
+    await _sql(postgres_dsn, "CREATE TABLE receipts (stream text NOT NULL, rev bigint NOT "
+               "NULL, request_id text NOT NULL, result text NOT NULL, PRIMARY KEY (stream, "
+               "rev)); INSERT INTO receipts VALUES ('a:1', 1, 'r1', '{\"old\":true}')")
+    for _ in range(2):  # and the schema applies again to a migrated database
+        async with PostgresEventStore(postgres_dsn) as store:
+            assert await store.receipts("a:1") == [Receipt(1, "", "r1", {"old": True})]
+    async with PostgresEventStore(postgres_dsn) as store:
+        assert await store.append("a:1", 0, [{}, {}], [Receipt(2, "ann", "r1", 2)]) == 2
+        assert await store.receipts("a:1", after=1) == [Receipt(2, "ann", "r1", 2)]
 
 
 async def test_close_finishes_queued_appends_and_refuses_later_ones(postgres_dsn: str) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from actors.store import ConflictError, FencedError, Snapshot, StoreUnavailable
+from actors.store import ConflictError, FencedError, Receipt, Snapshot, StoreUnavailable
 from server.storage import SqliteEventStore
 
 
@@ -72,6 +72,27 @@ async def test_sqlite_database_from_before_fences_is_migrated(tmp_path: Path) ->
         assert await store.claim("a:1") == (1, 2)
         assert await store.append("a:1", 2, [{}]) == 3
         assert [e.data for e in await store.read("a:1")] == [{"old": True}, {"new": True}, {}]
+
+
+async def test_sqlite_receipts_from_before_callers_are_migrated(tmp_path: Path) -> None:
+    """A receipt stored before receipts had callers comes back as no caller's ('')."""
+    path = tmp_path / "events.sqlite3"
+    async with SqliteEventStore(path) as store:
+        await store.append("a:1", 0, [{}])
+    old = sqlite3.connect(path)
+    with old:
+        old.executescript("""
+            DROP TABLE receipts;
+            CREATE TABLE receipts (stream TEXT NOT NULL, rev INTEGER NOT NULL,
+                request_id TEXT NOT NULL, result TEXT NOT NULL,
+                PRIMARY KEY (stream, rev)) WITHOUT ROWID;
+            INSERT INTO receipts VALUES ('a:1', 1, 'r1', '{"old":true}');
+        """)
+    old.close()
+    async with SqliteEventStore(path) as store:
+        assert await store.append("a:1", 1, [{}], [Receipt(2, "ann", "r1", 2)]) == 2
+        assert await store.receipts("a:1") == [Receipt(1, "", "r1", {"old": True}),
+                                               Receipt(2, "ann", "r1", 2)]
 
 
 async def test_sqlite_cancelled_callers_read_gives_up_but_append_lands(tmp_path: Path) -> None:

@@ -16,7 +16,9 @@
 // jitter), so a caller that outruns it waits instead of being refused `rate_limited`.
 //
 // Every request carries a `request_id` (a fresh random one unless given): a write sent
-// again with it is applied once and answered with its first result. A request whose
+// again with it is applied once and answered with its first result. A request id is its
+// caller's own (the token's name, or the anonymous caller its `key` stands for, which a
+// reconnect keeps): sent by another caller it is another write. A request whose
 // socket dropped before its reply is sent again, with the same id, once the client has
 // reconnected (until its timeout); with `retry: false` it rejects ConnectionLost
 // instead, whose `requestId` names the id to resend with.
