@@ -203,6 +203,8 @@ class World(Generic[S, E]):
       exactly one of `moves`, `reads` or the effect actor's `effects`.
     - `create`: the op that brings a world of this kind to life (a key of `moves`, or of
       the effect actor's `effects`), None when worlds of the kind are only declared.
+    - `seat`: the op that seats a new player (the field's join), which the server holds to
+      each client's `joins_per_hour` budget; None when players need no seat.
     - `declared(name, t)`: True for names that exist without being created.
     - `is_noop(event)`: a decided event that changes nothing; it is neither stored nor
       folded, but `result` still sees it.
@@ -227,6 +229,7 @@ class World(Generic[S, E]):
     reads: Mapping[str, Read[S]] = attrs.field(factory=dict)
     create: str | None = None
     create_role: str = "owner"
+    seat: str | None = None
     declared: Callable[[str, int], bool] = _never
     codes: type[StrEnum] | None = None
     seed: Callable[[S], int] = _zero

@@ -2,9 +2,9 @@
 
 A load generator is hundreds of clients on one loopback address (and, for anonymous
 callers, one account): the per-address and per-account budgets of server/budgets.py
-would refuse its 65th connection, its 21st world and its CPU past a tenth of a core,
-which is their point in production and not what a benchmark of the hot path measures.
-The server-wide cap on connections and every per-connection bound stay.
+would refuse its 65th connection, its 21st world, its 31st join and its CPU past a tenth
+of a core, which is their point in production and not what a benchmark of the hot path
+measures. The server-wide cap on connections and every per-connection bound stay.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ LIFTED: dict[str, float] = {
     "cpu_burst_anonymous": 1e9,
     "creates_per_hour": 1_000_000_000,
     "live_worlds": 1_000_000_000,
+    "joins_per_hour": 1_000_000_000,
 }
 
 

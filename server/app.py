@@ -38,9 +38,9 @@ from protocol.roles import ROLES
 from server import admin, watchdog, worlds
 from server.auth import Principal, TokenStore
 from server.budgets import Ledger, address_key, over_budget
+from server.claims import Claims
 from server.config import ServerConfig
 from server.console import ServerConsole
-from server.creations import Creations
 from server.front import hypercorn_config, serve_front
 from server.headers import SecurityHeaders
 from server.lab_routes import lab_routes
@@ -96,7 +96,7 @@ class ServerState:
     trace: Trace
     guard: TcpGuard
     ledger: Ledger = attrs.field()
-    creations: Creations = attrs.field()
+    claims: Claims = attrs.field()
     proxies: Proxies = attrs.field()
     sessions: set[Session] = attrs.field(factory=set)
     reactor: Reactor = attrs.field()
@@ -109,9 +109,9 @@ class ServerState:
     def _ledger(self) -> Ledger:
         return Ledger(self.config.budgets)
 
-    @creations.default
-    def _creations(self) -> Creations:
-        return Creations(self.ledger, self.directory, self.budget_hit)
+    @claims.default
+    def _claims(self) -> Claims:
+        return Claims(self.ledger, self.directory, self.budget_hit)
 
     @proxies.default
     def _proxies(self) -> Proxies:

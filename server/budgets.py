@@ -3,13 +3,13 @@
 `Budgets` holds the limits (the defaults are what `petridish serve` enforces; every one is
 documented in docs/operations.md and the protocol's in docs/protocol.md). `Ledger` keeps
 what each client has spent: per client address (connections, connections that have not
-said hello, refused hellos) and per account (CPU time of its requests, worlds it created).
-An account is a token's name for token holders and the client address for anonymous
-callers, so a second connection or an anonymous identity per connection buys no more;
-the owner spends no budget. A budget spent is refused with `over_budget` naming it
-(`detail.budget`, `detail.limit`, and `detail.retry_after` when it refills), counted in
-`/metrics` and logged (server/trace.py); `hits` keeps who hit which budget lately for
-the owner's console.
+said hello, refused hellos) and per account (CPU time of its requests, worlds it created,
+players it seated). An account is a token's name for token holders and the client address
+for anonymous callers, so a second connection or an anonymous identity per connection (or
+per MCP call) buys no more; the owner spends no budget. A budget spent is refused with
+`over_budget` naming it (`detail.budget`, `detail.limit`, and `detail.retry_after` when it
+refills), counted in `/metrics` and logged (server/trace.py); `hits` keeps who hit which
+budget lately for the owner's console.
 
 Numbers are plain; time is passed in (trio's clock in seconds), so tests need no sleeping.
 """
@@ -25,6 +25,7 @@ import attrs
 from protocol.errors import ErrorCode, ProtocolError
 
 OWNER_ROLE = "owner"
+HOUR = 3600.0  # seconds: the window of the hourly budgets
 MAX_ENTRIES = 100_000  # addresses and accounts remembered; the oldest idle ones go first
 HITS_KEPT = 200  # (budget, who) pairs the console lists
 
@@ -51,6 +52,7 @@ class Budgets:
     cpu_contended: float = 0.002
     creates_per_hour: int = 20  # worlds an account may create in any hour ...
     live_worlds: int = 10  # ... and have live (loaded) at once
+    joins_per_hour: int = 30  # players (a field's agents) an account may seat in any hour
 
     def to_json(self) -> dict[str, float]:
         """Every limit by name (the console shows them)."""
@@ -142,23 +144,48 @@ class Address:
         return not self.connections and self.hellos.full(now)
 
 
-class Account:
-    """What one account spent: CPU time, and the worlds it created."""
+class Hourly:
+    """What an account did in the last hour (when each came) and has in flight."""
 
-    __slots__ = ("cpu", "created", "creations", "pending", "recent")
+    __slots__ = ("pending", "times")
+
+    def __init__(self) -> None:
+        self.times: deque[float] = deque()
+        self.pending = 0
+
+    def count(self, now: float) -> int:
+        """Those of the last hour and those in flight (forgets the older ones)."""
+        while self.times and self.times[0] <= now - HOUR:
+            self.times.popleft()
+        return len(self.times) + self.pending
+
+    def start(self) -> None:
+        """One more is in flight."""
+        self.pending += 1
+
+    def settle(self, done: bool, now: float) -> None:
+        """One in flight was answered: `done` (it counts for the hour) or refused."""
+        self.pending -= 1
+        if done:
+            self.times.append(now)
+
+
+class Account:
+    """What one account spent: CPU time, the worlds it created, the players it seated."""
+
+    __slots__ = ("cpu", "created", "creates", "joins", "recent")
 
     def __init__(self, rate: float, burst: float, now: float) -> None:
         self.cpu = Bucket(rate, burst, now)
         self.recent = Rate(now)  # its server time per second, lately
-        self.creations: deque[float] = deque()  # when each create of the last hour came
+        self.creates = Hourly()  # worlds it created
         self.created: set[str] = set()  # world ids it created (live or not)
-        self.pending = 0  # creates in flight
+        self.joins = Hourly()  # players it seated (joins)
 
     def idle(self, now: float) -> bool:
         """Nothing spent that is still counted."""
-        while self.creations and self.creations[0] <= now - 3600:
-            self.creations.popleft()
-        return self.cpu.full(now) and not self.creations and not self.pending
+        return (self.cpu.full(now) and not self.creates.count(now)
+                and not self.joins.count(now))
 
 
 @attrs.define
@@ -315,7 +342,7 @@ class Ledger:
             bucket.refill(now)
             bucket.level = max(bucket.level - seconds, -bucket.burst)
 
-    # ---- creations ------------------------------------------------------------------------
+    # ---- creations and joins -------------------------------------------------------------
 
     def may_create(self, account: Account | None, alive: set[str], now: float
                    ) -> ProtocolError | None:
@@ -324,13 +351,26 @@ class Ledger:
         if account is None:
             return None
         b = self.budgets
-        account.idle(now)  # forgets creations older than an hour
-        if len(account.creations) + account.pending >= b.creates_per_hour:
-            wait = account.creations[0] + 3600 - now if account.creations else 60.0
-            return over_budget("creates_per_hour", f"more than {b.creates_per_hour} worlds "
-                               "created in an hour", b.creates_per_hour, wait)
-        if len(alive) + account.pending >= b.live_worlds:
+        refusal = _per_hour("creates_per_hour", account.creates, b.creates_per_hour,
+                            "worlds created", now)
+        if refusal is None and len(alive) + account.creates.pending >= b.live_worlds:
             return over_budget("live_worlds", f"more than {b.live_worlds} live worlds "
                                "created by this client; wait until some unload",
                                b.live_worlds)
+        return refusal
+
+    def may_join(self, account: Account | None, now: float) -> ProtocolError | None:
+        """Why `account` may not seat another player now, or None."""
+        if account is None:
+            return None
+        return _per_hour("joins_per_hour", account.joins, self.budgets.joins_per_hour,
+                         "joins", now)
+
+
+def _per_hour(budget: str, spent: Hourly, limit: int, what: str, now: float
+              ) -> ProtocolError | None:
+    """The refusal of an hourly budget that `spent` has used up, or None."""
+    if spent.count(now) < limit:
         return None
+    wait = spent.times[0] + HOUR - now if spent.times else 60.0
+    return over_budget(budget, f"more than {limit} {what} in an hour", limit, wait)

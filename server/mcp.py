@@ -11,8 +11,8 @@ world: it lists every hosted world's tools and runs them. For each call it
   anonymous callers share an identity. A tool hands an anonymous caller a key
   (`ToolCall.key`) to be itself again later (the field puts it in the agent id);
 - holds it to the budgets a websocket client of the same account has (server/budgets.py:
-  refused tokens per address, CPU time per account, worlds created), and the app refuses
-  untrusted origins before this module sees a request;
+  refused tokens per address, CPU time per account, worlds created, players seated), and
+  the app refuses untrusted origins before this module sees a request;
 - checks the tool's role, that no argument's text holds NUL or a lone surrogate (as a
   websocket frame's), then the arguments with the protocol's strict converter against
   the tool's attrs args class (the JSON Schema `tools/list` shows is built from the same
@@ -24,8 +24,8 @@ world: it lists every hosted world's tools and runs them. For each call it
   {code, message, detail}}`.
 
 `ToolCall.ask` sends ops to worlds through the directory as the caller, with the op's
-own role check, its server time charged and its creates counted, so a tool can do nothing
-its caller could not do over the websocket.
+own role check, its server time charged and its creates and joins counted, so a tool can
+do nothing its caller could not do over the websocket.
 
 Stateless, as the field's seed describes its transport: no `Mcp-Session-Id`,
 `initialize` is answered as one SSE frame, `notifications/initialized` gets 202, and long
@@ -79,8 +79,8 @@ CLIENTS = 4096  # clientInfo remembered (per credential), oldest forgotten first
 
 class McpCall:
     """One tool call as a `actors.world.ToolCall`: the caller, its client, and asks (their
-    server time charged to the caller's account, creates held to its budget, as over the
-    websocket: server/budgets.py)."""
+    server time charged to the caller's account, creates and joins held to its budget, as
+    over the websocket: server/budgets.py)."""
 
     def __init__(self, state: ServerState, principal: Principal, anonymous: bool,
                  client: str, origin: str, account: Account | None = None,
@@ -105,17 +105,17 @@ class McpCall:
             raise ValueError("a tool may only speak as the caller or as a keyed name")
         call = Call(op, args, self.caller.role, caller or self.caller.name)
         state = self._state
-        ticket = state.creations.admit(self.account, self.who, call, actor_id)
-        created = True  # unless refused: a call cancelled (its client left) may still create
+        ticket = state.claims.admit(self.account, self.who, call, actor_id)
+        done = True  # unless refused: a call cancelled (its client left) may still be done
         try:
             return await state.directory.ask(actor_id, call,
                                               answer=Charged(state.ledger, self.account))
         except ProtocolError:
-            created = False
+            done = False
             raise
         finally:
             if ticket is not None:
-                ticket.settle(created)
+                ticket.settle(done)
 
     def key(self) -> tuple[str, str]:
         """A fresh key and the caller name it stands for."""

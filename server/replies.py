@@ -26,7 +26,7 @@ from protocol.errors import ErrorCode, ProtocolError
 
 if TYPE_CHECKING:
     from server.budgets import Account, Ledger
-    from server.creations import Ticket
+    from server.claims import Ticket
     from server.session import Session
 
 log = logging.getLogger("petridish.session")
@@ -43,7 +43,7 @@ class RequestAnswer:
     charges what the request cost (its reading, the world's time and the reply's
     encoding) to the session's client, once, with the reply."""
 
-    __slots__ = ("actor_id", "answered", "creating", "deadline", "request_id", "session",
+    __slots__ = ("actor_id", "answered", "claim", "deadline", "request_id", "session",
                  "spent")
 
     def __init__(self, session: Session, request_id: int, actor_id: str) -> None:
@@ -52,7 +52,7 @@ class RequestAnswer:
         self.actor_id = actor_id
         self.answered = False
         self.deadline = 0.0
-        self.creating: Ticket | None = None  # a create's place in its client's budget
+        self.claim: Ticket | None = None  # a create's or join's place in its budget
         self.spent = 0.0  # seconds of server time, charged with the reply
 
     def charge(self, seconds: float) -> None:
@@ -76,16 +76,16 @@ class RequestAnswer:
             self.fail(internal_error())
             return
         self.spent += time.perf_counter() - started
-        if self.creating is not None:
-            self.creating.settle(True)
+        if self.claim is not None:
+            self.claim.settle(True)
         self._deliver(frame)
 
     def fail(self, error: ProtocolError) -> None:
         """Reply with a refusal."""
         if self.answered:
             return
-        if self.creating is not None:
-            self.creating.settle(False)
+        if self.claim is not None:
+            self.claim.settle(False)
         self.session.count_error(error)
         self._deliver(encode_error(self.request_id, error))
 

@@ -537,7 +537,7 @@ class Session:
         try:
             call, to = self._call_of(request)
             answer.actor_id = to
-            answer.creating = self.server.creations.admit(self.account, self.who(), call, to)
+            answer.claim = self.server.claims.admit(self.account, self.who(), call, to)
             self.server.deadlines.watch(answer, now)
             self.server.directory.ref(to).send(call, answer)
         except ProtocolError as error:

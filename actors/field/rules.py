@@ -356,6 +356,7 @@ WORLD = World(
     },
     create="field.start",
     create_role="agent",
+    seat="field.join",
     declared=declared,
     codes=FieldCode,
     seed=seed,

@@ -77,6 +77,7 @@ class ActorKind:
     followable: bool = True  # spectators may subscribe (World.followable)
     # Ops that only read (safe to send again when a reply was lost between processes).
     reads: frozenset[str] = frozenset()
+    seat_op: str | None = None  # the op that seats a new player (World.seat)
 
     @classmethod
     def of(cls, world: World) -> ActorKind:
@@ -86,7 +87,8 @@ class ActorKind:
         create_args = next((s.args for s in world.ops if s.name == world.create), None)
         return cls(world.kind, lambda actor_id, context: host(actor_id, context, world),
                    world.create_role, world.create, create_args, world.declared, world.listed,
-                   world.followable, frozenset(world.reads) - frozenset(host.effects))
+                   world.followable, frozenset(world.reads) - frozenset(host.effects),
+                   world.seat)
 
 
 class Directory:

@@ -50,8 +50,9 @@ def check_world(world: World, host: type[WorldActor]) -> None:
     unknown = set().union(*tables.values()) - world.op_names()
     if unknown:
         raise ValueError(f"{world.kind}: {sorted(unknown)} are not ops of the world")
-    if world.create is not None and world.create not in world.op_names():
-        raise ValueError(f"{world.kind}: the create op {world.create} is not declared")
+    for part, op in (("create", world.create), ("seat", world.seat)):
+        if op is not None and op not in world.op_names():
+            raise ValueError(f"{world.kind}: the {part} op {op} is not declared")
     registered = world_codes()
     for code in world.codes or ():
         if registered.get(code.value) is not world.codes:

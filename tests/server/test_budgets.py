@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 import trio
 
+from protocol.client import Client, RequestError
 from server.budgets import Budgets
+from tests.field_live._live import start
 from tests.server import burn_world
 from tests.server.raw_ws import HandshakeRefused, RawSocket
 from tests.server.ws_harness import error, raw_client, result, running_server
@@ -277,3 +279,48 @@ async def test_creates_per_hour_count_worlds_that_unloaded(tmp_path: Path) -> No
             refused = error(await c.call("counter.create", "counter:a3"))
             assert refused["detail"]["budget"] == "creates_per_hour"
             assert 3590 < refused["detail"]["retry_after"] <= 3600
+
+
+async def test_joins_are_budgeted_per_account_and_a_refused_one_spends_nothing(
+        tmp_path: Path) -> None:
+    """Each join seats an agent on one of a field's hidden tiles, so one account may not
+    take them all: past `joins_per_hour` it is refused before the field sees it (the
+    field is unchanged). A join the field refuses (`no_room`) is not counted; another
+    account joins; the owner joins without a budget."""
+    async with running_server(tmp_path, budgets=Budgets(joins_per_hour=3)) as srv, \
+            Client.connect(srv.ws_url, srv.owner_token) as owner:
+        ann = srv.state.tokens.create("agent", "ann")
+        bob = srv.state.tokens.create("agent", "bob")
+        await start(owner, "full", size=24, seed=1)
+        await start(owner, "open", size=24, seed=2)
+        seats = 0
+        while True:  # the owner takes every seat of `full`, past any budget
+            try:
+                await owner.request("field.join", "field:full", {"name": f"o{seats}"})
+            except RequestError as refused:
+                assert refused.code == "no_room"
+                break
+            seats += 1
+        assert seats > 3
+        async with raw_client(srv, ann) as c, raw_client(srv, ann) as again, \
+                raw_client(srv, bob) as b:
+            for _ in range(4):
+                assert error(await c.call("field.join", "field:full", name="a"))["code"] \
+                    == "no_room"
+            for i in range(3):
+                result(await (c, again)[i % 2].call("field.join", "field:open", name="a"))
+            before = await owner.request("field.observe", "field:open", {"rect": [0, 0, 1, 1]})
+            for conn in (c, again):  # a second connection of the account buys no more
+                refused = error(await conn.call("field.join", "field:open", name="a"))
+                retry = refused["detail"].pop("retry_after")
+                assert refused == {"code": "over_budget",
+                                   "message": "more than 3 joins in an hour",
+                                   "detail": {"budget": "joins_per_hour", "limit": 3}}
+                assert 3590 < retry <= 3600
+            after = await owner.request("field.observe", "field:open", {"rect": [0, 0, 1, 1]})
+            assert (after["revision"], after["agents"]) == (before["revision"],
+                                                             before["agents"])
+            assert len(after["agents"]) == 3
+            result(await b.call("field.join", "field:open", name="b"))
+            result(await c.call("field.observe", "field:open", rect=[0, 0, 1, 1]))
+    assert _hits(srv, "joins_per_hour") == 2

@@ -1,5 +1,5 @@
 """The MCP endpoint holds its callers to the websocket's budgets: refused tokens per
-address, CPU time per account (anonymous callers by address), worlds created; and it
+address, CPU time per account (anonymous callers by address), worlds created, joins; and it
 answers behind a proxy's host name (the SDK's own localhost-only Host check is off; the
 app's origin check stands for it)."""
 
@@ -13,10 +13,12 @@ import trio
 
 from actors.field.actor import FieldActor
 from actors.runtime import Call
+from protocol.client import Client
 from server.budgets import Budgets
+from tests.field_live._live import start
 from tests.server import burn_world
 from tests.server.mcp_harness import rpc, tool
-from tests.server.ws_harness import raw_client, result, running_server
+from tests.server.ws_harness import error, raw_client, result, running_server
 
 INIT = {"protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "t", "version": "1"}}
@@ -64,6 +66,36 @@ async def test_worlds_created_over_mcp_count_against_the_budget(tmp_path: Path) 
             assert refused["error"]["detail"]["budget"] == "live_worlds"
 
 
+async def test_anonymous_joins_over_mcp_are_budgeted_per_address(tmp_path: Path) -> None:
+    """An anonymous MCP caller is a new identity on every call, but its joins count
+    against its address: past `joins_per_hour` `join` is refused before the field sees it,
+    over MCP and over the websocket alike; another address still joins."""
+    elsewhere = httpx.AsyncHTTPTransport(local_address="127.0.0.2")
+    async with running_server(tmp_path, open_mode=True, budgets=Budgets(joins_per_hour=2)
+                              ) as srv, httpx.AsyncClient() as http, \
+            httpx.AsyncClient(transport=elsewhere) as other, \
+            Client.connect(srv.ws_url, srv.owner_token) as owner:
+        await start(owner, "demo", size=24, seed=1)
+        join = {"game_id": "demo", "name": "bot", "model": "m"}
+        agents = [(await tool(http, srv.url, "join", join))["structured"]["agent"]
+                  for _ in range(2)]
+        assert agents[0].partition("~")[0] != agents[1].partition("~")[0]
+        before = await owner.request("field.observe", "field:demo", {"rect": [0, 0, 1, 1]})
+        refused = await tool(http, srv.url, "join", join)
+        assert refused["text"] == "over_budget: more than 2 joins in an hour"
+        retry = refused["error"]["detail"].pop("retry_after")
+        assert refused["error"] == {"code": "over_budget", "message": "more than 2 joins in "
+                                    "an hour", "detail": {"budget": "joins_per_hour",
+                                                          "limit": 2}}
+        assert 3590 < retry <= 3600
+        async with raw_client(srv) as c:  # an anonymous websocket of the address: the same
+            assert error(await c.call("field.join", "field:demo", name="ws"))["detail"][
+                "budget"] == "joins_per_hour"
+        after = await owner.request("field.observe", "field:demo", {"rect": [0, 0, 1, 1]})
+        assert (after["revision"], after["agents"]) == (before["revision"], before["agents"])
+        assert (await tool(other, srv.url, "join", join))["ok"]
+
+
 async def test_a_create_whose_caller_left_is_still_counted(tmp_path: Path,
                                                            monkeypatch) -> None:
     """A caller that hangs up while its create is made (here a field.start slowed on
@@ -86,10 +118,10 @@ async def test_a_create_whose_caller_left_is_still_counted(tmp_path: Path,
             nursery.cancel_scope.cancel()
         account = srv.state.ledger.accounts["ann"]
         with trio.fail_after(10):
-            while account.pending or not (made := {
+            while account.creates.pending or not (made := {
                     s.actor_id for s in srv.state.directory.live() if s.kind == "field"}):
                 await trio.sleep(0.05)
-        assert (account.created, len(account.creations)) == (made, 1)
+        assert (account.created, len(account.creates.times)) == (made, 1)
 
 
 async def test_mcp_answers_behind_a_proxy_host_name(tmp_path: Path) -> None:
