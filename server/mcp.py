@@ -5,14 +5,18 @@ The seam: a world declares its MCP tools and prompts in its own package (e.g.
 `World.prompts`; the shapes are `actors.world.Tool` and `Prompt`). This module knows no
 world: it lists every hosted world's tools and runs them. For each call it
 
-- names the caller: a bearer token in `Authorization` is checked like a websocket hello
-  (its name and role); without one the caller is an agent on an open server and a
-  spectator otherwise, under a name of its own for that call (`mcp~<random>`), so no two
-  anonymous callers share an identity. A tool hands an anonymous caller a key
-  (`ToolCall.key`) to be itself again later (the field puts it in the agent id);
+- names the caller, once per request, before the SDK reads it (server/mcp_door.py): a
+  bearer token in `Authorization` is checked like a websocket hello (its name and role);
+  without one the caller is an agent on an open server and a spectator otherwise, under
+  a name of its own for that call (`mcp~<random>`), so no two anonymous callers share an
+  identity. A tool hands an anonymous caller a key (`ToolCall.key`) to be itself again
+  later (the field puts it in the agent id);
 - holds it to the budgets a websocket client of the same account has (server/budgets.py:
-  refused tokens per address, CPU time per account, worlds created, players seated), and
-  the app refuses untrusted origins before this module sees a request;
+  refused tokens per address, CPU time per account, worlds created, players seated):
+  every request, not only a tool call, is refused HTTP 429 unread when its account's CPU
+  time is spent, and is charged what serving it cost (the SDK's work and the tool's own,
+  as a websocket frame's reading is). The app refuses untrusted origins before this
+  module sees a request;
 - checks the tool's role, that no argument's text holds NUL or a lone surrogate (as a
   websocket frame's), then the arguments with the protocol's strict converter against
   the tool's attrs args class (the JSON Schema `tools/list` shows is built from the same
@@ -46,7 +50,6 @@ from hashlib import sha256
 from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
-import trio
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
@@ -61,8 +64,8 @@ from protocol.errors import ErrorCode, ProtocolError
 from protocol.jsontext import bad_text_path
 from protocol.roles import role_at_least
 from protocol.schema import class_schema
-from server.auth import Principal
-from server.budgets import Account, address_key
+from server.mcp_door import KEYED, Door, Visit
+from server.metering import current, unmetered
 from server.replies import Charged
 
 if TYPE_CHECKING:
@@ -73,7 +76,6 @@ if TYPE_CHECKING:
 KEEPALIVE = 10  # seconds between SSE keepalive comments on a long call
 log = logging.getLogger("petridish.mcp")
 ROOT = "arguments"  # the converter's root path, dropped from MCP refusals
-KEYED = "mcp~"  # prefix of the caller names keys stand for
 CLIENTS = 4096  # clientInfo remembered (per credential), oldest forgotten first
 
 
@@ -82,16 +84,14 @@ class McpCall:
     server time charged to the caller's account, creates and joins held to its budget, as
     over the websocket: server/budgets.py)."""
 
-    def __init__(self, state: ServerState, principal: Principal, anonymous: bool,
-                 client: str, origin: str, account: Account | None = None,
-                 who: str = "") -> None:
+    def __init__(self, state: ServerState, visit: Visit, client: str, origin: str) -> None:
         self._state = state
-        self.caller = Caller(principal.name, principal.role)
-        self.anonymous = anonymous
+        self.caller = Caller(visit.principal.name, visit.principal.role)
+        self.anonymous = visit.anonymous
         self.client = client
         self.origin = origin
-        self.account = account  # what this caller spends (None: the owner spends nothing)
-        self.who = who  # the caller as budgets and logs name it
+        self.account = visit.account  # what this caller spends (None: the owner)
+        self.who = visit.who
         self.t = state.directory.clock()
 
     async def ask(self, actor_id: str, op: str, args: Any, *, caller: str | None = None) -> Any:
@@ -108,8 +108,9 @@ class McpCall:
         ticket = state.claims.admit(self.account, self.who, call, actor_id)
         done = True  # unless refused: a call cancelled (its client left) may still be done
         try:
-            return await state.directory.ask(actor_id, call,
-                                              answer=Charged(state.ledger, self.account))
+            with unmetered():  # the world's time is charged by Charged, once
+                return await state.directory.ask(actor_id, call,
+                                                  answer=Charged(state.ledger, self.account))
         except ProtocolError:
             done = False
             raise
@@ -192,24 +193,6 @@ class McpHost:
 
     # ---- who calls -----------------------------------------------------------------------
 
-    def address(self, request: Request | None) -> str:
-        """The budget key of the request's client (through trusted proxies)."""
-        if request is None or request.client is None:
-            return ""
-        return address_key(self.state.proxies.client_host(
-            request.client.host, request.headers.get("x-forwarded-for")))
-
-    def principal(self, request: Request | None) -> tuple[Principal, bool]:
-        """The caller of a request (ProtocolError `unauthorized` for a bad token, and
-        `over_budget` once its address's refused tokens are spent, as a hello's)."""
-        headers = request.headers if request is not None else {}
-        auth = headers.get("authorization", "")
-        if auth.lower().startswith("bearer "):
-            return self.state.check_token(auth[7:].strip(), self.address(request),
-                                          "an MCP call"), False
-        role = "agent" if self.state.config.open_mode else "spectator"
-        return Principal(role, f"{KEYED}anonymous-{secrets.token_hex(8)}"), True
-
     def _client_key(self, request: Request | None) -> str:
         if request is None:
             return ""
@@ -258,10 +241,6 @@ class McpHost:
                 raise ProtocolError(ErrorCode.FORBIDDEN, f"{tool.name} needs the {tool.role} "
                                     f"role; this caller is {call.caller.role}",
                                     {"role": call.caller.role, "required": tool.role})
-            refusal = self.state.ledger.may_compute(call.account, trio.current_time())
-            if refusal is not None:
-                self.state.budget_hit(refusal, call.who)
-                raise refusal
             arguments = params.arguments or {}
             # As a websocket frame's: no text may carry NUL or a lone surrogate.
             if (where := bad_text_path(arguments, ROOT)) is not None:
@@ -280,15 +259,14 @@ class McpHost:
         return _answer(result)
 
     def _call(self, request: Request | None) -> McpCall:
-        principal, anonymous = self.principal(request)
+        """The call of the request's caller, as the door named it (its token's refusal, if
+        the token was refused)."""
+        visit = current()
+        assert isinstance(visit, Visit), "an MCP handler runs inside the door's visit"
+        if visit.refusal is not None:
+            raise visit.refusal
         origin = str(request.base_url).rstrip("/") if request is not None else ""
-        address = self.address(request)
-        who = address if anonymous and principal.role != "owner" else principal.name
-        account = self.state.ledger.client_account(None if anonymous else principal.name,
-                                                   address, principal.role,
-                                                   trio.current_time())
-        return McpCall(self.state, principal, anonymous, self.client_of(request), origin,
-                       account, who)
+        return McpCall(self.state, visit, self.client_of(request), origin)
 
     async def list_prompts(self, _ctx: Any, _params: Any) -> types.ListPromptsResult:
         """Every world's prompts."""
@@ -356,6 +334,6 @@ def build(state: ServerState) -> tuple[Route, Callable[[], Any]]:
     # A Route, not a Mount: a Mount answers POST /mcp with a redirect to /mcp/. POST only:
     # stateless, there is no session to stream to or end, and a GET's stream would hold its
     # connection open for good, sending nothing but keepalives.
-    return Route("/mcp", StreamableHTTPASGIApp(manager), methods=["POST"]), running
+    return Route("/mcp", Door(state, StreamableHTTPASGIApp(manager)), methods=["POST"]), running
 
 

@@ -5,19 +5,25 @@ app's origin check stands for it)."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 import trio
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 from actors.field.actor import FieldActor
 from actors.runtime import Call
 from protocol.client import Client
+from server import metering
 from server.budgets import Budgets
 from tests.field_live._live import start
 from tests.server import burn_world
-from tests.server.mcp_harness import rpc, tool
+from tests.server.mcp_harness import HEADERS, rpc, tool
 from tests.server.ws_harness import error, raw_client, result, running_server
 
 INIT = {"protocolVersion": "2025-06-18", "capabilities": {},
@@ -36,20 +42,60 @@ async def test_refused_tokens_are_budgeted_per_address(tmp_path: Path) -> None:
             assert (await c.recv())["error"]["detail"]["budget"] == "hello_failures"
 
 
-async def test_cpu_time_over_mcp_is_charged_to_the_callers_account(tmp_path: Path) -> None:
-    budgets = Budgets(cpu_rate=1e-6, cpu_burst_anonymous=1e-6, cpu_rate_agent=1.0)
-    async with running_server(tmp_path, budgets=budgets, **burn_world.settings()) as srv, \
-            httpx.AsyncClient() as http, raw_client(srv, srv.owner_token) as owner:
-        assert (await tool(http, srv.url, "list_games", {}))["ok"]  # alone: served
+async def test_every_mcp_request_is_held_to_its_callers_cpu_budget(tmp_path: Path) -> None:
+    """The SDK's own work (reading, validating and answering a request: here `tools/list`,
+    which asks no world) is charged to the caller's account, and an account spent while
+    others use the server is refused at the door, 429, its request unread: one address
+    flooding `/mcp` took all the server's time, charged to nobody."""
+    budgets = Budgets(cpu_rate_agent=1e-6, cpu_burst=1e-6)  # an open server: agents
+    async with running_server(tmp_path, budgets=budgets, open_mode=True,
+                              **burn_world.settings()) as srv, httpx.AsyncClient() as http, \
+            raw_client(srv, srv.owner_token) as owner:
+        ledger = srv.state.ledger
+
+        def others() -> float:
+            """Server time per second of all but this address."""
+            now = trio.current_time()
+            mine = ledger.accounts.get("address:127.0.0.1")
+            return ledger.load.read(now) - (mine.recent.read(now) if mine else 0.0)
+
+        with trio.fail_after(20):
+            while others() >= budgets.cpu_contended:  # the set-up's time decays away
+                await trio.sleep(0.1)
+        status, listed = await rpc(http, srv.url, "tools/list", {})  # alone: served
+        assert status == 200 and listed is not None and listed["result"]["tools"]
+        account = ledger.accounts["address:127.0.0.1"]
+        assert account.cpu.level < 0 < account.recent.read(trio.current_time())  # charged
         result(await owner.call("burn.spin", "burn:x", ms=20))  # someone else is busy
-        refused = await tool(http, srv.url, "list_games", {})
-        assert refused["error"]["code"] == "over_budget", refused
-        assert refused["error"]["detail"]["budget"] == "cpu"
+        start = {"name": "start_mosaic", "arguments": {"kind": "scatter", "size": 10}}
+        refused = [await http.post(f"{srv.url}/mcp", headers=HEADERS, json={
+            "jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+            for method, params in (("tools/list", {}), ("tools/call", start))]
+        for r in refused:
+            assert r.status_code == 429, r.text
+            error = r.json()["error"]
+            assert r.json()["id"] is None and error["code"] == -32600
+            detail = error["data"]["detail"]
+            assert detail["budget"] == "cpu" and detail["limit"] == 1e-6
+            assert error["message"] == f"over_budget: {error['data']['message']}" == (
+                "over_budget: this client used more than 1e-06 s of server time per second "
+                "while others wait; slow down")
+            assert r.headers["retry-after"] == str(math.ceil(detail["retry_after"]))
+        # refused unread: no world made, no create counted; the hits counted and kept
+        assert not [s for s in srv.state.directory.live() if s.kind == "field"]
+        assert not account.creations and not account.created and not account.pending
+        assert ledger.hits[("cpu", "127.0.0.1")].count == 2
+        assert srv.state.metrics.budget_hits.labels("cpu").value == 2
         # an anonymous websocket caller from the same address shares that account
         async with raw_client(srv) as c:
             assert (await c.call("lobby.list"))["error"]["detail"]["budget"] == "cpu"
-        token = srv.state.tokens.create("agent", "ann")  # a token has its own account
-        assert (await tool(http, srv.url, "list_games", {}, token=token))["ok"]
+        # another address has its own account, and the owner spends none: both served
+        other = httpx.AsyncHTTPTransport(local_address="127.0.0.2")
+        async with httpx.AsyncClient(transport=other) as elsewhere:
+            assert (await tool(elsewhere, srv.url, "start_mosaic", start["arguments"]))["ok"]
+        for _ in range(3):
+            assert (await tool(http, srv.url, "list_games", {}, srv.owner_token))["ok"]
+        assert "address:127.0.0.2" in ledger.accounts
 
 
 async def test_worlds_created_over_mcp_count_against_the_budget(tmp_path: Path) -> None:
@@ -94,6 +140,43 @@ async def test_anonymous_joins_over_mcp_are_budgeted_per_address(tmp_path: Path)
         after = await owner.request("field.observe", "field:demo", {"rect": [0, 0, 1, 1]})
         assert (after["revision"], after["agents"]) == (before["revision"], before["agents"])
         assert (await tool(other, srv.url, "join", join))["ok"]
+
+
+async def test_the_sdk_client_reads_a_refusal_at_the_door(tmp_path: Path) -> None:
+    """The 429's body is a JSON-RPC error the MCP SDK's client raises with its data."""
+    budgets = Budgets(cpu_rate=1e-6, cpu_burst_anonymous=1e-6)
+    async with running_server(tmp_path, budgets=budgets, **burn_world.settings()) as srv, \
+            raw_client(srv, srv.owner_token) as owner, \
+            streamable_http_client(f"{srv.url}/mcp") as (read, write, *_), \
+            ClientSession(read, write) as session:
+        await session.initialize()  # charged: the account is in debt
+        result(await owner.call("burn.spin", "burn:x", ms=20))  # someone else is busy
+        with pytest.raises(MCPError) as refused:
+            await session.list_tools()
+    assert refused.value.error.code == -32600
+    assert refused.value.error.message.startswith("over_budget: this client used more")
+    assert refused.value.error.data["detail"]["budget"] == "cpu"
+
+
+async def test_a_world_an_mcp_call_starts_runs_outside_the_calls_tab(tmp_path: Path) -> None:
+    """A world's time is charged by the asks it answers (replies.Charged); an actor that a
+    tool call started must not inherit the call's tab (server/metering.py), or its steps
+    would be charged to the call a second time while it ran."""
+
+    def tabbed() -> list[str]:
+        tasks, nurseries = [], list(trio.lowlevel.current_root_task().child_nurseries)
+        while nurseries:
+            for task in nurseries.pop().child_tasks:
+                tasks.append(task)
+                nurseries.extend(task.child_nurseries)
+        return [t.name for t in tasks if metering.tab_of(t) is not None]
+
+    async with running_server(tmp_path, open_mode=True) as srv, httpx.AsyncClient() as http:
+        started = await tool(http, srv.url, "start_mosaic", {"kind": "scatter", "size": 10})
+        assert started["ok"], started
+        with trio.fail_after(5):  # the call's own tasks end soon after its answer
+            while tabbed():
+                await trio.sleep(0.05)
 
 
 async def test_a_create_whose_caller_left_is_still_counted(tmp_path: Path,

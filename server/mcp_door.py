@@ -1,0 +1,123 @@
+"""The door of `/mcp` (server/mcp.py): who sends each request, and its CPU budget.
+
+Before the MCP SDK reads a request, `Door` names its caller once (`Visit`): a bearer
+token in `Authorization` is checked as a websocket hello's (its address's refused tokens
+budgeted alike); without one, or with one refused, the caller is anonymous, an agent on
+an open server and a spectator otherwise, under a fresh name (`mcp~anonymous-<random>`),
+and spends its address's account. A token refused is kept as the visit's refusal, for the
+handler to answer (a tool error, a prompt's invalid-params error): checked once, it
+counts once against `hello_failures`.
+
+Then the caller's account is held to its CPU time (`Ledger.may_compute`, as a websocket
+frame's): a spent one is refused unread, nothing changed, HTTP 429 with `Retry-After`
+(whole seconds) and a JSON-RPC error without an id (as the SDK's own HTTP-level
+refusals): code -32600, message `over_budget: ...` and the refusal as data, `{code,
+message, detail}`, `detail.retry_after` to the millisecond. What serving a request cost
+on the trio thread (naming it, the SDK's reading, validation and answer, a tool's own
+work, in whichever task: server/metering.py) is charged to the account before the last
+of its answer goes out; the worlds' time is charged by the asks (`replies.Charged`).
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+from time import perf_counter
+from typing import TYPE_CHECKING
+
+import mcp_types as types
+import trio
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from protocol.errors import ProtocolError
+from server.auth import Principal
+from server.budgets import Account, address_key
+from server.metering import Tab, metered, settle
+
+if TYPE_CHECKING:
+    from server.app import ServerState
+
+KEYED = "mcp~"  # prefix of the names of callers without a token (and of the keyed ones)
+
+
+class Visit(Tab):
+    """One request's caller, named once at the door: its principal (an anonymous one when
+    its token was refused, with `refusal`), the account it spends (None: the owner spends
+    nothing), its name in budgets and logs; and what serving it cost."""
+
+    __slots__ = ("account", "anonymous", "principal", "refusal", "who")
+
+    def __init__(self, principal: Principal, anonymous: bool, address: str,
+                 account: Account | None, refusal: ProtocolError | None = None) -> None:
+        super().__init__()
+        self.principal = principal
+        self.anonymous = anonymous
+        self.account = account
+        self.refusal = refusal
+        self.who = address if anonymous else principal.name
+
+
+def visit(state: ServerState, request: Request) -> Visit:
+    """The caller of `request` and the account it spends (see the module doc)."""
+    address = "" if request.client is None else address_key(state.proxies.client_host(
+        request.client.host, request.headers.get("x-forwarded-for")))
+    now = trio.current_time()
+    auth = request.headers.get("authorization", "")
+    refusal = None
+    if auth.lower().startswith("bearer "):
+        try:
+            principal = state.check_token(auth[7:].strip(), address, "an MCP call")
+        except ProtocolError as error:
+            refusal = error.with_traceback(None)  # kept: no frame of this call with it
+        else:
+            return Visit(principal, False, address, state.ledger.client_account(
+                principal.name, address, principal.role, now))
+    role = "agent" if state.config.open_mode else "spectator"
+    return Visit(Principal(role, f"{KEYED}anonymous-{secrets.token_hex(8)}"), True, address,
+                 state.ledger.client_account(None, address, role, now), refusal)
+
+
+class Door:
+    """The ASGI app of `/mcp` in front of the SDK's `app` (see the module doc)."""
+
+    def __init__(self, state: ServerState, app: ASGIApp) -> None:
+        self.state = state
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve one request, or refuse it 429."""
+        ledger, started = self.state.ledger, perf_counter()
+        caller = visit(self.state, Request(scope))
+        caller.spent = perf_counter() - started  # checking its token is its cost too
+        paid = 0.0
+
+        def pay() -> None:
+            nonlocal paid
+            settle()
+            ledger.charge(caller.account, caller.spent - paid, trio.current_time())
+            paid = caller.spent
+
+        async def send_paid(message: Message) -> None:
+            if message["type"] == "http.response.body" and not message.get("more_body"):
+                pay()  # before the client has its answer: its next request sees the charge
+            await send(message)
+
+        with metered(caller):
+            try:
+                refusal = ledger.may_compute(caller.account, trio.current_time())
+                if refusal is None:
+                    await self.app(scope, receive, send_paid)
+                else:
+                    self.state.budget_hit(refusal, caller.who)
+                    await _over_budget(refusal)(scope, receive, send_paid)
+            finally:
+                pay()  # the rest (an answer cut short, the transport's ending)
+
+
+def _over_budget(refusal: ProtocolError) -> JSONResponse:
+    return JSONResponse({"jsonrpc": "2.0", "id": None, "error": {
+        "code": types.INVALID_REQUEST, "message": f"{refusal.code.value}: {refusal.message}",
+        "data": refusal.to_wire()}}, status_code=429,
+        headers={"Retry-After": str(math.ceil(refusal.detail["retry_after"]))})
