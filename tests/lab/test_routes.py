@@ -8,7 +8,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-import trio
 
 from protocol.client import Client
 from server.auth import TokenStore
@@ -17,7 +16,7 @@ from server.headers import csp_text, page_policy
 from server.lab_routes import MAX_BODY, ROUTES
 from tests.lab.live import born, new_lab
 from tests.server.test_headers import directives
-from tests.server.ws_harness import running_server
+from tests.server.ws_harness import others_load, running_server, until_others_rest
 
 MINUTE = 60_000
 
@@ -185,27 +184,18 @@ async def test_a_route_s_server_time_is_charged_as_a_websocket_request_s(
         lab = await new_lab(owner, "cpu")
         a, = await born(owner, lab, 1)
         ledger = srv.state.ledger
-
-        def others() -> float:
-            """Server time per second of all but the anonymous caller."""
-            now = trio.current_time()
-            mine = ledger.accounts.get("address:127.0.0.1")
-            return ledger.load.read(now) - (mine.recent.read(now) if mine else 0.0)
-
-        with trio.fail_after(20):
-            while others() >= budgets.cpu_contended:  # the set-up's time decays away
-                await trio.sleep(0.1)
+        await until_others_rest(srv)
         seen = {"id": a, "client_key": "k", "ok": True}
         for _ in range(2):  # alone: served (refused by the lab's state, which costs time)
             assert (await http.post("/api/pub/seen?lab=cpu", json=seen)).status_code == 409
         assert ledger.accounts["address:127.0.0.1"].cpu.level < 0  # charged: in debt
         auth = {"Authorization": f"Bearer {srv.owner_token}"}
         for _ in range(100):
-            if others() >= budgets.cpu_contended:
+            if others_load(srv) >= budgets.cpu_contended:
                 break
             assert (await http.post("/api/ok?lab=cpu", json={"id": a}, headers=auth)
                     ).status_code == 200
-        assert others() >= budgets.cpu_contended, "the owner's routes were not charged"
+        assert others_load(srv) >= budgets.cpu_contended, "the owner's routes were not charged"
         over = await http.post("/api/pub/seen?lab=cpu", json=seen)
         assert over.status_code == 429
         assert over.json()["error"]["code"] == "over_budget"

@@ -82,6 +82,14 @@ class Proxy:
             scope.cancel()
         self._flowing.set()
 
+    def cut_in(self, nursery: trio.Nursery, seconds: float) -> None:
+        """`cut` after `seconds`."""
+        async def cut_later() -> None:
+            await trio.sleep(seconds)
+            self.cut()
+
+        nursery.start_soon(cut_later)
+
 
 async def _next(sub: Subscription) -> Push:
     with trio.fail_after(10):
@@ -191,12 +199,7 @@ async def test_a_reply_lost_with_the_socket_raises_connection_lost(
     async with Client.connect(url, token=server.owner_token) as c:
         await c.request("lobby.create", args={"kind": "counter", "name": "lost"})
         proxy.hold()
-
-        async def cut_soon() -> None:
-            await trio.sleep(0.3)
-            proxy.cut()
-
-        nursery.start_soon(cut_soon)
+        proxy.cut_in(nursery, 0.3)
         with pytest.raises(ConnectionLost, match=r"^the connection closed before counter.add #\d+ "
                                                  r"was answered$"):
             await c.request("counter.add", to="counter:lost", args={"amount": 9},
@@ -219,12 +222,7 @@ async def test_a_subscribe_whose_answer_is_lost_is_made_again_on_the_reconnect(
         await writer.request("lobby.create", args={"kind": "counter", "name": "s"})
         await writer.request("counter.add", to="counter:s", args={"amount": 4})
         proxy.hold()
-
-        async def cut_soon() -> None:
-            await trio.sleep(0.3)
-            proxy.cut()
-
-        nursery.start_soon(cut_soon)
+        proxy.cut_in(nursery, 0.3)
         async with reader.subscribe("counter:s") as sub:
             first = await _next(sub)
             assert (first.kind, first.rev, first.data["total"]) == ("snapshot", 2, 4)

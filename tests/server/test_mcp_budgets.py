@@ -24,7 +24,13 @@ from server.budgets import Budgets
 from tests.field_live._live import start
 from tests.server import burn_world
 from tests.server.mcp_harness import HEADERS, rpc, tool
-from tests.server.ws_harness import error, raw_client, result, running_server
+from tests.server.ws_harness import (
+    error,
+    raw_client,
+    result,
+    running_server,
+    until_others_rest,
+)
 
 INIT = {"protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "t", "version": "1"}}
@@ -52,16 +58,7 @@ async def test_every_mcp_request_is_held_to_its_callers_cpu_budget(tmp_path: Pat
                               **burn_world.settings()) as srv, httpx.AsyncClient() as http, \
             raw_client(srv, srv.owner_token) as owner:
         ledger = srv.state.ledger
-
-        def others() -> float:
-            """Server time per second of all but this address."""
-            now = trio.current_time()
-            mine = ledger.accounts.get("address:127.0.0.1")
-            return ledger.load.read(now) - (mine.recent.read(now) if mine else 0.0)
-
-        with trio.fail_after(20):
-            while others() >= budgets.cpu_contended:  # the set-up's time decays away
-                await trio.sleep(0.1)
+        await until_others_rest(srv)
         status, listed = await rpc(http, srv.url, "tools/list", {})  # alone: served
         assert status == 200 and listed is not None and listed["result"]["tools"]
         account = ledger.accounts["address:127.0.0.1"]
@@ -83,7 +80,7 @@ async def test_every_mcp_request_is_held_to_its_callers_cpu_budget(tmp_path: Pat
             assert r.headers["retry-after"] == str(math.ceil(detail["retry_after"]))
         # refused unread: no world made, no create counted; the hits counted and kept
         assert not [s for s in srv.state.directory.live() if s.kind == "field"]
-        assert not account.creations and not account.created and not account.pending
+        assert not account.creates.count(trio.current_time()) and not account.created
         assert ledger.hits[("cpu", "127.0.0.1")].count == 2
         assert srv.state.metrics.budget_hits.labels("cpu").value == 2
         # an anonymous websocket caller from the same address shares that account

@@ -90,3 +90,18 @@ def error(reply: dict[str, Any]) -> dict[str, Any]:
     """The error of a refused reply."""
     assert not reply["ok"], reply
     return reply["error"]
+
+
+def others_load(running: Running, account: str = "address:127.0.0.1") -> float:
+    """Server time per second lately of every account but `account` (the ledger's view of
+    whether the server is contended, `Budgets.cpu_contended`)."""
+    ledger, now = running.state.ledger, trio.current_time()
+    mine = ledger.accounts.get(account)
+    return ledger.load.read(now) - (mine.recent.read(now) if mine else 0.0)
+
+
+async def until_others_rest(running: Running, account: str = "address:127.0.0.1") -> None:
+    """Wait until the others' load (the set-up's time) has decayed below contention."""
+    with trio.fail_after(20):
+        while others_load(running, account) >= running.state.config.budgets.cpu_contended:
+            await trio.sleep(0.1)
