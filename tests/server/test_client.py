@@ -4,7 +4,7 @@ reconnect with resume (through a TCP proxy the test can cut), and /metrics after
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import suppress
+from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 
 import httpx
@@ -91,6 +91,25 @@ class Proxy:
         nursery.start_soon(cut_later)
 
 
+@pytest.fixture
+async def proxy(server: Running, nursery: trio.Nursery) -> Proxy:
+    """A cuttable relay to the server."""
+    relay = Proxy(server.port)
+    await nursery.start(relay.run)
+    return relay
+
+
+@asynccontextmanager
+async def _writer_and_reader(server: Running, proxy: Proxy, world: str
+                             ) -> AsyncIterator[tuple[Client, Client]]:
+    """The owner's client, which has created the counter `world`, and an anonymous client
+    through the proxy."""
+    async with Client.connect(server.ws_url, token=server.owner_token) as writer, \
+            Client.connect(f"ws://127.0.0.1:{proxy.port}/ws") as reader:
+        await writer.request("lobby.create", args={"kind": "counter", "name": world})
+        yield writer, reader
+
+
 async def _next(sub: Subscription) -> Push:
     with trio.fail_after(10):
         return await sub.__anext__()
@@ -157,12 +176,8 @@ async def test_requests_beyond_the_bucket_wait_instead_of_being_refused(
 
 
 async def test_reconnect_resumes_with_exactly_the_missed_events(
-        server: Running, nursery: trio.Nursery) -> None:
-    proxy = Proxy(server.port)
-    await nursery.start(proxy.run)
-    async with Client.connect(server.ws_url, token=server.owner_token) as writer, \
-            Client.connect(f"ws://127.0.0.1:{proxy.port}/ws") as reader:
-        await writer.request("lobby.create", args={"kind": "counter", "name": "r"})
+        server: Running, proxy: Proxy) -> None:
+    async with _writer_and_reader(server, proxy, "r") as (writer, reader):
         async with reader.subscribe("counter:r") as sub:
             assert sub.result == {"topic": "counter:r", "rev": 1}
             assert (await _next(sub)).kind == "snapshot"
@@ -192,9 +207,7 @@ async def test_reconnect_resumes_with_exactly_the_missed_events(
 
 
 async def test_a_reply_lost_with_the_socket_raises_connection_lost(
-        server: Running, nursery: trio.Nursery) -> None:
-    proxy = Proxy(server.port)
-    await nursery.start(proxy.run)
+        server: Running, proxy: Proxy, nursery: trio.Nursery) -> None:
     url = f"ws://127.0.0.1:{proxy.port}/ws"
     async with Client.connect(url, token=server.owner_token) as c:
         await c.request("lobby.create", args={"kind": "counter", "name": "lost"})
@@ -213,13 +226,9 @@ async def test_a_reply_lost_with_the_socket_raises_connection_lost(
 
 
 async def test_a_subscribe_whose_answer_is_lost_is_made_again_on_the_reconnect(
-        server: Running, nursery: trio.Nursery) -> None:
+        server: Running, proxy: Proxy, nursery: trio.Nursery) -> None:
     """As a request is retried: the subscription stays and the reconnect subscribes it."""
-    proxy = Proxy(server.port)
-    await nursery.start(proxy.run)
-    async with Client.connect(server.ws_url, token=server.owner_token) as writer, \
-            Client.connect(f"ws://127.0.0.1:{proxy.port}/ws") as reader:
-        await writer.request("lobby.create", args={"kind": "counter", "name": "s"})
+    async with _writer_and_reader(server, proxy, "s") as (writer, reader):
         await writer.request("counter.add", to="counter:s", args={"amount": 4})
         proxy.hold()
         proxy.cut_in(nursery, 0.3)
@@ -233,10 +242,7 @@ async def test_a_subscribe_whose_answer_is_lost_is_made_again_on_the_reconnect(
             assert (after.kind, after.rev) == ("events", 3)
 
 
-async def test_without_reconnect_a_drop_closes_the_client(
-        server: Running, nursery: trio.Nursery) -> None:
-    proxy = Proxy(server.port)
-    await nursery.start(proxy.run)
+async def test_without_reconnect_a_drop_closes_the_client(proxy: Proxy) -> None:
     async with Client.connect(f"ws://127.0.0.1:{proxy.port}/ws", reconnect=False) as c:
         assert (await c.request("lobby.list"))["worlds"] == []
         proxy.cut()
