@@ -177,33 +177,33 @@ async def test_requests_beyond_the_bucket_wait_instead_of_being_refused(
 
 async def test_reconnect_resumes_with_exactly_the_missed_events(
         server: Running, proxy: Proxy) -> None:
-    async with _writer_and_reader(server, proxy, "r") as (writer, reader):
-        async with reader.subscribe("counter:r") as sub:
-            assert sub.result == {"topic": "counter:r", "rev": 1}
-            assert (await _next(sub)).kind == "snapshot"
-            for amount in (1, 2):
-                await writer.request("counter.add", to="counter:r", args={"amount": amount})
-            seen = [await _next(sub), await _next(sub)]
-            assert [(p.kind, p.rev) for p in seen] == [("events", 2), ("events", 3)]
+    async with _writer_and_reader(server, proxy, "r") as (writer, reader), \
+            reader.subscribe("counter:r") as sub:
+        assert sub.result == {"topic": "counter:r", "rev": 1}
+        assert (await _next(sub)).kind == "snapshot"
+        for amount in (1, 2):
+            await writer.request("counter.add", to="counter:r", args={"amount": amount})
+        seen = [await _next(sub), await _next(sub)]
+        assert [(p.kind, p.rev) for p in seen] == [("events", 2), ("events", 3)]
 
-            proxy.cut()
-            # Events happen while the reader is away.
-            for amount in (3, 4, 5, 6):
-                await writer.request("counter.add", to="counter:r", args={"amount": amount})
-            missed = []
-            while sum(len(p.data) for p in missed) < 4:
-                missed.append(await _next(sub))
-            assert all(p.kind == "events" for p in missed)
-            assert [e["amount"] for p in missed for e in p.data] == [3, 4, 5, 6]
-            assert missed[-1].rev == 7
-            assert reader.connections == 2 and proxy.accepted == 2
-            # Live pushes continue on the new socket, once each.
-            await writer.request("counter.add", to="counter:r", args={"amount": 7})
-            after = await _next(sub)
-            assert (after.rev, [e["amount"] for e in after.data]) == (8, [7])
-            with trio.move_on_after(0.3):
-                extra = await sub.__anext__()
-                pytest.fail(f"an event arrived twice: {extra}")
+        proxy.cut()
+        # Events happen while the reader is away.
+        for amount in (3, 4, 5, 6):
+            await writer.request("counter.add", to="counter:r", args={"amount": amount})
+        missed = []
+        while sum(len(p.data) for p in missed) < 4:
+            missed.append(await _next(sub))
+        assert all(p.kind == "events" for p in missed)
+        assert [e["amount"] for p in missed for e in p.data] == [3, 4, 5, 6]
+        assert missed[-1].rev == 7
+        assert reader.connections == 2 and proxy.accepted == 2
+        # Live pushes continue on the new socket, once each.
+        await writer.request("counter.add", to="counter:r", args={"amount": 7})
+        after = await _next(sub)
+        assert (after.rev, [e["amount"] for e in after.data]) == (8, [7])
+        with trio.move_on_after(0.3):
+            extra = await sub.__anext__()
+            pytest.fail(f"an event arrived twice: {extra}")
 
 
 async def test_a_reply_lost_with_the_socket_raises_connection_lost(
