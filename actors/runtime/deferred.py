@@ -1,5 +1,6 @@
 """What an actor's message hands back besides its answer: a `Deferred` answer slot (an
-ask answered from a later message) and the CPU time a message cost its sender."""
+ask answered from a later message) and the CPU time a message cost its sender (its
+handling, or loading the world it named: actors/runtime/directory.py)."""
 
 from __future__ import annotations
 
@@ -33,10 +34,15 @@ class Deferred:
 
 
 def charge_sender(item: Ask, seconds: float) -> None:
-    """Tell the sender what its message cost: an answer (or a subscriber's queue) with a
-    `charge(seconds)` method hears the time the handler took, waits included (the
-    server charges it to the caller's CPU budget)."""
-    target = item.message.queue if isinstance(item.message, SubscribeMsg) else item.pending
-    charge = getattr(target, "charge", None)
-    if charge is not None:
-        charge(seconds)
+    """Tell the sender what its message cost: the time the handler took, waits included."""
+    charge(item.message.queue if isinstance(item.message, SubscribeMsg) else item.pending,
+           seconds)
+
+
+def charge(target: Any, seconds: float) -> None:
+    """Tell the caller behind `target` what serving it cost: an answer (or a subscriber's
+    queue) with a `charge(seconds)` method hears it (the server charges it to the
+    caller's CPU budget); any other target is charged nothing."""
+    method = getattr(target, "charge", None)
+    if method is not None:
+        method(seconds)

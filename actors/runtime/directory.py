@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -39,6 +40,7 @@ from actors.runtime.context import (
     RuntimeObserver,
     wall_clock_ms,
 )
+from actors.runtime.deferred import charge
 from actors.runtime.host import WorldActor, check_world
 from actors.runtime.mailbox import ActorStopped, Answer, Call, Pending, wait_answer
 from actors.runtime.placement import REDELIVERIES, Placement, Rerouting
@@ -155,17 +157,24 @@ class Directory:
                                 "process", {"actor": actor_id})
         return await self._load(actor_id)
 
-    async def _load(self, actor_id: str) -> Actor:
-        """The live actor, started here from the store (its lease held, in a cluster)."""
+    async def _load(self, actor_id: str, payer: Any = None) -> Actor:
+        """The live actor, started here from the store (its lease held, in a cluster).
+        What looking it up and loading it cost (reading its stream and folding it: a long
+        history costs much) is charged to `payer`, the answer or subscriber queue of the
+        message that named it; a message that found it live or loading pays nothing."""
         kind = self.kind_of(actor_id)
         async with self._lock(actor_id):
             actor = self.alive(actor_id)
             if actor is None:
-                if not await self._exists(kind, actor_id):
-                    if self.placement is not None:
-                        await self.placement.release(actor_id)
-                    raise self._unknown(kind, actor_id)
-                actor = await self._start(kind, actor_id)
+                started = time.perf_counter()
+                try:
+                    if not await self._exists(kind, actor_id):
+                        if self.placement is not None:
+                            await self.placement.release(actor_id)
+                        raise self._unknown(kind, actor_id)
+                    actor = await self._start(kind, actor_id)
+                finally:
+                    charge(payer, time.perf_counter() - started)
             return actor
 
     async def _place(self, actor_id: str) -> Any | None:
@@ -215,7 +224,7 @@ class Directory:
             if isinstance(message, Call) and message.op == kind.create_op:
                 actor, answer = await self._creating(kind, actor_id, answer)
             else:
-                actor = await self._load(actor_id)
+                actor = await self._load(actor_id, answer)
         self._post(actor, actor_id, message, answer, hops)
 
     async def subscribe(self, actor_id: str, queue: SubscriberQueue, since: int | None,
@@ -235,7 +244,7 @@ class Directory:
                     assert self.placement is not None
                     await self.placement.follow(where, actor_id, queue, since, request_id)
                     return
-                actor = await self._load(actor_id)
+                actor = await self._load(actor_id, queue)
             try:
                 await actor.subscribe(queue, since, request_id)
                 return
@@ -330,17 +339,22 @@ class Directory:
     async def _creating(self, kind: ActorKind, actor_id: str,
                         answer: Answer) -> tuple[Actor, Answer]:
         """The actor a create call goes to: the live one, the stored one, or a new one
-        started provisionally, whose create answer decides whether it stays."""
+        started provisionally, whose create answer decides whether it stays (starting
+        either is charged to `answer`, as `_load` charges)."""
         async with self._lock(actor_id):
             actor = self._live.get(actor_id)
             if actor is not None and not actor.stopped:
                 return actor, answer  # live, or being created: it answers for itself
-            if await self._exists(kind, actor_id):
-                return await self._start(kind, actor_id), answer
-            actor = kind.factory(actor_id, self.context())
-            actor.provisional = True
-            await self._start(kind, actor_id, actor)
-            return actor, _CreateAnswer(actor, answer)
+            started = time.perf_counter()
+            try:
+                if await self._exists(kind, actor_id):
+                    return await self._start(kind, actor_id), answer
+                actor = kind.factory(actor_id, self.context())
+                actor.provisional = True
+                await self._start(kind, actor_id, actor)
+                return actor, _CreateAnswer(actor, answer)
+            finally:
+                charge(answer, time.perf_counter() - started)
 
     @asynccontextmanager
     async def _lock(self, actor_id: str) -> AsyncIterator[None]:
@@ -403,6 +417,10 @@ class _CreateAnswer:
     def __init__(self, actor: Actor, answer: Answer) -> None:
         self._actor = actor
         self._answer = answer
+
+    def charge(self, seconds: float) -> None:
+        """The create's handling cost `seconds` (told its caller)."""
+        charge(self._answer, seconds)
 
     def succeed(self, value: Any) -> None:
         """The world exists from now on."""

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
+from actors.runtime.deferred import charge
 from actors.runtime.mailbox import ActorStopped, Answer
 from actors.runtime.subscriber import SubscriberQueue
 from protocol.errors import ProtocolError
@@ -82,6 +83,10 @@ class Rerouting:
                        answer._left - 1)
         deadline = trio.current_time() + directory.config.ask_timeout
         return cls(directory, actor_id, message, answer, hops, deadline)
+
+    def charge(self, seconds: float) -> None:
+        """Serving the message cost `seconds` (told its caller)."""
+        charge(self._answer, seconds)
 
     def succeed(self, value: Any) -> None:
         """The actor's answer."""

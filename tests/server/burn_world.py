@@ -1,14 +1,16 @@
 """A test world whose one read costs what the caller asks (a busy wait): for the CPU
-budget's tests. `burn:x` exists for any name."""
+budget's tests. `burn:x` exists for any name; so does `slow:x`, whose loading takes as
+long as its test says (`Loading`)."""
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
+import trio
 
-from actors.runtime import ActorKind
+from actors.runtime import ActorKind, WorldActor
 from actors.world import Codec, Read, World
 from protocol.bounds import bounded
 from protocol.registry import OpSpec, Registry
@@ -48,3 +50,37 @@ def settings() -> dict[str, Any]:
     """`running_server` settings hosting every world and the burn world."""
     return {"kinds": [*worlds.kinds(), ActorKind.of(BURN)],
             "registry": Registry([*worlds.registry(), *OPS])}
+
+
+class Loading:
+    """How a `slow` world loads: it waits `seconds`, then for `gate` (if set), before its
+    first message (the tests' stand-in for a stored world with a long history)."""
+
+    def __init__(self, seconds: float = 0.0) -> None:
+        self.seconds = seconds
+        self.gate: trio.Event | None = None
+        self.started = 0  # slow worlds that began loading
+
+
+SLOW_OPS = (OpSpec("slow.spin", SpinArgs, Spun, "spectator", "Spin for `ms` milliseconds."),)
+
+SLOW = attrs.evolve(BURN, kind="slow", ops=SLOW_OPS, reads={"slow.spin": Read(spin)})
+
+
+class _SlowActor(WorldActor):
+    loading: ClassVar[Loading]
+
+    async def on_start(self) -> None:
+        self.loading.started += 1
+        await trio.sleep(self.loading.seconds)
+        if self.loading.gate is not None:
+            await self.loading.gate.wait()
+
+
+def slow_settings(loading: Loading) -> dict[str, Any]:
+    """`running_server` settings hosting every world and `slow:x` for any x, which loads
+    as `loading` says."""
+    actor = type("SlowActor", (_SlowActor,), {"loading": loading})
+    kind = ActorKind.of(attrs.evolve(SLOW, actor=actor))
+    return {"kinds": [*worlds.kinds(), kind],
+            "registry": Registry([*worlds.registry(), *SLOW_OPS])}
