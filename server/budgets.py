@@ -4,7 +4,7 @@
 documented in docs/operations.md and the protocol's in docs/protocol.md). `Ledger` keeps
 what each client has spent: per client address (connections, connections that have not
 said hello, refused hellos) and per account (CPU time of its requests, worlds it created,
-players it seated). An account is a token's name for token holders and the client address
+players it seated, worlds it is loading). An account is a token's name for token holders and the client address
 for anonymous callers, so a second connection or an anonymous identity per connection (or
 per MCP call) buys no more; the owner spends no budget. A budget spent is refused with
 `over_budget` naming it (`detail.budget`, `detail.limit`, and `detail.retry_after` when it
@@ -53,6 +53,9 @@ class Budgets:
     creates_per_hour: int = 20  # worlds an account may create in any hour ...
     live_worlds: int = 10  # ... and have live (loaded) at once
     joins_per_hour: int = 30  # players (a field's agents) an account may seat in any hour
+    # Stored worlds an account's requests and subscribes may be loading at once (each
+    # load's time is charged to it, but only once done: this bounds a burst's).
+    loads_at_once: int = 8
 
     def to_json(self) -> dict[str, float]:
         """Every limit by name (the console shows them)."""
@@ -171,9 +174,10 @@ class Hourly:
 
 
 class Account:
-    """What one account spent: CPU time, the worlds it created, the players it seated."""
+    """What one account spent: CPU time, the worlds it created, the players it seated,
+    the worlds being loaded for it."""
 
-    __slots__ = ("cpu", "created", "creates", "joins", "recent")
+    __slots__ = ("cpu", "created", "creates", "joins", "loading", "recent")
 
     def __init__(self, rate: float, burst: float, now: float) -> None:
         self.cpu = Bucket(rate, burst, now)
@@ -181,11 +185,12 @@ class Account:
         self.creates = Hourly()  # worlds it created
         self.created: set[str] = set()  # world ids it created (live or not)
         self.joins = Hourly()  # players it seated (joins)
+        self.loading = 0  # its requests and subscribes naming a world not live here
 
     def idle(self, now: float) -> bool:
         """Nothing spent that is still counted."""
         return (self.cpu.full(now) and not self.creates.count(now)
-                and not self.joins.count(now))
+                and not self.joins.count(now) and not self.loading)
 
 
 @attrs.define
@@ -358,6 +363,15 @@ class Ledger:
                                "created by this client; wait until some unload",
                                b.live_worlds)
         return refusal
+
+    def may_load(self, account: Account) -> ProtocolError | None:
+        """Why `account` may not have one more world loaded for it now, or None."""
+        limit = self.budgets.loads_at_once
+        if account.loading < limit:
+            return None
+        return over_budget("loads_at_once", f"more than {limit} worlds not live are being "
+                           "loaded for this client at once; retry when one is answered",
+                           limit)
 
     def may_join(self, account: Account | None, now: float) -> ProtocolError | None:
         """Why `account` may not seat another player now, or None."""

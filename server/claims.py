@@ -1,13 +1,17 @@
 """What each client claims, held to its budget: worlds it creates (`creates_per_hour`,
-`live_worlds`) and players it seats (`joins_per_hour`).
+`live_worlds`), players it seats (`joins_per_hour`) and worlds loaded for it
+(`loads_at_once`).
 
 A create is any request with a kind's create op (`counter.create`, `field.start`, ...) or
 `lobby.create`; a join is one with a kind's seat op (`field.join`: each seats an agent on
-a tile of the field, which has only so many). Before it is sent, `admit` checks the
-caller's account (server/budgets.py) and holds a place for it, so the world never sees a
-call past the budget; the answer settles the `Ticket`: accepted, it counts against the
-account for the hour (a world, also while it is live); refused, the place is freed. The
-owner has no such budget. Counts live in memory: a restart forgets them.
+a tile of the field, which has only so many); a load is any other request, or a
+subscribe, naming a world that is not live here (the directory reads its stream and folds
+it, charging the time to the caller, but only once done). Before it is sent, `admit` (or
+`load`, for a subscribe) checks the caller's account (server/budgets.py) and holds a place
+for it, so the world never sees a call past the budget; the answer settles the `Ticket`:
+an accepted create or join counts against the account for the hour (a world, also while
+it is live); a refused one, and every load, frees its place. The owner has no such
+budget. Counts live in memory: a restart forgets them.
 """
 
 from __future__ import annotations
@@ -25,21 +29,30 @@ LOBBY_CREATE = "lobby.create"
 
 
 class Ticket:
-    """One create or join in flight, counted against its account until it is answered."""
+    """One create, join or load in flight, counted against its account until it is
+    answered (a join may also be a load)."""
 
-    __slots__ = ("account", "spent", "world")
+    __slots__ = ("account", "loading", "spent", "world")
 
-    def __init__(self, account: Account, spent: Hourly, world: str | None) -> None:
+    def __init__(self, account: Account, spent: Hourly | None, world: str | None,
+                 loading: bool) -> None:
         self.account = account
-        self.spent = spent  # the account's creates or joins
-        self.world = world  # the world a create makes (None: a join)
-        spent.start()
+        self.spent = spent  # the account's creates or joins (None: only a load)
+        self.world = world  # the world a create makes (None: a join or a load)
+        self.loading = loading
+        if spent is not None:
+            spent.start()
+        account.loading += loading
 
     def settle(self, done: bool) -> None:
-        """The call was answered: accepted (`done`) or refused."""
-        self.spent.settle(done, trio.current_time())
-        if done and self.world is not None:
-            self.account.created.add(self.world)
+        """The call was answered: accepted (`done`) or refused (once; again: nothing)."""
+        self.account.loading -= self.loading
+        self.loading = False
+        if self.spent is not None:
+            self.spent.settle(done, trio.current_time())
+            self.spent = None
+            if done and self.world is not None:
+                self.account.created.add(self.world)
 
 
 class Claims:
@@ -61,13 +74,15 @@ class Claims:
         return to if call.op in self.create_ops else None
 
     def admit(self, account: Account | None, who: str, call: Call, to: str) -> Ticket | None:
-        """A ticket for a create or join by `account` (ProtocolError `over_budget` when its
-        budget is spent), or None when `call` is neither or the caller has no budget."""
+        """A ticket for a create, join or load by `account` (ProtocolError `over_budget`
+        when its budget is spent), or None when `call` is none of them or the caller has
+        no budget."""
         if account is None:
             return None
         now = trio.current_time()
         target = self.target(call, to)
-        if target is not None:
+        spent, refusal = None, None
+        if target is not None:  # (bounded by live_worlds: not a load)
             alive = {i for i in account.created if self.directory.alive(i) is not None}
             account.created = alive  # worlds that unloaded no longer count
             refusal = self.ledger.may_create(account, alive, now)
@@ -75,9 +90,21 @@ class Claims:
         elif call.op in self.seat_ops:
             refusal = self.ledger.may_join(account, now)
             spent = account.joins
-        else:
-            return None
+        loading = target is None and self.directory.alive(to) is None
+        if refusal is None and loading:
+            refusal = self.ledger.may_load(account)
         if refusal is not None:
             self.budget_hit(refusal, who)
             raise refusal
-        return Ticket(account, spent, target)
+        return Ticket(account, spent, target, loading) if spent is not None or loading else None
+
+    def load(self, account: Account | None, who: str, to: str) -> Ticket | None:
+        """A ticket for a subscribe by `account` to world `to`: a load when it is not live
+        here (`over_budget` past `loads_at_once`), else None, as for the owner."""
+        if account is None or self.directory.alive(to) is not None:
+            return None
+        refusal = self.ledger.may_load(account)
+        if refusal is not None:
+            self.budget_hit(refusal, who)
+            raise refusal
+        return Ticket(account, None, None, True)

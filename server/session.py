@@ -508,11 +508,14 @@ class Session:
             await self.inflight.acquire()
 
     async def _subscribe(self, frame: Subscribe) -> None:
-        """Follow `frame.to`; the answer slot is held until the reply is in the outbox (so
-        `_all_answered` waits for it)."""
+        """Follow `frame.to` (loading it, if not live here, is held to `loads_at_once`);
+        the answer slot is held until the reply is in the outbox (so `_all_answered`
+        waits for it)."""
+        ticket = None
         try:
             try:
                 ref = self.server.directory.ref(frame.to)
+                ticket = self.server.claims.load(self.account, self.who(), frame.to)
                 await ref.subscribe(self.outbox, frame.since, frame.id)
                 self.topics[frame.to] = ref
                 return  # the actor put the reply and the first push into the outbox
@@ -528,6 +531,8 @@ class Session:
                 self.subscribing -= 1
             await self.outbox.put(reply)
         finally:
+            if ticket is not None:
+                ticket.settle(True)
             self.release_slot()
 
     def _dispatch(self, request: Request, now: float) -> RequestAnswer:
