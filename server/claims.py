@@ -6,8 +6,9 @@ A create is any request with a kind's create op (`counter.create`, `field.start`
 `lobby.create`; a join is one with a kind's seat op (`field.join`: each seats an agent on
 a tile of the field, which has only so many); a load is any other request, or a
 subscribe, naming a world that is not live here (the directory reads its stream and folds
-it, charging the time to the caller, but only once done). Before it is sent, `admit` (or
-`load`, for a subscribe) checks the caller's account (server/budgets.py) and holds a place
+it, charging the time to the caller, but only once done; counted in a single process
+only: a cluster forwards the message to the process hosting the world). Before it is
+sent, `admit` (or `load`, for a subscribe) checks the caller's account (server/budgets.py) and holds a place
 for it, so the world never sees a call past the budget; the answer settles the `Ticket`:
 an accepted create or join counts against the account for the hour (a world, also while
 it is live); a refused one, and every load, frees its place. The owner has no such
@@ -90,7 +91,7 @@ class Claims:
         elif call.op in self.seat_ops:
             refusal = self.ledger.may_join(account, now)
             spent = account.joins
-        loading = target is None and self.directory.alive(to) is None
+        loading = target is None and self._loads(to)
         if refusal is None and loading:
             refusal = self.ledger.may_load(account)
         if refusal is not None:
@@ -98,10 +99,15 @@ class Claims:
             raise refusal
         return Ticket(account, spent, target, loading) if spent is not None or loading else None
 
+    def _loads(self, to: str) -> bool:
+        """True when a message to `to` would load it here: not live, and no cluster (whose
+        other processes may host it: that message is forwarded, not a load)."""
+        return self.directory.placement is None and self.directory.alive(to) is None
+
     def load(self, account: Account | None, who: str, to: str) -> Ticket | None:
         """A ticket for a subscribe by `account` to world `to`: a load when it is not live
         here (`over_budget` past `loads_at_once`), else None, as for the owner."""
-        if account is None or self.directory.alive(to) is not None:
+        if account is None or not self._loads(to):
             return None
         refusal = self.ledger.may_load(account)
         if refusal is not None:
