@@ -4,9 +4,9 @@
 documented in docs/operations.md and the protocol's in docs/protocol.md). `Ledger` keeps
 what each client has spent: per client address (connections, connections that have not
 said hello, refused hellos) and per account (CPU time of its requests, worlds it created,
-players it seated, worlds it is loading). An account is a token's name for token holders and the client address
-for anonymous callers, so a second connection or an anonymous identity per connection (or
-per MCP call) buys no more; the owner spends no budget. A budget spent is refused with
+players it seated, worlds it is loading). An account is a token's name for token holders
+and the client address for anonymous callers, so a second connection or an anonymous
+identity per connection (or per MCP call) buys no more; the owner spends no budget. A budget spent is refused with
 `over_budget` naming it (`detail.budget`, `detail.limit`, and `detail.retry_after` when it
 refills), counted in `/metrics` and logged (server/trace.py); `hits` keeps who hit which
 budget lately for the owner's console.

@@ -8,11 +8,12 @@ a tile of the field, which has only so many); a load is any other request, or a
 subscribe, naming a world that is not live here (the directory reads its stream and folds
 it, charging the time to the caller, but only once done; counted in a single process
 only: a cluster forwards the message to the process hosting the world). Before it is
-sent, `admit` (or `load`, for a subscribe) checks the caller's account (server/budgets.py) and holds a place
-for it, so the world never sees a call past the budget; the answer settles the `Ticket`:
-an accepted create or join counts against the account for the hour (a world, also while
-it is live); a refused one, and every load, frees its place. The owner has no such
-budget. Counts live in memory: a restart forgets them.
+sent, `admit` (or `load`, for a subscribe) checks the caller's account
+(server/budgets.py) and holds a place for it, so the world never sees a call past the
+budget; the answer settles the `Ticket`: an accepted create or join counts against the
+account for the hour (a world, also while it is live); a refused one, and every load,
+frees its place. The owner has no such budget. Counts live in memory: a restart forgets
+them.
 """
 
 from __future__ import annotations
