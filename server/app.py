@@ -25,7 +25,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request as HttpRequest
 from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
-from starlette.routing import Mount, Route
+from starlette.routing import Route
 from starlette.staticfiles import StaticFiles
 
 from actors.runtime import ActorKind, Directory, open_directory
@@ -43,6 +43,7 @@ from server.config import ServerConfig
 from server.console import ServerConsole
 from server.front import hypercorn_config, serve_front
 from server.headers import SecurityHeaders
+from server.http_bounds import InTime, wrong_method
 from server.lab_routes import lab_routes
 from server.mcp import build as build_mcp
 from server.metrics import CONTENT_TYPE, Metrics
@@ -225,9 +226,16 @@ def build_app(state: ServerState) -> Starlette:
         Route("/metrics", metrics),
         *lab_routes(state),  # the lab's seed routes: /api/ok, /api/invalid, /api/pub/seen, votes
         Route("/", lobby_page),  # each world's pages are in web/<kind>/, the lobby's at /
-        Mount("/", StaticFiles(directory=state.config.web_dir, html=True, check_dir=False)),
     ]
-    return Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(SecurityHeaders)])
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={405: wrong_method},
+                    middleware=[Middleware(SecurityHeaders), Middleware(
+                        InTime, timeout=state.config.budgets.handshake_timeout)])
+    # The static files answer what no route matches, not a catch-all Mount: a Mount would
+    # also take a route's path asked with another method (GET /api/ok, GET /mcp), which
+    # then got the static files' 404, or a 405 naming GET.
+    app.router.default = StaticFiles(directory=state.config.web_dir, html=True,
+                                     check_dir=False)
+    return app
 
 
 @attrs.frozen

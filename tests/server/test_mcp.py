@@ -35,7 +35,7 @@ async def test_a_get_is_refused_at_once_rather_than_held_open(tmp_path: Path) ->
     async with running_server(tmp_path) as srv, httpx.AsyncClient() as http:
         with trio.fail_after(5):
             r = await http.get(f"{srv.url}/mcp", headers={"accept": "text/event-stream"})
-    assert r.status_code in (404, 405)  # POST only
+    assert (r.status_code, r.headers["allow"]) == (405, "POST")
 
 
 async def test_a_body_past_the_frame_limit_is_refused_before_it_is_parsed(

@@ -1,0 +1,103 @@
+"""What every HTTP request is held to inside the app, beyond Hypercorn's own checks.
+
+- `InTime` (an ASGI middleware): a request's body arrives whole within `timeout` seconds
+  of its head (the `handshake_timeout` budget, which bounds the head too: server/front.py),
+  or the app is cancelled before it saw any of it and the request is answered HTTP 408
+  with the JSON refusal and its connection closed; a client that leaves before its body
+  ends cancels the app likewise, with nothing to answer (no `ClientDisconnect` escapes as
+  a server failure). The last message of an answer is sent shielded from the app's own
+  cancellation: Starlette's file responses cancel their sender once the body is out, and
+  Hypercorn closes (`Connection: close`, HTTP/1.0) or recycles the connection inside that
+  send; cut there, the connection was held open, idle, until its client left.
+- `wrong_method`: a known path asked with a method it does not answer gets 405 with
+  `Allow` and the JSON refusal, as the lab's routes answer.
+
+A refusal here has the lab routes' shape, `{"ok": false, "error": {code, message,
+detail}}`, code `bad_request`.
+"""
+
+from __future__ import annotations
+
+import trio
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from protocol.errors import ErrorCode, ProtocolError
+
+LATE = 408
+
+
+def refused(error: ProtocolError, status: int, headers: dict[str, str] | None = None
+            ) -> Response:
+    """The JSON answer of a request refused at the HTTP level."""
+    return JSONResponse({"ok": False, "error": error.to_wire()}, status_code=status,
+                        headers={"Cache-Control": "no-store", **(headers or {})})
+
+
+async def wrong_method(request: Request, exc: Exception) -> Response:
+    """Starlette's handler of a 405 (a route's, or the static files' for any write)."""
+    assert isinstance(exc, HTTPException)
+    allow = (exc.headers or {}).get("Allow", "GET, HEAD")
+    return refused(ProtocolError(ErrorCode.BAD_REQUEST, f"{request.method[:20]} is not "
+                                 f"answered here; allowed: {allow}",
+                                 {"allow": allow.split(", ")}), 405, {"Allow": allow})
+
+
+class _Exchange:
+    """One request's receive and send as the app sees them (see the module doc)."""
+
+    def __init__(self, receive: Receive, send: Send, timeout: float) -> None:
+        self._receive = receive
+        self._send = send
+        self.timeout = timeout
+        self.deadline = trio.current_time() + timeout
+        self.scope = trio.CancelScope()  # the app's
+        self.body_done = False
+        self.late = False
+        self.started = False
+
+    async def receive(self) -> Message:
+        """The next message; past the body, as it comes (a response's wait for the end)."""
+        if self.body_done:
+            return await self._receive()
+        with trio.move_on_at(self.deadline) as waiting:
+            message = await self._receive()
+        if not waiting.cancelled_caught and message["type"] == "http.request":
+            self.body_done = not message.get("more_body", False)
+            return message
+        self.late = waiting.cancelled_caught
+        self.scope.cancel()  # its body is late, or the client left mid-body
+        await trio.lowlevel.checkpoint()  # raises Cancelled in the app's own tasks
+        return {"type": "http.disconnect"}  # for a task the app started elsewhere
+
+    async def send(self, message: Message) -> None:
+        """Send `message`; the answer's last one shielded (a bound on it all the same)."""
+        if message["type"] == "http.response.start":
+            self.started = True
+        if message["type"] != "http.response.body" or message.get("more_body", False):
+            await self._send(message)
+            return
+        with trio.CancelScope(shield=True, deadline=trio.current_time() + self.timeout):
+            await self._send(message)
+
+
+class InTime:
+    """ASGI middleware: a request's body in time, its answer's end sent whole."""
+
+    def __init__(self, app: ASGIApp, timeout: float) -> None:
+        self.app = app
+        self.timeout = timeout
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        exchange = _Exchange(receive, send, self.timeout)
+        with exchange.scope:
+            await self.app(scope, exchange.receive, exchange.send)
+        if exchange.late and not exchange.started:
+            late = ProtocolError(ErrorCode.BAD_REQUEST, f"the request's body did not arrive "
+                                 f"within {self.timeout:g} s", {"timeout": self.timeout})
+            await refused(late, LATE, {"Connection": "close"})(scope, receive, send)

@@ -1,0 +1,118 @@
+"""What every HTTP request is held to (server/http_bounds.py), over raw sockets: a file's
+answer ends its connection when asked to, a body arrives in time or is refused 408, a
+client that leaves mid-body is no server failure, and a route asked with another method
+gets 405 and the JSON refusal."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import httpx
+import pytest
+import trio
+
+from server.budgets import Budgets
+from tests.server.ws_harness import running_server
+
+MCP_ACCEPT = "Accept: application/json, text/event-stream"
+
+
+def _request(line: str, *headers: str, body: str = "") -> bytes:
+    """A request as written: its line, `Host: x`, `headers` and `body`."""
+    return "\r\n".join([line, "Host: x", *headers, "", body]).encode()
+
+
+def _json_post(path: str, framing: str, body: str) -> bytes:
+    """A JSON POST to `path` (accepted as an MCP call too) framed by `framing`."""
+    return _request(f"POST {path} HTTP/1.1", "Content-Type: application/json",
+                    MCP_ACCEPT, framing, body=body)
+
+
+async def _exchange(port: int, request: bytes, *, wait: float = 10.0) -> bytes:
+    """Send `request` as written and read until the server closes the connection (the
+    test fails after `wait` seconds without that)."""
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    async with stream:
+        await stream.send_all(request)
+        data = b""
+        with trio.fail_after(wait):
+            while chunk := await stream.receive_some(65536):
+                data += chunk
+    return data
+
+
+def _status_and_json(data: bytes) -> tuple[int, dict]:
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split(b" ", 2)[1]), json.loads(body)
+
+
+async def test_a_file_answered_to_a_closing_request_ends_its_connection(
+        tmp_path: Path) -> None:
+    # Starlette's file responses cancel their sender once the body is out, and Hypercorn
+    # closed the connection inside that send: cut there, the connection was held open,
+    # idle, past every timeout (the keep-alive timer does not run mid-request), until
+    # its client left.
+    requests = [_request("GET /js/page.js HTTP/1.1", "Connection: close"),
+                _request("GET / HTTP/1.0"),
+                _request("GET /js/client.js HTTP/1.1", "Connection: close",
+                         "Range: bytes=0-1,4-5")]
+    async with running_server(tmp_path, budgets=Budgets(handshake_timeout=60)) as srv:
+        for request in requests:
+            data = await _exchange(srv.port, request)
+            assert data.split(b" ", 2)[1] in (b"200", b"206"), request
+
+
+async def test_a_body_that_does_not_arrive_in_time_is_refused_408(tmp_path: Path) -> None:
+    # A body begun and never finished held its connection and its request in flight for
+    # good (Hypercorn has no read timeout): its head was bounded, its body was not.
+    heads = [_json_post("/api/pub/seen", "Content-Length: 1000", "{"),
+             _json_post("/api/pub/seen", "Transfer-Encoding: chunked", "1\r\n{\r\n"),
+             _json_post("/mcp", "Content-Length: 1000", "{")]
+    async with running_server(tmp_path, budgets=Budgets(handshake_timeout=0.5)) as srv:
+        for head in heads:
+            status, body = _status_and_json(await _exchange(srv.port, head))
+            assert status == 408, head
+            assert body == {"ok": False, "error": {
+                "code": "bad_request", "message": "the request's body did not arrive "
+                "within 0.5 s", "detail": {"timeout": 0.5}}}
+        assert srv.state.http_inflight == 0
+
+
+async def test_a_client_leaving_mid_body_is_no_server_failure(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # The lab's routes let Starlette's ClientDisconnect out ("Error in ASGI Framework" and
+    # a traceback), and the MCP SDK logged "Error handling POST request" with its own.
+    caplog.set_level(logging.WARNING)
+    async with running_server(tmp_path) as srv:
+        for path in ("/api/pub/seen", "/mcp"):
+            stream = await trio.open_tcp_stream("127.0.0.1", srv.port)
+            await stream.send_all(_json_post(path, "Content-Length: 1000", "{"))
+            with trio.fail_after(10):
+                while srv.state.http_inflight == 0:
+                    await trio.sleep(0.01)
+            await stream.aclose()
+            with trio.fail_after(10):
+                while srv.state.http_inflight:
+                    await trio.sleep(0.01)
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+
+
+async def test_a_route_asked_with_another_method_gets_405_and_the_json_refusal(
+        tmp_path: Path) -> None:
+    # The static files' catch-all took every route's path asked with another method:
+    # GET /api/ok and GET /mcp were 404, OPTIONS /api/ok a 405 that allowed GET, in text.
+    asked = {("GET", "/api/ok"): "POST", ("OPTIONS", "/api/pub/seen"): "POST",
+             ("GET", "/mcp"): "POST", ("PUT", "/mcp"): "POST",
+             ("POST", "/healthz"): "GET, HEAD", ("DELETE", "/"): "GET, HEAD",
+             ("POST", "/js/client.js"): "GET, HEAD"}
+    async with running_server(tmp_path) as srv, httpx.AsyncClient(base_url=srv.url) as http:
+        for (method, path), allow in asked.items():
+            r = await http.request(method, path)
+            assert (r.status_code, r.headers["allow"]) == (405, allow), (method, path)
+            assert r.headers["x-content-type-options"] == "nosniff"
+            assert r.json() == {"ok": False, "error": {
+                "code": "bad_request", "message": f"{method} is not answered here; "
+                f"allowed: {allow}", "detail": {"allow": allow.split(", ")}}}
+        assert (await http.get("/nope")).status_code == 404  # an unknown path: not found
