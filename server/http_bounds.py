@@ -39,10 +39,11 @@ def refused(error: ProtocolError, status: int, headers: dict[str, str] | None = 
 async def wrong_method(request: Request, exc: Exception) -> Response:
     """Starlette's handler of a 405 (a route's, or the static files' for any write)."""
     assert isinstance(exc, HTTPException)
-    allow = (exc.headers or {}).get("Allow", "GET, HEAD")
+    methods = sorted((exc.headers or {}).get("Allow", "GET, HEAD").split(", "))
+    allow = ", ".join(methods)  # a route's come from a set, in any order
     return refused(ProtocolError(ErrorCode.BAD_REQUEST, f"{request.method[:20]} is not "
-                                 f"answered here; allowed: {allow}",
-                                 {"allow": allow.split(", ")}), 405, {"Allow": allow})
+                                 f"answered here; allowed: {allow}", {"allow": methods}),
+                   405, {"Allow": allow})
 
 
 class _Exchange:

@@ -34,7 +34,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from protocol.errors import ProtocolError
 from server.auth import Principal
 from server.budgets import Account, address_key
-from server.metering import Tab, metered, settle
+from server.metering import Tab, metered, settle, unmetered
 
 if TYPE_CHECKING:
     from server.app import ServerState
@@ -100,9 +100,12 @@ class Door:
             paid = caller.spent
 
         async def send_paid(message: Message) -> None:
-            if message["type"] == "http.response.body" and not message.get("more_body"):
-                pay()  # before the client has its answer: its next request sees the charge
-            await send(message)
+            if message["type"] != "http.response.body" or message.get("more_body"):
+                await send(message)
+                return
+            pay()  # before the client has its answer: its next request sees the charge
+            with unmetered():  # Hypercorn starts the connection's keep-alive wait in it
+                await send(message)
 
         with metered(caller):
             try:
