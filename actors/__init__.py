@@ -8,6 +8,8 @@
 - `store.py`: the `EventStore` interface (and an in-memory one); SQLite and PostgreSQL
   live in `server/storage/`.
 - `exports.py`: the lazy hubs of world packages.
+- `chat_completions.py`: edge I/O, the one HTTP exchange with a model endpoint (the run's
+  setup and the lab's breeder), held to a deadline and a size.
 
 World packages, each `__init__.py` exporting `WORLD` (listed in `server/worlds.py`):
 `lobby/` (the list of worlds), `counter/` (the smallest world, the template), `field/`

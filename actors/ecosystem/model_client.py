@@ -2,26 +2,29 @@
 
 The URL, model name and key come from configuration (`endpoint.ModelEndpoint`). Every failure is a
 `ModelFailure(stage, code)` with a code from a closed set: no provider payload and no
-credential ever reaches a diagnostic. The client is blocking (httpx); an actor runs it in
-a worker thread.
+credential ever reaches a diagnostic. The client is blocking (httpx, through
+`actors.chat_completions`, which bounds each call's time and size); an actor runs it in a
+worker thread.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
-import httpx
 
+from actors import chat_completions
+from actors.chat_completions import ChatError
 from actors.ecosystem.endpoint import ModelEndpoint
 
 FAILURE_CODES = (
     "budget_exhausted",   # the call budget denied a reservation
-    "transport",          # connection refused, timeout, protocol error
-    "http_status",        # a non-2xx answer
-    "malformed_response",  # not a chat-completions body
-    "invalid_json",       # the message content is not a JSON object
+    "transport",          # connection refused, a wait or the whole call past the timeout
+    "http_status",        # a non-2xx answer (a redirect too: none is followed)
+    "malformed_response",  # not a strict-JSON chat-completions body within MAX_ANSWER bytes
+    "invalid_json",       # the message content is not a JSON object (strict JSON)
     "invalid_output",     # JSON that fails the stage's contract
     "duplicate_identity",  # organism mapping still inconsistent after its correction
     "food_web",           # graph invariant still broken after its correction
@@ -74,20 +77,17 @@ class CallBudget:
 
 
 class ChatClient:
-    """POST {base_url}/chat/completions; returns the parsed JSON object the model wrote."""
+    """POST {base_url}/chat/completions; returns the parsed JSON object the model wrote.
 
-    def __init__(self, endpoint: ModelEndpoint, transport: httpx.BaseTransport | None = None
-                 ) -> None:
+    Each call is `chat_completions.answer`'s: `endpoint.timeout` seconds in all, at most
+    `MAX_ANSWER` bytes, no redirect followed, strict JSON."""
+
+    def __init__(self, endpoint: ModelEndpoint) -> None:
         self.endpoint = endpoint
-        headers = {"Content-Type": "application/json"}
-        if endpoint.api_key:
-            headers["Authorization"] = f"Bearer {endpoint.api_key}"
-        self._http = httpx.Client(base_url=endpoint.base_url.rstrip("/") + "/",
-                                  headers=headers, timeout=endpoint.timeout,
-                                  transport=transport, trust_env=False)
+        self._http = chat_completions.client(endpoint.timeout, endpoint.api_key)
 
     def close(self) -> None:
-        """Release the connection pool."""
+        """Release the HTTP client."""
         self._http.close()
 
     def complete(self, stage: str, system: str, user: dict[str, Any]) -> tuple[Any, Usage]:
@@ -97,26 +97,26 @@ class ChatClient:
                 "messages": [{"role": "system", "content": system},
                              {"role": "user", "content": json.dumps(user, ensure_ascii=False)}]}
         try:
-            response = self._http.post("chat/completions", json=body)
-        except httpx.HTTPError:
-            raise ModelFailure(stage, "transport") from None
-        if not response.is_success:
-            raise ModelFailure(stage, "http_status")
-        try:
-            payload = response.json()
-            content = payload["choices"][0]["message"]["content"]
-            usage = payload.get("usage") or {}
-            spent = Usage(int(usage.get("prompt_tokens", 0)),
-                          int(usage.get("completion_tokens", 0)))
-        # OverflowError: a usage count of Infinity, which json reads and int() cannot take.
-        except (ValueError, KeyError, IndexError, TypeError, AttributeError, OverflowError):
-            raise ModelFailure(stage, "malformed_response") from None
-        if not isinstance(content, str):
+            content, usage = chat_completions.answer(self._http, self.endpoint.chat_url, body,
+                                                     self.endpoint.timeout)
+        except ChatError as error:
+            raise ModelFailure(stage, error.code) from None
+        spent = _usage(usage)
+        if spent is None:
             raise ModelFailure(stage, "malformed_response")
         try:
-            data = json.loads(content)
+            data = chat_completions.loads(content)
         except ValueError:
             raise ModelFailure(stage, "invalid_json") from None
         if not isinstance(data, dict):
             raise ModelFailure(stage, "invalid_json")
         return data, spent
+
+
+def _usage(usage: Mapping[str, Any]) -> Usage | None:
+    """The counts of an answer's usage (an absent one is 0); None unless each is a
+    nonnegative integer (a string, a fraction, a negative or true is not a count)."""
+    counts = [usage.get(key, 0) for key in ("prompt_tokens", "completion_tokens")]
+    if all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in counts):
+        return Usage(*counts)
+    return None

@@ -20,4 +20,5 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--model-key-file", type=Path,
                        help=f"file holding the API key (default: ${KEY_ENV}, else no key)")
     group.add_argument("--model-timeout", type=float, default=DEFAULT_TIMEOUT,
-                       help=f"seconds per request (default {DEFAULT_TIMEOUT:g})")
+                       help=f"seconds a model call may take in all, from connecting to the "
+                            f"answer's last byte (default {DEFAULT_TIMEOUT:g})")

@@ -4,6 +4,8 @@ The birth prompt is the track's contract followed by the aesthetic directive, la
 as the thing the result is judged on. The reply must be one fenced block, optionally
 preceded by a `TITLE:` line of at most four words; the code then goes through
 `validate` like any other birth. The caller runs this off the actor task (it blocks).
+The exchange is `actors.chat_completions.answer`'s: `timeout` seconds in all, a bounded
+body, no redirect, strict JSON; a model error is told by its closed code only.
 """
 
 from __future__ import annotations
@@ -11,8 +13,9 @@ from __future__ import annotations
 import re
 
 import attrs
-import httpx
 
+from actors import chat_completions
+from actors.chat_completions import ChatError
 from actors.lab.contract import contract_text
 from actors.lab.validation import validate
 
@@ -74,12 +77,11 @@ class ModelBreeder:
         api_key: str | None = None,
         timeout: float = 120.0,
         temperature: float = 1.0,
-        client: httpx.Client | None = None,
     ):
-        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = client or httpx.Client(timeout=timeout)
+        self._client = chat_completions.client(timeout, api_key)
         self._url = base_url.rstrip("/") + "/chat/completions"
         self._model = model
+        self._timeout = timeout
         self._temperature = temperature
 
     def close(self) -> None:
@@ -87,36 +89,18 @@ class ModelBreeder:
         self._client.close()
 
     def complete(self, prompt: str) -> str:
-        """The assistant text for one user prompt.
-
-        Raises httpx.HTTPError on transport or status errors, ValueError or TypeError on a
-        reply that is not chat-completions JSON with text content.
-        """
-        response = self._client.post(
-            self._url,
-            headers=self._headers,
-            json={
-                "model": self._model,
-                "temperature": self._temperature,
-                "messages": [{"role": "user", "content": prompt}],
-            },
-        )
-        response.raise_for_status()
-        try:
-            content = response.json()["choices"][0]["message"]["content"]
-        except (KeyError, IndexError, TypeError, ValueError) as exc:
-            raise ValueError(f"malformed chat-completions reply: {exc!r}") from None
-        if not isinstance(content, str):
-            raise TypeError("malformed chat-completions reply: content is not text")
-        return content
+        """The assistant text for one user prompt; raises `ChatError` (a closed code)."""
+        body = {"model": self._model, "temperature": self._temperature,
+                "messages": [{"role": "user", "content": prompt}]}
+        return chat_completions.answer(self._client, self._url, body, self._timeout)[0]
 
     def breed(self, track: str, directive: str) -> Birth:
         """One birth: prompt, reply, format check, then `validate`."""
         prompt = birth_prompt(track, directive)
         try:
             reply = self.complete(prompt)
-        except (httpx.HTTPError, ValueError, TypeError) as exc:
-            return Birth(prompt, "", None, f"model error: {exc}")
+        except ChatError as error:
+            return Birth(prompt, "", None, f"model error: {error.code}")
         parsed = parse_reply(track, reply)
         if isinstance(parsed, str):
             return Birth(prompt, reply, None, parsed)

@@ -133,11 +133,13 @@ def test_provider_error_payload_never_reaches_diagnostics(fake_model: FakeModel)
     assert result.calls == 2 and result.usage.prompt_tokens == 10  # only the success counted
 
 
-def test_a_malformed_response_falls_back(fake_model: FakeModel) -> None:
-    """A response without content, or with a usage count no integer holds (Infinity)."""
-    infinite = {"choices": [{"message": {"content": json.dumps(MAPPING)}}],
-                "usage": {"prompt_tokens": math.inf}}
-    for body in ({"choices": []}, infinite):
+@pytest.mark.parametrize("count", [math.inf, "12", -5, 1.5, True, [1]],
+                         ids=["infinite", "string", "negative", "fraction", "true", "list"])
+def test_a_malformed_response_falls_back(fake_model: FakeModel, count: Any) -> None:
+    """A response without content, or with a usage count that is not a nonnegative integer."""
+    bad_usage = {"choices": [{"message": {"content": json.dumps(MAPPING)}}],
+                 "usage": {"prompt_tokens": count}}
+    for body in ({"choices": []}, bad_usage):
         result = interpret(fake_model, [json.dumps(body).encode()])
         assert_fallback(result, "mapping", "malformed_response")
         assert result.calls == 1 and result.usage.prompt_tokens == 0
@@ -179,9 +181,10 @@ def test_malformed_council_distribution_is_not_corrected(fake_model: FakeModel) 
     over = {"choice": {"selected": "a", "options": [{"label": "a", "probability": 0.8},
                                                     {"label": "b", "probability": 0.7}]}}
     huge = {"choice": {"selected": "a", "options": [{"label": "a", "probability": 10**400}]}}
-    for bad in (over, huge):  # huge: an integer no float holds
+    # huge: an integer no float holds is not the strict JSON a content must be
+    for bad, code in ((over, "invalid_output"), (huge, "invalid_json")):
         result = interpret(fake_model, HAPPY[:5] + [bad])
-        assert_fallback(result, "council", "invalid_output")
+        assert_fallback(result, "council", code)
         assert result.calls == 6
 
 

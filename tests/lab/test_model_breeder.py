@@ -6,7 +6,6 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-import httpx
 import pytest
 
 from actors.lab.contract import contract_text
@@ -71,10 +70,7 @@ def fake():
 
 @pytest.fixture
 def breeder(fake):
-    # trust_env=False: no proxy settings from the environment can route loopback elsewhere
-    b = ModelBreeder(
-        fake.url, "local-model", api_key="k-test", client=httpx.Client(timeout=10, trust_env=False)
-    )
+    b = ModelBreeder(fake.url, "local-model", api_key="k-test", timeout=10)
     yield b
     b.close()
 
