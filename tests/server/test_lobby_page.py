@@ -261,7 +261,11 @@ def test_lobby_page_shows_a_page_of_worlds_and_more_on_request(browser, tmp_path
         assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390
         assert page.evaluate("document.documentElement.scrollWidth") <= 390
         more.click()
-        expect(page.locator("#count")).to_have_text(f"{PAGE + 3} worlds", timeout=WAIT)
+        try:
+            expect(page.locator("#count")).to_have_text(f"{PAGE + 3} worlds", timeout=WAIT)
+        except AssertionError as missing:  # say why: the page shows a refused request there
+            status = page.locator("#status").text_content()
+            raise AssertionError(f"{missing}\nthe page's status: {status}") from None
         expect(more).to_be_hidden()
         ids = rows.evaluate_all("rows => rows.map(r => r.dataset.id)")
         assert ids == [f"counter:{n}" for n in names]

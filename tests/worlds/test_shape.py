@@ -22,9 +22,11 @@ from server import worlds
 
 REPO = Path(__file__).resolve().parents[2]
 # Modules allowed to use trio and threads: the runtime, each world's effect actor, the
-# server, and the reference client (protocol/client.py: it runs in the agent's process).
+# server, the reference client (protocol/client.py: it runs in the agent's process), and
+# the model endpoints' exchange (actors/chat_completions.py: blocking HTTP that a worker
+# thread runs, its deadline a timer thread).
 EFFECTS = re.compile(r"^(actors/runtime/.*|actors/[a-z_]+/actor\.py|server/.*|"
-                     r"protocol/client\.py)$")
+                     r"protocol/client\.py|actors/chat_completions\.py)$")
 TRIO = re.compile(r"^\s*(import trio|from trio|import threading|from threading)\b", re.MULTILINE)
 THREAD = re.compile(r"\bthreading\.|\bThread\(")
 CLOCK = re.compile(r"\btime\.(time|monotonic|perf_counter|process_time)|\bdatetime\.now\b|"
