@@ -81,18 +81,21 @@ class Claims:
         no budget."""
         if account is None:
             return None
-        now = trio.current_time()
         target = self.target(call, to)
+        seat = target is None and call.op in self.seat_ops
+        loading = target is None and self._loads(to)
+        if target is None and not seat and not loading:
+            return None  # most requests: to a live world, neither a create nor a join
+        now = trio.current_time()
         spent, refusal = None, None
         if target is not None:  # (bounded by live_worlds: not a load)
             alive = {i for i in account.created if self.directory.alive(i) is not None}
             account.created = alive  # worlds that unloaded no longer count
             refusal = self.ledger.may_create(account, alive, now)
             spent = account.creates
-        elif call.op in self.seat_ops:
+        elif seat:
             refusal = self.ledger.may_join(account, now)
             spent = account.joins
-        loading = target is None and self._loads(to)
         if refusal is None and loading:
             refusal = self.ledger.may_load(account)
         if refusal is not None:
