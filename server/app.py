@@ -26,7 +26,6 @@ from starlette.middleware import Middleware
 from starlette.requests import Request as HttpRequest
 from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
-from starlette.staticfiles import StaticFiles
 
 from actors.runtime import ActorKind, Directory, open_directory
 from actors.runtime.context import wall_clock_ms
@@ -47,6 +46,7 @@ from server.http_bounds import InTime, wrong_method
 from server.lab_routes import lab_routes
 from server.mcp import build as build_mcp
 from server.metrics import CONTENT_TYPE, Metrics
+from server.pages import Pages
 from server.peers import Proxies, header, origin_allowed
 from server.reactor import Reactor
 from server.replies import Deadlines
@@ -233,8 +233,7 @@ def build_app(state: ServerState) -> Starlette:
     # The static files answer what no route matches, not a catch-all Mount: a Mount would
     # also take a route's path asked with another method (GET /api/ok, GET /mcp), which
     # then got the static files' 404, or a 405 naming GET.
-    app.router.default = StaticFiles(directory=state.config.web_dir, html=True,
-                                     check_dir=False)
+    app.router.default = Pages(directory=state.config.web_dir, html=True, check_dir=False)
     return app
 
 

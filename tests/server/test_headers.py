@@ -135,3 +135,17 @@ async def test_a_page_reached_by_another_spelling_of_its_path_keeps_its_policy(
             assert r.status_code == 200 and r.headers["content-type"].startswith("text/html"), \
                 target
             assert r.headers["content-security-policy"] == csp_text(page_policy(page)), target
+
+
+async def test_a_folder_without_its_slash_is_redirected_by_its_path_alone(
+        tmp_path: Path) -> None:
+    """Not to a URL built from the client's Host and the connection's scheme (http:// behind
+    a TLS proxy; any host a request names), and `//lobby` does not name a host."""
+    async with running_server(tmp_path) as srv, httpx.AsyncClient() as http:
+        for target, location in {"/lobby": "/lobby/", "//lobby": "/lobby/",
+                                 "/lobby?x=1": "/lobby/?x=1"}.items():
+            r = await http.get(srv.url + target, headers={"host": "evil.example"})
+            assert (r.status_code, r.headers["location"]) == (307, location), target
+            page = await http.get(srv.url + location)
+            assert page.status_code == 200 and page.headers["content-type"].startswith(
+                "text/html"), target
