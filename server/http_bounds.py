@@ -18,22 +18,36 @@ detail}}`, code `bad_request`.
 
 from __future__ import annotations
 
+from typing import Any
+
 import trio
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from protocol.errors import ErrorCode, ProtocolError
+from protocol.jsontext import compact_encoder, escape_lone_surrogates
 
 LATE = 408
 
 
+_dumps = compact_encoder(ensure_ascii=False)
+
+
+def json_reply(body: dict[str, Any], status: int, headers: dict[str, str] | None = None
+               ) -> Response:
+    """A JSON answer, never cached (a lone surrogate stored before the protocol refused
+    them is sent escaped)."""
+    return Response(escape_lone_surrogates(_dumps(body)), status_code=status,
+                    media_type="application/json",
+                    headers={"Cache-Control": "no-store", **(headers or {})})
+
+
 def refused(error: ProtocolError, status: int, headers: dict[str, str] | None = None
             ) -> Response:
-    """The JSON answer of a request refused at the HTTP level."""
-    return JSONResponse({"ok": False, "error": error.to_wire()}, status_code=status,
-                        headers={"Cache-Control": "no-store", **(headers or {})})
+    """The JSON answer of a refused request: `{"ok": false, "error": {...}}`."""
+    return json_reply({"ok": False, "error": error.to_wire()}, status, headers)
 
 
 async def wrong_method(request: Request, exc: Exception) -> Response:

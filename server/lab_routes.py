@@ -40,14 +40,13 @@ from protocol.errors import ErrorCode, ProtocolError
 from protocol.jsontext import (
     BadNumber,
     bad_text_path,
-    compact_encoder,
-    escape_lone_surrogates,
     exact_int,
     finite_float,
     strict_decoder,
 )
 from protocol.roles import role_at_least
 from server.budgets import Account, address_key
+from server.http_bounds import json_reply, refused
 from server.ratelimit import TokenBucket
 from server.replies import Charged, internal_error
 
@@ -86,24 +85,17 @@ def _reject_constant(name: str) -> Any:
 
 
 _decode = strict_decoder(_reject_constant, exact_int, finite_float)
-_dumps = compact_encoder(ensure_ascii=False)
 
 
 def _bad(message: str, **detail: Any) -> ProtocolError:
     return ProtocolError(ErrorCode.BAD_REQUEST, message, detail)
 
 
-def _reply(body: dict[str, Any], status: int) -> Response:
-    # A lone surrogate stored before the protocol refused them is sent escaped.
-    return Response(escape_lone_surrogates(_dumps(body)), status_code=status,
-                    media_type="application/json", headers={"Cache-Control": "no-store"})
-
-
 def refusal(error: ProtocolError) -> Response:
     """The reply of a refused request."""
     status = UNSUPPORTED_MEDIA if isinstance(error, _UnsupportedMedia) else \
         STATUS.get(error.code.value, 409)
-    return _reply({"ok": False, "error": error.to_wire()}, status)
+    return refused(error, status)
 
 
 class LabRoutes:
@@ -150,7 +142,7 @@ class LabRoutes:
         except Exception:  # a bug: refuse and log it, as a session does
             log.exception("%s to %s failed", op, actor_id)
             raise internal_error() from None
-        return _reply({"ok": True, "result": unstructure(result)}, 200)
+        return json_reply({"ok": True, "result": unstructure(result)}, 200)
 
     def _rate(self, request: Request) -> None:
         """Spend a token of the client address's bucket (`rate_limited` when empty)."""

@@ -61,8 +61,7 @@ class Visit(Tab):
 
 def visit(state: ServerState, request: Request) -> Visit:
     """The caller of `request` and the account it spends (see the module doc)."""
-    address = "" if request.client is None else address_key(state.proxies.client_host(
-        request.client.host, request.headers.get("x-forwarded-for")))
+    address = address_key(state.proxies.client_of_scope(request.scope))
     now = trio.current_time()
     auth = request.headers.get("authorization", "")
     refusal = None
