@@ -26,6 +26,7 @@ from server.budgets import Account, Hourly, Ledger
 
 if TYPE_CHECKING:
     from actors.runtime import Call, Directory
+    from protocol.errors import ProtocolError
 
 LOBBY_CREATE = "lobby.create"
 
@@ -98,9 +99,7 @@ class Claims:
             spent = account.joins
         if refusal is None and loading:
             refusal = self.ledger.may_load(account)
-        if refusal is not None:
-            self.budget_hit(refusal, who)
-            raise refusal
+        self._refuse(refusal, who)
         return Ticket(account, spent, target, loading) if spent is not None or loading else None
 
     def _loads(self, to: str) -> bool:
@@ -113,8 +112,11 @@ class Claims:
         here (`over_budget` past `loads_at_once`), else None, as for the owner."""
         if account is None or not self._loads(to):
             return None
-        refusal = self.ledger.may_load(account)
+        self._refuse(self.ledger.may_load(account), who)
+        return Ticket(account, None, None, True)
+
+    def _refuse(self, refusal: ProtocolError | None, who: str) -> None:
+        """Raise `refusal` (counted and logged as a budget hit) when there is one."""
         if refusal is not None:
             self.budget_hit(refusal, who)
             raise refusal
-        return Ticket(account, None, None, True)
