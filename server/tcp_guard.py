@@ -17,10 +17,14 @@ from typing import Any
 import trio
 
 from server.budgets import Budgets, address_key
+from server.headers import EVERY_RESPONSE, NOT_A_PAGE, csp_text
 from server.peers import Proxies
 
+# (with the headers server/headers.py gives every response that is not a page)
+_SECURITY = {**EVERY_RESPONSE, "content-security-policy": csp_text(NOT_A_PAGE)}
 REFUSAL = ("HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n"
-           "content-length: {length}\r\nconnection: close\r\n\r\n{body}")
+           + "".join(f"{k}: {v}\r\n" for k, v in _SECURITY.items())
+           + "content-length: {length}\r\nconnection: close\r\n\r\n{body}")
 REFUSAL_LINGER = 1.0  # seconds a refused connection is read and dropped before closing
 
 

@@ -18,10 +18,11 @@ TEXT, BINARY, CLOSE, PING, PONG = 0x1, 0x2, 0x8, 0x9, 0xA
 class HandshakeRefused(Exception):
     """The server answered the upgrade with another status than 101."""
 
-    def __init__(self, status: int, body: bytes) -> None:
+    def __init__(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
         super().__init__(f"HTTP {status}: {body[:200]!r}")
         self.status = status
         self.body = body
+        self.headers = headers or {}  # lower-cased names
 
 
 def request(port: int, path: str = "/ws", headers: dict[str, str] | None = None) -> bytes:
@@ -79,7 +80,9 @@ class RawSocket:
                 while chunk := await stream.receive_some(65536):
                     rest += chunk
             await stream.aclose()
-            raise HandshakeRefused(status, rest)
+            fields = (line.partition(b":") for line in head.split(b"\r\n")[1:])
+            raise HandshakeRefused(status, rest, {k.strip().lower().decode(): v.strip().decode()
+                                                  for k, _, v in fields})
         return cls(stream, rest)
 
     async def send(self, data: bytes) -> None:

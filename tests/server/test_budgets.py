@@ -35,6 +35,10 @@ async def test_tcp_connections_per_address_are_capped_before_any_request(
             await RawSocket.open(srv.port)
         assert refused.value.status == 503
         assert refused.value.body == b"more than 3 connections from one address"
+        # (the security headers every response carries, as the ASGI middleware adds them)
+        assert refused.value.headers["x-content-type-options"] == "nosniff"
+        assert refused.value.headers["content-security-policy"] == "default-src 'none'; " \
+            "frame-ancestors 'none'"
         assert _hits(srv, "connections_per_address") == 1
         assert "hit the connections_per_address budget" in caplog.text
         await held.pop().aclose()
