@@ -117,6 +117,7 @@ def test_panel_birth(fake, breeder) -> None:
             "expected exactly one fenced block",
         ),
         ("TITLE: A Very Long Five Word\n```glsl\n" + SHADER + "\n```", "title over four words"),
+        ("TITLE: " + "x" * 81 + "\n```glsl\n" + SHADER + "\n```", "title over 80 characters"),
         ("TITLE:\n```glsl\n" + SHADER + "\n```", "empty title"),
         ("```html\n" + SHADER + "\n```", "fenced block is 'html', expected 'glsl'"),
     ],
