@@ -18,7 +18,7 @@ from actors import chat_completions
 from actors.chat_completions import ChatError
 from actors.lab.contract import contract_text
 from actors.lab.validation import validate
-from protocol.ops.lab import MAX_TITLE
+from protocol.ops.lab import MAX_CODE, MAX_TITLE
 
 MAX_TITLE_WORDS = 4
 _LANGUAGES = {"shader": ("glsl", ""), "panel": ("html", "")}
@@ -106,6 +106,8 @@ class ModelBreeder:
             return Birth(prompt, "", None, f"model error: {error.code}")
         parsed = parse_reply(track, reply)
         if isinstance(parsed, str):
-            return Birth(prompt, reply, None, parsed)
+            return Birth(prompt, reply[:MAX_CODE], None, parsed)
         code, title = parsed
-        return Birth(prompt, code, title, validate(track, code))
+        reason = validate(track, code)
+        # A rejection keeps at most what an owner may send (a reply may be 1 MiB).
+        return Birth(prompt, code if reason is None else code[:MAX_CODE], title, reason)

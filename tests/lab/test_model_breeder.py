@@ -10,6 +10,7 @@ import pytest
 
 from actors.lab.contract import contract_text
 from actors.lab.model_breeder import ModelBreeder, birth_prompt, parse_reply
+from protocol.ops.lab import MAX_CODE
 
 SHADER = """void main() {
     vec2 uv = gl_FragCoord.xy / u_res;
@@ -94,6 +95,14 @@ def test_validate_is_applied_to_the_model_code(fake, breeder) -> None:
     fake.say("```glsl\nuniform float u_beat;\n" + SHADER + "\n```")
     birth = breeder.breed("shader", DIRECTIVE)
     assert birth.reason == "extra uniform" and "u_beat" in birth.code and birth.title is None
+
+
+def test_a_rejected_reply_is_kept_only_as_long_as_an_owner_may_send(fake, breeder) -> None:
+    fake.say("x" * 300_000)  # not the format: kept (as the rejection's code) cut short
+    fake.say("```glsl\n" + SHADER + "//" * 150_000 + "\n```")  # the format, too long
+    for reason in ("expected exactly one fenced block", "too long"):
+        birth = breeder.breed("shader", DIRECTIVE)
+        assert (birth.reason, len(birth.code)) == (reason, MAX_CODE)
 
 
 def test_panel_birth(fake, breeder) -> None:
