@@ -16,14 +16,16 @@ op's reply without an id, `{"ok": true, "result": ...}` or `{"ok": false, "error
 a cross-site form cannot post one, and a bearer token (not a cookie) for the owner's; a
 refused token spends its address's budget of them, as a hello's (`hello_failures`).
 Each client address has a token bucket (the server's per-connection rate and burst), and
-each request's server time is charged as a websocket request's is: to the token's
-account, or the address's for an anonymous caller (`over_budget` `cpu` while others use
-the server), and the owner's counts toward what the others use.
+each request's server time (its body's parse too, refused or not) is charged as a
+websocket request's is: to the token's account, or the address's for an anonymous caller
+(`over_budget` `cpu` while others use the server, checked before the body is read), and
+the owner's counts toward what the others use.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -131,8 +133,14 @@ class LabRoutes:
         if not ACTOR_ID_RE.match(actor_id) or set(query) - {"lab"}:
             raise _bad("lab: the only query parameter is lab=NAME (1-80 of A-Za-z0-9_.-)",
                        path="lab")
-        args = await self._args(request, op)
         account = self._account(request, caller, caller_role)
+        body = await self._body(request)
+        started = time.perf_counter()
+        try:  # the parse is the caller's, as a websocket frame's is
+            args = self._args(body, op)
+        finally:
+            self.state.ledger.charge(account, time.perf_counter() - started,
+                                     trio.current_time())
         try:
             result = await self.state.directory.ask(
                 actor_id, Call(op, args, caller_role, caller),
@@ -197,8 +205,8 @@ class LabRoutes:
                                 {"role": principal.role, "required": role})
         return principal.name, principal.role
 
-    async def _args(self, request: Request, op: str) -> Any:
-        """The op's args from a JSON body of at most MAX_BODY bytes."""
+    async def _body(self, request: Request) -> bytearray:
+        """The request's JSON body, of at most MAX_BODY bytes."""
         media = request.headers.get("content-type", "").partition(";")[0].strip().lower()
         if media != "application/json":
             raise _UnsupportedMedia()
@@ -212,6 +220,10 @@ class LabRoutes:
             if len(body) > MAX_BODY:
                 raise ProtocolError(ErrorCode.TOO_LARGE, f"the body is longer than {MAX_BODY}"
                                     " bytes", {"max_body": MAX_BODY})
+        return body
+
+    def _args(self, body: bytearray, op: str) -> Any:
+        """The op's args from a JSON body."""
         try:
             value = _decode(body.decode("utf-8"))
         except UnicodeDecodeError:

@@ -4,6 +4,7 @@ that mount organisms."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import httpx
@@ -202,6 +203,21 @@ async def test_a_route_s_server_time_is_charged_as_a_websocket_request_s(
         assert over.json()["error"]["code"] == "over_budget"
         assert over.json()["error"]["detail"]["budget"] == "cpu"
         assert ledger.hits[("cpu", "127.0.0.1")].count == 1
+
+
+async def test_reading_a_route_s_body_is_charged_even_when_it_is_refused(
+        tmp_path: Path) -> None:
+    """Parsing a body the route then refuses (not JSON, wrong args) is the caller's time:
+    no world is asked, and the anonymous caller's account is in debt all the same."""
+    budgets = Budgets(cpu_rate=1e-9, cpu_burst_anonymous=1e-9)
+    async with running_server(tmp_path, budgets=budgets) as srv, \
+            httpx.AsyncClient(base_url=srv.url) as http:
+        bodies = ["[" * 20_000, json.dumps({"id": "x" * 60_000, "client_key": "k", "ok": 1})]
+        for body in bodies:
+            r = await http.post("/api/pub/seen", content=body,
+                                headers={"Content-Type": "application/json"})
+            assert (r.status_code, r.json()["error"]["code"]) == (400, "bad_request")
+        assert srv.state.ledger.accounts["address:127.0.0.1"].cpu.level < 0
 
 
 async def test_refused_tokens_are_budgeted_per_address_as_a_hello_s(tmp_path: Path) -> None:
