@@ -66,8 +66,8 @@ def class_schema(cls: type, defs: dict[str, Any]) -> dict[str, Any]:
                               "additionalProperties": False}
     if required:
         schema["required"] = required
-    if cls.__doc__:
-        schema["description"] = cls.__doc__.strip().splitlines()[0]
+    if cls.__doc__:  # its first paragraph, whatever lines it was wrapped over
+        schema["description"] = " ".join(cls.__doc__.strip().split("\n\n")[0].split())
     return schema
 
 

@@ -57,6 +57,15 @@ def test_schema_covers_every_registered_op() -> None:
     assert listed == {"type": "array", "items": {"$ref": "#/$defs/lobby.WorldInfo"}}
 
 
+def test_a_description_is_the_docstrings_whole_first_paragraph() -> None:
+    """A docstring's first line alone cut 36 descriptions mid-sentence ("... {kind: self,
+    species, value} or"), in `petridish protocol-schema` and in the MCP tools' schemas."""
+    defs = registry_schema(default_registry())["$defs"]
+    assert defs["ecosystem.RulePatch"]["description"] == (
+        "One of {kind: pair, pair, mode}, {kind: self, species, value} or {kind: environment, "
+        "field, value} (the seed's RulePatch; other fields absent).")
+
+
 def _docs_text() -> str:
     return "\n".join(p.read_text() for p in sorted(DOCS.parent.glob("*.md")))
 
