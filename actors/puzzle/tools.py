@@ -68,13 +68,21 @@ class HintToolArgs:
     budget_ms: int = bounded(4_000, lo=ops.MIN_HINT_MS, hi=ops.MAX_HINT_MS)
 
 
-def _room(call: ToolCall, room: str) -> tuple[str, str | None] | Refusal:
-    """(the room's actor id, the caller name to speak as): a keyed id speaks as its key."""
-    name, _, key = room.partition(KEY_SEP)
+def _actor(name: str, then: str = "") -> str | Refusal:
+    """The actor id of the room named `name`, or why `name` names none."""
     actor = f"puzzle:{name}"
     if not ACTOR_ID_RE.match(actor):
         return Refusal(ErrorCode.BAD_REQUEST, "room: 1 to 80 characters of a-z, A-Z, 0-9, "
-                       "'_', '.' and '-' (then ~KEY if puzzle_create gave one)", {"path": "room"})
+                       f"'_', '.' and '-'{then}", {"path": "room"})
+    return actor
+
+
+def _room(call: ToolCall, room: str) -> tuple[str, str | None] | Refusal:
+    """(the room's actor id, the caller name to speak as): a keyed id speaks as its key."""
+    name, _, key = room.partition(KEY_SEP)
+    actor = _actor(name, " (then ~KEY if puzzle_create gave one)")
+    if isinstance(actor, Refusal):
+        return actor
     return actor, call.keyed(key) if key else None
 
 
@@ -96,10 +104,10 @@ async def create(call: ToolCall, a: CreateToolArgs) -> ToolResult | Refusal:
     name = a.room or f"r{call.fresh_id().replace('-', '')[:16]}"
     key, caller = call.key() if call.anonymous else (None, None)
     room = name if key is None else f"{name}{KEY_SEP}{key}"
-    to = _room(call, name)
-    if isinstance(to, Refusal):
-        return to
-    view = await call.ask(to[0], "puzzle.create", ops.CreateArgs(
+    actor = _actor(name)  # a name of its own: "~" would read back as NAME~KEY
+    if isinstance(actor, Refusal):
+        return actor
+    view = await call.ask(actor, "puzzle.create", ops.CreateArgs(
         pack=a.pack, level=a.level, link=a.link, installed=a.installed, profile=a.profile),
         caller=caller)
     return _result(f"Created room {room}: carry this room id on every call. The level's hint: "

@@ -7,11 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import httpx
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from actors.puzzle.catalog import bundled
 from actors.puzzle.tools import TOOLS
+from tests.server.mcp_harness import tool
 from tests.server.ws_harness import running_server
 
 
@@ -78,3 +80,17 @@ async def test_a_spectator_over_mcp_watches_but_does_not_play(tmp_path: Path) ->
         assert refused.is_error and refused.structured_content["error"]["code"] == "forbidden"
         missing = await _tool(s, "puzzle_view", {"room": "x"})
         assert missing.structured_content["error"]["code"] == "unknown_actor"
+
+
+async def test_a_room_name_with_a_tilde_is_refused_rather_than_created_unplayable(
+        tmp_path: Path) -> None:
+    """`NAME~KEY` is how a room id carries an anonymous caller's key: `puzzle_create {room:
+    "tl~x"}` created `puzzle:tl` and told its creator to carry `tl~x`, which then spoke as the
+    key `x`: `forbidden` in its own room."""
+    async with running_server(tmp_path) as srv, httpx.AsyncClient() as http:
+        ann = srv.state.tokens.create("agent", "ann")
+        refused = await tool(http, srv.url, "puzzle_create", {"room": "tl~x"}, ann)
+        assert refused["error"] == {"code": "bad_request", "message": "room: 1 to 80 characters "
+                                    "of a-z, A-Z, 0-9, '_', '.' and '-'", "detail": {"path": "room"}}
+        missing = await tool(http, srv.url, "puzzle_view", {"room": "tl"})
+        assert missing["error"]["code"] == "unknown_actor"
