@@ -21,6 +21,7 @@ import attrs
 
 from actors.world import Refusal, Tool, ToolCall, ToolResult
 from protocol.bounds import bounded
+from protocol.envelope import ACTOR_ID_RE
 from protocol.errors import ErrorCode
 from protocol.ops import ecosystem as ops
 
@@ -85,10 +86,11 @@ class ScheduleChangeArgs:
 def _run(call: ToolCall, run_id: str) -> tuple[str, str | None] | Refusal:
     """(the run's actor id, the caller name a keyed id speaks as)."""
     name, sep, key = run_id.partition(KEY_SEP)
-    if not name or (sep and not key):
+    actor = f"ecosystem:{name}"
+    if not ACTOR_ID_RE.match(actor) or (sep and not key):
         return Refusal(ErrorCode.BAD_REQUEST, "run_id: the id create_run answered",
                        {"path": "run_id"})
-    return f"ecosystem:{name}", call.keyed(key) if key else None
+    return actor, call.keyed(key) if key else None
 
 
 def _lean(view: dict[str, Any]) -> dict[str, Any]:

@@ -93,6 +93,9 @@ async def test_an_mcp_client_creates_steps_patches_and_reads_a_run(tmp_path: Pat
             0] == "bad_request"
         assert refusal(await s.call_tool("view_run", {"run_id": "nowhere"}))[0] == "unknown_actor"
         assert refusal(await s.call_tool("view_run", {"run_id": "x~"}))[0] == "bad_request"
+        bad_name = await s.call_tool("control_run", {"run_id": "no run", "action": "step"})
+        assert refusal(bad_name) == ("bad_request", "run_id: the id create_run answered")
+        assert bad_name.structured_content["error"]["detail"] == {"path": "run_id"}
     async with running_server(tmp_path) as srv, Client.connect(srv.ws_url) as c:  # the same run
         assert (await c.request("ecosystem.view", f"ecosystem:{name}", {}))["view"][
             "generation"] == 5
