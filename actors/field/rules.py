@@ -305,7 +305,8 @@ def read_history(w: Live, a: ops.HistoryArgs, _ctx: Ctx) -> ops.FieldView | Refu
         return r
     rev = w.state.revision
     if not 1 <= a.revision <= rev:
-        return Refusal(ErrorCode.BAD_REQUEST, f"args.revision: 1..{rev}",
+        return Refusal(ErrorCode.BAD_REQUEST, f"args.revision: must be between 1 and {rev}, "
+                       "the field's revision now",
                        {"path": "args.revision", "revision": rev})
     return ops.FieldView(live.view_of(w.history.state_at(a.revision), w.game, "ready"))
 

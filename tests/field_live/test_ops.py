@@ -96,6 +96,8 @@ async def test_bad_input_for_every_op_changes_nothing(tmp_path: Path) -> None:
         ]
         for op, args, code in cases:
             await _refused(c, op, args, code)
+        await _refused(c, "field.history", {"revision": 0}, "bad_request",
+                       "args.revision: must be between 1 and 2, the field's revision now")
         # another caller cannot act as alice's agent; a spectator cannot write at all
         for op, args in (("field.reveal", reveal), ("field.commit", commit),
                          ("field.retract", retract)):
