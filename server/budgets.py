@@ -349,18 +349,21 @@ class Ledger:
 
     # ---- creations and joins -------------------------------------------------------------
 
-    def may_create(self, account: Account | None, alive: set[str], now: float
-                   ) -> ProtocolError | None:
+    def may_create(self, account: Account | None, alive: set[str], now: float,
+                   idle: float | None = None) -> ProtocolError | None:
         """Why `account` may not create a world now, or None. `alive` is the ids of the
-        worlds it created that are live now."""
+        worlds it created that are live now; `idle` the seconds after which a world with no
+        message and no subscriber unloads (None: never)."""
         if account is None:
             return None
         b = self.budgets
         refusal = _per_hour("creates_per_hour", account.creates, b.creates_per_hour,
                             "worlds created", now)
         if refusal is None and len(alive) + account.creates.pending >= b.live_worlds:
+            when = "" if idle is None else (f" (a world unloads after {idle:g} s with no "
+                                            "request and no subscriber)")
             return over_budget("live_worlds", f"more than {b.live_worlds} live worlds "
-                               "created by this client; wait until some unload",
+                               f"created by this client; wait until some unload{when}",
                                b.live_worlds)
         return refusal
 

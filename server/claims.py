@@ -92,7 +92,8 @@ class Claims:
         if target is not None:  # (bounded by live_worlds: not a load)
             alive = {i for i in account.created if self.directory.alive(i) is not None}
             account.created = alive  # worlds that unloaded no longer count
-            refusal = self.ledger.may_create(account, alive, now)
+            refusal = self.ledger.may_create(account, alive, now,
+                                             self.directory.config.idle_timeout)
             spent = account.creates
         elif seat:
             refusal = self.ledger.may_join(account, now)

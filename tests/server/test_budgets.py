@@ -259,7 +259,8 @@ async def test_one_agent_cannot_create_more_worlds_than_its_budget(tmp_path: Pat
                             error(await again.call("lobby.create", kind="counter",
                                                    name="b9"))):
                 assert refused == {"code": "over_budget", "message": "more than 10 live worlds "
-                                   "created by this client; wait until some unload",
+                                   "created by this client; wait until some unload (a world "
+                                   "unloads after 600 s with no request and no subscriber)",
                                    "detail": {"budget": "live_worlds", "limit": 10}}
             assert error(await c.call("counter.get", "counter:a9"))["code"] == "unknown_actor"
             result(await b.call("counter.create", "counter:bob"))  # bob has his own budget
