@@ -308,6 +308,9 @@ def _worlds(state: ServerState) -> list[Any]:
 def build(state: ServerState) -> tuple[Route, Callable[[], Any]]:
     """The `/mcp` route and the context manager the app's lifespan must enter."""
     EventSourceResponse.DEFAULT_PING_INTERVAL = KEEPALIVE
+    # Stateless, every request is a session of its own, and the SDK logs each one's end at
+    # info ("Terminating session: None"): one line on stderr per call, saying nothing.
+    logging.getLogger("mcp.server.streamable_http").setLevel(logging.WARNING)
     host = McpHost(state)
     names = ", ".join(host.tools) or "none"
     server: Server[Any] = Server(

@@ -67,3 +67,17 @@ async def test_text_with_nul_is_refused_as_over_the_websocket(tmp_path: Path) ->
     assert result["content"][0]["text"] == (
         "bad_request: agent: text must be valid Unicode (no NUL, no lone surrogate)")
     assert result["structuredContent"]["error"]["detail"] == {"path": "agent"}
+
+
+async def test_a_call_leaves_no_line_on_the_log(tmp_path: Path,
+                                              caplog: pytest.LogCaptureFixture) -> None:
+    """Stateless, each request is a session of its own whose end the SDK logged at info:
+    "Terminating session: None", once per call, on the server's stderr."""
+    caplog.set_level(logging.INFO)
+    async with running_server(tmp_path) as srv, httpx.AsyncClient() as http:
+        caplog.clear()
+        status, reply = await rpc(http, srv.url, "tools/call",
+                                  {"name": "list_games", "arguments": {}})
+    assert status == 200 and reply is not None and not reply["result"]["isError"]
+    assert [r.getMessage() for r in caplog.records
+            if r.name == "mcp.server.streamable_http"] == []
