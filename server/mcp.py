@@ -76,6 +76,7 @@ if TYPE_CHECKING:
 KEEPALIVE = 10  # seconds between SSE keepalive comments on a long call
 log = logging.getLogger("petridish.mcp")
 ROOT = "arguments"  # the converter's root path, dropped from MCP refusals
+OP_ROOT = "args"  # an op's own refusals name its args so: a tool's arguments are its args
 CLIENTS = 4096  # clientInfo remembered (per credential), oldest forgotten first
 
 
@@ -156,16 +157,21 @@ def _inline(schema: Any, defs: dict[str, Any]) -> Any:
     return schema
 
 
+def _argument(path: str) -> str:
+    """A refusal's path or message as naming a tool's argument (no converter or op root)."""
+    return path.removeprefix(f"{ROOT}.").removeprefix(f"{OP_ROOT}.")
+
+
 def _refusal_text(error: ProtocolError) -> str:
     """`code: message`, argument paths without the converter's root."""
-    message = error.message.removeprefix(f"{ROOT}.").replace(": unknown key", ": unknown argument")
+    message = _argument(error.message).replace(": unknown key", ": unknown argument")
     return f"{error.code.value}: {message}"
 
 
 def _error(error: ProtocolError) -> types.CallToolResult:
     wire = error.to_wire()
     if isinstance(wire["detail"].get("path"), str):
-        wire["detail"]["path"] = wire["detail"]["path"].removeprefix(f"{ROOT}.")
+        wire["detail"]["path"] = _argument(wire["detail"]["path"])
     wire["message"] = _refusal_text(error).partition(": ")[2]
     return types.CallToolResult(content=[types.TextContent(type="text", text=_refusal_text(error))],
                                 structured_content={"error": wire}, is_error=True)

@@ -295,6 +295,11 @@ async def test_bad_input_over_mcp_is_refused_and_changes_nothing(tmp_path: Path)
                                         token)).startswith("bad_request: game_id:")
             assert _refusal(await _tool(http, url, "nope", {}, token)).startswith(
                 "unknown_op: there is no tool 'nope'")
+            # The op's own refusal names the tool's argument, as the converter's does.
+            unsized = await _tool(http, url, "start_mosaic", {"kind": "scatter"}, token)
+            assert _refusal(unsized) == (
+                "bad_request: size: a field without growth needs a size in 10..200")
+            assert unsized["structuredContent"]["error"]["detail"] == {"path": "size"}
             r = await http.post(f"{url}/mcp", content=b"{not json", headers=HEADERS)
             assert r.status_code == 400 and "-32700" in r.text
             after = await c.request("field.observe", "field:bad", {})
