@@ -204,15 +204,21 @@ TOOLS = (
     Tool("run_history", "A run's frames",
          "Frames (per-species biomass and population, resource, events) from a generation "
          "on, and the rule graph in force at that generation.",
-         HistoryToolArgs, run_history, describe={"run_id": RUN_ID}),
+         HistoryToolArgs, run_history, describe={
+             "run_id": RUN_ID, "generation": "The first frame's generation (default 0).",
+             "count": "How many frames, 1..181 (default 181: every one the run has made)."}),
     Tool("control_run", "Play, pause or step a run",
          "Owner: play (at speed 1..30 generations a second), pause, or step one generation.",
-         ControlRunArgs, control_run, role="agent", describe={"run_id": RUN_ID}),
+         ControlRunArgs, control_run, role="agent", describe={
+             "run_id": RUN_ID, "action": "play, pause, or step one generation (then paused).",
+             "speed": "Generations a second, 1..30 (default: the run's, 10 at first)."}),
     Tool("patch_run", "Patch a run's rule graph",
          "Owner: a RulePatch for the next generation ({kind: pair, pair, mode} | {kind: self, "
          "species, value} | {kind: environment, field, value}) with the graph version you "
          "decided against; a stale version is refused and changes nothing.",
-         PatchRunArgs, patch_run, role="agent", describe={"run_id": RUN_ID}),
+         PatchRunArgs, patch_run, role="agent", describe={
+             "run_id": RUN_ID, "expected_graph_version": "The graph version (view_run's "
+             "graph_version) you decided against."}),
     Tool("schedule_change", "Schedule a rule change",
          "Owner: a change {generation, activation, duration, transition, patch} that fires "
          "when its trigger is due, if the graph is still at today's version.",

@@ -81,3 +81,14 @@ async def test_a_call_leaves_no_line_on_the_log(tmp_path: Path,
     assert status == 200 and reply is not None and not reply["result"]["isError"]
     assert [r.getMessage() for r in caplog.records
             if r.name == "mcp.server.streamable_http"] == []
+
+
+async def test_every_argument_of_every_tool_says_what_it_is(tmp_path: Path) -> None:
+    """A model reads only the listing: run_history's generation and count, control_run's
+    action and speed and patch_run's expected_graph_version came bare."""
+    async with running_server(tmp_path) as srv, httpx.AsyncClient() as http:
+        _, reply = await rpc(http, srv.url, "tools/list", {})
+    assert reply is not None
+    bare = [f"{t['name']}.{name}" for t in reply["result"]["tools"]
+            for name, prop in t["inputSchema"]["properties"].items() if not prop.get("description")]
+    assert bare == []
