@@ -99,8 +99,7 @@ class Actor(ABC):
         self._last_push = -math.inf
         self._push_armed = False
         self._snapshot_rev = 0
-        self._topic = Topic(actor_id, cfg.history_size,
-                            lambda: context.observer.dropped(self.kind))
+        self._topic = Topic(actor_id, cfg.history_size, lambda: context.observer.dropped(self.kind))
         self._timers: set[Timer] = set()
         self._nursery: trio.Nursery | None = None
         self._crashes: deque[float] = deque()
@@ -134,7 +133,7 @@ class Actor(ABC):
         return None
 
     def restore(self, data: Any) -> None:
-        """Set the state from a value `snapshot` returned."""
+        """Set the state from a value `snapshot` returned (raise if unreadable: replay all)."""
         raise NotImplementedError(f"{type(self).__name__} takes no snapshots")
 
     async def on_start(self) -> None:
@@ -309,10 +308,9 @@ class Actor(ABC):
 
     def statistics(self) -> ActorStatistics:
         """Durable revision, mailbox depth and peak, subscribers, handled, restarts, drops."""
-        return ActorStatistics(
-            self.actor_id, self.kind, self._durable_rev,
-            self._mailbox.depth, self._mailbox.peak, len(self._topic),
-            self._handled, self._restarts, self._topic.dropped)
+        return ActorStatistics(self.actor_id, self.kind, self._durable_rev, self._mailbox.depth,
+                               self._mailbox.peak, len(self._topic), self._handled,
+                               self._restarts, self._topic.dropped)
 
     # ---- the supervisor loop ------------------------------------------------------------
 
@@ -484,8 +482,7 @@ class Actor(ABC):
             try:
                 data = self.snapshot()
                 if data is not None:
-                    await self.context.store.save_snapshot(self.actor_id, self._durable_rev,
-                                                           data)
+                    await self.context.store.save_snapshot(self.actor_id, self._durable_rev, data)
             except Exception:  # a snapshot only shortens loading: without one, replay all
                 log.exception("%s could not save a snapshot", self.actor_id)
             self._snapshot_rev = self._durable_rev
@@ -575,8 +572,12 @@ class Actor(ABC):
         rev = 0
         snap = await store.load_snapshot(self.actor_id)
         if snap is not None:
-            self.restore(snap.data)
-            rev = snap.rev
+            try:
+                self.restore(snap.data)
+                rev = snap.rev
+            except Exception:  # a snapshot only shortens loading: without one, replay all
+                log.exception("%s could not restore its snapshot", self.actor_id)
+                self.reset()
         self._snapshot_rev = rev
         events = await store.read(self.actor_id, after=rev)
         for stored in events:
@@ -585,8 +586,7 @@ class Actor(ABC):
         self._rev = self._durable_rev = events[-1].rev if events else rev
         self._unflushed = []
         window = self.context.config.receipt_window
-        self._receipts.reset(await store.receipts(self.actor_id,
-                                                  after=max(0, self._rev - window)))
+        self._receipts.reset(await store.receipts(self.actor_id, after=max(0, self._rev - window)))
 
     def _stop(self) -> None:
         self._mailbox.close()

@@ -12,7 +12,7 @@ import trio.testing
 from actors.runtime import Actor, RuntimeConfig
 from actors.runtime.directory import ActorKind, any_name, open_directory
 from actors.runtime.subscriber import SubscriberQueue
-from actors.store import MemoryEventStore, StoreStatistics
+from actors.store import MemoryEventStore, Snapshot, StoreStatistics
 from protocol.errors import ErrorCode, ProtocolError
 from tests.runtime.probe import ONE_BATCH, Add, Block, Crash, ProbeActor
 
@@ -176,6 +176,25 @@ async def test_a_failing_snapshot_is_logged_and_changes_nothing() -> None:
         assert [await actor.ask(Add(i)) for i in range(3)] == [1, 2, 3]
         assert actor.statistics().restarts == 0
         assert await store.load_snapshot("probe:a") is None
+
+
+async def test_a_snapshot_that_cannot_be_restored_is_skipped_for_the_whole_stream() -> None:
+    """A snapshot only shortens loading: one the actor cannot read (another layout) leaves
+    the load to fold every event, and the next batch saves a readable one."""
+    store = MemoryEventStore()
+    config = RuntimeConfig(snapshot_every=4)
+    async with open_directory(store, KINDS, config=config) as directory:
+        actor = await directory.get("probe:a")
+        for i in range(6):
+            await actor.ask(Add(i))
+        assert (await store.load_snapshot("probe:a")).rev == 4
+    await store.save_snapshot("probe:a", 4, {"layout": 2})
+    async with open_directory(store, KINDS, config=config) as directory:
+        actor = await directory.get("probe:a")
+        assert (actor.rev, actor.snapshot()) == (6, {"total": 15, "amounts": [0, 1, 2, 3, 4, 5]})
+        assert await actor.ask(Add(6)) == 7
+    assert await store.load_snapshot("probe:a") == Snapshot(7, {"total": 21,
+                                                               "amounts": list(range(7))})
 
 
 async def test_a_world_that_cannot_be_loaded_is_unavailable() -> None:
