@@ -34,6 +34,7 @@ seeded numpy only.
 - `reflect`     the end of a run: score breakdown by fitness weight, engine-derived facts
 - `phrase`      the reflection in a model's words: one budgeted call, labelled
 - `tools`       the MCP tools for runs: create, view, history, control, patch, schedule
+- `snapshot`    the run's state as a JSON store snapshot and back, exactly
 - `rules`       the run world: state, `evolve`, moves, reads, `advance`, `setup_events`
 - `actor`       `EcosystemActor`, the effects; `WORLD`
 - `cli`         `petridish ecosystem setup | validate-graph | run | replay`

@@ -53,9 +53,10 @@ from actors.ecosystem.schedule import (
     validate_decision,
 )
 from actors.ecosystem.setup import canonical_answers, hash_setup_request
+from actors.ecosystem.snapshot import dump, load
 from actors.ecosystem.state import PendingSetup, Run, evolve, initial, run_seed, unready
 from actors.ecosystem.tools import TOOLS
-from actors.world import Codec, Ctx, Move, Read, Refusal, World
+from actors.world import Codec, Ctx, Move, Read, Refusal, StateCodec, World
 from protocol.errors import ErrorCode
 from protocol.ops import ecosystem as ops
 from protocol.ops.ecosystem import EcosystemCode
@@ -247,5 +248,6 @@ WORLD = World(
     create_role="agent",
     codes=EcosystemCode,
     seed=run_seed,
+    snapshot=StateCodec(dump, load),
     tools=TOOLS,
 )

@@ -1,8 +1,9 @@
 """The state of a run, `ecosystem:<run id>`, and how each event changes it. Pure.
 
 A stored `generation` event folds by stepping the engine again (a decided one carries the
-stepped engine): a restart re-simulates the run from its setup, at most 180 generations,
-and refuses a stream whose digests the engine no longer reproduces.
+stepped engine): a restart re-simulates the run from its setup (or from its latest state
+snapshot, `snapshot.py`), at most 180 generations, and refuses a stream whose digests the
+engine no longer reproduces.
 """
 
 from __future__ import annotations
