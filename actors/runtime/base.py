@@ -215,20 +215,10 @@ class Actor(ABC):
 
     def offload(self, work: Callable[[], T], done: Callable[[T], Any],
                 failed: Callable[[], Any], *, process: bool = False) -> None:
-        """Run `work()` in a worker thread and post `done(result)` to this actor's own
-        mailbox, or `failed()` when it raised (the failure is logged).
-
-        Worker threads are shared by every actor behind the runtime's offload limiter
-        (`RuntimeConfig.offload_threads`), so heavy work waits its turn rather than
-        multiplying. The waiting task lives in the actor's nursery: when the actor stops,
-        the result is dropped (a thread cannot be interrupted; it runs to its end).
-
-        `process=True` runs `work` in a worker process instead (a pool of as many spawned
-        processes as offload threads, behind the same limiter): for pure-Python work long
-        enough that holding the GIL would stall the server's one trio thread (the puzzle
-        solver). `work` and its result must pickle: a module-level function, or a
-        `functools.partial` of one over plain data; a budget is counted on `work_clock`.
-        """
+        """Run `work()` in a worker thread (a worker process with `process=True`: see
+        actors/runtime/offload.py) and post `done(result)` to this actor's own mailbox, or
+        `failed()` when it raised (logged). The waiting task lives in the actor's nursery:
+        when the actor stops, the result is dropped (the work runs to its end)."""
         assert self._nursery is not None, "offload starts in on_start or in a handler"
 
         async def run() -> None:

@@ -2,6 +2,10 @@
 long enough that holding the GIL would stall the server's one trio thread (the puzzle's
 solver). Both wait behind the runtime's one offload limiter (`RuntimeConfig.offload_threads`),
 so heavy work waits its turn rather than multiplying. `Actor.offload` is the way in.
+
+A worker process (`process=True`) is one of a pool of as many spawned processes as offload
+threads: its `work` and result must pickle (a module-level function, or a
+`functools.partial` of one over plain data), and a budget is counted on `work_clock`.
 """
 
 from __future__ import annotations
