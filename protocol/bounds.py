@@ -6,6 +6,11 @@ field out of bounds) and the JSON Schema carries them (`minimum`, `maximum`,
 `maxLength`, `maxItems`, and `minLength` for a text that may not be empty). A test requires a bound on every number, text, list and map
 of every op's args, so that no request can ask the server to hold or compute without
 limit.
+
+A text's length counts UTF-16 code units (`protocol.text.utf16_len`), as the seeds' zod
+and the browser's `maxlength` do; JSON Schema's `maxLength` counts code points, so for
+characters outside the Basic Multilingual Plane (emoji) the server is the stricter: 41
+emoji pass a schema's `maxLength: 80` and are refused here.
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ import typing
 from typing import Any
 
 import attrs
+
+from protocol.text import utf16_len
 
 KEY = "petridish.bounds"
 # A paged list's `offset` and `limit` (the console's lists, the lobby's): no answer grows
@@ -26,7 +33,8 @@ MAX_OFFSET = 1_000_000
 @attrs.frozen
 class Bounds:
     """One field's bounds: a number in lo..hi; a text, list or map of at most `length`
-    characters or items; `each` bounds every item of a list (or value of a map)."""
+    characters (UTF-16 code units) or items; `each` bounds every item of a list (or value
+    of a map)."""
 
     lo: float | None = None
     hi: float | None = None
@@ -90,10 +98,11 @@ def _check(value: Any, b: Bounds | None, nested: bool, path: str) -> None:
             if (b.lo is not None and value < b.lo) or (b.hi is not None and value > b.hi):
                 raise OutOfBounds(path, _range(b), b.code)
             return
-        if b.length is not None and isinstance(value, str | list | tuple | set | frozenset
-                                               | dict) and len(value) > b.length:
-            unit = "characters" if isinstance(value, str) else "items"
-            raise OutOfBounds(path, f"at most {b.length} {unit}", b.code)
+        if b.length is not None and isinstance(value, str) and utf16_len(value) > b.length:
+            raise OutOfBounds(path, f"at most {b.length} characters", b.code)
+        if b.length is not None and isinstance(value, list | tuple | set | frozenset | dict
+                                               ) and len(value) > b.length:
+            raise OutOfBounds(path, f"at most {b.length} items", b.code)
         if b.nonempty and value == "":
             raise OutOfBounds(path, "at least 1 character", b.code)
     if attrs.has(type(value)):

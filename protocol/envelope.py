@@ -34,6 +34,7 @@ from protocol.jsontext import (
     finite_float,
     strict_decoder,
 )
+from protocol.text import utf16_len
 
 PROTOCOL_VERSION = 1
 MAX_ID = 2**53 - 1  # the largest integer a JavaScript client can hold exactly
@@ -228,10 +229,10 @@ def _parse_hello(obj: dict[str, Any]) -> Hello:
     token = obj.get("token")
     if token is not None and not isinstance(token, str):
         raise _bad("token: expected a string or null", rid, path="token")
-    if token is not None and len(token) > MAX_TOKEN:
+    if token is not None and utf16_len(token) > MAX_TOKEN:
         raise _bad(f"token: at most {MAX_TOKEN} characters", rid, path="token")
     client = obj.get("client", "")
-    if not isinstance(client, str) or len(client) > 100:
+    if not isinstance(client, str) or utf16_len(client) > 100:
         raise _bad("client: expected a string of at most 100 characters", rid, path="client")
     key = obj.get("key")
     if key is not None and (not isinstance(key, str) or not KEY_RE.match(key)):

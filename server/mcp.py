@@ -64,6 +64,7 @@ from protocol.errors import ErrorCode, ProtocolError
 from protocol.jsontext import bad_text_path
 from protocol.roles import role_at_least
 from protocol.schema import class_schema
+from protocol.text import utf16_clip
 from server.mcp_door import KEYED, Door, Visit
 from server.metering import current, unmetered
 from server.replies import Charged
@@ -212,7 +213,8 @@ class McpHost:
         if ctx.method == "initialize" and isinstance(ctx.params, Mapping):
             info = ctx.params.get("clientInfo")
             if isinstance(info, Mapping) and isinstance(info.get("name"), str):
-                name = f"{info['name'][:60]}/{str(info.get('version', ''))[:20]}".rstrip("/")
+                name = (f"{utf16_clip(info['name'], 60)}/"
+                        f"{utf16_clip(str(info.get('version', '')), 20)}").rstrip("/")
                 key = self._client_key(ctx.request)
                 self.clients[key] = name
                 self.clients.move_to_end(key)

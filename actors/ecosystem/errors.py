@@ -11,6 +11,8 @@ import math
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from protocol.text import utf16_len
+
 # Closed set of codes; each names the kind of input that was refused.
 ERROR_CODES = (
     "invalid_answers",    # setup answers fail the strict answers schema
@@ -102,7 +104,8 @@ class Shape:
         return float(value)
 
     def text(self, value: Any, path: str, max_len: int, *, trim: bool) -> str:
-        """A nonempty string of at most `max_len` characters (after trimming if `trim`)."""
+        """A nonempty string of at most `max_len` characters (UTF-16 code units, as the
+        seed's zod counts them; after trimming if `trim`)."""
         if not isinstance(value, str):
             raise self.fail(path, "must be a string")
         out = js_trim(value) if trim else value
@@ -111,7 +114,7 @@ class Shape:
                             else "must be a nonempty string")
         if not trim and out != js_trim(out):
             raise self.fail(path, "must not start or end with whitespace")
-        if len(out) > max_len:
+        if utf16_len(out) > max_len:
             raise self.fail(path, f"must be at most {max_len} characters")
         return out
 

@@ -1,8 +1,9 @@
 """Setup contracts: the strict answers schema, its hash, and the strict LifeConfig.
 
 Answers are exactly `world`, `threat` and `reward`, each trimmed, nonempty and at most
-140 characters (Python characters, i.e. code points). A LifeConfig is strict at every
-level; its optional `rules` is a rule graph (the engine uses the default when absent).
+140 characters (UTF-16 code units, as the seed's zod counts them: an emoji is two). A
+LifeConfig is strict at every level; its optional `rules` is a rule graph (the engine
+uses the default when absent).
 """
 
 from __future__ import annotations

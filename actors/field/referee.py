@@ -58,6 +58,7 @@ from actors.field.propagate import propagate
 from actors.field.territory import frontier, on_frontier
 from actors.world import Refusal
 from protocol.ops.field import MAX_BATCH, MAX_INTENT
+from protocol.text import utf16_len
 
 MAX_NAME = 80
 SEAT_SPREAD = 0.5  # join picks among candidates at least this share of the best distance away
@@ -101,7 +102,7 @@ def join(s: State, rng: np.random.Generator, *, name: str, model: str, user: str
     """
     if s.ended:
         return Refusal("ended", _ENDED)
-    if not name or len(name) > MAX_NAME:
+    if not name or utf16_len(name) > MAX_NAME:
         return Refusal("bad_request", f"a name has 1..{MAX_NAME} characters")
     status = s.status.to_array()
     taken = {a.seed_tile for a in s.agents}
@@ -169,7 +170,7 @@ def reveal(s: State, truth: Field, *, agent: str, tile: int, t: int,
     i = _check_writer(s, agent, expected_revision)
     if isinstance(i, Refusal):
         return i
-    if len(intent) > MAX_INTENT:
+    if utf16_len(intent) > MAX_INTENT:
         return Refusal("bad_request", f"an intent has at most {MAX_INTENT} characters")
     if not isinstance(tile, int) or isinstance(tile, bool) or not 0 <= tile < len(s.geo.tiles):
         return Refusal("bad_tile", f"tile {tile!r} is not a tile of this field")
@@ -209,7 +210,7 @@ def commit(s: State, truth: Field, *, agent: str, cells: list, intent: str, t: i
     i = _check_writer(s, agent, expected_revision)
     if isinstance(i, Refusal):
         return i
-    if len(intent) > MAX_INTENT:
+    if utf16_len(intent) > MAX_INTENT:
         return Refusal("bad_request", f"an intent has at most {MAX_INTENT} characters")
     pairs = _cell_pairs(s, cells)
     if isinstance(pairs, Refusal):
@@ -381,7 +382,7 @@ def retract(s: State, *, agent: str, cells: list, t: int,
     i = _check_writer(s, agent, expected_revision)
     if isinstance(i, Refusal):
         return i
-    if len(intent) > MAX_INTENT:
+    if utf16_len(intent) > MAX_INTENT:
         return Refusal("bad_request", f"an intent has at most {MAX_INTENT} characters")
     if not isinstance(cells, list | tuple):
         return Refusal("bad_cell", "cells is a list of cell ids")

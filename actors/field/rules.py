@@ -41,6 +41,7 @@ from actors.world import Codec, Ctx, Move, Read, Refusal, World
 from protocol.errors import ErrorCode
 from protocol.ops import field as ops
 from protocol.ops.field import FieldCode
+from protocol.text import utf16_clip
 
 KIND = "field"
 JOIN_PURPOSE = 11  # SeedSequence spawn key of the join seating generator
@@ -183,12 +184,12 @@ def decide_join(w: Live, a: ops.JoinArgs, ctx: Ctx) -> list[Joined | Rejoined] |
     of this user or machine that died today: death is for the day."""
     if (r := unready(w)) is not None:
         return r
-    user, machine = (a.user or ctx.caller.name)[:80], machine_digest(a.machine_id)
+    user, machine = utf16_clip(a.user or ctx.caller.name, 80), machine_digest(a.machine_id)
     dead = referee.dead_agent(w.state, user, machine)
     if dead is not None:
         return [Rejoined(dead)]
-    ev = referee.join(w.state, ctx.rng, name=a.name, model=a.model[:80], user=user,
-                      harness=a.harness[:80], t=ctx.t, machine=machine)
+    ev = referee.join(w.state, ctx.rng, name=a.name, model=utf16_clip(a.model, 80), user=user,
+                      harness=utf16_clip(a.harness, 80), t=ctx.t, machine=machine)
     return ev if isinstance(ev, Refusal) else [Joined(ev, ctx.caller.name)]
 
 

@@ -19,6 +19,7 @@ import attrs
 import numpy as np
 
 from actors.lab.ratings import Rating
+from protocol.text import utf16_len
 
 MIN_DIRECTIVE_CHARS = 20
 MAX_DIRECTIVE_CHARS = 600
@@ -110,9 +111,9 @@ def directive_id(track: str, text: str) -> str:
 def directive_reason(text: str) -> str | None:
     """Why `text` may not be a directive, or None: length bounds and aesthetics only."""
     stripped = text.strip()
-    if len(stripped) < MIN_DIRECTIVE_CHARS:
+    if utf16_len(stripped) < MIN_DIRECTIVE_CHARS:
         return "directive too short"
-    if len(stripped) > MAX_DIRECTIVE_CHARS:
+    if utf16_len(stripped) > MAX_DIRECTIVE_CHARS:
         return "directive too long"
     m = _TECHNICAL.search(stripped)
     if m:

@@ -58,6 +58,7 @@ from actors.world import Codec, Ctx, Move, Read, Refusal, StateCodec, World
 from protocol.errors import ErrorCode
 from protocol.ops import lab as ops
 from protocol.ops.lab import LabCode
+from protocol.text import utf16_clip
 
 MAX_ERROR = 500  # characters of an info log's first line kept as the stored error
 
@@ -122,7 +123,7 @@ def decide_ok(state: Lab, args: ops.OkArgs, ctx: Ctx) -> list[Event] | Refusal:
 def first_line(log: str) -> str:
     """The stored error: the first non-blank line of an info log."""
     line = next((x.strip() for x in log.splitlines() if x.strip()), "")
-    return line[:MAX_ERROR] or "compile or link failed with an empty info log"
+    return utf16_clip(line, MAX_ERROR) or "compile or link failed with an empty info log"
 
 
 def decide_invalid(state: Lab, args: ops.InvalidArgs, ctx: Ctx) -> list[Event] | Refusal:

@@ -1,7 +1,8 @@
 """`validate(track, code)`: the one static gate every breeding surface applies.
 
-Order: the two length bounds, the seed's table for the track, the hardening rules,
-and (shaders only) a compile of prelude + body with `glslangValidator -l`.
+Order: the two length bounds (in UTF-16 code units, the seed's JavaScript `length`), the
+seed's table for the track, the hardening rules, and (shaders only) a compile of prelude +
+body with `glslangValidator -l`.
 """
 
 from __future__ import annotations
@@ -9,15 +10,16 @@ from __future__ import annotations
 from actors.lab.contract import MAX_CHARS, MIN_CHARS, TRACKS
 from actors.lab.validate_panel import panel_reason
 from actors.lab.validate_shader import compile_reason, shader_reason
+from protocol.text import utf16_len
 
 
 def static_reason(track: str, code: str) -> str | None:
     """Every rule except the compile step; a reason string, or None when the code passes."""
     if track not in TRACKS:
         raise ValueError(f"unknown track {track!r}; expected one of {TRACKS}")
-    if len(code) < MIN_CHARS:
+    if utf16_len(code) < MIN_CHARS:
         return "too short"
-    if len(code) > MAX_CHARS:
+    if utf16_len(code) > MAX_CHARS:
         return "too long"
     return shader_reason(code) if track == "shader" else panel_reason(code)
 

@@ -23,6 +23,8 @@ from typing import Any
 
 import attrs
 
+from protocol.text import utf16_len
+
 from .diagnostics import Diagnostic, LevelError, join_path
 from .mechanics.definition import MechanicDef, check_mechanics
 from .profiles import PROFILES
@@ -106,13 +108,14 @@ def check_level(data: Any, path: str = "") -> tuple[Level | None, list[Diagnosti
     for key in sorted(set(data) - _LEVEL_FIELDS, key=str):
         bad(join_path(path, str(key)), "unknown field")
     level_id = data.get("id", "")
-    if not ((isinstance(level_id, str) and len(level_id) <= MAX_ID_CHARS)
+    if not ((isinstance(level_id, str) and utf16_len(level_id) <= MAX_ID_CHARS)
             or _int_in(level_id, -(2**53), 2**53)):
         bad(join_path(path, "id"), f"must be a string of at most {MAX_ID_CHARS} characters or "
             "an integer")
     for key in ("name", "author", "hint"):
         value = data.get(key, "")
-        if not (isinstance(value, str) and len(value) <= MAX_LINE_CHARS and "\n" not in value):
+        if not (isinstance(value, str) and utf16_len(value) <= MAX_LINE_CHARS
+                and "\n" not in value):
             bad(join_path(path, key), f"must be one line of at most {MAX_LINE_CHARS} characters")
     width, height = data.get("width"), data.get("height")
     for key, value in (("width", width), ("height", height)):
@@ -150,7 +153,7 @@ def check_level(data: Any, path: str = "") -> tuple[Level | None, list[Diagnosti
                 bad(join_path(at, str(key)), "unknown field")
             ok = True
             oid = item.get("id")
-            if not (isinstance(oid, str) and 0 < len(oid) <= MAX_ID_CHARS):
+            if not (isinstance(oid, str) and 0 < utf16_len(oid) <= MAX_ID_CHARS):
                 bad(join_path(at, "id"), f"must be a non-empty string of at most {MAX_ID_CHARS} chars")
                 ok = False
             elif oid in seen:

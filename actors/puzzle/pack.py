@@ -21,6 +21,8 @@ from typing import Any
 
 import attrs
 
+from protocol.text import utf16_len
+
 from .diagnostics import Diagnostic, LevelError, join_path
 from .level import Level, check_level
 from .mechanics.host import HOST_TYPES, supported_features
@@ -73,7 +75,7 @@ def check_pack(data: Any) -> tuple[Pack | None, list[Diagnostic]]:
         diags.append(Diagnostic(str(key), "unknown field (a pack has name, version, profile, "
                                 "mechanics, levels)"))
     name = data.get("name")
-    if not (isinstance(name, str) and 0 < len(name) <= MAX_NAME_CHARS):
+    if not (isinstance(name, str) and 0 < utf16_len(name) <= MAX_NAME_CHARS):
         diags.append(Diagnostic("name", f"must be a non-empty string of at most "
                                 f"{MAX_NAME_CHARS} characters"))
     version = data.get("version")

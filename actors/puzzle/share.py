@@ -19,6 +19,8 @@ import re
 import zlib
 from typing import Any
 
+from protocol.text import utf16_len
+
 from .diagnostics import Diagnostic
 from .pack import Pack, check_pack
 
@@ -62,8 +64,8 @@ def open_link(link: str) -> Pack:
     """The pack a share link carries, revalidated; raises `ShareError` on any problem."""
     if not isinstance(link, str) or not link.startswith(PREFIX):
         raise ShareError("bad_prefix", f"a share link starts with {PREFIX!r}")
-    if len(link) > MAX_LINK_CHARS:
-        raise ShareError("too_large", f"the link is {len(link)} characters; at most "
+    if (chars := utf16_len(link)) > MAX_LINK_CHARS:
+        raise ShareError("too_large", f"the link is {chars} characters; at most "
                          f"{MAX_LINK_CHARS} are allowed")
     body = link[len(PREFIX):]
     if not _ALPHABET.match(body) or len(body) % 4 == 1:

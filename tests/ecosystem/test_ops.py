@@ -11,10 +11,12 @@ import pytest
 from actors.ecosystem.export import parse_export, record_of_export
 from actors.ecosystem.replay import replay
 from actors.ecosystem.rules import MAX_CONTROLS
+from actors.ecosystem.setup import MAX_ANSWER, hash_setup_request
 from protocol.client import Client, RequestError
 from protocol.ops.ecosystem import OPS
 from tests.ecosystem.live import POND, SIZE, agent_tokens
 from tests.server.ws_harness import running_server
+from tests.utf16 import edges
 
 RUN = "ecosystem:ops"
 SELF_A = {"kind": "self", "species": "A", "value": "cooperative"}
@@ -151,6 +153,25 @@ async def test_stale_and_late_writes_of_a_run_that_moved_on(run) -> None:
     with pytest.raises(RequestError) as nothing_left:  # a refused create leaves nothing
         await spectator.request("ecosystem.view", "ecosystem:long", {})
     assert nothing_left.value.code == "unknown_actor"
+
+
+async def test_answers_count_utf16_code_units_as_the_seeds_zod(tmp_path: Path) -> None:
+    """An answer's 140 characters count as zod does: 70 emoji fill one, and 139 letters
+    and an emoji (140 code points) overflow it."""
+    ada, = agent_tokens(tmp_path, "ada")
+    async with running_server(tmp_path) as running, \
+            Client.connect(running.ws_url, token=ada) as owner:
+        for i, (threat, accepted) in enumerate(edges(MAX_ANSWER)):
+            answers = {**POND, "threat": threat}
+            to = f"ecosystem:units{i}"
+            if accepted:
+                created = await owner.request("ecosystem.create", to, {"answers": answers})
+                assert created["answers_hash"] == hash_setup_request(answers)
+                continue
+            with pytest.raises(RequestError) as long_answer:
+                await owner.request("ecosystem.create", to, {"answers": answers})
+            assert (long_answer.value.code, long_answer.value.message) == (
+                "invalid_answers", "Invalid setup answers: threat must be at most 140 characters")
 
 
 async def test_a_run_stores_a_bounded_number_of_controls(run) -> None:

@@ -80,9 +80,10 @@ class Game:
                              model="m-test", user="tester", harness="test", seed_tile=tile))
         return agent
 
-    def reveal(self, agent: str, tile: int):
+    def reveal(self, agent: str, tile: int, intent: str = ""):
         return self._act(referee.reveal(self.state, self.truth, agent=agent, tile=tile,
-                                        t=self.tick(), expected_revision=self.state.revision))
+                                        t=self.tick(), expected_revision=self.state.revision,
+                                        intent=intent))
 
     def commit(self, agent: str, cells: list, intent: str = "test") -> dict:
         ev = self._act(referee.commit(self.state, self.truth, agent=agent, cells=cells,
@@ -90,9 +91,9 @@ class Game:
                                       expected_revision=self.state.revision))
         return referee.commit_result(self.state, ev)
 
-    def retract(self, agent: str, cells: list):
+    def retract(self, agent: str, cells: list, intent: str = ""):
         return self._act(referee.retract(self.state, agent=agent, cells=cells, t=self.tick(),
-                                         expected_revision=self.state.revision))
+                                         expected_revision=self.state.revision, intent=intent))
 
     def sol(self, cell: int) -> int:
         return int(self.truth.solution[cell])

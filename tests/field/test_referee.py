@@ -14,6 +14,7 @@ from actors.field.geometry import Geometry
 from actors.field.propagate import propagate
 from actors.field.territory import frontier
 from tests.field._games import Game, Refused, play_random, scatter
+from tests.utf16 import edges
 
 
 def _adjacency(s: State) -> list[set[int]]:
@@ -286,6 +287,29 @@ def test_bad_input_is_refused_and_changes_nothing(call, code: str) -> None:
     with pytest.raises(Refused) as exc:
         call(g, a)
     assert exc.value.code == code and g.state is before
+
+
+NAME_SAYS = f"bad_request: a name has 1..{referee.MAX_NAME} characters"
+INTENT_SAYS = f"bad_request: an intent has at most {referee.MAX_INTENT} characters"
+
+
+@pytest.mark.parametrize(("call", "n", "says"), [
+    (lambda g, a, text: g.join(name=text), referee.MAX_NAME, NAME_SAYS),
+    (lambda g, a, text: g.commit(a, [], intent=text), referee.MAX_INTENT, INTENT_SAYS),
+    (lambda g, a, text: g.retract(a, [], intent=text), referee.MAX_INTENT, INTENT_SAYS),
+    (lambda g, a, text: g.reveal(a, g.state.agents[0].seed_tile, intent=text),
+     referee.MAX_INTENT, INTENT_SAYS),
+])
+def test_names_and_intents_count_utf16_code_units(call, n: int, says: str) -> None:
+    """As the seed's zod counts: n - 1 letters and an emoji are one character too many."""
+    for text, accepted in edges(n):
+        g = Game(scatter("referee", 60))
+        a = g.join()
+        if accepted:
+            call(g, a, text)
+        else:
+            with pytest.raises(Refused, match=rf"^{says}$"):
+                call(g, a, text)
 
 
 def test_reveal_refusals_and_stale_revisions() -> None:

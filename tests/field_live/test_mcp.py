@@ -28,6 +28,7 @@ from server import worlds
 from server.auth import TokenStore
 from tests.field_live._live import start
 from tests.server.ws_harness import running_server
+from tests.utf16 import EMOJI
 
 HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 SIZE = 24  # the small field played to the end
@@ -304,6 +305,29 @@ async def test_bad_input_over_mcp_is_refused_and_changes_nothing(tmp_path: Path)
             assert r.status_code == 400 and "-32700" in r.text
             after = await c.request("field.observe", "field:bad", {})
         assert after == before
+
+
+async def test_the_client_name_kept_as_a_harness_is_cut_at_utf16_code_units(
+        tmp_path: Path) -> None:
+    """clientInfo's name is kept to 60 characters and its version to 20 as JavaScript counts
+    them (an emoji is two), a pair the cut would split left out whole."""
+    store = TokenStore(tmp_path)
+    clients = {store.create("agent", "named"): ("a" * 59 + EMOJI, "1"),
+               store.create("agent", "versioned"): ("b", "v" * 19 + EMOJI)}
+    async with running_server(tmp_path) as srv, httpx.AsyncClient() as http:
+        async with Client.connect(srv.ws_url, next(iter(clients))) as c:
+            await start(c, "named", size=20, seed=1)
+        for token, (name, version) in clients.items():
+            init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": name, "version": version}}}
+            headers = HEADERS | {"authorization": f"Bearer {token}"}
+            r = await http.post(f"{srv.url}/mcp", json=init, headers=headers)
+            assert r.status_code == 200
+            joined = await _tool(http, srv.url, "join", {"game_id": "named", "name": "p"}, token)
+            assert not joined.get("isError"), joined
+        seated = (await srv.state.directory.get("field:named")).state.state.agents
+    assert [a.harness for a in seated] == ["a" * 59 + "/1", "b/" + "v" * 19]
 
 
 async def test_health_percentages_round_as_the_seeds_to_fixed(tmp_path: Path) -> None:

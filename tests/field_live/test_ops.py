@@ -7,10 +7,12 @@ from pathlib import Path
 import pytest
 import trio
 
+from actors.field import referee
 from protocol.client import Client, RequestError
 from server.auth import TokenStore
 from tests.field_live._live import play_truly, ready, start
 from tests.server.ws_harness import running_server
+from tests.utf16 import EMOJI, edges
 
 GAME = "ops"
 
@@ -205,3 +207,32 @@ async def test_generating_then_ready_and_rules(tmp_path: Path) -> None:
         rules = await ready(c, "g2")
         assert rules["grow"] == {"every_s": 600.0} and rules["fog"] is True
         assert rules["text"].startswith("Rules of a mosaic.")
+
+
+async def test_texts_count_utf16_code_units_as_the_seed_does(tmp_path: Path) -> None:
+    """A name of 80 and an intent of 160 characters count as zod does (an emoji is two);
+    the model, harness and user a join keeps are cut at 80 units, never inside a pair."""
+    to = f"field:{GAME}"
+    owner = TokenStore(tmp_path).create("owner", "boss")  # only the owner names another user
+    async with running_server(tmp_path) as srv, Client.connect(srv.ws_url, owner) as c:
+        await start(c, GAME, size=20, seed=2)
+        for name, accepted in edges(referee.MAX_NAME):
+            if accepted:
+                assert (await c.request("field.join", to, {"name": name}))["agent"]
+            else:
+                await _refused(c, "field.join", {"name": name}, "bad_request",
+                               "a name has 1..80 characters")
+        kept = await c.request("field.join", to, {"name": "kept", "model": "a" * 79 + EMOJI,
+                                                  "harness": EMOJI * 41, "user": "u" * 79 + EMOJI})
+        seated = (await srv.state.directory.get(to)).state.state.agents[-1]
+        assert (seated.id, seated.model, seated.harness, seated.user) == (
+            kept["agent"], "a" * 79, EMOJI * 40, "u" * 79)
+        rev = (await c.request("field.observe", to, {"agent": kept["agent"]}))["revision"]
+        for intent, accepted in edges(referee.MAX_INTENT):
+            commit = {"agent": kept["agent"], "cells": [], "intent": intent,
+                      "expected_revision": rev}
+            if accepted:
+                assert (await c.request("field.commit", to, commit))["accepted"] == []
+            else:
+                await _refused(c, "field.commit", commit, "bad_request",
+                               "args.intent: at most 160 characters")

@@ -9,7 +9,8 @@ import json
 import pytest
 
 from actors.lab.births import backlog, birth_directive, grammar_candidate
-from actors.lab.contract import MAX_CHARS
+from actors.lab.contract import MAX_CHARS, MIN_CHARS
+from actors.lab.directives import MAX_DIRECTIVE_CHARS, MIN_DIRECTIVE_CHARS
 from actors.lab.events import Born, Rejected
 from actors.lab.rules import WORLD, first_line
 from actors.lab.seeding import rng_for
@@ -18,6 +19,7 @@ from actors.world import Caller, Refusal
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.ops.lab import Birth, LabCode
 from tests.lab.lab_world import JUDGE, OWNER, LabRun
+from tests.utf16 import EMOJI, edges, floor_edges
 
 GOOD = """void main() {
     vec2 uv = gl_FragCoord.xy / u_res;
@@ -195,6 +197,8 @@ def test_owner_ops_need_the_owner_role() -> None:
     ("\n\n  ERROR: 0:1: 'a' : syntax error  \nmore", "ERROR: 0:1: 'a' : syntax error"),
     ("", "compile or link failed with an empty info log"),
     ("x" * 900, "x" * 500),
+    ("x" * 499 + EMOJI + "x", "x" * 499),  # 500 UTF-16 units, the emoji's pair left out whole
+    (EMOJI * 251, EMOJI * 250),
 ])
 def test_the_stored_error_is_the_first_line_of_the_log(log: str, line: str) -> None:
     assert first_line(log) == line
@@ -226,6 +230,29 @@ def test_every_candidate_goes_through_validate_and_a_failure_is_logged_never_ins
     dup = run("lab.birth", track="shader", code=variant(7))
     assert dup == Birth(first.id, "rejected", f"duplicate of {first.id}")
     assert len(run.state.organisms) == 1
+
+
+@pytest.mark.parametrize(("code", "reason"), [
+    *((code, "no main()" if fits else "too long") for code, fits in edges(MAX_CHARS)),
+    *((code, "no main()" if fits else "too short") for code, fits in floor_edges(MIN_CHARS))])
+def test_a_births_code_counts_utf16_code_units(code: str, reason: str) -> None:
+    """The seed's 60 and 24,000 characters are JavaScript's `length` (an emoji is two): a
+    code within them passes the length rule and meets the next one."""
+    reply = LabRun()("lab.birth", track="shader", code=code)
+    assert (reply.status, reply.reason) == ("rejected", reason)
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    *((text, None if fits else "directive too long")
+      for text, fits in edges(MAX_DIRECTIVE_CHARS)),
+    *((text, None if fits else "directive too short")
+      for text, fits in floor_edges(MIN_DIRECTIVE_CHARS))])
+def test_a_directives_length_counts_utf16_code_units(text: str, says: str | None) -> None:
+    reply = LabRun()("lab.directive_add", text=text)
+    if says is None:
+        assert reply.text == text
+    else:
+        assert (reply.code, reply.message) == (LabCode.BAD_DIRECTIVE, says)
 
 
 def test_a_birth_beyond_the_op_bound_is_a_bad_request() -> None:

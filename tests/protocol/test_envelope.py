@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocol.envelope import (
+    MAX_TOKEN,
     Hello,
     Request,
     Subscribe,
@@ -20,6 +21,7 @@ from protocol.envelope import (
     request_id_of,
 )
 from protocol.errors import ErrorCode, ProtocolError
+from tests.utf16 import edges
 
 
 def test_parses_each_frame_kind() -> None:
@@ -61,6 +63,19 @@ def test_refusals_name_the_field(text: str, message: str, rid: int | None) -> No
     assert err.value.code == ErrorCode.BAD_REQUEST
     assert err.value.message == message
     assert request_id_of(err.value) == rid
+
+
+@pytest.mark.parametrize(("key", "n", "message"), [
+    ("token", MAX_TOKEN, f"token: at most {MAX_TOKEN} characters"),
+    ("client", 100, "client: expected a string of at most 100 characters")])
+def test_a_hellos_texts_count_utf16_code_units(key: str, n: int, message: str) -> None:
+    for text, accepted in edges(n):
+        frame = json.dumps({"op": "hello", "protocol": 1, key: text}, ensure_ascii=False)
+        if accepted:
+            assert getattr(parse_frame(frame), key) == text
+        else:
+            with pytest.raises(ProtocolError, match=rf"^{message}$"):
+                parse_frame(frame)
 
 
 def test_encoders_write_compact_json() -> None:

@@ -10,6 +10,7 @@ import pytest
 from actors.puzzle.diagnostics import LevelError
 from actors.puzzle.level import check_level, parse_level
 from tests.puzzle.boards import make_level
+from tests.utf16 import edges
 
 GATE = {"id": "gate-a", "type": "plate_gate", "version": 1,
         "config": {"plates": ["plate2"], "gates": ["gate3"]}, "state_schema": {"open": "bool"}}
@@ -57,6 +58,22 @@ def test_each_level_problem_is_named_with_its_path(change, expected: str) -> Non
     data = level()
     change(data)
     assert messages(data) == [expected]
+
+
+@pytest.mark.parametrize(("put", "n", "expected"), [
+    (lambda d, v: d.update(id=v), 64,
+     "id: must be a string of at most 64 characters or an integer"),
+    (lambda d, v: d.update(name=v), 200, "name: must be one line of at most 200 characters"),
+    (lambda d, v: d.update(hint=v), 200, "hint: must be one line of at most 200 characters"),
+    (lambda d, v: d["objects"][0].update(id=v), 64,
+     "objects[0].id: must be a non-empty string of at most 64 chars"),
+])
+def test_texts_count_utf16_code_units(put, n: int, expected: str) -> None:
+    """As the engine's JavaScript counts: an emoji is two of a level's characters."""
+    for text, accepted in edges(n):
+        data = level()
+        put(data, text)
+        assert [str(d) for d in check_level(data)[1]] == ([] if accepted else [expected])
 
 
 @pytest.mark.parametrize(("change", "expected"), [

@@ -9,8 +9,9 @@ import pytest
 
 from actors.puzzle.diagnostics import LevelError
 from actors.puzzle.game import create_game
-from actors.puzzle.pack import check_pack, is_pack, pack_of, parse_pack
+from actors.puzzle.pack import MAX_NAME_CHARS, check_pack, is_pack, pack_of, parse_pack
 from tests.puzzle.boards import make_level, mechanic_level
+from tests.utf16 import edges
 
 
 def sample_pack() -> dict[str, Any]:
@@ -87,6 +88,13 @@ def test_level_problems_are_reported_with_their_path_inside_the_pack() -> None:
 ])
 def test_header_errors(change: dict[str, Any], expected: str) -> None:
     assert expected in diagnostics({**sample_pack(), **change})
+
+
+@pytest.mark.parametrize(("name", "accepted"), edges(MAX_NAME_CHARS))
+def test_a_packs_name_counts_utf16_code_units(name: str, accepted: bool) -> None:
+    found = [str(d) for d in check_pack({**sample_pack(), "name": name})[1]]
+    assert found == ([] if accepted else [
+        "name: must be a non-empty string of at most 100 characters"])
 
 
 def test_duplicate_level_ids_are_refused() -> None:

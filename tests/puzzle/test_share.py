@@ -12,6 +12,7 @@ from actors.puzzle import share
 from actors.puzzle.pack import parse_pack
 from actors.puzzle.share import PREFIX, ShareError, canonical_json, make_link, open_link
 from tests.puzzle.test_pack import sample_pack
+from tests.utf16 import EMOJI
 
 
 def link_of(raw: bytes) -> str:
@@ -69,6 +70,16 @@ def test_decompression_bomb_is_cut_at_the_cap() -> None:
     with pytest.raises(ShareError, match=r"^the link inflates past 1048576 bytes$") as err:
         open_link(bomb)
     assert err.value.code == "too_large"
+
+
+@pytest.mark.parametrize(("tail", "code"), [
+    ("A" * (share.MAX_LINK_CHARS - len(PREFIX) - 1) + EMOJI, "too_large"),  # one unit over
+    ("A" * (share.MAX_LINK_CHARS - len(PREFIX) - 2) + EMOJI, "bad_base64"),  # at the cap
+    ("A" * (share.MAX_LINK_CHARS - len(PREFIX) + 1), "too_large")])
+def test_a_links_length_counts_utf16_code_units(tail: str, code: str) -> None:
+    with pytest.raises(ShareError) as err:
+        open_link(PREFIX + tail)
+    assert err.value.code == code
 
 
 def test_size_caps_on_links(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,8 +10,9 @@ import httpx
 import pytest
 import trio
 
-from tests.server.mcp_harness import HEADERS, rpc
+from tests.server.mcp_harness import HEADERS, rpc, tool
 from tests.server.ws_harness import running_server
+from tests.utf16 import edges
 
 
 async def test_a_refused_prompt_is_an_invalid_params_error_and_logs_no_failure(
@@ -92,3 +93,16 @@ async def test_every_argument_of_every_tool_says_what_it_is(tmp_path: Path) -> N
     bare = [f"{t['name']}.{name}" for t in reply["result"]["tools"]
             for name, prop in t["inputSchema"]["properties"].items() if not prop.get("description")]
     assert bare == []
+
+
+@pytest.mark.parametrize(("agent", "accepted"), edges(80))
+async def test_a_tool_argument_bound_counts_utf16_code_units(
+        tmp_path: Path, agent: str, accepted: bool) -> None:
+    """The seed's `z.string().min(1).max(80)`: 40 emoji fill an agent id, and 79 letters and
+    an emoji overflow it (the schema's maxLength, in code points, lets both through)."""
+    args = {"game_id": "g", "agent": agent}
+    async with running_server(tmp_path) as srv, httpx.AsyncClient() as http:
+        result = await tool(http, srv.url, "observe", args)
+    assert not result["ok"]
+    assert result["text"] == ("unknown_actor: there is no world 'field:g'; field.start creates it"
+                              if accepted else "bad_request: agent: at most 80 characters")

@@ -9,7 +9,11 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from tests.server.ws_harness import raw_client, result, running_server
+import pytest
+
+from protocol.ops.counter import MAX_NOTE
+from tests.server.ws_harness import error, raw_client, result, running_server
+from tests.utf16 import edges
 
 MAX_ID = 2**53 - 1
 WORLD = "counter:w"
@@ -136,3 +140,24 @@ def test_case_generator_is_large_and_varied() -> None:
     assert codes == {"bad_request", "unknown_op", "unknown_actor", "too_large"}
     assert any(isinstance(f, bytes) for f, *_ in all_cases)
     assert sum(isinstance(f, str) and len(f) > 65536 for f, *_ in all_cases) >= 25
+
+
+@pytest.mark.parametrize(("note", "accepted"), edges(MAX_NOTE))
+async def test_a_text_bound_counts_utf16_code_units(tmp_path: Path, note: str,
+                                                    accepted: bool) -> None:
+    """As zod and the browser count: an emoji is two of a note's 16,384 characters."""
+    async with running_server(tmp_path) as running:
+        token = running.state.tokens.create("agent", "units")
+        async with raw_client(running, token) as c:
+            assert result(await c.call("lobby.create", kind="counter", name="w"))["revision"] == 1
+            await c.send(json.dumps({"id": 7, "op": "counter.add", "to": WORLD,
+                                     "args": {"amount": 1, "note": note}}, ensure_ascii=False))
+            reply = await c.recv()
+            if accepted:
+                assert result(reply)["total"] == 1
+                stored = await running.state.directory.store.read(WORLD)
+                assert stored[-1].data["note"] == note
+            else:
+                assert error(reply) == {"code": "bad_request",
+                                        "message": f"args.note: at most {MAX_NOTE} characters",
+                                        "detail": {"path": "args.note"}}

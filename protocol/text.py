@@ -1,0 +1,35 @@
+"""A text's length as the seeds and the browser count it: in UTF-16 code units.
+
+The seeds are TypeScript: zod's `z.string().max(80)` and `.min(1)`, a JavaScript
+`string.length` and an input's `maxlength` count UTF-16 code units, where Python's `len`
+counts code points. A character outside the Basic Multilingual Plane (an emoji, U+10000
+and up) is two units, so 40 emoji fill an 80-character field and 41 overflow it. Every
+bound on a client's text counts with `utf16_len`, and a client's text the server keeps
+cut to N characters is cut by `utf16_clip`, so that the server refuses and keeps what a
+seed's code would. Messages still say "characters", as zod and the docs do. A refusal
+that quotes a client's text shortens the quote with a plain slice: it bounds nothing, and
+a Python slice never splits a pair.
+"""
+
+from __future__ import annotations
+
+
+def utf16_len(text: str) -> int:
+    """The length of `text` in UTF-16 code units (JavaScript's `length`): `len(text)` plus
+    one for each code point above U+FFFF. An ASCII text costs one flag test more than
+    `len`; a lone surrogate counts one unit, as in JavaScript."""
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-16-le", "surrogatepass")) >> 1
+
+
+def utf16_clip(text: str, limit: int) -> str:
+    """The longest start of `text` of at most `limit` UTF-16 code units. A pair that the
+    cut would split is left out whole (the result is then `limit - 1` units): unlike
+    JavaScript's `slice(0, limit)`, it never keeps half a character."""
+    if utf16_len(text) <= limit:
+        return text
+    head = text.encode("utf-16-le", "surrogatepass")[:2 * limit].decode(
+        "utf-16-le", "surrogatepass")
+    # A split pair decodes to its lone first half, which `text` does not start with.
+    return head if text.startswith(head) else head[:-1]
