@@ -13,12 +13,20 @@ a Python slice never splits a pair.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from contextvars import ContextVar
+
+# True while a world folds its stored history (`stored_texts`).
+_STORED: ContextVar[bool] = ContextVar("stored_texts", default=False)
+
 
 def utf16_len(text: str) -> int:
     """The length of `text` in UTF-16 code units (JavaScript's `length`): `len(text)` plus
     one for each code point above U+FFFF. An ASCII text costs one flag test more than
-    `len`; a lone surrogate counts one unit, as in JavaScript."""
-    if text.isascii():
+    `len`; a lone surrogate counts one unit, as in JavaScript. Under `stored_texts`, code
+    points."""
+    if text.isascii() or _STORED.get():
         return len(text)
     return len(text.encode("utf-16-le", "surrogatepass")) >> 1
 
@@ -33,3 +41,17 @@ def utf16_clip(text: str, limit: int) -> str:
         "utf-16-le", "surrogatepass")
     # A split pair decodes to its lone first half, which `text` does not start with.
     return head if text.startswith(head) else head[:-1]
+
+
+@contextlib.contextmanager
+def stored_texts() -> Iterator[None]:
+    """Within it, texts are counted as they were before they counted UTF-16 units (code
+    points, never more): the runtime folds a world's stored history so, since a fold that
+    validates again what it stores (a puzzle room's pack, a run's graph) must not refuse
+    what a bound of its day accepted. A live fold needs no such care: its move was checked
+    in units before it was stored."""
+    token = _STORED.set(True)
+    try:
+        yield
+    finally:
+        _STORED.reset(token)

@@ -19,6 +19,7 @@ from actors.chat_completions import ChatError
 from actors.lab.contract import contract_text
 from actors.lab.validation import validate
 from protocol.ops.lab import MAX_CODE, MAX_TITLE
+from protocol.text import utf16_len
 
 MAX_TITLE_WORDS = 4
 _LANGUAGES = {"shader": ("glsl", ""), "panel": ("html", "")}
@@ -55,7 +56,7 @@ def parse_reply(track: str, reply: str) -> tuple[str, str | None] | str:
             return "empty title"
         if len(title.split()) > MAX_TITLE_WORDS:
             return "title over four words"
-        if len(title) > MAX_TITLE:  # (as an owner's title is bounded)
+        if utf16_len(title) > MAX_TITLE:  # (as an owner's title is bounded)
             return f"title over {MAX_TITLE} characters"
         text = rest.strip()
     blocks = _FENCE.findall(text)

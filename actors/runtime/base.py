@@ -60,6 +60,7 @@ from actors.runtime.subscriber import SubscriberQueue
 from actors.runtime.topic import Topic
 from actors.store import Event, FencedError, Receipt, StoreUnavailable
 from protocol.errors import ErrorCode, ProtocolError
+from protocol.text import stored_texts
 
 log = logging.getLogger("petridish.actors")
 T = TypeVar("T")
@@ -563,15 +564,17 @@ class Actor(ABC):
         snap = await store.load_snapshot(self.actor_id)
         if snap is not None:
             try:
-                self.restore(snap.data)
+                with stored_texts():
+                    self.restore(snap.data)
                 rev = snap.rev
             except Exception:  # a snapshot only shortens loading: without one, replay all
                 log.exception("%s could not restore its snapshot", self.actor_id)
                 self.reset()
         self._snapshot_rev = rev
         events = await store.read(self.actor_id, after=rev)
-        for stored in events:
-            self.apply(stored.data)
+        with stored_texts():  # (a text's bounds of its day)
+            for stored in events:
+                self.apply(stored.data)
         self._topic.reset_history((stored.rev, stored.data) for stored in events)
         self._rev = self._durable_rev = events[-1].rev if events else rev
         self._unflushed = []

@@ -20,12 +20,13 @@ from actors.puzzle.level import parse_level
 from actors.puzzle.pack import pack_of
 from actors.puzzle.puzzleboard import WORLD as BOARD_WORLD
 from actors.puzzle.puzzleboard.rules import BOARD
-from actors.puzzle.share import make_link
+from actors.puzzle.share import ShareError, make_link, open_link
 from actors.runtime import ActorKind, Call, open_directory
 from actors.runtime.mailbox import Pending
 from actors.store import MemoryEventStore
 from protocol.errors import ProtocolError
 from protocol.ops import puzzle as ops
+from protocol.text import stored_texts
 from tests.puzzle.boards import crowd_level
 
 ROOM = "puzzle:off"
@@ -109,3 +110,20 @@ async def test_a_room_that_stops_refuses_its_pending_hint() -> None:
         with trio.fail_after(10):
             await hint.done.wait()
         assert hint.error is not None and hint.error.code == "unavailable"
+
+
+async def test_a_room_stored_under_the_code_point_bounds_still_loads() -> None:
+    """A pack named by its level's name of 99 letters and an emoji was 100 characters when
+    texts counted code points, 101 UTF-16 units now (over MAX_NAME_CHARS): the stored room
+    still folds."""
+    data = {**crowd_level(), "name": "a" * 99 + "\N{CRAB}"}
+    with pytest.raises(ShareError):
+        open_link(make_link(pack_of(parse_level(data))))
+    with stored_texts():  # the bounds of its day
+        link = make_link(pack_of(parse_level(data)))
+    store = MemoryEventStore()
+    await store.append("puzzle:old", 0, [{"type": "created", "player": "ann", "pack": "old",
+                                          "link": link, "level": 0, "profile": ""}])
+    async with open_directory(store, [ActorKind.of(WORLD)]) as directory:
+        view = await directory.ask("puzzle:old", call("puzzle.view", ops.ViewArgs()))
+    assert (view.revision, view.title) == (1, data["name"])
