@@ -571,12 +571,15 @@ class Actor(ABC):
                 log.exception("%s could not restore its snapshot", self.actor_id)
                 self.reset()
         self._snapshot_rev = rev
-        events = await store.read(self.actor_id, after=rev)
+        # The events before a snapshot are read too, as resume history (not folded).
+        history = self.context.config.history_size
+        events = await store.read(self.actor_id, after=max(0, rev - history) if rev else 0)
         with stored_texts():  # (a text's bounds of its day)
             for stored in events:
-                self.apply(stored.data)
+                if stored.rev > rev:
+                    self.apply(stored.data)
         self._topic.reset_history((stored.rev, stored.data) for stored in events)
-        self._rev = self._durable_rev = events[-1].rev if events else rev
+        self._rev = self._durable_rev = max(rev, events[-1].rev if events else 0)
         self._unflushed = []
         window = self.context.config.receipt_window
         self._receipts.reset(await store.receipts(self.actor_id, after=max(0, self._rev - window)))

@@ -70,6 +70,28 @@ async def test_resume_from_history_sends_exactly_the_missed_events() -> None:
         assert event_revs(frames) == [7, 8, 9, 10, 11]
 
 
+async def test_a_world_loaded_from_its_snapshot_resumes_from_the_events_before_it() -> None:
+    """The resume history after a load is the stream's last events whether or not a
+    snapshot shortened the fold: a client that saw revision 6 before the world unloaded
+    gets events 7.. after it loads again from its snapshot at 8, not a snapshot."""
+    store, config = MemoryEventStore(), RuntimeConfig(snapshot_every=4, history_size=5)
+    async with open_directory(store, KINDS, config=config) as directory:
+        actor = await directory.get("probe:a")
+        for i in range(10):
+            await actor.ask(Add(i))
+    assert (await store.load_snapshot("probe:a")).rev == 8
+    async with open_directory(store, KINDS, config=config) as directory:
+        actor = await directory.get("probe:a")
+        assert actor.snapshot() == {"total": sum(range(10)), "amounts": list(range(10))}
+        queue = SubscriberQueue(100)
+        await actor.subscribe(queue, 6, request_id=3)
+        assert drain(queue)[1] == {"topic": "probe:a", "rev": 10, "kind": "events",
+                                   "data": [{"type": "added", "amount": i} for i in (6, 7, 8, 9)]}
+        late = SubscriberQueue(100)  # older than the history: a snapshot, as before
+        await actor.subscribe(late, 4, request_id=4)
+        assert drain(late)[1]["kind"] == "snapshot"
+
+
 async def test_resume_at_the_current_revision_sends_nothing_until_new_events() -> None:
     async with open_directory(MemoryEventStore(), KINDS) as directory:
         actor = await directory.get("probe:a")
