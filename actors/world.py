@@ -117,6 +117,9 @@ class StateCodec(Generic[S]):
 
     dump: Callable[[S], Any]
     load: Callable[[Any], S]
+    # Events between snapshots, when fewer than the runtime's `snapshot_every` (a world
+    # whose events are costly to fold, such as a run's simulated generations).
+    every: int | None = None
 
 
 # ---- MCP tools: how a world speaks to agents over /mcp (hosted by server/mcp.py) ----------

@@ -1,6 +1,6 @@
 """A run's state as a JSON store snapshot, and back (`World.snapshot`). Pure.
 
-The runtime saves one every 500 events (`snapshot_every`); a load restores the latest and
+A run saves one every 60 events (`rules.SNAPSHOT_EVERY`); a load restores the latest and
 folds only the events after it, so the generations before it are not simulated again.
 `load(dump(s))` equals, exactly, the state a replay of the same events folds: the engine's
 float32 fields as base64 of their little-endian bytes (with dtype and shape), every other

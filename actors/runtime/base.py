@@ -100,6 +100,7 @@ class Actor(ABC):
         self._last_push = -math.inf
         self._push_armed = False
         self._snapshot_rev = 0
+        self.snapshot_every = cfg.snapshot_every  # events between snapshots (a host's may be fewer)
         self._topic = Topic(actor_id, cfg.history_size, lambda: context.observer.dropped(self.kind))
         self._timers: set[Timer] = set()
         self._nursery: trio.Nursery | None = None
@@ -469,7 +470,7 @@ class Actor(ABC):
             self._view_due = False
             if self.watched:  # (unwatched, nothing to render: a subscriber's first push is one)
                 self._topic.publish_snapshot(self._durable_rev, self.view())
-        if self._durable_rev - self._snapshot_rev >= self.context.config.snapshot_every:
+        if self._durable_rev - self._snapshot_rev >= self.snapshot_every:
             try:
                 data = self.snapshot()
                 if data is not None:

@@ -74,6 +74,8 @@ class WorldActor(Actor):
         self.fanout_rate = world.fanout_rate  # type: ignore[misc]
         self.name = actor_id.partition(":")[2]
         super().__init__(actor_id, context)
+        if world.snapshot is not None and world.snapshot.every is not None:
+            self.snapshot_every = min(self.snapshot_every, world.snapshot.every)
         self.state: Any = world.initial(self.name)
 
     # ---- the base's hooks, from the world's value --------------------------------------

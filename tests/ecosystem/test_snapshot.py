@@ -15,7 +15,7 @@ import pytest
 
 from actors.ecosystem import WORLD as HOSTED
 from actors.ecosystem.events import Phrased
-from actors.ecosystem.rules import WORLD
+from actors.ecosystem.rules import SNAPSHOT_EVERY, WORLD
 from actors.ecosystem.snapshot import VERSION, dump, load
 from actors.ecosystem.state import Run
 from actors.runtime import RuntimeConfig
@@ -161,10 +161,11 @@ async def answers(directory: Any) -> list[Any]:
     return [unstructure(a) for a in out]
 
 
-async def long_run(store: EventStore) -> tuple[Run, list[Any]]:
+async def long_run(store: EventStore, config: RuntimeConfig = CONFIG
+                   ) -> tuple[Run, list[Any]]:
     """A run of more than EVERY events (65 generations, two patches, speed changes): its
     state and its answers, then unloaded."""
-    async with open_directory(store, KINDS, config=CONFIG) as directory:
+    async with open_directory(store, KINDS, config=config) as directory:
         await directory.ask(RUN, ask("ecosystem.create", {"answers": ANSWERS, "seed": 5,
                                                           "size": 16}))
         for g in range(65):
@@ -203,6 +204,17 @@ async def test_a_long_run_loads_from_its_snapshot_and_answers_as_before(tmp_path
         assert actor.rev == actor.statistics().rev == rev
         assert_same(actor.state, before)
         assert await answers(directory) == said
+
+
+async def test_a_run_snapshots_every_sixty_events_below_the_runtime_s_period(
+        tmp_path: Path) -> None:
+    """Each stored generation is simulated again when folded, so a run snapshots more often
+    than the runtime's default (500 events, more than a whole run makes)."""
+    async with SqliteEventStore(tmp_path / "events.sqlite3") as store:
+        await long_run(store, RuntimeConfig())
+        snap = await store.load_snapshot(RUN)
+    assert RuntimeConfig().snapshot_every == 500 and SNAPSHOT_EVERY == 60
+    assert snap is not None and snap.rev == 60
 
 
 async def test_the_run_goes_on_from_its_snapshot_as_a_replay_does(tmp_path: Path) -> None:
