@@ -20,6 +20,7 @@ Every module here but `actor.py` is pure and deterministic (no trio, no clock, s
 - `events.py`     the events (frozen attrs, strict JSON round trip) and `GameRules`
 - `cellstore.py`  the persistent chunked array behind per-cell and per-tile state
 - `fold.py`       `State` and `apply_event(prev, ev) -> next`, never mutating `prev`
+- `snapshot.py`   the fold state as compact JSON and back (the store snapshot's core)
 - `health.py`     the wrong-rate window, its states, notes and the `dead` message
 - `territory.py`  groups' territory, frontier and fog reach; BFS distances
 - `referee.py`    pure decisions: join, reveal, commit, retract -> event or `Refusal`

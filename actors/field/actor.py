@@ -7,6 +7,9 @@
 - The secret (the generator's `Field`: solution and givens) never enters the stream; it is
   saved as the snapshot of the side stream `fieldtruth:<game id>` before the event that
   needs it (manifest or grow) is appended, so a restart finds it.
+- History: a field loaded from its store snapshot holds no history before it; the first
+  `field.history` ask for an earlier revision has the stored events up to the snapshot
+  folded again off the task (`offload`), and it and the asks after it wait for that.
 - The daily field `field:day-YYYY-MM-DD` (UTC) is declared by its kind on its day: it is
   not generated ahead of time but starts itself the first time anything asks for it (the
   first ask answers `generating`), then merges yesterday's board into the all-time board
@@ -31,6 +34,7 @@ from actors.field.generate import Field, generate_chunks, generate_scatter, grow
 from actors.field.leaderboard import Boards, boards_of
 from actors.lobby.actor import tell_seen
 from actors.runtime import Call, Directory, WorldActor, refused
+from actors.runtime.deferred import Deferred
 from actors.runtime.host import Effect
 from actors.store import EventStore
 from protocol.errors import ErrorCode, ProtocolError
@@ -80,6 +84,23 @@ class _MergeYesterday:
     """Sent once by today's daily field: fold yesterday's board into the all-time board."""
 
 
+@attrs.define
+class _Earlier:
+    """The history before the snapshot the field was loaded from, being folded again from
+    the stored events (off the task) for the `field.history` asks waiting on it."""
+
+    history: live.History  # the history it completes
+    waiting: list[tuple[Deferred, int]] = attrs.field(factory=list)  # (answer, revision)
+
+
+@attrs.frozen
+class _EarlierFolded:
+    """The stored events before the snapshot were folded (None: that failed, logged)."""
+
+    earlier: _Earlier
+    history: live.History | None
+
+
 def truth_stream(game: str) -> str:
     """The side stream whose snapshot holds a field's secret."""
     return f"fieldtruth:{game}"
@@ -94,6 +115,7 @@ class FieldActor(WorldActor):
     _told_at = -1e9  # trio time it heard it
     _progress_at = -1e9  # trio time of the last progress push
     _alltime: tuple[float, live.AllTimeRows] | None = None  # (trio time read, the board)
+    _earlier: _Earlier | None = None  # the fold of the history before the snapshot, running
 
     # ---- start and restart ----------------------------------------------------------
 
@@ -194,6 +216,9 @@ class FieldActor(WorldActor):
         if isinstance(message, _Progressed):
             await self._progressed(message)
             return
+        if isinstance(message, _EarlierFolded):
+            self._earlier_folded(message)
+            return
         if isinstance(message, _Generated):
             await self._generated(message)
         elif isinstance(message, _GenerationFailed):
@@ -278,6 +303,42 @@ class FieldActor(WorldActor):
         self._maybe_grow()
         return result
 
+    async def _history(self, call: Call) -> ops.FieldView | None:
+        """`field.history`. A field loaded from a snapshot holds no history before it: an
+        ask for an earlier revision waits while the stored events up to the snapshot are
+        folded again off the task (once per load; nothing else waits for it)."""
+        a: ops.HistoryArgs = call.args
+        w = self.state
+        first = w.history.first
+        if not 1 <= a.revision < first:
+            return self.read(call)
+        if self._earlier is None or self._earlier.history is not w.history:
+            stored = await self.context.store.read(self.actor_id)
+            records = [e.data for e in stored[:first]]
+            earlier = self._earlier = _Earlier(w.history)
+            self.offload(lambda: rules.replayed(w.game, records).history,
+                         lambda history: _EarlierFolded(earlier, history),
+                         lambda: _EarlierFolded(earlier, None))
+        self._earlier.waiting.append((self.defer(), a.revision))
+        return None
+
+    def _earlier_folded(self, msg: _EarlierFolded) -> None:
+        """Complete the history (unless the field was loaded again meanwhile) and answer
+        the asks that waited for it."""
+        earlier, history = msg.earlier, msg.history
+        if self._earlier is earlier:
+            self._earlier = None
+        if history is None:
+            error = self.refuse(ErrorCode.UNAVAILABLE, "the history before revision "
+                                f"{earlier.history.first} could not be read; retry")
+            for answer, _ in earlier.waiting:
+                answer.fail(error)
+            return
+        if earlier.history is self.state.history:
+            earlier.history.prepend(history)
+        for answer, revision in earlier.waiting:
+            answer.succeed(rules.history_view(self.state, history, revision))
+
     def board(self) -> Boards:
         """This field's board per user and per model."""
         return boards_of(tallies(self.state.state))
@@ -303,7 +364,8 @@ class FieldActor(WorldActor):
                                      models_total=models)
 
     effects: ClassVar[Mapping[str, Effect]] = {"field.start": _start, "field.reveal": _play_then_grow,
-               "field.commit": _play_then_grow, "field.leaderboard": _leaderboard}
+               "field.commit": _play_then_grow, "field.leaderboard": _leaderboard,
+               "field.history": _history}
 
 
 WORLD = attrs.evolve(rules.WORLD, actor=FieldActor)

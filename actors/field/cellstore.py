@@ -41,6 +41,19 @@ class CellStore:
         block = _frozen(np.full(CHUNK, fill, dtype=dtype))
         return cls(size, fill, (block,) * n)
 
+    @classmethod
+    def of(cls, values: np.ndarray, fill: int) -> CellStore:
+        """A store holding `values` (its dtype); chunks of nothing but `fill` share one
+        block, as in a store that `new` made and `set` never touched there."""
+        size = len(values)
+        n = (size + _MASK) >> CHUNK_BITS
+        padded = np.full(n * CHUNK, fill, dtype=values.dtype)
+        padded[:size] = values
+        block = _frozen(np.full(CHUNK, fill, dtype=values.dtype))
+        return cls(size, fill, tuple(
+            block if (part == fill).all() else _frozen(part.copy())
+            for part in padded.reshape(n, CHUNK)))
+
     @property
     def dtype(self) -> np.dtype:
         """The element type."""

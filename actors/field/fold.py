@@ -238,7 +238,7 @@ def _manifest(prev: State, ev: ManifestEvent) -> State:
     geo = Geometry(ev.manifest)
     n_cells, n_tiles = geo.G * geo.G, len(geo.tiles)
     s = State(
-        revision=ev.rev, manifest=ev.manifest, geo=geo, boxes=_boxes(geo), rules=ev.rules,
+        revision=ev.rev, manifest=ev.manifest, geo=geo, boxes=boxes_of(geo), rules=ev.rules,
         values=CellStore.new(n_cells, np.int8, -1),
         source=CellStore.new(n_cells, np.int8, UNKNOWN),
         owner=CellStore.new(n_cells, np.int32, -1),
@@ -329,7 +329,7 @@ def _grow(prev: State, ev: GrowEvent) -> State:
     manifest = attrs.evolve(m, tiles=m.tiles + ev.tiles, seed_rings=m.seed_rings + (ev.seed_ring,))
     geo = prev.geo.extend(manifest)
     n = len(geo.tiles)
-    s = attrs.evolve(prev, revision=ev.rev, manifest=manifest, geo=geo, boxes=_boxes(geo),
+    s = attrs.evolve(prev, revision=ev.rev, manifest=manifest, geo=geo, boxes=boxes_of(geo),
                      status=prev.status.extend(n), revealer=prev.revealer.extend(n),
                      solver=prev.solver.extend(n), grown=prev.grown + (ev.rev,))
     return attrs.evolve(s, dirty=_tile_boxes(s, [t.id for t in ev.tiles]))
@@ -371,7 +371,8 @@ def _settle(s: State, solved: tuple[Solved, ...], meets: tuple[Meet, ...],
 # ---------------------------------------------------------------- helpers
 
 
-def _boxes(geo: Geometry) -> np.ndarray:
+def boxes_of(geo: Geometry) -> np.ndarray:
+    """Per tile x0, y0, w, h (read-only): `State.boxes` of a field of geometry `geo`."""
     boxes = np.array([(t.shape.x0, t.shape.y0, t.shape.w, t.shape.h) for t in geo.tiles],
                      dtype=np.int32).reshape(-1, 4)
     boxes.flags.writeable = False

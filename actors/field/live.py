@@ -177,11 +177,17 @@ class History:
     MAX_CHECKPOINTS states the spacing doubles and the periodic states off it are dropped,
     which bounds the memory they pin while no replay is longer than the spacing (under
     2 x revisions / MAX_CHECKPOINTS); the layout ones stay (a field grows a bounded number
-    of times: its canvas is at most MAX_CANVAS)."""
+    of times: its canvas is at most MAX_CANVAS).
 
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-        self.checkpoints: dict[int, State] = {0: new_state()}
+    A field loaded from a store snapshot starts its history at the snapshot's state
+    (`first`): the revisions before it are the stored events it skipped, which `prepend`
+    adds once they are folded again."""
+
+    def __init__(self, start: State | None = None) -> None:
+        start = new_state() if start is None else start
+        self.first = start.revision  # the earliest revision held
+        self.events: list[Event] = []  # revisions first + 1, first + 2, ...
+        self.checkpoints: dict[int, State] = {self.first: start}
         self.layouts: set[int] = set()  # revisions of the manifest and the growths
         self.every = CHECKPOINT_EVERY  # revisions between the periodic states
 
@@ -193,21 +199,38 @@ class History:
             self.checkpoints[after.revision] = after
         elif after.revision % self.every == 0:
             self.checkpoints[after.revision] = after
-            if len(self.checkpoints) - len(self.layouts) > MAX_CHECKPOINTS:
-                self.every *= 2
-                self.checkpoints = {r: s for r, s in self.checkpoints.items()
-                                    if r in self.layouts or r % self.every == 0}
+            self._thin()
+
+    def prepend(self, earlier: History) -> None:
+        """Take in the history of revisions 0..first (folded from the stored events)."""
+        if earlier.first != 0 or len(earlier.events) != self.first:
+            raise ValueError(f"a history of revisions {earlier.first}.."
+                             f"{earlier.first + len(earlier.events)} does not end at "
+                             f"{self.first}")
+        self.events = earlier.events + self.events
+        self.checkpoints = {**earlier.checkpoints, **self.checkpoints}
+        self.layouts |= earlier.layouts
+        self.every = max(self.every, earlier.every)
+        self.first = 0
+        self._thin()
 
     def state_at(self, revision: int) -> State:
-        """The state at `revision` (0..len(events))."""
-        if not 0 <= revision <= len(self.events):
-            raise ValueError(f"revision {revision} is not in 0..{len(self.events)}")
+        """The state at `revision` (first..first + len(events))."""
+        if not self.first <= revision <= self.first + len(self.events):
+            raise ValueError(f"revision {revision} is not in "
+                             f"{self.first}..{self.first + len(self.events)}")
         revs = sorted(self.checkpoints)
         base = revs[bisect.bisect_right(revs, revision) - 1]
         s = self.checkpoints[base]
-        for ev in self.events[base:revision]:
+        for ev in self.events[base - self.first:revision - self.first]:
             s = apply_event(s, ev)
         return s
+
+    def _thin(self) -> None:
+        while len(self.checkpoints) - len(self.layouts) > MAX_CHECKPOINTS:
+            self.every *= 2
+            self.checkpoints = {r: s for r, s in self.checkpoints.items()
+                                if r in self.layouts or r == self.first or r % self.every == 0}
 
 
 def view_of(s: State, game: str, status: str) -> dict[str, Any]:

@@ -7,14 +7,16 @@ event: the secret (`truth`, the generator's `Field`) and whether a generation ru
 
 Stored events are the referee's events as JSON (`events.event_to_json`) plus `dirty`
 (the map tiles the event changed, for renderers) and, on joins, `caller`; `Joined` is a
-join with its caller. Generation, growth and the merged leaderboard are effects
-(actor.py): the ops here are pure over `Live`.
+join with its caller. The store snapshot (`dump` / `load`) holds the fold state, the
+callers and the growth period; a restored field's history starts at it. Generation,
+growth and the merged leaderboard are effects (actor.py): the ops here are pure over
+`Live`.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -35,9 +37,10 @@ from actors.field.health import dead_message, health_note, health_of
 from actors.field.observe import observe
 from actors.field.prompt import PROMPTS
 from actors.field.rules_text import RULES_TEXT
+from actors.field.snapshot import state_from_json, state_to_json
 from actors.field.tools import TOOLS
 from actors.field.warm import warm
-from actors.world import Codec, Ctx, Move, Read, Refusal, World
+from actors.world import Codec, Ctx, Move, Read, Refusal, StateCodec, World
 from protocol.errors import ErrorCode
 from protocol.ops import field as ops
 from protocol.ops.field import FieldCode
@@ -119,6 +122,37 @@ def decode(record: dict[str, Any]) -> FieldEvent:
     """The event of a stored record (`dirty` is derived again by the fold)."""
     ev = event_from_json({k: v for k, v in record.items() if k not in ("dirty", "caller")})
     return Joined(ev, record["caller"]) if "caller" in record else ev
+
+
+def replayed(game: str, records: Sequence[dict[str, Any]]) -> Live:
+    """The field folded from its stored records (its history included)."""
+    w = initial(game)
+    for record in records:
+        w = evolve(w, decode(record))
+    return w
+
+
+# The snapshot's layout: `load` refuses any other, and the runtime then folds the stream.
+SNAPSHOT_VERSION = 1
+
+
+def dump(w: Live) -> dict[str, Any]:
+    """The field as its store snapshot: the fold state (snapshot.py) and what is kept
+    beside it; not the history (a restored field's starts at this state), nor what the
+    effects set (the secret is loaded again; generation and progress are not durable)."""
+    return {"v": SNAPSHOT_VERSION, "game": w.game, "callers": dict(w.callers),
+            "grow_every": w.grow_every, "state": state_to_json(w.state)}
+
+
+def load(data: Any) -> Live:
+    """The field of `dump`'s snapshot; ValueError for a snapshot of another version
+    (KeyError, TypeError or ValueError for one `dump` never wrote)."""
+    version = data.get("v") if isinstance(data, dict) else None
+    if version != SNAPSHOT_VERSION:
+        raise ValueError(f"field snapshot version {version!r}, not {SNAPSHOT_VERSION}")
+    state = state_from_json(data["state"])
+    return Live(data["game"], state, live.History(state), dict(data["callers"]),
+                data["grow_every"])
 
 
 def _noop(ev: FieldEvent | Rejoined) -> bool:
@@ -309,7 +343,12 @@ def read_history(w: Live, a: ops.HistoryArgs, _ctx: Ctx) -> ops.FieldView | Refu
         return Refusal(ErrorCode.BAD_REQUEST, f"args.revision: must be between 1 and {rev}, "
                        "the field's revision now",
                        {"path": "args.revision", "revision": rev})
-    return ops.FieldView(live.view_of(w.history.state_at(a.revision), w.game, "ready"))
+    return history_view(w, w.history, a.revision)
+
+
+def history_view(w: Live, history: live.History, revision: int) -> ops.FieldView:
+    """The spectator view of field `w` at `revision`, read off `history`."""
+    return ops.FieldView(live.view_of(history.state_at(revision), w.game, "ready"))
 
 
 def view(w: Live) -> dict[str, Any]:
@@ -367,6 +406,7 @@ WORLD = World(
     fanout_rate=live.FANOUT_RATE,
     tools=TOOLS,
     prompts=PROMPTS,
+    snapshot=StateCodec(dump, load),
     summary=summary,
     warm=warm,
 )

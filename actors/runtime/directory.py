@@ -89,7 +89,7 @@ class ActorKind:
         create_args = next((s.args for s in world.ops if s.name == world.create), None)
         return cls(world.kind, lambda actor_id, context: host(actor_id, context, world),
                    world.create_role, world.create, create_args, world.declared, world.listed,
-                   world.followable, frozenset(world.reads) - frozenset(host.effects),
+                   world.followable, frozenset(world.reads),
                    world.seat)
 
 

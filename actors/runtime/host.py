@@ -9,8 +9,8 @@ reply's error and changes nothing.
 
 A world whose rules need effects (generation off the task, timers, asking other worlds)
 subclasses `WorldActor` in its `actor.py`, names the subclass in `World.actor`, and adds
-entries to `effects`: async methods `(self, call) -> result` that may use `play`, `fold`,
-`offload`, `after`/`every` and the side snapshots.
+entries to `effects`: async methods `(self, call) -> result` that may use `play`, `read`,
+`fold`, `offload`, `after`/`every` and the side snapshots.
 """
 
 from __future__ import annotations
@@ -63,8 +63,8 @@ class WorldActor(Actor):
     """Hosts one world of `world`'s kind; `state` is its folded state."""
 
     # op -> async method (self, call) of a subclass, for ops a table cannot answer. An
-    # effect may wrap a move or read of the same name (play it, then start work off the
-    # task).
+    # effect may wrap a move or read of the same name (play or read it, then start work
+    # off the task); one that wraps a read changes nothing either.
     effects: ClassVar[Mapping[str, Effect]] = {}
 
     def __init__(self, actor_id: str, context: ActorContext, world: World) -> None:
@@ -128,10 +128,7 @@ class WorldActor(Actor):
         move = self.world.moves.get(call.op)
         if move is not None:
             return self.play(move, call)
-        answer = self.world.reads[call.op].answer(self.state, call.args, self.ctx(call))
-        if isinstance(answer, Refusal):
-            raise refused(answer)
-        return answer
+        return self.read(call)
 
     # ---- services for effects ----------------------------------------------------------
 
@@ -151,6 +148,13 @@ class WorldActor(Actor):
             raise refused(decided)
         self.fold(decided)
         return move.result(self.state, decided, call.args)
+
+    def read(self, call: Call) -> Any:
+        """Answer `call` with the world's read of its op (a refusal is raised)."""
+        answer = self.world.reads[call.op].answer(self.state, call.args, self.ctx(call))
+        if isinstance(answer, Refusal):
+            raise refused(answer)
+        return answer
 
     def fold(self, events: Sequence[Any]) -> int:
         """Fold typed events into the state now and hand their records to the batch's

@@ -54,6 +54,16 @@ def test_extend_keeps_values_and_fills_the_rest() -> None:
         s.extend(1)
 
 
+def test_a_store_made_of_its_values_equals_it_and_shares_its_untouched_chunks() -> None:
+    s = CellStore.new(3 * CHUNK + 5, np.int32, fill=-1).set([1, 3 * CHUNK + 4],
+                                                            [-7, 2**31 - 1])
+    made = CellStore.of(s.to_array(), -1)
+    assert made == s and made.to_array().tolist() == s.to_array().tolist()
+    assert made.chunks[1] is made.chunks[2] is not made.chunks[0]  # one block of fill
+    assert not any(c.flags.writeable for c in made.chunks)
+    assert made.set([1], [6])[1] == 6 and made[1] == -7
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.lists(st.tuples(st.one_of(st.integers(0, 3 * CHUNK - 1),
                                                st.integers(0, 12 * CHUNK - 1)),

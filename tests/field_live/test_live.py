@@ -70,6 +70,31 @@ def test_history_matches_replay(monkeypatch) -> None:
     assert len(view["tile_status"]) == len(view["manifest"]["tiles"])
 
 
+def test_a_history_started_later_reads_from_there_and_takes_in_the_earlier(monkeypatch) -> None:
+    monkeypatch.setattr(live, "CHECKPOINT_EVERY", 8)
+    monkeypatch.setattr(live, "MAX_CHECKPOINTS", 4)
+    g = Game(scatter_seed(3, 60))
+    play_random(g, np.random.default_rng(1), 200, 3)
+    states = [replay([])]
+    for ev in g.events:
+        states.append(apply_event(states[-1], ev))
+    first = 37  # as a snapshot load starts it: at a state off the spacing
+    later, earlier = live.History(states[first]), live.History()
+    for rev, ev in enumerate(g.events, start=1):
+        (earlier if rev <= first else later).add(ev, states[rev])
+    assert len(g.events) > first + 8 * 8 and later.every > 8  # thinned
+    assert first in later.checkpoints
+    for rev in range(first, len(g.events) + 1):
+        assert later.state_at(rev) == states[rev]
+    with pytest.raises(ValueError, match=rf"^revision {first - 1} is not in {first}\.\."):
+        later.state_at(first - 1)
+    with pytest.raises(ValueError, match=r"^a history of revisions 0\.\.0 does not end at 37$"):
+        later.prepend(live.History())
+    later.prepend(earlier)
+    assert later.first == 0 and len(later.checkpoints) - len(later.layouts) <= 4
+    assert all(later.state_at(rev) == states[rev] for rev in range(len(g.events) + 1))
+
+
 def test_alltime_merges_each_day_once() -> None:
     board = boards_of([Tally("a1", "ann", "m", 10, 1, 0, 0, 30, False)])
     one = live.merge_day(live.AllTime(), "2026-01-01", board)

@@ -1,0 +1,189 @@
+"""The field's store snapshot (rules.dump / rules.load): a field restored from it equals its
+replay and answers every op as before, through the runtime and a real SQLite store; the
+history before it is folded again when asked; a snapshot of another format, or one that
+does not load, is skipped for a replay of the whole stream."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import trio
+
+from actors import field
+from actors.field import rules
+from actors.field.actor import truth_stream
+from actors.field.events import JoinEvent
+from actors.field.generate import Field
+from actors.runtime import Actor, ActorKind, Call, RuntimeConfig, open_directory
+from protocol.errors import ErrorCode, ProtocolError
+from protocol.ops.field import HistoryArgs, JoinArgs, LeaderboardArgs, ObserveArgs, RulesArgs
+from server.storage import SqliteEventStore
+from tests.field._games import Game, play_random, scatter
+
+GAME = "snap"
+ID = f"field:{GAME}"
+KINDS = [ActorKind.of(field.WORLD)]
+CONFIG = RuntimeConfig(snapshot_every=64)
+
+
+@cache
+def _stream() -> tuple[Field, tuple[dict[str, Any], ...]]:
+    """A field played by three agents, and its stored records (joins by caller "tester")."""
+    g = Game(scatter("referee", 60), seed=3)
+    play_random(g, np.random.default_rng(3), steps=200, agents=3)
+    w, records = rules.initial(GAME), []
+    for ev in g.events:
+        ev = rules.Joined(ev, "tester") if isinstance(ev, JoinEvent) else ev
+        w = rules.evolve(w, ev)
+        records.append(rules.encode(ev, w))
+    return g.truth, tuple(json.loads(json.dumps(records)))
+
+
+def _revisions(n: int) -> list[int]:
+    return [1, 2, 5, n // 3, n // 2, n - 1, n]
+
+
+def test_a_restored_field_equals_its_replay_and_its_history_completes() -> None:
+    _truth, records = _stream()
+    full = rules.replayed(GAME, records)
+    for k in (len(records) // 3, len(records)):
+        replayed = rules.replayed(GAME, records[:k])
+        w = rules.load(json.loads(json.dumps(rules.dump(replayed))))
+        assert w == replayed and rules.view(w) == rules.view(replayed)
+        assert (w.history.first, w.history.events) == (k, [])
+        for record in records[k:]:
+            w = rules.evolve(w, rules.decode(record))
+        assert w == full
+        assert w.history.state_at(len(records)) == full.state
+        with pytest.raises(ValueError, match=rf"^revision {k - 1} is not in {k}\.\."):
+            w.history.state_at(k - 1)
+        w.history.prepend(replayed.history)
+        assert w.history.first == 0
+        assert all(w.history.state_at(r) == full.history.state_at(r)
+                   for r in range(len(records) + 1))
+
+
+def test_a_snapshot_of_another_format_is_refused() -> None:
+    data = rules.dump(rules.replayed(GAME, _stream()[1]))
+    with pytest.raises(ValueError, match=r"^field snapshot version 0, not 1$"):
+        rules.load({**data, "v": 0})
+    with pytest.raises(ValueError, match=r"^field snapshot version None, not 1$"):
+        rules.load([])
+
+
+async def _stored(tmp_path: Path) -> SqliteEventStore:
+    """The SQLite store of `tmp_path`, holding the field's secret and its stream."""
+    truth, records = _stream()
+    async with SqliteEventStore.in_directory(tmp_path) as store:
+        await store.save_snapshot(truth_stream(GAME), 0, truth.to_dict())
+        await store.append(ID, 0, list(records))
+    return SqliteEventStore.in_directory(tmp_path)
+
+
+async def _shows(actor: Actor, revisions: list[int]) -> dict[str, Any]:
+    """What the field answers a spectator: views, observations, rules, board, history (its
+    asks sent at once)."""
+    async def ask(op: str, args: Any) -> Any:
+        return await actor.ask(Call(op, args, "spectator", "watcher"))
+
+    history: dict[int, Any] = {}
+
+    async def one(r: int) -> None:
+        history[r] = await ask("field.history", HistoryArgs(revision=r))
+
+    async with trio.open_nursery() as n:
+        for r in revisions:
+            n.start_soon(one, r)
+    agents = [a.id for a in actor.state.state.agents]
+    return {"view": actor.view(), "history": history, "rules": await ask("field.rules", RulesArgs()),
+            "observe": [await ask("field.observe", ObserveArgs(agent=a)) for a in agents],
+            "map": await ask("field.observe", ObserveArgs(rect=(0, 0, 60, 60))),
+            "board": await ask("field.leaderboard", LeaderboardArgs())}
+
+
+async def _join(actor: Actor, caller: str) -> None:
+    await actor.ask(Call("field.join", JoinArgs(name=caller), "agent", caller))
+
+
+async def test_a_field_loads_from_its_snapshot_and_answers_as_before(tmp_path: Path) -> None:
+    n = len(_stream()[1])
+    revisions = _revisions(n + 1)
+    async with await _stored(tmp_path) as store:
+        async with open_directory(store, KINDS, config=CONFIG) as d:
+            actor = await d.get(ID)
+            assert actor.state.history.first == 0  # no snapshot: the stream was folded
+            await _join(actor, "late")  # more than snapshot_every events: a snapshot
+            before, state = await _shows(actor, revisions), actor.state
+        snap = await store.load_snapshot(ID)
+        assert snap.rev == n + 1 and snap.data["v"] == rules.SNAPSHOT_VERSION
+        async with open_directory(store, KINDS, config=CONFIG) as d:
+            actor = await d.get(ID)
+            # loaded from the snapshot: not one event before it was folded
+            assert (actor.state.history.first, actor.state.history.events) == (n + 1, [])
+            assert actor.state == state
+            # an effect answers field.history now; it stays a read (safe to send again)
+            assert "field.history" in KINDS[0].reads
+            # the history asks below the snapshot wait for the stream's fold, then answer
+            assert await _shows(actor, revisions) == before
+            assert actor.state.history.first == 0
+            await _join(actor, "later")
+            await _join(actor, "latest")
+            state = actor.state
+        async with open_directory(store, KINDS, config=CONFIG) as d:
+            actor = await d.get(ID)  # the snapshot, then the two events after it
+            assert (actor.state.history.first, len(actor.state.history.events)) == (n + 1, 2)
+            stored = [e.data for e in await store.read(ID)]
+            assert actor.state == state == rules.replayed(GAME, stored)
+
+
+@pytest.mark.parametrize("snapshot", ["old", "broken"])
+async def test_a_snapshot_that_does_not_load_is_skipped_for_a_replay(
+        tmp_path: Path, snapshot: str) -> None:
+    _truth, records = _stream()
+    n = len(records)
+    data = rules.dump(rules.replayed(GAME, records))
+    data = {**data, "v": 0} if snapshot == "old" else {**data, "state": {"revision": n}}
+    async with await _stored(tmp_path) as store:
+        async with open_directory(store, KINDS, config=CONFIG) as d:
+            before = await _shows(await d.get(ID), _revisions(n))
+        await store.save_snapshot(ID, n, data)
+        async with open_directory(store, KINDS, config=CONFIG) as d:
+            actor = await d.get(ID)
+            assert (actor.state.history.first, len(actor.state.history.events)) == (0, n)
+            assert actor.state == rules.replayed(GAME, records)
+            assert await _shows(actor, _revisions(n)) == before
+        # the replay left no snapshot behind: the first message saved one of this format
+        snap = await store.load_snapshot(ID)
+        assert snap.rev == n and snap.data == json.loads(json.dumps(rules.dump(actor.state)))
+
+
+async def test_a_history_that_cannot_be_folded_again_is_refused_unavailable(
+        tmp_path: Path) -> None:
+    n = len(_stream()[1])
+    async with await _stored(tmp_path) as store, open_directory(store, KINDS,
+                                                                 config=CONFIG) as d:
+        await _join(await d.get(ID), "late")  # a snapshot at n + 1
+    db = sqlite3.connect(tmp_path / "events.sqlite3")
+    with db:  # an event before it rots
+        db.execute("UPDATE events SET data = '{\"kind\": \"rot\"}' WHERE stream = ? AND rev = 5",
+                   (ID,))
+    db.close()
+    async with SqliteEventStore.in_directory(tmp_path) as store, \
+            open_directory(store, KINDS, config=CONFIG) as d:
+        actor = await d.get(ID)  # from the snapshot: the rotten event is not read
+        assert actor.state.history.first == n + 1
+        for _ in range(2):  # each ask tries again
+            with pytest.raises(ProtocolError, match=rf"^the history before revision {n + 1} "
+                                                    r"could not be read; retry$") as err:
+                await actor.ask(Call("field.history", HistoryArgs(revision=3), "spectator", "w"))
+            assert err.value.code == ErrorCode.UNAVAILABLE
+        # the revisions it holds answer as ever
+        view = await actor.ask(Call("field.history", HistoryArgs(revision=n + 1), "spectator",
+                                    "w"))
+        assert view.view == actor.view()
