@@ -108,9 +108,12 @@ def move_stacked(work: Work, direction: int | None) -> None:
     if not work.rules.present & (MOVE if direction is None else YOU):
         return
     masks, width, height, blocked = work.rules.masks, work.ctx.width, work.ctx.height, work.blocked
-    cells: dict[tuple[int, int], list[list[int]]] = defaultdict(list)
+    pulls = work.rules.present & PULL
+    # Per cell, its things by id in arrival order (board order at first): a dict finds and
+    # drops a thing in one step where a list would walk the cell.
+    cells: dict[tuple[int, int], dict[int, list[int]]] = defaultdict(dict)
     for o in work.objs:
-        cells[(o[2], o[3])].append(o)
+        cells[(o[2], o[3])][o[0]] = o
 
     def opens(a: int, b: int) -> bool:
         return bool((a & OPEN and b & SHUT) or (a & SHUT and b & OPEN))
@@ -118,12 +121,12 @@ def move_stacked(work: Work, direction: int | None) -> None:
     def can(e: list[int], d: int) -> bool:
         dx, dy = DELTAS[d]
         x, y = e[2] + dx, e[3] + dy
-        here = cells.get((x, y), ())
+        here = cells.get((x, y), {})
         work.spend(1 + len(here))  # the evaluation and each thing it looks at
         if not (0 <= x < width and 0 <= y < height) or (x, y) in blocked:
             return False
         em = masks[e[1]]
-        for t in here:
+        for t in here.values():
             tm = masks[t[1]]
             if opens(em, tm):
                 continue
@@ -135,35 +138,40 @@ def move_stacked(work: Work, direction: int | None) -> None:
         return True
 
     def go(e: list[int], d: int) -> None:
+        """Move `e`, which `can` just cleared (and charged for the cell it enters)."""
         dx, dy = DELTAS[d]
         ox, oy = e[2], e[3]
         x, y = ox + dx, oy + dy
         em = masks[e[1]]
-        for t in list(cells.get((x, y), ())):
+        ahead = cells[(x, y)]
+        for t in list(ahead.values()):
             tm = masks[t[1]]
             if opens(em, tm):
                 continue
             if tm & PUSH and can(t, d):
                 go(t, d)
             elif tm & (PUSH | STOP):
-                cells[(x, y)].remove(t)
+                del ahead[t[0]]
                 work.destroy(t, "weak")
-        cells[(ox, oy)].remove(e)
+        del cells[(ox, oy)][e[0]]
         work.relocate(e, x, y, d)
-        cells[(x, y)].append(e)
+        ahead[e[0]] = e
         done.add(e[0])
-        for t in list(cells.get((ox - dx, oy - dy), ())):
-            if masks[t[1]] & PULL and t in cells[(ox - dx, oy - dy)] and can(t, d):
-                go(t, d)
+        behind = cells.get((ox - dx, oy - dy))
+        if pulls and behind:
+            work.spend(len(behind))  # each thing the pull looks at
+            for t in list(behind.values()):
+                if masks[t[1]] & PULL and t[0] in behind and can(t, d):
+                    go(t, d)
 
     done: set[int] = set()  # objects that already moved (as movers or pushed) this step
     if direction is not None:
         for o in movers(work, YOU, ()):
-            if o[0] not in done and o in cells[(o[2], o[3])] and can(o, direction):
+            if o[0] not in done and o[0] in cells[(o[2], o[3])] and can(o, direction):
                 go(o, direction)
         return
     for o in movers(work, MOVE, ()):
-        if o[0] in done or o not in cells[(o[2], o[3])]:
+        if o[0] in done or o[0] not in cells[(o[2], o[3])]:
             continue
         if can(o, o[4]):
             go(o, o[4])

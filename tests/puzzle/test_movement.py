@@ -1,6 +1,12 @@
-"""Keke's layered collision model (the `keke` profile) next to classic stacking."""
+"""Keke's layered collision model (the `keke` profile) next to classic stacking, and the
+classic pull."""
 
 from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
 
 from actors.puzzle.board import Limits
 from actors.puzzle.game import Game, create_game
@@ -73,3 +79,57 @@ def test_the_work_cap_counts_every_thing_a_push_looks_at() -> None:
     plain, crowded = chain(0), chain(950)
     assert refused(plain.step("right")) == refused(crowded.step("right")) == "complexity_blocked"
     assert lines_run(lambda: crowded.step("right")) < 2 * lines_run(lambda: plain.step("right"))
+
+
+def pull_room(rows: list[str], extra: list[dict[str, object]], work: int = 200_000) -> Game:
+    """BABA IS YOU, ROCK IS PULL and WALL IS STOP above `rows` (64 wide), plus `extra`."""
+    return create_game(make_level(["B=YR=LW=S" + "." * 55, *rows], extra=extra),
+                       limits=Limits(work=work))
+
+
+def things(noun: str, xs: list[int]) -> list[dict[str, object]]:
+    """A `noun` on row 1 at each x of `xs`, in that order."""
+    return [{"id": f"{noun}{i}", "noun": noun, "x": x, "y": 1} for i, x in enumerate(xs)]
+
+
+def digest(game: Game, action: str) -> str:
+    """The step's result (or refusal code) and the state after it, hashed."""
+    result = game.step(action)
+    data = json.dumps([refused(result) or result, game.get_state()], sort_keys=True)
+    return hashlib.sha256(data.encode()).hexdigest()[:16]
+
+
+# Baba stands on a wall, with 500 flags and then 500 rocks behind it: the wall stops the rocks.
+HELD = ([".w" + "." * 62], [{"id": "baba", "noun": "baba", "x": 1, "y": 1}]
+        + things("flag", [0] * 500) + things("rock", [0] * 500))
+
+# The digests were printed by `digest` for each game below, built and stepped right by the
+# engine before the pull loop's cells were dicts (commit 3204766). Things pulled again after
+# moving pile up on one cell (the repeated case): the engine's behaviour, pinned as it was.
+PULLED = {
+    # 1000 rocks on the cell behind baba: each looks at the ones pulled before it (~500,000
+    # units of work; the default cap refuses the turn).
+    "stack": (["..b" + "." * 61], things("rock", [1] * 1000), 1_000_000, "00722e18eb0cf0dd"),
+    # 1000 rocks on the 62 cells behind baba, pulled again and again: the cap refuses the turn.
+    "line": (["." * 62 + "b."], things("rock", [i % 62 for i in range(1000)]), 200_000, "ef89833f759a0dbc"),
+    # 20 cells of 3 rocks behind baba.
+    "repeated": (["." * 20 + "b" + "." * 43], things("rock", [i % 20 for i in range(60)]),
+                 200_000, "46cb9e5e86f417f2"),
+    # One rock per cell behind 15 flags, on the 62 cells behind baba.
+    "crowded line": (["." * 62 + "b."], things("flag", [i // 15 for i in range(930)])
+                     + things("rock", list(range(62))), 200_000, "0901de3db93735ba"),
+    "held": (*HELD, 200_000, "dcea0956aa6f9791"),
+}
+
+
+@pytest.mark.parametrize("case", list(PULLED))
+def test_many_pulled_things_move_as_they_did(case: str) -> None:
+    rows, extra, work, expected = PULLED[case]
+    assert digest(pull_room(rows, extra, work), "right") == expected
+
+
+def test_the_work_cap_counts_every_thing_a_pull_looks_at() -> None:
+    """Leaving the held rocks costs 1 (baba's evaluation) + 1000 (the things its pull looks at)
+    + 500 x 2 (each rock's evaluation and the wall it looks at)."""
+    assert refused(pull_room(*HELD, work=2001).step("right")) is None
+    assert refused(pull_room(*HELD, work=2000).step("right")) == "complexity_blocked"
