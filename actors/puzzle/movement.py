@@ -138,7 +138,8 @@ def move_stacked(work: Work, direction: int | None) -> None:
         return True
 
     def go(e: list[int], d: int) -> None:
-        """Move `e`, which `can` just cleared (and charged for the cell it enters)."""
+        """Move `e`, which `can` just cleared (and charged for the cell it enters). What `e`
+        pushes pulls what is behind it, `e` included: `e` has then moved, and its move ends."""
         dx, dy = DELTAS[d]
         ox, oy = e[2], e[3]
         x, y = ox + dx, oy + dy
@@ -150,9 +151,11 @@ def move_stacked(work: Work, direction: int | None) -> None:
                 continue
             if tm & PUSH and can(t, d):
                 go(t, d)
-            elif tm & (PUSH | STOP):
+            elif tm & (PUSH | STOP) and t[0] in ahead:  # not pulled on or destroyed meanwhile
                 del ahead[t[0]]
                 work.destroy(t, "weak")
+        if e[0] not in cells[(ox, oy)]:
+            return
         del cells[(ox, oy)][e[0]]
         work.relocate(e, x, y, d)
         ahead[e[0]] = e

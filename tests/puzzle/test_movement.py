@@ -133,3 +133,26 @@ def test_the_work_cap_counts_every_thing_a_pull_looks_at() -> None:
     + 500 x 2 (each rock's evaluation and the wall it looks at)."""
     assert refused(pull_room(*HELD, work=2001).step("right")) is None
     assert refused(pull_room(*HELD, work=2000).step("right")) == "complexity_blocked"
+
+
+def test_a_pulling_mover_is_pulled_along_by_what_it_pushes() -> None:
+    """BABA IS PULL: the rock baba pushes pulls baba after it, which ends baba's own move (the
+    engine raised, taking baba off the cell it had already left)."""
+    g = create_game(make_level(["B=Y.", "B=L.", "R=P.", ".br."]))
+    result = g.step("right")
+    assert [m["id"] for m in result["moves"]] == ["rock2", "baba1"]
+    assert positions(g.get_state(), "baba") == [(2, 3)]
+    assert positions(g.get_state(), "rock") == [(3, 3)]
+
+
+def test_a_weak_thing_is_destroyed_once() -> None:
+    """Baba and keke share a cell: the rock baba pushes pulls keke, which destroys the WEAK wall
+    the rock shared; baba then finds the wall gone (the engine raised, destroying it again)."""
+    extra = [{"id": noun, "noun": noun, "x": x, "y": 5}
+             for noun, x in (("baba", 1), ("keke", 1), ("rock", 2), ("wall", 2))]
+    g = create_game(make_level(["B=Y..", "R=P..", "K=L..", "W=S..", "W=X..", "....."],
+                               extra=extra))
+    result = g.step("right")
+    assert [m["id"] for m in result["moves"]] == ["rock", "keke", "baba"]
+    assert [d["id"] for d in result["destroyed"]] == ["wall"]
+    assert positions(g.get_state(), "keke") == positions(g.get_state(), "baba") == [(2, 5)]
