@@ -65,7 +65,9 @@ class Work:
     def __init__(self, ctx: Context, board: Board, record: bool) -> None:
         self.ctx = ctx
         self.ids = ctx.ids
-        self.objs = list(map(list, board.objects))
+        self._objs = list(map(list, board.objects))
+        # Destroyed objects still in `_objs`, by identity: dropped in one pass when next read.
+        self._gone: dict[int, list[int]] = {}
         self.mech = list(board.mechanics)
         self.rules: RuleSet = board.rules or ctx.rules(board.objects)
         self.blocked: set[tuple[int, int]] = set()
@@ -84,6 +86,19 @@ class Work:
         self.events: list[dict[str, Any]] = []
         # (id code, from x, from y, to x, to y, facing) per move or turn, when recording
         self.trail: list[tuple[int, int, int, int, int, int]] = []
+
+    @property
+    def objs(self) -> list[list[int]]:
+        """The objects on the board now, in board order."""
+        if self._gone:
+            self._objs = [o for o in self._objs if id(o) not in self._gone]
+            self._gone.clear()
+        return self._objs
+
+    @objs.setter
+    def objs(self, objs: list[list[int]]) -> None:
+        self._objs = objs
+        self._gone.clear()
 
     # ------------------------------------------------ the TurnView interface of mechanic hooks
     def position(self, idx: int) -> tuple[int, int] | None:
@@ -107,7 +122,7 @@ class Work:
 
     def destroy(self, obj: list[int], cause: str) -> None:
         """Remove `obj` from the board."""
-        self.objs = [o for o in self.objs if o is not obj]
+        self._gone[id(obj)] = obj  # held, so that no new object takes its id meanwhile
         self.layer = None
         if obj[1] >= TEXT_BASE:
             self.moved_text.add(obj[0])
