@@ -60,6 +60,7 @@ from actors.store import (
 from protocol.jsontext import compact_encoder
 from server.storage.pg_listen import Notifications, listen
 from server.storage.pg_trio import TrioConnection
+from server.storage.rows import stored_events
 
 _encode = compact_encoder(ensure_ascii=True)  # ASCII: no NUL byte or encoding can differ
 SCHEMA = (Path(__file__).with_name("postgres_schema.sql")).read_text()
@@ -377,7 +378,7 @@ class PostgresEventStore(EventStore):
             cur = await conn.execute("SELECT rev, data FROM events WHERE stream = %s "
                                      "AND rev > %s ORDER BY rev", (stream, after))
             rows = await cur.fetchall()
-        return [StoredEvent(rev, json.loads(data)) for rev, data in rows]
+        return await stored_events(rows)
 
     async def receipts(self, stream: str, after: int = 0) -> list[Receipt]:
         """See EventStore.receipts."""

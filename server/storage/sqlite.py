@@ -53,6 +53,7 @@ from actors.store import (
 )
 from protocol.jsontext import compact_encoder
 from server.storage import sqlite_writer
+from server.storage.rows import stored_events
 from server.storage.sqlite_writer import frame, split_frames
 
 _encode = compact_encoder(ensure_ascii=True)
@@ -375,8 +376,7 @@ class SqliteEventStore(EventStore):
 
     async def read(self, stream: str, after: int = 0) -> list[StoredEvent]:
         """See EventStore.read."""
-        rows = await self._call("read", stream, after)
-        return [StoredEvent(rev, json.loads(data)) for rev, data in rows]
+        return await stored_events(await self._call("read", stream, after))
 
     async def receipts(self, stream: str, after: int = 0) -> list[Receipt]:
         """See EventStore.receipts."""
