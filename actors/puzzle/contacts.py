@@ -110,8 +110,7 @@ def _cell_contacts(work: Work) -> None:
                     dead.setdefault(o[0], (o, "open_shut"))
                 elif m & WEAK and len(group) > 1:
                     dead.setdefault(o[0], (o, "weak"))
-    for obj, cause in dead.values():
-        work.destroy(obj, cause)
+    work.destroy_all(list(dead.values()))
 
 
 def _has_partner(group: list[list[int]], o: list[int], masks: tuple[int, ...]) -> bool:

@@ -19,7 +19,6 @@ Every moved object faces the way it moved. Work is counted against the turn's co
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import TYPE_CHECKING
 
 from .layer import GONE, IN_LAYER, OFF_NOUN, movable, stopped
@@ -111,9 +110,9 @@ def move_stacked(work: Work, direction: int | None) -> None:
     pulls = work.rules.present & PULL
     # Per cell, its things by id in arrival order (board order at first): a dict finds and
     # drops a thing in one step where a list would walk the cell.
-    cells: dict[tuple[int, int], dict[int, list[int]]] = defaultdict(dict)
+    cells: dict[tuple[int, int], dict[int, list[int]]] = {}
     for o in work.objs:
-        cells[(o[2], o[3])][o[0]] = o
+        cells.setdefault((o[2], o[3]), {})[o[0]] = o
 
     def opens(a: int, b: int) -> bool:
         return bool((a & OPEN and b & SHUT) or (a & SHUT and b & OPEN))
@@ -144,7 +143,7 @@ def move_stacked(work: Work, direction: int | None) -> None:
         ox, oy = e[2], e[3]
         x, y = ox + dx, oy + dy
         em = masks[e[1]]
-        ahead = cells[(x, y)]
+        ahead = cells.setdefault((x, y), {})
         for t in list(ahead.values()):
             tm = masks[t[1]]
             if opens(em, tm):
@@ -153,7 +152,7 @@ def move_stacked(work: Work, direction: int | None) -> None:
                 go(t, d)
             elif tm & (PUSH | STOP) and t[0] in ahead:  # not pulled on or destroyed meanwhile
                 del ahead[t[0]]
-                work.destroy(t, "weak")
+                wrecked.append((t, "weak"))
         if e[0] not in cells[(ox, oy)]:
             return
         del cells[(ox, oy)][e[0]]
@@ -168,19 +167,22 @@ def move_stacked(work: Work, direction: int | None) -> None:
                     go(t, d)
 
     done: set[int] = set()  # objects that already moved (as movers or pushed) this step
+    # WEAK things destroyed, in order; off the board after the step (nothing reads it before).
+    wrecked: list[tuple[list[int], str]] = []
     if direction is not None:
         for o in movers(work, YOU, ()):
             if o[0] not in done and o[0] in cells[(o[2], o[3])] and can(o, direction):
                 go(o, direction)
-        return
-    for o in movers(work, MOVE, ()):
-        if o[0] in done or o[0] not in cells[(o[2], o[3])]:
-            continue
-        if can(o, o[4]):
-            go(o, o[4])
-        elif work.ctx.profile.move_retry:
-            work.turn_round(o)
+    else:
+        for o in movers(work, MOVE, ()):
+            if o[0] in done or o[0] not in cells[(o[2], o[3])]:
+                continue
             if can(o, o[4]):
                 go(o, o[4])
-        else:
-            work.turn_round(o)
+            elif work.ctx.profile.move_retry:
+                work.turn_round(o)
+                if can(o, o[4]):
+                    go(o, o[4])
+            else:
+                work.turn_round(o)
+    work.destroy_all(wrecked)

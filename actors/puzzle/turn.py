@@ -65,9 +65,7 @@ class Work:
     def __init__(self, ctx: Context, board: Board, record: bool) -> None:
         self.ctx = ctx
         self.ids = ctx.ids
-        self._objs = list(map(list, board.objects))
-        # Destroyed objects still in `_objs`, by identity: dropped in one pass when next read.
-        self._gone: dict[int, list[int]] = {}
+        self.objs = list(map(list, board.objects))
         self.mech = list(board.mechanics)
         self.rules: RuleSet = board.rules or ctx.rules(board.objects)
         self.blocked: set[tuple[int, int]] = set()
@@ -86,19 +84,6 @@ class Work:
         self.events: list[dict[str, Any]] = []
         # (id code, from x, from y, to x, to y, facing) per move or turn, when recording
         self.trail: list[tuple[int, int, int, int, int, int]] = []
-
-    @property
-    def objs(self) -> list[list[int]]:
-        """The objects on the board now, in board order."""
-        if self._gone:
-            self._objs = [o for o in self._objs if id(o) not in self._gone]
-            self._gone.clear()
-        return self._objs
-
-    @objs.setter
-    def objs(self, objs: list[list[int]]) -> None:
-        self._objs = objs
-        self._gone.clear()
 
     # ------------------------------------------------ the TurnView interface of mechanic hooks
     def position(self, idx: int) -> tuple[int, int] | None:
@@ -122,11 +107,19 @@ class Work:
 
     def destroy(self, obj: list[int], cause: str) -> None:
         """Remove `obj` from the board."""
-        self._gone[id(obj)] = obj  # held, so that no new object takes its id meanwhile
+        self.destroy_all([(obj, cause)])
+
+    def destroy_all(self, dead: list[tuple[list[int], str]]) -> None:
+        """Remove each object of `dead` from the board, with its cause, in one pass over it."""
+        if not dead:
+            return
+        gone = {id(o) for o, _ in dead}
+        self.objs = [o for o in self.objs if id(o) not in gone]
         self.layer = None
-        if obj[1] >= TEXT_BASE:
-            self.moved_text.add(obj[0])
-        self.note_destroyed(obj, cause)
+        for obj, cause in dead:
+            if obj[1] >= TEXT_BASE:
+                self.moved_text.add(obj[0])
+            self.note_destroyed(obj, cause)
 
     def note_destroyed(self, obj: list[int], cause: str) -> None:
         """Report `obj` in this turn's `destroyed` (once)."""
