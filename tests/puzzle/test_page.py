@@ -6,6 +6,7 @@ that the server validates and the solver solves."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +36,13 @@ def _errors(page: Page) -> list[str]:
 
 
 def _start(page: Page, url: str) -> None:
+    """Open `url` and wait until its player can play: the first render (revision 1) marks the
+    page `watching`; the render once the hello names the room's player clears it. (Not
+    wait_for_function: its polls evaluate strings, which the page's CSP forbids.)"""
     page.goto(url)
     _revision(page, 1)
-    page.wait_for_function("window.puzzlePage.canPlay", timeout=WAIT)
+    expect(page.locator("body")).not_to_have_class(re.compile(r"\bwatching\b"), timeout=WAIT)
+    assert page.evaluate("window.puzzlePage.canPlay")
 
 
 def test_the_player_page_plays_watches_replays_and_shares(browser: Any, tmp_path: Path) -> None:
