@@ -9,7 +9,8 @@ Public API (stable; the fold, referee and observe build on it):
 
 - `valid_line_count(L)`, `m_for(cells)`, `check_shape(w, h, rects)` / `ShapeError`
 - `TileShape` — the JSON-able description of one tile (id, x0, y0, w, h, rects)
-- `TileGeom` — one tile's precomputed cells and lines (numpy arrays, local cell indices)
+- `TileGeom` — one tile's precomputed cells and lines (numpy arrays, local cell indices;
+  all but the cells are computed once per shape and shared read-only)
 - `Manifest` — G, tile shapes, seed tiles and layout facts; `to_json()` / `Manifest.from_json()`
   are deterministic (same manifest -> byte-identical text)
 - `Geometry` — built from a manifest: per tile `TileGeom`, neighbours and shared cells, the
@@ -19,7 +20,8 @@ Public API (stable; the fold, referee and observe build on it):
 from __future__ import annotations
 
 import json
-from functools import cache
+from functools import cache, lru_cache
+from typing import Any
 
 import attrs
 import numpy as np
@@ -157,6 +159,8 @@ class TileGeom:
       in order along the line; `line_orient[k]` is H or V; `line_len[k]` its length;
       `line_group[k]` numbers the (orientation, length) classes whose lines must differ
     - `cell_line[i] = (horizontal line, vertical line)`, `cell_pos[i]` the positions in them
+
+    Every array but `cells` is read-only: tiles of one shape share them.
     """
 
     shape: TileShape
@@ -192,16 +196,31 @@ class TileGeom:
 
 
 def tile_geom(shape: TileShape, G: int) -> TileGeom:
-    """Precompute one tile's cells and lines; raises `ShapeError` for a bad shape."""
-    mask = _checked_mask(shape.w, shape.h, shape.rects)
+    """Precompute one tile's cells and lines; raises `ShapeError` for a bad shape.
+
+    All but the cells depend on the shape alone: they are computed once per (w, h, rects)
+    and shared by every tile of that shape, on any canvas.
+    """
+    ly, lx, lines = _shape_lines(shape.w, shape.h, shape.rects)
     if shape.x0 < 0 or shape.y0 < 0 or shape.x0 + shape.w > G or shape.y0 + shape.h > G:
         raise ShapeError(f"tile {shape.id} at ({shape.x0}, {shape.y0}) size "
                          f"{shape.w}x{shape.h} leaves the {G}x{G} canvas")
-    ly, lx = np.nonzero(mask)  # row-major order
+    return TileGeom(shape=shape, cells=(ly + shape.y0) * G + (lx + shape.x0), **lines)
+
+
+# Shapes whose lines are kept (least recently used out): walls of any size and seed draw
+# from 234 (layout.py); the bound keeps other manifests' shapes from piling up.
+SHAPE_CACHE = 1024
+
+
+@lru_cache(maxsize=SHAPE_CACHE)
+def _shape_lines(w: int, h: int, rects: tuple[tuple[int, int, int, int], ...]
+                 ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """(row, column) in the box of each local cell, and `TileGeom`'s shape-only fields."""
+    ly, lx = np.nonzero(_checked_mask(w, h, rects))  # row-major order
     n = ly.size
-    local = np.full((shape.h, shape.w), -1, dtype=np.int32)
+    local = np.full((h, w), -1, dtype=np.int32)
     local[ly, lx] = np.arange(n, dtype=np.int32)
-    cells = ((ly + shape.y0) * G + (lx + shape.x0)).astype(np.int64)
     members, orient, lengths = [], [], []
     cell_line = np.zeros((n, 2), dtype=np.int32)
     cell_pos = np.zeros((n, 2), dtype=np.int32)
@@ -221,13 +240,15 @@ def tile_geom(shape: TileShape, G: int) -> TileGeom:
     line_len = np.concatenate(lengths)
     # lines of one (orientation, length) class must differ: number the classes
     _, line_group = np.unique(line_orient * (2 * G_MAX + 2) + line_len, return_inverse=True)
-    return TileGeom(
-        shape=shape, cells=cells, local=local,
-        line_ptr=np.concatenate(([0], np.cumsum(line_len))).astype(np.int32),
-        line_cells=np.concatenate(members).astype(np.int32),
-        line_orient=line_orient, line_len=line_len,
-        line_group=line_group.astype(np.int32).reshape(-1),
-        cell_line=cell_line, cell_pos=cell_pos, m=m_for(n))
+    lines = {
+        "local": local, "line_ptr": np.concatenate(([0], np.cumsum(line_len))).astype(np.int32),
+        "line_cells": np.concatenate(members).astype(np.int32), "line_orient": line_orient,
+        "line_len": line_len, "line_group": line_group.astype(np.int32).reshape(-1),
+        "cell_line": cell_line, "cell_pos": cell_pos}
+    ly, lx = ly.astype(np.int64, copy=False), lx.astype(np.int64, copy=False)
+    for a in (ly, lx, *lines.values()):
+        a.flags.writeable = False
+    return ly, lx, {**lines, "m": m_for(n)}
 
 
 @attrs.frozen

@@ -158,3 +158,22 @@ def test_extend_keeps_tiles_and_adds_neighbours():
     moved = Manifest(14, (m.tiles[1], m.tiles[0]))
     with pytest.raises(ShapeError, match=r"^a grown manifest must keep G and every existing tile$"):
         geo.extend(moved)
+
+
+def test_tiles_of_one_shape_share_its_lines_read_only_and_keep_their_own_cells():
+    rects = ((0, 2, 8, 4), (2, 0, 4, 8))  # a plus
+    a = tile_geom(TileShape(0, 0, 0, 8, 8, rects), 14)
+    b = tile_geom(TileShape(3, 30, 12, 8, 8, rects), 40)
+    shared = ("local", "line_ptr", "line_cells", "line_orient", "line_len", "line_group",
+              "cell_line", "cell_pos")
+    for name in shared:  # computed once for the shape, whatever the canvas and place
+        assert getattr(b, name) is getattr(a, name), name
+        with pytest.raises(ValueError, match=r"read-only"):
+            getattr(b, name).flat[0] = 7
+    ly, lx = np.nonzero(a.local >= 0)
+    assert a.cells.tolist() == (ly * 14 + lx).tolist()
+    assert b.cells.tolist() == ((ly + 12) * 40 + lx + 30).tolist()
+    b.cells[0] = -1  # each tile's cells are its own
+    assert a.cells[0] == 2 and b.m == a.m == m_for(48)
+    with pytest.raises(ShapeError, match=r"^tile 4 at \(34, 0\) size 8x8 leaves the 40x40 "):
+        tile_geom(TileShape(4, 34, 0, 8, 8, rects), 40)
