@@ -32,6 +32,7 @@ from protocol.errors import ErrorCode, ProtocolError
 Event = dict[str, Any]  # a JSON object; worlds convert their attrs events to and from it
 
 MAX_STREAM_BYTES = 255  # a stream name's UTF-8 length (PostgreSQL sends names in NOTIFYs)
+MAX_REV = 2**63 - 1  # a revision is a signed 64-bit integer (SQLite INTEGER, PostgreSQL bigint)
 
 
 class ConflictError(Exception):
@@ -72,6 +73,13 @@ def check_stream_name(stream: str) -> None:
     """Refuse (ValueError) a stream name longer than MAX_STREAM_BYTES."""
     if len(stream) > MAX_STREAM_BYTES // 4 and len(stream.encode()) > MAX_STREAM_BYTES:
         raise ValueError(f"a stream name is at most {MAX_STREAM_BYTES} bytes of UTF-8")
+
+
+def check_read_bounds(after: int, upto: int | None) -> None:
+    """Refuse (ValueError) a read's bound that is not a revision (0..MAX_REV)."""
+    for name, bound in (("after", after), ("upto", upto)):
+        if bound is not None and not 0 <= bound <= MAX_REV:
+            raise ValueError(f"{name} is {bound}, not a revision (0..{MAX_REV})")
 
 
 @attrs.frozen
@@ -153,8 +161,10 @@ class EventStore(ABC):
         """
 
     @abstractmethod
-    async def read(self, stream: str, after: int = 0) -> list[StoredEvent]:
-        """The events of `stream` with a revision greater than `after`, in order."""
+    async def read(self, stream: str, after: int = 0, upto: int | None = None
+                   ) -> list[StoredEvent]:
+        """The events of `stream` with a revision greater than `after` (and at most
+        `upto`, if given), in order; ValueError for a bound outside 0..MAX_REV."""
 
     @abstractmethod
     async def receipts(self, stream: str, after: int = 0) -> list[Receipt]:
@@ -244,11 +254,13 @@ class MemoryEventStore(EventStore):
         self._held[stream] = fence
         return fence, len(self._data.events.get(stream, []))
 
-    async def read(self, stream: str, after: int = 0) -> list[StoredEvent]:
+    async def read(self, stream: str, after: int = 0, upto: int | None = None
+                   ) -> list[StoredEvent]:
         """See EventStore.read."""
+        check_read_bounds(after, upto)
         log = self._data.events.get(stream, [])
         return [StoredEvent(rev, _round_trip(e))
-                for rev, e in enumerate(log[after:], start=after + 1)]
+                for rev, e in enumerate(log[after:upto], start=after + 1)]
 
     async def receipts(self, stream: str, after: int = 0) -> list[Receipt]:
         """See EventStore.receipts."""

@@ -45,6 +45,7 @@ import trio
 from psycopg.pq import TransactionStatus
 
 from actors.store import (
+    MAX_REV,
     ConflictError,
     Event,
     EventStore,
@@ -54,6 +55,7 @@ from actors.store import (
     StoredEvent,
     StoreStatistics,
     StoreUnavailable,
+    check_read_bounds,
     check_receipts,
     check_stream_name,
 )
@@ -372,11 +374,14 @@ class PostgresEventStore(EventStore):
         self._fences[stream] = max(fence, self._fences.get(stream, 0))
         return fence, rev
 
-    async def read(self, stream: str, after: int = 0) -> list[StoredEvent]:
+    async def read(self, stream: str, after: int = 0, upto: int | None = None
+                   ) -> list[StoredEvent]:
         """See EventStore.read (one indexed range scan of `(stream, rev)`)."""
+        check_read_bounds(after, upto)
         async with self._pool.connection() as conn:
             cur = await conn.execute("SELECT rev, data FROM events WHERE stream = %s "
-                                     "AND rev > %s ORDER BY rev", (stream, after))
+                                     "AND rev > %s AND rev <= %s ORDER BY rev",
+                                     (stream, after, MAX_REV if upto is None else upto))
             rows = await cur.fetchall()
         return await stored_events(rows)
 

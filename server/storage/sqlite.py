@@ -39,6 +39,7 @@ from typing import Any, Self
 import trio
 
 from actors.store import (
+    MAX_REV,
     ConflictError,
     Event,
     EventStore,
@@ -48,6 +49,7 @@ from actors.store import (
     StoredEvent,
     StoreStatistics,
     StoreUnavailable,
+    check_read_bounds,
     check_receipts,
     check_stream_name,
 )
@@ -374,9 +376,12 @@ class SqliteEventStore(EventStore):
         self._fences[stream] = max(fence, self._fences.get(stream, 0))
         return fence, rev
 
-    async def read(self, stream: str, after: int = 0) -> list[StoredEvent]:
+    async def read(self, stream: str, after: int = 0, upto: int | None = None
+                   ) -> list[StoredEvent]:
         """See EventStore.read."""
-        return await stored_events(await self._call("read", stream, after))
+        check_read_bounds(after, upto)
+        return await stored_events(await self._call("read", stream, after,
+                                                    MAX_REV if upto is None else upto))
 
     async def receipts(self, stream: str, after: int = 0) -> list[Receipt]:
         """See EventStore.receipts."""

@@ -176,10 +176,10 @@ class Writer:
 
     # ---- the other jobs (`op_<name>`): values go back as they are -----------------------
 
-    def op_read(self, stream: str, after: int) -> list[tuple[int, str]]:
-        """(rev, data text) of the events after `after`."""
+    def op_read(self, stream: str, after: int, upto: int) -> list[tuple[int, str]]:
+        """(rev, data text) of the events after `after`, up to `upto`."""
         cur = self.conn.execute("SELECT rev, data FROM events WHERE stream = ? AND rev > ? "
-                                "ORDER BY rev", (stream, after))
+                                "AND rev <= ? ORDER BY rev", (stream, after, upto))
         return cur.fetchall()
 
     def op_receipts(self, stream: str, after: int) -> list[tuple[int, str, str, str]]:

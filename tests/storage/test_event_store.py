@@ -11,6 +11,7 @@ import pytest
 import trio
 
 from actors.store import (
+    MAX_REV,
     MAX_STREAM_BYTES,
     ConflictError,
     EventStore,
@@ -31,6 +32,27 @@ async def test_append_then_read_in_order(store: EventStore) -> None:
     assert await store.revision("a:1") == 3
     assert await store.revision("a:nothing") == 0
     assert await store.read("a:nothing") == []
+
+
+async def test_a_read_stops_at_upto(store: EventStore) -> None:
+    await store.append("a:1", 0, [{"n": n} for n in range(1, 6)])
+    assert [(e.rev, e.data) for e in await store.read("a:1", upto=3)] == [
+        (1, {"n": 1}), (2, {"n": 2}), (3, {"n": 3})]
+    assert [e.rev for e in await store.read("a:1", after=1, upto=3)] == [2, 3]
+    assert [e.rev for e in await store.read("a:1", after=4, upto=MAX_REV)] == [5]
+    assert await store.read("a:1", upto=0) == []
+    assert await store.read("a:1", after=3, upto=3) == []
+    assert await store.read("a:1", after=4, upto=2) == []
+
+
+@pytest.mark.parametrize(("after", "upto", "refused"), [
+    (-1, None, "after is -1"), (MAX_REV + 1, None, f"after is {MAX_REV + 1}"),
+    (0, -1, "upto is -1"), (0, MAX_REV + 1, f"upto is {MAX_REV + 1}")])
+async def test_a_read_bound_that_is_not_a_revision_is_refused(
+        store: EventStore, after: int, upto: int | None, refused: str) -> None:
+    await store.append("a:1", 0, [{}, {}])
+    with pytest.raises(ValueError, match=rf"^{refused}, not a revision \(0\.\.{MAX_REV}\)$"):
+        await store.read("a:1", after=after, upto=upto)
 
 
 async def test_event_values_come_back_exactly(store: EventStore) -> None:
