@@ -313,8 +313,8 @@ class FieldActor(WorldActor):
         if not 1 <= a.revision < first:
             return self.read(call)
         if self._earlier is None or self._earlier.history is not w.history:
-            stored = await self.context.store.read(self.actor_id)
-            records = [e.data for e in stored[:first]]
+            stored = await self.context.store.read(self.actor_id, upto=first)
+            records = [e.data for e in stored]
             earlier = self._earlier = _Earlier(w.history)
             self.offload(lambda: rules.replayed(w.game, records).history,
                          lambda history: _EarlierFolded(earlier, history),

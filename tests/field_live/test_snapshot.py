@@ -21,6 +21,7 @@ from actors.field.actor import truth_stream
 from actors.field.events import JoinEvent
 from actors.field.generate import Field
 from actors.runtime import Actor, ActorKind, Call, RuntimeConfig, open_directory
+from actors.store import StoredEvent
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.ops.field import HistoryArgs, JoinArgs, LeaderboardArgs, ObserveArgs, RulesArgs
 from server.storage import SqliteEventStore
@@ -140,6 +141,37 @@ async def test_a_field_loads_from_its_snapshot_and_answers_as_before(tmp_path: P
             assert (actor.state.history.first, len(actor.state.history.events)) == (n + 1, 2)
             stored = [e.data for e in await store.read(ID)]
             assert actor.state == state == rules.replayed(GAME, stored)
+
+
+class _ReadsKept(SqliteEventStore):
+    """A SQLite store that keeps the revisions each read of the field's stream returned."""
+
+    def __init__(self, path: str | Path) -> None:
+        super().__init__(path)
+        self.reads: list[list[int]] = []
+
+    async def read(self, stream: str, after: int = 0, upto: int | None = None
+                   ) -> list[StoredEvent]:
+        events = await super().read(stream, after, upto)
+        if stream == ID:
+            self.reads.append([e.rev for e in events])
+        return events
+
+
+async def test_the_history_before_the_snapshot_reads_the_stream_only_up_to_it(
+        tmp_path: Path) -> None:
+    n = len(_stream()[1])
+    async with await _stored(tmp_path) as store, open_directory(store, KINDS,
+                                                                 config=CONFIG) as d:
+        await _join(await d.get(ID), "late")  # a snapshot at n + 1
+    async with _ReadsKept.in_directory(tmp_path) as store, open_directory(
+            store, KINDS, config=CONFIG) as d:
+        actor = await d.get(ID)
+        await _join(actor, "later")  # n + 2, after the snapshot
+        store.reads.clear()
+        await actor.ask(Call("field.history", HistoryArgs(revision=3), "spectator", "w"))
+        assert store.reads == [list(range(1, n + 2))]
+        assert (actor.state.history.first, len(actor.state.history.events)) == (0, n + 2)
 
 
 @pytest.mark.parametrize("snapshot", ["old", "broken"])
