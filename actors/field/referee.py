@@ -60,6 +60,8 @@ from actors.world import Refusal
 from protocol.ops.field import MAX_BATCH, MAX_INTENT
 from protocol.text import utf16_len
 
+# UTF-16 units of a join's name (a longer one is refused) and of the model, harness and
+# user it keeps (cut to it: rules.decide_join).
 MAX_NAME = 80
 SEAT_SPREAD = 0.5  # join picks among candidates at least this share of the best distance away
 

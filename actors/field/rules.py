@@ -194,8 +194,9 @@ def unready(w: Live) -> Refusal | None:
 def _owned(w: Live, agent: str, caller: str) -> Refusal | None:
     owner = w.callers.get(agent)
     if owner is not None and owner != caller and agent != IMPLICIT_AGENT:
-        return Refusal(ErrorCode.FORBIDDEN, f"agent {agent[:80]} belongs to another caller; "
-                       "write only as the agent you joined", {"agent": agent[:80]})
+        shown = agent[:ops.MAX_AGENT]
+        return Refusal(ErrorCode.FORBIDDEN, f"agent {shown} belongs to another caller; "
+                       "write only as the agent you joined", {"agent": shown})
     return None
 
 
@@ -218,12 +219,13 @@ def decide_join(w: Live, a: ops.JoinArgs, ctx: Ctx) -> list[Joined | Rejoined] |
     of this user or machine that died today: death is for the day."""
     if (r := unready(w)) is not None:
         return r
-    user, machine = utf16_clip(a.user or ctx.caller.name, 80), machine_digest(a.machine_id)
+    kept = referee.MAX_NAME
+    user, machine = utf16_clip(a.user or ctx.caller.name, kept), machine_digest(a.machine_id)
     dead = referee.dead_agent(w.state, user, machine)
     if dead is not None:
         return [Rejoined(dead)]
-    ev = referee.join(w.state, ctx.rng, name=a.name, model=utf16_clip(a.model, 80), user=user,
-                      harness=utf16_clip(a.harness, 80), t=ctx.t, machine=machine)
+    ev = referee.join(w.state, ctx.rng, name=a.name, model=utf16_clip(a.model, kept), user=user,
+                      harness=utf16_clip(a.harness, kept), t=ctx.t, machine=machine)
     return ev if isinstance(ev, Refusal) else [Joined(ev, ctx.caller.name)]
 
 
