@@ -36,7 +36,7 @@ from actors.lobby.actor import tell_seen
 from actors.runtime import Call, Directory, WorldActor, refused
 from actors.runtime.deferred import Deferred
 from actors.runtime.host import Effect
-from actors.store import EventStore
+from actors.store import EventStore, decoded
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.ops import field as ops
 
@@ -306,17 +306,16 @@ class FieldActor(WorldActor):
     async def _history(self, call: Call) -> ops.FieldView | None:
         """`field.history`. A field loaded from a snapshot holds no history before it: an
         ask for an earlier revision waits while the stored events up to the snapshot are
-        folded again off the task (once per load; nothing else waits for it)."""
+        decoded and folded again off the task (once per load; nothing else waits for it)."""
         a: ops.HistoryArgs = call.args
         w = self.state
         first = w.history.first
         if not 1 <= a.revision < first:
             return self.read(call)
         if self._earlier is None or self._earlier.history is not w.history:
-            stored = await self.context.store.read(self.actor_id, upto=first)
-            records = [e.data for e in stored]
+            rows = await self.context.store.read_rows(self.actor_id, upto=first)
             earlier = self._earlier = _Earlier(w.history)
-            self.offload(lambda: rules.replayed(w.game, records).history,
+            self.offload(lambda: rules.replayed(w.game, decoded(rows)).history,
                          lambda history: _EarlierFolded(earlier, history),
                          lambda: _EarlierFolded(earlier, None))
         self._earlier.waiting.append((self.defer(), a.revision))

@@ -16,7 +16,7 @@ growth and the merged leaderboard are effects (actor.py): the ops here are pure 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -124,7 +124,7 @@ def decode(record: dict[str, Any]) -> FieldEvent:
     return Joined(ev, record["caller"]) if "caller" in record else ev
 
 
-def replayed(game: str, records: Sequence[dict[str, Any]]) -> Live:
+def replayed(game: str, records: Iterable[dict[str, Any]]) -> Live:
     """The field folded from its stored records (its history included)."""
     w = initial(game)
     for record in records:

@@ -376,14 +376,18 @@ class PostgresEventStore(EventStore):
 
     async def read(self, stream: str, after: int = 0, upto: int | None = None
                    ) -> list[StoredEvent]:
-        """See EventStore.read (one indexed range scan of `(stream, rev)`)."""
+        """See EventStore.read."""
+        return await stored_events(await self.read_rows(stream, after, upto))
+
+    async def read_rows(self, stream: str, after: int = 0, upto: int | None = None
+                        ) -> list[tuple[int, str]]:
+        """See EventStore.read_rows (one indexed range scan of `(stream, rev)`)."""
         check_read_bounds(after, upto)
         async with self._pool.connection() as conn:
             cur = await conn.execute("SELECT rev, data FROM events WHERE stream = %s "
                                      "AND rev > %s AND rev <= %s ORDER BY rev",
                                      (stream, after, MAX_REV if upto is None else upto))
-            rows = await cur.fetchall()
-        return await stored_events(rows)
+            return await cur.fetchall()
 
     async def receipts(self, stream: str, after: int = 0) -> list[Receipt]:
         """See EventStore.receipts."""

@@ -379,9 +379,13 @@ class SqliteEventStore(EventStore):
     async def read(self, stream: str, after: int = 0, upto: int | None = None
                    ) -> list[StoredEvent]:
         """See EventStore.read."""
+        return await stored_events(await self.read_rows(stream, after, upto))
+
+    async def read_rows(self, stream: str, after: int = 0, upto: int | None = None
+                        ) -> list[tuple[int, str]]:
+        """See EventStore.read_rows."""
         check_read_bounds(after, upto)
-        return await stored_events(await self._call("read", stream, after,
-                                                    MAX_REV if upto is None else upto))
+        return await self._call("read", stream, after, MAX_REV if upto is None else upto)
 
     async def receipts(self, stream: str, after: int = 0) -> list[Receipt]:
         """See EventStore.receipts."""

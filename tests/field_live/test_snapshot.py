@@ -21,7 +21,6 @@ from actors.field.actor import truth_stream
 from actors.field.events import JoinEvent
 from actors.field.generate import Field
 from actors.runtime import Actor, ActorKind, Call, RuntimeConfig, open_directory
-from actors.store import StoredEvent
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.ops.field import HistoryArgs, JoinArgs, LeaderboardArgs, ObserveArgs, RulesArgs
 from server.storage import SqliteEventStore
@@ -150,12 +149,12 @@ class _ReadsKept(SqliteEventStore):
         super().__init__(path)
         self.reads: list[list[int]] = []
 
-    async def read(self, stream: str, after: int = 0, upto: int | None = None
-                   ) -> list[StoredEvent]:
-        events = await super().read(stream, after, upto)
+    async def read_rows(self, stream: str, after: int = 0, upto: int | None = None
+                        ) -> list[tuple[int, str]]:
+        rows = await super().read_rows(stream, after, upto)
         if stream == ID:
-            self.reads.append([e.rev for e in events])
-        return events
+            self.reads.append([rev for rev, _ in rows])
+        return rows
 
 
 async def test_the_history_before_the_snapshot_reads_the_stream_only_up_to_it(

@@ -7,6 +7,8 @@ store sharing the first one's dicts), as another server process would be.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import trio
 
@@ -18,6 +20,7 @@ from actors.store import (
     FencedError,
     Receipt,
     Snapshot,
+    decoded,
 )
 from tests.storage.conftest import Backend
 
@@ -45,14 +48,32 @@ async def test_a_read_stops_at_upto(store: EventStore) -> None:
     assert await store.read("a:1", after=4, upto=2) == []
 
 
+async def test_read_rows_are_the_events_as_text_and_decode_in_order(store: EventStore) -> None:
+    events = [{"n": 1}, {"big": 2**70, "s": "é\u0000😀", "nested": [{"a": None}]}, {}, {"n": 4}]
+    await store.append("a:1", 0, events)
+    rows = await store.read_rows("a:1", after=1, upto=3)
+    assert [(rev, json.loads(text)) for rev, text in rows] == [
+        (e.rev, e.data) for e in await store.read("a:1", after=1, upto=3)] == [
+        (2, events[1]), (3, {})]
+    assert [rev for rev, _ in await store.read_rows("a:1")] == [1, 2, 3, 4]
+    assert await store.read_rows("a:nothing") == []
+    each = decoded(rows)
+    assert next(each) == events[1]
+    assert [rev for rev, _ in rows] == [3]  # the decoded row left the list
+    assert list(each) == [{}]
+    assert rows == []
+
+
+@pytest.mark.parametrize("as_rows", [False, True])
 @pytest.mark.parametrize(("after", "upto", "refused"), [
     (-1, None, "after is -1"), (MAX_REV + 1, None, f"after is {MAX_REV + 1}"),
     (0, -1, "upto is -1"), (0, MAX_REV + 1, f"upto is {MAX_REV + 1}")])
 async def test_a_read_bound_that_is_not_a_revision_is_refused(
-        store: EventStore, after: int, upto: int | None, refused: str) -> None:
+        store: EventStore, as_rows: bool, after: int, upto: int | None, refused: str) -> None:
     await store.append("a:1", 0, [{}, {}])
+    read = store.read_rows if as_rows else store.read
     with pytest.raises(ValueError, match=rf"^{refused}, not a revision \(0\.\.{MAX_REV}\)$"):
-        await store.read("a:1", after=after, upto=upto)
+        await read("a:1", after=after, upto=upto)
 
 
 async def test_event_values_come_back_exactly(store: EventStore) -> None:
