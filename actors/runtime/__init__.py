@@ -3,6 +3,8 @@
 - `base.py`: `Actor`, the low-level base: one task, one message at a time, batches made
   durable by one append, timers, `offload`, deferred answers (`defer`), the supervisor
   that restarts a crashed actor.
+- `load.py`: an actor's state from the store, its snapshot restored and the events after
+  it folded a slice at a time (the other tasks run between slices).
 - `offload.py`: the worker threads and processes behind `Actor.offload`.
 - `host.py`: `WorldActor`, the generic host of a `World` value (actors/world.py).
 - `directory.py`: `Directory` and `ActorKind`: ids (`kind:name`) to live actors,

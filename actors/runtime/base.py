@@ -40,6 +40,7 @@ import trio
 
 from actors.runtime.context import ActorContext, ActorStatistics
 from actors.runtime.deferred import Deferred, charge_sender
+from actors.runtime.load import load
 from actors.runtime.mailbox import (
     ActorStopped,
     Answer,
@@ -60,7 +61,6 @@ from actors.runtime.subscriber import SubscriberQueue
 from actors.runtime.topic import Topic
 from actors.store import Event, FencedError, Receipt, StoreUnavailable
 from protocol.errors import ErrorCode, ProtocolError
-from protocol.text import stored_texts
 
 log = logging.getLogger("petridish.actors")
 T = TypeVar("T")
@@ -110,6 +110,10 @@ class Actor(ABC):
         # Being created: invisible to the directory's other callers until the create
         # call is accepted (actors/runtime/directory.py).
         self.provisional = False
+        # False while its state is being set from the store (actors/runtime/load.py, again
+        # after a crash), which lets the other tasks run: none may read the state then
+        # (its task serves no message until the load ends).
+        self.loaded = False
         self.ended = trio.Event()  # set once its task ended: it appends nothing more
 
     # ---- hooks for worlds ---------------------------------------------------------------
@@ -559,31 +563,14 @@ class Actor(ABC):
         return True
 
     async def _load(self) -> None:
-        store = self.context.store
-        self.reset()
-        rev = 0
-        snap = await store.load_snapshot(self.actor_id)
-        if snap is not None:
-            try:
-                with stored_texts():
-                    self.restore(snap.data)
-                rev = snap.rev
-            except Exception:  # a snapshot only shortens loading: without one, replay all
-                log.exception("%s could not restore its snapshot", self.actor_id)
-                self.reset()
-        self._snapshot_rev = rev
-        # The events before a snapshot are read too, as resume history (not folded).
-        history = self.context.config.history_size
-        events = await store.read(self.actor_id, after=max(0, rev - history) if rev else 0)
-        with stored_texts():  # (a text's bounds of its day)
-            for stored in events:
-                if stored.rev > rev:
-                    self.apply(stored.data)
-        self._topic.reset_history((stored.rev, stored.data) for stored in events)
-        self._rev = self._durable_rev = max(rev, events[-1].rev if events else 0)
+        self.loaded = False
+        loaded = await load(self)  # (a load that raises stops the actor)
+        self._snapshot_rev = loaded.snapshot_rev
+        self._topic.reset_history((stored.rev, stored.data) for stored in loaded.history)
+        self._rev = self._durable_rev = loaded.rev
         self._unflushed = []
-        window = self.context.config.receipt_window
-        self._receipts.reset(await store.receipts(self.actor_id, after=max(0, self._rev - window)))
+        self._receipts.reset(loaded.receipts)
+        self.loaded = True
 
     def _stop(self) -> None:
         self._mailbox.close()

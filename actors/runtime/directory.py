@@ -284,9 +284,9 @@ class Directory:
 
     def summary(self, actor_id: str) -> Any:
         """What live world `actor_id` says of itself now (`World.summary`), or None (not
-        live, or it says nothing); the owner's console shows it."""
+        live, not loaded yet, or it says nothing); the owner's console shows it."""
         actor = self.alive(actor_id)
-        if not isinstance(actor, WorldActor):
+        if not isinstance(actor, WorldActor) or not actor.loaded:
             return None
         return actor.world.summary(actor.state)
 

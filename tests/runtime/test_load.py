@@ -1,0 +1,100 @@
+"""Loading a world folds its stored events a slice at a time (actors/runtime/load.py): the
+other tasks run between slices, none of them sees the state halfway, and the state is the
+one fold of every event."""
+
+from __future__ import annotations
+
+import attrs
+import pytest
+import trio
+import trio.testing
+
+from actors.counter import rules
+from actors.runtime import Call, WorldActor
+from actors.runtime.directory import ActorKind, Directory, open_directory
+from actors.runtime.load import SLICE_SECONDS
+from actors.runtime.subscriber import SubscriberQueue
+from actors.store import MemoryEventStore
+from actors.world import World
+
+EVENTS = 200  # a created event, then adds of 1 .. EVENTS - 1
+FOLD_SECONDS = 0.005  # of the mock clock, what each event's fold takes
+WORLD = "counter:c"
+FOLDED = rules.Counter(sum(range(EVENTS)), EVENTS - 1, EVENTS)
+
+
+def slow_counter(clock: trio.testing.MockClock) -> World:
+    """The counter world, whose every fold takes FOLD_SECONDS, and which tells its adds."""
+    def evolve(state: rules.Counter, event: rules.Event) -> rules.Counter:
+        clock.jump(FOLD_SECONDS)
+        return rules.evolve(state, event)
+
+    return attrs.evolve(rules.WORLD, evolve=evolve, summary=lambda s: {"adds": s.adds})
+
+
+async def stored_counter() -> MemoryEventStore:
+    """A store holding a counter of EVENTS events and no snapshot: a load folds them all."""
+    store = MemoryEventStore()
+    await store.append(WORLD, 0, [{"type": "created"}, *(
+        {"type": "added", "amount": i, "note": ""} for i in range(1, EVENTS))])
+    return store
+
+
+async def test_the_other_tasks_run_between_slices_of_a_long_fold(
+        mock_clock: trio.testing.MockClock) -> None:
+    waits: list[float] = []  # each of another task's waits for its next turn
+
+    async def other(task_status: trio.TaskStatus[None]) -> None:
+        task_status.started()
+        while True:
+            asked = trio.current_time()
+            try:
+                await trio.lowlevel.checkpoint()
+            finally:
+                waits.append(trio.current_time() - asked)
+
+    async with open_directory(await stored_counter(),
+                              [ActorKind.of(slow_counter(mock_clock))]) as d:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(other)
+            actor = await d.get(WORLD)
+            nursery.cancel_scope.cancel()
+        assert isinstance(actor, WorldActor)
+        assert (actor.state, actor.rev) == (FOLDED, EVENTS)
+    assert sum(waits) == pytest.approx(EVENTS * FOLD_SECONDS)  # the whole fold, interleaved
+    # Each step of the load folds one slice (the events until SLICE_SECONDS have passed);
+    # trio runs every runnable task once per batch, in either order, so the load may take
+    # two steps between two turns of another task.
+    assert max(waits) <= 2 * (SLICE_SECONDS + FOLD_SECONDS)
+
+
+async def halfway(d: Directory) -> WorldActor | None:
+    """WORLD's actor at a turn when its load has folded some of its events, not all; None
+    if no such turn came."""
+    while (actor := d.alive(WORLD)) is None or not actor.loaded:
+        if isinstance(actor, WorldActor) and 0 < actor.state.adds < EVENTS - 1:
+            return actor
+        await trio.lowlevel.checkpoint()
+    return None
+
+
+async def test_nothing_sees_a_world_halfway_through_its_load(
+        mock_clock: trio.testing.MockClock) -> None:
+    async with open_directory(await stored_counter(),
+                              [ActorKind.of(slow_counter(mock_clock))]) as d:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(d.get, WORLD)
+            actor = await halfway(d)
+            assert actor is not None
+            assert d.summary(WORLD) is None  # the owner's console: nothing yet
+            queue = SubscriberQueue(10)
+            # A read and a subscription sent now wait for the load's end.
+            total = await d.ask(WORLD, Call("counter.get", None, "agent", "ann"))
+            await d.subscribe(WORLD, queue, None, 7)
+        assert (total.total, total.adds, total.revision) == (FOLDED.total, EVENTS - 1, EVENTS)
+        assert await queue.get() == f'{{"id":7,"ok":true,"result":{{"topic":"{WORLD}",' \
+                                    f'"rev":{EVENTS}}}}}'
+        assert await queue.get() == (f'{{"topic":"{WORLD}","rev":{EVENTS},"kind":"snapshot",'
+                                     f'"data":{{"total":{FOLDED.total},"adds":{EVENTS - 1},'
+                                     f'"revision":{EVENTS}}}}}')
+        assert d.summary(WORLD) == {"adds": EVENTS - 1}
