@@ -100,7 +100,6 @@ class Actor(ABC):
         self._last_push = -math.inf
         self._push_armed = False
         self._snapshot_rev = 0
-        self.snapshot_every = cfg.snapshot_every  # events between snapshots (a host's may be fewer)
         self._topic = Topic(actor_id, cfg.history_size, lambda: context.observer.dropped(self.kind))
         self._timers: set[Timer] = set()
         self._nursery: trio.Nursery | None = None
@@ -150,6 +149,11 @@ class Actor(ABC):
         raise NotImplementedError(f"{type(self).__name__} takes no messages, got {message!r}")
 
     # ---- services for handlers ----------------------------------------------------------
+
+    @property
+    def snapshot_every(self) -> int:
+        """Events between two snapshots (the runtime's; a host's may be fewer)."""
+        return self.context.config.snapshot_every
 
     @property
     def rev(self) -> int:

@@ -74,11 +74,15 @@ class WorldActor(Actor):
         self.fanout_rate = world.fanout_rate  # type: ignore[misc]
         self.name = actor_id.partition(":")[2]
         super().__init__(actor_id, context)
-        if world.snapshot is not None and world.snapshot.every is not None:
-            self.snapshot_every = min(self.snapshot_every, world.snapshot.every)
         self.state: Any = world.initial(self.name)
 
     # ---- the base's hooks, from the world's value --------------------------------------
+
+    @property
+    def snapshot_every(self) -> int:
+        """The runtime's period, or the world's (`StateCodec.every`) when shorter."""
+        codec, every = self.world.snapshot, super().snapshot_every
+        return every if codec is None or codec.every is None else min(every, codec.every)
 
     def reset(self) -> None:
         """The state of an empty stream."""
