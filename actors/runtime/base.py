@@ -52,6 +52,7 @@ from actors.runtime.mailbox import (
     SubscribeMsg,
     Tell,
     Timer,
+    Timers,
     UnsubscribeMsg,
     ViewMsg,
 )
@@ -101,7 +102,7 @@ class Actor(ABC):
         self._push_armed = False
         self._snapshot_rev = 0
         self._topic = Topic(actor_id, cfg.history_size, lambda: context.observer.dropped(self.kind))
-        self._timers: set[Timer] = set()
+        self._timers = Timers(self._mailbox)
         self._nursery: trio.Nursery | None = None
         self._crashes: deque[float] = deque()
         self._active_at = 0.0  # when the last message other than an IdleCheck arrived
@@ -239,30 +240,13 @@ class Actor(ABC):
                 message = failed()
             else:
                 message = done(value)
-            try:
-                await self._mailbox.post_waiting(Tell(message))
-            except ProtocolError:
-                pass  # the actor stopped meanwhile: nobody to tell
+            await self._mailbox.post_waiting(Tell(message))  # (not if it stopped meanwhile)
 
         self._nursery.start_soon(run)
 
     def _start_timer(self, delay: float, message: Any, *, repeat: bool) -> Timer:
         assert self._nursery is not None, "timers start in on_start or in a handler"
-        timer = Timer()
-        self._timers.add(timer)
-
-        async def run() -> None:
-            """Sleep, post, repeat; never touches the actor's state."""
-            with timer.scope:
-                while True:
-                    await trio.sleep(delay)
-                    await self._mailbox.post_waiting(Tell(message))
-                    if not repeat:
-                        break
-            self._timers.discard(timer)
-
-        self._nursery.start_soon(run)
-        return timer
+        return self._timers.start(self._nursery, delay, message, repeat)
 
     # ---- the outside: ask, tell, statistics ---------------------------------------------
 
@@ -545,9 +529,7 @@ class Actor(ABC):
             log.error("%s crashed %d times in %g s; stopping it", self.actor_id,
                       len(self._crashes), window)
             return False
-        for timer in list(self._timers):
-            timer.cancel()
-        self._timers.clear()
+        self._timers.cancel_all()
         self._push_armed = False
         kept_receipts = [r for r in self._receipts.staged
                          if r.rev <= self._durable_rev + len(kept)]

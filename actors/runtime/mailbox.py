@@ -1,5 +1,5 @@
 """An actor's bounded mailbox, and what travels through it: calls, asks with their answer
-slot, tells, timer handles."""
+slot, tells, timers."""
 
 from __future__ import annotations
 
@@ -183,14 +183,15 @@ class Mailbox:
                                 {"actor": self.owner})
         self._put(item)
 
-    async def post_waiting(self, item: Any) -> None:
+    async def post_waiting(self, item: Any) -> bool:
         """Enqueue `item`, waiting for room (the actor's own timers: a tick is not lost);
-        `unavailable` once the mailbox is closed."""
+        False when the mailbox is closed (the actor stopped: nobody to tell)."""
         while not self.closed and len(self._items) >= self.size:
             await self._room.park()
         if self.closed:
-            raise self._stopped()
+            return False
         self._put(item)
+        return True
 
     async def ask(self, message: Any, timeout: float) -> Any:
         """Post `message` and wait up to `timeout` seconds for its answer (see Actor.ask)."""
@@ -229,3 +230,35 @@ class Mailbox:
                 item.pending.fail(error)
         self._room.unpark_all()
         self._receiver.wake()
+
+
+class Timers:
+    """An actor's timers: each a task in the actor's nursery that sleeps, then posts its
+    message to the mailbox; none touches the actor's state."""
+
+    def __init__(self, mailbox: Mailbox) -> None:
+        self._mailbox = mailbox
+        self._running: set[Timer] = set()
+
+    def start(self, nursery: trio.Nursery, delay: float, message: Any, repeat: bool) -> Timer:
+        """Post `Tell(message)` after `delay` seconds (again every `delay`, with `repeat`)."""
+        timer = Timer()
+        self._running.add(timer)
+
+        async def run() -> None:
+            with timer.scope:
+                while True:
+                    await trio.sleep(delay)
+                    # Closed: the actor was stopped from outside before its task ended.
+                    if not await self._mailbox.post_waiting(Tell(message)) or not repeat:
+                        break
+            self._running.discard(timer)
+
+        nursery.start_soon(run)
+        return timer
+
+    def cancel_all(self) -> None:
+        """Stop every timer; a message already posted stays in the mailbox."""
+        for timer in self._running:
+            timer.cancel()
+        self._running.clear()

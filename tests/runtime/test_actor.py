@@ -8,6 +8,7 @@ from trio.testing import wait_all_tasks_blocked
 
 from actors.runtime import RuntimeConfig
 from actors.runtime.directory import ActorKind, any_name, open_directory
+from actors.runtime.mailbox import Pending
 from actors.store import MemoryEventStore
 from protocol.errors import ErrorCode, ProtocolError
 from tests.runtime.probe import Add, Block, Note, ProbeActor, Sleep, Spin
@@ -112,3 +113,23 @@ async def test_tell_and_timers_post_to_the_own_mailbox(autojump_clock: trio.abc.
         await trio.sleep(10)
         await actor.ask(Add(0))
         assert actor.notes == ["told", "tick", "tick", "once", "tick"]
+
+
+async def test_a_timer_waiting_for_room_ends_quietly_when_the_actor_is_stopped() -> None:
+    """Stopped from outside (the owner's console, a lost lease) while its timer waits for
+    room in the full mailbox: the timer ends, and the directory's other actors go on."""
+    config = RuntimeConfig(mailbox_size=1)
+    async with open_directory(MemoryEventStore(), KINDS, config=config) as directory:
+        actor, other = await directory.get("probe:a"), await directory.get("probe:b")
+        release = trio.Event()
+        blocked = Pending()
+        actor.send(Block(release), blocked)
+        await wait_all_tasks_blocked()  # the actor is inside Block
+        actor.tell(Note("fills the mailbox"))
+        actor.after(0, Note("waits for room"))
+        await wait_all_tasks_blocked()
+        actor.stop()
+        release.set()
+        await actor.ended.wait()
+        assert blocked.value == "released" and actor.notes == []
+        assert await other.ask(Add(1)) == 1
