@@ -4,7 +4,9 @@ Every refusal the server sends is a `ProtocolError`: a code, a plain sentence, a
 object of detail. The set of codes is closed: `ErrorCode` below, plus the world codes a
 world kind declares as its own StrEnum and admits with `register_world_codes` (in its
 `protocol/ops/<kind>.py`, next to its ops). A ProtocolError with any other code is a bug
-and raises at once. Every code is documented in `docs/` (a test checks).
+and raises at once. Every code is documented in `docs/` (a test checks). `over_budget`
+builds the one shape of a spent budget's refusal, whichever layer refuses
+(server/budgets.py, or the directory's bound on live worlds).
 """
 
 from __future__ import annotations
@@ -81,3 +83,12 @@ class ProtocolError(Exception):
 
     def __repr__(self) -> str:
         return f"ProtocolError({self.code.value!r}, {self.message!r}, {self.detail!r})"
+
+
+def over_budget(budget: str, message: str, limit: float,
+                retry_after: float | None = None) -> ProtocolError:
+    """The refusal of a spent budget."""
+    detail: dict[str, object] = {"budget": budget, "limit": limit}
+    if retry_after is not None:
+        detail["retry_after"] = round(max(retry_after, 0.001), 3)
+    return ProtocolError(ErrorCode.OVER_BUDGET, message, detail)

@@ -30,13 +30,13 @@ from starlette.routing import Route
 from actors.runtime import ActorKind, Directory, open_directory
 from actors.runtime.context import wall_clock_ms
 from actors.store import EventStore
-from protocol.errors import ErrorCode, ProtocolError
+from protocol.errors import ErrorCode, ProtocolError, over_budget
 from protocol.ops.admin import ADMIN_ID
 from protocol.registry import Registry
 from protocol.roles import ROLES
 from server import admin, watchdog, worlds
 from server.auth import Principal, TokenStore
-from server.budgets import Ledger, address_key, over_budget
+from server.budgets import Ledger, address_key
 from server.claims import Claims
 from server.config import ServerConfig
 from server.console import ServerConsole
@@ -60,11 +60,13 @@ log = logging.getLogger("petridish.server")
 
 
 class MetricsObserver:
-    """Feeds the runtime's reports into the server's metrics (and crashes into the trace)."""
+    """Feeds the runtime's reports into the server's metrics (crashes and budget hits into
+    the trace, budget hits into the ledger too)."""
 
-    def __init__(self, metrics: Metrics, trace: Trace) -> None:
+    def __init__(self, metrics: Metrics, trace: Trace, ledger: Ledger) -> None:
         self.metrics = metrics
         self.trace = trace
+        self.ledger = ledger
 
     def handled(self, kind: str, seconds: float) -> None:
         """One message handled."""
@@ -83,6 +85,19 @@ class MetricsObserver:
         self.metrics.actor_crashes.labels(kind).inc()
         self.trace.warn("actor_crashed", actor_id, "%s crashed handling a message", actor_id)
 
+    def refused(self, actor_id: str, refusal: ProtocolError) -> None:
+        """A world was not started (every live world in use): a budget hit by no client
+        in particular, named by the world."""
+        self.budget_hit(refusal, actor_id)
+
+    def budget_hit(self, refusal: ProtocolError, who: str) -> None:
+        """Count, keep and log that `who` hit the budget `refusal` names."""
+        budget = str(refusal.detail.get("budget", "?"))
+        self.metrics.budget_hits.labels(budget).inc()
+        self.ledger.hit(budget, who, trio.current_time())
+        self.trace.warn("budget", f"{budget}:{who}", "%s hit the %s budget: %s", who, budget,
+                        refusal.message)
+
 
 @attrs.define
 class ServerState:
@@ -96,6 +111,7 @@ class ServerState:
     deadlines: Deadlines
     trace: Trace
     guard: TcpGuard
+    observer: MetricsObserver
     ledger: Ledger = attrs.field()
     claims: Claims = attrs.field()
     proxies: Proxies = attrs.field()
@@ -108,7 +124,7 @@ class ServerState:
 
     @ledger.default
     def _ledger(self) -> Ledger:
-        return Ledger(self.config.budgets)
+        return self.observer.ledger
 
     @claims.default
     def _claims(self) -> Claims:
@@ -124,11 +140,7 @@ class ServerState:
 
     def budget_hit(self, refusal: ProtocolError, who: str) -> None:
         """Count, keep and log that `who` hit the budget `refusal` names."""
-        budget = str(refusal.detail.get("budget", "?"))
-        self.metrics.budget_hits.labels(budget).inc()
-        self.ledger.hit(budget, who, trio.current_time())
-        self.trace.warn("budget", f"{budget}:{who}", "%s hit the %s budget: %s", who, budget,
-                        refusal.message)
+        self.observer.budget_hit(refusal, who)
 
     def check_token(self, token: str, address: str, what: str) -> Principal:
         """The principal `token` stands for, presented by `address` in `what` (a hello, an
@@ -362,7 +374,7 @@ async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = Non
     trace = Trace(metrics)
     stop = trio.Event()
     registry = registry or worlds.registry()
-    observer = MetricsObserver(metrics, trace)
+    observer = MetricsObserver(metrics, trace, Ledger(config.budgets))
     async with AsyncExitStack() as stack:
         store = await stack.enter_async_context(open_store(config))
         _watch_store(store, metrics, trace)
@@ -380,14 +392,15 @@ async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = Non
         directory = await stack.enter_async_context(open_directory(
             store, hosted, config=config.runtime,
             observer=observer, clock=clock, model=config.model,
-            placement=node.router if node else None))
+            placement=node.router if node else None,
+            max_live_worlds=config.budgets.max_live_worlds))
         if node is not None:
             await node.start(directory)
         proxies = Proxies(config.trusted_proxies)
         guard = TcpGuard(config.budgets, proxies, lambda budget, who: state.budget_hit(
             over_budget(budget, "connection refused", 0), who))
         state = ServerState(config, registry, directory, tokens, metrics,
-                            Deadlines(config.runtime.ask_timeout), trace, guard,
+                            Deadlines(config.runtime.ask_timeout), trace, guard, observer,
                             proxies=proxies, cluster=node)
         console.attach(state)
         if node is None:  # the worlds the owner stopped are held again before any request

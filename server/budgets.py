@@ -9,7 +9,8 @@ and the client address for anonymous callers, so a second connection or an anony
 identity per connection (or per MCP call) buys no more; the owner spends no budget. A budget spent is refused with
 `over_budget` naming it (`detail.budget`, `detail.limit`, and `detail.retry_after` when it
 refills), counted in `/metrics` and logged (server/trace.py); `hits` keeps who hit which
-budget lately for the owner's console.
+budget lately for the owner's console. `max_live_worlds` is held by the directory, which
+loads the worlds (actors/runtime/directory.py), rather than by the ledger.
 
 Numbers are plain; time is passed in (trio's clock in seconds), so tests need no sleeping.
 """
@@ -22,7 +23,7 @@ from collections import OrderedDict, deque
 
 import attrs
 
-from protocol.errors import ErrorCode, ProtocolError
+from protocol.errors import ProtocolError, over_budget
 
 OWNER_ROLE = "owner"
 HOUR = 3600.0  # seconds: the window of the hourly budgets
@@ -56,19 +57,14 @@ class Budgets:
     # Stored worlds an account's requests and subscribes may be loading at once (each
     # load's time is charged to it, but only once done: this bounds a burst's).
     loads_at_once: int = 8
+    # Worlds live in the process, all accounts together (each stays in memory until its
+    # idle unload): a load or create past it first unloads the least recently used world
+    # that nobody follows and nothing waits on (actors/runtime/directory.py).
+    max_live_worlds: int = 500
 
     def to_json(self) -> dict[str, float]:
         """Every limit by name (the console shows them)."""
         return attrs.asdict(self)
-
-
-def over_budget(budget: str, message: str, limit: float,
-                retry_after: float | None = None) -> ProtocolError:
-    """The refusal of a spent budget."""
-    detail: dict[str, object] = {"budget": budget, "limit": limit}
-    if retry_after is not None:
-        detail["retry_after"] = round(max(retry_after, 0.001), 3)
-    return ProtocolError(ErrorCode.OVER_BUDGET, message, detail)
 
 
 def address_key(host: str) -> str:

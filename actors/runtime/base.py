@@ -106,6 +106,7 @@ class Actor(ABC):
         self._nursery: trio.Nursery | None = None
         self._crashes: deque[float] = deque()
         self._active_at = 0.0  # when the last message other than an IdleCheck arrived
+        self._waiting = False  # awaiting its next message: no batch, no handler running
         self._handled = self._restarts = 0
         # Being created: invisible to the directory's other callers until the create
         # call is accepted (actors/runtime/directory.py).
@@ -259,6 +260,20 @@ class Actor(ABC):
         """True once the actor stopped for good (crashes, idleness, shutdown)."""
         return self._mailbox.closed
 
+    @property
+    def active_at(self) -> float:
+        """When it last got a message other than its idle check (trio's clock)."""
+        return self._active_at
+
+    def unload(self) -> bool:
+        """Unload now, as an idle actor does, if nothing holds it: it waits for a message
+        with none waiting, owes no answer (`defer`) and has no subscriber; True if it did
+        (the directory makes room so: actors/runtime/directory.py)."""
+        if not self._waiting or self._deferred or not self._idle():
+            return False
+        log.debug("%s unloaded to make room", self.actor_id)
+        return True
+
     async def ask(self, message: Any, timeout: float | None = None) -> Any:
         """Send `message` and wait for the handler's answer.
 
@@ -324,7 +339,9 @@ class Actor(ABC):
             # server): idleness is an IdleCheck timer message.
             item = self._mailbox.receive_nowait()
             if item is None:
+                self._waiting = True
                 item = await self._mailbox.receive()
+                self._waiting = False
                 if item is None:
                     return  # stopped
             handled, started, now = 0, clock(), trio.current_time()
@@ -501,6 +518,7 @@ class Actor(ABC):
         assert idle is not None  # only then is the check armed
         quiet = now - self._active_at
         if quiet >= idle and self._idle():
+            log.debug("%s unloaded after %g s idle", self.actor_id, idle)
             return True
         self._arm_idle_check(idle - quiet if quiet < idle else idle)
         return False
@@ -511,7 +529,6 @@ class Actor(ABC):
             return False
         # No checkpoint since the check: nothing can be posted before the mailbox closes.
         self._mailbox.close()
-        log.debug("%s unloaded after %g s idle", self.actor_id, self.context.config.idle_timeout)
         return True
 
     async def _restart(self, kept: list[Event]) -> bool:

@@ -11,6 +11,7 @@ import attrs
 import trio
 
 from actors.store import EventStore
+from protocol.errors import ProtocolError
 
 if TYPE_CHECKING:
     from actors.runtime.directory import Directory
@@ -63,6 +64,10 @@ class RuntimeObserver(Protocol):
     def crashed(self, kind: str, actor_id: str) -> None:
         """A handler of actor `actor_id` raised (it restarts from the store, or stops)."""
 
+    def refused(self, actor_id: str, refusal: ProtocolError) -> None:
+        """World `actor_id` was not started: `refusal` (`max_live_worlds` are live, each
+        in use)."""
+
 
 class NullObserver:
     """An observer that ignores everything."""
@@ -77,6 +82,9 @@ class NullObserver:
         """Ignored."""
 
     def crashed(self, kind: str, actor_id: str) -> None:
+        """Ignored."""
+
+    def refused(self, actor_id: str, refusal: ProtocolError) -> None:
         """Ignored."""
 
 

@@ -12,6 +12,14 @@ Adapters reach worlds through an `ActorRef` (actors/runtime/ref.py), never the a
 Actors run in the directory's nursery, each in its own supervised task, so one crashing
 leaves the others untouched.
 
+With `max_live_worlds`, at most that many worlds are live here at once (those being
+loaded or created included): each stays in memory until its idle unload, so a client
+naming one stored world after another would otherwise load them all. A world that would
+start past the bound first unloads the live world used least lately (a timer's message is
+a use) that can go (nobody subscribed, no message waiting or being handled, no answer
+owed), as its idle unload would; when every one is in use, it is refused `over_budget`
+and nothing changes.
+
 With a `Placement` (actors/runtime/placement.py) the directory is one of several
 processes sharing the worlds: a world not live here is hosted here only once this
 process holds its lease, and then the stream is claimed before it is replayed (so a
@@ -49,7 +57,7 @@ from actors.runtime.subscriber import SubscriberQueue
 from actors.store import EventStore
 from actors.world import World
 from protocol.envelope import ACTOR_ID_RE
-from protocol.errors import ErrorCode, ProtocolError
+from protocol.errors import ErrorCode, ProtocolError, over_budget
 
 log = logging.getLogger("petridish.actors")
 
@@ -99,7 +107,8 @@ class Directory:
     def __init__(self, store: EventStore, kinds: Iterable[ActorKind], nursery: trio.Nursery,
                  config: RuntimeConfig, observer: RuntimeObserver,
                  clock: Callable[[], int] = wall_clock_ms, model: Any = None,
-                 placement: Placement | None = None) -> None:
+                 placement: Placement | None = None,
+                 max_live_worlds: int | None = None) -> None:
         self.store = store
         self.kinds = {k.kind: k for k in kinds}
         self.config = config
@@ -107,10 +116,12 @@ class Directory:
         self.clock = clock
         self.model = model
         self.placement = placement
+        self.max_live_worlds = max_live_worlds  # None: no bound
         self.closing = False  # set when the directory's block ends: nothing is rerouted
         self._nursery = nursery
         self._live: dict[str, Actor] = {}
         self._starting: dict[str, trio.Lock] = {}
+        self._coming: set[str] = set()  # ids given a place by `_make_room`, not yet live
         self.held: set[str] = set()  # worlds the owner stopped: refused until released
         self._offload = trio.CapacityLimiter(config.offload_threads)
 
@@ -373,6 +384,13 @@ class Directory:
             # Its last batch may still be appending (a handler was awaiting when it was
             # stopped), with this process's fence: replay only after it.
             await stopped.ended.wait()
+        try:
+            self._make_room(actor_id)
+        except ProtocolError:
+            if self.placement is not None:  # another process may have room for it
+                await self.placement.release(actor_id)
+            raise
+        self._coming.add(actor_id)
         actor = actor or kind.factory(actor_id, self.context())
         try:
             if self.placement is not None:
@@ -385,7 +403,28 @@ class Directory:
             log.exception("%s could not be loaded", actor_id)
             raise ProtocolError(ErrorCode.UNAVAILABLE, f"{actor_id} could not be loaded from "
                                 "the store", {"actor": actor_id}) from None
+        finally:
+            self._coming.discard(actor_id)
         return actor
+
+    def _make_room(self, actor_id: str) -> None:
+        """Give `actor_id` a place within `max_live_worlds`: unload the live world used least
+        lately that nothing holds if there is none free, else refuse `over_budget`."""
+        limit = self.max_live_worlds
+        if limit is None:
+            return
+        live = {i: a for i, a in self._live.items() if not a.stopped}
+        if len(live.keys() | self._coming) < limit:
+            return
+        for actor in sorted(live.values(), key=lambda a: a.active_at):
+            if actor.unload():
+                return
+        refusal = over_budget("max_live_worlds", f"the server's live worlds are at their most "
+                              f"({limit}), and each is followed or answering a request; retry "
+                              "once one is not (a world nobody follows is unloaded to make "
+                              "room)", limit)
+        self.observer.refused(actor_id, refusal)
+        raise refusal
 
     async def _host(self, actor: Actor, *, task_status: trio.TaskStatus[None]) -> None:
         self._live[actor.actor_id] = actor
@@ -439,12 +478,15 @@ async def open_directory(store: EventStore, kinds: Iterable[ActorKind], *,
                          config: RuntimeConfig | None = None,
                          observer: RuntimeObserver | None = None,
                          clock: Callable[[], int] = wall_clock_ms, model: Any = None,
-                         placement: Placement | None = None) -> AsyncIterator[Directory]:
+                         placement: Placement | None = None,
+                         max_live_worlds: int | None = None) -> AsyncIterator[Directory]:
     """A directory whose actors live until the block ends (then they are cancelled);
-    `model` is the server's model endpoint, handed to every actor (ActorContext.model)."""
+    `model` is the server's model endpoint, handed to every actor (ActorContext.model);
+    at most `max_live_worlds` are live at once (None: no bound)."""
     async with trio.open_nursery() as nursery:
         directory = Directory(store, kinds, nursery, config or RuntimeConfig(),
-                              observer or NullObserver(), clock, model, placement)
+                              observer or NullObserver(), clock, model, placement,
+                              max_live_worlds)
         try:
             yield directory
         finally:

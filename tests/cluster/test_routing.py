@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 import trio
 
-from protocol.client import Client, Push
+from protocol.client import Client, Push, RequestError
+from server.budgets import Budgets
 from server.hello import new_key
 from server.storage.pg_trio import TrioConnection
 from tests.cluster.conftest import Nodes, counter_add, wait_for
@@ -206,3 +207,22 @@ async def test_a_node_restarted_under_its_name_is_reached_at_its_new_address(
         assert again.cluster.addr != old
         assert (await cb.request("counter.add", WORLD, counter_add(1)))["revision"] == 3
     assert WORLD in again.directory.hosted()
+
+
+async def test_a_full_node_gives_back_the_lease_of_a_world_it_cannot_host(
+        nodes: Nodes) -> None:
+    """`max_live_worlds` counts the worlds a node hosts: one it refuses (every live world
+    followed) is left to the others at once, and a peer's worlds are reached as ever."""
+    a = await nodes.start("a", budgets=Budgets(max_live_worlds=1))
+    b = await nodes.start("b")
+    async with Client.connect(a.ws_url) as ca, Client.connect(b.ws_url) as cb:
+        await ca.request("counter.create", "counter:x")
+        async with ca.subscribe("counter:x"):  # a's one live world, followed
+            with pytest.raises(RequestError) as refused:
+                await ca.request("counter.create", WORLD)
+            assert (refused.value.code, refused.value.detail) == (
+                "over_budget", {"budget": "max_live_worlds", "limit": 1})
+            assert a.directory.hosted() == ["counter:x"] and a.cluster.leases.held() == 1
+            assert (await cb.request("counter.create", WORLD))["revision"] == 1
+            assert (await ca.request("counter.add", WORLD, counter_add(2)))["total"] == 2
+    assert a.directory.hosted() == ["counter:x"] and b.directory.hosted() == [WORLD]

@@ -1,4 +1,5 @@
-"""A small test world: a counter whose handlers can sleep, block, crash, or commit then crash."""
+"""A small test world: a counter whose handlers can sleep, block, defer their answer, crash,
+or commit then crash."""
 
 from __future__ import annotations
 
@@ -49,6 +50,16 @@ class Spin:
 @attrs.frozen
 class Block:
     release: trio.Event
+
+
+@attrs.frozen
+class Defer:
+    """Answered later, by a `Settle` tell."""
+
+
+@attrs.frozen
+class Settle:
+    """A tell: give the deferred answer."""
 
 
 @attrs.frozen
@@ -106,6 +117,9 @@ class ProbeActor(Actor):
             if isinstance(message, Block):
                 await message.release.wait()
                 return "released"
+            if isinstance(message, Defer):
+                self.owed = self.defer()
+                return None
             if isinstance(message, Crash):
                 if message.after_commit:
                     await self.commit([{"type": "added", "amount": 1000}])
@@ -117,5 +131,7 @@ class ProbeActor(Actor):
     async def on_message(self, message: Any) -> None:
         if isinstance(message, Note):
             self.notes.append(message.text)
+        elif isinstance(message, Settle):
+            self.owed.succeed("settled")
         else:
             await super().on_message(message)

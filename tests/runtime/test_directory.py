@@ -12,7 +12,7 @@ from actors.runtime.directory import ActorKind, any_name, open_directory
 from actors.runtime.mailbox import Pending
 from actors.store import MemoryEventStore
 from protocol.errors import ErrorCode, ProtocolError
-from tests.runtime.probe import ONE_BATCH, Add, Block, Create, ProbeActor
+from tests.runtime.probe import ONE_BATCH, Add, Block, Create, Defer, ProbeActor, Settle
 
 
 def counting_factory(calls: list[str]):
@@ -148,3 +148,74 @@ async def test_a_world_loads_again_only_once_its_stopped_actor_has_ended() -> No
         assert added.value == 1  # acknowledged: durable
         assert again[0] is not old and again[0].total == 5
     assert [e.data["amount"] for e in await store.read("probe:a")] == [5]
+
+
+async def test_past_max_live_worlds_the_world_used_least_lately_that_nothing_holds_unloads(
+        autojump_clock: trio.abc.Clock) -> None:
+    from actors.runtime.subscriber import SubscriberQueue
+
+    store = MemoryEventStore()
+    kinds = [ActorKind("probe", ProbeActor, declared=any_name, create_op="probe.create")]
+    async with open_directory(store, kinds, max_live_worlds=3) as directory:
+        def live() -> list[str]:
+            return [s.actor_id for s in directory.live()]
+
+        a = await directory.get("probe:a")
+        release, blocked = trio.Event(), Pending()
+        a.send(Block(release), blocked)  # a request in hand holds it
+        for name in "bc":
+            await trio.sleep(1)
+            await directory.ask(f"probe:{name}", Add(ord(name)))
+        await trio.sleep(1)
+        d = await directory.get("probe:d")  # b, idle and used least lately, goes
+        assert live() == ["probe:a", "probe:c", "probe:d"]
+        queue = SubscriberQueue(10)
+        await directory.subscribe("probe:c", queue, None, request_id=1)  # a subscriber holds c
+        owed = Pending()
+        d.send(Defer(), owed)  # ... and an answer owed holds d
+        await trio.testing.wait_all_tasks_blocked()
+        full = (r"^the server's live worlds are at their most \(3\), and each is followed "
+                r"or answering a request; retry once one is not \(a world nobody follows is "
+                r"unloaded to make room\)$")
+        for refused in (directory.get("probe:b"), directory.ask("probe:e", _create())):
+            with pytest.raises(ProtocolError, match=full) as err:
+                await refused
+            assert err.value.code == ErrorCode.OVER_BUDGET
+            assert err.value.detail == {"budget": "max_live_worlds", "limit": 3}
+        assert live() == ["probe:a", "probe:c", "probe:d"]
+        assert await store.streams() == {"probe:b": 1, "probe:c": 1}  # e was not created
+        release.set()
+        d.tell(Settle())
+        await trio.testing.wait_all_tasks_blocked()
+        assert (blocked.value, owed.value) == ("released", "settled")
+        again = await directory.get("probe:b")  # a is the one used least lately now
+        assert live() == ["probe:b", "probe:c", "probe:d"]
+        assert (again.total, again.rev) == (ord("b"), 1)
+        queue.close()
+
+
+async def test_worlds_loading_at_once_count_against_max_live_worlds() -> None:
+    store = MemoryEventStore()
+    for name in "bcd":
+        await store.append(f"probe:{name}", 0, [{"type": "added", "amount": 1}])
+    kinds = [ActorKind("probe", ProbeActor, declared=any_name)]
+    async with open_directory(store, kinds, max_live_worlds=2) as directory:
+        a = await directory.get("probe:a")
+        release = trio.Event()
+        a.send(Block(release), Pending())  # a stays live
+        codes: list[str] = []
+
+        async def load(actor_id: str) -> None:
+            try:
+                await directory.get(actor_id)
+                codes.append("loaded")
+            except ProtocolError as error:
+                codes.append(error.code.value)
+
+        async with trio.open_nursery() as nursery:
+            for name in "bcd":
+                nursery.start_soon(load, f"probe:{name}")
+        # (one that found another loaded already and waiting unloaded it)
+        assert "over_budget" in codes and set(codes) <= {"loaded", "over_budget"}
+        assert len(directory.live()) == 2
+        release.set()

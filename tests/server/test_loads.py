@@ -1,7 +1,9 @@
 """Loading a stored world for a client, over real sockets: what it costs is charged to the
-request or subscribe that named the world, and one client's loads in flight are capped
+request or subscribe that named the world, one client's loads in flight are capped
 (`loads_at_once`), so a burst of requests naming many stored worlds cannot make the
-server read and fold them all before any of that time is charged."""
+server read and fold them all before any of that time is charged, and the worlds live in
+the process are capped (`max_live_worlds`), so naming them one after another cannot make
+it hold them all."""
 
 from __future__ import annotations
 
@@ -11,10 +13,13 @@ import trio
 
 from server.budgets import Budgets
 from tests.server import burn_world
-from tests.server.ws_harness import raw_client, result, running_server
+from tests.server.ws_harness import Raw, error, raw_client, result, running_server
 
 ANONYMOUS = "address:127.0.0.1"
 LOAD = 0.3  # seconds a slow world takes to load in the charge test
+FULL = {"code": "over_budget", "message": "the server's live worlds are at their most (3), "
+        "and each is followed or answering a request; retry once one is not (a world nobody "
+        "follows is unloaded to make room)", "detail": {"budget": "max_live_worlds", "limit": 3}}
 
 
 async def test_loading_a_world_is_charged_to_the_request_or_subscribe_that_named_it(
@@ -66,3 +71,68 @@ async def test_the_worlds_loading_for_one_client_at_once_are_capped(tmp_path: Pa
         await c.send({"id": 9, "op": "subscribe", "to": "slow:d"})
         assert result(await c.recv())["topic"] == "slow:d"
         assert srv.state.ledger.accounts[ANONYMOUS].loading == 0
+
+
+def _live(srv) -> list[str]:
+    return sorted(s.actor_id for s in srv.state.directory.live())
+
+
+async def _store(owner: Raw, srv, count: int) -> None:
+    """Create counters w0..w{count-1}, w{i} holding i + 1 (each create may unload one)."""
+    for i in range(count):
+        result(await owner.call("counter.create", f"counter:w{i}"))
+        result(await owner.call("counter.add", f"counter:w{i}", amount=i + 1))
+        assert len(_live(srv)) <= 3
+
+
+async def _follow(c: Raw, rid: int, world: str) -> dict:
+    """Subscribe to `world`; its first push."""
+    await c.send({"id": rid, "op": "subscribe", "to": world})
+    assert result(await c.recv())["topic"] == world
+    return await c.recv()
+
+
+async def test_a_spectator_following_stored_worlds_one_after_another_keeps_the_server_at_its_bound(
+        tmp_path: Path) -> None:
+    async with running_server(tmp_path, budgets=Budgets(max_live_worlds=3)) as srv, \
+            raw_client(srv, srv.owner_token) as owner, raw_client(srv) as c:
+        await _store(owner, srv, 5)  # the console, w0 and w1 unloaded to make room
+        assert _live(srv) == ["counter:w2", "counter:w3", "counter:w4"]
+        first = {}
+        for i in range(5):
+            first[i] = await _follow(c, 2 * i, f"counter:w{i}")
+            assert first[i]["data"]["total"] == i + 1
+            await c.send({"id": 2 * i + 1, "op": "unsubscribe", "to": f"counter:w{i}"})
+            assert result(await c.recv()) == {"topic": f"counter:w{i}"}
+            # The world used least lately went: the process holds the last three.
+            expected = [f"counter:w{j % 5}" for j in range(i + 3, i + 6)]
+            assert _live(srv) == sorted(expected)
+        assert "counter:w0" not in _live(srv)
+        assert await _follow(c, 20, "counter:w0") == first[0]  # loaded again, as it was
+        assert _live(srv) == ["counter:w0", "counter:w3", "counter:w4"]
+        assert srv.state.metrics.budget_hits.labels("max_live_worlds").value == 0
+
+
+async def test_a_load_is_refused_when_every_live_world_is_in_use_and_changes_nothing(
+        tmp_path: Path) -> None:
+    async with running_server(tmp_path, budgets=Budgets(max_live_worlds=3)) as srv, \
+            raw_client(srv, srv.owner_token) as owner, raw_client(srv) as c:
+        await _store(owner, srv, 4)
+        for i in (1, 2, 3):  # followed: each in use
+            await _follow(c, i, f"counter:w{i}")
+        store = srv.state.directory.store
+        await c.send({"id": 9, "op": "subscribe", "to": "counter:w0"})
+        assert await c.recv() == {"id": 9, "ok": False, "error": FULL}
+        assert error(await c.call("counter.get", "counter:w0")) == FULL
+        assert error(await owner.call("counter.create", "counter:new")) == FULL  # creates too
+        assert _live(srv) == ["counter:w1", "counter:w2", "counter:w3"]
+        assert await store.revision("counter:w0") == 2
+        assert await store.revision("counter:new") == 0  # not created
+        assert srv.state.ledger.accounts[ANONYMOUS].loading == 0
+        assert srv.state.metrics.budget_hits.labels("max_live_worlds").value == 3
+        assert [(h.budget, h.who) for h in srv.state.ledger.hits.values()] == [
+            ("max_live_worlds", "counter:w0"), ("max_live_worlds", "counter:new")]
+        await c.send({"id": 10, "op": "unsubscribe", "to": "counter:w1"})
+        result(await c.recv())
+        assert result(await c.call("counter.get", "counter:w0"))["total"] == 1
+        assert _live(srv) == ["counter:w0", "counter:w2", "counter:w3"]
