@@ -44,7 +44,7 @@ from protocol.envelope import (
     parse_frame,
     request_id_of,
 )
-from protocol.errors import ErrorCode, ProtocolError
+from protocol.errors import ErrorCode, ProtocolError, over_budget
 from protocol.jsontext import escape_lone_surrogates
 from protocol.roles import role_at_least
 from server.auth import Principal
@@ -475,9 +475,8 @@ class Session:
         if refusal is None and isinstance(frame, Subscribe) and frame.to not in self.topics:
             cap = self.server.config.budgets.subscriptions
             if len(self.topics) + self.subscribing >= cap:
-                refusal = ProtocolError(ErrorCode.OVER_BUDGET, f"a connection follows at "
-                                        f"most {cap} topics; unsubscribe one first",
-                                        {"budget": "subscriptions", "limit": cap})
+                refusal = over_budget("subscriptions", f"a connection follows at most {cap} "
+                                      "topics; unsubscribe one first", cap)
         if refusal is not None:
             self.server.budget_hit(refusal, self.who())
             try:

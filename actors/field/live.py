@@ -18,11 +18,10 @@ from actors.field.events import Event, GameRules, GrowEvent, ManifestEvent
 from actors.field.fold import HIDDEN, MAP_TILE, SOLVED, State, apply_event, new_state
 from actors.field.health import health_of
 from actors.field.leaderboard import Boards, Ordered, merge_boards
-from protocol.ops.field import MAX_CANVAS, MAX_SEED
+from protocol.ops.field import MAX_CANVAS, MAX_SEED, MAX_SIZE, MIN_SIZE
 
 GAME_ID_RE = re.compile(r"^[a-zA-Z0-9_-]{1,80}$")
 DAILY_PREFIX = "day-"
-MIN_SIZE, MAX_SIZE = 10, 200  # scatter fields
 PUSH_INTERVAL = 0.05  # seconds between a field's pushes: at most 20 a second per topic
 FANOUT_RATE = 8000.0  # push frames a second to all of a field's spectators together (each
 # a non-blocking write of a frame made once: ~20 us, docs/performance.md)

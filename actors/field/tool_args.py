@@ -29,7 +29,7 @@ class StartMosaicArgs:
     kind: Literal["field", "scatter"] = "field"
     chunks: int = bounded(3, lo=1, hi=25)
     chunk: int = bounded(40, lo=20, hi=100)
-    size: int | None = bounded(None, lo=10, hi=ops.MAX_SIZE)
+    size: int | None = bounded(None, lo=ops.MIN_SIZE, hi=ops.MAX_SIZE)
     grow: Grow | None = None
     seed: int | None = bounded(None, lo=0, hi=ops.MAX_SEED)
     guess: Literal["accept", "reject"] = "accept"

@@ -20,9 +20,9 @@ from actors.field.generate import generate_scatter
 
 
 def warm() -> int:
-    """Generate a 12 x 12 field and referee one reveal and one commit on it (every kernel
+    """Generate a 16 x 16 field and referee one reveal and one commit on it (every kernel
     once, with the argument types play uses); the number of cells the commit judged."""
-    field = generate_scatter(1, 12)
+    field = generate_scatter(1, 16)
     s = apply_event(new_state(), ManifestEvent(rev=1, t=0, manifest=field.manifest,
                                                rules=GameRules()))
     join = referee.join(s, np.random.default_rng(0), name="warm", model="", user="",

@@ -28,6 +28,7 @@ from actors.field.geometry import Geometry
 from actors.field.propagate import propagate
 from actors.field.solve import solutions
 from actors.field.territory import frontier
+from protocol.ops.field import MIN_SIZE
 from tests.field._games import Game
 
 seeds = st.integers(0, 2**63 - 1)
@@ -102,15 +103,21 @@ def check_scatter(seed: int, size: int) -> None:
 
 
 @settings(max_examples=20, deadline=None)
-@given(seeds, st.integers(20, 44))
+@given(seeds, st.integers(MIN_SIZE, 44))
 @example(4236625737729233649, 62)  # its wall once left a 3-tile corner cut off
+@example(803465907244432, 20)  # its first wall lost every tile to their givens
 def test_scatter_fields_keep_every_invariant(seed, size):
     check_scatter(seed, size)
 
 
+def test_a_scatter_field_too_small_for_two_tiles_is_refused_by_name():
+    with pytest.raises(ValueError, match="holds a 11 x 11 field of two tiles"):
+        generate_scatter(1, MIN_SIZE - 1)
+
+
 @pytest.mark.deep
 @settings(max_examples=300, deadline=None)
-@given(seeds, st.integers(20, 100))
+@given(seeds, st.integers(MIN_SIZE, 100))
 def test_scatter_fields_keep_every_invariant_deep(seed, size):
     check_scatter(seed, size)
 
