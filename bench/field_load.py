@@ -15,7 +15,8 @@ longest the trio thread was held meanwhile (every other world waits that long);
 `snapshot_bytes` (its JSON text) and `snapshot_dump_s` (what the runtime pays every
 `snapshot_every` events); `history_fold_s` and `history_stall_s`: the first `field.history`
 ask for a revision before the snapshot, which waits while the stored events up to it are
-read and folded again off the task.
+read and folded again off the task. The loads run under the server's collector settings
+(`server.commands.tune_gc`).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from actors.field.generate import generate_chunks, grow
 from actors.field.territory import frontier
 from actors.runtime import Actor, ActorKind, Call, RuntimeConfig, open_directory
 from protocol.ops.field import HistoryArgs, RulesArgs
+from server.commands import tune_gc
 from server.storage import SqliteEventStore
 
 AGENTS = 8
@@ -140,6 +142,7 @@ async def _run(path: Path, events: int, turns: int, seed: int) -> dict[str, Any]
                                                           "bench"))
         snap = await store.load_snapshot(ids["snapshot"])
         assert snap is not None and snap.rev == len(records)
+        tune_gc()  # the collector as `petridish serve` sets it once listening
         figures: dict[str, list[float]] = {f"{way}_{what}": [] for way in ids
                                            for what in ("load_s", "stall_s")}
         live: Actor | None = None
