@@ -240,6 +240,9 @@ class World(Generic[S, E]):
     transient: Callable[[E], bool] = _never
     snapshot: StateCodec[S] | None = None
     listed: bool = True  # the lobby lists worlds of this kind
+    # A house world (the lobby, the owner's console): never unloaded to make room and not
+    # counted against the process's max_live_worlds (actors/runtime/directory.py).
+    resident: bool = False
     # Spectators may subscribe (its stored events are pushed as they are). A world whose
     # events carry what only some callers may see (the lab's unproven code) says False:
     # every subscription to it is refused, on this process and through a cluster.

@@ -105,6 +105,7 @@ WORLD = World(
     view=lambda state: {"audit": list(state.entries)},
     ops=ops.OPS,
     declared=lambda name, _t: name == "main",
+    resident=True,
     snapshot=StateCodec(to_snapshot, from_snapshot),
     listed=False,
     followable=False,  # the audit trail is the owner's

@@ -43,6 +43,10 @@ class Budgets:
     hello_failures: int = 10  # refused hellos an address may make in a burst ...
     hello_failure_rate: float = 0.2  # ... refilled at this many per second
     subscriptions: int = 64  # topics one connection may follow at once
+    # Worlds one account may follow at once over all its connections: a followed world
+    # stays live (never unloaded to make room), so this bounds what one client can pin of
+    # max_live_worlds.
+    worlds_followed: int = 64
     send_timeout: float = 15.0  # a frame not taken by the client within this: dropped
     cpu_rate: float = 0.05  # seconds of server time per second, an anonymous client ...
     cpu_rate_agent: float = 0.25  # ... and an agent token
@@ -173,7 +177,7 @@ class Account:
     """What one account spent: CPU time, the worlds it created, the players it seated,
     the worlds being loaded for it."""
 
-    __slots__ = ("cpu", "created", "creates", "joins", "loading", "recent")
+    __slots__ = ("cpu", "created", "creates", "followed", "joins", "loading", "recent")
 
     def __init__(self, rate: float, burst: float, now: float) -> None:
         self.cpu = Bucket(rate, burst, now)
@@ -182,11 +186,12 @@ class Account:
         self.created: set[str] = set()  # world ids it created (live or not)
         self.joins = Hourly()  # players it seated (joins)
         self.loading = 0  # its requests and subscribes naming a world not live here
+        self.followed: dict[str, int] = {}  # world id -> its subscriptions to it
 
     def idle(self, now: float) -> bool:
         """Nothing spent that is still counted."""
         return (self.cpu.full(now) and not self.creates.count(now)
-                and not self.joins.count(now) and not self.loading)
+                and not self.joins.count(now) and not self.loading and not self.followed)
 
 
 @attrs.define
@@ -371,6 +376,27 @@ class Ledger:
         return over_budget("loads_at_once", f"more than {limit} worlds not live are being "
                            "loaded for this client at once; retry when one is answered",
                            limit)
+
+    def follow(self, account: Account | None, world: str) -> ProtocolError | None:
+        """Count one more subscription of `account` to `world` (give it back with
+        `unfollow`), or say why not: a world it does not follow yet past
+        `worlds_followed`."""
+        if account is None:
+            return None
+        limit = self.budgets.worlds_followed
+        if world not in account.followed and len(account.followed) >= limit:
+            return over_budget("worlds_followed", f"this client follows {limit} worlds "
+                               "already (over all its connections); unsubscribe one first",
+                               limit)
+        account.followed[world] = account.followed.get(world, 0) + 1
+        return None
+
+    def unfollow(self, account: Account | None, world: str) -> None:
+        """One subscription of `account` to `world` ended (or was refused)."""
+        if account is not None and world in account.followed:
+            account.followed[world] -= 1
+            if not account.followed[world]:
+                del account.followed[world]
 
     def may_join(self, account: Account | None, now: float) -> ProtocolError | None:
         """Why `account` may not seat another player now, or None."""

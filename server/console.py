@@ -36,7 +36,7 @@ def row_of(session: Session) -> ops.ConnectionRow:
     greeted = session.greeted
     inflight = session.server.config.max_inflight - session.inflight.value
     return ops.ConnectionRow(role_of(session), session.principal.name if greeted else "",
-                             session.address, sorted(session.topics), queued.depth,
+                             session.address, sorted(session.following.topics), queued.depth,
                              queued.chars, max(inflight, 0) if greeted else 0)
 
 

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from actors.runtime import ActorRef, Call
+from actors.runtime import Call
 from actors.runtime.subscriber import SubscriberQueue
 from actors.runtime.waiter import Slots, Waiter
 from protocol.convert import structure
@@ -44,11 +44,12 @@ from protocol.envelope import (
     parse_frame,
     request_id_of,
 )
-from protocol.errors import ErrorCode, ProtocolError, over_budget
+from protocol.errors import ErrorCode, ProtocolError
 from protocol.jsontext import escape_lone_surrogates
 from protocol.roles import role_at_least
 from server.auth import Principal
 from server.budgets import Account
+from server.following import Following
 from server.hello import ANONYMOUS, greet
 from server.ratelimit import TokenBucket
 from server.replies import RequestAnswer, internal_error
@@ -123,8 +124,7 @@ class Session:
         self.principal = Principal("spectator", ANONYMOUS)  # until the hello
         self.account: Account | None = None  # what it spends is charged here (None: owner)
         self.greeted = False
-        self.topics: dict[str, ActorRef] = {}
-        self.subscribing = 0  # subscribes in flight
+        self.following = Following(server.ledger, cfg.budgets.subscriptions)
         self.read_scope = trio.CancelScope()  # the hello's, cancelled by end()
         self.readable = False  # the reactor saw the socket readable (server/reactor.py)
         self.reading = False  # watched by the reactor
@@ -219,8 +219,7 @@ class Session:
             finally:
                 metrics.connections_open.dec()
                 self.outbox.close()
-                for ref in self.topics.values():
-                    ref.unsubscribe(self.outbox)
+                self.following.close(self.account, self.outbox)
                 if self.close_code is not None and not self.dropped:
                     with trio.CancelScope(shield=True):
                         await self._close(self.close_code)
@@ -441,9 +440,7 @@ class Session:
                 raise for_request(ProtocolError(ErrorCode.BAD_REQUEST,
                                                 "hello was already said"), frame.id)
             if isinstance(frame, Unsubscribe):
-                ref = self.topics.pop(frame.to, None)
-                if ref is not None:
-                    ref.unsubscribe(self.outbox)
+                self.following.drop(self.account, frame.to, self.outbox)
                 self.outbox.force(encode_result(frame.id, {"topic": frame.to}))
                 return None
             self._within_budgets(frame, now)
@@ -455,7 +452,6 @@ class Session:
             return None
         self.inflight.acquire_nowait()  # (one is free: `serve_one` checked)
         if isinstance(frame, Subscribe):
-            self.subscribing += 1
             assert self._nursery is not None
             self._nursery.start_soon(self._subscribe, frame)
             return None
@@ -469,14 +465,11 @@ class Session:
                 pass  # frames past a close are dropped
 
     def _within_budgets(self, frame: Request | Subscribe, now: float) -> None:
-        """Refuse `frame` (over_budget) when its client's CPU time is spent, or a new
-        subscription past the connection's."""
+        """Refuse `frame` (over_budget) when its client's CPU time is spent, or a
+        subscription past the connection's or the client's (`Following.admit`)."""
         refusal = self.server.ledger.may_compute(self.account, now)
-        if refusal is None and isinstance(frame, Subscribe) and frame.to not in self.topics:
-            cap = self.server.config.budgets.subscriptions
-            if len(self.topics) + self.subscribing >= cap:
-                refusal = over_budget("subscriptions", f"a connection follows at most {cap} "
-                                      "topics; unsubscribe one first", cap)
+        if refusal is None and isinstance(frame, Subscribe):
+            refusal = self.following.admit(self.account, frame.to)
         if refusal is not None:
             self.server.budget_hit(refusal, self.who())
             try:
@@ -510,13 +503,13 @@ class Session:
         """Follow `frame.to` (loading it, if not live here, is held to `loads_at_once`);
         the answer slot is held until the reply is in the outbox (so `_all_answered`
         waits for it)."""
-        ticket = None
+        ticket = followed = None
         try:
             try:
                 ref = self.server.directory.ref(frame.to)
                 ticket = self.server.claims.load(self.account, self.who(), frame.to)
                 await ref.subscribe(self.outbox, frame.since, frame.id)
-                self.topics[frame.to] = ref
+                followed = ref
                 return  # the actor put the reply and the first push into the outbox
             except ProtocolError as error:
                 self.count_error(error)
@@ -527,7 +520,7 @@ class Session:
                 self.count_error(error)
                 reply = encode_error(frame.id, error)
             finally:
-                self.subscribing -= 1
+                self.following.settle(self.account, frame.to, followed)
             await self.outbox.put(reply)
         finally:
             if ticket is not None:

@@ -136,6 +136,7 @@ WORLD = World(
     view=_no_view,
     ops=ops.OPS,
     declared=_declared,
+    resident=True,
     snapshot=StateCodec(lambda c: dict(c.worlds), lambda d: Catalog(dict(d))),
     listed=False,
 )

@@ -107,6 +107,7 @@ class Actor(ABC):
         self._crashes: deque[float] = deque()
         self._active_at = 0.0  # when the last message other than an IdleCheck arrived
         self._waiting = False  # awaiting its next message: no batch, no handler running
+        self._offloads = 0  # offloaded works whose result is not yet in the mailbox
         self._handled = self._restarts = 0
         # Being created: invisible to the directory's other callers until the create
         # call is accepted (actors/runtime/directory.py).
@@ -235,15 +236,19 @@ class Actor(ABC):
 
         async def run() -> None:
             try:
-                value = await run_offloaded(work, self.context.offload_limiter, process)
-            except Exception:
-                log.exception("%s: offloaded work failed", self.actor_id)
-                message = failed()
-            else:
-                message = done(value)
-            await self._mailbox.post_waiting(Tell(message))  # (not if it stopped meanwhile)
+                try:
+                    value = await run_offloaded(work, self.context.offload_limiter, process)
+                except Exception:
+                    log.exception("%s: offloaded work failed", self.actor_id)
+                    message = failed()
+                else:
+                    message = done(value)
+                await self._mailbox.post_waiting(Tell(message))  # (not if it stopped meanwhile)
+            finally:
+                self._offloads -= 1
 
         self._nursery.start_soon(run)
+        self._offloads += 1  # it holds the actor live (`_idle`) until its result is posted
 
     def _start_timer(self, delay: float, message: Any, *, repeat: bool) -> Timer:
         assert self._nursery is not None, "timers start in on_start or in a handler"
@@ -266,10 +271,12 @@ class Actor(ABC):
         return self._active_at
 
     def unload(self) -> bool:
-        """Unload now, as an idle actor does, if nothing holds it: it waits for a message
-        with none waiting, owes no answer (`defer`) and has no subscriber; True if it did
-        (the directory makes room so: actors/runtime/directory.py)."""
-        if not self._waiting or self._deferred or not self._idle():
+        """Unload now, as an idle actor does, if nothing holds it: it has handled a message
+        since it loaded (not one loaded for a message not yet posted), waits for a message
+        with none waiting, owes no answer (`defer`), runs no offloaded work and has no
+        subscriber; True if it did (the directory makes room so:
+        actors/runtime/directory.py)."""
+        if not self._handled or not self._waiting or self._deferred or not self._idle():
             return False
         log.debug("%s unloaded to make room", self.actor_id)
         return True
@@ -316,10 +323,10 @@ class Actor(ABC):
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Load from the store, report started, then handle messages until cancelled."""
         try:
+            await self._load()  # (`ActorStopped` when stopped meanwhile: no on_start)
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 nursery.start_soon(self._topic.spread)
-                await self._load()
                 await self.on_start()
                 self._active_at = trio.current_time()
                 self._arm_idle_check(self.context.config.idle_timeout)
@@ -524,8 +531,9 @@ class Actor(ABC):
         return False
 
     def _idle(self) -> bool:
-        """Stop for want of work: no message waiting and nobody subscribed."""
-        if self._topic.prune() or self._mailbox.depth:
+        """Stop for want of work: no message waiting, no offloaded work running (its result
+        would be lost) and nobody subscribed."""
+        if self._offloads or self._topic.prune() or self._mailbox.depth:
             return False
         # No checkpoint since the check: nothing can be posted before the mailbox closes.
         self._mailbox.close()
@@ -559,6 +567,8 @@ class Actor(ABC):
                 self._receipts.keep(receipt)
             await self.on_start()
             self._arm_idle_check(self.context.config.idle_timeout)
+        except ActorStopped:
+            return False  # stopped while loading again: nothing failed
         except Exception:
             log.exception("%s could not be restarted from the store", self.actor_id)
             return False

@@ -17,8 +17,11 @@ loaded or created included): each stays in memory until its idle unload, so a cl
 naming one stored world after another would otherwise load them all. A world that would
 start past the bound first unloads the live world used least lately (a timer's message is
 a use) that can go (nobody subscribed, no message waiting or being handled, no answer
-owed), as its idle unload would; when every one is in use, it is refused `over_budget`
-and nothing changes.
+owed, no offloaded work running, and a message handled since it loaded: one loaded for a
+caller whose message is not yet posted stays), as its idle unload would; when every one
+is in use, it is refused `over_budget` and nothing changes. House worlds (`resident`
+kinds: the lobby, the owner's console) are outside the bound: never unloaded to make
+room, never counted, never refused, so the owner can always reach the console.
 
 With a `Placement` (actors/runtime/placement.py) the directory is one of several
 processes sharing the worlds: a world not live here is hosted here only once this
@@ -88,6 +91,7 @@ class ActorKind:
     # Ops that only read (safe to send again when a reply was lost between processes).
     reads: frozenset[str] = frozenset()
     seat_op: str | None = None  # the op that seats a new player (World.seat)
+    resident: bool = False  # a house world: outside max_live_worlds (World.resident)
 
     @classmethod
     def of(cls, world: World) -> ActorKind:
@@ -98,7 +102,7 @@ class ActorKind:
         return cls(world.kind, lambda actor_id, context: host(actor_id, context, world),
                    world.create_role, world.create, create_args, world.declared, world.listed,
                    world.followable, frozenset(world.reads),
-                   world.seat)
+                   world.seat, world.resident)
 
 
 class Directory:
@@ -385,13 +389,13 @@ class Directory:
             # stopped), with this process's fence: replay only after it.
             await stopped.ended.wait()
         try:
-            self._make_room(actor_id)
+            self._make_room(kind, actor_id)
         except ProtocolError:
             if self.placement is not None:  # another process may have room for it
                 await self.placement.release(actor_id)
             raise
-        self._coming.add(actor_id)
         actor = actor or kind.factory(actor_id, self.context())
+        self._coming.add(actor_id)
         try:
             if self.placement is not None:
                 # The lease is held: claim before replaying, so an append of the previous
@@ -399,6 +403,8 @@ class Directory:
                 # refused by the store.
                 await self.store.claim(actor_id)
             await self._nursery.start(self._host, actor)
+        except ActorStopped:
+            raise  # stopped while loading (a hold, a lost lease): nothing failed
         except Exception:
             log.exception("%s could not be loaded", actor_id)
             raise ProtocolError(ErrorCode.UNAVAILABLE, f"{actor_id} could not be loaded from "
@@ -407,14 +413,16 @@ class Directory:
             self._coming.discard(actor_id)
         return actor
 
-    def _make_room(self, actor_id: str) -> None:
+    def _make_room(self, kind: ActorKind, actor_id: str) -> None:
         """Give `actor_id` a place within `max_live_worlds`: unload the live world used least
         lately that nothing holds if there is none free, else refuse `over_budget`."""
         limit = self.max_live_worlds
-        if limit is None:
+        if limit is None or kind.resident:
             return
-        live = {i: a for i, a in self._live.items() if not a.stopped}
-        if len(live.keys() | self._coming) < limit:
+        live = {i: a for i, a in self._live.items()
+                if not a.stopped and not self.kind_of(i).resident}
+        coming = {i for i in self._coming if not self.kind_of(i).resident}
+        if len(live.keys() | coming) < limit:
             return
         for actor in sorted(live.values(), key=lambda a: a.active_at):
             if actor.unload():

@@ -4,7 +4,8 @@ A stream without a snapshot folds every event it holds (a field stored before fi
 one: 50,000 events fold in ~10 s), which would hold the server's one trio thread for the
 whole fold; it yields to the other tasks after every `SLICE_SECONDS` of folding instead.
 Nothing else sees the state halfway: the actor serves its mailbox (asks, subscriptions)
-only once loaded, and `Directory.summary` says nothing of an actor not yet `loaded`.
+only once loaded, and `Directory.summary` says nothing of an actor not yet `loaded`. An
+actor stopped meanwhile (the owner's hold, a lost lease) ends its load at the next slice.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import attrs
 import trio
 
 from actors.runtime.context import ActorContext
+from actors.runtime.mailbox import ActorStopped
 from actors.store import Event, Receipt, StoredEvent
 from protocol.text import stored_texts
 
@@ -30,6 +32,10 @@ class Loadable(Protocol):
 
     actor_id: str
     context: ActorContext
+
+    @property
+    def stopped(self) -> bool:
+        """True once stopped for good: the load ends (`ActorStopped`)."""
 
     def reset(self) -> None:
         """Set the state of an empty stream."""
@@ -70,19 +76,26 @@ async def load(actor: Loadable) -> Loaded:
     history = await store.read(actor.actor_id,
                                after=max(0, rev - config.history_size) if rev else 0)
     with stored_texts():  # (a text's bounds of its day)
-        await fold(actor.apply, (stored.data for stored in history if stored.rev > rev))
+        if not await fold(actor.apply, (stored.data for stored in history if stored.rev > rev),
+                          lambda: actor.stopped):
+            raise ActorStopped(actor.actor_id, "was stopped while loading")
     last = max(rev, history[-1].rev if history else 0)
     receipts = await store.receipts(actor.actor_id, after=max(0, last - config.receipt_window))
     return Loaded(last, rev, history, receipts)
 
 
-async def fold(apply: Callable[[Event], None], events: Iterable[Event]) -> None:
+async def fold(apply: Callable[[Event], None], events: Iterable[Event],
+               stopped: Callable[[], bool]) -> bool:
     """`apply` every event in order, letting the other tasks run after every
-    `SLICE_SECONDS` of it (trio's clock: a test's mock clock drives it)."""
+    `SLICE_SECONDS` of it (trio's clock: a test's mock clock drives it); False when
+    `stopped()` turned true meanwhile (the rest is not folded)."""
     clock = trio.current_time
     deadline = clock() + SLICE_SECONDS
     for event in events:
         apply(event)
         if clock() >= deadline:
             await trio.lowlevel.checkpoint()
+            if stopped():
+                return False
             deadline = clock() + SLICE_SECONDS
+    return True

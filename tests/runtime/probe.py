@@ -4,6 +4,7 @@ or commit then crash."""
 from __future__ import annotations
 
 import math
+import threading
 import time
 from typing import Any
 
@@ -63,6 +64,13 @@ class Settle:
 
 
 @attrs.frozen
+class Offload:
+    """Wait for `gate` in a worker thread (`Actor.offload`); its end is noted ("offloaded")."""
+
+    gate: threading.Event
+
+
+@attrs.frozen
 class Note:
     """A tell/timer message: counted in memory only."""
 
@@ -117,6 +125,9 @@ class ProbeActor(Actor):
             if isinstance(message, Block):
                 await message.release.wait()
                 return "released"
+            if isinstance(message, Offload):
+                self.offload(message.gate.wait, lambda _: Note("offloaded"), lambda: None)
+                return "offloading"
             if isinstance(message, Defer):
                 self.owed = self.defer()
                 return None

@@ -16,6 +16,7 @@ from actors.runtime.load import SLICE_SECONDS
 from actors.runtime.subscriber import SubscriberQueue
 from actors.store import MemoryEventStore
 from actors.world import World
+from protocol.errors import ErrorCode, ProtocolError
 
 EVENTS = 200  # a created event, then adds of 1 .. EVENTS - 1
 FOLD_SECONDS = 0.005  # of the mock clock, what each event's fold takes
@@ -98,3 +99,27 @@ async def test_nothing_sees_a_world_halfway_through_its_load(
                                      f'"data":{{"total":{FOLDED.total},"adds":{EVENTS - 1},'
                                      f'"revision":{EVENTS}}}}}')
         assert d.summary(WORLD) == {"adds": EVENTS - 1}
+
+
+async def test_a_world_held_halfway_through_its_load_folds_no_more_and_starts_nothing(
+        mock_clock: trio.testing.MockClock) -> None:
+    async with open_directory(await stored_counter(),
+                              [ActorKind.of(slow_counter(mock_clock))]) as d:
+        async with trio.open_nursery() as nursery:
+            refused: list[ProtocolError] = []
+
+            async def load() -> None:
+                with pytest.raises(ProtocolError) as err:
+                    await d.get(WORLD)
+                refused.append(err.value)
+
+            nursery.start_soon(load)
+            actor = await halfway(d)
+            assert actor is not None
+            assert d.hold(WORLD)  # the owner's console stops it mid-load
+            adds = actor.state.adds
+        assert [(e.code, e.message) for e in refused] == [
+            (ErrorCode.UNAVAILABLE, f"{WORLD} was stopped while loading")]
+        # At most the slice under way when the hold came was folded after it.
+        assert actor.state.adds <= adds + SLICE_SECONDS / FOLD_SECONDS + 1 < EVENTS - 1
+        assert not actor.loaded and d.alive(WORLD) is None

@@ -144,6 +144,52 @@ async def test_subscriptions_per_connection_are_capped(tmp_path: Path) -> None:
             assert result(await c.recv())["topic"] == "counter:c"
 
 
+async def _follow(c, rid: int, world: str) -> dict:
+    """Subscribe to `world`: the reply (and, when followed, its snapshot read)."""
+    await c.send({"id": rid, "op": "subscribe", "to": world})
+    reply = await c.recv()
+    if reply.get("ok"):
+        await c.recv()
+    return reply
+
+
+async def test_worlds_followed_are_capped_per_client_over_all_its_connections(
+        tmp_path: Path) -> None:
+    budgets = Budgets(worlds_followed=2)
+    refused = {"code": "over_budget", "message": "this client follows 2 worlds already "
+               "(over all its connections); unsubscribe one first",
+               "detail": {"budget": "worlds_followed", "limit": 2}}
+    async with running_server(tmp_path, budgets=budgets) as srv, \
+            raw_client(srv, srv.owner_token) as owner:
+        for name in "abc":
+            result(await owner.call("counter.create", f"counter:{name}"))
+        async with raw_client(srv) as one, raw_client(srv) as two:
+            account = srv.state.ledger.accounts["address:127.0.0.1"]  # both connections'
+            assert result(await _follow(one, 1, "counter:a"))["topic"] == "counter:a"
+            assert (await _follow(one, 5, "counter:nobody"))["error"]["code"] == \
+                "unknown_actor"  # refused: it holds no place
+            assert account.followed == {"counter:a": 1}
+            assert result(await _follow(two, 2, "counter:a"))["topic"] == "counter:a"
+            assert result(await _follow(two, 3, "counter:b"))["topic"] == "counter:b"
+            assert (await _follow(one, 4, "counter:c"))["error"] == refused  # a third
+            assert result(await _follow(one, 6, "counter:b"))["topic"] == "counter:b"
+            assert result(await _follow(one, 7, "counter:b"))["topic"] == "counter:b"  # again
+            assert account.followed == {"counter:a": 2, "counter:b": 2}
+            await two.send({"id": 8, "op": "unsubscribe", "to": "counter:b"})
+            assert result(await two.recv()) == {"topic": "counter:b"}
+            assert (await _follow(two, 9, "counter:c"))["error"] == refused  # one still has b
+            await one.send({"id": 10, "op": "unsubscribe", "to": "counter:b"})
+            assert result(await one.recv()) == {"topic": "counter:b"}
+            assert result(await _follow(two, 11, "counter:c"))["topic"] == "counter:c"
+            async with raw_client(srv, srv.owner_token) as owner_too:  # the owner: no cap
+                for i, name in enumerate("abc"):
+                    assert result(await _follow(owner_too, 20 + i, f"counter:{name}"))
+        with trio.fail_after(5):  # the connections' ends gave every place back
+            while account.followed:
+                await trio.sleep(0.01)
+        assert _hits(srv, "worlds_followed") == 2
+
+
 async def test_cpu_time_is_budgeted_per_client_and_the_owner_spends_none(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING)
