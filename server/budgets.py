@@ -177,7 +177,8 @@ class Account:
     """What one account spent: CPU time, the worlds it created, the players it seated,
     the worlds being loaded for it."""
 
-    __slots__ = ("cpu", "created", "creates", "followed", "joins", "loading", "recent")
+    __slots__ = ("cpu", "created", "creates", "followed", "joins", "loading", "recent",
+                 "sessions")
 
     def __init__(self, rate: float, burst: float, now: float) -> None:
         self.cpu = Bucket(rate, burst, now)
@@ -187,11 +188,14 @@ class Account:
         self.joins = Hourly()  # players it seated (joins)
         self.loading = 0  # its requests and subscribes naming a world not live here
         self.followed: dict[str, int] = {}  # world id -> its subscriptions to it
+        # Its websocket sessions open: while one is, the account is kept (a session holds
+        # it from its hello on), so a second connection shares what the first spent.
+        self.sessions = 0
 
     def idle(self, now: float) -> bool:
         """Nothing spent that is still counted."""
         return (self.cpu.full(now) and not self.creates.count(now)
-                and not self.joins.count(now) and not self.loading and not self.followed)
+                and not self.joins.count(now) and not self.loading and not self.sessions)
 
 
 @attrs.define

@@ -63,6 +63,8 @@ async def greet(session: Session, hello: Hello) -> bool:
     ledger.greeted(session.address, now)
     session.account = ledger.client_account(principal.name if principal.digest else None,
                                             session.address, principal.role, now)
+    if session.account is not None:
+        session.account.sessions += 1  # (given back as the session ends)
     reply = {"protocol": PROTOCOL_VERSION, "role": principal.role, "name": principal.name,
              "client": hello.client, "max_frame": cfg.max_frame, "rate": cfg.rate,
              "burst": cfg.burst}

@@ -225,6 +225,8 @@ class Session:
                         await self._close(self.close_code)
         finally:
             ledger.disconnect(self.address, self.greeted, trio.current_time())
+            if self.account is not None:
+                self.account.sessions -= 1
 
     async def _close(self, code: int) -> None:
         """Close with `code`, then wait for the client's side of the closing handshake: at

@@ -88,9 +88,10 @@ def scatter_layout(name: str, size: int) -> Field:
 def generate_scatter(seed: int, size: int, progress: Progress | None = None) -> Field:
     """A whole size x size field: every slot of the wall, seed tiles spread over it.
 
-    A small wall can lose every tile (each tile's givens failing, about one wall in 100 at
-    sizes 18 to 20): the next wall then comes from a seed derived from `seed`, up to
-    WALLS walls, so the field has at least two tiles; ValueError when none has.
+    A small wall can lose every tile (each tile's givens failing: about one wall in 100 at
+    sizes 18 to 20, one in seven at 14, every one at 10 and 11): the next wall then comes
+    from a seed derived from `seed`, up to WALLS walls, so the field has at least two
+    tiles; ValueError when none has (fields start at protocol.ops.field.MIN_SIZE).
     """
     empty = Field(Manifest(size, (), (), "scatter", (("seed", seed), ("size", size))),
                   np.full(size * size, -1, dtype=np.int8), ())

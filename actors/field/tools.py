@@ -283,7 +283,7 @@ TOOLS = (
          describe={"kind": "field (chunks, may grow) or scatter (one size x size field).",
                    "chunks": "The first block is chunks x chunks chunks (1 to 25).",
                    "chunk": "A chunk's side in cells (20 to 100).",
-                   "size": "kind=scatter: the field's side in cells (12 to 200).",
+                   "size": "kind=scatter: the field's side in cells (14 to 200).",
                    "grow": "{every_minutes}: grow a ring this often (kind=field).",
                    "seed": "The generator's seed (default: from the game id).",
                    "guess": "accept: correct unforced cells are accepted as guesses; "

@@ -404,7 +404,9 @@ class Directory:
                 await self.store.claim(actor_id)
             await self._nursery.start(self._host, actor)
         except ActorStopped:
-            raise  # stopped while loading (a hold, a lost lease): nothing failed
+            # Stopped while loading (a hold, a lost lease): its caller's message fails or
+            # goes where the world went, as to any actor stopped before it got it.
+            return actor
         except Exception:
             log.exception("%s could not be loaded", actor_id)
             raise ProtocolError(ErrorCode.UNAVAILABLE, f"{actor_id} could not be loaded from "

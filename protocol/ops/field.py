@@ -20,7 +20,7 @@ from protocol.registry import OpSpec
 # callers that do not come through the protocol.
 MAX_SEED = 2**53 - 1  # a seed a JavaScript client can hold exactly
 MAX_CANVAS = 1000  # the largest canvas side G
-MIN_SIZE = 12  # the smallest scatter field side (a smaller wall holds no two tiles)
+MIN_SIZE = 14  # the smallest scatter field side (a wall of 12 keeps no tile 55% of the time)
 MAX_SIZE = 200  # the largest scatter field side
 MAX_TILES = 1_000_000  # more tile ids than any canvas holds
 MAX_REVISION = 2**53 - 1
@@ -66,7 +66,7 @@ class StartArgs:
 
     seed: int = bounded(0, lo=0, hi=MAX_SEED)
     kind: FieldKind | None = None  # default: scatter with a size, field with grow
-    size: int | None = bounded(None, hi=MAX_SIZE)  # scatter: the size x size field (12..200)
+    size: int | None = bounded(None, hi=MAX_SIZE)  # scatter: the size x size field (14..200)
     canvas: int = bounded(1000, hi=MAX_CANVAS)  # growing: the canvas side G
     chunks: int = bounded(3, hi=MAX_CANVAS)  # growing: the first chunks x chunks block
     chunk: int = bounded(40, hi=MAX_CANVAS)  # growing: a chunk's side in cells

@@ -227,7 +227,7 @@ async def test_long_calls_send_keepalive_comments(tmp_path: Path, monkeypatch) -
     monkeypatch.setitem(FieldActor.effects, "field.rules", slow_rules)
     async with running_server(tmp_path, open_mode=True) as srv, httpx.AsyncClient() as http:
         async with Client.connect(srv.ws_url) as c:
-            await c.request("field.start", "field:slow", {"size": 12, "seed": 1})
+            await c.request("field.start", "field:slow", {"size": 14, "seed": 1})
         call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                 "params": {"name": "field_rules", "arguments": {"game_id": "slow"}}}
         with trio.fail_after(60):
@@ -299,7 +299,7 @@ async def test_bad_input_over_mcp_is_refused_and_changes_nothing(tmp_path: Path)
             # The op's own refusal names the tool's argument, as the converter's does.
             unsized = await _tool(http, url, "start_mosaic", {"kind": "scatter"}, token)
             assert _refusal(unsized) == (
-                "bad_request: size: a field without growth needs a size in 12..200")
+                "bad_request: size: a field without growth needs a size in 14..200")
             assert unsized["structuredContent"]["error"]["detail"] == {"path": "size"}
             r = await http.post(f"{url}/mcp", content=b"{not json", headers=HEADERS)
             assert r.status_code == 400 and "-32700" in r.text

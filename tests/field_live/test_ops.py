@@ -65,7 +65,7 @@ async def test_bad_input_for_every_op_changes_nothing(tmp_path: Path) -> None:
         await _refused(c, "field.observe", {}, "unknown_actor",
                        "there is no world 'field:ops'; field.start creates it")
         await _refused(c, "field.start", {"size": 5}, "bad_request",
-                       "args.size: a field without growth needs a size in 12..200")
+                       "args.size: a field without growth needs a size in 14..200")
         await _refused(c, "field.start", {"size": "20"}, "bad_request", "args.size: expected int")
         await start(c, GAME, size=20, seed=2)
         await _refused(c, "field.start", {"size": 20}, "already_exists")

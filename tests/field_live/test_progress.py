@@ -60,6 +60,6 @@ async def test_the_summary_says_generating_until_the_manifest_is_folded(
     monkeypatch.setattr(FieldActor, "save_side", saving)
     async with running_server(tmp_path, open_mode=True) as srv, \
             Client.connect(srv.ws_url) as c:
-        await start(c, "sv", size=12, seed=4)
+        await start(c, "sv", size=14, seed=4)
         assert (await c.request("field.observe", "field:sv", {}))["revision"] == 1
     assert seen and all(s["state"] == "generating" for s in seen), seen

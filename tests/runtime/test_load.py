@@ -108,18 +108,19 @@ async def test_a_world_held_halfway_through_its_load_folds_no_more_and_starts_no
         async with trio.open_nursery() as nursery:
             refused: list[ProtocolError] = []
 
-            async def load() -> None:
+            async def ask() -> None:
                 with pytest.raises(ProtocolError) as err:
-                    await d.get(WORLD)
+                    await d.ask(WORLD, Call("counter.get", None, "agent", "ann"))
                 refused.append(err.value)
 
-            nursery.start_soon(load)
+            nursery.start_soon(ask)
             actor = await halfway(d)
             assert actor is not None
             assert d.hold(WORLD)  # the owner's console stops it mid-load
             adds = actor.state.adds
+        # Its message found it stopped, as one sent to any actor stopped before it got it.
         assert [(e.code, e.message) for e in refused] == [
-            (ErrorCode.UNAVAILABLE, f"{WORLD} was stopped while loading")]
+            (ErrorCode.UNAVAILABLE, f"{WORLD} has stopped")]
         # At most the slice under way when the hold came was folded after it.
         assert actor.state.adds <= adds + SLICE_SECONDS / FOLD_SECONDS + 1 < EVENTS - 1
-        assert not actor.loaded and d.alive(WORLD) is None
+        assert actor.stopped and not actor.loaded and d.alive(WORLD) is None

@@ -20,10 +20,10 @@ def targets(name: str) -> dict[str, str]:
 
 
 async def create_every_world(running: Any, agent_token: str | None, name: str,
-                             field_size: int = 12) -> None:
+                             field_size: int = 14) -> None:
     """Create `targets(name)` as the agent of `agent_token` (the lab, which only the owner
     may create, as the owner: without a birth loop), and wait until the field is ready
-    (a field of 12 x 12 has two tiles or so: `field_size` 24 seats a few)."""
+    (a field of 14 x 14 has a few tiles: `field_size` 24 seats a few)."""
     async with raw_client(running, agent_token) as setup:
         result(await setup.call("counter.create", f"counter:{name}"))
         result(await setup.call("field.start", f"field:{name}", size=field_size, seed=4))

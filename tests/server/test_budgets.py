@@ -5,6 +5,7 @@ held per client (a second connection buys no more; the owner spends none)."""
 from __future__ import annotations
 
 import logging
+from contextlib import AsyncExitStack
 from pathlib import Path
 
 import pytest
@@ -163,8 +164,13 @@ async def test_worlds_followed_are_capped_per_client_over_all_its_connections(
             raw_client(srv, srv.owner_token) as owner:
         for name in "abc":
             result(await owner.call("counter.create", f"counter:{name}"))
-        async with raw_client(srv) as one, raw_client(srv) as two:
-            account = srv.state.ledger.accounts["address:127.0.0.1"]  # both connections'
+        async with AsyncExitStack() as stack:
+            one = await stack.enter_async_context(raw_client(srv))
+            account = srv.state.ledger.accounts["address:127.0.0.1"]
+            srv.state.ledger.sweep(trio.current_time() + 3600)  # an open session keeps it
+            two = await stack.enter_async_context(raw_client(srv))
+            assert srv.state.ledger.accounts["address:127.0.0.1"] is account
+            assert account.sessions == 2  # both connections'
             assert result(await _follow(one, 1, "counter:a"))["topic"] == "counter:a"
             assert (await _follow(one, 5, "counter:nobody"))["error"]["code"] == \
                 "unknown_actor"  # refused: it holds no place
@@ -185,7 +191,7 @@ async def test_worlds_followed_are_capped_per_client_over_all_its_connections(
                 for i, name in enumerate("abc"):
                     assert result(await _follow(owner_too, 20 + i, f"counter:{name}"))
         with trio.fail_after(5):  # the connections' ends gave every place back
-            while account.followed:
+            while account.followed or account.sessions:
                 await trio.sleep(0.01)
         assert _hits(srv, "worlds_followed") == 2
 

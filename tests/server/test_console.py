@@ -84,7 +84,7 @@ async def test_worlds_are_listed_in_pages_with_mailbox_subscribers_revision_summ
         for name in ("a", "b", "c"):
             ok(await owner.call("counter.create", f"counter:{name}"))
         ok(await owner.call("counter.add", "counter:b", amount=2))
-        ok(await owner.call("field.start", "field:fz", size=12, seed=4))
+        ok(await owner.call("field.start", "field:fz", size=14, seed=4))
         ok(await subscribe(spectator, "counter:b"))
         rows = ok(await owner.call("admin.worlds", limit=MAX_PAGE))
         by_id = {w["id"]: w for w in rows["worlds"]}

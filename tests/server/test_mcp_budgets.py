@@ -64,7 +64,7 @@ async def test_every_mcp_request_is_held_to_its_callers_cpu_budget(tmp_path: Pat
         account = ledger.accounts["address:127.0.0.1"]
         assert account.cpu.level < 0 < account.recent.read(trio.current_time())  # charged
         result(await owner.call("burn.spin", "burn:x", ms=20))  # someone else is busy
-        start = {"name": "start_mosaic", "arguments": {"kind": "scatter", "size": 12}}
+        start = {"name": "start_mosaic", "arguments": {"kind": "scatter", "size": 14}}
         refused = [await http.post(f"{srv.url}/mcp", headers=HEADERS, json={
             "jsonrpc": "2.0", "id": 1, "method": method, "params": params})
             for method, params in (("tools/list", {}), ("tools/call", start))]
@@ -99,9 +99,9 @@ async def test_worlds_created_over_mcp_count_against_the_budget(tmp_path: Path) 
     async with running_server(tmp_path, budgets=Budgets(live_worlds=1)) as srv, \
             httpx.AsyncClient() as http:
         token = srv.state.tokens.create("agent", "ann")
-        first = await tool(http, srv.url, "start_mosaic", {"kind": "scatter", "size": 12, "seed": 1}, token)
+        first = await tool(http, srv.url, "start_mosaic", {"kind": "scatter", "size": 14, "seed": 1}, token)
         assert first["ok"], first
-        second = await tool(http, srv.url, "start_mosaic", {"kind": "scatter", "size": 12, "seed": 2}, token)
+        second = await tool(http, srv.url, "start_mosaic", {"kind": "scatter", "size": 14, "seed": 2}, token)
         assert second["error"]["code"] == "over_budget", second
         assert second["error"]["detail"] == {"budget": "live_worlds", "limit": 1}
         async with raw_client(srv, token) as c:  # the same account over the websocket
@@ -169,7 +169,7 @@ async def test_a_world_an_mcp_call_starts_runs_outside_the_calls_tab(tmp_path: P
         return [t.name for t in tasks if metering.tab_of(t) is not None]
 
     async with running_server(tmp_path, open_mode=True) as srv, httpx.AsyncClient() as http:
-        started = await tool(http, srv.url, "start_mosaic", {"kind": "scatter", "size": 12})
+        started = await tool(http, srv.url, "start_mosaic", {"kind": "scatter", "size": 14})
         assert started["ok"], started
         with trio.fail_after(5):  # the call's own tasks end soon after its answer
             while tabbed():
@@ -193,7 +193,7 @@ async def test_a_create_whose_caller_left_is_still_counted(tmp_path: Path,
         token = srv.state.tokens.create("agent", "ann")
         async with trio.open_nursery() as nursery:  # the caller hangs up mid-create
             nursery.start_soon(tool, http, srv.url, "start_mosaic",
-                               {"kind": "scatter", "size": 12}, token)
+                               {"kind": "scatter", "size": 14}, token)
             await began.wait()
             nursery.cancel_scope.cancel()
         account = srv.state.ledger.accounts["ann"]

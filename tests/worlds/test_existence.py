@@ -43,7 +43,7 @@ async def test_a_refused_create_leaves_no_world(tmp_path: Path) -> None:
         bad_field = error(await agent.call("lobby.create", kind="field", name="f",
                                            params={"size": 5}))
         assert bad_field["message"] == \
-            "args.size: a field without growth needs a size in 12..200"
+            "args.size: a field without growth needs a size in 14..200"
         assert error(await agent.call("field.start", "field:g", size=5))["code"] == \
             "bad_request"
         for world in ("counter:c", "field:f", "field:g"):
