@@ -2,9 +2,12 @@
 
 A load generator is hundreds of clients on one loopback address (and, for anonymous
 callers, one account): the per-address and per-account budgets of server/budgets.py
-would refuse its 65th connection, its 21st world, its 31st join and its CPU past a tenth
-of a core, which is their point in production and not what a benchmark of the hot path
-measures. The server-wide cap on connections and every per-connection bound stay.
+would refuse its 65th connection, its 21st world, its 31st join, its 65th world followed
+and its CPU past a tenth of a core, which is their point in production and not what a
+benchmark of the hot path measures. So is the process's bound on live worlds: a bench
+whose 1,000 connections each add to a world of their own would otherwise unload and load
+them again by turns (`max_live_worlds`, 500). The server-wide cap on connections and
+every per-connection bound stay.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ LIFTED: dict[str, float] = {
     "creates_per_hour": 1_000_000_000,
     "live_worlds": 1_000_000_000,
     "joins_per_hour": 1_000_000_000,
+    "worlds_followed": 1_000_000_000,
+    "max_live_worlds": 1_000_000_000,
 }
 
 

@@ -163,7 +163,7 @@ class FieldActor(WorldActor):
         """Generate the first field (plan) or the next ring (None) off the actor's task;
         its progress comes back as messages too."""
         w = self.state
-        self.state = attrs.evolve(w, generating=True, progress=None)
+        self.state = attrs.evolve(w, generating=True, progress=None, failed=False)
         truth = w.truth
         token = trio.lowlevel.current_trio_token()
 
@@ -222,7 +222,8 @@ class FieldActor(WorldActor):
         if isinstance(message, _Generated):
             await self._generated(message)
         elif isinstance(message, _GenerationFailed):
-            self.state = attrs.evolve(self.state, generating=False, progress=None)
+            self.state = attrs.evolve(self.state, generating=False, progress=None,
+                                      failed=self.state.state.manifest is None)
         elif isinstance(message, _GrowTick):
             self._maybe_grow(timed=True)
         elif isinstance(message, _MergeYesterday) and await merge_yesterday(

@@ -74,6 +74,7 @@ class Live:
     truth: Field | None = attrs.field(default=None, eq=False)  # set by the effects
     generating: bool = False  # set by the effects
     progress: live.Progress | None = None  # of the generation running, set by the effects
+    failed: bool = False  # its first generation raised (logged), set by the effects
 
     @property
     def actor_id(self) -> str:
@@ -187,6 +188,10 @@ def unready(w: Live) -> Refusal | None:
         return Refusal(FieldCode.GENERATING, f"{w.actor_id} is being generated{done}; retry "
                        "in a moment", {"retry_after": 1.0, **(
                            {} if w.progress is None else {"progress": w.progress.to_json()})})
+    if w.failed:
+        return Refusal(ErrorCode.UNKNOWN_ACTOR, f"the field {w.game!r} could not be generated "
+                       "(the failure is logged); field.start starts it again",
+                       {"actor": w.actor_id})
     return Refusal(ErrorCode.UNKNOWN_ACTOR, f"there is no field {w.game!r}; field.start "
                    "creates it", {"actor": w.actor_id})
 

@@ -7,11 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 
 from actors.field import live, rules
 from actors.field.actor import FieldActor
 from actors.field.generate import generate_chunks, generate_scatter
-from protocol.client import Client
+from protocol.client import Client, RequestError
 from protocol.ops.field import FieldCode
 from tests.field_live._live import start
 from tests.server.ws_harness import running_server
@@ -63,3 +64,32 @@ async def test_the_summary_says_generating_until_the_manifest_is_folded(
         await start(c, "sv", size=14, seed=4)
         assert (await c.request("field.observe", "field:sv", {}))["revision"] == 1
     assert seen and all(s["state"] == "generating" for s in seen), seen
+
+
+async def _refusal(c: Client, world: str) -> RequestError:
+    with pytest.raises(RequestError) as refused:
+        await c.request("field.observe", world, {})
+    return refused.value
+
+
+async def test_a_start_whose_generation_fails_says_so_and_may_start_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import actors.field.actor as field_actor
+
+    def broken(seed: int, size: int, progress: Any = None) -> Any:
+        raise ValueError("no field today")
+
+    async with running_server(tmp_path, open_mode=True) as srv, \
+            Client.connect(srv.ws_url) as c:
+        monkeypatch.setattr(field_actor, "generate_scatter", broken)
+        started = await c.request("field.start", "field:fails", {"size": 14, "seed": 4})
+        assert started["status"] == "generating"
+        with trio.fail_after(10):
+            while (refused := await _refusal(c, "field:fails")).code == FieldCode.GENERATING:
+                await trio.sleep(0.02)
+        assert (refused.code, refused.message) == ("unknown_actor", (
+            "the field 'fails' could not be generated (the failure is logged); field.start "
+            "starts it again"))
+        monkeypatch.setattr(field_actor, "generate_scatter", generate_scatter)
+        await start(c, "fails", size=14, seed=4)  # again, and this time it is made
+        assert srv.state.directory.summary("field:fails")["state"] == "live"
