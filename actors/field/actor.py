@@ -21,6 +21,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -99,6 +100,7 @@ class _EarlierFolded:
 
     earlier: _Earlier
     history: live.History | None
+    seconds: float = 0.0  # of the worker thread's CPU the fold took
 
 
 def truth_stream(game: str) -> str:
@@ -316,8 +318,12 @@ class FieldActor(WorldActor):
         if self._earlier is None or self._earlier.history is not w.history:
             rows = await self.context.store.read_rows(self.actor_id, upto=first)
             earlier = self._earlier = _Earlier(w.history)
-            self.offload(lambda: rules.replayed(w.game, decoded(rows)).history,
-                         lambda history: _EarlierFolded(earlier, history),
+            def fold() -> tuple[live.History, float]:
+                started = time.thread_time()
+                history = rules.replayed(w.game, decoded(rows)).history
+                return history, time.thread_time() - started
+
+            self.offload(fold, lambda done: _EarlierFolded(earlier, *done),
                          lambda: _EarlierFolded(earlier, None))
         self._earlier.waiting.append((self.defer(), a.revision))
         return None
@@ -328,6 +334,8 @@ class FieldActor(WorldActor):
         earlier, history = msg.earlier, msg.history
         if self._earlier is earlier:
             self._earlier = None
+        if earlier.waiting:  # the ask that set the fold off pays for it
+            earlier.waiting[0][0].charge(msg.seconds)
         if history is None:
             error = self.refuse(ErrorCode.UNAVAILABLE, "the history before revision "
                                 f"{earlier.history.first} could not be read; retry")

@@ -32,6 +32,11 @@ class Deferred:
         """Answer with a refusal."""
         self._actor._settle(self, None, error)
 
+    def charge(self, seconds: float) -> None:
+        """Tell the caller what serving it cost beyond its handler (work it set off
+        elsewhere, e.g. offloaded): charged to its CPU budget like the handler's time."""
+        charge(self._answer, seconds)
+
 
 def charge_sender(item: Ask, seconds: float) -> None:
     """Tell the sender what its message cost: the time the handler took, waits included."""

@@ -21,6 +21,7 @@ from actors.field.actor import truth_stream
 from actors.field.events import JoinEvent
 from actors.field.generate import Field
 from actors.runtime import Actor, ActorKind, Call, RuntimeConfig, open_directory
+from actors.runtime.mailbox import Pending
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.ops.field import HistoryArgs, JoinArgs, LeaderboardArgs, ObserveArgs, RulesArgs
 from server.storage import SqliteEventStore
@@ -140,6 +141,34 @@ async def test_a_field_loads_from_its_snapshot_and_answers_as_before(tmp_path: P
             assert (actor.state.history.first, len(actor.state.history.events)) == (n + 1, 2)
             stored = [e.data for e in await store.read(ID)]
             assert actor.state == state == rules.replayed(GAME, stored)
+
+
+class _Charged(Pending):
+    """An answer slot that keeps what serving its ask was charged, charge by charge."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.charges: list[float] = []
+
+    def charge(self, seconds: float) -> None:
+        self.charges.append(seconds)
+
+
+async def test_the_history_fold_below_a_snapshot_is_charged_to_the_ask_that_set_it_off(
+        tmp_path: Path) -> None:
+    async with await _stored(tmp_path) as store:
+        async with open_directory(store, KINDS, config=CONFIG) as d:
+            await _join(await d.get(ID), "late")  # past snapshot_every: a snapshot
+        async with open_directory(store, KINDS, config=CONFIG) as d:
+            await d.get(ID)  # from the snapshot
+            first, second = _Charged(), _Charged()
+            for answer, revision in ((first, 1), (second, 2)):
+                ask = Call("field.history", HistoryArgs(revision=revision), "spectator", "s")
+                assert (await d.ask(ID, ask, answer=answer)).view["revision"] == revision
+        # The first: its handler's time, then the worker thread's fold of the stream (the
+        # spectator's CPU budget pays it); the second found the history folded.
+        assert len(first.charges) == 2 and first.charges[1] > 0
+        assert len(second.charges) == 1
 
 
 class _ReadsKept(SqliteEventStore):
