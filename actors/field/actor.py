@@ -21,7 +21,6 @@
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -37,6 +36,7 @@ from actors.lobby.actor import tell_seen
 from actors.runtime import Call, Directory, WorldActor, refused
 from actors.runtime.deferred import Deferred
 from actors.runtime.host import Effect
+from actors.runtime.offload import thread_timed
 from actors.store import EventStore, decoded
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.ops import field as ops
@@ -318,12 +318,8 @@ class FieldActor(WorldActor):
         if self._earlier is None or self._earlier.history is not w.history:
             rows = await self.context.store.read_rows(self.actor_id, upto=first)
             earlier = self._earlier = _Earlier(w.history)
-            def fold() -> tuple[live.History, float]:
-                started = time.thread_time()
-                history = rules.replayed(w.game, decoded(rows)).history
-                return history, time.thread_time() - started
-
-            self.offload(fold, lambda done: _EarlierFolded(earlier, *done),
+            self.offload(thread_timed(lambda: rules.replayed(w.game, decoded(rows)).history),
+                         lambda done: _EarlierFolded(earlier, *done),
                          lambda: _EarlierFolded(earlier, None))
         self._earlier.waiting.append((self.defer(), a.revision))
         return None

@@ -83,6 +83,16 @@ async def _in_process(work: Callable[[], T], limiter: trio.CapacityLimiter) -> T
             raise
 
 
+def thread_timed(work: Callable[[], T]) -> Callable[[], tuple[T, float]]:
+    """`work` for a worker thread, returning its value and the thread's CPU seconds for it
+    (what serving a caller cost off the actor's task, for `Deferred.charge`: a world's own
+    code reads no clock)."""
+    def timed() -> tuple[T, float]:
+        started = time.thread_time()
+        return work(), time.thread_time() - started
+    return timed
+
+
 async def run_offloaded(work: Callable[[], T], limiter: trio.CapacityLimiter,
                         process: bool) -> T:
     """`work()` in a worker process (`process`) or a worker thread, behind `limiter`; a
