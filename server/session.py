@@ -480,13 +480,20 @@ class Session:
                 del refusal  # the error's traceback holds this frame: no cycle to collect
 
     def _rest(self, seconds: float) -> None:
-        """Read nothing more for `seconds` (its CPU time spent while others wait): each
-        frame read would cost a parse only to be refused; they wait in the socket."""
+        """Read nothing more for `seconds` (its CPU time spent while others wait), and on
+        until its client's debt is paid, the refusal's own cost and its requests still in
+        flight included (so a client that waits `retry_after` and sends again is read once
+        it may be served, not refused again for the refusal's cost): each frame read
+        meanwhile would cost a parse only to be refused; they wait in the socket."""
         self.resting_until = trio.current_time() + seconds
         assert self._nursery is not None
 
         async def wake() -> None:
             await trio.sleep_until(self.resting_until)
+            cpu = self.account.cpu if self.account is not None else None
+            while cpu is not None and (debt := cpu.wait(trio.current_time())):
+                self.resting_until += debt
+                await trio.sleep(debt)
             self.resting_until = 0.0
             self.resume_reading()
 

@@ -14,8 +14,10 @@ from typing import Any
 import pytest
 import trio
 
+from server.budgets import Budgets
+from tests.server import burn_world
 from tests.server.test_client import Proxy
-from tests.server.ws_harness import running_server
+from tests.server.ws_harness import others_load, raw_client, result, running_server
 
 REPO = Path(__file__).resolve().parents[2]
 WORLD = "counter:js"
@@ -195,6 +197,65 @@ async def test_the_js_client_refuses_a_frame_over_max_frame_at_once(tmp_path: Pa
     assert result["refused"] == ["RequestError", "too_large: the frame is longer than 65536 bytes",
                                  {"max_frame": 65536}]
     assert result["after"] == {"total": 0, "adds": 0, "revision": 1}
+
+
+PATIENT = """
+import { Client } from "%(client)s";
+import * as readline from "node:readline";
+const input = readline.createInterface({ input: process.stdin });
+const lines = input[Symbol.asyncIterator]();
+const c = await Client.connect("%(url)s");
+const spin = (ms, options) => c.request("burn.spin", "burn:x", { ms }, options);
+await spin(80);  // its server time, spent
+console.log("spent");
+await lines.next();  // another client keeps the server busy from here on
+input.close();
+const hurried = await spin(1, { timeout: 300 }).then(
+  () => null, (err) => [err.code, err.detail.budget, err.detail.retry_after]);
+await new Promise((wake) => setTimeout(wake, hurried[2] * 1000));
+await spin(80);  // spent again
+const started = performance.now();
+const patient = await spin(1);
+const waited = (performance.now() - started) / 1000;
+await spin(80);
+const sub = c.subscribe("lobby:main", () => {});
+const subscribed = (await sub.ready).topic;
+console.log(JSON.stringify({ hurried: hurried.slice(0, 2), patient, waited, subscribed }));
+c.close();
+"""
+
+
+async def test_the_js_client_waits_out_a_spent_cpu_budget_before_sending_again(
+        tmp_path: Path, nursery: trio.Nursery) -> None:
+    """Refused `over_budget` `cpu` (its client's server time spent while others use the
+    server), a request or subscription is sent again after `retry_after`, unless that is
+    past its timeout: then the refusal is the caller's."""
+    node = _node()
+    budgets = Budgets(cpu_rate=0.05, cpu_burst_anonymous=0.05)  # 80 ms: 1 s to refill
+    async with running_server(tmp_path / "data", budgets=budgets,
+                              **burn_world.settings()) as srv:
+        script = _script(tmp_path, "patient.mjs", PATIENT, srv.port)
+        run = await _Running.start(node, script)
+        with trio.fail_after(30):
+            await run.until(b"spent\n")
+            async with raw_client(srv, srv.owner_token) as owner:
+
+                async def busy() -> None:
+                    while True:
+                        assert result(await owner.call("burn.spin", "burn:x", ms=5))
+                        await trio.sleep(0.05)
+
+                nursery.start_soon(busy)
+                while others_load(srv) < budgets.cpu_contended:
+                    await trio.sleep(0.01)
+                await run.stdin.send_all(b"go\n")
+                outcome = await run.to_end()
+                nursery.cancel_scope.cancel()
+        refusals = srv.state.metrics.budget_hits.labels("cpu").value
+    assert outcome["hurried"] == ["over_budget", "cpu"]
+    assert outcome["patient"] == {"ms": 1} and outcome["waited"] > 0.5
+    assert outcome["subscribed"] == "lobby:main"
+    assert refusals >= 3  # the hurried one, and the patient request's and subscription's
 
 
 UNREACHABLE = """

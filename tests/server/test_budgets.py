@@ -256,6 +256,31 @@ async def test_a_client_past_its_cpu_budget_is_not_read_until_it_refills(
             assert [r["id"] for r in replies] == [101, 102, 103]
 
 
+async def test_a_client_that_waits_its_retry_after_is_served_then(tmp_path: Path) -> None:
+    """A connection rests on past `retry_after` until its debt is paid, the refusal's own
+    cost included: a client that waits `retry_after` and sends again is served, not
+    refused again for what its refusal cost (each refusal leaving a new debt as long)."""
+    budgets = Budgets(cpu_rate=0.02, cpu_rate_agent=0.05, cpu_burst=0.05,
+                      cpu_burst_anonymous=0.05)
+    async with running_server(tmp_path, budgets=budgets, **burn_world.settings()) as srv, \
+            raw_client(srv) as c, raw_client(srv, srv.owner_token) as owner, \
+            trio.open_nursery() as nursery:
+
+        async def busy() -> None:  # someone else uses the server all along
+            while True:
+                assert result(await owner.call("burn.spin", "burn:y", ms=5))
+                await trio.sleep(0.05)
+
+        nursery.start_soon(busy)
+        assert result(await c.call("burn.spin", "burn:x", ms=80)) == {"ms": 80}
+        refused = error(await c.call("burn.spin", "burn:x", ms=1))
+        assert refused["detail"]["budget"] == "cpu"
+        await trio.sleep(refused["detail"]["retry_after"])
+        assert result(await c.call("burn.spin", "burn:x", ms=0)) == {"ms": 0}
+        nursery.cancel_scope.cancel()
+    assert _hits(srv, "cpu") == 1
+
+
 async def test_a_request_is_charged_its_socket_io_and_parsing_too(tmp_path: Path) -> None:
     budgets = Budgets(cpu_rate=1e-9, cpu_burst_anonymous=10.0)  # no refill: level = spend
     async with running_server(tmp_path, budgets=budgets, **burn_world.settings()) as srv, \

@@ -22,6 +22,12 @@
 // socket dropped before its reply is sent again, with the same id, once the client has
 // reconnected (until its timeout); with `retry: false` it rejects ConnectionLost
 // instead, whose `requestId` names the id to resend with.
+//
+// A request or subscription refused because its client spent its server time
+// (`over_budget` `cpu`: the server says "slow down" and when it refills, `retry_after`)
+// is sent again once that time has passed, when it passes before the request's timeout;
+// otherwise the refusal is the caller's. (The server reads nothing more from the socket
+// meanwhile: what a page sends waits its turn either way.)
 
 export const PROTOCOL_VERSION = 1;
 const PACE_MARGIN = 0.9; // of the server's frame rate and burst the client allows itself
@@ -78,6 +84,14 @@ export class ConnectionLost extends Error {
 export function newRequestId() {
   const bytes = crypto.getRandomValues(new Uint8Array(11)); // also where randomUUID is not
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** Milliseconds until `err`, a refusal of a client whose server time is spent, may be sent
+ * again; null for any other error. */
+function restOf(err) {
+  const wait = err instanceof RequestError && err.code === "over_budget" &&
+    err.detail.budget === "cpu" ? err.detail.retry_after : undefined;
+  return typeof wait === "number" && wait >= 0 ? wait * 1000 : null;
 }
 
 /** ws:// or wss:// URL of `path` on the host that served this page. */
@@ -153,7 +167,7 @@ export class Client {
    * ConnectionLost (socket dropped first, with `retry: false`) or an Error named
    * "TimeoutError" (no reply within `timeout` ms; a `retry`'s attempts share them). It
    * carries `requestId` (default: a fresh one) and is sent again with that id after a
-   * drop unless `retry` is false.
+   * drop unless `retry` is false, and after its client's server time refilled (`cpu`).
    */
   async request(op, to = null, args = null, { timeout = 30000, requestId = null, retry = true } = {}) {
     const frame = { op, request_id: requestId ?? newRequestId() };
@@ -293,8 +307,21 @@ export class Client {
   }
 
   async _call(frame, timeout) {
-    // The timeout counts from here: waiting for a reconnect and for a token spend it too.
+    // The timeout counts from here: waiting for a reconnect, a token or a budget's refill
+    // spends it too.
     const deadline = performance.now() + timeout;
+    for (;;) {
+      try {
+        return await this._send(frame, deadline, timeout);
+      } catch (err) {
+        const rest = restOf(err);
+        if (rest === null || this._closed || performance.now() + rest >= deadline) throw err;
+        await new Promise((wake) => setTimeout(wake, rest));
+      }
+    }
+  }
+
+  async _send(frame, deadline, timeout) {
     const timedOut = () => {
       const err = new Error(`${frame.op} got no reply within ${timeout} ms`);
       err.name = "TimeoutError";
@@ -340,6 +367,7 @@ export class Client {
     const frame = { op: "subscribe", to: sub.topic };
     if (sub.lastRev !== null) frame.since = sub.lastRev;
     sub.result = await this._call(frame, 30000);
+    return sub.result;
   }
 
   _unsubscribe(sub) {
