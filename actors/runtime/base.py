@@ -376,10 +376,12 @@ class Actor(ABC):
             if isinstance(item, Ask):
                 message = item.message
                 if isinstance(message, SubscribeMsg | ViewMsg):
-                    # Both start from durable state: finish the batch first.
+                    # Both start from durable state: finish the batch first. The batch's
+                    # writes (their append, others' wait) are not the subscriber's cost.
                     if not await self._flush():
                         item.pending.fail(ActorStopped(self.actor_id))
                         return False
+                    started = clock()
                     if isinstance(message, ViewMsg):
                         item.pending.succeed((self._durable_rev, self.view()))
                         return True

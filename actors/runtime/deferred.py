@@ -39,7 +39,8 @@ class Deferred:
 
 
 def charge_sender(item: Ask, seconds: float) -> None:
-    """Tell the sender what its message cost: the time the handler took, waits included."""
+    """Tell the sender what its message cost: the time the handler took, its own waits
+    included (a read of the store it made), the batch's flush before a subscription not."""
     charge(item.message.queue if isinstance(item.message, SubscribeMsg) else item.pending,
            seconds)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from itertools import pairwise
+from typing import Any
 
 import pytest
 import trio
@@ -11,6 +12,7 @@ import trio.testing
 
 from actors.runtime import RuntimeConfig
 from actors.runtime.directory import ActorKind, any_name, open_directory
+from actors.runtime.mailbox import Pending, SubscribeMsg
 from actors.runtime.subscriber import SubscriberQueue
 from actors.runtime.topic import FANOUT_CHUNK, Topic
 from actors.store import MemoryEventStore
@@ -266,3 +268,39 @@ async def test_a_spread_reports_how_long_it_took(nursery: trio.Nursery,
     topic.flush()
     await trio.testing.wait_all_tasks_blocked()
     assert topic.spread_seconds == pytest.approx(2 * FANOUT_CHUNK * 0.001)
+
+
+class _SlowAppends(MemoryEventStore):
+    """A store whose appends take `APPEND_S` (a slow disk, or a writer busy with others)."""
+
+    async def append(self, *args: Any, **kwargs: Any) -> int:
+        await trio.sleep(APPEND_S)
+        return await super().append(*args, **kwargs)
+
+
+class _Charged(SubscriberQueue):
+    """A subscriber queue that keeps what its subscription was charged."""
+
+    charged = 0.0
+
+    def charge(self, seconds: float) -> None:
+        self.charged += seconds
+
+
+APPEND_S = 0.3
+
+
+async def test_a_subscriber_is_not_charged_for_the_batch_it_waits_for() -> None:
+    """A subscription starts from durable state, so it waits for its batch's writes to be
+    appended; that wait is the writers' batch, not the subscriber's cost."""
+    async with open_directory(_SlowAppends(), KINDS) as directory:
+        actor = await directory.get("probe:a")
+        write, subscribed, queue = Pending(), Pending(), _Charged(100)
+        actor.send(Add(1), write)  # both in one batch: the add is not durable yet ...
+        actor.send(SubscribeMsg(queue, None, 1), subscribed)  # ... when this is handled
+        with trio.fail_after(5):
+            await subscribed.done.wait()
+            await write.done.wait()
+    assert subscribed.error is None and write.error is None
+    assert drain(queue)[0]["result"] == {"topic": "probe:a", "rev": 1}
+    assert 0 < queue.charged < APPEND_S / 3
