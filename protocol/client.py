@@ -26,6 +26,11 @@ A request whose reply was lost with the socket is sent again, with the same id, 
 next socket (the server applies a write once); with `retry=False` it raises
 `ConnectionLost` instead (it may or may not have been applied; its `request_id` is on
 the exception).
+
+A request or subscription refused because its client spent its server time
+(`over_budget` `cpu`: the server says "slow down" and names `retry_after`) is sent again
+once that time has passed, when it passes before the call's timeout; otherwise the
+refusal is raised.
 """
 
 from __future__ import annotations
@@ -109,6 +114,15 @@ def new_request_id() -> str:
 def _refusal(reply: dict[str, Any]) -> RequestError:
     err = reply.get("error") or {}
     return RequestError(err.get("code", ""), err.get("message", ""), err.get("detail"))
+
+
+def _rest_of(refused: RequestError) -> float | None:
+    """Seconds until `refused`, a refusal of a client whose server time is spent, may be
+    sent again; None for any other refusal."""
+    detail = refused.detail if isinstance(refused.detail, dict) else {}
+    wait = detail.get("retry_after") if refused.code == "over_budget" and \
+        detail.get("budget") == "cpu" else None
+    return float(wait) if isinstance(wait, int | float) and wait >= 0 else None
 
 
 class _Pending:
@@ -374,7 +388,9 @@ class Client:
         JSON or a frame over the hello's `max_frame`: the server's refusal of those could
         not name the request), ConnectionLost when the socket
         dropped first (with `retry=False`), ClientClosed once closed, and trio.TooSlowError
-        after `timeout` seconds (time spent waiting for a reconnect counts).
+        after `timeout` seconds (time spent waiting for a reconnect counts). A refusal for
+        spent server time (`cpu`) is waited out and sent again when its `retry_after`
+        ends within `timeout`.
         """
         frame: dict[str, Any] = {"op": op, "request_id": request_id or new_request_id()}
         if to is not None:
@@ -391,27 +407,41 @@ class Client:
                         raise
 
     async def _call(self, frame: dict[str, Any], timeout: float) -> Any:
+        """Send `frame` and return its result; waiting for a reconnect, a token or a spent
+        server time's refill counts in `timeout` (and in the caller's deadline)."""
         with trio.fail_after(timeout):
             while True:
-                await self._ready.wait()
-                if self._closed:
-                    raise ClientClosed(f"the client is closed ({self.error or 'by its owner'})")
-                ws = self._ws
-                if ws is not None:
-                    break
-                await trio.sleep(0.01)  # between two sockets: the reconnect is under way
-            if self._pace is not None:
-                await self._pace.spend()
-            rid = frame["id"] = next(self._ids)
-            text = self._encode(frame)
-            pending = self._pending[rid] = _Pending()
-            try:
-                await ws.send(text)
-                await pending.done.wait()
-            except ConnectionClosed:
-                pass
-            finally:
-                self._pending.pop(rid, None)
+                try:
+                    return await self._send(frame)
+                except RequestError as refused:
+                    wait = _rest_of(refused)
+                    if wait is None or \
+                            trio.current_time() + wait >= trio.current_effective_deadline():
+                        raise
+                    await trio.sleep(wait)
+
+    async def _send(self, frame: dict[str, Any]) -> Any:
+        """Send `frame` once it may go out, and return its result."""
+        while True:
+            await self._ready.wait()
+            if self._closed:
+                raise ClientClosed(f"the client is closed ({self.error or 'by its owner'})")
+            ws = self._ws
+            if ws is not None:
+                break
+            await trio.sleep(0.01)  # between two sockets: the reconnect is under way
+        if self._pace is not None:
+            await self._pace.spend()
+        rid = frame["id"] = next(self._ids)
+        text = self._encode(frame)
+        pending = self._pending[rid] = _Pending()
+        try:
+            await ws.send(text)
+            await pending.done.wait()
+        except ConnectionClosed:
+            pass
+        finally:
+            self._pending.pop(rid, None)
         if pending.reply is None:
             raise ConnectionLost(f"the connection closed before {frame['op']} #{rid} was answered")
         if not pending.reply.get("ok"):

@@ -16,7 +16,7 @@ from server.budgets import Budgets
 from tests.field_live._live import start
 from tests.server import burn_world
 from tests.server.raw_ws import HandshakeRefused, RawSocket
-from tests.server.ws_harness import error, raw_client, result, running_server
+from tests.server.ws_harness import error, others_load, raw_client, result, running_server
 
 N_CHARGED = 200  # requests of the I/O-charge test
 
@@ -279,6 +279,38 @@ async def test_a_client_that_waits_its_retry_after_is_served_then(tmp_path: Path
         assert result(await c.call("burn.spin", "burn:x", ms=0)) == {"ms": 0}
         nursery.cancel_scope.cancel()
     assert _hits(srv, "cpu") == 1
+
+
+async def test_the_python_client_waits_out_a_spent_cpu_budget(tmp_path: Path) -> None:
+    """protocol/client.py sends a request or subscription refused `over_budget` `cpu` again
+    after its `retry_after`, unless that is past the call's timeout: then it raises it."""
+    budgets = Budgets(cpu_rate=0.05, cpu_burst_anonymous=0.05)  # 80 ms: 1 s to refill
+    async with running_server(tmp_path, budgets=budgets, **burn_world.settings()) as srv, \
+            raw_client(srv, srv.owner_token) as owner, trio.open_nursery() as nursery:
+
+        async def busy() -> None:  # someone else uses the server all along
+            while True:
+                assert result(await owner.call("burn.spin", "burn:y", ms=5))
+                await trio.sleep(0.05)
+
+        nursery.start_soon(busy)
+        while others_load(srv) < budgets.cpu_contended:
+            await trio.sleep(0.01)
+        async with Client.connect(srv.ws_url) as c:
+            await c.request("burn.spin", "burn:x", {"ms": 80})  # its server time, spent
+            with pytest.raises(RequestError) as hurried:
+                await c.request("burn.spin", "burn:x", {"ms": 1}, timeout=0.3)
+            assert (hurried.value.code, hurried.value.detail["budget"]) == ("over_budget", "cpu")
+            await trio.sleep(hurried.value.detail["retry_after"])
+            await c.request("burn.spin", "burn:x", {"ms": 80})  # spent again
+            started = trio.current_time()
+            assert await c.request("burn.spin", "burn:x", {"ms": 1}) == {"ms": 1}
+            assert trio.current_time() - started > 0.5
+            await c.request("burn.spin", "burn:x", {"ms": 80})
+            async with c.subscribe("lobby:main") as sub:
+                assert sub.result is not None and sub.result["topic"] == "lobby:main"
+        nursery.cancel_scope.cancel()
+    assert _hits(srv, "cpu") >= 3  # the hurried one, the patient request's, the subscribe's
 
 
 async def test_a_request_is_charged_its_socket_io_and_parsing_too(tmp_path: Path) -> None:
