@@ -239,6 +239,7 @@ class Client:
         self._ws: ClientConnection | None = None
         self._nursery: trio.Nursery | None = None  # lives as long as the current socket
         self._ready = trio.Event()  # set while `_ws` is greeted (or once closed)
+        self._gone = trio.Event()  # set once the current socket closed (or the client)
         self._closed = False
         self._ids = itertools.count(1)
         self._pending: dict[int, _Pending] = {}
@@ -282,6 +283,7 @@ class Client:
         self._closed = True
         self.error = error
         self._ready.set()  # wake request() waiters so they see `_closed`
+        self._gone.set()
         for sub in self._subs.values():
             sub._discard_queued()
             sub._offer(None)  # ends its iteration
@@ -297,7 +299,7 @@ class Client:
                         await self._greet(ws)
                     delays = backoff_delays()
                     async with trio.open_nursery() as nursery:
-                        self._ws, self._nursery = ws, nursery
+                        self._ws, self._nursery, self._gone = ws, nursery, trio.Event()
                         nursery.start_soon(self._read, ws)
                         if self.connections > 1:
                             for sub in self._subs.values():
@@ -349,6 +351,7 @@ class Client:
             pass  # an abnormal close is a drop like any other
         finally:
             self._ws, self._nursery = None, None
+            self._gone.set()
             if not self._closed:
                 self._ready = trio.Event()  # requests wait for the reconnect
             for pending in self._pending.values():
@@ -406,19 +409,28 @@ class Client:
                         lost.request_id = frame["request_id"]
                         raise
 
-    async def _call(self, frame: dict[str, Any], timeout: float) -> Any:
+    async def _call(self, frame: dict[str, Any], timeout: float,
+                    wanted: Callable[[], bool] = lambda: True) -> Any:
         """Send `frame` and return its result; waiting for a reconnect, a token or a spent
-        server time's refill counts in `timeout` (and in the caller's deadline)."""
+        server time's refill counts in `timeout` (and in the caller's deadline). A frame
+        refused for spent server time is sent again on the socket that refused it, while
+        `wanted()`; a drop meanwhile raises ConnectionLost, as a drop before a reply does."""
         with trio.fail_after(timeout):
             while True:
                 try:
                     return await self._send(frame)
                 except RequestError as refused:
-                    wait = _rest_of(refused)
+                    gone, wait = self._gone, _rest_of(refused)
                     if wait is None or \
                             trio.current_time() + wait >= trio.current_effective_deadline():
                         raise
-                    await trio.sleep(wait)
+                    with trio.move_on_after(wait):
+                        await gone.wait()
+                    if gone.is_set():
+                        raise ConnectionLost(f"the connection closed while {frame['op']} "
+                                             "waited to be sent again") from None
+                    if not wanted():
+                        raise
 
     async def _send(self, frame: dict[str, Any]) -> Any:
         """Send `frame` once it may go out, and return its result."""
@@ -503,7 +515,8 @@ class Client:
         frame: dict[str, Any] = {"op": "subscribe", "to": sub.topic}
         if sub.last_rev is not None:
             frame["since"] = sub.last_rev
-        sub.result = await self._call(frame, timeout=30.0)
+        sub.result = await self._call(frame, timeout=30.0,
+                                      wanted=lambda: self._subs.get(sub.topic) is sub)
 
     async def _resubscribe(self, sub: Subscription, unsubscribe_first: bool = False) -> None:
         """Resume `sub` on the current socket; a failure waits for the next reconnect."""

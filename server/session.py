@@ -130,6 +130,7 @@ class Session:
         self.reading = False  # watched by the reactor
         self.paused = False  # ... but not read until an answer slot or outbox room frees
         self.resting_until = 0.0  # ... nor, past its CPU budget, before this time (0: not)
+        self._rest_scope: trio.CancelScope | None = None  # the rest's, cancelled at the end
         self._read_end = Waiter("a session's end of reading")
         self._nursery: trio.Nursery | None = None  # the writer's, and the subscribes'
         self.close_code: int | None = None  # set by end(): close with it once done
@@ -368,6 +369,8 @@ class Session:
             self.reading = False
             self.server.reactor.unwatch(self)
             self._read_end.wake()
+        if self._rest_scope is not None:
+            self._rest_scope.cancel()
 
     def resume_reading(self) -> None:
         """An answer slot or outbox room freed, or a rest ended: a paused reader takes
@@ -481,19 +484,23 @@ class Session:
 
     def _rest(self, seconds: float) -> None:
         """Read nothing more for `seconds` (its CPU time spent while others wait), and on
-        until its client's debt is paid, the refusal's own cost and its requests still in
-        flight included (so a client that waits `retry_after` and sends again is read once
-        it may be served, not refused again for the refusal's cost): each frame read
-        meanwhile would cost a parse only to be refused; they wait in the socket."""
+        while its client may still not compute (the refusal's own cost and its requests
+        still in flight are charged meanwhile: a client that waits `retry_after` and sends
+        again is read once it may be served, not refused again for the refusal's cost):
+        each frame read meanwhile would cost a parse only to be refused; they wait in the
+        socket. The rest ends with the reading."""
         self.resting_until = trio.current_time() + seconds
         assert self._nursery is not None
 
         async def wake() -> None:
-            await trio.sleep_until(self.resting_until)
-            cpu = self.account.cpu if self.account is not None else None
-            while cpu is not None and (debt := cpu.wait(trio.current_time())):
-                self.resting_until += debt
-                await trio.sleep(debt)
+            with trio.CancelScope() as self._rest_scope:
+                ledger = self.server.ledger
+                while self.reading and trio.current_time() < self.resting_until:
+                    await trio.sleep_until(self.resting_until)
+                    now = trio.current_time()
+                    if (refusal := ledger.may_compute(self.account, now)) is not None:
+                        self.resting_until = now + refusal.detail["retry_after"]
+            self._rest_scope = None
             self.resting_until = 0.0
             self.resume_reading()
 

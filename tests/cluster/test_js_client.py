@@ -206,30 +206,40 @@ const input = readline.createInterface({ input: process.stdin });
 const lines = input[Symbol.asyncIterator]();
 const c = await Client.connect("%(url)s");
 const spin = (ms, options) => c.request("burn.spin", "burn:x", { ms }, options);
-await spin(80);  // its server time, spent
-console.log("spent");
+const sleep = (s) => new Promise((wake) => setTimeout(wake, s * 1000));
+console.log("open");
 await lines.next();  // another client keeps the server busy from here on
-input.close();
+await spin(80);  // its server time, spent
 const hurried = await spin(1, { timeout: 300 }).then(
   () => null, (err) => [err.code, err.detail.budget, err.detail.retry_after]);
-await new Promise((wake) => setTimeout(wake, hurried[2] * 1000));
+await sleep(hurried[2]);
 await spin(80);  // spent again
 const started = performance.now();
 const patient = await spin(1);
 const waited = (performance.now() - started) / 1000;
 await spin(80);
-const sub = c.subscribe("lobby:main", () => {});
-const subscribed = (await sub.ready).topic;
-console.log(JSON.stringify({ hurried: hurried.slice(0, 2), patient, waited, subscribed }));
+const subscribed = (await c.subscribe("lobby:main", () => {}).ready).topic;
+await spin(80);
+const dropped = c.subscribe("burn:z", () => {});
+const before = await Promise.race([dropped.ready.then(() => "followed", (err) => err.code),
+                                   sleep(0.5).then(() => "waiting")]);
+dropped.close();  // while its subscribe waits to be sent again: it is not
+const after = await dropped.ready.then(() => "followed", (err) => err.code);
+await sleep(0.5);
+console.log(JSON.stringify({ hurried: hurried.slice(0, 2), patient, waited, subscribed,
+                             dropped: [before, after] }));
+await lines.next();  // the test looked at what the server follows for it
+input.close();
 c.close();
 """
 
 
 async def test_the_js_client_waits_out_a_spent_cpu_budget_before_sending_again(
-        tmp_path: Path, nursery: trio.Nursery) -> None:
+        tmp_path: Path) -> None:
     """Refused `over_budget` `cpu` (its client's server time spent while others use the
     server), a request or subscription is sent again after `retry_after`, unless that is
-    past its timeout: then the refusal is the caller's."""
+    past its timeout (then the refusal is the caller's) or the subscription was closed
+    meanwhile."""
     node = _node()
     budgets = Budgets(cpu_rate=0.05, cpu_burst_anonymous=0.05)  # 80 ms: 1 s to refill
     async with running_server(tmp_path / "data", budgets=budgets,
@@ -237,25 +247,30 @@ async def test_the_js_client_waits_out_a_spent_cpu_budget_before_sending_again(
         script = _script(tmp_path, "patient.mjs", PATIENT, srv.port)
         run = await _Running.start(node, script)
         with trio.fail_after(30):
-            await run.until(b"spent\n")
-            async with raw_client(srv, srv.owner_token) as owner:
+            await run.until(b"open\n")
+            async with raw_client(srv, srv.owner_token) as owner, trio.open_nursery() as nursery:
 
                 async def busy() -> None:
                     while True:
-                        assert result(await owner.call("burn.spin", "burn:x", ms=5))
+                        assert result(await owner.call("burn.spin", "burn:y", ms=5))
                         await trio.sleep(0.05)
 
                 nursery.start_soon(busy)
                 while others_load(srv) < budgets.cpu_contended:
                     await trio.sleep(0.01)
                 await run.stdin.send_all(b"go\n")
+                await run.until(b"dropped")
+                followed = dict(srv.state.ledger.accounts["address:127.0.0.1"].followed)
+                await run.stdin.send_all(b"end\n")
                 outcome = await run.to_end()
                 nursery.cancel_scope.cancel()
         refusals = srv.state.metrics.budget_hits.labels("cpu").value
     assert outcome["hurried"] == ["over_budget", "cpu"]
     assert outcome["patient"] == {"ms": 1} and outcome["waited"] > 0.5
     assert outcome["subscribed"] == "lobby:main"
-    assert refusals >= 3  # the hurried one, and the patient request's and subscription's
+    assert outcome["dropped"] == ["waiting", "over_budget"]
+    assert followed == {"lobby:main": 1}  # not burn:z, closed while it waited
+    assert refusals >= 4  # the hurried one, the patient request's, each subscription's
 
 
 UNREACHABLE = """

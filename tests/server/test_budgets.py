@@ -16,7 +16,15 @@ from server.budgets import Budgets
 from tests.field_live._live import start
 from tests.server import burn_world
 from tests.server.raw_ws import HandshakeRefused, RawSocket
-from tests.server.ws_harness import error, others_load, raw_client, result, running_server
+from tests.server.test_client import Proxy
+from tests.server.ws_harness import (
+    error,
+    others_load,
+    raw_client,
+    result,
+    running_server,
+    until_others_rest,
+)
 
 N_CHARGED = 200  # requests of the I/O-charge test
 
@@ -272,6 +280,8 @@ async def test_a_client_that_waits_its_retry_after_is_served_then(tmp_path: Path
                 await trio.sleep(0.05)
 
         nursery.start_soon(busy)
+        while others_load(srv) < budgets.cpu_contended:
+            await trio.sleep(0.01)
         assert result(await c.call("burn.spin", "burn:x", ms=80)) == {"ms": 80}
         refused = error(await c.call("burn.spin", "burn:x", ms=1))
         assert refused["detail"]["budget"] == "cpu"
@@ -279,6 +289,37 @@ async def test_a_client_that_waits_its_retry_after_is_served_then(tmp_path: Path
         assert result(await c.call("burn.spin", "burn:x", ms=0)) == {"ms": 0}
         nursery.cancel_scope.cancel()
     assert _hits(srv, "cpu") == 1
+
+
+async def test_a_rest_ends_once_its_client_may_compute_again(tmp_path: Path) -> None:
+    """A connection rests while its client may not compute: once nobody else uses the
+    server it is read again, though another connection of the same client spends on."""
+    budgets = Budgets(cpu_rate=0.01, cpu_rate_agent=0.05, cpu_burst=0.05,
+                      cpu_burst_anonymous=0.05)  # a debt of 0.03-0.05 s: 3-5 s to pay
+    async with running_server(tmp_path, budgets=budgets, **burn_world.settings()) as srv:
+        token = srv.state.tokens.create("agent", "ann")
+        async with raw_client(srv) as c, raw_client(srv) as sibling, \
+                raw_client(srv, token) as agent, trio.open_nursery() as nursery:
+            assert result(await c.call("burn.spin", "burn:x", ms=80)) == {"ms": 80}
+            assert result(await agent.call("burn.spin", "burn:x", ms=10)) == {"ms": 10}
+            wait = error(await c.call("burn.spin", "burn:x", ms=1))["detail"]["retry_after"]
+            await c.send({"id": 50, "op": "burn.spin", "to": "burn:x", "args": {"ms": 0}})
+            sent = trio.current_time()
+            await until_others_rest(srv)
+            assert trio.current_time() - sent < wait - 1.0  # (the rest goes on meanwhile)
+
+            async def spend() -> None:  # served: nobody else uses the server now
+                while True:
+                    assert result(await sibling.call("burn.spin", "burn:y", ms=5))
+                    await trio.sleep(0.05)
+
+            nursery.start_soon(spend)
+            reply = await c.recv(timeout=wait + 10)
+            answered = trio.current_time() - sent
+            nursery.cancel_scope.cancel()
+        assert (reply["id"], reply["ok"]) == (50, True)
+        # (Not once the client's debt was paid: the sibling kept it spent.)
+        assert answered < wait + 1.5, (answered, wait)
 
 
 async def test_the_python_client_waits_out_a_spent_cpu_budget(tmp_path: Path) -> None:
@@ -311,6 +352,42 @@ async def test_the_python_client_waits_out_a_spent_cpu_budget(tmp_path: Path) ->
                 assert sub.result is not None and sub.result["topic"] == "lobby:main"
         nursery.cancel_scope.cancel()
     assert _hits(srv, "cpu") >= 3  # the hurried one, the patient request's, the subscribe's
+
+
+async def test_a_cut_while_the_python_client_waits_to_resubscribe_is_a_drop(
+        tmp_path: Path) -> None:
+    """The reconnect's resubscribe, refused for spent server time, waits to be sent again;
+    a cut meanwhile ends the wait at once (the socket it waited on is gone), and the
+    client reconnects, where the wait held the reconnect until its timeout."""
+    budgets = Budgets(cpu_rate=0.05, cpu_burst_anonymous=0.05)  # 200 ms: 1 s to refill
+    async with running_server(tmp_path, budgets=budgets, **burn_world.settings()) as srv, \
+            raw_client(srv, srv.owner_token) as owner, trio.open_nursery() as nursery:
+        proxy = Proxy(srv.port)
+        await nursery.start(proxy.run)
+
+        async def busy() -> None:  # someone else uses the server all along
+            while True:
+                assert result(await owner.call("burn.spin", "burn:y", ms=5))
+                await trio.sleep(0.05)
+
+        nursery.start_soon(busy)
+        while others_load(srv) < budgets.cpu_contended:
+            await trio.sleep(0.01)
+        async with Client.connect(f"ws://127.0.0.1:{proxy.port}/ws") as c, \
+                c.subscribe("lobby:main"):
+            await c.request("burn.spin", "burn:x", {"ms": 200})  # its server time, spent
+            refused = _hits(srv, "cpu")
+            proxy.cut()  # the reconnect's resubscribe is refused, and waits
+            with trio.fail_after(10):
+                while _hits(srv, "cpu") == refused:
+                    await trio.sleep(0.005)
+            cut = trio.current_time()
+            proxy.cut()
+            with trio.fail_after(10):
+                while c.connections < 3:
+                    await trio.sleep(0.005)
+            assert trio.current_time() - cut < 0.8
+        nursery.cancel_scope.cancel()
 
 
 async def test_a_request_is_charged_its_socket_io_and_parsing_too(tmp_path: Path) -> None:

@@ -306,17 +306,22 @@ export class Client {
     }
   }
 
-  async _call(frame, timeout) {
+  async _call(frame, timeout, wanted = () => true) {
     // The timeout counts from here: waiting for a reconnect, a token or a budget's refill
-    // spends it too.
+    // spends it too. A frame refused for spent server time is sent again on the socket
+    // that refused it, while `wanted()`; a drop meanwhile is a drop like any other.
     const deadline = performance.now() + timeout;
     for (;;) {
       try {
         return await this._send(frame, deadline, timeout);
       } catch (err) {
+        const ws = this._ws;
         const rest = restOf(err);
         if (rest === null || this._closed || performance.now() + rest >= deadline) throw err;
         await new Promise((wake) => setTimeout(wake, rest));
+        if (this._closed) throw new ConnectionLost("the client is closed");
+        if (this._ws !== ws) throw new ConnectionLost("the connection dropped while it waited");
+        if (!wanted()) throw err;
       }
     }
   }
@@ -366,7 +371,7 @@ export class Client {
   async _sendSubscribe(sub) {
     const frame = { op: "subscribe", to: sub.topic };
     if (sub.lastRev !== null) frame.since = sub.lastRev;
-    sub.result = await this._call(frame, 30000);
+    sub.result = await this._call(frame, 30000, () => this._subs.get(sub.topic) === sub);
     return sub.result;
   }
 
