@@ -17,7 +17,7 @@ import trio
 from server.budgets import Budgets
 from tests.server import burn_world
 from tests.server.test_client import Proxy
-from tests.server.ws_harness import others_load, raw_client, result, running_server
+from tests.server.ws_harness import running_server
 
 REPO = Path(__file__).resolve().parents[2]
 WORLD = "counter:js"
@@ -248,22 +248,12 @@ async def test_the_js_client_waits_out_a_spent_cpu_budget_before_sending_again(
         run = await _Running.start(node, script)
         with trio.fail_after(30):
             await run.until(b"open\n")
-            async with raw_client(srv, srv.owner_token) as owner, trio.open_nursery() as nursery:
-
-                async def busy() -> None:
-                    while True:
-                        assert result(await owner.call("burn.spin", "burn:y", ms=5))
-                        await trio.sleep(0.05)
-
-                nursery.start_soon(busy)
-                while others_load(srv) < budgets.cpu_contended:
-                    await trio.sleep(0.01)
+            async with burn_world.others_busy(srv):
                 await run.stdin.send_all(b"go\n")
                 await run.until(b"dropped")
                 followed = dict(srv.state.ledger.accounts["address:127.0.0.1"].followed)
                 await run.stdin.send_all(b"end\n")
                 outcome = await run.to_end()
-                nursery.cancel_scope.cancel()
         refusals = srv.state.metrics.budget_hits.labels("cpu").value
     assert outcome["hurried"] == ["over_budget", "cpu"]
     assert outcome["patient"] == {"ms": 1} and outcome["waited"] > 0.5

@@ -5,6 +5,8 @@ long as its test says (`Loading`)."""
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any, ClassVar
 
 import attrs
@@ -15,6 +17,8 @@ from actors.world import Codec, Read, World
 from protocol.bounds import bounded
 from protocol.registry import OpSpec, Registry
 from server import worlds
+from server.app import Running
+from tests.server.ws_harness import others_load, raw_client, result
 
 
 @attrs.frozen
@@ -84,3 +88,22 @@ def slow_settings(loading: Loading) -> dict[str, Any]:
     kind = ActorKind.of(attrs.evolve(SLOW, actor=actor))
     return {"kinds": [*worlds.kinds(), kind],
             "registry": Registry([*worlds.registry(), *SLOW_OPS])}
+
+
+@asynccontextmanager
+async def others_busy(running: Running) -> AsyncIterator[None]:
+    """Within the block the owner uses the server all along (5 ms of `burn:y` every 50 ms):
+    the server is contended (`Budgets.cpu_contended`), so clients' CPU budgets bind."""
+    async with raw_client(running, running.owner_token) as owner, \
+            trio.open_nursery() as nursery:
+
+        async def busy() -> None:
+            while True:
+                assert result(await owner.call("burn.spin", "burn:y", ms=5))
+                await trio.sleep(0.05)
+
+        nursery.start_soon(busy)
+        while others_load(running) < running.state.config.budgets.cpu_contended:
+            await trio.sleep(0.01)
+        yield
+        nursery.cancel_scope.cancel()

@@ -19,7 +19,6 @@ from tests.server.raw_ws import HandshakeRefused, RawSocket
 from tests.server.test_client import Proxy
 from tests.server.ws_harness import (
     error,
-    others_load,
     raw_client,
     result,
     running_server,
@@ -265,29 +264,19 @@ async def test_a_client_past_its_cpu_budget_is_not_read_until_it_refills(
 
 
 async def test_a_client_that_waits_its_retry_after_is_served_then(tmp_path: Path) -> None:
-    """A connection rests on past `retry_after` until its debt is paid, the refusal's own
-    cost included: a client that waits `retry_after` and sends again is served, not
-    refused again for what its refusal cost (each refusal leaving a new debt as long)."""
+    """A connection rests on past `retry_after` while its client may not compute, the
+    refusal's own cost charged: a client that waits `retry_after` and sends again is
+    served, not refused again for what its refusal cost (each refusal leaving a new debt
+    as long)."""
     budgets = Budgets(cpu_rate=0.02, cpu_rate_agent=0.05, cpu_burst=0.05,
                       cpu_burst_anonymous=0.05)
     async with running_server(tmp_path, budgets=budgets, **burn_world.settings()) as srv, \
-            raw_client(srv) as c, raw_client(srv, srv.owner_token) as owner, \
-            trio.open_nursery() as nursery:
-
-        async def busy() -> None:  # someone else uses the server all along
-            while True:
-                assert result(await owner.call("burn.spin", "burn:y", ms=5))
-                await trio.sleep(0.05)
-
-        nursery.start_soon(busy)
-        while others_load(srv) < budgets.cpu_contended:
-            await trio.sleep(0.01)
+            raw_client(srv) as c, burn_world.others_busy(srv):
         assert result(await c.call("burn.spin", "burn:x", ms=80)) == {"ms": 80}
         refused = error(await c.call("burn.spin", "burn:x", ms=1))
         assert refused["detail"]["budget"] == "cpu"
         await trio.sleep(refused["detail"]["retry_after"])
         assert result(await c.call("burn.spin", "burn:x", ms=0)) == {"ms": 0}
-        nursery.cancel_scope.cancel()
     assert _hits(srv, "cpu") == 1
 
 
@@ -327,30 +316,19 @@ async def test_the_python_client_waits_out_a_spent_cpu_budget(tmp_path: Path) ->
     after its `retry_after`, unless that is past the call's timeout: then it raises it."""
     budgets = Budgets(cpu_rate=0.05, cpu_burst_anonymous=0.05)  # 80 ms: 1 s to refill
     async with running_server(tmp_path, budgets=budgets, **burn_world.settings()) as srv, \
-            raw_client(srv, srv.owner_token) as owner, trio.open_nursery() as nursery:
-
-        async def busy() -> None:  # someone else uses the server all along
-            while True:
-                assert result(await owner.call("burn.spin", "burn:y", ms=5))
-                await trio.sleep(0.05)
-
-        nursery.start_soon(busy)
-        while others_load(srv) < budgets.cpu_contended:
-            await trio.sleep(0.01)
-        async with Client.connect(srv.ws_url) as c:
-            await c.request("burn.spin", "burn:x", {"ms": 80})  # its server time, spent
-            with pytest.raises(RequestError) as hurried:
-                await c.request("burn.spin", "burn:x", {"ms": 1}, timeout=0.3)
-            assert (hurried.value.code, hurried.value.detail["budget"]) == ("over_budget", "cpu")
-            await trio.sleep(hurried.value.detail["retry_after"])
-            await c.request("burn.spin", "burn:x", {"ms": 80})  # spent again
-            started = trio.current_time()
-            assert await c.request("burn.spin", "burn:x", {"ms": 1}) == {"ms": 1}
-            assert trio.current_time() - started > 0.5
-            await c.request("burn.spin", "burn:x", {"ms": 80})
-            async with c.subscribe("lobby:main") as sub:
-                assert sub.result is not None and sub.result["topic"] == "lobby:main"
-        nursery.cancel_scope.cancel()
+            burn_world.others_busy(srv), Client.connect(srv.ws_url) as c:
+        await c.request("burn.spin", "burn:x", {"ms": 80})  # its server time, spent
+        with pytest.raises(RequestError) as hurried:
+            await c.request("burn.spin", "burn:x", {"ms": 1}, timeout=0.3)
+        assert (hurried.value.code, hurried.value.detail["budget"]) == ("over_budget", "cpu")
+        await trio.sleep(hurried.value.detail["retry_after"])
+        await c.request("burn.spin", "burn:x", {"ms": 80})  # spent again
+        started = trio.current_time()
+        assert await c.request("burn.spin", "burn:x", {"ms": 1}) == {"ms": 1}
+        assert trio.current_time() - started > 0.5
+        await c.request("burn.spin", "burn:x", {"ms": 80})
+        async with c.subscribe("lobby:main") as sub:
+            assert sub.result is not None and sub.result["topic"] == "lobby:main"
     assert _hits(srv, "cpu") >= 3  # the hurried one, the patient request's, the subscribe's
 
 
@@ -361,18 +339,9 @@ async def test_a_cut_while_the_python_client_waits_to_resubscribe_is_a_drop(
     client reconnects, where the wait held the reconnect until its timeout."""
     budgets = Budgets(cpu_rate=0.05, cpu_burst_anonymous=0.05)  # 200 ms: 1 s to refill
     async with running_server(tmp_path, budgets=budgets, **burn_world.settings()) as srv, \
-            raw_client(srv, srv.owner_token) as owner, trio.open_nursery() as nursery:
+            burn_world.others_busy(srv), trio.open_nursery() as nursery:
         proxy = Proxy(srv.port)
         await nursery.start(proxy.run)
-
-        async def busy() -> None:  # someone else uses the server all along
-            while True:
-                assert result(await owner.call("burn.spin", "burn:y", ms=5))
-                await trio.sleep(0.05)
-
-        nursery.start_soon(busy)
-        while others_load(srv) < budgets.cpu_contended:
-            await trio.sleep(0.01)
         async with Client.connect(f"ws://127.0.0.1:{proxy.port}/ws") as c, \
                 c.subscribe("lobby:main"):
             await c.request("burn.spin", "burn:x", {"ms": 200})  # its server time, spent
