@@ -4,6 +4,10 @@ world is never unloaded to make room, so one client must not pin them all)."""
 
 from __future__ import annotations
 
+from collections import deque
+
+import trio
+
 from actors.runtime import ActorRef
 from actors.runtime.subscriber import SubscriberQueue
 from protocol.errors import ProtocolError, over_budget
@@ -18,6 +22,33 @@ class Following:
         self.cap = cap  # topics the connection may follow at once
         self.topics: dict[str, ActorRef] = {}
         self.subscribing = 0  # subscribes admitted, not yet settled
+        self.lines: dict[str, deque[trio.Event]] = {}  # topics with a (un)subscribe under way
+
+    def busy(self, to: str) -> bool:
+        """True while a subscribe or unsubscribe of `to` is under way (`line_up`)."""
+        return to in self.lines
+
+    def line_up(self, to: str) -> trio.Event:
+        """A place in `to`'s line, taken now (when the frame is read): the subscribes and
+        unsubscribes of one topic take effect one at a time, in the order the client sent
+        them (an unsubscribe sent while its subscribe loads the world is answered after
+        it, and undoes it). Its turn has come when the event is set; `leave` it after."""
+        turn = trio.Event()
+        line = self.lines.setdefault(to, deque())
+        line.append(turn)
+        if len(line) == 1:
+            turn.set()
+        return turn
+
+    def leave(self, to: str, turn: trio.Event) -> None:
+        """Give up `turn` (done, or cancelled while waiting): the next in line goes."""
+        line = self.lines[to]
+        first = line[0] is turn
+        line.remove(turn)
+        if not line:
+            del self.lines[to]
+        elif first:
+            line[0].set()
 
     def admit(self, account: Account | None, to: str) -> ProtocolError | None:
         """Why a subscribe to `to` is refused, or None: it then counts until `settle`."""

@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING
 import trio
 
 from actors.runtime import Call
-from actors.runtime.subscriber import SubscriberQueue
 from actors.runtime.waiter import Slots, Waiter
 from protocol.convert import structure
 from protocol.envelope import (
@@ -51,6 +50,7 @@ from server.auth import Principal
 from server.budgets import Account
 from server.following import Following
 from server.hello import ANONYMOUS, greet
+from server.outbox import REST, Outbox
 from server.ratelimit import TokenBucket
 from server.replies import RequestAnswer, internal_error
 from server.transport import HandshakeFailed, WebSocket
@@ -68,46 +68,6 @@ CLOSE_WAIT = 1.0  # seconds a server-side close waits for the client's closing f
 MAX_HELLO = 4096  # characters
 HELLO_REFUSED_PAUSE = 0.1  # seconds
 WRITER_TASK = "server.session.Session._writer"  # every writer task's name (one string)
-
-
-REST = ""  # queued for the writer: the rest of a frame the socket took a part of
-
-
-class Outbox(SubscriberQueue):
-    """The connection's outbox; what its subscriptions cost is charged to its client.
-
-    While it is empty and the socket is free, a frame is written at once by whoever
-    queues it (a world's reply or push, the reader's refusal): a non-blocking write, no
-    wait, and no turn of the writer task. Only what the socket does not take at once
-    waits for the writer (the frame, or REST when the socket took a part of it).
-    """
-
-    def __init__(self, session: Session, capacity: int, max_chars: int) -> None:
-        super().__init__(capacity, max_chars)
-        self.session = session
-
-    def _at_once(self, frame: str) -> str | None:
-        session = self.session
-        if not session.writing or frame is REST:
-            return frame
-        try:
-            if not session.ws.send_at_once(frame):
-                return frame
-        except UnicodeEncodeError:
-            return frame  # the writer sends it escaped
-        session.server.metrics.frames_out.inc()
-        return REST if session.ws.owes else None
-
-    def charge(self, seconds: float) -> None:
-        """A subscription's first push cost `seconds` of the world's time."""
-        self.session.charge(seconds)
-
-    def get_nowait(self) -> str | None:
-        """As the queue's; room made here lets a paused reader read again."""
-        frame = super().get_nowait()
-        if self.session.paused:
-            self.session.resume_reading()
-        return frame
 
 
 class Session:
@@ -444,11 +404,11 @@ class Session:
             if isinstance(frame, Hello):
                 raise for_request(ProtocolError(ErrorCode.BAD_REQUEST,
                                                 "hello was already said"), frame.id)
-            if isinstance(frame, Unsubscribe):
-                self.following.drop(self.account, frame.to, self.outbox)
-                self.outbox.force(encode_result(frame.id, {"topic": frame.to}))
+            if isinstance(frame, Unsubscribe) and not self.following.busy(frame.to):
+                self._unsubscribe(frame)
                 return None
-            self._within_budgets(frame, now)
+            if not isinstance(frame, Unsubscribe):
+                self._within_budgets(frame, now)
         except ProtocolError as error:
             self.count_error(error)
             self.outbox.force(encode_error(request_id_of(error), error))
@@ -456,11 +416,28 @@ class Session:
                 self._rest(error.detail["retry_after"])
             return None
         self.inflight.acquire_nowait()  # (one is free: `serve_one` checked)
-        if isinstance(frame, Subscribe):
+        if isinstance(frame, Subscribe | Unsubscribe):  # (one of its topic is under way)
             assert self._nursery is not None
-            self._nursery.start_soon(self._subscribe, frame)
+            self._nursery.start_soon(self._in_turn, frame, self.following.line_up(frame.to))
             return None
         return self._dispatch(frame, now)
+
+    def _unsubscribe(self, frame: Unsubscribe) -> None:
+        self.following.drop(self.account, frame.to, self.outbox)
+        self.outbox.force(encode_result(frame.id, {"topic": frame.to}))
+
+    async def _in_turn(self, frame: Subscribe | Unsubscribe, turn: trio.Event) -> None:
+        """Take `frame` at its `turn` (after the (un)subscribes of its topic sent before
+        it); its answer slot is held until the reply is in the outbox."""
+        try:
+            await turn.wait()
+            if isinstance(frame, Subscribe):
+                await self._subscribe(frame)
+            else:
+                self._unsubscribe(frame)
+        finally:
+            self.following.leave(frame.to, turn)
+            self.release_slot()
 
     async def _finish_closing(self) -> None:
         """The client closed (or broke the protocol): finish the closing handshake (our
@@ -516,9 +493,7 @@ class Session:
             await self.inflight.acquire()
 
     async def _subscribe(self, frame: Subscribe) -> None:
-        """Follow `frame.to` (loading it, if not live here, is held to `loads_at_once`);
-        the answer slot is held until the reply is in the outbox (so `_all_answered`
-        waits for it)."""
+        """Follow `frame.to` (loading it, if not live here, is held to `loads_at_once`)."""
         ticket = followed = None
         try:
             try:
@@ -541,7 +516,6 @@ class Session:
         finally:
             if ticket is not None:
                 ticket.settle(True)
-            self.release_slot()
 
     def _dispatch(self, request: Request, now: float) -> RequestAnswer:
         """Post `request` (read at `now`) to its world; the answer arrives through the

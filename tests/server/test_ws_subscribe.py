@@ -9,6 +9,7 @@ from typing import Any
 import trio
 
 from server.session import WRITER_TASK
+from tests.server import burn_world
 from tests.server.ws_harness import Raw, raw_client, result, running_server
 
 WORLD = "counter:w"
@@ -176,3 +177,35 @@ async def test_replies_and_pushes_to_idle_sockets_go_out_without_the_writer_task
                 trio.lowlevel.remove_instrument(steps)
     assert revs == list(range(2, 22))
     assert steps.count == 0
+
+
+async def test_an_unsubscribe_sent_while_its_subscribe_loads_is_answered_after_it(
+        tmp_path: Path) -> None:
+    """The subscribes and unsubscribes of one topic take effect in the order sent: an
+    unsubscribe sent while the subscribe before it waits for its world to load is answered
+    after that subscribe, and undoes it (it was answered first, and the subscribe then
+    left the connection following a world it had left)."""
+    loading = burn_world.Loading()
+    loading.gate = trio.Event()
+    async with running_server(tmp_path, **burn_world.slow_settings(loading)) as srv, \
+            raw_client(srv) as c:
+        await c.send({"id": 1, "op": "subscribe", "to": "slow:a"})
+        await c.send({"id": 2, "op": "unsubscribe", "to": "slow:a"})
+        await c.send({"id": 3, "op": "subscribe", "to": "slow:b"})
+        await c.send({"id": 4, "op": "unsubscribe", "to": "slow:b"})
+        await c.send({"id": 5, "op": "subscribe", "to": "slow:b"})
+        with trio.fail_after(5):
+            while loading.started < 2:
+                await trio.sleep(0.01)
+        with trio.move_on_after(0.3):
+            early = await c.recv()
+            raise AssertionError(f"answered before its world loaded: {early}")
+        loading.gate.set()
+        frames = [await c.recv() for _ in range(8)]  # 5 replies, 3 snapshots
+        account = srv.state.ledger.accounts["address:127.0.0.1"]
+        assert dict(account.followed) == {"slow:b": 1}
+    replies = [(f["id"], f["ok"]) for f in frames if "id" in f]
+    a, b = [r for r in replies if r[0] < 3], [r for r in replies if r[0] >= 3]
+    assert a == [(1, True), (2, True)] and b == [(3, True), (4, True), (5, True)]
+    assert sorted(f["topic"] for f in frames if f.get("kind") == "snapshot") == \
+        ["slow:a", "slow:b", "slow:b"]
