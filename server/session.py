@@ -408,7 +408,7 @@ class Session:
                 self._unsubscribe(frame)
                 return None
             if not isinstance(frame, Unsubscribe):
-                self._within_budgets(frame, now)
+                self._may_compute(frame, now)
         except ProtocolError as error:
             self.count_error(error)
             self.outbox.force(encode_error(request_id_of(error), error))
@@ -416,7 +416,7 @@ class Session:
                 self._rest(error.detail["retry_after"])
             return None
         self.inflight.acquire_nowait()  # (one is free: `serve_one` checked)
-        if isinstance(frame, Subscribe | Unsubscribe):  # (one of its topic is under way)
+        if isinstance(frame, Subscribe | Unsubscribe):  # (in its topic's line)
             assert self._nursery is not None
             self._nursery.start_soon(self._in_turn, frame, self.following.line_up(frame.to))
             return None
@@ -446,12 +446,9 @@ class Session:
             while (await self.ws.receive())["type"] != "websocket.disconnect":
                 pass  # frames past a close are dropped
 
-    def _within_budgets(self, frame: Request | Subscribe, now: float) -> None:
-        """Refuse `frame` (over_budget) when its client's CPU time is spent, or a
-        subscription past the connection's or the client's (`Following.admit`)."""
+    def _may_compute(self, frame: Request | Subscribe, now: float) -> None:
+        """Refuse `frame` (over_budget) when its client's CPU time is spent."""
         refusal = self.server.ledger.may_compute(self.account, now)
-        if refusal is None and isinstance(frame, Subscribe):
-            refusal = self.following.admit(self.account, frame.to)
         if refusal is not None:
             self.server.budget_hit(refusal, self.who())
             try:
@@ -493,7 +490,14 @@ class Session:
             await self.inflight.acquire()
 
     async def _subscribe(self, frame: Subscribe) -> None:
-        """Follow `frame.to` (loading it, if not live here, is held to `loads_at_once`)."""
+        """Follow `frame.to`, within the connection's and the client's subscriptions
+        (`Following.admit`, counted in the topic's turn: after the unsubscribes sent
+        before); loading it, if not live here, is held to `loads_at_once`."""
+        if (refusal := self.following.admit(self.account, frame.to)) is not None:
+            self.server.budget_hit(refusal, self.who())
+            self.count_error(refusal)
+            await self.outbox.put(encode_error(frame.id, refusal))
+            return
         ticket = followed = None
         try:
             try:

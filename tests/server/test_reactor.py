@@ -203,7 +203,7 @@ async def test_a_bug_reading_a_connection_closes_it_1011_and_others_are_served(
     async with running_server(tmp_path, open_mode=True) as srv:
         victim = await RawSocket.open(srv.port)
         assert (await victim.hello())["ok"]
-        monkeypatch.setattr(Session, "_within_budgets", broken)
+        monkeypatch.setattr(Session, "_may_compute", broken)
         await victim.send_json({"id": 1, "op": "lobby.list"})
         assert await victim.close_code() == 1011
         await victim.aclose()

@@ -8,6 +8,7 @@ from typing import Any
 
 import trio
 
+from server.budgets import Budgets
 from server.session import WRITER_TASK
 from tests.server import burn_world
 from tests.server.ws_harness import Raw, raw_client, result, running_server
@@ -209,3 +210,24 @@ async def test_an_unsubscribe_sent_while_its_subscribe_loads_is_answered_after_i
     assert a == [(1, True), (2, True)] and b == [(3, True), (4, True), (5, True)]
     assert sorted(f["topic"] for f in frames if f.get("kind") == "snapshot") == \
         ["slow:a", "slow:b", "slow:b"]
+
+
+async def test_the_subscriptions_cap_counts_in_the_order_sent(tmp_path: Path) -> None:
+    """A connection that may follow one topic subscribes, unsubscribes and subscribes
+    again while the world loads: the second subscribe is counted after the unsubscribe
+    (it was refused at once, counted against the first while that waited)."""
+    loading = burn_world.Loading()
+    loading.gate = trio.Event()
+    async with running_server(tmp_path, budgets=Budgets(subscriptions=1),
+                              **burn_world.slow_settings(loading)) as srv, \
+            raw_client(srv) as c:
+        for rid, op in enumerate(("subscribe", "unsubscribe", "subscribe"), 1):
+            await c.send({"id": rid, "op": op, "to": "slow:a"})
+        with trio.fail_after(5):
+            while loading.started < 1:
+                await trio.sleep(0.01)
+        loading.gate.set()
+        frames = [await c.recv() for _ in range(5)]  # 3 replies, 2 snapshots
+        account = srv.state.ledger.accounts["address:127.0.0.1"]
+        assert dict(account.followed) == {"slow:a": 1}
+    assert [(f["id"], f["ok"]) for f in frames if "id" in f] == [(1, True), (2, True), (3, True)]
