@@ -48,6 +48,7 @@ from actors.runtime.mailbox import (
     Call,
     IdleCheck,
     Mailbox,
+    Pending,
     PushDue,
     SubscribeMsg,
     Tell,
@@ -169,8 +170,7 @@ class Actor(ABC):
 
         Returns the new revision. An empty list is a no-op and never enters history. A
         handler that awaits something slow after committing also delays the answers of
-        the messages handled before it in the same batch.
-        """
+        the messages handled before it in the same batch."""
         for event in events:
             self.apply(event)
         return self._stage(events)
@@ -376,8 +376,9 @@ class Actor(ABC):
             if isinstance(item, Ask):
                 message = item.message
                 if isinstance(message, SubscribeMsg | ViewMsg):
-                    # Both start from durable state: finish the batch first. The batch's
-                    # writes (their append, others' wait) are not the subscriber's cost.
+                    if isinstance(item.pending, Pending) and item.pending.done.is_set():
+                        return True  # its asker gave up (a timeout): subscribe nobody
+                    # From durable state: the batch first (not the subscriber's cost).
                     if not await self._flush():
                         item.pending.fail(ActorStopped(self.actor_id))
                         return False

@@ -76,9 +76,9 @@ async def wait_answer(pending: Pending, timeout: float, owner: str) -> Any:
     `timeout` seconds."""
     with trio.move_on_after(timeout):
         await pending.done.wait()
-    if not pending.done.is_set():
-        raise ProtocolError(ErrorCode.TIMEOUT, f"{owner} did not answer within "
-                            f"{timeout:g} s", {"actor": owner})
+    if not pending.done.is_set():  # given up: answered so, an answer after it is dropped
+        pending.fail(ProtocolError(ErrorCode.TIMEOUT, f"{owner} did not answer within "
+                                   f"{timeout:g} s", {"actor": owner}))
     if pending.error is not None:
         raise pending.error
     return pending.value

@@ -17,7 +17,7 @@ from actors.runtime.subscriber import SubscriberQueue
 from actors.runtime.topic import FANOUT_CHUNK, Topic
 from actors.store import MemoryEventStore
 from protocol.errors import ErrorCode, ProtocolError
-from tests.runtime.probe import Add, ProbeActor
+from tests.runtime.probe import Add, ProbeActor, Sleep
 
 KINDS = [ActorKind("probe", ProbeActor, declared=any_name)]
 
@@ -304,3 +304,20 @@ async def test_a_subscriber_is_not_charged_for_the_batch_it_waits_for() -> None:
     assert subscribed.error is None and write.error is None
     assert drain(queue)[0]["result"] == {"topic": "probe:a", "rev": 1}
     assert 0 < queue.charged < APPEND_S / 3
+
+
+async def test_a_subscribe_given_up_by_its_asker_is_not_made() -> None:
+    """A subscribe whose ask timed out (its actor busy past `ask_timeout`) is not made when
+    the actor gets to it: its caller heard `timeout`, so no reply, push or subscriber
+    follows (they came, unaccounted, to a connection that did not follow the world)."""
+    config = RuntimeConfig(ask_timeout=0.1)
+    async with open_directory(MemoryEventStore(), KINDS, config=config) as directory:
+        actor = await directory.get("probe:a")
+        actor.send(Sleep(0.3), Pending())
+        queue = SubscriberQueue(100)
+        with pytest.raises(ProtocolError) as gave_up:
+            await actor.subscribe(queue, None, request_id=1)
+        assert gave_up.value.code == ErrorCode.TIMEOUT
+        await actor.ask(Add(1), timeout=5)  # after the sleep and the subscribe
+        assert drain(queue) == []
+        assert actor.statistics().subscribers == 0
