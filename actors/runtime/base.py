@@ -306,11 +306,8 @@ class Actor(ABC):
         await self.ask(SubscribeMsg(queue, since, request_id))
 
     def unsubscribe(self, queue: SubscriberQueue) -> None:
-        """Forget `queue` (a closed queue is also forgotten at the next publish)."""
-        try:
-            self._mailbox.post(UnsubscribeMsg(queue))
-        except ProtocolError:
-            pass  # stopped or full: closed queues are pruned when publishing anyway
+        """Forget `queue`, after the messages before (a full mailbox takes it too)."""
+        self._mailbox.force(UnsubscribeMsg(queue))
 
     def statistics(self) -> ActorStatistics:
         """Durable revision, mailbox depth and peak, subscribers, handled, restarts, drops."""

@@ -183,6 +183,12 @@ class Mailbox:
                                 {"actor": self.owner})
         self._put(item)
 
+    def force(self, item: Any) -> None:
+        """Enqueue `item` past the bound (an unsubscribe: at most one per subscription
+        made, which the bound admitted); nothing when closed (nobody to tell)."""
+        if not self.closed:
+            self._put(item)
+
     async def post_waiting(self, item: Any) -> bool:
         """Enqueue `item`, waiting for room (the actor's own timers: a tick is not lost);
         False when the mailbox is closed (the actor stopped: nobody to tell)."""

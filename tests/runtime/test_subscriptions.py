@@ -321,3 +321,24 @@ async def test_a_subscribe_given_up_by_its_asker_is_not_made() -> None:
         await actor.ask(Add(1), timeout=5)  # after the sleep and the subscribe
         assert drain(queue) == []
         assert actor.statistics().subscribers == 0
+
+
+async def test_an_unsubscribe_is_taken_by_a_full_mailbox() -> None:
+    """An unsubscribe posted while its actor's mailbox is full is handled all the same (it
+    was dropped, and the queue went on getting pushes for a topic it had left)."""
+    config = RuntimeConfig(mailbox_size=4)
+    async with open_directory(MemoryEventStore(), KINDS, config=config) as directory:
+        actor = await directory.get("probe:a")
+        queue = SubscriberQueue(100)
+        await actor.subscribe(queue, None, request_id=1)
+        drain(queue)
+        actor.send(Sleep(0.2), Pending())
+        while actor.statistics().mailbox_depth < 4:
+            actor.send(Add(0), Pending())
+        actor.unsubscribe(queue)
+        with trio.fail_after(5):
+            while actor.statistics().mailbox_depth:  # past the unsubscribe
+                await trio.sleep(0.01)
+        last = await actor.ask(Add(1), timeout=5)
+        assert actor.statistics().subscribers == 0
+        assert last not in event_revs(drain(queue))
