@@ -404,11 +404,11 @@ class Session:
             if isinstance(frame, Hello):
                 raise for_request(ProtocolError(ErrorCode.BAD_REQUEST,
                                                 "hello was already said"), frame.id)
-            if isinstance(frame, Unsubscribe) and not self.following.busy(frame.to):
-                self._unsubscribe(frame)
-                return None
             if not isinstance(frame, Unsubscribe):
                 self._may_compute(frame, now)
+            elif not self.following.busy(frame.to):
+                self._unsubscribe(frame)
+                return None
         except ProtocolError as error:
             self.count_error(error)
             self.outbox.force(encode_error(request_id_of(error), error))
@@ -416,11 +416,11 @@ class Session:
                 self._rest(error.detail["retry_after"])
             return None
         self.inflight.acquire_nowait()  # (one is free: `serve_one` checked)
-        if isinstance(frame, Subscribe | Unsubscribe):  # (in its topic's line)
-            assert self._nursery is not None
-            self._nursery.start_soon(self._in_turn, frame, self.following.line_up(frame.to))
-            return None
-        return self._dispatch(frame, now)
+        if isinstance(frame, Request):
+            return self._dispatch(frame, now)
+        assert self._nursery is not None  # a (un)subscribe, in its topic's line
+        self._nursery.start_soon(self._in_turn, frame, self.following.line_up(frame.to))
+        return None
 
     def _unsubscribe(self, frame: Unsubscribe) -> None:
         self.following.drop(self.account, frame.to, self.outbox)
