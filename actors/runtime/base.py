@@ -373,12 +373,12 @@ class Actor(ABC):
             if isinstance(item, Ask):
                 message = item.message
                 if isinstance(message, SubscribeMsg | ViewMsg):
-                    if isinstance(item.pending, Pending) and item.pending.done.is_set():
-                        return True  # its asker gave up (a timeout): subscribe nobody
                     # From durable state: the batch first (not the subscriber's cost).
                     if not await self._flush():
                         item.pending.fail(ActorStopped(self.actor_id))
                         return False
+                    if isinstance(item.pending, Pending) and item.pending.done.is_set():
+                        return True  # its asker gave up (a timeout): subscribe nobody
                     started = clock()
                     if isinstance(message, ViewMsg):
                         item.pending.succeed((self._durable_rev, self.view()))

@@ -74,11 +74,13 @@ class Pending:
 async def wait_answer(pending: Pending, timeout: float, owner: str) -> Any:
     """The value `pending` is answered with, its refusal raised, or `timeout` after
     `timeout` seconds."""
-    with trio.move_on_after(timeout):
-        await pending.done.wait()
-    if not pending.done.is_set():  # given up: answered so, an answer after it is dropped
-        pending.fail(ProtocolError(ErrorCode.TIMEOUT, f"{owner} did not answer within "
-                                   f"{timeout:g} s", {"actor": owner}))
+    try:
+        with trio.move_on_after(timeout):
+            await pending.done.wait()
+    finally:
+        if not pending.done.is_set():  # given up (or cancelled): a later answer is dropped
+            pending.fail(ProtocolError(ErrorCode.TIMEOUT, f"{owner} did not answer within "
+                                       f"{timeout:g} s", {"actor": owner}))
     if pending.error is not None:
         raise pending.error
     return pending.value
@@ -185,7 +187,8 @@ class Mailbox:
 
     def force(self, item: Any) -> None:
         """Enqueue `item` past the bound (an unsubscribe: at most one per subscription
-        made, which the bound admitted); nothing when closed (nobody to tell)."""
+        made, which the bound admitted, so the depth passes `size` by at most the world's
+        subscribers); nothing when closed (nobody to tell)."""
         if not self.closed:
             self._put(item)
 
