@@ -151,7 +151,10 @@ class ServerState:
         refusal = self.ledger.may_hello(address, now)
         if refusal is not None:
             self.budget_hit(refusal, address)
-            raise refusal
+            try:
+                raise refusal
+            finally:  # raised from a name, it would hold its traceback's frame
+                refusal = None  # (a cycle: tests/server/test_cyclic_garbage.py)
         principal = self.tokens.check(token)
         if principal is None:
             self.ledger.hello_refused(address, now)

@@ -100,7 +100,10 @@ class Claims:
             spent = account.joins
         if refusal is None and loading:
             refusal = self.ledger.may_load(account)
-        self._refuse(refusal, who)
+        try:
+            self._refuse(refusal, who)
+        finally:  # raised, it is held by its traceback's frames, this one among them
+            refusal = None  # (a cycle: tests/server/test_cyclic_garbage.py)
         return Ticket(account, spent, target, loading) if spent is not None or loading else None
 
     def _loads(self, to: str) -> bool:
@@ -120,4 +123,7 @@ class Claims:
         """Raise `refusal` (counted and logged as a budget hit) when there is one."""
         if refusal is not None:
             self.budget_hit(refusal, who)
-            raise refusal
+            try:
+                raise refusal
+            finally:  # raised from a name, it would hold its traceback's frame
+                refusal = None  # (a cycle: tests/server/test_cyclic_garbage.py)

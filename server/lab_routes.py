@@ -181,7 +181,10 @@ class LabRoutes:
         refusal = ledger.may_compute(account, now)
         if refusal is not None:
             self.state.budget_hit(refusal, who)
-            raise refusal
+            try:
+                raise refusal
+            finally:  # raised from a name, it would hold its traceback's frame
+                refusal = None  # (a cycle: tests/server/test_cyclic_garbage.py)
         return account
 
     def _caller(self, request: Request, role: str) -> tuple[str, str]:

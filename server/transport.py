@@ -407,7 +407,13 @@ class WebSocket:
         await self._flush()
 
     async def abort(self) -> None:
-        """Drop the connection without a closing handshake."""
+        """Drop the connection without a closing handshake (the end of every connection).
+
+        The error websockets' parser failed with, if any, is let go first: its traceback
+        holds the parser's frame, which holds the protocol, a cycle that would leave the
+        connection to the cyclic garbage collector (tests/server/test_cyclic_garbage.py).
+        """
+        self._protocol.parser_exc = None
         await self._abort()
 
     def flush_soon(self) -> bool:

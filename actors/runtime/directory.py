@@ -434,7 +434,10 @@ class Directory:
                               "once one is not (a world nobody follows is unloaded to make "
                               "room)", limit)
         self.observer.refused(actor_id, refusal)
-        raise refusal
+        try:
+            raise refusal
+        finally:  # raised from a name, it would hold its traceback's frame
+            refusal = None  # (a cycle: tests/server/test_cyclic_garbage.py)
 
     async def _host(self, actor: Actor, *, task_status: trio.TaskStatus[None]) -> None:
         self._live[actor.actor_id] = actor
