@@ -20,7 +20,7 @@ from cattrs.cols import list_structure_factory
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
 
 from protocol.bounds import OutOfBounds, check
-from protocol.errors import ErrorCode, ProtocolError
+from protocol.errors import ErrorCode, ProtocolError, forget_frames
 
 T = TypeVar("T")
 
@@ -177,20 +177,11 @@ def structure(value: Any, cls: type[T], root: str = "args") -> T:
         raise ProtocolError(exc.code, str(exc), {"path": exc.path}) from None
     except (ClassValidationError, IterableValidationError) as exc:
         path, phrase = first_error(exc, root)
-        _forget_tracebacks(exc)
+        forget_frames(exc)
         raise ProtocolError(ErrorCode.BAD_REQUEST, f"{path}: {phrase}", {"path": path}) from None
     except (TypeError, ValueError) as exc:
+        forget_frames(exc)
         raise ProtocolError(ErrorCode.BAD_REQUEST, f"{root}: {exc}", {"path": root}) from None
-
-
-def _forget_tracebacks(group: BaseExceptionGroup) -> None:
-    """Drop the tracebacks of the errors cattrs gathered: each holds the frame of the
-    generated structure function that holds the list of them, a reference cycle per
-    refused request (garbage for the cyclic collector)."""
-    for error in group.exceptions:
-        error.__traceback__ = None
-        if isinstance(error, BaseExceptionGroup):
-            _forget_tracebacks(error)
 
 
 def unstructure(value: Any) -> Any:

@@ -11,6 +11,7 @@ builds the one shape of a spent budget's refusal, whichever layer refuses
 
 from __future__ import annotations
 
+import traceback
 from enum import StrEnum
 from typing import Any, TypeVar
 
@@ -92,3 +93,21 @@ def over_budget(budget: str, message: str, limit: float,
     if retry_after is not None:
         detail["retry_after"] = round(max(retry_after, 0.001), 3)
     return ProtocolError(ErrorCode.OVER_BUDGET, message, detail)
+
+
+def forget_frames(error: BaseException | None) -> None:
+    """Clear the locals of the frames `error`'s traceback holds, and of those of the errors
+    it came from or gathered. An error kept by something one of its frames holds (a list of
+    errors a cattrs structure function gathers, a websockets protocol's failure) is a
+    reference cycle, freed only by the cyclic garbage collector with all the frames hold
+    (tests/server/test_cyclic_garbage.py). A frame still running keeps its locals."""
+    todo, seen = [error], set()
+    while todo:
+        each = todo.pop()
+        if each is None or id(each) in seen:
+            continue
+        seen.add(id(each))
+        traceback.clear_frames(each.__traceback__)
+        todo += [each.__cause__, each.__context__]
+        if isinstance(each, BaseExceptionGroup):
+            todo += each.exceptions

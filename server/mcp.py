@@ -271,8 +271,10 @@ class McpHost:
         the token was refused)."""
         visit = current()
         assert isinstance(visit, Visit), "an MCP handler runs inside the door's visit"
-        if visit.refusal is not None:
-            raise visit.refusal
+        if (kept := visit.refusal) is not None:  # raised as a copy: the visit's own would
+            # take this call's frames, which hold the context that holds the visit (a cycle:
+            # tests/server/test_cyclic_garbage.py)
+            raise ProtocolError(kept.code, kept.message, kept.detail)
         origin = str(request.base_url).rstrip("/") if request is not None else ""
         return McpCall(self.state, visit, self.client_of(request), origin)
 

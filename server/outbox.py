@@ -26,7 +26,7 @@ class Outbox(SubscriberQueue):
     closed connection (its socket, tasks, protocol: ~40 objects) to the cyclic garbage
     collector, held until a pass of the generation it had aged into (for a connection
     that lived long, a full pass, which the server keeps rare: server/commands.py
-    `tune_gc`), and costing that pass ~35 us each. Now a connection is freed when its
+    `tune_gc`), and costing that pass ~40 us each. Now a connection is freed when its
     last task ends (tests/server/test_cyclic_garbage.py).
     """
 

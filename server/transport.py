@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 import os
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from time import perf_counter
 from typing import Any
 
@@ -40,6 +40,7 @@ from websockets.server import ServerProtocol
 from websockets.speedups import apply_mask
 
 from actors.runtime.waiter import Turn
+from protocol.errors import forget_frames
 
 log = logging.getLogger("petridish.transport")
 
@@ -90,6 +91,26 @@ def text_frame(text: str) -> bytes:
     data = head + payload
     _last.pair = (text, data)
     return data
+
+
+def _parsed_all() -> Generator[None, None, None]:
+    """The parser of a protocol done with: it takes whatever it is fed and holds nothing."""
+    while True:
+        yield
+
+
+def _let_go(protocol: ServerProtocol) -> None:
+    """Break the reference cycles a websockets protocol is in, so that dropping it frees
+    it: its parser is a generator whose frame holds it, and an error it failed with (a
+    frame, the handshake) holds through its traceback a frame that holds it. Left alone,
+    a connection's protocols (and what they hold) wait for the cyclic garbage collector
+    (tests/server/test_cyclic_garbage.py)."""
+    parser = _parsed_all()
+    next(parser)
+    protocol.parser = parser
+    forget_frames(protocol.parser_exc)
+    forget_frames(protocol.handshake_exc)  # (also held by the refused upgrade's request)
+    protocol.parser_exc = protocol.handshake_exc = None
 
 
 class WebSocket:
@@ -150,6 +171,7 @@ class WebSocket:
         # The handshake's parser keeps the request in its frame for the connection's life;
         # frames go to a protocol made open instead, so an idle connection holds neither.
         self.request = None
+        _let_go(self._protocol)
         self._protocol = ServerProtocol(state=OPEN, max_size=self._max_size)
         if self._early:
             self._events = self._frames(self._early)[::-1]
@@ -407,13 +429,10 @@ class WebSocket:
         await self._flush()
 
     async def abort(self) -> None:
-        """Drop the connection without a closing handshake (the end of every connection).
-
-        The error websockets' parser failed with, if any, is let go first: its traceback
-        holds the parser's frame, which holds the protocol, a cycle that would leave the
-        connection to the cyclic garbage collector (tests/server/test_cyclic_garbage.py).
-        """
-        self._protocol.parser_exc = None
+        """Drop the connection without a closing handshake (the end of every connection:
+        its protocol and a refused upgrade's request are let go, see `_let_go`)."""
+        self.request = None
+        _let_go(self._protocol)
         await self._abort()
 
     def flush_soon(self) -> bool:

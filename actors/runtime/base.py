@@ -379,9 +379,9 @@ class Actor(ABC):
                     if not await self._flush():
                         item.pending.fail(ActorStopped(self.actor_id))
                         return False
+                    started = clock()
                     if isinstance(item.pending, Pending) and item.pending.done.is_set():
                         return True  # its asker gave up (a timeout): subscribe nobody
-                    started = clock()
                     if isinstance(message, ViewMsg):
                         item.pending.succeed((self._durable_rev, self.view()))
                         return True

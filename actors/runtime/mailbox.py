@@ -81,8 +81,12 @@ async def wait_answer(pending: Pending, timeout: float, owner: str) -> Any:
         if not pending.done.is_set():  # given up (or cancelled): a later answer is dropped
             pending.fail(ProtocolError(ErrorCode.TIMEOUT, f"{owner} did not answer within "
                                        f"{timeout:g} s", {"actor": owner}))
-    if pending.error is not None:
-        raise pending.error
+    error, pending.error = pending.error, None  # (read once: no cycle through the slot)
+    if error is not None:
+        try:
+            raise error
+        finally:  # raised from a name, it would hold its traceback's frame
+            error = None  # (a cycle: tests/server/test_cyclic_garbage.py)
     return pending.value
 
 

@@ -2,61 +2,36 @@
 the cyclic garbage collector.
 
 Garbage in a reference cycle waits for a pass of the collector over the generation it aged
-into: for a long-lived connection a full pass, which the server keeps rare. With the
-session and its outbox in a cycle, every connection closed (its socket, tasks, protocol:
-~40 objects) waited so (500 closed cost a pass 25 ms, against 8 without them); a refusal
-raised from a local name held its frames (and what they named: the request's answer slot,
-the session) the same way, and an unloaded world (its state) through a closure over its
-actor. Each test ends connections, refuses frames or unloads worlds one way, then asks the
-collector what it finds.
+into: for a long-lived connection a full pass, which the server keeps rare. Every closed
+connection waited so (its session and its outbox held each other, its websockets protocols
+their parser generators: ~40 objects; 500 closed cost a pass 24 ms, against 5 now); an
+error raised from a name, or kept by what its frames hold (a refusal, a world's answer to
+an ask, cattrs' gathered errors, a failed upgrade), held its frames and what they named
+(the request's answer slot, the session) the same way; and an unloaded world, its state,
+through a closure over its actor. Each test ends connections, refuses frames or unloads
+worlds one way, with the collector off, then counts what one pass of it frees
+(tests/server/garbage.py).
 """
 
 from __future__ import annotations
 
-import gc
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import attrs
+import httpx
 import trio
 from websockets.exceptions import ConnectionClosed
 
 from server.app import Running
 from server.budgets import Budgets
+from tests.server.garbage import collector_off, cyclic_garbage
+from tests.server.mcp_harness import tool
 from tests.server.ws_harness import Raw, raw_client, result, running_server
 
-# A connection left in a cycle leaves objects of these in it (its Session, WebSocket, the
-# websockets ServerProtocol). The test's clients are in this process too: their cycles
-# (websockets' client, trio, exceptions) are theirs.
-OURS = ("server.", "actors.", "protocol.", "websockets.server.")
 CONNECTIONS = 12
-
-
-def cyclic_garbage() -> Counter[str]:
-    """What a full pass of the collector finds unreachable, of the server's, by type (kept
-    in `gc.garbage` for the count, then let go)."""
-    gc.set_debug(gc.DEBUG_SAVEALL)
-    try:
-        gc.collect()
-        names = (f"{type(o).__module__}.{type(o).__qualname__}" for o in gc.garbage)
-        return Counter(name for name in names if name.startswith(OURS))
-    finally:
-        gc.set_debug(0)
-        gc.garbage.clear()
-
-
-@asynccontextmanager
-async def collector_off() -> AsyncIterator[None]:
-    """The collector quiet in between: what is left is counted at the end, not taken."""
-    gc.collect()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 async def ended(running: Running, life: Callable[[Raw], Awaitable[None]],
@@ -92,8 +67,8 @@ async def test_connections_closed_by_their_clients_leave_no_cycle(tmp_path: Path
 
 
 async def test_connections_the_server_ends_leave_no_cycle(tmp_path: Path) -> None:
-    """A hello refused (1008), a frame the server closes the connection for (1009), and a
-    request in flight when the client leaves."""
+    """A hello refused (1008), a frame the server closes the connection for (1009), a
+    request in flight when the client leaves, an upgrade refused (400)."""
     async def bad_hello(c: Raw) -> None:
         await c.send({"op": "hello", "protocol": 1, "token": "pdg_bad"})
         assert not (await c.recv())["ok"]
@@ -115,23 +90,41 @@ async def test_connections_the_server_ends_leave_no_cycle(tmp_path: Path) -> Non
         await c.send({"id": 1, "op": "counter.add", "to": "counter:g",
                       "args": {"amount": 1, "note": ""}})
 
+    async def refused_upgrade(running: Running) -> None:
+        async with await trio.open_tcp_stream(running.host, running.port) as tcp:
+            await tcp.send_all(b"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
+                               b"Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n\r\n")
+            with trio.fail_after(10):
+                assert (await tcp.receive_some()).startswith(b"HTTP/1.1 400")
+
     async with running_server(tmp_path, open_mode=True) as running:
         async with raw_client(running) as c:
             assert result(await c.call("lobby.create", kind="counter", name="g"))
+        left: dict[str, Counter[str]] = {}
         for life in (bad_hello, too_big, gone):
             hello = life is not bad_hello
             await ended(running, life, hello)
             async with collector_off():
                 await ended(running, life, hello)
-                assert cyclic_garbage() == Counter(), life.__name__
+                left[life.__name__] = cyclic_garbage()
+        await refused_upgrade(running)
+        async with collector_off():
+            for _ in range(CONNECTIONS):
+                await refused_upgrade(running)
+            await trio.sleep(0.1)
+            left["refused_upgrade"] = cyclic_garbage()
+        assert left == {key: Counter() for key in left}
 
 
 async def test_refused_frames_leave_no_cycle(tmp_path: Path) -> None:
-    """What a hostile client is refused for: malformed frames, unknown ops, bad args,
-    worlds of another kind or none, a second hello, past a budget (live_worlds)."""
+    """What a hostile client is refused for: malformed frames, unknown ops, bad args (a
+    nested value not even an object among them), worlds of another kind or none, a
+    subscribe its world refuses, a second hello, past a budget (live_worlds)."""
     frames: list[Any] = [
         "junk", "[]", {"id": 1, "op": "nope"},
         {"id": 2, "op": "counter.add", "to": "counter:g", "args": {"amount": "x", "note": ""}},
+        {"id": 7, "op": "ecosystem.patch", "to": "ecosystem:g", "args": {"patch": "x"}},
+        {"id": 8, "op": "subscribe", "to": "counter:w0", "since": 999},
         {"id": 3, "op": "counter.add", "to": "field:g", "args": {"amount": 1, "note": ""}},
         {"id": 4, "op": "counter.add", "to": "counter:none", "args": {"amount": 1, "note": ""}},
         {"id": 5, "op": "subscribe", "to": "counter:none"},
@@ -147,9 +140,10 @@ async def test_refused_frames_leave_no_cycle(tmp_path: Path) -> None:
         return sorted(r["error"]["code"] for r in replies if not r["ok"])
 
     async with running_server(tmp_path, open_mode=True) as running, raw_client(running) as c:
-        base = ["bad_request"] * 5 + ["unknown_op"] + ["unknown_actor"] * 2
+        result(await c.call("lobby.create", kind="counter", name="w0"))
+        base = ["bad_request"] * 7 + ["unknown_op"] + ["unknown_actor"] * 2
         codes = await refused(c)
-        assert codes == sorted(base + ["over_budget"] * 2), codes
+        assert codes == sorted(base + ["already_exists"] + ["over_budget"] * 2), codes
         async with collector_off():
             again = await refused(c)  # the creates now refused too (live_worlds)
             assert again == sorted(base + ["over_budget"] * 12), again
@@ -158,7 +152,8 @@ async def test_refused_frames_leave_no_cycle(tmp_path: Path) -> None:
 
 async def test_worlds_unloaded_to_make_room_leave_no_cycle(tmp_path: Path) -> None:
     """A world unloaded (here to make room under `max_live_worlds`) is freed at once: its
-    state, which for a field or a run is most of the memory it held, does not wait."""
+    state, which for a field or a run is most of the memory it held, does not wait. So is
+    the refusal when no world can make room (each followed)."""
     budgets = attrs.evolve(Budgets(), max_live_worlds=2)
     async with running_server(tmp_path, budgets=budgets) as running, \
             raw_client(running, running.owner_token) as c:
@@ -169,4 +164,28 @@ async def test_worlds_unloaded_to_make_room_leave_no_cycle(tmp_path: Path) -> No
                 result(await c.call("counter.create", f"counter:w{i}"))
             live = [s.actor_id for s in running.state.directory.live() if s.kind == "counter"]
             assert len(live) == 2, live  # four unloaded here
+            assert cyclic_garbage() == Counter()
+        for i, world in enumerate(live):  # followed: neither can make room
+            await c.send({"id": 100 + i, "op": "subscribe", "to": world})
+            assert (await c.recv())["ok"]
+            assert (await c.recv())["kind"] == "snapshot"
+        async with collector_off():
+            for i in range(3):
+                refused = await c.call("counter.create", f"counter:x{i}")
+                assert refused["error"]["detail"]["budget"] == "max_live_worlds", refused
+            assert cyclic_garbage() == Counter()
+
+
+async def test_refused_mcp_calls_leave_no_cycle(tmp_path: Path) -> None:
+    """An MCP call with a token the server does not know (the door's refusal, raised by
+    each tool call)."""
+    async with running_server(tmp_path) as running, httpx.AsyncClient() as http:
+        async def forged() -> None:
+            reply = await tool(http, running.url, "list_games", {}, token="pdg_forged")
+            assert reply["error"]["code"] == "unauthorized", reply
+
+        await forged()
+        async with collector_off():
+            for _ in range(3):
+                await forged()
             assert cyclic_garbage() == Counter()
