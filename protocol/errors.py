@@ -11,7 +11,7 @@ builds the one shape of a spent budget's refusal, whichever layer refuses
 
 from __future__ import annotations
 
-import traceback
+import inspect
 from enum import StrEnum
 from typing import Any, TypeVar
 
@@ -95,19 +95,32 @@ def over_budget(budget: str, message: str, limit: float,
     return ProtocolError(ErrorCode.OVER_BUDGET, message, detail)
 
 
+_RESUMABLE = (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ITERABLE_COROUTINE
+              | inspect.CO_ASYNC_GENERATOR)
+
+
 def forget_frames(error: BaseException | None) -> None:
     """Clear the locals of the frames `error`'s traceback holds, and of those of the errors
     it came from or gathered. An error kept by something one of its frames holds (a list of
     errors a cattrs structure function gathers, a websockets protocol's failure) is a
     reference cycle, freed only by the cyclic garbage collector with all the frames hold
-    (tests/server/test_cyclic_garbage.py). A frame still running keeps its locals."""
+    (tests/server/test_cyclic_garbage.py). A frame still running keeps its locals, and so
+    does a generator's or coroutine's: clearing one suspended would close it (a task of
+    ours, to be resumed: tests/server/test_transport.py)."""
     todo, seen = [error], set()
     while todo:
         each = todo.pop()
         if each is None or id(each) in seen:
             continue
         seen.add(id(each))
-        traceback.clear_frames(each.__traceback__)
+        tb = each.__traceback__
+        while tb is not None:
+            if not tb.tb_frame.f_code.co_flags & _RESUMABLE:
+                try:
+                    tb.tb_frame.clear()
+                except RuntimeError:
+                    pass  # running
+            tb = tb.tb_next
         todo += [each.__cause__, each.__context__]
         if isinstance(each, BaseExceptionGroup):
             todo += each.exceptions

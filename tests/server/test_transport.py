@@ -192,3 +192,46 @@ async def test_a_frame_announced_too_big_closes_1009_without_waiting_for_it() ->
     opcode, payload = await raw.recv_frame()
     assert (opcode, int.from_bytes(payload[:2], "big")) == (CLOSE, 1009)
     await client.aclose()
+
+
+async def test_an_aborted_websocket_is_closed_to_every_task_that_still_holds_it() -> None:
+    """A drop (the pinger's, the watchdog's) lets the protocol go: sends refuse and the
+    reader hears the end at once, as when the end of stream was read (they used to go on,
+    the closing reader spinning on a protocol that never closed)."""
+    client, ws, _ = await _pair()
+    await ws.abort()
+    assert not ws.open
+    try:
+        await ws.send_text('"after"')
+    except ConnectionError:
+        pass
+    else:
+        raise AssertionError("a send after the drop was taken")
+    with trio.fail_after(1):
+        assert (await ws.receive())["type"] == "websocket.disconnect"
+    await client.aclose()
+
+
+async def test_a_drop_while_a_failed_send_winds_down_leaves_that_task_whole() -> None:
+    """A send that fails leaves the parser's error holding, through its context, the
+    sending task's frame; a drop in that task's last step (the pinger's ping, then the
+    connection's end) must not close that suspended coroutine (`forget_frames` clears
+    the frames of none)."""
+    ours, theirs = trio.socket.socketpair()
+    ws = WebSocket(trio.SocketStream(ours), request(80), 1 << 20)
+    await ws.accept()
+    theirs.close()  # the 101 went; the next write fails at once
+    outcome: list[str] = []
+
+    async def ping() -> None:
+        await ws.ping(0.0)
+        outcome.append("returned")
+
+    async def drop() -> None:
+        await trio.lowlevel.checkpoint()  # the ping's send failed: it is in its last step
+        await ws.abort()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(ping)
+        nursery.start_soon(drop)
+    assert outcome == ["returned"]
