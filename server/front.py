@@ -180,8 +180,12 @@ async def serve_front(app: Any, config: HypercornConfig, ws_path: str, ws_handle
             if head is None:
                 return
             if upgrade_target(head) != ws_path:
-                await TCPServer(app, config, context, ConnectionState(lifespan_state.copy()),
-                                ReplayStream(stream, head))
+                http = TCPServer(app, config, context, ConnectionState(lifespan_state.copy()),
+                                 ReplayStream(stream, head))
+                try:
+                    await http
+                finally:  # its protocol sends through it: a cycle, left to the collector
+                    vars(http).pop("protocol", None)
                 return
             ws = WebSocket(stream, head, max_size, peer)
             del head  # an idle websocket need not hold its request

@@ -10,9 +10,9 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 # A connection left in a cycle leaves objects of these in it (its Session, WebSocket, the
-# websockets ServerProtocol). The test's clients are in this process too: their cycles
-# (websockets' client, httpx, trio, exceptions) are theirs.
-OURS = ("server.", "actors.", "protocol.", "websockets.server.")
+# websockets ServerProtocol; an HTTP connection's Hypercorn server). The test's clients are
+# in this process too: their cycles (websockets' client, httpx, trio, exceptions) are theirs.
+OURS = ("server.", "actors.", "protocol.", "websockets.server.", "hypercorn.")
 
 
 def _ours() -> Counter[str]:

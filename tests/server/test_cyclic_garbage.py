@@ -189,3 +189,19 @@ async def test_refused_mcp_calls_leave_no_cycle(tmp_path: Path) -> None:
             for _ in range(3):
                 await forged()
             assert cyclic_garbage() == Counter()
+
+
+async def test_http_connections_leave_no_cycle(tmp_path: Path) -> None:
+    """Pages and routes served over HTTP, a connection each (Hypercorn's server of one
+    connection and its protocol call each other)."""
+    async with running_server(tmp_path) as running:
+        async def pages() -> None:
+            for path in ("/", "/metrics", "/nothing-here"):
+                async with httpx.AsyncClient() as http:
+                    assert (await http.get(running.url + path)).status_code in (200, 404)
+
+        await pages()
+        async with collector_off():
+            await pages()
+            await trio.sleep(0.1)  # the connections' last steps
+            assert cyclic_garbage() == Counter()
