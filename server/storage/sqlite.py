@@ -352,7 +352,11 @@ class SqliteEventStore(EventStore):
         # Parked until the answer arrives (no Event, no cancel scope: this is per append).
         await trio.lowlevel.wait_task_rescheduled(abort)
         if job.error is not None:
-            raise job.error
+            error, job = job.error, None
+            try:
+                raise error
+            finally:  # raised from a name, it would hold its traceback's frame
+                error = None  # (a cycle: tests/storage/test_event_store.py)
         return job.result
 
     # ---- the EventStore interface -------------------------------------------------------
