@@ -101,10 +101,10 @@ def _parsed_all() -> Generator[None, None, None]:
 
 def _let_go(protocol: ServerProtocol) -> None:
     """Close a websockets protocol done with, and break the reference cycles it is in so
-    that dropping it frees it: its parser is a generator whose frame holds it, and an error it failed with (a
-    frame, the handshake) holds through its traceback a frame that holds it. Left alone,
-    a connection's protocols (and what they hold) wait for the cyclic garbage collector
-    (tests/server/test_cyclic_garbage.py)."""
+    that dropping it frees it: its parser is a generator whose frame holds it, and an
+    error it failed with (a frame, the handshake) holds through its traceback a frame
+    that holds it. Left alone, a connection's protocols (and what they hold) wait for the
+    cyclic garbage collector (tests/server/test_cyclic_garbage.py)."""
     parser = _parsed_all()
     next(parser)
     protocol.parser = parser

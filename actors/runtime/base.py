@@ -103,8 +103,8 @@ class Actor(ABC):
         self._last_push = -math.inf
         self._push_armed = False
         self._snapshot_rev = 0
-        # (no closure over self: an unloaded actor is freed at once, not left in a cycle)
-        self._topic = Topic(actor_id, cfg.history_size, partial(context.observer.dropped, self.kind))
+        self._topic = Topic(  # no closure over self: an unloaded actor is freed at once
+            actor_id, cfg.history_size, partial(context.observer.dropped, self.kind))
         self._timers = Timers(self._mailbox)
         self._nursery: trio.Nursery | None = None
         self._crashes: deque[float] = deque()
