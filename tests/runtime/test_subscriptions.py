@@ -325,18 +325,19 @@ async def test_a_subscribe_given_up_by_its_asker_is_not_made() -> None:
 
 async def test_a_subscribe_given_up_while_it_waited_for_its_batch_is_not_made() -> None:
     """The same when the ask times out while the subscribe waits for its batch's append
-    (a slow store: when timeouts happen)."""
+    (a slow store: when timeouts happen); nor is its client charged that append."""
     config = RuntimeConfig(ask_timeout=0.1)
     async with open_directory(_SlowAppends(), KINDS, config=config) as directory:
         actor = await directory.get("probe:a")
         actor.send(Add(1), Pending())  # in the subscribe's batch: appended first, for 0.3 s
-        queue = SubscriberQueue(100)
+        queue = _Charged(100)
         with pytest.raises(ProtocolError) as gave_up:
             await actor.subscribe(queue, None, request_id=1)
         assert gave_up.value.code == ErrorCode.TIMEOUT
         await actor.ask(Add(2), timeout=5)
         assert drain(queue) == []
         assert actor.statistics().subscribers == 0
+        assert queue.charged < APPEND_S / 3
 
 
 async def test_an_unsubscribe_is_taken_by_a_full_mailbox() -> None:
