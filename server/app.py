@@ -30,6 +30,7 @@ from starlette.routing import Route
 from actors.runtime import ActorKind, Directory, open_directory
 from actors.runtime.context import wall_clock_ms
 from actors.store import EventStore
+from protocol.envelope import for_request
 from protocol.errors import ErrorCode, ProtocolError, over_budget
 from protocol.ops.admin import ADMIN_ID
 from protocol.registry import Registry
@@ -128,7 +129,7 @@ class ServerState:
 
     @claims.default
     def _claims(self) -> Claims:
-        return Claims(self.ledger, self.directory, self.budget_hit)
+        return Claims(self.ledger, self.directory, self.refuse)
 
     @proxies.default
     def _proxies(self) -> Proxies:
@@ -142,19 +143,26 @@ class ServerState:
         """Count, keep and log that `who` hit the budget `refusal` names."""
         self.observer.budget_hit(refusal, who)
 
+    def refuse(self, refusal: ProtocolError | None, who: str,
+               request_id: int | None = None) -> None:
+        """Raise `refusal` (a budget's, counted and logged as `who`'s hit; the refusal of
+        frame `request_id`) when there is one. Pass it as the call's value, not held in a
+        name of the caller's: raised, it holds its traceback's frames, and a frame naming
+        it would be a cycle for the collector (tests/server/test_cyclic_garbage.py)."""
+        if refusal is not None:
+            self.budget_hit(refusal, who)
+            try:
+                raise for_request(refusal, request_id)
+            finally:  # (nor does this frame name it once raised)
+                refusal = None
+
     def check_token(self, token: str, address: str, what: str) -> Principal:
         """The principal `token` stands for, presented by `address` in `what` (a hello, an
         MCP call, a lab route): `over_budget` once the address's refused tokens are spent
         (the token is not even checked), `unauthorized` (counted and traced) when it is
         unknown or revoked."""
         now = trio.current_time()
-        refusal = self.ledger.may_hello(address, now)
-        if refusal is not None:
-            self.budget_hit(refusal, address)
-            try:
-                raise refusal
-            finally:  # raised from a name, it would hold its traceback's frame
-                refusal = None  # (a cycle: tests/server/test_cyclic_garbage.py)
+        self.refuse(self.ledger.may_hello(address, now), address)
         principal = self.tokens.check(token)
         if principal is None:
             self.ledger.hello_refused(address, now)

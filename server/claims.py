@@ -18,13 +18,15 @@ them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import trio
 
 from server.budgets import Account, Hourly, Ledger
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from actors.runtime import Call, Directory
     from protocol.errors import ProtocolError
 
@@ -62,10 +64,10 @@ class Claims:
     """Which calls create worlds or seat players, and the check of their budgets."""
 
     def __init__(self, ledger: Ledger, directory: Directory,
-                 budget_hit: Any) -> None:
+                 refuse: Callable[[ProtocolError | None, str], None]) -> None:
         self.ledger = ledger
         self.directory = directory
-        self.budget_hit = budget_hit  # (refusal, who) -> None: counted, logged
+        self.refuse = refuse  # (refusal, who): raised, counted and logged (ServerState)
         kinds = directory.kinds.values()
         self.create_ops = {k.create_op for k in kinds if k.create_op}
         self.seat_ops = {k.seat_op for k in kinds if k.seat_op}
@@ -101,7 +103,7 @@ class Claims:
         if refusal is None and loading:
             refusal = self.ledger.may_load(account)
         try:
-            self._refuse(refusal, who)
+            self.refuse(refusal, who)
         finally:  # raised, it is held by its traceback's frames, this one among them
             refusal = None  # (a cycle: tests/server/test_cyclic_garbage.py)
         return Ticket(account, spent, target, loading) if spent is not None or loading else None
@@ -116,14 +118,5 @@ class Claims:
         here (`over_budget` past `loads_at_once`), else None, as for the owner."""
         if account is None or not self._loads(to):
             return None
-        self._refuse(self.ledger.may_load(account), who)
+        self.refuse(self.ledger.may_load(account), who)
         return Ticket(account, None, None, True)
-
-    def _refuse(self, refusal: ProtocolError | None, who: str) -> None:
-        """Raise `refusal` (counted and logged as a budget hit) when there is one."""
-        if refusal is not None:
-            self.budget_hit(refusal, who)
-            try:
-                raise refusal
-            finally:  # raised from a name, it would hold its traceback's frame
-                refusal = None  # (a cycle: tests/server/test_cyclic_garbage.py)

@@ -178,13 +178,7 @@ class LabRoutes:
         account = ledger.client_account(None if anonymous else caller, who, role, now)
         if account is None:
             return None
-        refusal = ledger.may_compute(account, now)
-        if refusal is not None:
-            self.state.budget_hit(refusal, who)
-            try:
-                raise refusal
-            finally:  # raised from a name, it would hold its traceback's frame
-                refusal = None  # (a cycle: tests/server/test_cyclic_garbage.py)
+        self.state.refuse(ledger.may_compute(account, now), who)
         return account
 
     def _caller(self, request: Request, role: str) -> tuple[str, str]:

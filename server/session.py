@@ -448,13 +448,8 @@ class Session:
 
     def _may_compute(self, frame: Request | Subscribe, now: float) -> None:
         """Refuse `frame` (over_budget) when its client's CPU time is spent."""
-        refusal = self.server.ledger.may_compute(self.account, now)
-        if refusal is not None:
-            self.server.budget_hit(refusal, self.who())
-            try:
-                raise for_request(refusal, frame.id)
-            finally:
-                del refusal  # the error's traceback holds this frame: no cycle to collect
+        self.server.refuse(self.server.ledger.may_compute(self.account, now), self.who(),
+                           frame.id)
 
     def _rest(self, seconds: float) -> None:
         """Read nothing more for `seconds` (its CPU time spent while others wait), and on
