@@ -9,6 +9,7 @@ bad field, e.g. `args.size: expected int`, and whose detail carries that path.
 from __future__ import annotations
 
 import json
+import typing
 from collections.abc import Callable, MutableSequence, MutableSet, Sequence
 from collections.abc import Set as AbstractSet
 from types import UnionType
@@ -17,7 +18,13 @@ from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 import attrs
 import cattrs
 from cattrs.cols import list_structure_factory
-from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
+from cattrs.errors import (
+    AttributeValidationNote,
+    ClassValidationError,
+    ForbiddenExtraKeysError,
+    IterableValidationError,
+)
+from cattrs.gen import make_dict_structure_fn
 
 from protocol.bounds import OutOfBounds, check
 from protocol.errors import ErrorCode, ProtocolError, forget_frames
@@ -104,6 +111,50 @@ def _as_is(value: Any) -> Any:
     return value
 
 
+_ABSENT_NOT_NULL: set[type] = set()
+
+
+def absent_not_null(cls: type[T]) -> type[T]:
+    """Mark the attrs class `cls`: a field it makes optional may be left out but never
+    sent as null (a seed's strict shapes told apart by the keys present, as a RulePatch's
+    three forms are). The converter refuses a null there; the schema does not offer it."""
+    _ABSENT_NOT_NULL.add(cls)
+    return cls
+
+
+def refuses_null(cls: Any) -> bool:
+    """Whether `cls` was marked `absent_not_null`."""
+    return cls in _ABSENT_NOT_NULL
+
+
+def without_null(tp: Any) -> Any:
+    """Annotation `tp` less its `None` alternative (`str | None` -> `str`)."""
+    if get_origin(tp) not in (Union, UnionType):
+        return tp
+    rest = tuple(a for a in get_args(tp) if a is not type(None))
+    return rest[0] if len(rest) == 1 else Union[rest]  # noqa: UP007 - built from a tuple
+
+
+def _null_refusing(cls: Any, conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
+    """The class's own hook behind a check that no field of it is sent as null."""
+    inner = make_dict_structure_fn(cls, conv)
+    hints = typing.get_type_hints(cls)
+
+    def structure_it(value: Any, _: Any) -> Any:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if item is None and key in hints:
+                    error = TypeError(f"expected {json_type_name(without_null(hints[key]))}")
+                    error.__notes__ = [AttributeValidationNote(
+                        f"Structuring class {cls.__qualname__} @ attribute {key}", key,
+                        hints[key])]
+                    raise ClassValidationError(f"While structuring {cls.__name__}", [error],
+                                               cls)
+        return inner(value, cls)
+
+    return structure_it
+
+
 def _make_converter() -> cattrs.Converter:
     conv = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
     conv.register_structure_hook(int, _strict_int)
@@ -111,6 +162,7 @@ def _make_converter() -> cattrs.Converter:
     conv.register_structure_hook(str, _strict_str)
     conv.register_structure_hook(bool, _strict_bool)
     conv.register_structure_hook_factory(_is_array, _strict_array)
+    conv.register_structure_hook_factory(refuses_null, _null_refusing)
     # Walking a big listing item by item (an observation's tiles and known cells) was
     # most of a field observe's cost; JSON-only containers go out as they are.
     conv.register_unstructure_hook_func(_is_json_container, _as_is)

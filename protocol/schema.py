@@ -13,6 +13,7 @@ from typing import Any
 import attrs
 
 from protocol.bounds import Bounds, bounds_of
+from protocol.convert import refuses_null, without_null
 from protocol.envelope import PROTOCOL_VERSION
 from protocol.registry import Registry
 
@@ -59,7 +60,8 @@ def class_schema(cls: type, defs: dict[str, Any]) -> dict[str, Any]:
     props: dict[str, Any] = {}
     required: list[str] = []
     for field in attrs.fields(cls):
-        props[field.name] = with_bounds(type_schema(hints[field.name], defs), bounds_of(field))
+        hint = without_null(hints[field.name]) if refuses_null(cls) else hints[field.name]
+        props[field.name] = with_bounds(type_schema(hint, defs), bounds_of(field))
         if field.default is attrs.NOTHING:
             required.append(field.name)
     schema: dict[str, Any] = {"type": "object", "properties": props,

@@ -21,6 +21,7 @@ from typing import Any, Literal
 import attrs
 
 from protocol.bounds import bounded
+from protocol.convert import absent_not_null
 from protocol.errors import register_world_codes
 from protocol.registry import OpSpec
 
@@ -67,10 +68,12 @@ class CreateArgs:
     size: int = bounded(64, lo=16, hi=64)
 
 
+@absent_not_null
 @attrs.frozen
 class RulePatch:
     """One of {kind: pair, pair, mode}, {kind: self, species, value} or
-    {kind: environment, field, value} (the seed's RulePatch; other fields absent)."""
+    {kind: environment, field, value} (the seed's RulePatch; other fields absent, never
+    null)."""
 
     kind: str = bounded(length=MAX_WORD)
     pair: str | None = bounded(None, length=MAX_WORD)

@@ -42,7 +42,7 @@ async def test_an_mcp_client_creates_steps_patches_and_reads_a_run(tmp_path: Pat
         assert set(tools["patch_run"].input_schema["required"]) == {
             "run_id", "patch", "expected_graph_version"}
         assert tools["patch_run"].input_schema["properties"]["patch"]["description"].endswith(
-            "{kind: environment, field, value} (the seed's RulePatch; other fields absent).")
+            "{kind: environment, field, value} (the seed's RulePatch; other fields absent, never null).")
         created = await s.call_tool("create_run", {**POND, "seed": 3, "size": SIZE})
         assert not created.is_error, created
         run_id = created.structured_content["run_id"]

@@ -35,8 +35,13 @@ CASES: list[tuple[str, str, dict[str, Any], str, str, str | None]] = [
     ("malformed", "ecosystem.patch", {"patch": {**SELF_A, "pair": "A-B"},
                                       "expected_graph_version": 1},
      "owner", "invalid_patch", "Invalid rule patch"),
+    ("malformed", "ecosystem.patch", {"patch": {**SELF_A, "pair": None},  # absent, not null
+                                      "expected_graph_version": 1},
+     "owner", "bad_request", "args.patch.pair: expected string"),
     ("malformed", "ecosystem.schedule", {"change": {**CHANGE, "duration": "forever"}},
      "owner", "invalid_change", None),
+    ("malformed", "ecosystem.schedule", {"change": {**CHANGE, "patch": {**SELF_A, "mode": None}}},
+     "owner", "bad_request", "args.change.patch.mode: expected string"),
     ("malformed", "ecosystem.view", {"zz": 1}, "spectator", "bad_request", "args.zz: unknown key"),
     ("malformed", "ecosystem.history", {"generation": True}, "spectator", "bad_request",
      "args.generation: expected int"),

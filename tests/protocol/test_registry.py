@@ -63,7 +63,17 @@ def test_a_description_is_the_docstrings_whole_first_paragraph() -> None:
     defs = registry_schema(default_registry())["$defs"]
     assert defs["ecosystem.RulePatch"]["description"] == (
         "One of {kind: pair, pair, mode}, {kind: self, species, value} or {kind: environment, "
-        "field, value} (the seed's RulePatch; other fields absent).")
+        "field, value} (the seed's RulePatch; other fields absent, never null).")
+
+
+def test_a_class_marked_absent_not_null_offers_no_null() -> None:
+    """RulePatch's optional fields may be left out, never sent as null (the converter
+    refuses one: tests/ecosystem/test_ops.py), and its schema says so."""
+    defs = registry_schema(default_registry())["$defs"]
+    patch = defs["ecosystem.RulePatch"]
+    assert patch["properties"]["pair"] == {"type": "string", "maxLength": 40}
+    assert patch["required"] == ["kind"]
+    assert defs["ecosystem.CreateArgs"]["properties"]["seed"]["anyOf"][1] == {"type": "null"}
 
 
 def _docs_text() -> str:
