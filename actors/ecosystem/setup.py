@@ -17,6 +17,7 @@ from typing import Any
 
 from actors.ecosystem.errors import EcosystemError, Shape
 from actors.ecosystem.graph import default_rule_graph, validate_rule_graph
+from protocol.jsontext import escape_lone_surrogates
 
 ANSWER_KEYS = ("world", "threat", "reward")
 MAX_ANSWER = 140
@@ -52,10 +53,11 @@ def canonical_answers(value: Any) -> dict[str, str]:
 
 
 def hash_setup_request(value: Any) -> str:
-    """`setup_` + SHA-256 of the canonical ordered (world, threat, reward) tuple."""
+    """`setup_` + SHA-256 of the canonical ordered (world, threat, reward) tuple, as
+    JavaScript's JSON.stringify writes it (a lone surrogate as its escape)."""
     answers = canonical_answers(value)
-    body = json.dumps([answers[k] for k in ANSWER_KEYS], ensure_ascii=False,
-                      separators=(",", ":"))
+    body = escape_lone_surrogates(json.dumps([answers[k] for k in ANSWER_KEYS],
+                                             ensure_ascii=False, separators=(",", ":")))
     return "setup_" + hashlib.sha256(body.encode("utf-8")).hexdigest()
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 import math
 import re
 
@@ -71,6 +72,13 @@ def test_hash_setup_request_hashes_the_canonical_tuple() -> None:
                                "reward": "survive"}) != digest
     with pytest.raises(EcosystemError):
         hash_setup_request({**ANSWERS, "world": ""})
+
+
+def test_a_lone_surrogate_is_hashed_as_json_stringify_writes_it() -> None:
+    # Node: JSON.stringify(["\ud800 pond", "x", "y"]) writes the ASCII text below.
+    body = '["\\ud800 pond","x","y"]'
+    assert hash_setup_request({"world": "\ud800 pond", "threat": "x", "reward": "y"}) == (
+        "setup_" + hashlib.sha256(body.encode()).hexdigest())
 
 
 def test_default_config_is_exactly_the_seed_default() -> None:
