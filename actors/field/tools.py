@@ -147,6 +147,14 @@ async def join(call: ToolCall, a: JoinToolArgs) -> ToolResult | Refusal:
                       "reveal, commit and retract; reveal your seed tile first.", out)
 
 
+def _as_seed(payload: dict[str, Any]) -> dict[str, Any]:
+    """`payload` with the seed's optional keys left out when unset (`note` but at warning
+    or death, `health` but for an agent, `truncated` but when cut), as its results spread
+    them in."""
+    return {k: v for k, v in payload.items()
+            if not (k in ("note", "health") and v is None or k == "truncated" and v is False)}
+
+
 async def observe(call: ToolCall, a: ObserveToolArgs) -> ToolResult | Refusal:
     """The observation, known cells delta-coded."""
     to = _field(a.game_id)
@@ -163,7 +171,7 @@ async def observe(call: ToolCall, a: ObserveToolArgs) -> ToolResult | Refusal:
             f"listed (G {obs['G']}{grown}{fog}); reward {obs['totals']['reward']}; "
             f"{len(obs['agents'])} agents; frontier {_compact(obs['frontier'] or [])}.{ended}"
             f"{_health(obs['health'], obs['note'])}")
-    return ToolResult(text, {"observation": obs})
+    return ToolResult(text, {"observation": _as_seed(obs)})
 
 
 async def reveal(call: ToolCall, a: RevealToolArgs) -> ToolResult | Refusal:
@@ -195,7 +203,7 @@ async def commit(call: ToolCall, a: CommitToolArgs) -> ToolResult | Refusal:
             f"{len(r.accepted) - forced} guess), {len(r.rejected)} rejected, {len(r.ignored)} "
             f"ignored; solved {_compact(solved)} for {r.reward} reward; frontier "
             f"{_compact(r.frontier)}.{met}{_health(r.health, r.note)}")
-    return ToolResult(text, attrs.asdict(r))
+    return ToolResult(text, _as_seed(attrs.asdict(r)))
 
 
 async def retract(call: ToolCall, a: RetractToolArgs) -> ToolResult | Refusal:

@@ -132,6 +132,9 @@ async def test_the_seed_tools_as_the_seed_spells_them_play_a_field_to_the_end(
                         break
                     assert obs.structured_content["error"]["code"] == "generating"
                     await trio.sleep(0.2)
+            # the seed's optional keys are left out when unset (no agent, not cut)
+            assert not {"health", "note", "truncated"} & set(
+                obs.structured_content["observation"])
             joined = await s.call_tool("join", {"game_id": game, "name": "seed-spelled",
                                                 "model": "none", "machine_id": "m-1"})
             me = joined.structured_content["agent"]
@@ -173,6 +176,7 @@ async def test_the_seed_tools_as_the_seed_spells_them_play_a_field_to_the_end(
                                 r"frontier \[[\d,]*\]\. Health healthy \(0\.0% wrong over \d+\)\.",
                                 text), text
             assert c.structured_content["health"]["state"] == "healthy"
+            assert "note" not in c.structured_content  # healthy: no note (seed: note?)
             assert json.dumps(c.structured_content) not in text  # the payload is sent once
             back = await s.call_tool("retract", {"game_id": game, "agent": me,
                                                  "cells": [batch[0][0]],
