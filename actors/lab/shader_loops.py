@@ -17,12 +17,14 @@ as written (its `#define` constants substituted) or as preprocessed (glsl_prepro
 - The cost is the iterations one pixel may run: sequential loops and call sites add,
   nesting multiplies, calls are followed into user functions (every overload of a name),
   and a loop body is the statement the compiler reads as its body (`if`/`else`, nested
-  `for`, blocks).
+  `for`, blocks). A chain of loops and calls nested more than MAX_NESTING deep is
+  refused rather than costed.
 """
 
 from __future__ import annotations
 
 import bisect
+import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -57,6 +59,8 @@ _INT_RANGE = {
 }
 _MEDIUMP_FLOAT_RANGE = 2.0**14
 _STATEMENT_DEPTH = 200  # unbraced nesting deeper than this: the body runs to the end
+MAX_NESTING = 64  # loops and calls nested in one another (the cost's recursion)
+_TOO_DEEP = f"loops and calls nested over {MAX_NESTING} deep"
 
 
 @attrs.frozen
@@ -119,7 +123,10 @@ def _statement_end(src: str, i: int, depth: int = 0) -> int:
 
 
 def _number(text: str) -> float:
-    return float(text.rstrip("uUfF"))
+    value = float(text.rstrip("uUfF"))
+    if not math.isfinite(value):  # `1e999`: no constant a compiler agrees on
+        raise LoopError("loop bound not constant")
+    return value
 
 
 def _precision(qualifier: str | None, kind: str, src: str) -> str:
@@ -325,17 +332,22 @@ def _functions(src: str) -> dict[str, list[tuple[int, int]]]:
 
 def loop_cost(src: str, loops: list[Loop]) -> int:
     """The iterations one pixel may run in the costliest function (see the module
-    docstring); 0 for a body without loops."""
+    docstring); 0 for a body without loops. LoopError when a chain of nested loops and
+    calls runs deeper than MAX_NESTING."""
     funcs = _functions(src)
     starts = [lp.start for lp in loops]
-    memo: dict[str, int] = {}
+    memo: dict[str, tuple[int, int]] = {}  # function -> (cost, nesting depth inside it)
 
-    def span_cost(lo: int, hi: int, seen: frozenset[str]) -> int:
-        total, covered, gaps = 0, lo, []
+    def span_cost(lo: int, hi: int, seen: frozenset[str], depth: int) -> tuple[int, int]:
+        if depth > MAX_NESTING:  # (also bounds this recursion)
+            raise LoopError(_TOO_DEEP)
+        total, height, covered, gaps = 0, 0, lo, []
         for k in range(bisect.bisect_left(starts, lo), bisect.bisect_left(starts, hi)):
             loop = loops[k]
             if loop.start >= covered:  # not inside a loop counted already
-                total += loop.trips * max(1, span_cost(*loop.body, seen))
+                cost, inner = span_cost(*loop.body, seen, depth + 1)
+                total += loop.trips * max(1, cost)
+                height = max(height, inner + 1)
                 gaps.append((covered, loop.start))
                 covered = loop.body[1]
         gaps.append((covered, hi))
@@ -343,23 +355,28 @@ def loop_cost(src: str, loops: list[Loop]) -> int:
             for call in _CALL.finditer(src, a, b):
                 name = call.group(1)
                 if name in funcs and name not in seen:
-                    total += fn_cost(name, seen)
-        return total
+                    cost, inner = fn_cost(name, seen, depth + 1)
+                    total += cost
+                    height = max(height, inner + 1)
+        if depth + height > MAX_NESTING:  # a function costed earlier, deeper down
+            raise LoopError(_TOO_DEEP)
+        return total, height
 
-    def fn_cost(name: str, seen: frozenset[str]) -> int:
+    def fn_cost(name: str, seen: frozenset[str], depth: int) -> tuple[int, int]:
         if name not in memo:
-            memo[name] = max(span_cost(lo, hi, seen | {name}) for lo, hi in funcs[name])
+            spans = [span_cost(lo, hi, seen | {name}, depth) for lo, hi in funcs[name]]
+            memo[name] = (max(c for c, _ in spans), max(h for _, h in spans))
         return memo[name]
 
-    return max([fn_cost(n, frozenset()) for n in funcs] or [0])
+    return max([fn_cost(n, frozenset(), 0)[0] for n in funcs] or [0])
 
 
 def loop_reason(src: str) -> str | None:
     """The first loop rule a body breaks, or None."""
     try:
-        loops = find_loops(src)
+        cost = loop_cost(src, find_loops(src))
     except LoopError as exc:
         return str(exc)
-    if loop_cost(src, loops) > MAX_LOOP_COST:
+    if cost > MAX_LOOP_COST:
         return f"loop cost over {MAX_LOOP_COST}"
     return None

@@ -228,6 +228,43 @@ def test_line_continuation_cannot_hide_a_loop() -> None:
     assert static_reason("shader", hidden) == "loop bound over 64"
 
 
+# --- bounds: what once overflowed the rules gets a reason ------------------------------------
+
+
+def loops(header: str) -> str:
+    return GOOD_SHADER.replace("fragColor =", f"for ({header}) {{ uv.x += 0.1; }}\n    fragColor =")
+
+
+@pytest.mark.parametrize(
+    "header",
+    ["int i = 0; i < 1e999; i++", "int i = 1e999; i < 4; i++",
+     "float x = 0.0; x < 4.0; x += 1e999"],
+)
+def test_a_non_finite_literal_is_no_constant(header: str) -> None:
+    assert static_reason("shader", loops(header)) == "loop bound not constant"
+
+
+def nested_loops(n: int) -> str:
+    names = [a + b for a in "abcdefghijklmnopqrstuvwxyz" for b in "abcdefghijklmnopqrstuvwxyz"]
+    nest = "".join(f"for(int {v}=0;{v}<1;{v}++)" for v in names[:n])
+    return "void main(){float a=0.0;" + nest + "a+=1.0;fragColor=vec4(a,u_time,0,1);}\n"
+
+
+def call_chain(n: int) -> str:
+    calls = "".join(f"float f{k}(){{return f{k + 1}();}}" for k in range(n - 1))
+    return calls + f"float f{n - 1}(){{return 1.0;}}void main(){{fragColor=vec4(f0());}}\n"
+
+
+def test_loops_and_calls_nest_at_most_64_deep() -> None:
+    deep = "loops and calls nested over 64 deep"
+    assert static_reason("shader", nested_loops(64)) is None
+    assert static_reason("shader", nested_loops(65)) == deep
+    assert static_reason("shader", nested_loops(1000)) == deep  # once a RecursionError
+    assert static_reason("shader", call_chain(64)) is None  # main calls f0: 64 deep
+    assert static_reason("shader", call_chain(65)) == deep
+    assert static_reason("shader", call_chain(600)) == deep
+
+
 # --- robustness: arbitrary input gets a reason or None, never an exception ---------------------
 
 
