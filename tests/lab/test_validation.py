@@ -265,6 +265,33 @@ def test_loops_and_calls_nest_at_most_64_deep() -> None:
     assert static_reason("shader", call_chain(600)) == deep
 
 
+@pytest.mark.parametrize(
+    "panel",
+    [
+        GOOD_PANEL.replace("{margin:0}", "{margin:" + "(" * 2000 + "0" + ")" * 2000 + "}"),
+        GOOD_PANEL.replace("{margin:0}", "{margin:" + "calc(" * 2000 + "0" + ")" * 2000 + "}"),
+        GOOD_PANEL.replace("{margin:0}", "{width:" + "[" * 2000 + "0" + "]" * 2000 + "}"),
+        GOOD_PANEL.replace("{margin:0}", "{" + "&{" * 2000 + "margin:0" + "}" * 2000 + "}"),
+        GOOD_PANEL.replace(".pd p{", "@media{" * 2000 + ".pd p{").replace(
+            "</style>", "}" * 2000 + "</style>"),
+        GOOD_PANEL.replace(".pd p", ".pd" + ":is(" * 2000 + "p" + ")" * 2000),
+        GOOD_PANEL.replace('class="pd"', 'class="pd" style="width:' + "(" * 2000 + "0"
+                           + ")" * 2000 + '"'),
+    ],
+    ids=["parentheses", "calc", "brackets", "nested rules", "at-rules", ":is", "style attribute"],
+)
+def test_css_nests_at_most_32_deep(panel: str) -> None:
+    assert static_reason("panel", panel) == "css nested over 32 deep"
+
+
+def test_css_nested_32_deep_passes() -> None:
+    def calcs(n: int) -> str:  # the rule's {} block is one level, each calc( one more
+        return GOOD_PANEL.replace("{margin:0}", "{margin:" + "calc(" * n + "0" + ")" * n + "}")
+
+    assert static_reason("panel", calcs(31)) is None
+    assert static_reason("panel", calcs(32)) == "css nested over 32 deep"
+
+
 # --- robustness: arbitrary input gets a reason or None, never an exception ---------------------
 
 
