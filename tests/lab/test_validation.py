@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
+import sys
 
 import pytest
 from hypothesis import given, settings
@@ -290,6 +292,19 @@ def test_css_nested_32_deep_passes() -> None:
 
     assert static_reason("panel", calcs(31)) is None
     assert static_reason("panel", calcs(32)) == "css nested over 32 deep"
+
+
+def test_rules_that_overflow_refuse_instead_of_raising(caplog) -> None:
+    # No input is known to overflow the bounded rules: a low recursion limit stands in.
+    code = nested_loops(64)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(len(inspect.stack(0)) + 50)
+    try:
+        reason = static_reason("shader", code)
+    finally:
+        sys.setrecursionlimit(limit)
+    assert reason == "too complex to validate"
+    assert "the shader rules overflowed" in caplog.text
 
 
 # --- robustness: arbitrary input gets a reason or None, never an exception ---------------------
