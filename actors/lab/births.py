@@ -21,6 +21,7 @@ from actors.lab.dealing import breeding_parents
 from actors.lab.directives import Directive
 from actors.lab.events import Born, Rejected
 from actors.lab.organism import Organism, organism_id
+from protocol.ops.lab import MAX_CODE
 
 
 @attrs.frozen
@@ -69,8 +70,8 @@ def birth_events(organisms: Mapping[str, Organism], candidate: Candidate, reason
     if reason is None and oid in organisms:
         reason = f"duplicate of {oid}"
     c = candidate
-    if reason is not None:
-        return [Rejected(c.track, c.code, reason, c.source, c.client, c.parents, t)]
+    if reason is not None:  # keeps what an owner may send (a model's reply may be 1 MiB)
+        return [Rejected(c.track, c.code[:MAX_CODE], reason, c.source, c.client, c.parents, t)]
     return [Born(oid, c.track, c.code, c.title, c.parents, c.directive, c.source, c.client,
                  c.genome, c.prompt, t)]
 
