@@ -26,6 +26,7 @@ from __future__ import annotations
 import bisect
 import math
 import re
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -222,24 +223,35 @@ def _simulate(make: Make, check: Check, start: str, bound: str, delta: float, op
     return trips
 
 
-def _declaration_sites(src: str, name: str, structs: set[str]) -> int:
-    """How many times `name` is declared: after a type (variables, parameters, members,
-    functions) or as a later declarator of a list (`int a = 1, name;`)."""
-    types = _TYPES if not structs else rf"(?:{_TYPES}|{'|'.join(map(re.escape, structs))})"
-    sites = len(re.findall(rf"\b{types}(?:\s*\[[^\]]*\])?\s+{name}\b", src))
-    for m in re.finditer(rf",\s*{name}\s*(?:=(?!=)|[;,\[])", src):
-        if _outside_parentheses(src, m.start()):
-            sites += 1
+# One pass over the body for every declaration site: `;` `{` `}` end a statement, `(` `)`
+# nest, a `,` may start a later declarator, and a word may be a type followed by a name
+# (lookaheads, so a name is still read as the next word).
+_SITES = re.compile(
+    r"(?P<end>[;{}])|(?P<open>\()|(?P<close>\))"
+    r"|,(?=\s*+(?P<listed>\w++)\s*+(?:=(?!=)|[;,\[]))"
+    r"|\b(?P<word>\w++)(?=(?:\s*+\[[^\][]*+\])?\s++(?P<named>\w++))"
+)
+_TYPE = re.compile(_TYPES)
+
+
+def _declaration_sites(src: str) -> Counter[str]:
+    """How many times each name is declared: after a type (variables, parameters,
+    members, functions; a struct's name is a type) or as a later declarator of a list
+    outside parentheses (`int a = 1, name;`)."""
+    structs = set(re.findall(r"\bstruct\s+(\w+)", src))
+    sites: Counter[str] = Counter()
+    depth = 0  # parentheses opened in the current statement
+    for m in _SITES.finditer(src):
+        kind = m.lastgroup
+        if kind == "end":
+            depth = 0
+        elif kind in ("open", "close"):
+            depth += 1 if kind == "open" else -1
+        elif m.group("listed"):
+            sites[m.group("listed")] += depth <= 0
+        elif (word := m.group("word")) in structs or _TYPE.fullmatch(word):
+            sites[m.group("named")] += 1
     return sites
-
-
-def _outside_parentheses(src: str, pos: int) -> bool:
-    """True when `pos` is not inside parentheses opened in its own statement."""
-    start = max(src.rfind(c, 0, pos) for c in ";{}")
-    depth = 0
-    for c in src[start + 1 : pos]:
-        depth += (c == "(") - (c == ")")
-    return depth <= 0
 
 
 def constants(src: str) -> dict[str, str]:
@@ -248,13 +260,10 @@ def constants(src: str) -> dict[str, str]:
     for m in _CONST_DEF.finditer(src):
         name, value = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
         values.setdefault(name, set()).add(value)
-    structs = set(re.findall(r"\bstruct\s+(\w+)", src))
+    sites = _declaration_sites(src)
     # a #define counts no declaration site, a `const T N = v;` counts one
-    return {
-        name: next(iter(vs))
-        for name, vs in values.items()
-        if len(vs) == 1 and _declaration_sites(src, name, structs) <= 1
-    }
+    return {name: next(iter(vs)) for name, vs in values.items()
+            if len(vs) == 1 and sites[name] <= 1}
 
 
 def find_loops(src: str) -> list[Loop]:
