@@ -43,7 +43,9 @@ SEED_RULES = (
     ("external reference", re.compile(r"https?://", re.IGNORECASE), True),
     (
         "protocol-relative reference",
-        re.compile(r"(?:[=(,:]\s*[\"']?|[\"'])\s*//[a-z0-9-]+(?:\.[a-z0-9-]+)+", re.IGNORECASE),
+        # possessive `\s*+`: a run of spaces after `=` is not split every way between the two
+        re.compile(r"(?:[=(,:]\s*+[\"']?|[\"'])\s*+//[a-z0-9-]+(?:\.[a-z0-9-]+)+",
+                   re.IGNORECASE),
         True,
     ),
     (

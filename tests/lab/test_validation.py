@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from actors.lab import validate_shader
+from actors.lab import validate_panel, validate_shader
 from actors.lab.contract import MAX_CHARS, MIN_CHARS
 from actors.lab.validation import static_reason, validate
 
@@ -321,6 +321,16 @@ def test_declaration_sites_are_counted_in_one_pass() -> None:
     start = time.perf_counter()
     assert static_reason("shader", code) is None
     assert time.perf_counter() - start < 3.0
+
+
+def test_the_protocol_relative_row_reads_a_run_of_spaces_once() -> None:
+    # `=` then 23,900 spaces took seconds: the row tried every split of the run
+    row = {reason: pattern for reason, pattern, _ in validate_panel.SEED_RULES}
+    pattern = row["protocol-relative reference"]
+    start = time.perf_counter()
+    assert pattern.search("=" + " " * 200_000) is None
+    assert pattern.search("=" + " " * 200_000 + "'//host.example") is not None
+    assert time.perf_counter() - start < 1.0
 
 
 # --- robustness: arbitrary input gets a reason or None, never an exception ---------------------
