@@ -76,9 +76,11 @@ def birth_events(organisms: Mapping[str, Organism], candidate: Candidate, reason
                  c.genome, c.prompt, t)]
 
 
-def backlog(pool: Sequence[Organism], track: str) -> int:
-    """Live unproven organisms of a track (the birth loop breeds while this is under its cap)."""
-    return sum(1 for o in pool if o.track == track and o.live and not o.render_ok)
+def backlog(pool: Sequence[Organism], track: str, source: str | None = None) -> int:
+    """Live unproven organisms of a track (the birth loop breeds while this is under its
+    cap), or only those `source` bore."""
+    return sum(1 for o in pool if o.track == track and o.live and not o.render_ok
+               and source in (None, o.source))
 
 
 def birth_directive(directives: Sequence[Directive], track: str, rng: np.random.Generator
