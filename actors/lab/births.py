@@ -21,6 +21,7 @@ from actors.lab.dealing import breeding_parents
 from actors.lab.directives import Directive
 from actors.lab.events import Born, Rejected
 from actors.lab.organism import Organism, organism_id
+from protocol.jsontext import escape_lone_surrogates
 from protocol.ops.lab import MAX_CODE
 
 
@@ -66,14 +67,17 @@ def birth_events(organisms: Mapping[str, Organism], candidate: Candidate, reason
                  t: int) -> list[Born | Rejected]:
     """The events of a validated candidate: born, or (with a reason, or as a duplicate of
     an organism's code) logged as a rejection."""
-    oid = organism_id(candidate.track, candidate.code)
-    if reason is None and oid in organisms:
-        reason = f"duplicate of {oid}"
     c = candidate
-    if reason is not None:  # keeps what an owner may send (a model's reply may be 1 MiB)
-        return [Rejected(c.track, c.code[:MAX_CODE], reason, c.source, c.client, c.parents, t)]
-    return [Born(oid, c.track, c.code, c.title, c.parents, c.directive, c.source, c.client,
-                 c.genome, c.prompt, t)]
+    if reason is None:
+        oid = organism_id(c.track, c.code)
+        if oid not in organisms:
+            return [Born(oid, c.track, c.code, c.title, c.parents, c.directive, c.source,
+                         c.client, c.genome, c.prompt, t)]
+        reason = f"duplicate of {oid}"
+    # Kept as an owner may send it (a model's reply may be 1 MiB), and as text: a lone
+    # surrogate (refused: not text) is kept as its escape.
+    code = escape_lone_surrogates(c.code[:MAX_CODE])
+    return [Rejected(c.track, code, reason, c.source, c.client, c.parents, t)]
 
 
 def backlog(pool: Sequence[Organism], track: str, source: str | None = None) -> int:

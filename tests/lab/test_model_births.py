@@ -16,6 +16,7 @@ from actors.ecosystem.endpoint import ModelEndpoint
 from actors.lab import actor as lab_actor
 from actors.lab.breed import generate
 from actors.lab.contract import contract_text
+from actors.lab.validation import NOT_TEXT
 from protocol.client import Client
 from tests.lab.live import new_lab, stored, variant
 from tests.server.ws_harness import running_server
@@ -99,10 +100,11 @@ async def test_the_birth_loop_breeds_through_the_model(tmp_path: Path, monkeypat
     assert len(fake.prompts) == 2 + len(births) + len(rejected)
 
 
-async def test_a_validator_that_raises_is_not_the_models_error(tmp_path: Path,
-                                                               monkeypatch) -> None:
-    # A lone surrogate (a JSON escape in the reply) is code the compile step cannot
-    # encode: the candidate is abandoned, and the model is asked again at once.
+async def test_a_reply_that_is_not_text_is_a_rejection_not_the_models_error(
+        tmp_path: Path, monkeypatch) -> None:
+    # A lone surrogate (a JSON escape in the reply) is code the compile step could not
+    # encode (it raised, which backed the model off): now a rejection like any other,
+    # and the model is asked again at once.
     monkeypatch.setattr(lab_actor, "MODEL_BACKOFF_MS", (600_000, 600_000))
     fake = FakeModel(first=variant(0) + "// \ud800\n")
     try:
@@ -116,5 +118,6 @@ async def test_a_validator_that_raises_is_not_the_models_error(tmp_path: Path,
             events = await stored(srv.state.directory, lab)
     finally:
         fake.server.shutdown()
-    assert {e["reason"] for e in events if e["type"] == "rejected"} == {"extra uniform"}
-    assert not any("\ud800" in e.get("code", "") for e in events)  # abandoned, not logged
+    rejected = [e for e in events if e["type"] == "rejected"]
+    assert {e["reason"] for e in rejected} == {"extra uniform", NOT_TEXT}
+    assert any(e["code"].endswith("// \\ud800\n") for e in rejected)  # kept as text

@@ -6,7 +6,6 @@ import inspect
 import logging
 import string
 import sys
-import time
 
 import pytest
 from hypothesis import given, settings
@@ -14,7 +13,7 @@ from hypothesis import strategies as st
 
 from actors.lab import validate_panel, validate_shader
 from actors.lab.contract import MAX_CHARS, MIN_CHARS
-from actors.lab.validation import static_reason, validate
+from actors.lab.validation import NOT_TEXT, static_reason, validate
 
 GOOD_SHADER = """void main() {
     vec2 uv = gl_FragCoord.xy / u_res;
@@ -309,7 +308,7 @@ def test_rules_that_overflow_refuse_instead_of_raising(caplog) -> None:
     assert "the shader rules overflowed" in caplog.text
 
 
-# --- time: every pass over the text is linear -----------------------------------------------
+# --- hostile sizes (their time is measured by `python -m bench lab`) -----------------------------------------------
 
 
 def test_declaration_sites_are_counted_in_one_pass() -> None:
@@ -318,19 +317,23 @@ def test_declaration_sites_are_counted_in_one_pass() -> None:
     code = ("".join(f"struct S{v}{{int x;}};" for v in pairs[:600])
             + "".join(f"const int {v}=1;" for v in pairs[:750])
             + "void main(){fragColor=vec4(u_time);}\n")
-    start = time.perf_counter()
-    assert static_reason("shader", code) is None
-    assert time.perf_counter() - start < 3.0
+    assert static_reason("shader", code) is None  # (its time: `python -m bench lab`)
 
 
 def test_the_protocol_relative_row_reads_a_run_of_spaces_once() -> None:
     # `=` then 23,900 spaces took seconds: the row tried every split of the run
     row = {reason: pattern for reason, pattern, _ in validate_panel.SEED_RULES}
     pattern = row["protocol-relative reference"]
-    start = time.perf_counter()
-    assert pattern.search("=" + " " * 200_000) is None
+    assert pattern.search("=" + " " * 200_000) is None  # (its time: `python -m bench lab`)
     assert pattern.search("=" + " " * 200_000 + "'//host.example") is not None
-    assert time.perf_counter() - start < 1.0
+
+
+@pytest.mark.parametrize(("track", "code"), [
+    ("shader", "void main(){fragColor=vec4(u_time);}\n// \x00 a NUL in a comment\n"),
+    ("panel", '<div class="p"><style>.p{color:red}</style>\ud800 half a pair</div>'),
+])
+def test_code_that_is_not_text_is_refused(track: str, code: str) -> None:
+    assert validate(track, code) == NOT_TEXT
 
 
 # --- robustness: arbitrary input gets a reason or None, never an exception ---------------------
