@@ -1,12 +1,15 @@
 """`python -m bench lab [--count N]`: lab validation and generation throughput.
 
 Figures: validations per second per track (shader both with the glslang compile step
-and static rules only), and model-free organisms generated (drawn and rendered) per second.
+and static rules only), model-free organisms generated (drawn and rendered) per second,
+and the seconds the static rules take on hostile sizes that were once quadratic
+(`hostile_seconds`: 600 structs and 750 constants; `=` and 23,000 spaces in a panel).
 """
 
 from __future__ import annotations
 
 import argparse
+import string
 import sys
 import time
 
@@ -42,4 +45,17 @@ def main(argv: list[str]) -> dict:
         figures[label] = _rate(args.count, time.perf_counter() - start)
         figures[f"{label.removesuffix('_per_s')}_failures"] = failures
         print(f"{label}: {figures[label]}", file=sys.stderr)
+    names = [a + b for a in string.ascii_letters for b in string.ascii_letters]
+    hostile = {
+        "shader_structs_and_constants": ("shader", "".join(
+            f"struct S{v}{{int x;}};" for v in names[:600]) + "".join(
+            f"const int {v}=1;" for v in names[:750]) + "void main(){fragColor=vec4(u_time);}"),
+        "panel_run_of_spaces": ("panel", '<div class="p"><style>.p{color:red}</style><p title="='
+                                + " " * 23_000 + '">x</p></div>'),
+    }
+    figures["hostile_seconds"] = {}
+    for label, (track, code) in hostile.items():
+        start = time.perf_counter()
+        static_reason(track, code)
+        figures["hostile_seconds"][label] = round(time.perf_counter() - start, 3)
     return figures

@@ -11,8 +11,10 @@
   at a time: a grammar child of parents chosen by the seed's rule, or, when the server has
   a model endpoint (the server's, `ActorContext.model`), a model birth answering one of the track's directives
   (the loop explores one when the track has none). Every candidate goes through
-  `validate`; a failure is logged as a rejection. A model that errs is not a rejection:
-  the loop logs it and waits (doubling up to 5 minutes) before it asks again.
+  `validate` off the task; a failure is logged as a rejection, and a validator that
+  raises abandons the candidate. A model that errs is not a rejection: the loop logs it
+  and waits (doubling up to 5 minutes) before it asks again; a validator that raises on
+  its code is not the model's error.
 - `lab.create`: the move, then the loop's timer.
 - Nobody follows a lab's stream (`World.followable` is False: the directory refuses
   every `subscribe`, here and through a cluster): its records carry the code of
@@ -77,8 +79,8 @@ class _ValidationFailed:
 
 @attrs.frozen
 class _ModelReplied:
-    """A model birth came back (already through `validate`, unless its reason says the
-    reply broke the format or the model erred)."""
+    """A model birth came back: its code still to be validated, unless its reason says
+    the reply broke the format or the model erred."""
 
     track: str
     directive: str
@@ -160,14 +162,18 @@ class LabActor(WorldActor):
                      lambda: _ModelFailed(track))
 
     def _model_replied(self, msg: _ModelReplied) -> None:
-        self._loop_busy.discard(msg.track)
         b = msg.birth
         if b.reason is not None and b.reason.startswith("model error"):
+            self._loop_busy.discard(msg.track)
             self._model_erred(b.reason)
             return
         self._model_backoff = MODEL_BACKOFF_MS[0]
         candidate = Candidate(msg.track, b.code, b.title, directive=msg.directive,
                               prompt=b.prompt, source="model")
+        if b.reason is None:  # the format holds: validated as every candidate is
+            self._validate(candidate, loop=True)
+            return
+        self._loop_busy.discard(msg.track)
         self.fold(decide_validated(self.state, candidate, b.reason, self.now()))
 
     def _model_erred(self, reason: str) -> None:
@@ -188,10 +194,15 @@ class LabActor(WorldActor):
         if events and reply.status == "validating":
             if loop:
                 self._loop_busy.add(candidate.track)
-            self.offload(lambda: validate(candidate.track, candidate.code),
-                         lambda reason: _Validated(candidate, reason, loop),
-                         lambda: _ValidationFailed(candidate, loop))
+            self._validate(candidate, loop)
         return reply
+
+    def _validate(self, candidate: Candidate, loop: bool) -> None:
+        """Run `validate` off the task; the verdict, or the validator's failure (the
+        candidate is then abandoned, whoever offered it), comes back as a message."""
+        self.offload(lambda: validate(candidate.track, candidate.code),
+                     lambda reason: _Validated(candidate, reason, loop),
+                     lambda: _ValidationFailed(candidate, loop))
 
     async def on_message(self, message: Any) -> None:
         """Ticks of the loop, verdicts of the validator, replies of the model."""

@@ -21,6 +21,8 @@ from actors.lab.dealing import breeding_parents
 from actors.lab.directives import Directive
 from actors.lab.events import Born, Rejected
 from actors.lab.organism import Organism, organism_id
+from protocol.jsontext import escape_lone_surrogates
+from protocol.ops.lab import MAX_CODE
 
 
 @attrs.frozen
@@ -65,19 +67,24 @@ def birth_events(organisms: Mapping[str, Organism], candidate: Candidate, reason
                  t: int) -> list[Born | Rejected]:
     """The events of a validated candidate: born, or (with a reason, or as a duplicate of
     an organism's code) logged as a rejection."""
-    oid = organism_id(candidate.track, candidate.code)
-    if reason is None and oid in organisms:
-        reason = f"duplicate of {oid}"
     c = candidate
-    if reason is not None:
-        return [Rejected(c.track, c.code, reason, c.source, c.client, c.parents, t)]
-    return [Born(oid, c.track, c.code, c.title, c.parents, c.directive, c.source, c.client,
-                 c.genome, c.prompt, t)]
+    if reason is None:
+        oid = organism_id(c.track, c.code)
+        if oid not in organisms:
+            return [Born(oid, c.track, c.code, c.title, c.parents, c.directive, c.source,
+                         c.client, c.genome, c.prompt, t)]
+        reason = f"duplicate of {oid}"
+    # Kept as an owner may send it (a model's reply may be 1 MiB), and as text: a lone
+    # surrogate (refused: not text) is kept as its escape.
+    code = escape_lone_surrogates(c.code[:MAX_CODE])
+    return [Rejected(c.track, code, reason, c.source, c.client, c.parents, t)]
 
 
-def backlog(pool: Sequence[Organism], track: str) -> int:
-    """Live unproven organisms of a track (the birth loop breeds while this is under its cap)."""
-    return sum(1 for o in pool if o.track == track and o.live and not o.render_ok)
+def backlog(pool: Sequence[Organism], track: str, source: str | None = None) -> int:
+    """Live unproven organisms of a track (the birth loop breeds while this is under its
+    cap), or only those `source` bore."""
+    return sum(1 for o in pool if o.track == track and o.live and not o.render_ok
+               and source in (None, o.source))
 
 
 def birth_directive(directives: Sequence[Directive], track: str, rng: np.random.Generator

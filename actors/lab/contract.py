@@ -30,6 +30,15 @@ SHADER_PRELUDE: Final = (
     "uniform vec4 u_audio;\n"
 )
 
+# What each prelude uniform carries, in the seed's words, stated to the model after the
+# prelude (the prelude itself stays bare: the browser compiles it as it stands).
+SHADER_UNIFORMS: Final = (
+    ("u_time", "float", "Seconds, wrapped to a 20-second loop by both renderers."),
+    ("u_res", "vec2", "The canvas backing-store size in pixels, measured from the live element."),
+    ("u_audio", "vec4",
+     "Music levels in 0 to 1: x overall, y bass, z mid, w high. All zero when silent."),
+)
+
 SHADER_CLAUSES: Final = (
     (
         "One fenced glsl block and nothing else, except one optional TITLE: line of at most "
@@ -135,7 +144,8 @@ def contract_text(track: str) -> str:
     if track == "shader":
         head = (
             "You write one GLSL ES 3.00 fragment shader body. This prelude is prepended "
-            "at compile time; never repeat any of it:\n" + SHADER_PRELUDE
+            "at compile time; never repeat any of it:\n" + SHADER_PRELUDE + "\nUniforms:\n"
+            + "".join(f"- {name} ({kind}): {carries}\n" for name, kind, carries in SHADER_UNIFORMS)
         )
         clauses = SHADER_CLAUSES
         tail = ""

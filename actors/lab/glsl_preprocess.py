@@ -18,7 +18,8 @@ It refuses (PreprocessError, whose message is the rejection reason) rather than 
   only the implementation defines, such as an extension macro, a block comment that
   runs a directive onto the next line, a macro call interrupted by a directive);
 - `macro expansion too large`: more than MAX_TOKENS tokens made by expansion, or
-  expansion nested deeper than MAX_DEPTH.
+  expansion nested deeper than MAX_DEPTH (arguments within arguments, or a macro
+  expanding into another, and that into another: a hide set of more than MAX_DEPTH names).
 
 Token pasting (`##`) is refused before this runs (the `token pasting` rule).
 """
@@ -40,7 +41,7 @@ from actors.lab.glsl_text import (
 )
 
 MAX_TOKENS = 50_000  # tokens expansion may make (the source itself is at most 24,000 chars)
-MAX_DEPTH = 64  # nested argument expansion, #if nesting and #if expression nesting
+MAX_DEPTH = 64  # nested expansion (arguments, hide sets), #if and #if expression nesting
 MAX_MACROS = 1_000
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 
@@ -83,6 +84,12 @@ class _Frame:
     active: bool
     taken: bool
     seen_else: bool = False
+
+
+def _union(own: frozenset[str], hide: frozenset[str]) -> frozenset[str]:
+    """A token's hide set after a substitution: `hide` itself when it holds the token's
+    own (nearly always), so the tokens of one expansion share one set, not a copy each."""
+    return hide if own <= hide else own | hide
 
 
 class _Preprocessor:
@@ -155,14 +162,17 @@ class _Preprocessor:
     @staticmethod
     def _substitute(macro: Macro, name: Tok, args: list[list[Tok]], hide: frozenset[str]
                     ) -> list[Tok]:
+        if len(hide) > MAX_DEPTH:  # a macro expanding into another, and so on
+            raise PreprocessError(_TOO_LARGE)
         params = {p: i for i, p in enumerate(macro.params or ())}
         out: list[Tok] = []
         for tok in macro.body:
             if tok.kind == "ident" and tok.text in params:
                 for k, arg in enumerate(args[params[tok.text]]):
-                    out.append(arg._replace(hide=arg.hide | hide, lead=tok.lead if k == 0 else arg.lead))
+                    out.append(arg._replace(hide=_union(arg.hide, hide),
+                                            lead=tok.lead if k == 0 else arg.lead))
             else:
-                out.append(tok._replace(hide=tok.hide | hide))
+                out.append(tok._replace(hide=_union(tok.hide, hide)))
         if out:
             out[0] = out[0]._replace(lead=name.lead)
         return out

@@ -2,8 +2,9 @@
 
 The birth prompt is the track's contract followed by the aesthetic directive, labelled
 as the thing the result is judged on. The reply must be one fenced block, optionally
-preceded by a `TITLE:` line of at most four words; the code then goes through
-`validate` like any other birth. The caller runs this off the actor task (it blocks).
+preceded by a `TITLE:` line of at most four words; the caller then puts the code through
+`validate` like any other birth's (so a validator that raises is never the model's
+error). The caller runs this off the actor task (it blocks).
 The exchange is `actors.chat_completions.answer`'s: `timeout` seconds in all, a bounded
 body, no redirect, strict JSON; a model error is told by its closed code only.
 """
@@ -17,8 +18,7 @@ import attrs
 from actors import chat_completions
 from actors.chat_completions import ChatError
 from actors.lab.contract import contract_text
-from actors.lab.validation import validate
-from protocol.ops.lab import MAX_CODE, MAX_TITLE
+from protocol.ops.lab import MAX_TITLE
 from protocol.text import utf16_len
 
 MAX_TITLE_WORDS = 4
@@ -28,8 +28,8 @@ _FENCE = re.compile(r"```([\w+-]*)[ \t]*\n(.*?)\n?```", re.DOTALL)
 
 @attrs.frozen
 class Birth:
-    """A model birth. `reason` is None when admitted; otherwise `code` holds the rejected
-    candidate (the raw reply when the format was wrong) for the rejection log."""
+    """A model birth. `reason` is None when the reply has the format (its code is yet to
+    be validated); otherwise `code` holds the raw reply (empty after a model error)."""
 
     prompt: str
     code: str
@@ -99,7 +99,7 @@ class ModelBreeder:
         return chat_completions.answer(self._client, self._url, body, self._timeout)[0]
 
     def breed(self, track: str, directive: str) -> Birth:
-        """One birth: prompt, reply, format check, then `validate`."""
+        """One birth: prompt, reply, format check (the caller validates the code)."""
         prompt = birth_prompt(track, directive)
         try:
             reply = self.complete(prompt)
@@ -107,8 +107,6 @@ class ModelBreeder:
             return Birth(prompt, "", None, f"model error: {error.code}")
         parsed = parse_reply(track, reply)
         if isinstance(parsed, str):
-            return Birth(prompt, reply[:MAX_CODE], None, parsed)
+            return Birth(prompt, reply, None, parsed)
         code, title = parsed
-        reason = validate(track, code)
-        # A rejection keeps at most what an owner may send (a reply may be 1 MiB).
-        return Birth(prompt, code if reason is None else code[:MAX_CODE], title, reason)
+        return Birth(prompt, code, title, None)

@@ -18,7 +18,13 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from actors.lab.births import Candidate, birth_events, cross_candidate, grammar_candidate
+from actors.lab.births import (
+    Candidate,
+    backlog,
+    birth_events,
+    cross_candidate,
+    grammar_candidate,
+)
 from actors.lab.dealing import cross_refusal
 from actors.lab.events import Born, Event, Rejected, Validating
 from actors.lab.organism import organism_id
@@ -32,6 +38,7 @@ from protocol.ops.lab import LabCode
 
 MAX_VALIDATING = 16  # candidates of one lab being validated at once
 MAX_VISITORS_VALIDATING = 8  # ... of which visitor crosses (the owner and the loop keep room)
+MAX_CROSS_BACKLOG = 16  # visitors' crosses waiting to be proven, validating ones included
 
 
 def client_refusal(key: str) -> Refusal | None:
@@ -63,7 +70,8 @@ def birth_candidate(state: Lab, args: ops.BirthArgs, ctx: Ctx) -> Candidate | Re
 
 
 def visitor_candidate(state: Lab, args: ops.CrossArgs, ctx: Ctx) -> Candidate | Refusal:
-    """A visitor's child of two proven shaders the grammar wrote (born unproven)."""
+    """A visitor's child of two proven shaders the grammar wrote (born unproven);
+    `overloaded` while MAX_CROSS_BACKLOG crosses wait to be proven."""
     refused = client_refusal(args.client_key)
     if refused:
         return refused
@@ -74,6 +82,12 @@ def visitor_candidate(state: Lab, args: ops.CrossArgs, ctx: Ctx) -> Candidate | 
     refused = cross_refusal(a, b)
     if refused:
         return refused
+    waiting = (backlog(list(state.organisms.values()), a.track, "cross")
+               + sum(source == "cross" for source in state.validating.values()))
+    if waiting >= MAX_CROSS_BACKLOG:  # each child is kept until the arena judges it
+        return Refusal(ErrorCode.OVERLOADED, f"{waiting} visitors' crosses of this lab wait "
+                       "to be proven; try again once the owner's arena has judged some",
+                       {"crosses": waiting, "limit": MAX_CROSS_BACKLOG})
     return cross_candidate(a, b, args.client_key, offer_rng(state, ctx))
 
 

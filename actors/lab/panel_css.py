@@ -66,6 +66,26 @@ class Root:
     id: str | None
 
 
+MAX_DEPTH = 32  # blocks and functions nested in one another (the checks recurse per level)
+_BLOCKS = {"() block": "()", "[] block": "[]", "{} block": "{}"}
+
+
+def depth_reason(tokens: Iterable[Token]) -> str | None:
+    """`css nested over 32 deep` when blocks and functions (nested rules and at-rules
+    included) nest deeper than MAX_DEPTH: the other checks recurse per level, so this
+    one runs first, and without recursing."""
+    stack = [iter(tokens)]
+    while stack:
+        tok = next(stack[-1], None)
+        if tok is None:
+            stack.pop()
+        elif tok.type == "function" or tok.type in _BLOCKS:
+            if len(stack) > MAX_DEPTH:  # the new level: len(stack) brackets deep
+                return f"css nested over {MAX_DEPTH} deep"
+            stack.append(iter(tok.arguments if tok.type == "function" else tok.content))
+    return None
+
+
 def walk_tokens(tokens: Iterable[Token], functions: frozenset[str] = ALLOWED_FUNCTIONS
                 ) -> str | None:
     """Reject resource-loading tokens anywhere in a component-value list (recursively):
@@ -228,9 +248,6 @@ def rules_reason(rules: Iterable[Token], root: Root, in_keyframes: bool = False
         if reason:
             return reason
     return None
-
-
-_BLOCKS = {"() block": "()", "[] block": "[]", "{} block": "{}"}
 
 
 def resolved_text(tokens: Iterable[Token]) -> str:

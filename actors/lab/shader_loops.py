@@ -17,13 +17,16 @@ as written (its `#define` constants substituted) or as preprocessed (glsl_prepro
 - The cost is the iterations one pixel may run: sequential loops and call sites add,
   nesting multiplies, calls are followed into user functions (every overload of a name),
   and a loop body is the statement the compiler reads as its body (`if`/`else`, nested
-  `for`, blocks).
+  `for`, blocks). A chain of loops and calls nested more than MAX_NESTING deep is
+  refused rather than costed.
 """
 
 from __future__ import annotations
 
 import bisect
+import math
 import re
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -57,6 +60,8 @@ _INT_RANGE = {
 }
 _MEDIUMP_FLOAT_RANGE = 2.0**14
 _STATEMENT_DEPTH = 200  # unbraced nesting deeper than this: the body runs to the end
+MAX_NESTING = 64  # loops and calls nested in one another (the cost's recursion)
+_TOO_DEEP = f"loops and calls nested over {MAX_NESTING} deep"
 
 
 @attrs.frozen
@@ -119,7 +124,10 @@ def _statement_end(src: str, i: int, depth: int = 0) -> int:
 
 
 def _number(text: str) -> float:
-    return float(text.rstrip("uUfF"))
+    value = float(text.rstrip("uUfF"))
+    if not math.isfinite(value):  # `1e999`: no constant a compiler agrees on
+        raise LoopError("loop bound not constant")
+    return value
 
 
 def _precision(qualifier: str | None, kind: str, src: str) -> str:
@@ -215,24 +223,35 @@ def _simulate(make: Make, check: Check, start: str, bound: str, delta: float, op
     return trips
 
 
-def _declaration_sites(src: str, name: str, structs: set[str]) -> int:
-    """How many times `name` is declared: after a type (variables, parameters, members,
-    functions) or as a later declarator of a list (`int a = 1, name;`)."""
-    types = _TYPES if not structs else rf"(?:{_TYPES}|{'|'.join(map(re.escape, structs))})"
-    sites = len(re.findall(rf"\b{types}(?:\s*\[[^\]]*\])?\s+{name}\b", src))
-    for m in re.finditer(rf",\s*{name}\s*(?:=(?!=)|[;,\[])", src):
-        if _outside_parentheses(src, m.start()):
-            sites += 1
+# One pass over the body for every declaration site: `;` `{` `}` end a statement, `(` `)`
+# nest, a `,` may start a later declarator, and a word may be a type followed by a name
+# (lookaheads, so a name is still read as the next word).
+_SITES = re.compile(
+    r"(?P<end>[;{}])|(?P<open>\()|(?P<close>\))"
+    r"|,(?=\s*+(?P<listed>\w++)\s*+(?:=(?!=)|[;,\[]))"
+    r"|\b(?P<word>\w++)(?=(?:\s*+\[[^\][]*+\])?\s++(?P<named>\w++))"
+)
+_TYPE = re.compile(_TYPES)
+
+
+def _declaration_sites(src: str) -> Counter[str]:
+    """How many times each name is declared: after a type (variables, parameters,
+    members, functions; a struct's name is a type) or as a later declarator of a list
+    outside parentheses (`int a = 1, name;`)."""
+    structs = set(re.findall(r"\bstruct\s+(\w+)", src))
+    sites: Counter[str] = Counter()
+    depth = 0  # parentheses opened in the current statement
+    for m in _SITES.finditer(src):
+        kind = m.lastgroup
+        if kind == "end":
+            depth = 0
+        elif kind in ("open", "close"):
+            depth += 1 if kind == "open" else -1
+        elif m.group("listed"):
+            sites[m.group("listed")] += depth <= 0
+        elif (word := m.group("word")) in structs or _TYPE.fullmatch(word):
+            sites[m.group("named")] += 1
     return sites
-
-
-def _outside_parentheses(src: str, pos: int) -> bool:
-    """True when `pos` is not inside parentheses opened in its own statement."""
-    start = max(src.rfind(c, 0, pos) for c in ";{}")
-    depth = 0
-    for c in src[start + 1 : pos]:
-        depth += (c == "(") - (c == ")")
-    return depth <= 0
 
 
 def constants(src: str) -> dict[str, str]:
@@ -241,13 +260,10 @@ def constants(src: str) -> dict[str, str]:
     for m in _CONST_DEF.finditer(src):
         name, value = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
         values.setdefault(name, set()).add(value)
-    structs = set(re.findall(r"\bstruct\s+(\w+)", src))
+    sites = _declaration_sites(src)
     # a #define counts no declaration site, a `const T N = v;` counts one
-    return {
-        name: next(iter(vs))
-        for name, vs in values.items()
-        if len(vs) == 1 and _declaration_sites(src, name, structs) <= 1
-    }
+    return {name: next(iter(vs)) for name, vs in values.items()
+            if len(vs) == 1 and sites[name] <= 1}
 
 
 def find_loops(src: str) -> list[Loop]:
@@ -325,17 +341,22 @@ def _functions(src: str) -> dict[str, list[tuple[int, int]]]:
 
 def loop_cost(src: str, loops: list[Loop]) -> int:
     """The iterations one pixel may run in the costliest function (see the module
-    docstring); 0 for a body without loops."""
+    docstring); 0 for a body without loops. LoopError when a chain of nested loops and
+    calls runs deeper than MAX_NESTING."""
     funcs = _functions(src)
     starts = [lp.start for lp in loops]
-    memo: dict[str, int] = {}
+    memo: dict[str, tuple[int, int]] = {}  # function -> (cost, nesting depth inside it)
 
-    def span_cost(lo: int, hi: int, seen: frozenset[str]) -> int:
-        total, covered, gaps = 0, lo, []
+    def span_cost(lo: int, hi: int, seen: frozenset[str], depth: int) -> tuple[int, int]:
+        if depth > MAX_NESTING:  # (also bounds this recursion)
+            raise LoopError(_TOO_DEEP)
+        total, height, covered, gaps = 0, 0, lo, []
         for k in range(bisect.bisect_left(starts, lo), bisect.bisect_left(starts, hi)):
             loop = loops[k]
             if loop.start >= covered:  # not inside a loop counted already
-                total += loop.trips * max(1, span_cost(*loop.body, seen))
+                cost, inner = span_cost(*loop.body, seen, depth + 1)
+                total += loop.trips * max(1, cost)
+                height = max(height, inner + 1)
                 gaps.append((covered, loop.start))
                 covered = loop.body[1]
         gaps.append((covered, hi))
@@ -343,23 +364,28 @@ def loop_cost(src: str, loops: list[Loop]) -> int:
             for call in _CALL.finditer(src, a, b):
                 name = call.group(1)
                 if name in funcs and name not in seen:
-                    total += fn_cost(name, seen)
-        return total
+                    cost, inner = fn_cost(name, seen, depth + 1)
+                    total += cost
+                    height = max(height, inner + 1)
+        if depth + height > MAX_NESTING:  # a function costed earlier, deeper down
+            raise LoopError(_TOO_DEEP)
+        return total, height
 
-    def fn_cost(name: str, seen: frozenset[str]) -> int:
+    def fn_cost(name: str, seen: frozenset[str], depth: int) -> tuple[int, int]:
         if name not in memo:
-            memo[name] = max(span_cost(lo, hi, seen | {name}) for lo, hi in funcs[name])
+            spans = [span_cost(lo, hi, seen | {name}, depth) for lo, hi in funcs[name]]
+            memo[name] = (max(c for c, _ in spans), max(h for _, h in spans))
         return memo[name]
 
-    return max([fn_cost(n, frozenset()) for n in funcs] or [0])
+    return max([fn_cost(n, frozenset(), 0)[0] for n in funcs] or [0])
 
 
 def loop_reason(src: str) -> str | None:
     """The first loop rule a body breaks, or None."""
     try:
-        loops = find_loops(src)
+        cost = loop_cost(src, find_loops(src))
     except LoopError as exc:
         return str(exc)
-    if loop_cost(src, loops) > MAX_LOOP_COST:
+    if cost > MAX_LOOP_COST:
         return f"loop cost over {MAX_LOOP_COST}"
     return None

@@ -23,6 +23,7 @@ from actors.lab.panel_css import (
     Root,
     Token,
     declarations_reason,
+    depth_reason,
     resolved_text,
     rules_reason,
 )
@@ -42,7 +43,9 @@ SEED_RULES = (
     ("external reference", re.compile(r"https?://", re.IGNORECASE), True),
     (
         "protocol-relative reference",
-        re.compile(r"(?:[=(,:]\s*[\"']?|[\"'])\s*//[a-z0-9-]+(?:\.[a-z0-9-]+)+", re.IGNORECASE),
+        # possessive `\s*+`: a run of spaces after `=` is not split every way between the two
+        re.compile(r"(?:[=(,:]\s*+[\"']?|[\"'])\s*+//[a-z0-9-]+(?:\.[a-z0-9-]+)+",
+                   re.IGNORECASE),
         True,
     ),
     (
@@ -135,6 +138,9 @@ def hardening_reason(parsed: Parsed) -> str | None:
                 root_node.attributes.get("id"))
     if not root.classes and not root.id:
         return "root element has no class or id"
+    reason = next(filter(None, map(depth_reason, parsed.sheets + parsed.inline)), None)
+    if reason:
+        return reason
     sheet = tinycss2.parse_stylesheet(parsed.sheets[0], skip_whitespace=True, skip_comments=True)
     reason = rules_reason(sheet, root)
     for tokens in parsed.inline:

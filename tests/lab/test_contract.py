@@ -9,6 +9,7 @@ from actors.lab.contract import (
     PANEL_DATA,
     SHADER_CLAUSES,
     SHADER_PRELUDE,
+    SHADER_UNIFORMS,
     contract_text,
 )
 
@@ -22,6 +23,20 @@ def test_shader_prelude_is_exactly_the_seed_one() -> None:
         "uniform vec2 u_res;",
         "uniform vec4 u_audio;",
     ]
+
+
+def test_the_prompt_says_what_each_uniform_carries_in_the_seeds_words() -> None:
+    assert [u[:2] for u in SHADER_UNIFORMS] == [("u_time", "float"), ("u_res", "vec2"),
+                                                ("u_audio", "vec4")]
+    text = contract_text("shader")
+    assert text.index(SHADER_PRELUDE) < text.index("Uniforms:\n") < text.index("Rules:\n")
+    for line in (
+        "- u_time (float): Seconds, wrapped to a 20-second loop by both renderers.",
+        "- u_res (vec2): The canvas backing-store size in pixels, measured from the live element.",
+        ("- u_audio (vec4): Music levels in 0 to 1: x overall, y bass, z mid, w high. All zero "
+         "when silent."),
+    ):
+        assert line + "\n" in text
 
 
 def test_clauses_carry_the_seed_limits() -> None:

@@ -3,6 +3,8 @@ refuses, its bounds, and a glslang cross-check that common macro idioms stay adm
 
 from __future__ import annotations
 
+import tracemalloc
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -106,6 +108,29 @@ def test_deep_argument_nesting_is_refused() -> None:
         preprocess(src)
     with pytest.raises(PreprocessError, match=r"^preprocessor error$"):
         preprocess("#if 1\n" * (MAX_DEPTH + 1) + "#endif\n" * (MAX_DEPTH + 1))
+
+
+def chain(n: int, end: str) -> str:
+    """`c0` expands to `c1`, and so on: n macros, the last expanding to `end`."""
+    return "".join(f"#define c{i} c{i + 1}\n" for i in range(n - 1)) + f"#define c{n - 1} {end}\n"
+
+
+def test_a_chain_of_macros_expands_at_most_64_deep() -> None:
+    assert lines(chain(MAX_DEPTH, "1") + "c0\n") == ["1"]
+    with pytest.raises(PreprocessError, match=r"^macro expansion too large$"):
+        preprocess(chain(MAX_DEPTH + 1, "1") + "c0\n")
+
+
+def test_the_tokens_of_one_expansion_share_one_hide_set() -> None:
+    # 49,000 tokens, each hidden from 62 macros: a copy of the set apiece took 120 MB
+    src = chain(60, "Z") + "#define W" + " q" * 1000 + "\n#define Z" + " W" * 49 + "\nc0\n"
+    tracemalloc.start()
+    try:
+        assert len(preprocess(src).split()) == 49_000
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 30_000_000
 
 
 IDIOMS = [

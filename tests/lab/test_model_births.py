@@ -16,6 +16,7 @@ from actors.ecosystem.endpoint import ModelEndpoint
 from actors.lab import actor as lab_actor
 from actors.lab.breed import generate
 from actors.lab.contract import contract_text
+from actors.lab.validation import NOT_TEXT
 from protocol.client import Client
 from tests.lab.live import new_lab, stored, variant
 from tests.server.ws_harness import running_server
@@ -23,11 +24,13 @@ from tests.server.ws_harness import running_server
 
 class FakeModel:
     """A chat-completions server: the first `errors` requests fail with 500, then shaders
-    (every second one breaking the contract) and panels, by the prompt's track."""
+    (every second one breaking the contract, the first `first` if given) and panels, by
+    the prompt's track."""
 
-    def __init__(self, errors: int = 0) -> None:
+    def __init__(self, errors: int = 0, first: str | None = None) -> None:
         self.prompts: list[str] = []
         self.errors = errors
+        self.first = first
         self.shaders = 0
         panels = iter(code for _, code in generate("panel", 7, 50))
         fake = self
@@ -45,6 +48,7 @@ class FakeModel:
                 if prompt.startswith(contract_text("shader")):
                     fake.shaders += 1
                     code = variant(n) if fake.shaders % 2 else "uniform float u_x;\n" + variant(n)
+                    code = fake.first if fake.shaders == 1 and fake.first else code
                     content = f"TITLE: Tide {n}\n```glsl\n{code}\n```"
                 else:
                     content = f"```html\n{next(panels)}\n```"
@@ -94,3 +98,26 @@ async def test_the_birth_loop_breeds_through_the_model(tmp_path: Path, monkeypat
     assert all(e["source"] == "model" for e in rejected)
     # the two failed requests were waited out and never stored
     assert len(fake.prompts) == 2 + len(births) + len(rejected)
+
+
+async def test_a_reply_that_is_not_text_is_a_rejection_not_the_models_error(
+        tmp_path: Path, monkeypatch) -> None:
+    # A lone surrogate (a JSON escape in the reply) is code the compile step could not
+    # encode (it raised, which backed the model off): now a rejection like any other,
+    # and the model is asked again at once.
+    monkeypatch.setattr(lab_actor, "MODEL_BACKOFF_MS", (600_000, 600_000))
+    fake = FakeModel(first=variant(0) + "// \ud800\n")
+    try:
+        endpoint = ModelEndpoint(fake.url, "fake-model", timeout=10.0)
+        async with running_server(tmp_path, model=endpoint) as srv, \
+                Client.connect(srv.ws_url, srv.owner_token) as owner:
+            lab = await new_lab(owner, "model", backlog=2)
+            with trio.fail_after(30):
+                while (await owner.request("lab.backlog", lab, {}))["total"] < 4:
+                    await trio.sleep(0.1)
+            events = await stored(srv.state.directory, lab)
+    finally:
+        fake.server.shutdown()
+    rejected = [e for e in events if e["type"] == "rejected"]
+    assert {e["reason"] for e in rejected} == {"extra uniform", NOT_TEXT}
+    assert any(e["code"].endswith("// \\ud800\n") for e in rejected)  # kept as text

@@ -8,8 +8,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from actors.lab.births import Candidate, birth_events
 from actors.lab.contract import contract_text
 from actors.lab.model_breeder import ModelBreeder, birth_prompt, parse_reply
+from actors.lab.validation import validate
 from protocol.ops.lab import MAX_CODE
 
 SHADER = """void main() {
@@ -91,10 +93,11 @@ def test_prompt_is_contract_then_labelled_directive(fake, breeder) -> None:
     assert (birth.code, birth.title, birth.reason) == (SHADER, "Tidal Breath", None)
 
 
-def test_validate_is_applied_to_the_model_code(fake, breeder) -> None:
+def test_the_code_is_left_for_the_caller_to_validate(fake, breeder) -> None:
     fake.say("```glsl\nuniform float u_beat;\n" + SHADER + "\n```")
     birth = breeder.breed("shader", DIRECTIVE)
-    assert birth.reason == "extra uniform" and "u_beat" in birth.code and birth.title is None
+    assert birth.reason is None and "u_beat" in birth.code and birth.title is None
+    assert validate("shader", birth.code) == "extra uniform"
 
 
 def test_a_rejected_reply_is_kept_only_as_long_as_an_owner_may_send(fake, breeder) -> None:
@@ -102,7 +105,9 @@ def test_a_rejected_reply_is_kept_only_as_long_as_an_owner_may_send(fake, breede
     fake.say("```glsl\n" + SHADER + "//" * 150_000 + "\n```")  # the format, too long
     for reason in ("expected exactly one fenced block", "too long"):
         birth = breeder.breed("shader", DIRECTIVE)
-        assert (birth.reason, len(birth.code)) == (reason, MAX_CODE)
+        candidate = Candidate("shader", birth.code, source="model")
+        [rejected] = birth_events({}, candidate, birth.reason or validate("shader", birth.code), 0)
+        assert (rejected.reason, len(rejected.code)) == (reason, MAX_CODE)
 
 
 def test_panel_birth(fake, breeder) -> None:

@@ -12,6 +12,7 @@ from actors.lab.births import backlog, birth_directive, grammar_candidate
 from actors.lab.contract import MAX_CHARS, MIN_CHARS
 from actors.lab.directives import MAX_DIRECTIVE_CHARS, MIN_DIRECTIVE_CHARS
 from actors.lab.events import Born, Rejected
+from actors.lab.offers import MAX_CROSS_BACKLOG
 from actors.lab.rules import WORLD, first_line
 from actors.lab.seeding import rng_for
 from actors.lab.validate_shader import glslang_path
@@ -155,6 +156,28 @@ def test_visitor_cross_needs_two_proven_parents_and_the_child_is_unproven(pool) 
     assert not organism.render_ok and organism.live
     stored = json.loads(run.stored[-1])
     assert (stored["type"], stored["client"]) == ("born", "v1")
+
+
+def test_visitor_crosses_waiting_to_be_proven_are_bounded() -> None:
+    run = LabRun()
+    a, b = born(run, 2)
+    for oid in (a, b):
+        run("lab.ok", id=oid)
+    children = []
+    while len(children) < MAX_CROSS_BACKLOG:  # (a child the grammar made already is a no)
+        reply = run("lab.cross", JUDGE, a=a, b=b, client_key=f"v{run.t}")
+        children += [reply.id] if reply.status == "born" else []
+        run.t += 1
+    before = (run.state, len(run.stored))
+    refused = run("lab.cross", JUDGE, a=a, b=b, client_key="late")
+    assert (refused.code, refused.detail) == (ErrorCode.OVERLOADED, {"crosses": 16, "limit": 16})
+    assert refused.message == ("16 visitors' crosses of this lab wait to be proven; try again "
+                               "once the owner's arena has judged some")
+    assert (run.state, len(run.stored)) == before
+    run("lab.ok", id=children[0])  # one judged: room for one more
+    while run("lab.cross", JUDGE, a=a, b=b, client_key=f"v{run.t}").status != "born":
+        run.t += 1
+    assert run("lab.cross", JUDGE, a=a, b=b, client_key="late").code == ErrorCode.OVERLOADED
 
 
 def test_a_cross_of_a_model_birth_is_refused() -> None:

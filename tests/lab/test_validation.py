@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
+import string
+import sys
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from actors.lab import validate_shader
+from actors.lab import validate_panel, validate_shader
 from actors.lab.contract import MAX_CHARS, MIN_CHARS
-from actors.lab.validation import static_reason, validate
+from actors.lab.validation import NOT_TEXT, static_reason, validate
 
 GOOD_SHADER = """void main() {
     vec2 uv = gl_FragCoord.xy / u_res;
@@ -226,6 +229,111 @@ def test_line_continuation_cannot_hide_a_loop() -> None:
         "fragColor =", "for (int i = 0; i < 6\\\n5; i++) {}\n    fragColor ="
     )
     assert static_reason("shader", hidden) == "loop bound over 64"
+
+
+# --- bounds: what once overflowed the rules gets a reason ------------------------------------
+
+
+def loops(header: str) -> str:
+    return GOOD_SHADER.replace("fragColor =", f"for ({header}) {{ uv.x += 0.1; }}\n    fragColor =")
+
+
+@pytest.mark.parametrize(
+    "header",
+    ["int i = 0; i < 1e999; i++", "int i = 1e999; i < 4; i++",
+     "float x = 0.0; x < 4.0; x += 1e999"],
+)
+def test_a_non_finite_literal_is_no_constant(header: str) -> None:
+    assert static_reason("shader", loops(header)) == "loop bound not constant"
+
+
+def nested_loops(n: int) -> str:
+    names = [a + b for a in "abcdefghijklmnopqrstuvwxyz" for b in "abcdefghijklmnopqrstuvwxyz"]
+    nest = "".join(f"for(int {v}=0;{v}<1;{v}++)" for v in names[:n])
+    return "void main(){float a=0.0;" + nest + "a+=1.0;fragColor=vec4(a,u_time,0,1);}\n"
+
+
+def call_chain(n: int) -> str:
+    calls = "".join(f"float f{k}(){{return f{k + 1}();}}" for k in range(n - 1))
+    return calls + f"float f{n - 1}(){{return 1.0;}}void main(){{fragColor=vec4(f0());}}\n"
+
+
+def test_loops_and_calls_nest_at_most_64_deep() -> None:
+    deep = "loops and calls nested over 64 deep"
+    assert static_reason("shader", nested_loops(64)) is None
+    assert static_reason("shader", nested_loops(65)) == deep
+    assert static_reason("shader", nested_loops(1000)) == deep  # once a RecursionError
+    assert static_reason("shader", call_chain(64)) is None  # main calls f0: 64 deep
+    assert static_reason("shader", call_chain(65)) == deep
+    assert static_reason("shader", call_chain(600)) == deep
+
+
+@pytest.mark.parametrize(
+    "panel",
+    [
+        GOOD_PANEL.replace("{margin:0}", "{margin:" + "(" * 2000 + "0" + ")" * 2000 + "}"),
+        GOOD_PANEL.replace("{margin:0}", "{margin:" + "calc(" * 2000 + "0" + ")" * 2000 + "}"),
+        GOOD_PANEL.replace("{margin:0}", "{width:" + "[" * 2000 + "0" + "]" * 2000 + "}"),
+        GOOD_PANEL.replace("{margin:0}", "{" + "&{" * 2000 + "margin:0" + "}" * 2000 + "}"),
+        GOOD_PANEL.replace(".pd p{", "@media{" * 2000 + ".pd p{").replace(
+            "</style>", "}" * 2000 + "</style>"),
+        GOOD_PANEL.replace(".pd p", ".pd" + ":is(" * 2000 + "p" + ")" * 2000),
+        GOOD_PANEL.replace('class="pd"', 'class="pd" style="width:' + "(" * 2000 + "0"
+                           + ")" * 2000 + '"'),
+    ],
+    ids=["parentheses", "calc", "brackets", "nested rules", "at-rules", ":is", "style attribute"],
+)
+def test_css_nests_at_most_32_deep(panel: str) -> None:
+    assert static_reason("panel", panel) == "css nested over 32 deep"
+
+
+def test_css_nested_32_deep_passes() -> None:
+    def calcs(n: int) -> str:  # the rule's {} block is one level, each calc( one more
+        return GOOD_PANEL.replace("{margin:0}", "{margin:" + "calc(" * n + "0" + ")" * n + "}")
+
+    assert static_reason("panel", calcs(31)) is None
+    assert static_reason("panel", calcs(32)) == "css nested over 32 deep"
+
+
+def test_rules_that_overflow_refuse_instead_of_raising(caplog) -> None:
+    # No input is known to overflow the bounded rules: a low recursion limit stands in.
+    code = nested_loops(64)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(len(inspect.stack(0)) + 50)
+    try:
+        reason = static_reason("shader", code)
+    finally:
+        sys.setrecursionlimit(limit)
+    assert reason == "too complex to validate"
+    assert "the shader rules overflowed" in caplog.text
+
+
+# --- hostile sizes (their time is measured by `python -m bench lab`) -----------------------------------------------
+
+
+def test_declaration_sites_are_counted_in_one_pass() -> None:
+    # each of 750 constants ran its own regex, with 600 struct names as alternatives: 14 s
+    pairs = [a + b for a in string.ascii_letters for b in string.ascii_letters]
+    code = ("".join(f"struct S{v}{{int x;}};" for v in pairs[:600])
+            + "".join(f"const int {v}=1;" for v in pairs[:750])
+            + "void main(){fragColor=vec4(u_time);}\n")
+    assert static_reason("shader", code) is None  # (its time: `python -m bench lab`)
+
+
+def test_the_protocol_relative_row_reads_a_run_of_spaces_once() -> None:
+    # `=` then 23,900 spaces took seconds: the row tried every split of the run
+    row = {reason: pattern for reason, pattern, _ in validate_panel.SEED_RULES}
+    pattern = row["protocol-relative reference"]
+    assert pattern.search("=" + " " * 200_000) is None  # (its time: `python -m bench lab`)
+    assert pattern.search("=" + " " * 200_000 + "'//host.example") is not None
+
+
+@pytest.mark.parametrize(("track", "code"), [
+    ("shader", "void main(){fragColor=vec4(u_time);}\n// \x00 a NUL in a comment\n"),
+    ("panel", '<div class="p"><style>.p{color:red}</style>\ud800 half a pair</div>'),
+])
+def test_code_that_is_not_text_is_refused(track: str, code: str) -> None:
+    assert validate(track, code) == NOT_TEXT
 
 
 # --- robustness: arbitrary input gets a reason or None, never an exception ---------------------
