@@ -236,6 +236,10 @@ def answer_history(state: Room, args: ops.HistoryArgs, _ctx: Ctx) -> ops.RoomVie
         return bad_request(f"this level has {len(play.moves)} moves so far", "args.move",
                     moves=len(play.moves))
     board = play.board_after(args.move)  # (a replay of up to 2,000 turns would stall)
+    if board is None:
+        return bad_request(f"the board after move {args.move} is no longer kept (the undo "
+                           f"stack keeps the last {MAX_MOVES} steps)", "args.move",
+                           moves=len(play.moves))
     won, lost = status(play.ctx, board)
     return room_view(state, attrs.evolve(play, board=board, moves=play.moves[:args.move],
                                          won=won, lost=lost))

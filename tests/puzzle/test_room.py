@@ -226,6 +226,32 @@ def test_history_costs_the_same_at_any_move() -> None:
     assert lines_run(history(299)) < 2 * lines_run(history(1))
 
 
+def test_history_past_the_undo_cap_is_the_start_or_refused_as_not_kept() -> None:
+    """1500 moves, a reset and 1000 more push 2501 entries: the stack keeps 2000. Undone
+    back to the first run, its moves 1 to 500 have no board left: refused, never another."""
+    room = Room()
+    start = room.read("puzzle.view", ops.ViewArgs()).board
+    room.move("du" * 750)
+    room.write("puzzle.reset", ops.StepArgs())
+    room.move("du" * 500)
+    for _ in range(1001):
+        assert not isinstance(room.write("puzzle.undo", ops.StepArgs()), Refusal)
+    play = room.state.play
+    assert (len(play.moves), len(play.undo)) == (1500, 999)
+    first = room.read("puzzle.history", ops.HistoryArgs(0))
+    assert (first.board, first.moves) == (start, "")
+    for n in (1, 500):
+        assert room.read("puzzle.history", ops.HistoryArgs(n)) == Refusal(
+            ErrorCode.BAD_REQUEST, f"the board after move {n} is no longer kept (the undo "
+            "stack keeps the last 2000 steps)", {"path": "args.move", "moves": 1500})
+    replayed = Play.begin(play.level, "")
+    for letter in play.moves[:501]:
+        replayed = replayed.moved(DIRS[letter])
+    kept = room.read("puzzle.history", ops.HistoryArgs(501))
+    assert (kept.board, kept.moves) == (rules.room_view(room.state, replayed).board,
+                                        play.moves[:501])
+
+
 def test_a_replayed_stream_gives_an_identical_state() -> None:
     room = Room()
     room.move("rrdl")
