@@ -21,7 +21,7 @@ from typing import Any
 
 import attrs
 
-from protocol.text import utf16_len
+from protocol.text import utf16_clip, utf16_len
 
 from .diagnostics import Diagnostic, LevelError, join_path
 from .level import Level, check_level
@@ -68,37 +68,18 @@ def is_pack(data: Any) -> bool:
 
 def check_pack(data: Any) -> tuple[Pack | None, list[Diagnostic]]:
     """Validate pack JSON data; returns the `Pack` (None if invalid) and every diagnostic."""
-    diags: list[Diagnostic] = []
     if not isinstance(data, dict):
         return None, [Diagnostic("", "a pack must be a JSON object")]
-    for key in sorted(set(data) - _FIELDS, key=str):
-        diags.append(Diagnostic(str(key), "unknown field (a pack has name, version, profile, "
-                                "mechanics, levels)"))
-    name = data.get("name")
-    if not (isinstance(name, str) and 0 < utf16_len(name) <= MAX_NAME_CHARS):
-        diags.append(Diagnostic("name", f"must be a non-empty string of at most "
-                                f"{MAX_NAME_CHARS} characters"))
-    version = data.get("version")
-    if not (isinstance(version, str) and _VERSION.match(version)):
-        diags.append(Diagnostic("version", 'must be a version string such as "1", "1.2" or '
-                                '"1.2.3"'))
-    profile = data.get("profile", "classic")
-    if not (isinstance(profile, str) and profile in PROFILES):
-        diags.append(Diagnostic("profile", f"unknown profile {profile!r} (supported: "
-                                f"{', '.join(sorted(PROFILES))})"))
-        profile = "classic"
-    features = _check_features(data.get("mechanics", []), diags)
-    levels = data.get("levels")
-    if not isinstance(levels, list) or not 0 < len(levels) <= MAX_LEVELS:
-        diags.append(Diagnostic("levels", f"must be a list of 1 to {MAX_LEVELS} levels"))
-        return None, diags
+    diags = check_header(data)
     if diags:
         # A pack with an unsupported feature or a bad header is refused before its levels are
         # compiled: nothing of it gets near installation or play.
         return None, diags
+    profile = data.get("profile", "classic")
+    features = tuple(sorted(set(data.get("mechanics", []))))
     compiled: list[Level] = []
     first: dict[str, str] = {}
-    for i, entry in enumerate(levels):
+    for i, entry in enumerate(data["levels"]):
         at = join_path("levels", i)
         if isinstance(entry, dict) and "profile" not in entry:
             entry = {**entry, "profile": profile}
@@ -119,14 +100,40 @@ def check_pack(data: Any) -> tuple[Pack | None, list[Diagnostic]]:
         compiled.append(level)
     if diags:
         return None, diags
-    return Pack(name=name, version=version, profile=profile, mechanics=features,
+    return Pack(name=data["name"], version=data["version"], profile=profile, mechanics=features,
                 levels=tuple(compiled)), diags
 
 
-def _check_features(value: Any, diags: list[Diagnostic]) -> tuple[str, ...]:
+def check_header(data: dict[str, Any]) -> list[Diagnostic]:
+    """The diagnostics of a pack object's fields but its levels' contents: unknown fields,
+    name, version, profile, mechanics (features), and the number of levels."""
+    diags: list[Diagnostic] = []
+    for key in sorted(set(data) - _FIELDS, key=str):
+        diags.append(Diagnostic(str(key), "unknown field (a pack has name, version, profile, "
+                                "mechanics, levels)"))
+    name = data.get("name")
+    if not (isinstance(name, str) and 0 < utf16_len(name) <= MAX_NAME_CHARS):
+        diags.append(Diagnostic("name", f"must be a non-empty string of at most "
+                                f"{MAX_NAME_CHARS} characters"))
+    version = data.get("version")
+    if not (isinstance(version, str) and _VERSION.match(version)):
+        diags.append(Diagnostic("version", 'must be a version string such as "1", "1.2" or '
+                                '"1.2.3"'))
+    profile = data.get("profile", "classic")
+    if not (isinstance(profile, str) and profile in PROFILES):
+        diags.append(Diagnostic("profile", f"unknown profile {profile!r} (supported: "
+                                f"{', '.join(sorted(PROFILES))})"))
+    _check_features(data.get("mechanics", []), diags)
+    levels = data.get("levels")
+    if not isinstance(levels, list) or not 0 < len(levels) <= MAX_LEVELS:
+        diags.append(Diagnostic("levels", f"must be a list of 1 to {MAX_LEVELS} levels"))
+    return diags
+
+
+def _check_features(value: Any, diags: list[Diagnostic]) -> None:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         diags.append(Diagnostic("mechanics", "must be a list of mechanic type names"))
-        return ()
+        return
     for i, mtype in enumerate(value):
         if mtype not in HOST_TYPES:
             diags.append(Diagnostic(join_path("mechanics", i),
@@ -134,7 +141,6 @@ def _check_features(value: Any, diags: list[Diagnostic]) -> tuple[str, ...]:
                                     f"{supported_features()})"))
         elif mtype in value[:i]:
             diags.append(Diagnostic(join_path("mechanics", i), f"duplicate feature {mtype!r}"))
-    return tuple(sorted(set(value)))
 
 
 def parse_pack(data: Any) -> Pack:
@@ -146,7 +152,9 @@ def parse_pack(data: Any) -> Pack:
 
 
 def pack_of(level: Level) -> Pack:
-    """A one-level pack around a level (how a single level is shared)."""
+    """A one-level pack around a level (how a single level is shared), named after it: a
+    level's name may be longer than a pack's, so it is cut to `MAX_NAME_CHARS`."""
     features = tuple(sorted({m.type for m in level.mechanics}))
-    return Pack(name=level.name or level.id or "level", version="1", profile=level.profile,
-                mechanics=features, levels=(level,))
+    name = utf16_clip(level.name or level.id or "level", MAX_NAME_CHARS)
+    return Pack(name=name, version="1", profile=level.profile, mechanics=features,
+                levels=(level,))

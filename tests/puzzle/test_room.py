@@ -104,6 +104,12 @@ def test_the_links_hold_the_level_and_the_pack() -> None:
     assert open_link(links.pack) == bundled("starter")
 
 
+def test_the_link_of_a_level_named_longer_than_a_pack_makes_a_room() -> None:
+    room = Room(link=link_of({**make_level(["B=Y..", "b...f", "F=V.."]), "name": "n" * 200}))
+    again = Room(link=room.read("puzzle.link", ops.ViewArgs()).level)
+    assert (again.reply.pack, again.reply.title) == ("n" * 100, "n" * 200)
+
+
 def test_undo_goes_back_one_step_through_the_engine_snapshot() -> None:
     room = Room(level="plates")
     states = [room.state.play]
