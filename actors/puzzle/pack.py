@@ -23,13 +23,14 @@ import attrs
 
 from protocol.text import utf16_clip, utf16_len
 
-from .diagnostics import Diagnostic, LevelError, join_path
+from .diagnostics import Diagnostic, LevelError, collect, join_path
 from .level import Level, check_level
 from .mechanics.host import HOST_TYPES, supported_features
 from .profiles import PROFILES
 
 MAX_LEVELS = 256
 MAX_NAME_CHARS = 100
+MAX_FEATURES = 16  # mechanic types a pack lists (the host has fewer)
 _FIELDS = frozenset({"name", "version", "profile", "mechanics", "levels"})
 _VERSION = re.compile(r"^[0-9]{1,6}(\.[0-9]{1,6}){0,2}$")
 
@@ -67,7 +68,8 @@ def is_pack(data: Any) -> bool:
 
 
 def check_pack(data: Any) -> tuple[Pack | None, list[Diagnostic]]:
-    """Validate pack JSON data; returns the `Pack` (None if invalid) and every diagnostic."""
+    """Validate pack JSON data; returns the `Pack` (None if invalid) and its diagnostics
+    (every one, up to `diagnostics.MAX_DIAGNOSTICS`)."""
     if not isinstance(data, dict):
         return None, [Diagnostic("", "a pack must be a JSON object")]
     diags = check_header(data)
@@ -75,6 +77,10 @@ def check_pack(data: Any) -> tuple[Pack | None, list[Diagnostic]]:
         # A pack with an unsupported feature or a bad header is refused before its levels are
         # compiled: nothing of it gets near installation or play.
         return None, diags
+    return collect(lambda found: _compile(data, found))
+
+
+def _compile(data: dict[str, Any], diags: list[Diagnostic]) -> Pack | None:
     profile = data.get("profile", "classic")
     features = tuple(sorted(set(data.get("mechanics", []))))
     compiled: list[Level] = []
@@ -99,15 +105,18 @@ def check_pack(data: Any) -> tuple[Pack | None, list[Diagnostic]]:
                     f"mechanic type {mech['type']!r} is not declared in the pack's mechanics"))
         compiled.append(level)
     if diags:
-        return None, diags
+        return None
     return Pack(name=data["name"], version=data["version"], profile=profile, mechanics=features,
-                levels=tuple(compiled)), diags
+                levels=tuple(compiled))
 
 
 def check_header(data: dict[str, Any]) -> list[Diagnostic]:
     """The diagnostics of a pack object's fields but its levels' contents: unknown fields,
     name, version, profile, mechanics (features), and the number of levels."""
-    diags: list[Diagnostic] = []
+    return collect(lambda diags: _check_header(data, diags))[1]
+
+
+def _check_header(data: dict[str, Any], diags: list[Diagnostic]) -> None:
     for key in sorted(set(data) - _FIELDS, key=str):
         diags.append(Diagnostic(str(key), "unknown field (a pack has name, version, profile, "
                                 "mechanics, levels)"))
@@ -127,20 +136,25 @@ def check_header(data: dict[str, Any]) -> list[Diagnostic]:
     levels = data.get("levels")
     if not isinstance(levels, list) or not 0 < len(levels) <= MAX_LEVELS:
         diags.append(Diagnostic("levels", f"must be a list of 1 to {MAX_LEVELS} levels"))
-    return diags
 
 
 def _check_features(value: Any, diags: list[Diagnostic]) -> None:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         diags.append(Diagnostic("mechanics", "must be a list of mechanic type names"))
         return
+    if len(value) > MAX_FEATURES:
+        diags.append(Diagnostic("mechanics", f"lists {len(value)} types; at most "
+                                f"{MAX_FEATURES} are allowed"))
+        return
+    seen: set[str] = set()
     for i, mtype in enumerate(value):
         if mtype not in HOST_TYPES:
             diags.append(Diagnostic(join_path("mechanics", i),
                                     f"unsupported mechanic feature {mtype!r} (host supports: "
                                     f"{supported_features()})"))
-        elif mtype in value[:i]:
+        elif mtype in seen:
             diags.append(Diagnostic(join_path("mechanics", i), f"duplicate feature {mtype!r}"))
+        seen.add(mtype)
 
 
 def parse_pack(data: Any) -> Pack:

@@ -115,3 +115,14 @@ def test_a_link_is_made_only_of_a_pack_that_opens() -> None:
         make_link(Pack("A" * 101, "1", "classic", (), (level,)))
     assert err.value.code == "invalid_content"
     assert [d.path for d in err.value.diagnostics] == ["name"]
+
+
+def test_a_small_link_of_many_bad_things_is_refused_with_a_bounded_message() -> None:
+    level = '{"id":"%d","width":1,"height":1,"objects":[' + ",".join(["{}"] * 4096) + "]}"
+    raw = '{"name":"x","version":"1","levels":[' + ",".join(level % i for i in range(50)) + "]}"
+    link = link_of(raw.encode())
+    assert len(link) < 1500
+    with pytest.raises(ShareError) as err:
+        open_link(link)
+    assert err.value.code == "invalid_content" and len(err.value.diagnostics) == 51
+    assert len(str(err.value)) < 4000
