@@ -23,6 +23,7 @@ from protocol.ops.puzzle import PuzzleCode
 
 from .board import Board, Context
 from .contacts import contacts, has_you, victory
+from .diagnostics import Diagnostic, LevelError
 from .layer import IN_LAYER, OFF_NOUN, OFF_PHYS, UNREAD, drop_gone, mark_read, reset
 from .movement import move_layered, move_stacked
 from .ruleset import FLOAT, MOVE, YOU, RuleSet
@@ -158,7 +159,8 @@ class Work:
         """Re-read the rules from the text now on the board."""
         self.rules = self.ctx.rules(self.objs)
         if len(self.rules.sentences) > self.ctx.limits.sentences:
-            raise ComplexityBlocked("rule count")
+            raise ComplexityBlocked(f"reads {len(self.rules.sentences)} rule sentences; the "
+                                    f"engine plays at most {self.ctx.limits.sentences}")
 
 
 def _transform_kind(kind: int, target: int) -> int | None:
@@ -247,11 +249,15 @@ def rules_step(work: Work) -> None:
 
 def settle_initial(ctx: Context, objects: tuple[Any, ...]) -> Board:
     """The board a level starts from: authored objects with one rules pass applied, mechanics
-    initialized from that board."""
+    initialized from that board. Raises `LevelError` when that pass is over a complexity cap
+    (`board.Limits`): no turn could be played from it."""
     work = Work(ctx, Board(tuple((*o, 0) for o in objects)), record=False)
-    work.reread()
-    if transform(work):
+    try:
         work.reread()
+        if transform(work):
+            work.reread()
+    except ComplexityBlocked as err:
+        raise LevelError([Diagnostic("text", f"the start {err}")]) from None
     if ctx.layered:
         reset(work)
     values = tuple(host.initial(settings, work) for _, host, settings in ctx.mechanics)

@@ -22,7 +22,7 @@ from actors.world import Caller, Ctx, Refusal
 from protocol.errors import ErrorCode
 from protocol.ops import puzzle as ops
 from protocol.ops.puzzle import PuzzleCode
-from tests.puzzle.boards import lines_run, make_level
+from tests.puzzle.boards import lines_run, make_level, many_rules_level
 
 WORLD = rules.WORLD
 ANN = Caller("ann", "agent")
@@ -355,6 +355,27 @@ def test_a_level_over_the_room_limit_is_refused_and_nothing_is_made() -> None:
         {"path": "levels[0].objects",
          "message": f"holds {ROOM_MAX_THINGS + 1} things (objects and text); a room plays at "
                     f"most {ROOM_MAX_THINGS}"}]
+
+
+def test_a_level_whose_start_reads_too_many_rules_is_never_played() -> None:
+    """Its start would raise in the fold: create, select and next refuse it in decide."""
+    over = "the start reads 576 rule sentences; the engine plays at most 512"
+    many = many_rules_level()
+    refused = bad_create(link=link_of(many))
+    assert refused == Refusal(
+        ErrorCode.BAD_REQUEST, f"level 'many' cannot be played: levels[0].text: {over}",
+        {"path": "args.link", "diagnostics": [{"path": "levels[0].text", "message": over}]})
+    easy = make_level(["B=Y..", "b...f", "F=V.."])
+    room = Room(link=link_of(easy, levels=[easy, many]))
+    assert room.write("puzzle.select", ops.SelectArgs("many")) == Refusal(
+        ErrorCode.BAD_REQUEST, f"level 'many' cannot be played: text: {over}",
+        {"path": "args.level", "diagnostics": [{"path": "text", "message": over}]})
+    assert room.move("rrrr").room.won
+    before = room.state
+    assert room.write("puzzle.next", ops.StepArgs()) == Refusal(
+        PuzzleCode.COMPLEXITY_BLOCKED, f"the next level, 'many', cannot be played: {over}",
+        {"level": "many"})
+    assert room.state is before
 
 
 def test_a_room_is_created_once() -> None:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from actors.puzzle.board import RULE_CACHE_WORDS, Context
+import pytest
+
+from actors.puzzle.board import RULE_CACHE_WORDS, Context, Limits
+from actors.puzzle.diagnostics import LevelError
 from actors.puzzle.game import Game, create_game
 from actors.puzzle.level import parse_level
-from tests.puzzle.boards import make_level, positions, refused
+from tests.puzzle.boards import make_level, many_rules_level, positions, refused
 
 
 def game(rows: list[str], **kw: Any) -> Game:
@@ -151,3 +154,12 @@ def test_the_rules_cache_holds_a_bounded_number_of_words() -> None:
         board[0][2:4] = cell % 64, cell // 64
         ctx.rules(board)
     assert sum(map(len, ctx._rules)) <= RULE_CACHE_WORDS
+
+
+def test_a_start_over_the_rule_cap_is_a_level_error() -> None:
+    with pytest.raises(LevelError, match=r"^text: the start reads 576 rule sentences; the "
+                       r"engine plays at most 512$"):
+        create_game(many_rules_level())
+    with pytest.raises(LevelError, match=r"^text: the start reads 2 rule sentences; the "
+                       r"engine plays at most 1$"):
+        create_game(make_level(["B=Y", "F=V", "b.f"]), limits=Limits(sentences=1))
