@@ -38,7 +38,7 @@ class Board:
 class Limits:
     """Complexity caps for one turn; exceeding one rejects the turn as `complexity_blocked`."""
 
-    work: int = 200_000          # push/pull evaluations and the things they look at
+    work: int = 200_000          # things looked at: push/pull, contact pairs, rules passes
     sentences: int = 512         # rule sentences in force
 
 

@@ -4,7 +4,9 @@
 docs/puzzle.md "Starter pack"). `room_limits(pack)` lists the diagnostics of levels too big
 for a room: the engine takes boards up to 64 x 64 with 4096 objects and 4096 words
 (`level.py`), a room at most `ROOM_MAX_THINGS` things per level, so that every turn stays cheap
-for the actor that serializes it.
+for the actor that serializes it. `cannot_start` checks one level's start against the engine's
+caps; it reads the level's rules, so a room checks a level when it starts it, not every level
+of a pack at once.
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+from .board import Context
 from .diagnostics import Diagnostic, LevelError, join_path
 from .level import Level, check_level
 from .pack import Pack, parse_pack
+from .turn import settle_initial
 
 PACKS = Path(__file__).parent / "packs"
 ROOM_MAX_THINGS = 1024  # objects and text of one level in a room
@@ -52,12 +56,23 @@ def too_many(level: Level, path: str = "objects") -> Diagnostic | None:
                       f"plays at most {ROOM_MAX_THINGS}")
 
 
+def cannot_start(level: Level, profile: str = "", path: str = "") -> Diagnostic | None:
+    """The diagnostic of a level whose start is over the engine's caps under `profile` (""
+    for its own), such as one reading more rules than a turn may, if it is."""
+    try:
+        settle_initial(Context(level, profile or None), level.objects)
+    except LevelError as err:
+        found = err.diagnostics[0]
+        return Diagnostic(join_path(path, found.path), found.message)
+    return None
+
+
 def check_room_level(data: Any) -> tuple[Level | None, list[Diagnostic]]:
     """Validate level JSON data for a room: the engine's checks (`level.check_level`, paths
-    inside the level such as `objects[3].noun`) and the room's size limit."""
+    inside the level such as `objects[3].noun`), the room's size limit and the start."""
     level, diagnostics = check_level(data)
-    crowded = None if level is None else too_many(level)
-    return (None, [crowded]) if crowded else (level, diagnostics)
+    problem = None if level is None else too_many(level) or cannot_start(level)
+    return (None, [problem]) if problem else (level, diagnostics)
 
 
 def check_room_pack(pack: Pack) -> Pack:

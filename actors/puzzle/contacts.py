@@ -58,12 +58,18 @@ def _pair_contacts(work: Work) -> None:
 
     def pairs(sides: list[list[int]], others: list[list[int]], cause: str, self_too: bool = True
               ) -> list[tuple[list[int], list[int], str]]:
-        """Every (a, b) on one cell, in Keke's nested-loop order (a outer, b inner)."""
+        """Every (a, b) on one cell, in Keke's nested-loop order (a outer, b inner); each
+        candidate counts against the turn's work (a crowded cell holds a square of them)."""
         at: dict[tuple[int, int], list[list[int]]] = {}
         for b in others:
             at.setdefault((b[2], b[3]), []).append(b)
-        return [(a, b, cause) for a in sides for b in at.get((a[2], a[3]), ())
-                if (self_too or a is not b) and not (masks[a[1]] ^ masks[b[1]]) & FLOAT]
+        found = []
+        for a in sides:
+            here = at.get((a[2], a[3]), ())
+            work.spend(len(here))
+            found += [(a, b, cause) for b in here
+                      if (self_too or a is not b) and not (masks[a[1]] ^ masks[b[1]]) & FLOAT]
+        return found
 
     if killers:
         destroy_pairs(work, [(p, k, "sink" if masks[k[1]] & SINK else "defeat")

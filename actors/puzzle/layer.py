@@ -159,27 +159,40 @@ def destroy_pairs(work: Work, pairs: list[tuple[list[int], list[int], str]]) -> 
     """Keke's `destroyObjs`: splice both members of each pair from the phys list and from their
     nouns' lists, in pair order (a miss splices the last element), clear the map at the first
     member's cell, then `reset`. `destroyed` reports each member once, and each object the
-    misses removed for good, with the pair's cause."""
+    misses removed for good, with the pair's cause. Linear in pairs and objects: a list's last
+    element is found from where the previous miss left off (splices only ever remove), and the
+    map is cleared once (no splice reads it)."""
     if not pairs:
         return
     masks = work.rules.masks
-    before = {o[0]: o[5] for o in work.objs}  # the flags of the last reset, for KEPT_*
+    objs = work.objs
+    before = {o[0]: o[5] for o in objs}  # the flags of the last reset, for KEPT_*
     hit: dict[int, tuple[list[int], str]] = {}
+    tail: dict[tuple[int, int], int] = {}  # (bit, kind; -1 for phys) -> last element's index
+
+    def last(bit: int, kind: int) -> list[int] | None:
+        i = tail.get((bit, kind), len(objs) - 1)
+        while i >= 0 and not (objs[i][1] < TEXT_BASE and not objs[i][5] & bit
+                              and kind in (-1, objs[i][1])):
+            i -= 1
+        tail[(bit, kind)] = i
+        return objs[i] if i >= 0 else None
 
     def splice(x: list[int], bit: int, cause: str) -> None:
         if not x[5] & bit:
             victim = x
         else:  # JavaScript's splice(-1, 1): the list's last element goes instead
-            victim = next((o for o in reversed(work.objs) if o[1] < TEXT_BASE
-                           and not o[5] & bit and (bit == OFF_PHYS or o[1] == x[1])), None)
-            if victim is None:
+            found = last(bit, -1 if bit == OFF_PHYS else x[1])
+            if found is None:
                 return
+            victim = found
             hit.setdefault(victim[0], (victim, cause))
         if bit == OFF_PHYS:
             m = masks[victim[1]] if not before.get(victim[0], OFF_NOUN) & OFF_NOUN else 0
             victim[5] |= (KEPT_MOVABLE if m & _LAYERED else 0) | (KEPT_STOPPED if m & STOP else 0)
         victim[5] |= bit
 
+    cleared: set[tuple[int, int]] = set()
     for p, o, cause in pairs:
         hit.setdefault(p[0], (p, cause))
         hit.setdefault(o[0], (o, cause))
@@ -187,9 +200,10 @@ def destroy_pairs(work: Work, pairs: list[tuple[list[int], list[int], str]]) -> 
         splice(o, OFF_PHYS, cause)
         splice(p, OFF_NOUN, cause)
         splice(o, OFF_NOUN, cause)
-        for q in work.objs:
-            if q[5] & IN_LAYER and q[2] == p[2] and q[3] == p[3]:
-                q[5] &= ~IN_LAYER
+        cleared.add((p[2], p[3]))
+    for q in objs:
+        if q[5] & IN_LAYER and (q[2], q[3]) in cleared:
+            q[5] &= ~IN_LAYER
     reset(work)
     members = {p[0] for p, _, _ in pairs} | {o[0] for _, o, _ in pairs}
     alive = {o[0] for o in work.objs}

@@ -25,7 +25,7 @@ import attrs
 
 from protocol.text import utf16_len
 
-from .diagnostics import Diagnostic, LevelError, join_path
+from .diagnostics import Diagnostic, LevelError, collect, join_path
 from .mechanics.definition import MechanicDef, check_mechanics
 from .profiles import PROFILES
 from .words import DIRECTIONS, FACING_CODE, NOUN_CODE, NOUNS, WORDS, kind_name, text_kind
@@ -93,18 +93,21 @@ def _int_in(value: Any, lo: int, hi: int) -> bool:
 
 
 def check_level(data: Any, path: str = "") -> tuple[Level | None, list[Diagnostic]]:
-    """Validate level JSON data; returns the `Level` (None if invalid) and every diagnostic.
+    """Validate level JSON data; returns the `Level` (None if invalid) and its diagnostics
+    (every one, up to `diagnostics.MAX_DIAGNOSTICS`).
 
     `path` is the prefix for diagnostics, e.g. `levels[3]` inside a pack.
     """
-    diags: list[Diagnostic] = []
+    return collect(lambda diags: _check(data, path, diags), path)
 
+
+def _check(data: Any, path: str, diags: list[Diagnostic]) -> Level | None:
     def bad(where: str, message: str) -> None:
         diags.append(Diagnostic(where, message))
 
     if not isinstance(data, dict):
         bad(path, "a level must be a JSON object")
-        return None, diags
+        return None
     for key in sorted(set(data) - _LEVEL_FIELDS, key=str):
         bad(join_path(path, str(key)), "unknown field")
     level_id = data.get("id", "")
@@ -180,17 +183,15 @@ def check_level(data: Any, path: str = "") -> tuple[Level | None, list[Diagnosti
                 board.append((len(ids), kind, item["x"], item["y"], FACING_CODE[facing]))
                 ids.append(oid)
 
-    mechanics, mech_diags = check_mechanics(
-        data.get("mechanics", []), join_path(path, "mechanics"), {i: seen[i] for i in seen})
-    diags.extend(mech_diags)
+    mechanics = check_mechanics(data.get("mechanics", []), join_path(path, "mechanics"),
+                                {i: seen[i] for i in seen}, diags)
     if diags:
-        return None, diags
-    level = Level(
+        return None
+    return Level(
         id=str(level_id), name=data.get("name", ""), author=data.get("author", ""),
         width=width, height=height, profile=profile, ids=tuple(ids), objects=tuple(board),
         mechanics=mechanics, solution=solution.lower() if solution is not None else None,
         hint=data.get("hint", ""))
-    return level, diags
 
 
 def parse_level(data: Any, path: str = "") -> Level:

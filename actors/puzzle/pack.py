@@ -21,15 +21,16 @@ from typing import Any
 
 import attrs
 
-from protocol.text import utf16_len
+from protocol.text import utf16_clip, utf16_len
 
-from .diagnostics import Diagnostic, LevelError, join_path
+from .diagnostics import Diagnostic, LevelError, collect, join_path
 from .level import Level, check_level
 from .mechanics.host import HOST_TYPES, supported_features
 from .profiles import PROFILES
 
 MAX_LEVELS = 256
 MAX_NAME_CHARS = 100
+MAX_FEATURES = 16  # mechanic types a pack lists (the host has fewer)
 _FIELDS = frozenset({"name", "version", "profile", "mechanics", "levels"})
 _VERSION = re.compile(r"^[0-9]{1,6}(\.[0-9]{1,6}){0,2}$")
 
@@ -67,38 +68,24 @@ def is_pack(data: Any) -> bool:
 
 
 def check_pack(data: Any) -> tuple[Pack | None, list[Diagnostic]]:
-    """Validate pack JSON data; returns the `Pack` (None if invalid) and every diagnostic."""
-    diags: list[Diagnostic] = []
+    """Validate pack JSON data; returns the `Pack` (None if invalid) and its diagnostics
+    (every one, up to `diagnostics.MAX_DIAGNOSTICS`)."""
     if not isinstance(data, dict):
         return None, [Diagnostic("", "a pack must be a JSON object")]
-    for key in sorted(set(data) - _FIELDS, key=str):
-        diags.append(Diagnostic(str(key), "unknown field (a pack has name, version, profile, "
-                                "mechanics, levels)"))
-    name = data.get("name")
-    if not (isinstance(name, str) and 0 < utf16_len(name) <= MAX_NAME_CHARS):
-        diags.append(Diagnostic("name", f"must be a non-empty string of at most "
-                                f"{MAX_NAME_CHARS} characters"))
-    version = data.get("version")
-    if not (isinstance(version, str) and _VERSION.match(version)):
-        diags.append(Diagnostic("version", 'must be a version string such as "1", "1.2" or '
-                                '"1.2.3"'))
-    profile = data.get("profile", "classic")
-    if not (isinstance(profile, str) and profile in PROFILES):
-        diags.append(Diagnostic("profile", f"unknown profile {profile!r} (supported: "
-                                f"{', '.join(sorted(PROFILES))})"))
-        profile = "classic"
-    features = _check_features(data.get("mechanics", []), diags)
-    levels = data.get("levels")
-    if not isinstance(levels, list) or not 0 < len(levels) <= MAX_LEVELS:
-        diags.append(Diagnostic("levels", f"must be a list of 1 to {MAX_LEVELS} levels"))
-        return None, diags
+    diags = check_header(data)
     if diags:
         # A pack with an unsupported feature or a bad header is refused before its levels are
         # compiled: nothing of it gets near installation or play.
         return None, diags
+    return collect(lambda found: _compile(data, found))
+
+
+def _compile(data: dict[str, Any], diags: list[Diagnostic]) -> Pack | None:
+    profile = data.get("profile", "classic")
+    features = tuple(sorted(set(data.get("mechanics", []))))
     compiled: list[Level] = []
     first: dict[str, str] = {}
-    for i, entry in enumerate(levels):
+    for i, entry in enumerate(data["levels"]):
         at = join_path("levels", i)
         if isinstance(entry, dict) and "profile" not in entry:
             entry = {**entry, "profile": profile}
@@ -118,23 +105,56 @@ def check_pack(data: Any) -> tuple[Pack | None, list[Diagnostic]]:
                     f"mechanic type {mech['type']!r} is not declared in the pack's mechanics"))
         compiled.append(level)
     if diags:
-        return None, diags
-    return Pack(name=name, version=version, profile=profile, mechanics=features,
-                levels=tuple(compiled)), diags
+        return None
+    return Pack(name=data["name"], version=data["version"], profile=profile, mechanics=features,
+                levels=tuple(compiled))
 
 
-def _check_features(value: Any, diags: list[Diagnostic]) -> tuple[str, ...]:
+def check_header(data: dict[str, Any]) -> list[Diagnostic]:
+    """The diagnostics of a pack object's fields but its levels' contents: unknown fields,
+    name, version, profile, mechanics (features), and the number of levels."""
+    return collect(lambda diags: _check_header(data, diags))[1]
+
+
+def _check_header(data: dict[str, Any], diags: list[Diagnostic]) -> None:
+    for key in sorted(set(data) - _FIELDS, key=str):
+        diags.append(Diagnostic(str(key), "unknown field (a pack has name, version, profile, "
+                                "mechanics, levels)"))
+    name = data.get("name")
+    if not (isinstance(name, str) and 0 < utf16_len(name) <= MAX_NAME_CHARS):
+        diags.append(Diagnostic("name", f"must be a non-empty string of at most "
+                                f"{MAX_NAME_CHARS} characters"))
+    version = data.get("version")
+    if not (isinstance(version, str) and _VERSION.match(version)):
+        diags.append(Diagnostic("version", 'must be a version string such as "1", "1.2" or '
+                                '"1.2.3"'))
+    profile = data.get("profile", "classic")
+    if not (isinstance(profile, str) and profile in PROFILES):
+        diags.append(Diagnostic("profile", f"unknown profile {profile!r} (supported: "
+                                f"{', '.join(sorted(PROFILES))})"))
+    _check_features(data.get("mechanics", []), diags)
+    levels = data.get("levels")
+    if not isinstance(levels, list) or not 0 < len(levels) <= MAX_LEVELS:
+        diags.append(Diagnostic("levels", f"must be a list of 1 to {MAX_LEVELS} levels"))
+
+
+def _check_features(value: Any, diags: list[Diagnostic]) -> None:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         diags.append(Diagnostic("mechanics", "must be a list of mechanic type names"))
-        return ()
+        return
+    if len(value) > MAX_FEATURES:
+        diags.append(Diagnostic("mechanics", f"lists {len(value)} types; at most "
+                                f"{MAX_FEATURES} are allowed"))
+        return
+    seen: set[str] = set()
     for i, mtype in enumerate(value):
         if mtype not in HOST_TYPES:
             diags.append(Diagnostic(join_path("mechanics", i),
                                     f"unsupported mechanic feature {mtype!r} (host supports: "
                                     f"{supported_features()})"))
-        elif mtype in value[:i]:
+        elif mtype in seen:
             diags.append(Diagnostic(join_path("mechanics", i), f"duplicate feature {mtype!r}"))
-    return tuple(sorted(set(value)))
+        seen.add(mtype)
 
 
 def parse_pack(data: Any) -> Pack:
@@ -146,7 +166,9 @@ def parse_pack(data: Any) -> Pack:
 
 
 def pack_of(level: Level) -> Pack:
-    """A one-level pack around a level (how a single level is shared)."""
+    """A one-level pack around a level (how a single level is shared), named after it: a
+    level's name may be longer than a pack's, so it is cut to `MAX_NAME_CHARS`."""
     features = tuple(sorted({m.type for m in level.mechanics}))
-    return Pack(name=level.name or level.id or "level", version="1", profile=level.profile,
-                mechanics=features, levels=(level,))
+    name = utf16_clip(level.name or level.id or "level", MAX_NAME_CHARS)
+    return Pack(name=name, version="1", profile=level.profile, mechanics=features,
+                levels=(level,))

@@ -97,15 +97,20 @@ class Play:
         """Whether nothing was played since the start (or a reset)."""
         return self.board == self.start and not self.moves
 
-    def board_after(self, count: int) -> Board:
-        """The board after this play's first `count` moves, without replaying them: the
-        undo stack's top `len(moves)` entries hold the board before each move since the
-        start or the last reset (a move pushes one, a reset starts a new run of them above
-        its own, an undo pops one; the moves are capped at the stack's size)."""
+    def board_after(self, count: int) -> Board | None:
+        """The board after this play's first `count` moves, without replaying them; None when
+        the undo stack no longer holds it. The stack's top `len(moves)` entries hold the board
+        before each move since the start or the last reset (a move pushes one, a reset starts
+        a new run of them above its own, an undo pops one), unless its oldest went at the cap."""
         if count == len(self.moves):
             return self.board
-        key, before = self.undo[len(self.undo) - len(self.moves) + count]
-        assert before == self.moves[:count], "the undo stack holds every move's board"
+        if count == 0:
+            return self.start  # no move since the start or a reset: the board is the start's
+        at = len(self.undo) - len(self.moves) + count
+        if at < 0:
+            return None
+        key, before = self.undo[at]
+        assert before == self.moves[:count], "the undo stack holds every kept move's board"
         return self.codec.decode(key)
 
     def _pushed(self) -> tuple[tuple[bytes, str], ...]:

@@ -26,8 +26,8 @@ from protocol.errors import ErrorCode
 from protocol.ops import puzzle as ops
 from protocol.ops.puzzle import MAX_MOVES, PuzzleCode
 
-from .catalog import bundled, names, room_limits
-from .diagnostics import bad_request
+from .catalog import bundled, cannot_start, names, room_limits
+from .diagnostics import bad_request, join_path
 from .events import Advanced, Created, Event, Moved, Reset, Undone, decode, encode
 from .game import status
 from .leaderboard import Standings
@@ -92,6 +92,10 @@ def decide_create(state: Room, args: ops.CreateArgs, ctx: Ctx) -> list[Event] | 
     if args.level and args.level not in ids:
         return bad_request(f"no level {args.level!r} in pack {pack.name!r}", "args.level", levels=ids)
     index = ids.index(args.level) if args.level else 0
+    problem = cannot_start(pack.levels[index], args.profile, join_path("levels", index))
+    if problem is not None:
+        return bad_request(f"level {ids[index]!r} cannot be played: {problem}", where,
+                           [problem])
     try:
         link = make_link(pack)
     except ShareError as err:  # normalized, a pack can outgrow the link it came in
@@ -162,6 +166,11 @@ def decide_next(state: Room, args: ops.StepArgs, ctx: Ctx) -> list[Event] | Refu
         return Refusal(PuzzleCode.NOT_WON, "win this level first")
     if state.level + 1 >= len(state.pack.levels):
         return Refusal(PuzzleCode.LAST_LEVEL, f"this is the last level of {state.pack_name!r}")
+    level = state.pack.levels[state.level + 1]
+    problem = cannot_start(level, state.profile)
+    if problem is not None:
+        return Refusal(PuzzleCode.COMPLEXITY_BLOCKED, f"the next level, {level.id!r}, cannot "
+                       f"be played: {problem.message}", {"level": level.id})
     return [Advanced()]
 
 
@@ -175,10 +184,14 @@ def decide_select(state: Room, args: ops.SelectArgs, ctx: Ctx) -> list[Event] | 
     if args.level not in ids:
         return bad_request(f"no level {args.level!r} in pack {state.pack_name!r}", "args.level",
                     levels=ids)
-    if ids.index(args.level) == state.level and state.play is not None \
-            and state.play.at_start():
+    index = ids.index(args.level)
+    if index == state.level and state.play is not None and state.play.at_start():
         return Refusal(PuzzleCode.NO_CHANGE, "this level is being played from its start")
-    return [Advanced(ids.index(args.level))]
+    problem = cannot_start(state.pack.levels[index], state.profile)
+    if problem is not None:
+        return bad_request(f"level {args.level!r} cannot be played: {problem}", "args.level",
+                           [problem])
+    return [Advanced(index)]
 
 
 # ------------------------------------------------------------------ replies and reads
@@ -236,6 +249,10 @@ def answer_history(state: Room, args: ops.HistoryArgs, _ctx: Ctx) -> ops.RoomVie
         return bad_request(f"this level has {len(play.moves)} moves so far", "args.move",
                     moves=len(play.moves))
     board = play.board_after(args.move)  # (a replay of up to 2,000 turns would stall)
+    if board is None:
+        return bad_request(f"the board after move {args.move} is no longer kept (the undo "
+                           f"stack keeps the last {MAX_MOVES} steps)", "args.move",
+                           moves=len(play.moves))
     won, lost = status(play.ctx, board)
     return room_view(state, attrs.evolve(play, board=board, moves=play.moves[:args.move],
                                          won=won, lost=lost))

@@ -22,7 +22,7 @@ from typing import Any
 from protocol.text import utf16_len
 
 from .diagnostics import Diagnostic
-from .pack import Pack, check_pack
+from .pack import Pack, check_header, check_pack
 
 PREFIX = "pd1."
 MAX_LINK_CHARS = 65_536
@@ -47,8 +47,14 @@ def canonical_json(data: Any) -> bytes:
 
 
 def make_link(pack: Pack) -> str:
-    """The share link of a validated pack; raises `ShareError(too_large)` past the caps."""
-    raw = canonical_json(pack.to_json())
+    """The share link of a pack of validated levels; raises `ShareError` when it would not
+    open: `invalid_content` for a bad header (`pack.check_header`), `too_large` past a cap."""
+    data = pack.to_json()
+    problems = check_header(data)
+    if problems:
+        raise ShareError("invalid_content", "the pack would not open: "
+                         + "; ".join(str(d) for d in problems), tuple(problems))
+    raw = canonical_json(data)
     if len(raw) > MAX_JSON_BYTES:
         raise ShareError("too_large", f"the pack is {len(raw)} bytes of JSON; a link holds at "
                          f"most {MAX_JSON_BYTES}")

@@ -23,6 +23,7 @@ from protocol.ops.puzzle import PuzzleCode
 
 from .board import Board, Context
 from .contacts import contacts, has_you, victory
+from .diagnostics import Diagnostic, LevelError
 from .layer import IN_LAYER, OFF_NOUN, OFF_PHYS, UNREAD, drop_gone, mark_read, reset
 from .movement import move_layered, move_stacked
 from .ruleset import FLOAT, MOVE, YOU, RuleSet
@@ -80,7 +81,7 @@ class Work:
         self.record = record
         self.destroyed: list[dict[str, Any]] = []
         self.reported: set[int] = set()  # ids already in `destroyed`
-        self.transforms: list[dict[str, Any]] = []
+        self.transforms: dict[int, list[int]] = {}  # id code -> [kind before, kind now]
         self.events: list[dict[str, Any]] = []
         # (id code, from x, from y, to x, to y, facing) per move or turn, when recording
         self.trail: list[tuple[int, int, int, int, int, int]] = []
@@ -134,10 +135,12 @@ class Work:
 
     # ------------------------------------------------ helpers of the steps
     def spend(self, units: int = 1) -> None:
-        """Count `units` of movement work against the complexity cap."""
+        """Count `units` of work (movement, contact pairs, rules passes, transforms) against
+        the complexity cap."""
         self.budget -= units
         if self.budget < 0:
-            raise ComplexityBlocked("movement work")
+            raise ComplexityBlocked(f"takes more than the engine's {self.ctx.limits.work} "
+                                    "units of work")
 
     def relocate(self, obj: list[int], x: int, y: int, facing: int) -> None:
         """Move `obj` to (x, y) facing `facing`."""
@@ -158,7 +161,8 @@ class Work:
         """Re-read the rules from the text now on the board."""
         self.rules = self.ctx.rules(self.objs)
         if len(self.rules.sentences) > self.ctx.limits.sentences:
-            raise ComplexityBlocked("rule count")
+            raise ComplexityBlocked(f"reads {len(self.rules.sentences)} rule sentences; the "
+                                    f"engine plays at most {self.ctx.limits.sentences}")
 
 
 def _transform_kind(kind: int, target: int) -> int | None:
@@ -169,7 +173,8 @@ def _transform_kind(kind: int, target: int) -> int | None:
 
 
 def transform(work: Work) -> bool:
-    """Apply the transforms in force once; True when any object changed."""
+    """Apply the transforms in force once; True when any object changed. Each scan of the
+    board counts against the turn's work."""
     rules = work.rules
     if not rules.transforms:
         return False
@@ -179,24 +184,27 @@ def transform(work: Work) -> bool:
         # end of the board, facing right, taking its map entry; one spliced off the phys list
         # already makes a new one that is off it too (the splice takes the new last element).
         for src, dst in rules.transforms:
-            for o in [o for o in work.objs if _noun(o[1]) == src and not o[5] & OFF_NOUN]:
-                new = _transform_kind(o[1], dst)
-                if new is not None:
-                    work.objs.remove(o)
-                    work.objs.append([o[0], new, o[2], o[3], 0, o[5] & (IN_LAYER | OFF_PHYS)])
-                    changed.append((o, new))
+            work.spend(len(work.objs))
+            hit = [(o, new) for o in work.objs if _noun(o[1]) == src and not o[5] & OFF_NOUN
+                   and (new := _transform_kind(o[1], dst)) is not None]
+            if hit:
+                gone = {id(o) for o, _ in hit}
+                work.objs = [o for o in work.objs if id(o) not in gone] + [
+                    [o[0], new, o[2], o[3], 0, o[5] & (IN_LAYER | OFF_PHYS)] for o, new in hit]
+                changed += hit
     else:
+        work.spend(len(work.objs))
+        first: dict[int, int] = {}  # the first transform of each noun is the one that applies
+        for src, dst in rules.transforms:
+            first.setdefault(src, dst)
         for o in work.objs:
-            for src, dst in rules.transforms:
-                if _noun(o[1]) == src:
-                    new = _transform_kind(o[1], dst)
-                    if new is not None:
-                        changed.append((list(o), new))
-                        o[1] = new
-                    break
-    if work.record:
-        work.transforms.extend({"id": work.ids[o[0]], "from": kind_name(o[1]),
-                                "to": kind_name(new)} for o, new in changed)
+            dst = first.get(_noun(o[1]), -1)
+            if dst >= 0 and (new := _transform_kind(o[1], dst)) is not None:
+                changed.append((list(o), new))
+                o[1] = new
+    if work.record:  # one entry per object: its kind before the first, after the last
+        for o, new in changed:
+            work.transforms.setdefault(o[0], [o[1], new])[1] = new
     return bool(changed)
 
 
@@ -231,6 +239,7 @@ def rules_step(work: Work) -> None:
     passes = len(work.moved_text)
     work.moved_text.clear()
     for i in range(passes):
+        work.spend(len(work.objs))  # marking, reading and re-placing look at every thing
         before, text = work.rules, sum(o[1] >= TEXT_BASE for o in work.objs)
         mark_read(work)
         work.reread()
@@ -247,11 +256,15 @@ def rules_step(work: Work) -> None:
 
 def settle_initial(ctx: Context, objects: tuple[Any, ...]) -> Board:
     """The board a level starts from: authored objects with one rules pass applied, mechanics
-    initialized from that board."""
+    initialized from that board. Raises `LevelError` when that pass is over a complexity cap
+    (`board.Limits`): no turn could be played from it."""
     work = Work(ctx, Board(tuple((*o, 0) for o in objects)), record=False)
-    work.reread()
-    if transform(work):
+    try:
         work.reread()
+        if transform(work):
+            work.reread()
+    except ComplexityBlocked as err:
+        raise LevelError([Diagnostic("text", f"the start {err}")]) from None
     if ctx.layered:
         reset(work)
     values = tuple(host.initial(settings, work) for _, host, settings in ctx.mechanics)
@@ -355,7 +368,9 @@ def _record(work: Work, action: str, players_trail: int, rules_before: RuleSet,
         "accepted": True, "action": action, "moves": moves,
         "rules": list(work.rules.sentences),
         "rules_changed": work.rules.sentences != rules_before.sentences,
-        "transforms": work.transforms, "destroyed": work.destroyed, "automata": automata,
+        "transforms": [{"id": ids[i], "from": kind_name(a), "to": kind_name(b)}
+                       for i, (a, b) in work.transforms.items()],
+        "destroyed": work.destroyed, "automata": automata,
         "won": won, "lost": lost,
     }
     if work.ctx.trace_phases:

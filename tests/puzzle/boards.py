@@ -89,6 +89,23 @@ def crowd_level() -> dict[str, Any]:
     return data
 
 
+def many_rules_level() -> dict[str, Any]:
+    """Sixteen nouns joined by AND, each IS every property and noun: 576 rule sentences from
+    165 words (three rows), over the engine's 512, and one baba."""
+    from actors.puzzle.words import NOUNS, PROPERTIES
+
+    def joined(words: list[str]) -> list[str]:
+        return [w for word in words for w in ("and", word)][1:]
+
+    predicates = [*PROPERTIES, *NOUNS]
+    rows = [joined(list(NOUNS[:16])) + ["is"] + joined(predicates[k:k + 15])
+            for k in range(0, len(predicates), 15)]
+    text = [{"id": f"t{y}-{x}", "word": word, "x": x, "y": y}
+            for y, row in enumerate(rows) for x, word in enumerate(row)]
+    return {"id": "many", "width": 64, "height": 4, "text": text,
+            "objects": [{"id": "b", "noun": "baba", "x": 0, "y": 3}]}
+
+
 def lines_run(action: Callable[[], object]) -> int:
     """How many Python lines `action` executes: a measure of work that no clock enters."""
     count = 0

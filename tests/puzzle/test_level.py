@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from actors.puzzle.diagnostics import LevelError
+from actors.puzzle.diagnostics import MAX_DIAGNOSTICS, STOPPED, LevelError
 from actors.puzzle.level import check_level, parse_level
-from tests.puzzle.boards import make_level
+from tests.puzzle.boards import lines_run, make_level
 from tests.utf16 import edges
 
 GATE = {"id": "gate-a", "type": "plate_gate", "version": 1,
@@ -129,3 +129,26 @@ def test_parse_level_raises_with_all_diagnostics() -> None:
     assert [str(d) for d in err.value.diagnostics] == [
         "levels[0].width: must be an integer from 1 to 64",
         'levels[0].objects[0].noun: unknown noun "frog"']
+
+
+@pytest.mark.parametrize("change", [
+    lambda d: d.update(objects=[{}] * 4096),  # four problems each
+    lambda d: d["objects"][0].update({f"k{i}": 0 for i in range(4000)}),
+    lambda d: d["mechanics"][0]["config"].update(plates=[f"p{i}" for i in range(4000)]),
+], ids=["items", "fields", "config_ids"])
+def test_validation_stops_at_the_diagnostic_cap(change) -> None:
+    """However many problems a level holds, the first 50 are listed, then one saying more
+    were found: a small link's level must not become a huge refusal (or take its time)."""
+    data = level()
+    change(data)
+    found = messages(data, "levels[0]")
+    assert len(found) == MAX_DIAGNOSTICS + 1 and found[-1] == f"levels[0]: {STOPPED}"
+    assert STOPPED == "more problems not listed (validation stops at 50)"
+
+
+def test_validation_does_not_go_on_past_the_cap() -> None:
+    def bad_items(n: int) -> dict[str, Any]:
+        return {**level(), "objects": [{}] * n}
+
+    assert lines_run(lambda: check_level(bad_items(4096))) < 2 * lines_run(
+        lambda: check_level(bad_items(20)))

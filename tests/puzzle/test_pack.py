@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from actors.puzzle.diagnostics import LevelError
+from actors.puzzle.diagnostics import MAX_DIAGNOSTICS, STOPPED, LevelError
 from actors.puzzle.game import create_game
 from actors.puzzle.pack import MAX_NAME_CHARS, check_pack, is_pack, pack_of, parse_pack
 from tests.puzzle.boards import make_level, mechanic_level
@@ -119,3 +119,21 @@ def test_shapes_and_one_level_packs() -> None:
     assert parse_pack(single.to_json()) == single
     with pytest.raises(KeyError, match="no level 'nine'"):
         single.level("nine")
+
+
+def test_a_packs_diagnostics_stop_at_the_cap_over_all_its_levels() -> None:
+    data = sample_pack()
+    data["levels"] = [{"id": str(i), "width": 1, "height": 1, "objects": [{}] * 4096}
+                      for i in range(50)]
+    found = diagnostics(data)
+    assert found[1:3] == ['levels[0].objects[0].noun: unknown noun "None"',
+                          "levels[0].objects[0].x: must be an integer from 0 to 0"]
+    assert len(found) == MAX_DIAGNOSTICS + 1 and found[-1] == STOPPED
+
+
+def test_the_mechanics_list_is_bounded() -> None:
+    assert diagnostics({**sample_pack(), "mechanics": ["plate_gate"] * 80_000}) == [
+        "mechanics: lists 80000 types; at most 16 are allowed"]
+    assert diagnostics({**sample_pack(), "mechanics": ["plate_gate", "frail_floor"] * 8}) == [
+        f"mechanics[{i}]: duplicate feature {t!r}" for i, t in
+        enumerate(["plate_gate", "frail_floor"] * 8) if i > 1]

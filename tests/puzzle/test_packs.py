@@ -12,10 +12,12 @@ import trio
 from actors.puzzle.catalog import bundled
 from actors.puzzle.level import parse_level
 from actors.puzzle.puzzleboard import rules as board
+from actors.puzzle.puzzlepack import rules as packs
 from actors.puzzle.share import open_link
 from protocol.client import Client, RequestError
+from protocol.ops import puzzle as ops
 from server.auth import TokenStore
-from tests.puzzle.boards import crowd_level, make_level
+from tests.puzzle.boards import crowd_level, make_level, many_rules_level
 from tests.puzzle.test_live import play
 from tests.server.ws_harness import running_server
 
@@ -160,3 +162,18 @@ def test_a_claim_counts_only_when_its_moves_replay_and_beat_the_users_best() -> 
     assert state.standings.board(key) == [("ann", 5)]
     assert board.load(board.dump(state)) == state
     assert board.decode(board.encode(event, state)) == event
+
+
+def test_the_editor_refuses_a_level_whose_start_reads_too_many_rules() -> None:
+    from actors.world import Caller, Ctx, Refusal
+
+    ctx = Ctx(Caller("ann", "agent"), 0, 0)
+    shelf = packs.WORLD.initial(PACK)
+    for event in packs.decide_create(shelf, ops.PackCreateArgs(name="mine"), ctx):
+        shelf = packs.evolve(shelf, event)
+    over = "the start reads 576 rule sentences; the engine plays at most 512"
+    checked = packs.answer_check(shelf, ops.CheckArgs(many_rules_level()), ctx)
+    assert checked == ops.CheckResult(False, [ops.Problem("text", over)], [])
+    saved = packs.decide_save(shelf, ops.SaveArgs(many_rules_level()), ctx)
+    assert isinstance(saved, Refusal) and saved.detail["diagnostics"] == [
+        {"path": "text", "message": over}]

@@ -22,7 +22,7 @@ from actors.world import Caller, Ctx, Refusal
 from protocol.errors import ErrorCode
 from protocol.ops import puzzle as ops
 from protocol.ops.puzzle import PuzzleCode
-from tests.puzzle.boards import lines_run, make_level
+from tests.puzzle.boards import lines_run, make_level, many_rules_level
 
 WORLD = rules.WORLD
 ANN = Caller("ann", "agent")
@@ -102,6 +102,12 @@ def test_the_links_hold_the_level_and_the_pack() -> None:
     links = room.read("puzzle.link", ops.ViewArgs())
     assert open_link(links.level).levels == (bundled("starter").level("walls"),)
     assert open_link(links.pack) == bundled("starter")
+
+
+def test_the_link_of_a_level_named_longer_than_a_pack_makes_a_room() -> None:
+    room = Room(link=link_of({**make_level(["B=Y..", "b...f", "F=V.."]), "name": "n" * 200}))
+    again = Room(link=room.read("puzzle.link", ops.ViewArgs()).level)
+    assert (again.reply.pack, again.reply.title) == ("n" * 100, "n" * 200)
 
 
 def test_undo_goes_back_one_step_through_the_engine_snapshot() -> None:
@@ -226,6 +232,32 @@ def test_history_costs_the_same_at_any_move() -> None:
     assert lines_run(history(299)) < 2 * lines_run(history(1))
 
 
+def test_history_past_the_undo_cap_is_the_start_or_refused_as_not_kept() -> None:
+    """1500 moves, a reset and 1000 more push 2501 entries: the stack keeps 2000. Undone
+    back to the first run, its moves 1 to 500 have no board left: refused, never another."""
+    room = Room()
+    start = room.read("puzzle.view", ops.ViewArgs()).board
+    room.move("du" * 750)
+    room.write("puzzle.reset", ops.StepArgs())
+    room.move("du" * 500)
+    for _ in range(1001):
+        assert not isinstance(room.write("puzzle.undo", ops.StepArgs()), Refusal)
+    play = room.state.play
+    assert (len(play.moves), len(play.undo)) == (1500, 999)
+    first = room.read("puzzle.history", ops.HistoryArgs(0))
+    assert (first.board, first.moves) == (start, "")
+    for n in (1, 500):
+        assert room.read("puzzle.history", ops.HistoryArgs(n)) == Refusal(
+            ErrorCode.BAD_REQUEST, f"the board after move {n} is no longer kept (the undo "
+            "stack keeps the last 2000 steps)", {"path": "args.move", "moves": 1500})
+    replayed = Play.begin(play.level, "")
+    for letter in play.moves[:501]:
+        replayed = replayed.moved(DIRS[letter])
+    kept = room.read("puzzle.history", ops.HistoryArgs(501))
+    assert (kept.board, kept.moves) == (rules.room_view(room.state, replayed).board,
+                                        play.moves[:501])
+
+
 def test_a_replayed_stream_gives_an_identical_state() -> None:
     room = Room()
     room.move("rrdl")
@@ -323,6 +355,27 @@ def test_a_level_over_the_room_limit_is_refused_and_nothing_is_made() -> None:
         {"path": "levels[0].objects",
          "message": f"holds {ROOM_MAX_THINGS + 1} things (objects and text); a room plays at "
                     f"most {ROOM_MAX_THINGS}"}]
+
+
+def test_a_level_whose_start_reads_too_many_rules_is_never_played() -> None:
+    """Its start would raise in the fold: create, select and next refuse it in decide."""
+    over = "the start reads 576 rule sentences; the engine plays at most 512"
+    many = many_rules_level()
+    refused = bad_create(link=link_of(many))
+    assert refused == Refusal(
+        ErrorCode.BAD_REQUEST, f"level 'many' cannot be played: levels[0].text: {over}",
+        {"path": "args.link", "diagnostics": [{"path": "levels[0].text", "message": over}]})
+    easy = make_level(["B=Y..", "b...f", "F=V.."])
+    room = Room(link=link_of(easy, levels=[easy, many]))
+    assert room.write("puzzle.select", ops.SelectArgs("many")) == Refusal(
+        ErrorCode.BAD_REQUEST, f"level 'many' cannot be played: text: {over}",
+        {"path": "args.level", "diagnostics": [{"path": "text", "message": over}]})
+    assert room.move("rrrr").room.won
+    before = room.state
+    assert room.write("puzzle.next", ops.StepArgs()) == Refusal(
+        PuzzleCode.COMPLEXITY_BLOCKED, f"the next level, 'many', cannot be played: {over}",
+        {"level": "many"})
+    assert room.state is before
 
 
 def test_a_room_is_created_once() -> None:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from actors.puzzle.board import RULE_CACHE_WORDS, Context
+import pytest
+
+from actors.puzzle.board import RULE_CACHE_WORDS, Context, Limits
+from actors.puzzle.diagnostics import LevelError
 from actors.puzzle.game import Game, create_game
 from actors.puzzle.level import parse_level
-from tests.puzzle.boards import make_level, positions, refused
+from tests.puzzle.boards import make_level, many_rules_level, positions, refused
 
 
 def game(rows: list[str], **kw: Any) -> Game:
@@ -151,3 +154,43 @@ def test_the_rules_cache_holds_a_bounded_number_of_words() -> None:
         board[0][2:4] = cell % 64, cell // 64
         ctx.rules(board)
     assert sum(map(len, ctx._rules)) <= RULE_CACHE_WORDS
+
+
+def test_a_start_over_the_rule_cap_is_a_level_error() -> None:
+    with pytest.raises(LevelError, match=r"^text: the start reads 576 rule sentences; the "
+                       r"engine plays at most 512$"):
+        create_game(many_rules_level())
+    with pytest.raises(LevelError, match=r"^text: the start reads 2 rule sentences; the "
+                       r"engine plays at most 1$"):
+        create_game(make_level(["B=Y", "F=V", "b.f"]), limits=Limits(sentences=1))
+    with pytest.raises(LevelError, match=r"^text: the start takes more than the engine's 3 "
+                       r"units of work$"):
+        create_game(make_level(["R=F", "r.."], profile="keke"), limits=Limits(work=3))
+
+
+def rereading(words: int, rocks: int) -> Game:
+    """Keke: TEXT IS MOVE moves `words` loose words (a rules pass each), and at every pass
+    ROCK IS BABA then BABA IS ROCK remake each of `rocks` rocks twice."""
+    rules = [["text", "is", "move"], ["rock", "is", "baba"], ["baba", "is", "rock"]]
+    text = [{"id": f"r{y}{x}", "word": w, "x": 61 + x, "y": y}
+            for y, row in enumerate(rules) for x, w in enumerate(row)]
+    text += [{"id": f"w{i}", "word": "win", "x": i % 30 * 2, "y": 4 + i // 30}
+             for i in range(words)]
+    objects = [{"id": f"o{i}", "noun": "rock", "x": i % 64, "y": 63 - i // 64}
+               for i in range(rocks)]
+    return create_game({"id": "rr", "width": 64, "height": 64, "profile": "keke",
+                        "objects": objects, "text": text})
+
+
+def test_rules_passes_and_transforms_count_against_the_work_cap() -> None:
+    """300 passes remaking 300 rocks took 1.6 s of one wait and recorded 180,000 transforms."""
+    game = rereading(300, 300)
+    state = game.get_state()
+    assert refused(game.step("wait")) == "complexity_blocked"
+    assert game.get_state() == state
+
+
+def test_a_turn_records_one_transform_per_object() -> None:
+    result = rereading(10, 10).step("wait")
+    assert result["transforms"] == [{"id": f"o{i}", "from": "rock", "to": "rock"}
+                                    for i in range(10)]

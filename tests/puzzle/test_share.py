@@ -9,8 +9,10 @@ import zlib
 import pytest
 
 from actors.puzzle import share
-from actors.puzzle.pack import parse_pack
+from actors.puzzle.level import parse_level
+from actors.puzzle.pack import Pack, pack_of, parse_pack
 from actors.puzzle.share import PREFIX, ShareError, canonical_json, make_link, open_link
+from tests.puzzle.boards import make_level
 from tests.puzzle.test_pack import sample_pack
 from tests.utf16 import EMOJI
 
@@ -93,3 +95,34 @@ def test_size_caps_on_links(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(share, "MAX_JSON_BYTES", 100)
     with pytest.raises(ShareError, match=r"^the pack is \d+ bytes of JSON; a link holds at most"):
         make_link(pack)
+
+
+@pytest.mark.parametrize(("name", "cut"), [
+    ("A" * 150, "A" * 100),
+    ("A" * 99 + EMOJI * 2, "A" * 99),  # the cut never keeps half of a pair
+    (EMOJI * 60, EMOJI * 50),
+], ids=["ascii", "split_pair", "emoji"])
+def test_the_link_of_a_level_with_a_long_name_opens(name: str, cut: str) -> None:
+    level = parse_level({**make_level(["B=Y", "b.."]), "name": name})
+    pack = open_link(make_link(pack_of(level)))
+    assert (pack.name, pack.levels) == (cut, (level,))
+
+
+def test_a_link_is_made_only_of_a_pack_that_opens() -> None:
+    level = parse_pack(sample_pack()).levels[0]
+    with pytest.raises(ShareError, match=r"^the pack would not open: name: must be a non-empty "
+                       r"string of at most 100 characters$") as err:
+        make_link(Pack("A" * 101, "1", "classic", (), (level,)))
+    assert err.value.code == "invalid_content"
+    assert [d.path for d in err.value.diagnostics] == ["name"]
+
+
+def test_a_small_link_of_many_bad_things_is_refused_with_a_bounded_message() -> None:
+    level = '{"id":"%d","width":1,"height":1,"objects":[' + ",".join(["{}"] * 4096) + "]}"
+    raw = '{"name":"x","version":"1","levels":[' + ",".join(level % i for i in range(50)) + "]}"
+    link = link_of(raw.encode())
+    assert len(link) < 1500
+    with pytest.raises(ShareError) as err:
+        open_link(link)
+    assert err.value.code == "invalid_content" and len(err.value.diagnostics) == 51
+    assert len(str(err.value)) < 4000

@@ -84,19 +84,20 @@ def find_executable(value: Any, path: str) -> Diagnostic | None:
     return Diagnostic(path, f"non-JSON value of type {type(value).__name__} is not allowed")
 
 
-def check_mechanics(data: Any, path: str, id_paths: dict[str, str]
-                    ) -> tuple[tuple[MechanicDef, ...], list[Diagnostic]]:
-    """Validate a `mechanics` array; `id_paths` maps authored object ids to where they are declared.
-
-    Returns the normalized definitions sorted by id (empty when anything failed) and diagnostics.
-    """
+def check_mechanics(data: Any, path: str, id_paths: dict[str, str], diags: list[Diagnostic]
+                    ) -> tuple[MechanicDef, ...]:
+    """Validate a `mechanics` array, adding every problem to `diags`; `id_paths` maps authored
+    object ids to where they are declared. Returns the normalized definitions sorted by id
+    (empty when anything failed)."""
     from .host import HOST_TYPES, supported_features
 
-    diags: list[Diagnostic] = []
     if not isinstance(data, list):
-        return (), [Diagnostic(path, "must be a list")]
+        diags.append(Diagnostic(path, "must be a list"))
+        return ()
     if len(data) > MAX_MECHANICS:
-        return (), [Diagnostic(path, f"at most {MAX_MECHANICS} mechanics are allowed")]
+        diags.append(Diagnostic(path, f"at most {MAX_MECHANICS} mechanics are allowed"))
+        return ()
+    first = len(diags)
     defs: list[MechanicDef] = []
     seen: dict[str, str] = {}
     for i, entry in enumerate(data):
@@ -137,12 +138,12 @@ def check_mechanics(data: Any, path: str, id_paths: dict[str, str]
                                     f"must declare the {mtype} state schema "
                                     f"{json.dumps(dict(host.schema))}"))
         config = entry.get("config")
-        diags.extend(host.check_config(config, join_path(at, "config"), id_paths))
+        host.check_config(config, join_path(at, "config"), id_paths, diags)
         if len(diags) == before:
             defs.append(MechanicDef(
                 id=mid, type=mtype, version=version,
                 config=json.dumps(config, sort_keys=True, separators=(",", ":")),
                 state_schema=host.schema))
-    if diags:
-        return (), diags
-    return tuple(sorted(defs, key=lambda d: d.id)), diags
+    if len(diags) > first:
+        return ()
+    return tuple(sorted(defs, key=lambda d: d.id))

@@ -27,15 +27,13 @@ class FrailFloor:
     phases = ("beforeContacts", "afterContacts")
     _keys = frozenset({"tile"})
 
-    def check_config(self, config: Any, path: str, id_paths: dict[str, str]
-                     ) -> list[Diagnostic]:
+    def check_config(self, config: Any, path: str, id_paths: dict[str, str],
+                     diags: list[Diagnostic]) -> None:
         """Diagnostics for the static config."""
-        diags = check_keys(config, self._keys, path)
-        if not diags and not (isinstance(config.get("tile"), str)
-                              and config["tile"] in id_paths):
+        if check_keys(config, self._keys, path, diags) and not (
+                isinstance(config.get("tile"), str) and config["tile"] in id_paths):
             diags.append(Diagnostic(join_path(path, "tile"),
                                     f"unknown object id {config.get('tile')!r}"))
-        return diags
 
     def compile(self, config: Any, id_code: dict[str, int]) -> Any:
         """Settings: the tile's id code."""

@@ -53,9 +53,10 @@ class HostMechanic(Protocol):
     schema: tuple[tuple[str, str], ...]
     phases: tuple[str, ...]
 
-    def check_config(self, config: Any, path: str, id_paths: dict[str, str]
-                     ) -> list[Diagnostic]:
-        """Diagnostics for a declaration's static config (`id_paths`: authored ids)."""
+    def check_config(self, config: Any, path: str, id_paths: dict[str, str],
+                     diags: list[Diagnostic]) -> None:
+        """Add the diagnostics of a declaration's static config to `diags` (`id_paths`:
+        authored ids)."""
 
     def compile(self, config: Any, id_code: dict[str, int]) -> Any:
         """Static settings for play, with object ids turned into id codes."""

@@ -29,12 +29,15 @@ def check_ids(config: Any, key: str, path: str, id_paths: dict[str, str],
             diags.append(Diagnostic(join_path(where, i), f"unknown object id {oid!r}"))
 
 
-def check_keys(config: Any, keys: frozenset[str], path: str) -> list[Diagnostic]:
-    """Diagnostics for a config that is not an object or has fields other than `keys`."""
+def check_keys(config: Any, keys: frozenset[str], path: str, diags: list[Diagnostic]) -> bool:
+    """Whether `config` is an object with no fields but `keys`; the diagnostics go to `diags`."""
     if not isinstance(config, dict):
-        return [Diagnostic(path, "must be a JSON object")]
-    return [Diagnostic(join_path(path, str(k)), "unknown config field")
-            for k in sorted(set(config) - keys, key=str)]
+        diags.append(Diagnostic(path, "must be a JSON object"))
+        return False
+    before = len(diags)
+    for k in sorted(set(config) - keys, key=str):
+        diags.append(Diagnostic(join_path(path, str(k)), "unknown config field"))
+    return len(diags) == before
 
 
 class PlateGate:
@@ -46,14 +49,12 @@ class PlateGate:
     phases = ("beforeMovement", "afterContacts")
     _keys = frozenset({"plates", "gates"})
 
-    def check_config(self, config: Any, path: str, id_paths: dict[str, str]
-                     ) -> list[Diagnostic]:
+    def check_config(self, config: Any, path: str, id_paths: dict[str, str],
+                     diags: list[Diagnostic]) -> None:
         """Diagnostics for the static config."""
-        diags = check_keys(config, self._keys, path)
-        if not diags:
+        if check_keys(config, self._keys, path, diags):
             check_ids(config, "plates", path, id_paths, diags)
             check_ids(config, "gates", path, id_paths, diags)
-        return diags
 
     def compile(self, config: Any, id_code: dict[str, int]) -> Any:
         """Settings: (plate id codes, gate id codes), as sets."""
