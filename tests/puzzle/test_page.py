@@ -9,10 +9,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
+import attrs
 from playwright.sync_api import Page, expect
 
 from actors.puzzle.catalog import bundled
+from actors.puzzle.pack import pack_of
+from actors.puzzle.share import make_link
 from actors.puzzle.words import NOUNS, WORDS
 from server.auth import TokenStore
 from tests.server.server_process import ServerProcess
@@ -158,6 +162,23 @@ def test_on_a_phone_the_board_fits_and_swipes_move(browser: Any, tmp_path: Path)
         _revision(page, 3)
         assert _pixel(page, x, y) == before, "the pad's down button moved it back"
         assert not errors, errors
+
+
+def test_on_a_phone_a_long_level_name_and_hint_wrap(browser: Any, tmp_path: Path) -> None:
+    """A level's name and hint are anyone's (200 characters each): one unbroken word
+    widened the page to 2,700 px, and the board and every control with it."""
+    level = attrs.evolve(bundled("starter").levels[0], name="N" * 200, hint="H" * 200)
+    link = make_link(pack_of(level))
+    with ServerProcess(tmp_path / "data", "--open") as server:
+        context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True,
+                                      is_mobile=True, device_scale_factor=2)
+        page = context.new_page()
+        _start(page, f"{server.http_url}/puzzle/?link={quote(link)}")
+        assert page.locator("#title").text_content().endswith("N" * 200)
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        for control in ("#board", "#pad .up", "#undo"):
+            box = page.locator(control).bounding_box()
+            assert box is not None and 0 <= box["x"] and box["x"] + box["width"] <= 390, control
 
 
 def _click_cell(page: Page, x: int, y: int, button: str = "left") -> None:

@@ -275,3 +275,20 @@ def test_lobby_page_shows_a_page_of_worlds_and_more_on_request(browser, tmp_path
                                                                                  timeout=WAIT)
         expect(rows).to_have_count(PAGE + 3)
         assert errors == []
+
+
+def test_on_a_phone_a_long_world_name_wraps_and_its_figures_stay(browser,
+                                                                 tmp_path: Path) -> None:
+    """A world's name is its creator's (80 characters, one word): it wraps in its cell
+    instead of pushing the state and revision columns out of the panel."""
+    name = "w" * 80
+    with ServerProcess(tmp_path / "data") as server:
+        _requests(server.ws_url, server.owner_token,
+                  ("lobby.create", None, {"kind": "counter", "name": name}))
+        page = browser.new_page(viewport={"width": 390, "height": 844})
+        page.goto(f"{server.http_url}/")
+        row = page.locator(f'tr[data-id="counter:{name}"]')
+        expect(row).to_be_visible(timeout=WAIT)
+        panel = page.locator("#worlds").bounding_box()
+        box = row.locator(".revision").bounding_box()
+        assert box is not None and box["x"] + box["width"] <= panel["x"] + panel["width"] + 0.5
