@@ -24,7 +24,7 @@ ROLE_TABLE: dict[str, tuple[float, float, float, float, float, float]] = {
     "scavenger": (0.0, 0.45, 0.08, 0.20, 0.15, 1.5),
 }
 GRAZING_ATTACK = 0.35       # a basal-only role that is given a consumes edge (grazer on producer)
-SCAVENGING = 0.5           # scavenger gain per unit of its prey's mortality
+SCAVENGING = 0.5           # scavenger gain per unit of other species' mortality
 MAX_DISPERSAL = 0.3        # base share moved per generation (avoidance may raise it)
 SELF_TABLE = {"cooperative": 0.2, "territorial": 0.3, "cannibalistic": 0.3}
 COMPETITION, MUTUALISM, AVOIDANCE = 0.3, 0.15, 0.5
@@ -63,7 +63,7 @@ class Rates:
     cooperation: np.ndarray  # saturating self-benefit
     cannibalism: np.ndarray  # quadratic self-predation (the sim converts half back)
     dispersal: np.ndarray    # share that moves to the 4 neighbours per generation
-    scavenging: np.ndarray   # gain from the mortality of the species it eats
+    scavenging: np.ndarray   # gain from others' mortality
     attack: np.ndarray       # attack[j, i]: j eats i
     competition: np.ndarray  # symmetric
     mutualism: np.ndarray    # mutualism[i, k]: benefit of k to i

@@ -183,10 +183,8 @@ class Fields:
         selfish = [(i, float(rates.cooperation[i]),
                     float(rates.cannibalism[i]) * (1.0 - 0.5 * float(rates.efficiency[i])))
                    for i in range(n_sp) if live[i]]
-        # A scavenger's carrion comes from the species it eats, as any consumption does.
-        scavengers = [(s, float(rates.scavenging[s]),
-                       [k for k in range(n_sp) if rates.attack[s, k] > 0.0 and live[k]])
-                      for s in range(n_sp) if rates.scavenging[s] > 0.0 and live[s]]
+        scavengers = [(s, float(rates.scavenging[s])) for s in range(n_sp)
+                      if rates.scavenging[s] > 0.0 and live[s]]
         pred.fill(0.0)
         R, X = self.resource, self.fields
         for _ in range(SUBSTEPS):
@@ -248,11 +246,12 @@ class Fields:
                     np.multiply(X[i], X[i], out=c)
                     c *= cann
                     dX[i] -= c
-            for s, rate, sources in scavengers:  # carrion: its prey's mortality, saturating
+            for s, rate in scavengers:  # carrion: others' mortality, saturating in X_s
                 t1.fill(0.0)
-                for k in sources:
-                    np.multiply(X[k], float(rates.mortality[k]), out=c)
-                    t1 += c
+                for k in range(n_sp):
+                    if k != s and live[k]:
+                        np.multiply(X[k], float(rates.mortality[k]), out=c)
+                        t1 += c
                 np.add(X[s], 1.0, out=t2)
                 np.divide(X[s], t2, out=c)
                 c *= t1

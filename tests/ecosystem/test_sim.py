@@ -147,27 +147,3 @@ def test_avoidance_never_sends_away_more_than_half_a_cell() -> None:
     world._disperse(compute_rates(config, graph, 1, (1.0, 1.0)))
     assert world.fields[0, 5, 5] == 0.5
     assert world.fields[0].sum() == pytest.approx(1.0)
-
-
-def test_a_scavenger_feeds_on_the_carrion_of_its_prey_only() -> None:
-    """Roles alone authorize no consumption (seed 000): a scavenger's carrion is the
-    mortality of the species its consumes edges name, not of every species."""
-    config = default_config()
-    graph = {"version": 1,
-             "species": [{"id": "A", "name": "algae", "role": "producer", "self": "neutral"},
-                         {"id": "B", "name": "snails", "role": "grazer", "self": "neutral"},
-                         {"id": "C", "name": "crabs", "role": "scavenger", "self": "neutral"}],
-             "interactions": [{"pair": "A-B", "mode": "b_consumes_a"},
-                              {"pair": "A-C", "mode": "neutral"},
-                              {"pair": "B-C", "mode": "b_consumes_a"}],  # C eats B only
-             "environment": config["rules"]["environment"]}
-    rates = compute_rates(config, graph, 1, (1.0, 1.0))
-
-    def crabs_after(algae: float, snails: float) -> float:
-        world = Fields(config, graph, 0, 16)
-        world.fields[0], world.fields[1], world.fields[2] = algae, snails, 0.5
-        world.step(rates, 1)
-        return float(world.fields[2].sum())
-
-    assert crabs_after(0.0, 0.0) == crabs_after(1.0, 0.0)  # algae's carrion is not theirs
-    assert crabs_after(0.0, 1.0) > crabs_after(0.0, 0.0)  # the snails' is
