@@ -43,6 +43,12 @@ def utf16_clip(text: str, limit: int) -> str:
     return head if text.startswith(head) else head[:-1]
 
 
+def folding_stored() -> bool:
+    """Whether a world folds its stored history now (within `stored_texts`): such a fold
+    applies no bound of today that the event's day did not (a puzzle turn's work cap)."""
+    return _STORED.get()
+
+
 @contextlib.contextmanager
 def stored_texts() -> Iterator[None]:
     """Within it, texts are counted as they were before they counted UTF-16 units (code

@@ -14,12 +14,14 @@ solver both call `advance` (the solver with `record=False`, which skips building
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import attrs
 
 from actors.world import Refusal
 from protocol.ops.puzzle import PuzzleCode
+from protocol.text import folding_stored
 
 from .board import Board, Context
 from .contacts import contacts, has_you, victory
@@ -77,7 +79,9 @@ class Work:
         # Keke's object layer as a cell -> object map, kept across the turn's movement steps;
         # None means "rebuild it from the board flags" (after a destruction).
         self.layer: dict[tuple[int, int], list[int]] | None = None
-        self.budget = ctx.limits.work
+        # A stored turn or start is played again as its day accepted it: a cap raised since
+        # (contact pairs, rules passes and transforms count since session 19) refuses none.
+        self.budget = math.inf if folding_stored() else ctx.limits.work
         self.record = record
         self.destroyed: list[dict[str, Any]] = []
         self.reported: set[int] = set()  # ids already in `destroyed`

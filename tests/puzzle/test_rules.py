@@ -10,6 +10,7 @@ from actors.puzzle.board import RULE_CACHE_WORDS, Context, Limits
 from actors.puzzle.diagnostics import LevelError
 from actors.puzzle.game import Game, create_game
 from actors.puzzle.level import parse_level
+from protocol.text import stored_texts
 from tests.puzzle.boards import make_level, many_rules_level, positions, refused
 
 
@@ -188,6 +189,20 @@ def test_rules_passes_and_transforms_count_against_the_work_cap() -> None:
     state = game.get_state()
     assert refused(game.step("wait")) == "complexity_blocked"
     assert game.get_state() == state
+
+
+def test_a_stored_start_and_turn_play_again_without_todays_work_cap() -> None:
+    """A room folds its stored moves again on load (`stored_texts`): a cap that counts more
+    than their day's did must refuse neither its start nor its turns."""
+    start, turn = make_level(["R=F", "r.."], profile="keke"), make_level(["B=Y", "b.."],
+                                                                         profile="keke")
+    with pytest.raises(LevelError):
+        create_game(start, limits=Limits(work=3))
+    assert refused(create_game(turn, limits=Limits(work=0)).step("right")) == (
+        "complexity_blocked")
+    with stored_texts():
+        create_game(start, limits=Limits(work=3))
+        assert refused(create_game(turn, limits=Limits(work=0)).step("right")) is None
 
 
 def test_a_turn_records_one_transform_per_object() -> None:
