@@ -24,7 +24,7 @@ from cattrs.errors import (
     ForbiddenExtraKeysError,
     IterableValidationError,
 )
-from cattrs.gen import make_dict_structure_fn
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn
 
 from protocol.bounds import OutOfBounds, check
 from protocol.errors import ErrorCode, ProtocolError, forget_frames
@@ -117,7 +117,8 @@ _ABSENT_NOT_NULL: set[type] = set()
 def absent_not_null(cls: type[T]) -> type[T]:
     """Mark the attrs class `cls`: a field it makes optional may be left out but never
     sent as null (a seed's strict shapes told apart by the keys present, as a RulePatch's
-    three forms are). The converter refuses a null there; the schema does not offer it."""
+    three forms are). The converter refuses a null there and leaves an unset field out;
+    the schema does not offer null."""
     _ABSENT_NOT_NULL.add(cls)
     return cls
 
@@ -155,6 +156,17 @@ def _null_refusing(cls: Any, conv: cattrs.Converter) -> Callable[[Any, Any], Any
     return structure_it
 
 
+def _null_omitting(cls: Any, conv: cattrs.Converter) -> Callable[[Any], Any]:
+    """The class's own unstructure, its unset fields left out (so that what a server sends
+    another, as a cluster forwards a call's args, structures back)."""
+    inner = make_dict_unstructure_fn(cls, conv)
+
+    def unstructure_it(value: Any) -> Any:
+        return {key: item for key, item in inner(value).items() if item is not None}
+
+    return unstructure_it
+
+
 def _make_converter() -> cattrs.Converter:
     conv = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
     conv.register_structure_hook(int, _strict_int)
@@ -163,6 +175,7 @@ def _make_converter() -> cattrs.Converter:
     conv.register_structure_hook(bool, _strict_bool)
     conv.register_structure_hook_factory(_is_array, _strict_array)
     conv.register_structure_hook_factory(refuses_null, _null_refusing)
+    conv.register_unstructure_hook_factory(refuses_null, _null_omitting)
     # Walking a big listing item by item (an observation's tiles and known cells) was
     # most of a field observe's cost; JSON-only containers go out as they are.
     conv.register_unstructure_hook_func(_is_json_container, _as_is)

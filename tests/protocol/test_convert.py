@@ -7,7 +7,7 @@ from typing import Any, Literal
 import attrs
 import pytest
 
-from protocol.convert import structure, unstructure
+from protocol.convert import absent_not_null, structure, unstructure
 from protocol.errors import ErrorCode, ProtocolError
 
 
@@ -93,3 +93,23 @@ def test_only_a_json_array_is_a_list(value: dict[str, Any], message: str) -> Non
 def test_arrays_structure_to_their_python_types() -> None:
     value = {"names": ["a"], "pair": [1, 2], "tags": ["x", "x"], "rows": [[1, 2], []]}
     assert structure(value, Arrays) == Arrays(["a"], (1, 2), frozenset({"x"}), [[1, 2], []])
+
+
+@absent_not_null
+@attrs.frozen
+class Either:
+    kind: str
+    left: str | None = None
+    right: int | None = None
+
+
+def test_a_class_absent_not_null_refuses_null_and_leaves_unset_fields_out() -> None:
+    """What one server unstructures another structures back (a cluster forwards a call's
+    args so): an unset field is left out, as a client must leave it."""
+    either = structure({"kind": "r", "right": 2}, Either)
+    assert unstructure(either) == {"kind": "r", "right": 2}
+    assert structure(unstructure(either), Either) == either
+    with pytest.raises(ProtocolError, match=r"^args\.left: expected string$"):
+        structure({"kind": "r", "left": None, "right": 2}, Either)
+    with pytest.raises(ProtocolError, match=r"^args\.right: expected int$"):
+        structure({"kind": "r", "right": None}, Either)
