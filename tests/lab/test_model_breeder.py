@@ -132,6 +132,8 @@ def test_panel_birth(fake, breeder) -> None:
         ),
         ("TITLE: A Very Long Five Word\n```glsl\n" + SHADER + "\n```", "title over four words"),
         ("TITLE: " + "x" * 81 + "\n```glsl\n" + SHADER + "\n```", "title over 80 characters"),
+        ("TITLE: glow \ud800 dusk\n```glsl\n" + SHADER + "\n```",
+         "title is not text (a NUL or a lone surrogate)"),
         ("TITLE:\n```glsl\n" + SHADER + "\n```", "empty title"),
         ("```html\n" + SHADER + "\n```", "fenced block is 'html', expected 'glsl'"),
     ],
