@@ -16,9 +16,11 @@ from server.budgets import Budgets
 from server.hello import new_key
 from server.storage.pg_trio import TrioConnection
 from tests.cluster.conftest import Nodes, counter_add, wait_for
+from tests.ecosystem.live import POND, SIZE
 
 pytestmark = pytest.mark.postgres
 WORLD = "counter:w"
+RUN = "ecosystem:routed"
 
 
 async def _sql(dsn: str, query: str, *params: object) -> list[tuple]:
@@ -226,3 +228,21 @@ async def test_a_full_node_gives_back_the_lease_of_a_world_it_cannot_host(
             assert (await cb.request("counter.create", WORLD))["revision"] == 1
             assert (await ca.request("counter.add", WORLD, counter_add(2)))["total"] == 2
     assert a.directory.hosted() == ["counter:x"] and b.directory.hosted() == [WORLD]
+
+
+async def test_a_rule_patch_forwarded_to_its_run_s_node_is_taken(nodes: Nodes) -> None:
+    """A RulePatch crosses to the run's node with its unset fields left out: they went as
+    nulls, which that node refused as it refuses a client's."""
+    a, b = [await nodes.start(n) for n in "ab"]
+    key = new_key()  # the run's owner, on both nodes
+    async with Client.connect(a.ws_url, key=key) as ca, Client.connect(b.ws_url, key=key) as cb:
+        await cb.request("ecosystem.create", RUN, {"answers": POND, "seed": 3, "size": SIZE})
+        patch = {"kind": "self", "species": "A", "value": "cooperative"}
+        for change in (
+                ("ecosystem.patch", {"patch": patch, "expected_graph_version": 1}),
+                ("ecosystem.schedule", {"change": {
+                    "generation": 5, "activation": "immediate", "duration": "short",
+                    "transition": "abrupt", "patch": {**patch, "species": "B"}}})):
+            assert "decision" in await ca.request(change[0], RUN, change[1])
+    assert [n.cluster.name for n in (a, b) if RUN in n.directory.hosted()] == ["b"]
+    assert a.cluster.router.forwards >= 2
