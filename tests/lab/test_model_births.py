@@ -67,20 +67,26 @@ class FakeModel:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
 
-async def test_the_birth_loop_breeds_through_the_model(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(lab_actor, "MODEL_BACKOFF_MS", (100, 400))
-    fake = FakeModel(errors=2)
+async def _bred(tmp_path: Path, fake: FakeModel, seconds: float) -> list[dict]:
+    """The stored events of a lab whose birth loop breeds through `fake` until four
+    organisms wait to be judged (within `seconds`)."""
     try:
         endpoint = ModelEndpoint(fake.url, "fake-model", timeout=10.0)
         async with running_server(tmp_path, model=endpoint) as srv, \
                 Client.connect(srv.ws_url, srv.owner_token) as owner:
             lab = await new_lab(owner, "model", backlog=2)
-            with trio.fail_after(60):
+            with trio.fail_after(seconds):
                 while (await owner.request("lab.backlog", lab, {}))["total"] < 4:
                     await trio.sleep(0.1)
-            events = await stored(srv.state.directory, lab)
+            return await stored(srv.state.directory, lab)
     finally:
         fake.server.shutdown()
+
+
+async def test_the_birth_loop_breeds_through_the_model(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(lab_actor, "MODEL_BACKOFF_MS", (100, 400))
+    fake = FakeModel(errors=2)
+    events = await _bred(tmp_path, fake, 60)
     directives = {e["directive"]["id"]: e["directive"] for e in events
                   if e["type"] == "directive_added"}
     assert {d["track"] for d in directives.values()} == {"shader", "panel"}  # explored first
@@ -106,18 +112,7 @@ async def test_a_reply_that_is_not_text_is_a_rejection_not_the_models_error(
     # encode (it raised, which backed the model off): now a rejection like any other,
     # and the model is asked again at once.
     monkeypatch.setattr(lab_actor, "MODEL_BACKOFF_MS", (600_000, 600_000))
-    fake = FakeModel(first=variant(0) + "// \ud800\n")
-    try:
-        endpoint = ModelEndpoint(fake.url, "fake-model", timeout=10.0)
-        async with running_server(tmp_path, model=endpoint) as srv, \
-                Client.connect(srv.ws_url, srv.owner_token) as owner:
-            lab = await new_lab(owner, "model", backlog=2)
-            with trio.fail_after(30):
-                while (await owner.request("lab.backlog", lab, {}))["total"] < 4:
-                    await trio.sleep(0.1)
-            events = await stored(srv.state.directory, lab)
-    finally:
-        fake.server.shutdown()
+    events = await _bred(tmp_path, FakeModel(first=variant(0) + "// \ud800\n"), 30)
     rejected = [e for e in events if e["type"] == "rejected"]
     assert {e["reason"] for e in rejected} == {"extra uniform", NOT_TEXT}
     assert any(e["code"].endswith("// \\ud800\n") for e in rejected)  # kept as text
