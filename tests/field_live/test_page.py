@@ -177,7 +177,7 @@ def _grow_and_play(url: str, state: dict) -> None:
             await c.request("field.start", to, {"canvas": 200, "chunks": 1, "chunk": 40,
                                                 "grow": {"every_s": 3.0}, "seed": 4})
             await ready(c, "grows")
-            j = await c.request("field.join", to, {"name": LONG_NAME})
+            j = await c.request("field.join", to, {"name": LONG_NAME, "model": RTL_MODEL})
             obs = await c.request("field.observe", to, {"agent": j["agent"]})
             r = await c.request("field.reveal", to, {
                 "agent": j["agent"], "tile": j["seed_tile"], "expected_revision": obs["revision"],
@@ -199,6 +199,7 @@ def _grow_and_play(url: str, state: dict) -> None:
 
 INTENT = 'one cell, <b>as typed</b> & "verbatim"'
 LONG_NAME = "feeder" + "r" * 74  # the longest name, one word: it wraps, the figures stay
+RTL_MODEL = "\u202eledom"  # a right-to-left override: it must not reverse the text around it
 
 
 def test_field_page_feed_phone_touch_growth_and_game_over(browser, tmp_path: Path) -> None:
@@ -224,6 +225,10 @@ def test_field_page_feed_phone_touch_growth_and_game_over(browser, tmp_path: Pat
         assert side["y"] >= board["y"] + board["height"] - 1, (board, side)
         assert page.evaluate("document.documentElement.scrollWidth") <= 390
         expect(page.locator("#agents tbody")).to_contain_text(LONG_NAME)
+        # anyone's name or model is a direction isolate: in a table cell, and in a feed line
+        assert page.locator("#agents tbody bdi").all_text_contents() == [LONG_NAME, RTL_MODEL]
+        joined = page.locator("#feed li", has_text="joined").first.text_content()
+        assert f"\u2068{LONG_NAME}\u2069" in joined and f"(\u2068{RTL_MODEL}\u2069)" in joined
         for figure in ("#agents tbody td:last-child", "#board-users tbody td:last-child"):
             box = page.locator(figure).first.bounding_box()
             assert box is not None and box["x"] + box["width"] <= 390, (figure, box)

@@ -1,6 +1,8 @@
 // The field page's feed: who joined, revealed, committed, solved and met whom, with each
 // agent's intent shown verbatim (as text, never as markup), newest first.
 
+import { isolated } from "/js/page.js";
+
 const KEEP = 200; // entries kept
 
 /** The feed lines of one event, for a model that knows its agents (oldest first). */
@@ -10,7 +12,7 @@ export function linesOf(ev, model) {
   const out = [];
   if (ev.kind === "join") {
     out.push({ kind: "join", who: ev.agent,
-               text: `${who(ev.agent)} joined${ev.model ? ` (${ev.model})` : ""}, seated on tile ${ev.seed_tile}` });
+               text: `${who(ev.agent)} joined${ev.model ? ` (${isolated(ev.model)})` : ""}, seated on tile ${ev.seed_tile}` });
   } else if (ev.kind === "reveal") {
     out.push({ kind: "reveal", who: ev.agent, intent,
                text: `${who(ev.agent)} revealed tile ${ev.tile} (${ev.givens.length} givens)` });

@@ -148,7 +148,7 @@ function figures() {
     const state = a.health?.state ?? "healthy";
     const rate = ((a.health?.rate ?? 0) * 100).toFixed(1);
     return `<tr data-agent="${a.id}"><td><span class="swatch" style="background:hsl(${live.hues[i]},55%,60%)"></span></td>` +
-      `<td>${escapeHtml(a.name)} <small>${a.id}${a.model ? ` · ${escapeHtml(a.model)}` : ""}</small></td>` +
+      `<td><bdi>${escapeHtml(a.name)}</bdi> <small>${a.id}${a.model ? ` · <bdi>${escapeHtml(a.model)}</bdi>` : ""}</small></td>` +
       `<td class="num">${a.reward}</td><td class="health-${state}">${state} ${rate}%</td></tr>`;
   });
   put($("#agents tbody"), "innerHTML", rows.join(""));
@@ -156,7 +156,7 @@ function figures() {
 
 function boardRows(rows, last) {
   return rows.map((r) =>
-    `<tr><td>${escapeHtml(r.key)}</td><td class="num">${r.reward}</td>` +
+    `<tr><td><bdi>${escapeHtml(r.key)}</bdi></td><td class="num">${r.reward}</td>` +
     `<td class="num">${last(r)}</td><td class="num">${r.dead}</td></tr>`).join("");
 }
 

@@ -3,6 +3,8 @@
 // tiles that events dirtied, at most every PAINT_MS), blitted with the zoom and pan; at
 // high zoom the tiles' outlines are drawn over it.
 
+import { isolated } from "/js/page.js";
+
 const STATUS = { h: 0, r: 1, s: 2 };
 const CELL = { ".": -1, 0: 0, 1: 1, 2: 2, 3: 3 }; // -1 unknown, 0/1 given, 2/3 committed 0/1
 const BG = [238, 240, 236];
@@ -134,7 +136,7 @@ export class FieldModel {
   /** The agent `id` as a short label: its name and id. */
   agentLabel(id) {
     const a = this.agents[this.agentIndex(id)];
-    return a ? `${a.name} (${a.id})` : id;
+    return a ? `${isolated(a.name)} (${a.id})` : id;
   }
 
   /** Fold one event; false when it needs a fresh view (manifest, grow). */

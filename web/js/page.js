@@ -12,3 +12,9 @@ export function setStatus(state, text) {
 export function escapeHtml(s) {
   return String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
 }
+
+/** `s` (anyone's name) as a direction isolate inside a line of text: a right-to-left mark or
+ * override in it cannot reorder the text around it. */
+export function isolated(s) {
+  return `\u2068${s}\u2069`;
+}
