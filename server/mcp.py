@@ -65,6 +65,7 @@ from protocol.jsontext import bad_text_path
 from protocol.roles import role_at_least
 from protocol.schema import class_schema
 from protocol.text import utf16_clip
+from server.budgets import address_key
 from server.mcp_door import KEYED, Door, Visit
 from server.metering import current, unmetered
 from server.replies import Charged
@@ -204,17 +205,19 @@ class McpHost:
         if request is None:
             return ""
         auth = request.headers.get("authorization", "")
-        who = sha256(auth.encode()).hexdigest()[:16] if auth else (
-            request.client.host if request.client else "")
+        who = sha256(auth.encode()).hexdigest()[:16] if auth else address_key(
+            self.state.proxies.client_of_scope(request.scope))  # (behind a proxy: its client)
         return f"{who}|{request.headers.get('user-agent', '')}"
 
     async def remember_client(self, ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any:
         """Middleware: keep the clientInfo an `initialize` sends, for later calls."""
         if ctx.method == "initialize" and isinstance(ctx.params, Mapping):
-            info = ctx.params.get("clientInfo")
+            info, name = ctx.params.get("clientInfo"), None
             if isinstance(info, Mapping) and isinstance(info.get("name"), str):
                 name = (f"{utf16_clip(info['name'], 60)}/"
                         f"{utf16_clip(str(info.get('version', '')), 20)}").rstrip("/")
+            # Kept as a join's harness, so held to a text's rules (no NUL, no lone surrogate).
+            if name is not None and bad_text_path(name) is None:
                 key = self._client_key(ctx.request)
                 self.clients[key] = name
                 self.clients.move_to_end(key)

@@ -13,6 +13,7 @@ import httpx
 import trio
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from mcp.types import Implementation
 from sse_starlette.sse import EventSourceResponse
 
 from actors.field.actor import FieldActor
@@ -358,3 +359,33 @@ async def test_health_percentages_round_as_the_seeds_to_fixed(tmp_path: Path) ->
         assert r["content"][0]["text"].endswith(
             " Health warning (6.3% wrong over 16). warning: your wrong-rate is 6.3% over your "
             "last 16 committed cells; at 4% you are out for the day. Commit what you can prove.")
+
+
+async def test_a_callers_client_info_is_its_own_behind_a_proxy_and_only_text(
+        tmp_path: Path) -> None:
+    """clientInfo names a join's harness. Behind a trusted proxy, two anonymous callers with
+    one User-Agent were one slot (the proxy's address): the last to initialize named the
+    other's agent. A name holding a NUL was kept too (an argument holding one is refused)."""
+    async with running_server(tmp_path, open_mode=True, trusted_proxies=("127.0.0.1",)) as srv:
+        async with Client.connect(srv.ws_url) as ws:
+            await start(ws, "proxied", kind="scatter", size=SIZE, seed=5)
+        http = {ip: httpx.AsyncClient(headers={"X-Forwarded-For": ip}, timeout=60)
+                for ip in ("10.0.0.1", "10.0.0.2", "10.0.0.3")}
+        async with http["10.0.0.1"], http["10.0.0.2"], http["10.0.0.3"], \
+                streamable_http_client(f"{srv.url}/mcp", http_client=http["10.0.0.1"]) as x, \
+                streamable_http_client(f"{srv.url}/mcp", http_client=http["10.0.0.2"]) as y, \
+                streamable_http_client(f"{srv.url}/mcp", http_client=http["10.0.0.3"]) as z, \
+                ClientSession(x[0], x[1], client_info=Implementation(name="harness-X",
+                                                                     version="1")) as sx, \
+                ClientSession(y[0], y[1], client_info=Implementation(name="harness-Y",
+                                                                     version="1")) as sy, \
+                ClientSession(z[0], z[1], client_info=Implementation(name="evil\0harness",
+                                                                     version="1")) as sz:
+            for session in (sx, sy, sz):
+                await session.initialize()
+            for session, name in ((sx, "xbot"), (sz, "zbot")):
+                joined = await session.call_tool("join", {"game_id": "proxied", "name": name})
+                assert not joined.is_error, joined
+        agents = (await srv.state.directory.get("field:proxied")).state.state.agents
+        assert [(a.name, a.harness) for a in agents] == [
+            ("xbot", "harness-X/1"), ("zbot", f"python-httpx/{httpx.__version__}")]
