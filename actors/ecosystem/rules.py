@@ -130,6 +130,11 @@ def _decision_guard(state: Run, ctx: Ctx) -> Refusal | None:
     return refusal
 
 
+def _under(root: str, path: str) -> str:
+    """An engine error's path (inside a patch) as a path of the op's args."""
+    return f"{root}.{path}" if path else root
+
+
 def _patch(value: ops.RulePatch) -> dict[str, str]:
     return {k: v for k, v in attrs.asdict(value).items() if v is not None}
 
@@ -190,8 +195,10 @@ def decide_patch(state: Run, args: ops.PatchArgs, ctx: Ctx) -> list[Event] | Ref
     patch = _patch(args.patch)
     try:
         apply_patch(state.graph, patch)
-    except EcosystemError as err:
-        return Refusal(EcosystemCode.INVALID_PATCH, err.message, {"path": err.path})
+    except EcosystemError as err:  # (an invariant the patched graph breaks: the patch's)
+        where = err.path if err.code == "invalid_patch" else ""
+        return Refusal(EcosystemCode.INVALID_PATCH, err.message,
+                       {"path": _under("args.patch", where)})
     version = state.graph["version"]
     detail: dict[str, Any] = {"graph_version": version,
                               "expected_graph_version": args.expected_graph_version}
@@ -223,14 +230,15 @@ def decide_schedule(state: Run, args: ops.ScheduleArgs, ctx: Ctx) -> list[Event]
         change = validate_change(value)
         validate_patch(change["patch"], state.graph)
     except EcosystemError as err:
-        code = (EcosystemCode.INVALID_PATCH if err.code == "invalid_patch"
-                else EcosystemCode.INVALID_CHANGE)
-        return Refusal(code, err.message, {"path": err.path})
+        if err.code == "invalid_patch":  # (a patch's paths are the patch's own)
+            return Refusal(EcosystemCode.INVALID_PATCH, err.message,
+                           {"path": _under("args.change.patch", err.path)})
+        return Refusal(EcosystemCode.INVALID_CHANGE, err.message, {"path": f"args.{err.path}"})
     g = state.generation
     if change["generation"] < g:
         return Refusal(EcosystemCode.INVALID_CHANGE,
                        f"Invalid scheduled change: change.generation must not precede the "
-                       f"run's generation {g}", {"path": "change.generation"})
+                       f"run's generation {g}", {"path": "args.change.generation"})
     return [Scheduled({"generation": g, "graphVersion": state.graph["version"],
                        "change": change})]
 

@@ -96,6 +96,10 @@ async def test_an_mcp_client_creates_steps_patches_and_reads_a_run(tmp_path: Pat
         bad_name = await s.call_tool("control_run", {"run_id": "no run", "action": "step"})
         assert refusal(bad_name) == ("bad_request", "run_id: the id create_run answered")
         assert bad_name.structured_content["error"]["detail"] == {"path": "run_id"}
+        bogus = await s.call_tool("patch_run", {"run_id": run_id, "patch": {"kind": "bogus"},
+                                                "expected_graph_version": 1})
+        assert refusal(bogus) == ("invalid_patch", "Invalid rule patch")  # (the seed's words)
+        assert bogus.structured_content["error"]["detail"] == {"path": "patch.kind"}
     async with running_server(tmp_path) as srv, Client.connect(srv.ws_url) as c:  # the same run
         assert (await c.request("ecosystem.view", f"ecosystem:{name}", {}))["view"][
             "generation"] == 5

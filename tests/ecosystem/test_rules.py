@@ -226,11 +226,13 @@ def test_a_stale_or_colliding_patch_is_refused_and_changes_nothing() -> None:
         "generation": 3, "activation": "immediate", "duration": "short", "transition": "abrupt",
         "patch": {"kind": "pair", "pair": "A-D", "mode": "neutral"}}})
     assert broken == Refusal(ops.EcosystemCode.INVALID_PATCH,
-                             "Patch pair A-D does not exist in this graph", {"path": "pair"})
+                             "Patch pair A-D does not exist in this graph",
+                             {"path": "args.change.patch.pair"})
     starving = table.call("ecosystem.schedule", {"change": {
         "generation": 3, "activation": "someday", "duration": "short", "transition": "abrupt",
         "patch": self_patch("A", "neutral")}})
-    assert starving.code == ops.EcosystemCode.INVALID_CHANGE
+    assert (starving.code, starving.detail) == (ops.EcosystemCode.INVALID_CHANGE,
+                                                {"path": "args.change.activation"})
     assert starving.message.startswith("Invalid scheduled change: change.activation must be "
                                        "one of immediate, after_6")
     past = table.call("ecosystem.schedule", {"change": {
@@ -241,11 +243,12 @@ def test_a_stale_or_colliding_patch_is_refused_and_changes_nothing() -> None:
     cut = table.call("ecosystem.patch", {"patch": {"kind": "pair", "pair": "B-C",
                                                    "mode": "neutral"},
                                          "expected_graph_version": 1})
-    assert cut.code == ops.EcosystemCode.INVALID_PATCH  # the pike would starve
+    assert (cut.code, cut.detail) == (ops.EcosystemCode.INVALID_PATCH,  # the pike would starve
+                                      {"path": "args.patch"})
     mixed = table.call("ecosystem.patch", {"patch": {**self_patch("A", "neutral"),
                                                      "pair": "A-B"},
                                            "expected_graph_version": 1})
-    assert mixed.message == "Invalid rule patch"
+    assert (mixed.message, mixed.detail) == ("Invalid rule patch", {"path": "args.patch.pair"})
     assert len(table.state.decisions) == 1
 
 
