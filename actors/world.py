@@ -180,6 +180,18 @@ class Tool:
     keywords: Mapping[str, Mapping[str, Any]] = attrs.field(factory=dict)
 
 
+# A world's name as a tool's argument, bare or keyed (`NAME~KEY`, an anonymous caller's).
+KEYED_NAME = r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,79}(~[A-Za-z0-9_-]+)?$"
+
+
+def with_keywords(tools: Sequence[Tool], keywords: Mapping[str, Mapping[str, Any]]
+                  ) -> tuple[Tool, ...]:
+    """`tools`, each given the `keywords` of the arguments it has (a tool's own win)."""
+    return tuple(attrs.evolve(tool, keywords={
+        **{k: v for k, v in keywords.items() if k in attrs.fields_dict(tool.args)},
+        **tool.keywords}) for tool in tools)
+
+
 @attrs.frozen
 class Prompt:
     """An MCP prompt a world offers (`World.prompts`): `text(call)` is its one message."""

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 import attrs
 
-from actors.world import Refusal, Tool, ToolCall, ToolResult
+from actors.world import KEYED_NAME, Refusal, Tool, ToolCall, ToolResult, with_keywords
 from protocol.bounds import bounded
 from protocol.envelope import ACTOR_ID_RE
 from protocol.errors import ErrorCode
@@ -224,3 +224,4 @@ TOOLS = (
          "when its trigger is due, if the graph is still at today's version.",
          ScheduleChangeArgs, schedule_change, role="agent", describe={"run_id": RUN_ID}),
 )
+TOOLS = with_keywords(TOOLS, {"run_id": {"pattern": KEYED_NAME}})

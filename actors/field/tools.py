@@ -47,7 +47,7 @@ from actors.field.tool_args import (
     RulesToolArgs,
     StartMosaicArgs,
 )
-from actors.world import Refusal, Tool, ToolCall, ToolResult
+from actors.world import Refusal, Tool, ToolCall, ToolResult, with_keywords
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.ops import field as ops
 from protocol.ops.lobby import LOBBY_ID, ListArgs
@@ -370,10 +370,5 @@ TOOLS = (
          RulesToolArgs, field_rules, describe=_DESCRIBE_GAME),
 )
 
-def _keywords(tool: Tool) -> Tool:
-    """The seed's gameIdSchema pattern (its min(1) on agent ids and names is their bounds')."""
-    fields = attrs.fields_dict(tool.args)
-    return attrs.evolve(tool, keywords={k: v for k, v in _GAME.items() if k in fields})
-
-
-TOOLS = tuple(_keywords(t) for t in TOOLS)
+# The seed's gameIdSchema pattern (its min(1) on agent ids and names is their bounds').
+TOOLS = with_keywords(TOOLS, _GAME)

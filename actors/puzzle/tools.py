@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import attrs
 
-from actors.world import Prompt, Refusal, Tool, ToolCall, ToolResult
+from actors.world import KEYED_NAME, Prompt, Refusal, Tool, ToolCall, ToolResult, with_keywords
 from protocol.bounds import bounded
 from protocol.envelope import ACTOR_ID_RE
 from protocol.errors import ErrorCode, ProtocolError
@@ -79,8 +79,8 @@ def _actor(name: str, then: str = "") -> str | Refusal:
 
 def _room(call: ToolCall, room: str) -> tuple[str, str | None] | Refusal:
     """(the room's actor id, the caller name to speak as): a keyed id speaks as its key."""
-    name, _, key = room.partition(KEY_SEP)
-    actor = _actor(name, " (then ~KEY if puzzle_create gave one)")
+    name, sep, key = room.partition(KEY_SEP)
+    actor = _actor(name if key or not sep else "", " (then ~KEY if puzzle_create gave one)")
     if isinstance(actor, Refusal):
         return actor
     return actor, call.keyed(key) if key else None
@@ -200,6 +200,7 @@ TOOLS = (
          "to change them; a YOU object on a WIN object wins. Returns the room id to carry on "
          "every call and the board as a text grid.",
          CreateToolArgs, create, role="agent",
+         keywords={"room": {"pattern": r"^([A-Za-z0-9_-][A-Za-z0-9_.-]{0,79})?$"}},
          describe={"room": "A name for the room (default: a new one).",
                    "pack": "A bundled pack (starter).", "level": "A level id ('' the first).",
                    "link": "A pd1. share link (wins over pack).",
@@ -228,6 +229,8 @@ TOOLS = (
          HintToolArgs, hint, role="agent",
          describe={**_ROOM, "budget_ms": "The search's time budget in ms."}),
 )
+TOOLS = with_keywords(TOOLS, {"room": {"pattern": KEYED_NAME},
+                              "moves": {"pattern": f"^[{''.join(LETTERS)}]+$"}})
 
 
 async def _prompt(_call: ToolCall) -> str:

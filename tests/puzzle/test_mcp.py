@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import jsonschema
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
@@ -94,3 +95,26 @@ async def test_a_room_name_with_a_tilde_is_refused_rather_than_created_unplayabl
                                     "of a-z, A-Z, 0-9, '_', '.' and '-'", "detail": {"path": "room"}}
         missing = await tool(http, srv.url, "puzzle_view", {"room": "tl"})
         assert missing["error"]["code"] == "unknown_actor"
+
+
+async def test_the_tools_schemas_refuse_what_the_tools_refuse(tmp_path: Path) -> None:
+    """A model reads the listing: an argument the tool refuses (its own check, beyond the
+    bounds) must break the listed schema too, and one it takes must meet it."""
+    samples = {("puzzle_move", "moves"): ["r", "udlrs", "", "x", "R", "r d"],
+               ("puzzle_move", "room"): ["sch", "sch~", "~k", "a b", "x/y", "-ok.1"],
+               ("view_run", "run_id"): ["no run", "run~", "r.1", "a" * 81]}
+    async with running_server(tmp_path, open_mode=True) as srv, \
+            streamable_http_client(f"{srv.url}/mcp") as streams, \
+            ClientSession(streams[0], streams[1]) as s:
+        await s.initialize()
+        listed = {t.name: t.input_schema for t in (await s.list_tools()).tools}
+        room = (await _tool(s, "puzzle_create", {"room": "sch"})).structured_content["room_id"]
+        for (name, arg), values in samples.items():
+            base = {"room": room, "moves": "r"} if name == "puzzle_move" else {}
+            for value in values:
+                reply = await _tool(s, name, {**base, arg: value})
+                refused = reply.is_error and reply.structured_content["error"]["detail"].get(
+                    "path") == arg
+                meets = jsonschema.Draft202012Validator(listed[name]).is_valid(
+                    {**base, arg: value})
+                assert meets != refused, (name, arg, value, reply.content[0].text)
