@@ -280,15 +280,18 @@ def test_lobby_page_shows_a_page_of_worlds_and_more_on_request(browser, tmp_path
 def test_on_a_phone_a_long_world_name_wraps_and_its_figures_stay(browser,
                                                                  tmp_path: Path) -> None:
     """A world's name is its creator's (80 characters, one word): it wraps in its cell
-    instead of pushing the state and revision columns out of the panel."""
+    instead of pushing the state and revision columns out of the panel, also beside the
+    widest kind badge (ecosystem)."""
     name = "w" * 80
+    pond = {"world": "A quiet pond where algae bloom", "threat": "A pike", "reward": "Keep all"}
     with ServerProcess(tmp_path / "data") as server:
         _requests(server.ws_url, server.owner_token,
-                  ("lobby.create", None, {"kind": "counter", "name": name}))
+                  ("lobby.create", None, {"kind": "counter", "name": name}),
+                  ("ecosystem.create", f"ecosystem:{name}", {"answers": pond, "size": 16}))
         page = browser.new_page(viewport={"width": 390, "height": 844})
         page.goto(f"{server.http_url}/")
-        row = page.locator(f'tr[data-id="counter:{name}"]')
-        expect(row).to_be_visible(timeout=WAIT)
-        panel = page.locator("#worlds").bounding_box()
-        box = row.locator(".revision").bounding_box()
-        assert box is not None and box["x"] + box["width"] <= panel["x"] + panel["width"] + 0.5
+        for kind in ("counter", "ecosystem"):
+            expect(page.locator(f'tr[data-id="{kind}:{name}"]')).to_be_visible(timeout=WAIT)
+        panel = page.locator(".panel", has=page.locator("#worlds")).bounding_box()
+        for box in (c.bounding_box() for c in page.locator("#worlds .revision").all()):
+            assert box is not None and box["x"] + box["width"] <= panel["x"] + panel["width"] + 0.5
