@@ -14,6 +14,7 @@ from playwright.sync_api import Page, expect
 from tests.ecosystem.conftest import FakeModel
 from tests.ecosystem.test_interpret import ANSWERS, HAPPY, REJECT, ROLES, span
 from tests.server.server_process import ServerProcess
+from tests.server.test_lobby_page import _requests
 
 WAIT = 60_000  # ms
 POND = ("A quiet pond where algae bloom and snails graze", "A hungry pike stalks the snails",
@@ -148,6 +149,47 @@ def test_the_page_plays_patches_and_replays_a_run(browser, tmp_path: Path) -> No
         expect(phone.locator("#end")).to_be_visible(timeout=WAIT)
         expect(phone.locator("#controls")).to_be_hidden()  # ended
         assert fits(phone)
+        assert not errors, errors
+
+
+def test_the_page_keeps_its_run_across_a_reload_a_stop_and_a_restart(browser,
+                                                                       tmp_path: Path) -> None:
+    """On a phone: a reload keeps the owner's controls (the anonymous key is kept); a run an
+    admin stops says so in the status and comes back when released; a refused scrub says so
+    and returns to live; after a server restart the status is the run's again."""
+    with ServerProcess(tmp_path / "data", "--open") as server:
+        page = browser.new_page(viewport={"width": 390, "height": 844})
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(f"{server.http_url}/ecosystem/")
+        fill_form(page, *POND)
+        page.fill("#run-name", "kept")
+        page.select_option("#size", "16")
+        page.click("#create")
+        status, generation = page.locator("#status"), page.locator("#generation")
+        expect(status).to_have_text("paused", timeout=WAIT)
+        page.reload()
+        expect(status).to_have_text("paused", timeout=WAIT)
+        expect(page.locator("#controls")).to_be_visible()
+        page.click("#step")
+        expect(generation).to_have_text("1", timeout=WAIT)
+        stop = ("admin.stop", "admin:main", {"id": "ecosystem:kept"})
+        _requests(server.ws_url, server.owner_token, stop)
+        expect(status).to_contain_text("trying again", timeout=WAIT)
+        page.locator("#scrubber").fill("0")
+        expect(status).to_contain_text("generation 0 not shown", timeout=WAIT)
+        expect(page.locator("#scrub-value")).to_have_text("—")
+        expect(page.locator("#frame-figures")).to_contain_text("generation 1 ·")
+        _requests(server.ws_url, server.owner_token, ("admin.release", *stop[1:]))
+        expect(status).to_have_text("paused", timeout=WAIT)
+        page.click("#step")
+        expect(generation).to_have_text("2", timeout=WAIT)
+        port = server.port
+        server.kill()
+        expect(status).to_have_text("reconnecting", timeout=WAIT)
+        server.start(port=port)
+        expect(status).to_have_text("paused", timeout=WAIT)
+        expect(page.locator("#controls")).to_be_visible()
         assert not errors, errors
 
 

@@ -38,6 +38,7 @@ const page = {
   shown: null, // the generation a replay shows
   pending: false, // a redraw is scheduled
   subscription: null,
+  refusal: null, // the server's latest refusal, shown in the status until data flows again
 };
 const charts = {
   biomass: new LineChart($("#chart-biomass")),
@@ -143,6 +144,7 @@ async function pump() {
 }
 
 async function fold(push) {
+  page.refusal = null;
   if (push.kind === "snapshot") {
     await onView(push.data);
   } else if (push.kind === "events") {
@@ -239,7 +241,8 @@ function paint() {
   const v = page.view;
   if (!v) return;
   const g = v.generation;
-  setStatus("open", v.end ? "ended" : v.playing ? `playing at ${v.speed}/s` : "paused");
+  if (page.refusal) setStatus("error", page.refusal);
+  else setStatus("open", v.end ? "ended" : v.playing ? `playing at ${v.speed}/s` : "paused");
   $("#generation").textContent = String(g);
   $("#run-state").textContent = v.end ? "ended" : v.playing ? `playing · ${v.speed}/s` : "paused";
   const scrubber = $("#scrubber");
@@ -478,7 +481,15 @@ async function scrub(generation) {
   $("#to-live").disabled = false;
   $("#scrubber").value = String(g);
   $("#scrub-value").textContent = String(g);
-  const h = await page.client.request("ecosystem.history", page.topic, { generation: g });
+  let h;
+  try {
+    h = await page.client.request("ecosystem.history", page.topic, { generation: g });
+  } catch (err) {
+    if (page.shown !== g) return;
+    page.refusal = `generation ${g} not shown: ${said(err)}`;
+    live();
+    return;
+  }
   if (page.mode !== "history" || page.shown !== g) return; // moved on meanwhile
   figures(h.frames[0]);
   heatmaps(h.density);
@@ -527,14 +538,27 @@ function wire() {
   window.addEventListener("resize", redraw);
 }
 
+function onStatus(state, info) {
+  if (state === "open") {
+    page.refusal = null;
+    if (page.view) redraw(); // a paused or ended run sends nothing to repaint the status
+    else setStatus("open", `connected as ${info.role}`);
+  } else if (state === "refused") {
+    page.refusal = `${said(info.error)}; trying again`;
+    setStatus("error", page.refusal);
+  } else {
+    setStatus(state, state);
+  }
+}
+
 async function main() {
   wire();
   counters();
   page.client = await Client.connect(socketUrl(), {
     token, client: "ecosystem-page/1.0",
-    onStatus: (state) => { if (state !== "open") setStatus(state, state); },
+    rememberKey: true, // a reload is the same anonymous caller: the owner of its runs
+    onStatus,
   });
-  setStatus("open", `connected as ${page.client.role}`);
   const id = params.get("id");
   if (id) watch(id.startsWith("ecosystem:") ? id : `ecosystem:${id}`);
   else showSetup(true);

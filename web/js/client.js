@@ -9,7 +9,13 @@
 // After a drop the client reconnects (exponential backoff with jitter), says hello
 // again and resubscribes each topic with `since` = the last revision it delivered,
 // so a callback sees each event once, in order, or a snapshot when the gap is too
-// old for the server's history. A `resync` push is handled the same way.
+// old for the server's history. A `resync` push is handled the same way. A resubscribe
+// the server refuses (a world an admin stopped) is reported (`onStatus("refused")`) and
+// tried again with backoff until it succeeds (then `onStatus("open")`) or is closed.
+//
+// An anonymous caller says hello again with the `key` its first hello's reply gave, so a
+// reconnect is the same caller; with `rememberKey` the key is kept in localStorage, so the
+// next visit (a reload) is the same caller too: the owner of the runs it created.
 //
 // Frames go out no faster than the connection's token bucket refills (the hello reply
 // names its `rate` and `burst`; the client keeps a tenth under both, for the network's
@@ -31,6 +37,7 @@
 
 export const PROTOCOL_VERSION = 1;
 const PACE_MARGIN = 0.9; // of the server's frame rate and burst the client allows itself
+const KEY_ITEM = "petridish.key"; // localStorage: the anonymous caller's key (rememberKey)
 
 /** The connection's token bucket as the client keeps it: a frame waits for a token. */
 class Pace {
@@ -108,6 +115,7 @@ class Subscription {
     this.onPush = onPush;
     this.lastRev = since ?? null; // the last revision handed to onPush
     this.result = null; // the latest subscribe reply
+    this.retry = null; // the timer of a refused resubscribe's next attempt
   }
 
   /** Deliver one push, dropping events already delivered before a resume. */
@@ -125,6 +133,7 @@ class Subscription {
   }
 
   close() {
+    clearTimeout(this.retry);
     this.client._unsubscribe(this);
   }
 }
@@ -133,7 +142,8 @@ export class Client {
   /**
    * Open a socket and say hello; resolves once the server replied (role known).
    * options: token, client ("name/1.0"), onStatus(status, info) where status is
-   * "open", "closed" or "reconnecting" (info.delay in ms), maxDelay (ms).
+   * "open" (info.role), "closed", "reconnecting" (info.delay in ms) or "refused" (a
+   * resubscribe: info.topic, info.error, info.delay), maxDelay (ms), rememberKey.
    */
   static async connect(url = socketUrl(), options = {}) {
     const client = new Client(url, options);
@@ -141,10 +151,13 @@ export class Client {
     return client;
   }
 
-  constructor(url, { token = null, client = "petridish-js/1.0", onStatus = () => {}, maxDelay = 5000 } = {}) {
+  constructor(url, { token = null, client = "petridish-js/1.0", onStatus = () => {}, maxDelay = 5000,
+                     rememberKey = false } = {}) {
     this.url = url;
     this.token = token;
-    this.key = null; // an anonymous caller's key, from the first hello's reply
+    this.rememberKey = rememberKey;
+    // an anonymous caller's key, from the first hello's reply (or a past visit's)
+    this.key = rememberKey ? localStorage.getItem(KEY_ITEM) : null;
     this.clientName = client;
     this.onStatus = onStatus;
     this.maxDelay = maxDelay;
@@ -241,14 +254,13 @@ export class Client {
           this.hello = frame.result ?? {};
           this.role = this.hello.role ?? null;
           this.key = this.hello.key ?? this.key ?? null;
+          if (this.rememberKey && this.key) localStorage.setItem(KEY_ITEM, this.key);
           this._pace = Pace.of(this.hello);
           this.connections += 1;
           this._attempt = 0;
           this._ws = ws;
           this.onStatus("open", { role: this.role });
-          for (const sub of this._subs.values()) {
-            this._sendSubscribe(sub).catch(() => {}); // a failure waits for the next reconnect
-          }
+          for (const sub of this._subs.values()) this._resubscribe(sub);
           for (const wake of this._waiters.splice(0)) wake();
           resolve(this);
           return;
@@ -290,7 +302,7 @@ export class Client {
       if (!sub) return;
       if (frame.kind === "resync") {
         // The server dropped us from the topic: subscribe again from what we delivered.
-        this._sendSubscribe(sub).catch(() => {});
+        this._resubscribe(sub);
       } else {
         sub.deliver(frame);
       }
@@ -373,6 +385,22 @@ export class Client {
     if (sub.lastRev !== null) frame.since = sub.lastRev;
     sub.result = await this._call(frame, 30000, () => this._subs.get(sub.topic) === sub);
     return sub.result;
+  }
+
+  /** Subscribe `sub` again; a refusal is reported and retried with backoff while it is
+   * followed (a drop leaves it to the reconnect, which resubscribes). */
+  async _resubscribe(sub, attempt = 0) {
+    clearTimeout(sub.retry);
+    try {
+      await this._sendSubscribe(sub);
+      if (attempt > 0) this.onStatus("open", { role: this.role });
+    } catch (error) {
+      if (!(error instanceof RequestError) || this._closed || this._subs.get(sub.topic) !== sub) return;
+      const delay = Math.min(this.maxDelay, 250 * 2 ** Math.min(attempt, 20));
+      this.onStatus("refused", { topic: sub.topic, error, delay });
+      clearTimeout(sub.retry); // one pending attempt, however many refusals came
+      sub.retry = setTimeout(() => this._resubscribe(sub, attempt + 1), delay);
+    }
   }
 
   _unsubscribe(sub) {
