@@ -9,13 +9,14 @@
 // `labArena.judge(organism)` proves one organism through the same routes.
 
 import { Client, RequestError, socketUrl } from "/js/client.js";
-import { labOfPage, lineageList, post, ratingText, showCounts, sleep }
+import { labOfPage, linkLabPages, lineageList, post, ratingText, showCounts, sleep }
   from "/lab/api.js";
 import { setStatus } from "/js/page.js";
 import { Stage, firstLine, panelFrame, prove } from "/lab/gl.js";
 
 const TOKEN_KEY = "pdg.owner_token";
 const lab = labOfPage();
+linkLabPages(lab);
 const params = new URLSearchParams(location.search);
 const gate = params.has("gate");
 const sides = { left: document.getElementById("left"), right: document.getElementById("right") };
