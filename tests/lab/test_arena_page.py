@@ -10,6 +10,7 @@ import http.server
 import threading
 
 import pytest
+from playwright.sync_api import expect
 
 from actors.lab.events import Created, encode
 from actors.lab.organism import organism_id
@@ -87,7 +88,7 @@ def test_the_arena_proves_shaders_and_kills_one_that_fails_to_link(browser, serv
         return lab, good, bad["id"]
 
     lab, good, bad = with_owner(server, setup)
-    page, log = arena(browser, server, lab)
+    page, log = arena(browser, server, lab, init=SOCKETS)
     for _ in range(3):  # three pairs, skipped once judged
         wait_js(page, "labArena.phase === 'voting'")
         page.keyboard.press("s")
@@ -111,6 +112,9 @@ def test_the_arena_proves_shaders_and_kills_one_that_fails_to_link(browser, serv
     assert not log["errors"], log["errors"]
     # ratings and lineage on show, the owner's vote by keyboard
     wait_js(page, "labArena.phase === 'voting'")
+    page.evaluate("window.__sockets[0].close()")  # a drop while it waits for the vote
+    wait_js(page, "window.__sockets.length === 2")  # reconnecting
+    expect(page.locator("#status")).to_have_text("vote: ← left · → right · s skip")
     assert "ordinal" in page.text_content("#left .rating")
     wait_js(page, "document.querySelector('#left .lineage li') !== null")
     left = page.get_attribute("#left", "data-id")
@@ -119,6 +123,15 @@ def test_the_arena_proves_shaders_and_kills_one_that_fails_to_link(browser, serv
     assert vote["winner"] == left and vote["judged"] >= 1
     assert with_owner(server, lambda c: c.request("lab.info", lab, {}))["votes"] == 1
     page.close()
+
+
+# Keep the page's websockets, to drop one.
+SOCKETS = """
+window.__sockets = [];
+window.WebSocket = class extends WebSocket {
+  constructor(...args) { super(...args); window.__sockets.push(this); }
+};
+"""
 
 
 # Lose the WebGL context of the first canvas that draws, once: a driver reset as the
@@ -226,13 +239,24 @@ def test_the_arena_fits_the_screen(browser, server, viewport) -> None:
 
 
 def test_the_arena_is_the_owners(browser, server) -> None:
+    made = with_owner(server, lambda c: c.request(
+        "admin.token_create", "admin:main", {"name": "arena-agent", "role": "agent"}))
     page = browser.new_page()
-    page.goto(f"{server.http_url}/lab/arena.html")
-    wait_js(page, "labArena.phase === 'starting' && !document.getElementById('login').hidden")
+    login, status = page.locator("#login"), page.locator("#status")
+    page.goto(f"{server.http_url}/lab/arena.html?id=lab:nowhere#token={made['token']}")
+    expect(status).to_contain_text("not the owner's")
+    expect(login).to_be_visible()  # the agent's token dropped: the form asks again
+    assert page.get_attribute("header a[href^='/lab/']", "href") == "/lab/?id=lab%3Anowhere"
+    page.reload()
+    expect(status).to_have_attribute("data-state", "login")
     page.fill("#token", "pdg_wrong")
     page.click("#login button")
-    wait_js(page, "labArena.phase === 'refused'")
-    assert "refused" in page.text_content("#status")
+    expect(status).to_contain_text("refused")
+    expect(login).to_be_visible()
+    page.fill("#token", server.owner_token)
+    page.click("#login button")
+    expect(page.locator("#bar")).to_be_visible()  # the owner's arena deals
+    expect(login).to_be_hidden()
     page.close()
 
 

@@ -31,11 +31,14 @@ def server(tmp_path_factory):
         yield srv
 
 
-def proven_lab(server, name: str, canary: str | None) -> tuple[str, list[str], str | None]:
-    """Two proven shaders and, if given, one unproven `canary` source."""
+def proven_lab(server, name: str, canary: str | None,
+               title: str | None = None) -> tuple[str, list[str], str | None]:
+    """Two proven shaders (titled `title`1 and 2 if given) and, if given, one unproven
+    `canary` source."""
     async def setup(c):
         lab = await new_lab(c, name)
-        proven = [(await birth(c, lab, variant(i)))["id"] for i in (1, 2)]
+        titles = {i: {"title": f"{title}{i}"} for i in (1, 2)} if title else {1: {}, 2: {}}
+        proven = [(await birth(c, lab, variant(i), **titles[i]))["id"] for i in (1, 2)]
         for oid in proven:
             await c.request("lab.ok", lab, {"id": oid})
         unproven = (await birth(c, lab, canary))["id"] if canary else None
@@ -166,15 +169,33 @@ def test_the_gallery_shows_judged_organisms_live_with_lineage_and_a_visitor_cros
 
 @pytest.mark.parametrize("path", ["judge.html", "gallery.html", "index.html"])
 def test_the_public_pages_fit_a_phone(browser, server, path) -> None:
-    lab, _, _ = proven_lab(server, f"phone-{path.split('.')[0]}", None)
+    lab, _, _ = proven_lab(server, f"phone-{path.split('.')[0]}", None, "T" + "W" * 78)
     page = browser.new_page(viewport={"width": 390, "height": 844})
     log = page_log(page)
     page.goto(f"{server.http_url}/lab/{path}?id={lab}")
     wait_js(page, "document.getElementById('status').dataset.state === 'live'")
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    links = page.evaluate("[...document.querySelectorAll('a[href^=\"/lab/\"]')]"
+                          ".map((a) => a.getAttribute('href'))")
+    assert links and all(h.endswith(f"?id={lab.replace(':', '%3A')}") for h in links), links
     if path == "judge.html":
         wait_js(page, "labJudge.phase === 'voting'")
         left, right = (page.locator(f"#{s} .stage").bounding_box() for s in ("left", "right"))
         assert left["y"] + left["height"] <= right["y"] and right["width"] <= 390
+    if path == "gallery.html":  # two judged parents with 80-letter titles in the cross panel
+        async def judged(c):
+            pair = await c.request("lab.public_pair", lab, {"client_key": "phone"})
+            await c.request("lab.vote", lab, {"pair": pair["pair"], "client_key": "phone",
+                                              "winner": pair["left"]["id"]})
+
+        with_owner(server, judged)
+        page.reload()
+        wait_js(page, "labGallery.phase === 'live' && labGallery.shown.length === 2")
+        for card, slot in ((0, "a"), (1, "b")):
+            page.locator(".card").nth(card).locator(f'button[data-slot="{slot}"]').click()
+        panel = page.locator(".cross").bounding_box()
+        for slot in ("a", "b"):
+            box = page.locator(f"#parent-{slot}").bounding_box()
+            assert panel["x"] <= box["x"] and box["x"] + box["width"] <= panel["x"] + panel["width"]
     assert not log["errors"], log["errors"]
     page.close()

@@ -2,7 +2,8 @@
 the owner types the token in (it never reaches the address), the page lists the worlds and
 connections, revokes a token (and a real client holding that token is closed with 1008),
 issues a token that then says hello, stops and releases a world; at 390x844 nothing
-overflows sideways. Everything under the page's own CSP, without a violation."""
+overflows sideways, and a refusal shows in view beside its form until the next success.
+Everything under the page's own CSP, without a violation."""
 
 from __future__ import annotations
 
@@ -116,5 +117,13 @@ def test_the_console_fits_a_phone(browser: Any, tmp_path: Path) -> None:
         stop = page.locator("#worlds tbody tr button.stop").first
         box = stop.bounding_box()
         assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390
+        # a refusal shows beside the form that failed, and the next success clears it
+        page.fill("#new-name", "bad name!")
+        page.click("#create button[type=submit]")
+        expect(page.locator("#error")).to_be_in_viewport(timeout=WAIT)
+        page.fill("#new-name", "carol")
+        page.click("#create button[type=submit]")
+        expect(page.locator('#tokens tr[data-name="carol"]')).to_be_visible(timeout=WAIT)
+        expect(page.locator("#error")).to_be_hidden()
         assert page.evaluate("window.__violations") == []
         page.close()

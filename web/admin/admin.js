@@ -19,10 +19,17 @@ const offsets = { worlds: 0, connections: 0 };
 let client = null;
 let timer = null;
 
-function showError(err) {
+const HOME = $("#error").parentElement; // the token's panel, at the top
+
+/** Show `err` just after `near` (the part of the page whose action failed, scrolled into
+ * view) or in the token's panel; null clears it. */
+function showError(err, near = null) {
   const box = $("#error");
   box.hidden = !err;
   box.textContent = err ? (err instanceof RequestError ? err.message : String(err)) : "";
+  if (near) near.after(box);
+  else HOME.append(box);
+  if (err && near) box.scrollIntoView({ block: "nearest" });
 }
 
 const ask = (op, args = {}) => client.request(op, ADMIN, args, { retry: false });
@@ -41,7 +48,8 @@ function button(text, className, action) {
   b.type = "button";
   b.textContent = text;
   b.className = className;
-  b.addEventListener("click", () => action().catch(showError));
+  b.addEventListener("click", () => action().then(() => showError(null),
+    (err) => showError(err, b.closest("table"))));
   return b;
 }
 
@@ -251,8 +259,9 @@ $("#create").addEventListener("submit", (e) => {
     $("#created-name").textContent = `${made.name} (${made.role})`;
     $("#created-token").textContent = made.token;
     $("#new-name").value = "";
+    showError(null);
     return refresh();
-  }).catch(showError);
+  }).catch((err) => showError(err, $("#create")));
 });
 $("#role").addEventListener("change", () => {
   offsets.connections = 0;

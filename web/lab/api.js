@@ -11,6 +11,13 @@ export function labOfPage() {
   return { id: `lab:${name}`, name };
 }
 
+/** Point the page's links to the lab's pages at `lab` (`?id=`): they stay in one lab. */
+export function linkLabPages(lab) {
+  for (const link of document.querySelectorAll('a[href^="/lab/"]')) {
+    link.href = `${link.pathname}?id=${encodeURIComponent(lab.id)}`;
+  }
+}
+
 /** POST `body` to one of the seed's routes (server/lab_routes.py); resolves with the
  * result, rejects with the RequestError of a refusal. */
 export async function post(path, lab, body, token = null) {

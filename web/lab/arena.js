@@ -9,13 +9,14 @@
 // `labArena.judge(organism)` proves one organism through the same routes.
 
 import { Client, RequestError, socketUrl } from "/js/client.js";
-import { labOfPage, lineageList, post, ratingText, showCounts, sleep }
+import { labOfPage, linkLabPages, lineageList, post, ratingText, showCounts, sleep }
   from "/lab/api.js";
-import { setStatus } from "/js/page.js";
+import { setStatus as showStatus } from "/js/page.js";
 import { Stage, firstLine, panelFrame, prove } from "/lab/gl.js";
 
 const TOKEN_KEY = "pdg.owner_token";
 const lab = labOfPage();
+linkLabPages(lab);
 const params = new URLSearchParams(location.search);
 const gate = params.has("gate");
 const sides = { left: document.getElementById("left"), right: document.getElementById("right") };
@@ -23,6 +24,12 @@ const stages = { left: null, right: null };
 const trackSelect = document.getElementById("track");
 let client = null;
 let token = null;
+let said = ["connecting", "connecting…"]; // the arena's last status, shown again once open
+
+function setStatus(state, text) {
+  said = [state, text];
+  showStatus(state, text);
+}
 
 // What the page did, for the owner's eyes and the gate: pairs dealt, verdicts, losses.
 const arena = { phase: "starting", pairs: [], verdicts: [], votes: [], losses: 0, judge: null,
@@ -233,34 +240,45 @@ async function judgeOne(o) {
            error: result.error ?? null, ms: performance.now() - started };
 }
 
+/** Show the login form until it is submitted; the token it keeps in this tab. */
+async function askToken() {
+  const form = document.getElementById("login");
+  form.hidden = false;
+  await new Promise((resolve) => form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    sessionStorage.setItem(TOKEN_KEY, document.getElementById("token").value.trim());
+    resolve();
+  }, { once: true }));
+  form.hidden = true;
+  return sessionStorage.getItem(TOKEN_KEY);
+}
+
+function refuse(text) {
+  // A refused token is dropped from the tab and the form asks again: a new token
+  // reloads the arena.
+  sessionStorage.removeItem(TOKEN_KEY);
+  setStatus("error", text);
+  arena.phase = "refused";
+  askToken().then(() => location.reload());
+}
+
 async function start() {
   token = takeToken();
   if (!token) {
-    const form = document.getElementById("login");
-    form.hidden = false;
     setStatus("login", "the arena is the owner's: enter the owner token");
-    await new Promise((resolve) => form.addEventListener("submit", (event) => {
-      event.preventDefault();
-      sessionStorage.setItem(TOKEN_KEY, document.getElementById("token").value.trim());
-      resolve();
-    }, { once: true }));
-    form.hidden = true;
-    token = sessionStorage.getItem(TOKEN_KEY);
+    token = await askToken();
   }
   try {
     client = await Client.connect(socketUrl(), {
       token, client: "lab-arena/1",
-      onStatus: (s) => { if (s !== "open") setStatus(s, s); },
+      onStatus: (s) => showStatus(...(s === "open" ? said : [s, s])),
     });
   } catch (err) {
-    sessionStorage.removeItem(TOKEN_KEY);
-    setStatus("error", `the server refused the token: ${err.message ?? err}`);
-    arena.phase = "refused";
+    refuse(`the server refused the token: ${err.message ?? err}`);
     return;
   }
   if (client.role !== "owner") {
-    setStatus("error", "this token is not the owner's: the arena needs the owner");
-    arena.phase = "refused";
+    refuse("this token is not the owner's: the arena needs the owner");
     return;
   }
   const track = params.get("track");

@@ -7,11 +7,12 @@
 // into its own 2D canvas, so a long gallery needs one context, not one per organism.
 
 import { Client, socketUrl } from "/js/client.js";
-import { clientKey, labOfPage, lineageList, ratingText, sleep } from "/lab/api.js";
+import { clientKey, labOfPage, linkLabPages, lineageList, ratingText, sleep } from "/lab/api.js";
 import { setStatus } from "/js/page.js";
 import { Stage } from "/lab/gl.js";
 
 const lab = labOfPage();
+linkLabPages(lab);
 const key = clientKey();
 const CARD = [320, 240];
 const PER_FRAME = 8; // cards redrawn per animation frame (round robin)

@@ -1,13 +1,11 @@
 // The lab's landing page: links to its pages (for the lab named by ?id=lab:NAME) and its counts.
 
 import { Client, socketUrl } from "/js/client.js";
-import { labOfPage, showCounts } from "/lab/api.js";
+import { labOfPage, linkLabPages, showCounts } from "/lab/api.js";
 import { setStatus } from "/js/page.js";
 
 const lab = labOfPage();
-for (const link of document.querySelectorAll(".lab-links a")) {
-  link.href = `${link.pathname}?id=${encodeURIComponent(lab.id)}`;
-}
+linkLabPages(lab);
 Client.connect(socketUrl(), { client: "lab-index/1" }).then((client) => {
   setStatus("live", lab.id);
   showCounts(client, lab, document.getElementById("counts"));

@@ -8,11 +8,12 @@
 // /api/pub/vote under the client key this browser keeps.
 
 import { Client, RequestError, socketUrl } from "/js/client.js";
-import { clientKey, labOfPage, post, showCounts, sleep } from "/lab/api.js";
+import { clientKey, labOfPage, linkLabPages, post, showCounts, sleep } from "/lab/api.js";
 import { setStatus } from "/js/page.js";
 import { SILENT, Stage, instrument, prove } from "/lab/gl.js";
 
 const lab = labOfPage();
+linkLabPages(lab);
 const key = clientKey();
 const sides = { left: document.getElementById("left"), right: document.getElementById("right") };
 const stages = { left: null, right: null };
