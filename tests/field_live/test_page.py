@@ -154,6 +154,12 @@ def test_field_page_draws_updates_and_scrubs(browser, tmp_path: Path) -> None:
         assert five[:4] == four
         gaps = [min(abs(a - b), 360 - abs(a - b)) for i, a in enumerate(four) for b in four[i + 1:]]
         assert min(gaps) >= 30
+        # a restart: the status says so, then live again (a quiet field pushes nothing)
+        status, port = page.locator("#status"), server.port
+        server.kill()
+        expect(status).to_contain_text("reconnecting", timeout=WAIT)
+        server.start(port=port)
+        expect(status).to_have_text(f"live · revision {state['commit_rev']}", timeout=WAIT)
         assert not errors, errors
 
 

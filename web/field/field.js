@@ -268,7 +268,11 @@ wireInput($("#board-frame"), canvas, renderer);
 async function main() {
   client = await Client.connect(undefined, {
     client: "field-page/1.1",
-    onStatus: (s) => { if (s !== "open") setStatus("connecting", s); },
+    onStatus: (s, info) => {
+      if (s === "open") { if (live) report(); } // a quiet field sends nothing to repaint it
+      else if (s === "refused") setStatus("error", `${info.error.message}; trying again`);
+      else setStatus("connecting", s);
+    },
   });
   // Subscribing from a little before the current revision brings the recent events too
   // (the feed shows them), or a snapshot when they are older than the server keeps.
