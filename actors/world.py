@@ -143,9 +143,12 @@ class ToolCall(Protocol):
     origin: str  # the server's base URL as the client reached it, e.g. http://127.0.0.1:8000
     t: int  # ms since the epoch, when the host took the call
 
-    async def ask(self, actor_id: str, op: str, args: Any, *, caller: str | None = None) -> Any:
+    async def ask(self, actor_id: str, op: str, args: Any, *, caller: str | None = None,
+                  unknown: tuple[str, str] | None = None) -> Any:
         """Send op `op` (its args an attrs value) to world `actor_id` as this caller (or as
-        `caller`, a name this call owns: see `key`) and wait for the result."""
+        `caller`, a name this call owns: see `key`) and wait for the result. `unknown`
+        (argument, sentence) is the refusal when no such world exists, naming the tool's
+        argument rather than the op."""
 
     def key(self) -> tuple[str, str]:
         """A fresh secret key and the caller name it stands for (`keyed(key)`): what an

@@ -97,8 +97,10 @@ class McpCall:
         self.who = visit.who
         self.t = state.directory.clock()
 
-    async def ask(self, actor_id: str, op: str, args: Any, *, caller: str | None = None) -> Any:
-        """Send `op` to `actor_id` as this caller (or a keyed name of it), role checked."""
+    async def ask(self, actor_id: str, op: str, args: Any, *, caller: str | None = None,
+                  unknown: tuple[str, str] | None = None) -> Any:
+        """Send `op` to `actor_id` as this caller (or a keyed name of it), role checked; a
+        world that does not exist is refused as `unknown` says (argument, sentence)."""
         spec = self._state.registry.get(op)
         if not role_at_least(self.caller.role, spec.role):
             raise ProtocolError(ErrorCode.FORBIDDEN, f"{op} needs the {spec.role} role; this "
@@ -114,9 +116,13 @@ class McpCall:
             with unmetered():  # the world's time is charged by Charged, once
                 return await state.directory.ask(actor_id, call,
                                                   answer=Charged(state.ledger, self.account))
-        except ProtocolError:
+        except ProtocolError as error:
             done = False
-            raise
+            if unknown is None or error.code != ErrorCode.UNKNOWN_ACTOR:
+                raise
+            path, sentence = unknown
+            raise ProtocolError(ErrorCode.UNKNOWN_ACTOR, f"{path}: {sentence}",
+                                {"path": path}) from None
         finally:
             if ticket is not None:
                 ticket.settle(done)

@@ -27,6 +27,7 @@ from protocol.ops import ecosystem as ops
 
 KEY_SEP = "~"  # an anonymous caller's run id: <run>~<key>
 MAX_RUN_ID = 120  # a uuid, the separator and a key
+NO_RUN = ("run_id", "there is no such run; create_run makes one")
 RUN_ID = "The run id create_run answered (with its key, for an anonymous caller)."
 
 
@@ -127,7 +128,7 @@ async def view_run(call: ToolCall, a: RunArgs) -> ToolResult | Refusal:
     target = _run(call, a.run_id)
     if isinstance(target, Refusal):
         return target
-    result = await call.ask(target[0], "ecosystem.view", ops.ViewArgs())
+    result = await call.ask(target[0], "ecosystem.view", ops.ViewArgs(), unknown=NO_RUN)
     view = result.view
     if not view["created"]:
         state = "blocked by the fidelity review" if view["blocked"] else (
@@ -145,7 +146,8 @@ async def run_history(call: ToolCall, a: HistoryToolArgs) -> ToolResult | Refusa
     target = _run(call, a.run_id)
     if isinstance(target, Refusal):
         return target
-    h = await call.ask(target[0], "ecosystem.history", ops.HistoryArgs(a.generation, a.count))
+    h = await call.ask(target[0], "ecosystem.history", ops.HistoryArgs(a.generation, a.count),
+                       unknown=NO_RUN)
     last = h.frames[-1]
     return ToolResult(f"{len(h.frames)} frames of run {a.run_id}, generations {a.generation} to "
                       f"{last['generation']}; the last: {_figures(last)}.",
@@ -158,7 +160,7 @@ async def control_run(call: ToolCall, a: ControlRunArgs) -> ToolResult | Refusal
     if isinstance(target, Refusal):
         return target
     r = await call.ask(target[0], "ecosystem.control", ops.ControlArgs(a.action, a.speed),
-                       caller=target[1])
+                       caller=target[1], unknown=NO_RUN)
     state = "ended" if r.ended else f"playing at {r.speed}/s" if r.playing else "paused"
     return ToolResult(f"Run {a.run_id} is {state}, at generation {r.generation}.",
                       attrs.asdict(r))
@@ -170,7 +172,7 @@ async def patch_run(call: ToolCall, a: PatchRunArgs) -> ToolResult | Refusal:
     if isinstance(target, Refusal):
         return target
     r = await call.ask(target[0], "ecosystem.patch", ops.PatchArgs(
-        a.patch, a.expected_graph_version), caller=target[1])
+        a.patch, a.expected_graph_version), caller=target[1], unknown=NO_RUN)
     return ToolResult(f"Decision {r.decision} accepted at generation {r.generation} against "
                       f"graph version {r.graph_version}: it lands at generation "
                       f"{r.from_generation}.", attrs.asdict(r))
@@ -182,7 +184,7 @@ async def schedule_change(call: ToolCall, a: ScheduleChangeArgs) -> ToolResult |
     if isinstance(target, Refusal):
         return target
     r = await call.ask(target[0], "ecosystem.schedule", ops.ScheduleArgs(a.change),
-                       caller=target[1])
+                       caller=target[1], unknown=NO_RUN)
     return ToolResult(f"Decision {r.decision} scheduled at generation {r.generation} against "
                       f"graph version {r.graph_version}: it may fire from generation "
                       f"{r.from_generation}.", attrs.asdict(r))

@@ -28,6 +28,7 @@ KEY_SEP = "~"  # an anonymous caller's room id: NAME~KEY
 MAX_ROOM = ops.MAX_WORLD_NAME + 1 + 24  # NAME, "~", the key
 MAX_TOOL_MOVES = 200  # letters one puzzle_move plays
 LETTERS = {"u": "up", "d": "down", "l": "left", "r": "right", "s": "wait"}
+NO_ROOM = ("room", "there is no such room; puzzle_create makes one")
 ROOM_ID = ("The room id puzzle_create gave you (NAME, or NAME~KEY without a token: carry it "
            "whole).")
 
@@ -119,7 +120,8 @@ async def view(call: ToolCall, a: RoomToolArgs) -> ToolResult | Refusal:
     to = _room(call, a.room)
     if isinstance(to, Refusal):
         return to
-    return _result("The room:", await call.ask(to[0], "puzzle.view", ops.ViewArgs()))
+    return _result("The room:", await call.ask(to[0], "puzzle.view", ops.ViewArgs(),
+                                               unknown=NO_ROOM))
 
 
 async def move(call: ToolCall, a: MoveToolArgs) -> ToolResult | Refusal:
@@ -133,12 +135,12 @@ async def move(call: ToolCall, a: MoveToolArgs) -> ToolResult | Refusal:
                        {"path": "moves"})
     rev = a.expected_revision
     if rev is None:
-        rev = (await call.ask(actor, "puzzle.view", ops.ViewArgs())).revision
+        rev = (await call.ask(actor, "puzzle.view", ops.ViewArgs(), unknown=NO_ROOM)).revision
     played, refusal, reply = 0, None, None
     for letter in a.moves:
         try:
             reply = await call.ask(actor, "puzzle.move", ops.MoveArgs(LETTERS[letter], rev),
-                                   caller=caller)
+                                   caller=caller, unknown=NO_ROOM)
         except ProtocolError as error:
             if not played:
                 raise
@@ -156,7 +158,7 @@ async def _step(call: ToolCall, a: RoomToolArgs, op: str, done: str) -> ToolResu
     to = _room(call, a.room)
     if isinstance(to, Refusal):
         return to
-    reply = await call.ask(to[0], op, ops.StepArgs(), caller=to[1])
+    reply = await call.ask(to[0], op, ops.StepArgs(), caller=to[1], unknown=NO_ROOM)
     return _result(done, reply.room)
 
 
@@ -180,7 +182,8 @@ async def hint(call: ToolCall, a: HintToolArgs) -> ToolResult | Refusal:
     to = _room(call, a.room)
     if isinstance(to, Refusal):
         return to
-    h = await call.ask(to[0], "puzzle.hint", ops.HintArgs(a.budget_ms), caller=to[1])
+    h = await call.ask(to[0], "puzzle.hint", ops.HintArgs(a.budget_ms), caller=to[1],
+                       unknown=NO_ROOM)
     if h.status == "solved":
         text = (f"From revision {h.revision}, {len(h.moves)} moves win: {h.moves} (u d l r, s "
                 f"waits); the next is {h.next}. Pass them to puzzle_move.")

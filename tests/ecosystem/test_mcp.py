@@ -91,7 +91,10 @@ async def test_an_mcp_client_creates_steps_patches_and_reads_a_run(tmp_path: Pat
             "invalid_answers"
         assert refusal(await s.call_tool("control_run", {"run_id": run_id, "action": "rewind"}))[
             0] == "bad_request"
-        assert refusal(await s.call_tool("view_run", {"run_id": "nowhere"}))[0] == "unknown_actor"
+        nowhere = await s.call_tool("view_run", {"run_id": "nowhere"})
+        assert refusal(nowhere) == ("unknown_actor",  # the tool's words, not the op's
+                                    "run_id: there is no such run; create_run makes one")
+        assert nowhere.structured_content["error"]["detail"] == {"path": "run_id"}
         assert refusal(await s.call_tool("view_run", {"run_id": "x~"}))[0] == "bad_request"
         bad_name = await s.call_tool("control_run", {"run_id": "no run", "action": "step"})
         assert refusal(bad_name) == ("bad_request", "run_id: the id create_run answered")
