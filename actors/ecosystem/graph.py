@@ -34,6 +34,7 @@ ENVIRONMENT_VOCABULARY: dict[str, tuple[str, ...]] = {
 MAX_NAME = 40
 MAX_COUNCIL_OPTIONS = 8
 MAX_FOCUS = 140
+MAX_INTERACTIONS = 16  # a bound on what is read: a whole list has 6 pairs at most
 
 _shape = Shape(lambda path, why: EcosystemError("invalid_graph", GRAPH_ERROR, path))
 _patch_shape = Shape(lambda path, why: EcosystemError("invalid_patch", PATCH_ERROR, path))
@@ -101,6 +102,11 @@ def validate_council(value: Any, path: str = "council") -> dict[str, Any]:
     return copy.deepcopy(dict(value))
 
 
+def _pairs_error(species: int, got: str) -> str:
+    return (f"Ecosystem interactions must list every canonical pair exactly once and in "
+            f"order ({', '.join(canonical_pairs(species))}); got {got}")
+
+
 def validate_rule_graph(value: Any) -> dict[str, Any]:
     """Validate a rule graph strictly and return a deep clone of it."""
     _shape.obj(value, "", ("version", "species", "interactions", "environment"), ("council",))
@@ -113,7 +119,11 @@ def validate_rule_graph(value: Any) -> dict[str, Any]:
         _shape.text(item["name"], f"{where}.name", MAX_NAME, trim=False)
         _shape.enum(item["role"], f"{where}.role", ROLES)
         _shape.enum(item["self"], f"{where}.self", SELF_MODES)
-    interactions = _shape.array(value["interactions"], "interactions", 0, 16)
+    listed = value["interactions"]
+    if isinstance(listed, list) and len(listed) > MAX_INTERACTIONS:  # more than any whole list
+        raise EcosystemError("invalid_graph", _pairs_error(len(species), f"{len(listed)} "
+                             "interactions"), "interactions")
+    interactions = _shape.array(listed, "interactions", 0, MAX_INTERACTIONS)
     for k, item in enumerate(interactions):
         where = f"interactions[{k}]"
         _shape.obj(item, where, ("pair", "mode"))
@@ -136,12 +146,9 @@ def validate_rule_graph(value: Any) -> dict[str, Any]:
             f"Ecosystem species must be in canonical prefix order {', '.join(expected)}; "
             f"got {', '.join(ids)}", "species")
     pairs = [item["pair"] for item in interactions]
-    want = canonical_pairs(len(ids))
-    if pairs != want:
-        raise EcosystemError(
-            "invalid_graph",
-            f"Ecosystem interactions must list every canonical pair exactly once and in "
-            f"order ({', '.join(want)}); got ({', '.join(pairs)})", "interactions")
+    if pairs != canonical_pairs(len(ids)):
+        raise EcosystemError("invalid_graph", _pairs_error(len(ids), f"({', '.join(pairs)})"),
+                             "interactions")
     _check_basal_paths(value)
     return copy.deepcopy(dict(value))
 
