@@ -143,12 +143,9 @@ class ToolCall(Protocol):
     origin: str  # the server's base URL as the client reached it, e.g. http://127.0.0.1:8000
     t: int  # ms since the epoch, when the host took the call
 
-    async def ask(self, actor_id: str, op: str, args: Any, *, caller: str | None = None,
-                  unknown: tuple[str, str] | None = None) -> Any:
+    async def ask(self, actor_id: str, op: str, args: Any, *, caller: str | None = None) -> Any:
         """Send op `op` (its args an attrs value) to world `actor_id` as this caller (or as
-        `caller`, a name this call owns: see `key`) and wait for the result. `unknown`
-        (argument, sentence) is the refusal when no such world exists, naming the tool's
-        argument rather than the op."""
+        `caller`, a name this call owns: see `key`) and wait for the result."""
 
     def key(self) -> tuple[str, str]:
         """A fresh secret key and the caller name it stands for (`keyed(key)`): what an
@@ -169,8 +166,10 @@ class Tool:
     Schema from it and checks arguments with the protocol's strict converter, so MCP
     arguments meet the same bounds and the same plain-sentence refusals as the websocket.
     `describe` gives an argument's schema description and `keywords` more JSON Schema
-    keywords of an argument (e.g. a `pattern` the tool checks itself). The host checks
-    `role` before `run(call, args) -> ToolResult | Refusal` runs.
+    keywords of an argument (e.g. a `pattern` the tool checks itself); `unknown`
+    (argument, sentence) is the refusal the host gives when the world the tool asks does
+    not exist, naming the argument rather than the op. The host checks `role` before
+    `run(call, args) -> ToolResult | Refusal` runs.
     """
 
     name: str
@@ -181,10 +180,13 @@ class Tool:
     role: str = "spectator"
     describe: Mapping[str, str] = attrs.field(factory=dict)
     keywords: Mapping[str, Mapping[str, Any]] = attrs.field(factory=dict)
+    unknown: tuple[str, str] | None = None
 
 
-# A world's name as a tool's argument, bare or keyed (`NAME~KEY`, an anonymous caller's).
-KEYED_NAME = r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,79}(~[A-Za-z0-9_-]+)?$"
+# A world's name (the part of its id after `kind:`), and as a tool's argument, bare or
+# keyed (`NAME~KEY`, an anonymous caller's).
+WORLD_NAME = r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,79}"
+KEYED_NAME = rf"^{WORLD_NAME}(~[A-Za-z0-9_-]+)?$"
 
 
 def with_keywords(tools: Sequence[Tool], keywords: Mapping[str, Mapping[str, Any]]

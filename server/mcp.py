@@ -97,10 +97,8 @@ class McpCall:
         self.who = visit.who
         self.t = state.directory.clock()
 
-    async def ask(self, actor_id: str, op: str, args: Any, *, caller: str | None = None,
-                  unknown: tuple[str, str] | None = None) -> Any:
-        """Send `op` to `actor_id` as this caller (or a keyed name of it), role checked; a
-        world that does not exist is refused as `unknown` says (argument, sentence)."""
+    async def ask(self, actor_id: str, op: str, args: Any, *, caller: str | None = None) -> Any:
+        """Send `op` to `actor_id` as this caller (or a keyed name of it), role checked."""
         spec = self._state.registry.get(op)
         if not role_at_least(self.caller.role, spec.role):
             raise ProtocolError(ErrorCode.FORBIDDEN, f"{op} needs the {spec.role} role; this "
@@ -116,13 +114,9 @@ class McpCall:
             with unmetered():  # the world's time is charged by Charged, once
                 return await state.directory.ask(actor_id, call,
                                                   answer=Charged(state.ledger, self.account))
-        except ProtocolError as error:
+        except ProtocolError:
             done = False
-            if unknown is None or error.code != ErrorCode.UNKNOWN_ACTOR:
-                raise
-            path, sentence = unknown
-            raise ProtocolError(ErrorCode.UNKNOWN_ACTOR, f"{path}: {sentence}",
-                                {"path": path}) from None
+            raise
         finally:
             if ticket is not None:
                 ticket.settle(done)
@@ -264,7 +258,14 @@ class McpHost:
                 raise ProtocolError(ErrorCode.BAD_REQUEST, f"{where}: text must be valid "
                                     "Unicode (no NUL, no lone surrogate)", {"path": where})
             args = structure(arguments, tool.args, root=ROOT)
-            result = await tool.run(call, args)
+            try:
+                result = await tool.run(call, args)
+            except ProtocolError as error:  # the world named does not exist: say so its way
+                if tool.unknown is None or error.code != ErrorCode.UNKNOWN_ACTOR:
+                    raise
+                path, sentence = tool.unknown
+                raise ProtocolError(ErrorCode.UNKNOWN_ACTOR, f"{path}: {sentence}",
+                                    {"path": path}) from None
             if isinstance(result, Refusal):
                 raise ProtocolError(result.code, result.message, dict(result.detail))
         except ProtocolError as error:

@@ -57,6 +57,7 @@ from actors.ecosystem.snapshot import dump, load
 from actors.ecosystem.state import PendingSetup, Run, evolve, initial, run_seed, unready
 from actors.ecosystem.tools import TOOLS
 from actors.world import Codec, Ctx, Move, Read, Refusal, StateCodec, World
+from protocol.convert import unstructure
 from protocol.errors import ErrorCode
 from protocol.ops import ecosystem as ops
 from protocol.ops.ecosystem import EcosystemCode
@@ -135,10 +136,6 @@ def _under(root: str, path: str) -> str:
     return f"{root}.{path}" if path else root
 
 
-def _patch(value: ops.RulePatch) -> dict[str, str]:
-    return {k: v for k, v in attrs.asdict(value).items() if v is not None}
-
-
 def prepare_create(state: Run, args: ops.CreateArgs, ctx: Ctx) -> PendingSetup | Refusal:
     """A create's checks and its engine seed (drawn from the run's generator unless
     given), before any interpretation."""
@@ -192,7 +189,7 @@ def decide_patch(state: Run, args: ops.PatchArgs, ctx: Ctx) -> list[Event] | Ref
     refusal = _decision_guard(state, ctx)
     if refusal is not None:
         return refusal
-    patch = _patch(args.patch)
+    patch = unstructure(args.patch)  # (its unset fields left out)
     try:
         apply_patch(state.graph, patch)
     except EcosystemError as err:  # (an invariant the patched graph breaks: the patch's)
@@ -225,7 +222,7 @@ def decide_schedule(state: Run, args: ops.ScheduleArgs, ctx: Ctx) -> list[Event]
         return refusal
     c = args.change
     value = {"generation": c.generation, "activation": c.activation, "duration": c.duration,
-             "transition": c.transition, "patch": _patch(c.patch)}
+             "transition": c.transition, "patch": unstructure(c.patch)}
     try:
         change = validate_change(value)
         validate_patch(change["patch"], state.graph)
@@ -233,7 +230,7 @@ def decide_schedule(state: Run, args: ops.ScheduleArgs, ctx: Ctx) -> list[Event]
         if err.code == "invalid_patch":  # (a patch's paths are the patch's own)
             return Refusal(EcosystemCode.INVALID_PATCH, err.message,
                            {"path": _under("args.change.patch", err.path)})
-        return Refusal(EcosystemCode.INVALID_CHANGE, err.message, {"path": f"args.{err.path}"})
+        return Refusal(EcosystemCode.INVALID_CHANGE, err.message, {"path": _under("args", err.path)})
     g = state.generation
     if change["generation"] < g:
         return Refusal(EcosystemCode.INVALID_CHANGE,

@@ -128,7 +128,7 @@ async def view_run(call: ToolCall, a: RunArgs) -> ToolResult | Refusal:
     target = _run(call, a.run_id)
     if isinstance(target, Refusal):
         return target
-    result = await call.ask(target[0], "ecosystem.view", ops.ViewArgs(), unknown=NO_RUN)
+    result = await call.ask(target[0], "ecosystem.view", ops.ViewArgs())
     view = result.view
     if not view["created"]:
         state = "blocked by the fidelity review" if view["blocked"] else (
@@ -146,8 +146,7 @@ async def run_history(call: ToolCall, a: HistoryToolArgs) -> ToolResult | Refusa
     target = _run(call, a.run_id)
     if isinstance(target, Refusal):
         return target
-    h = await call.ask(target[0], "ecosystem.history", ops.HistoryArgs(a.generation, a.count),
-                       unknown=NO_RUN)
+    h = await call.ask(target[0], "ecosystem.history", ops.HistoryArgs(a.generation, a.count))
     last = h.frames[-1]
     return ToolResult(f"{len(h.frames)} frames of run {a.run_id}, generations {a.generation} to "
                       f"{last['generation']}; the last: {_figures(last)}.",
@@ -160,7 +159,7 @@ async def control_run(call: ToolCall, a: ControlRunArgs) -> ToolResult | Refusal
     if isinstance(target, Refusal):
         return target
     r = await call.ask(target[0], "ecosystem.control", ops.ControlArgs(a.action, a.speed),
-                       caller=target[1], unknown=NO_RUN)
+                       caller=target[1])
     state = "ended" if r.ended else f"playing at {r.speed}/s" if r.playing else "paused"
     return ToolResult(f"Run {a.run_id} is {state}, at generation {r.generation}.",
                       attrs.asdict(r))
@@ -172,7 +171,7 @@ async def patch_run(call: ToolCall, a: PatchRunArgs) -> ToolResult | Refusal:
     if isinstance(target, Refusal):
         return target
     r = await call.ask(target[0], "ecosystem.patch", ops.PatchArgs(
-        a.patch, a.expected_graph_version), caller=target[1], unknown=NO_RUN)
+        a.patch, a.expected_graph_version), caller=target[1])
     return ToolResult(f"Decision {r.decision} accepted at generation {r.generation} against "
                       f"graph version {r.graph_version}: it lands at generation "
                       f"{r.from_generation}.", attrs.asdict(r))
@@ -184,7 +183,7 @@ async def schedule_change(call: ToolCall, a: ScheduleChangeArgs) -> ToolResult |
     if isinstance(target, Refusal):
         return target
     r = await call.ask(target[0], "ecosystem.schedule", ops.ScheduleArgs(a.change),
-                       caller=target[1], unknown=NO_RUN)
+                       caller=target[1])
     return ToolResult(f"Decision {r.decision} scheduled at generation {r.generation} against "
                       f"graph version {r.graph_version}: it may fire from generation "
                       f"{r.from_generation}.", attrs.asdict(r))
@@ -202,28 +201,31 @@ TOOLS = (
     Tool("view_run", "View a run",
          "The run: setup (source label, answers, failure), config, rule graph and version, "
          "the latest frame, decisions, controls, the end; and the patch vocabulary.",
-         RunArgs, view_run, describe={"run_id": RUN_ID}),
+         RunArgs, view_run, describe={"run_id": RUN_ID}, unknown=NO_RUN),
     Tool("run_history", "A run's frames",
          "Frames (per-species biomass and population, resource, events) from a generation "
          "on, and the rule graph in force at that generation.",
          HistoryToolArgs, run_history, describe={
              "run_id": RUN_ID, "generation": "The first frame's generation (default 0).",
-             "count": "How many frames, 1..181 (default 181: every one the run has made)."}),
+             "count": "How many frames, 1..181 (default 181: every one the run has made)."},
+         unknown=NO_RUN),
     Tool("control_run", "Play, pause or step a run",
          "Owner: play (at speed 1..30 generations a second), pause, or step one generation.",
          ControlRunArgs, control_run, role="agent", describe={
              "run_id": RUN_ID, "action": "play, pause, or step one generation (then paused).",
-             "speed": "Generations a second, 1..30 (default: the run's, 10 at first)."}),
+             "speed": "Generations a second, 1..30 (default: the run's, 10 at first)."},
+         unknown=NO_RUN),
     Tool("patch_run", "Patch a run's rule graph",
          "Owner: a RulePatch for the next generation ({kind: pair, pair, mode} | {kind: self, "
          "species, value} | {kind: environment, field, value}) with the graph version you "
          "decided against; a stale version is refused and changes nothing.",
          PatchRunArgs, patch_run, role="agent", describe={
              "run_id": RUN_ID, "expected_graph_version": "The graph version (view_run's "
-             "graph_version) you decided against."}),
+             "graph_version) you decided against."}, unknown=NO_RUN),
     Tool("schedule_change", "Schedule a rule change",
          "Owner: a change {generation, activation, duration, transition, patch} that fires "
          "when its trigger is due, if the graph is still at today's version.",
-         ScheduleChangeArgs, schedule_change, role="agent", describe={"run_id": RUN_ID}),
+         ScheduleChangeArgs, schedule_change, role="agent", describe={"run_id": RUN_ID},
+         unknown=NO_RUN),
 )
 TOOLS = with_keywords(TOOLS, {"run_id": {"pattern": KEYED_NAME}})

@@ -18,7 +18,16 @@ from typing import Any, Literal
 
 import attrs
 
-from actors.world import KEYED_NAME, Prompt, Refusal, Tool, ToolCall, ToolResult, with_keywords
+from actors.world import (
+    KEYED_NAME,
+    WORLD_NAME,
+    Prompt,
+    Refusal,
+    Tool,
+    ToolCall,
+    ToolResult,
+    with_keywords,
+)
 from protocol.bounds import bounded
 from protocol.envelope import ACTOR_ID_RE
 from protocol.errors import ErrorCode, ProtocolError
@@ -81,7 +90,8 @@ def _actor(name: str, then: str = "") -> str | Refusal:
 def _room(call: ToolCall, room: str) -> tuple[str, str | None] | Refusal:
     """(the room's actor id, the caller name to speak as): a keyed id speaks as its key."""
     name, sep, key = room.partition(KEY_SEP)
-    actor = _actor(name if key or not sep else "", " (then ~KEY if puzzle_create gave one)")
+    # NAME~ with no key names no room, as a bad name does (the run tools' rule too)
+    actor = _actor("" if sep and not key else name, " (then ~KEY if puzzle_create gave one)")
     if isinstance(actor, Refusal):
         return actor
     return actor, call.keyed(key) if key else None
@@ -120,8 +130,7 @@ async def view(call: ToolCall, a: RoomToolArgs) -> ToolResult | Refusal:
     to = _room(call, a.room)
     if isinstance(to, Refusal):
         return to
-    return _result("The room:", await call.ask(to[0], "puzzle.view", ops.ViewArgs(),
-                                               unknown=NO_ROOM))
+    return _result("The room:", await call.ask(to[0], "puzzle.view", ops.ViewArgs()))
 
 
 async def move(call: ToolCall, a: MoveToolArgs) -> ToolResult | Refusal:
@@ -135,12 +144,12 @@ async def move(call: ToolCall, a: MoveToolArgs) -> ToolResult | Refusal:
                        {"path": "moves"})
     rev = a.expected_revision
     if rev is None:
-        rev = (await call.ask(actor, "puzzle.view", ops.ViewArgs(), unknown=NO_ROOM)).revision
+        rev = (await call.ask(actor, "puzzle.view", ops.ViewArgs())).revision
     played, refusal, reply = 0, None, None
     for letter in a.moves:
         try:
             reply = await call.ask(actor, "puzzle.move", ops.MoveArgs(LETTERS[letter], rev),
-                                   caller=caller, unknown=NO_ROOM)
+                                   caller=caller)
         except ProtocolError as error:
             if not played:
                 raise
@@ -158,7 +167,7 @@ async def _step(call: ToolCall, a: RoomToolArgs, op: str, done: str) -> ToolResu
     to = _room(call, a.room)
     if isinstance(to, Refusal):
         return to
-    reply = await call.ask(to[0], op, ops.StepArgs(), caller=to[1], unknown=NO_ROOM)
+    reply = await call.ask(to[0], op, ops.StepArgs(), caller=to[1])
     return _result(done, reply.room)
 
 
@@ -182,8 +191,7 @@ async def hint(call: ToolCall, a: HintToolArgs) -> ToolResult | Refusal:
     to = _room(call, a.room)
     if isinstance(to, Refusal):
         return to
-    h = await call.ask(to[0], "puzzle.hint", ops.HintArgs(a.budget_ms), caller=to[1],
-                       unknown=NO_ROOM)
+    h = await call.ask(to[0], "puzzle.hint", ops.HintArgs(a.budget_ms), caller=to[1])
     if h.status == "solved":
         text = (f"From revision {h.revision}, {len(h.moves)} moves win: {h.moves} (u d l r, s "
                 f"waits); the next is {h.next}. Pass them to puzzle_move.")
@@ -203,7 +211,7 @@ TOOLS = (
          "to change them; a YOU object on a WIN object wins. Returns the room id to carry on "
          "every call and the board as a text grid.",
          CreateToolArgs, create, role="agent",
-         keywords={"room": {"pattern": r"^([A-Za-z0-9_-][A-Za-z0-9_.-]{0,79})?$"}},
+         keywords={"room": {"pattern": rf"^({WORLD_NAME})?$"}},
          describe={"room": "A name for the room (default: a new one).",
                    "pack": "A bundled pack (starter).", "level": "A level id ('' the first).",
                    "link": "A pd1. share link (wins over pack).",
@@ -212,25 +220,26 @@ TOOLS = (
          "The room's board as a text grid (5 columns per cell: a thing's first four letters, "
          "lower case objects, upper case words, * marks a YOU object, + a cell holding more, "
          "listed under the grid), the rules in force, the level, moves made and won/lost.",
-         RoomToolArgs, view, describe=_ROOM),
+         RoomToolArgs, view, describe=_ROOM, unknown=NO_ROOM),
     Tool("puzzle_move", "Move in a puzzle room",
          "Play moves, one turn each: a string over u (up), d (down), l (left), r (right) and "
          "s (wait), e.g. 'rrdd'. Stops at the first refused move (blocked, won, ...) and says "
          "so. Returns the board after them.",
          MoveToolArgs, move, role="agent",
          describe={**_ROOM, "moves": "Moves over u d l r s, at most 200.",
-                   "expected_revision": "The revision you saw (default: the room's now)."}),
+                   "expected_revision": "The revision you saw (default: the room's now)."},
+         unknown=NO_ROOM),
     Tool("puzzle_undo", "Undo in a puzzle room", "Undo the last turn or reset.",
-         RoomToolArgs, undo, role="agent", describe=_ROOM),
+         RoomToolArgs, undo, role="agent", describe=_ROOM, unknown=NO_ROOM),
     Tool("puzzle_reset", "Reset a puzzle room", "Back to the level's start (undoable).",
-         RoomToolArgs, reset, role="agent", describe=_ROOM),
+         RoomToolArgs, reset, role="agent", describe=_ROOM, unknown=NO_ROOM),
     Tool("puzzle_next", "Next puzzle level", "Go on to the pack's next level once this one "
-         "is won.", RoomToolArgs, next_level, role="agent", describe=_ROOM),
+         "is won.", RoomToolArgs, next_level, role="agent", describe=_ROOM, unknown=NO_ROOM),
     Tool("puzzle_hint", "Ask the puzzle solver",
          "Ask the solver for the moves that win from the current board, within a budget "
          "(milliseconds, 100 to 8000); pass them to puzzle_move.",
          HintToolArgs, hint, role="agent",
-         describe={**_ROOM, "budget_ms": "The search's time budget in ms."}),
+         describe={**_ROOM, "budget_ms": "The search's time budget in ms."}, unknown=NO_ROOM),
 )
 TOOLS = with_keywords(TOOLS, {"room": {"pattern": KEYED_NAME},
                               "moves": {"pattern": f"^[{''.join(LETTERS)}]+$"}})

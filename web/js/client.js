@@ -38,6 +38,26 @@
 export const PROTOCOL_VERSION = 1;
 const PACE_MARGIN = 0.9; // of the server's frame rate and burst the client allows itself
 const KEY_ITEM = "petridish.key"; // localStorage: the anonymous caller's key (rememberKey)
+const KEY_RE = /^[A-Za-z0-9_-]{16,64}$/; // a key as the server hands one out (protocol/envelope.py)
+
+/** The wait before attempt `attempt` (0, 1, ...): `base` ms doubling, at most `max`. */
+const backoff = (attempt, base, max) => Math.min(max, base * 2 ** Math.min(attempt, 20));
+
+/** The key a past visit kept, if storage allows one and it is well formed. */
+function storedKey() {
+  try {
+    const key = localStorage.getItem(KEY_ITEM);
+    return key && KEY_RE.test(key) ? key : null;
+  } catch {
+    return null; // storage refused: this visit's own key
+  }
+}
+
+function keepKey(key) {
+  try {
+    localStorage.setItem(KEY_ITEM, key);
+  } catch { /* storage refused: the key lasts this visit */ }
+}
 
 /** The connection's token bucket as the client keeps it: a frame waits for a token. */
 class Pace {
@@ -157,7 +177,7 @@ export class Client {
     this.token = token;
     this.rememberKey = rememberKey;
     // an anonymous caller's key, from the first hello's reply (or a past visit's)
-    this.key = rememberKey ? localStorage.getItem(KEY_ITEM) : null;
+    this.key = rememberKey ? storedKey() : null;
     this.clientName = client;
     this.onStatus = onStatus;
     this.maxDelay = maxDelay;
@@ -254,7 +274,7 @@ export class Client {
           this.hello = frame.result ?? {};
           this.role = this.hello.role ?? null;
           this.key = this.hello.key ?? this.key ?? null;
-          if (this.rememberKey && this.key) localStorage.setItem(KEY_ITEM, this.key);
+          if (this.rememberKey && this.key) keepKey(this.key);
           this._pace = Pace.of(this.hello);
           this.connections += 1;
           this._attempt = 0;
@@ -287,7 +307,7 @@ export class Client {
   }
 
   _reconnectLater() {
-    const base = Math.min(this.maxDelay, 100 * 2 ** Math.min(this._attempt, 20));
+    const base = backoff(this._attempt, 100, this.maxDelay);
     const delay = base * (0.75 + Math.random() * 0.5); // jitter: no thundering herd
     this._attempt += 1;
     this.onStatus("reconnecting", { delay });
@@ -396,7 +416,7 @@ export class Client {
       if (attempt > 0) this.onStatus("open", { role: this.role });
     } catch (error) {
       if (!(error instanceof RequestError) || this._closed || this._subs.get(sub.topic) !== sub) return;
-      const delay = Math.min(this.maxDelay, 250 * 2 ** Math.min(attempt, 20));
+      const delay = backoff(attempt, 250, this.maxDelay);
       this.onStatus("refused", { topic: sub.topic, error, delay });
       clearTimeout(sub.retry); // one pending attempt, however many refusals came
       sub.retry = setTimeout(() => this._resubscribe(sub, attempt + 1), delay);
