@@ -3,7 +3,8 @@
 Figures: validations per second per track (shader both with the glslang compile step
 and static rules only), model-free organisms generated (drawn and rendered) per second,
 and the seconds the static rules take on hostile sizes that were once quadratic
-(`hostile_seconds`: 600 structs and 750 constants; `=` and 23,000 spaces in a panel).
+(`hostile_seconds`: 600 structs and 750 constants; 5,990 `for(` in a row; `=` and 23,000
+spaces in a panel).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ def main(argv: list[str]) -> dict:
         "shader_structs_and_constants": ("shader", "".join(
             f"struct S{v}{{int x;}};" for v in names[:600]) + "".join(
             f"const int {v}=1;" for v in names[:750]) + "void main(){fragColor=vec4(u_time);}"),
+        "shader_run_of_for_headers": ("shader", "void main(){" + "for(" * 5_990 + "}"),
         "panel_run_of_spaces": ("panel", '<div class="p"><style>.p{color:red}</style><p title="='
                                 + " " * 23_000 + '">x</p></div>'),
     }

@@ -30,9 +30,32 @@ _TEXTURE = re.compile(r"\b[iu]?sampler\w*|\btexture\s*\(")
 _FRAGCOLOR = re.compile(r"\bout\s+(?:(?:lowp|mediump|highp)\s+)?vec4\s+fragColor\b")
 _UNIFORM = re.compile(r"\buniform\b([^;{]*)")
 _ALLOWED_UNIFORMS = {"float u_time", "vec2 u_res"}
-# A header's first `;` ends its init, whatever calls the init nests (no `;` or brace can
-# stand in one), so an empty condition is a `;` right after it.
-_UNBOUNDED = re.compile(r"\bwhile\b|\bfor\s*\([^;{}]*+;\s*;")
+_WHILE = re.compile(r"\bwhile\b")
+_FOR = re.compile(r"\bfor\s*\(")
+_HEADER_STOP = re.compile(r"[;{}]")
+_EMPTY_CONDITION = re.compile(r";\s*;")
+
+
+def _unbounded(body: str) -> bool:
+    """True for a `while`, or a `for` whose condition is empty.
+
+    A header's first `;` ends its init, whatever calls the init nests (no `;` or brace
+    can stand in one), so an empty condition is a `;` right after it. Every `for` before
+    one stop shares it, so each stop is read once (a body of `for(`s stays linear).
+    """
+    if _WHILE.search(body):
+        return True
+    stop = -1
+    for header in _FOR.finditer(body):
+        if header.end() <= stop:
+            continue
+        found = _HEADER_STOP.search(body, header.end())
+        if found is None:
+            return False
+        stop = found.start()
+        if _EMPTY_CONDITION.match(body, stop):
+            return True
+    return False
 
 
 def _extra_uniform(body: str) -> bool:
@@ -50,7 +73,7 @@ SEED_RULES = (
     ("uses textures", lambda s: _TEXTURE.search(s) is not None),
     ("redeclared fragColor", lambda s: _FRAGCOLOR.search(s) is not None),
     ("extra uniform", _extra_uniform),
-    ("unbounded loop", lambda s: _UNBOUNDED.search(s) is not None),
+    ("unbounded loop", _unbounded),
 )
 
 # --- hardening -------------------------------------------------------------------------

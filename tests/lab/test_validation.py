@@ -87,6 +87,14 @@ SHADER_ROWS = [
             "for (int i = int(floor(abs(sin(uv.x)))); ; i++) { break; }\n    fragColor =",
         ),
     ),
+    (  # after a bounded loop, and after headers that share its stop
+        "unbounded loop",
+        GOOD_SHADER.replace(
+            "fragColor =",
+            "for (int j = 0; j < 2; j++) {}\n    for(for (int i = 0;\n ; i++) { break; }\n"
+            "    fragColor =",
+        ),
+    ),
 ]
 
 
