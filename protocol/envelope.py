@@ -41,7 +41,6 @@ MAX_ID = 2**53 - 1  # the largest integer a JavaScript client can hold exactly
 # An actor id is `kind:name`; names are short and URL-safe so pages can link to them.
 # A world name: 1-80 of letters, digits, `_`, `.`, `-`, not led by `.` (covers game ids).
 ACTOR_ID_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}:[A-Za-z0-9_-][A-Za-z0-9_.-]{0,79}$")
-PUSH_KINDS = ("events", "snapshot", "resync")
 # A write's idempotency key, chosen by the client: 1-64 of letters, digits, `_.:-`.
 REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 

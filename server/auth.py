@@ -186,15 +186,6 @@ class TokenStore:
         self._refresh()
         return {name: e["sha256"] for name, e in self._entries.items()}
 
-    def still_valid(self, principal: Principal) -> bool:
-        """False once the issued token `principal` spoke with was revoked (or replaced);
-        True for the owner and for principals without a token."""
-        if not principal.digest:
-            return True
-        self._refresh()
-        entry = self._entries.get(principal.name)
-        return entry is not None and hmac.compare_digest(entry["sha256"], principal.digest)
-
     # ---- files ------------------------------------------------------------
 
     @contextmanager

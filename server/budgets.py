@@ -25,7 +25,6 @@ import attrs
 
 from protocol.errors import ProtocolError, over_budget
 
-OWNER_ROLE = "owner"
 HOUR = 3600.0  # seconds: the window of the hourly budgets
 MAX_ENTRIES = 100_000  # addresses and accounts remembered; the oldest idle ones go first
 HITS_KEPT = 200  # (budget, who) pairs the console lists

@@ -114,14 +114,6 @@ class Interpretation:
         return out
 
 
-class Interpreter(Protocol):
-    """Turns setup answers into an `Interpretation`."""
-
-    def interpret(self, answers: Any) -> Interpretation:
-        """Interpret valid answers (invalid ones raise the answers schema error)."""
-        ...
-
-
 class Client(Protocol):
     """What the pipeline needs from a model client (see `model_client.ChatClient`)."""
 

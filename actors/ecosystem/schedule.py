@@ -52,10 +52,6 @@ BOOM, CRASH = 1.15, 0.9    # total biomass ratio to the previous generation
 EMERGENCE = 1.5            # a species first passing 1.5x its founding biomass
 PREDATION_HIGH = 0.15      # predation flux per unit of total biomass, per generation
 
-# Outcomes a frame's events report for decisions and changes (plus `extinct`).
-OUTCOMES = ("applied", "unchanged", "rejected", "stale_graph_version", "reverted",
-            "superseded", "revert_refused")
-
 SCHEDULE_ERROR = "Invalid scheduled change"
 _shape = Shape(lambda path, why: EcosystemError(
     "invalid_schedule", f"{SCHEDULE_ERROR}: {path} {why}", path))

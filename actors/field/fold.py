@@ -37,7 +37,6 @@ from actors.field.health import HealthWindow, fresh_window, record
 HIDDEN, REVEALED, SOLVED = 0, 1, 2  # tile status
 STATUS_NAMES = ("hidden", "revealed", "solved")
 UNKNOWN, GIVEN, FORCED, GUESS = 0, 1, 2, 3  # cell source
-SOURCE_NAMES = ("unknown", "given", "forced", "guess")
 MAP_TILE = 64  # side, in cells, of the squares a renderer redraws ("map tiles")
 IMPLICIT_AGENT = "a0"  # the seed's single implicit player: writes that name no agent
 HIST_BUCKETS = 24  # log2 buckets of batch sizes and gaps

@@ -73,11 +73,3 @@ def check_room_level(data: Any) -> tuple[Level | None, list[Diagnostic]]:
     level, diagnostics = check_level(data)
     problem = None if level is None else too_many(level) or cannot_start(level)
     return (None, [problem]) if problem else (level, diagnostics)
-
-
-def check_room_pack(pack: Pack) -> Pack:
-    """`pack` when a room can play every level of it; raises `LevelError` otherwise."""
-    problems = room_limits(pack)
-    if problems:
-        raise LevelError(problems)
-    return pack
