@@ -81,6 +81,11 @@ class _GrowTick:
 
 
 @attrs.frozen
+class _TellLobby:
+    """Timer: a summary held back by LOBBY_EVERY is due."""
+
+
+@attrs.frozen
 class _MergeYesterday:
     """Sent once by today's daily field: fold yesterday's board into the all-time board."""
 
@@ -115,6 +120,7 @@ class FieldActor(WorldActor):
     state: rules.Live
     _told: Any = None  # the summary the lobby heard last
     _told_at = -1e9  # trio time it heard it
+    _tell_armed = False  # a _TellLobby is on its way for a summary held back
     _progress_at = -1e9  # trio time of the last progress push
     _alltime: tuple[float, live.AllTimeRows] | None = None  # (trio time read, the board)
     _earlier: _Earlier | None = None  # the fold of the history before the snapshot, running
@@ -131,12 +137,16 @@ class FieldActor(WorldActor):
     async def _tell_lobby(self) -> None:
         """Tell the lobby a new summary: at once when what the field is changed (its state,
         its agents, its dead), else at most every LOBBY_EVERY seconds (solved tiles,
-        growths, progress move with play)."""
+        growths, progress move with play). A summary held back is told when its time comes,
+        even if no other message arrives by then."""
         summary = rules.summary(self.state)
         if summary == self._told or summary["state"] == "none":  # "none": nothing exists
             return
         now = trio.current_time()
         if _what(summary) == _what(self._told) and now - self._told_at < LOBBY_EVERY:
+            if not self._tell_armed:
+                self._tell_armed = True
+                self.after(LOBBY_EVERY - (now - self._told_at), _TellLobby())
             return
         self._told, self._told_at = summary, now
         await tell_seen(self.context.directory, self.actor_id, summary)
@@ -226,6 +236,8 @@ class FieldActor(WorldActor):
         elif isinstance(message, _GenerationFailed):
             self.state = attrs.evolve(self.state, generating=False, progress=None,
                                       failed=self.state.state.manifest is None)
+        elif isinstance(message, _TellLobby):
+            self._tell_armed = False
         elif isinstance(message, _GrowTick):
             self._maybe_grow(timed=True)
         elif isinstance(message, _MergeYesterday) and await merge_yesterday(

@@ -236,3 +236,29 @@ async def test_texts_count_utf16_code_units_as_the_seed_does(tmp_path: Path) -> 
             else:
                 await _refused(c, "field.commit", commit, "bad_request",
                                "args.intent: at most 160 characters")
+
+
+async def test_a_summary_held_back_reaches_the_lobby_without_another_message(
+        tmp_path: Path) -> None:
+    """Play moves the figures faster than the lobby hears them (LOBBY_EVERY); once play
+    stops, the last summary still reaches it, with no message sent to the field after."""
+    from actors.field import rules
+
+    async with running_server(tmp_path, open_mode=True) as srv, Client.connect(srv.ws_url) as c:
+        await start(c, GAME, size=20, seed=3)
+        to = f"field:{GAME}"
+        agent = (await c.request("field.join", to, {"name": "a"}))["agent"]
+        actor = await srv.state.directory.get(to)
+        for _ in range(4):  # the join was told at once; these moves come within the window
+            await play_truly(c, GAME, agent, actor.state.truth.solution)
+        latest = rules.summary(actor.state)
+
+        async def listed() -> dict:
+            worlds = (await c.request("lobby.list", args={"kind": "field"}))["worlds"]
+            return next(w["summary"] for w in worlds if w["id"] == to)
+
+        assert await listed() != latest
+        with trio.fail_after(10):
+            while await listed() != latest:
+                await trio.sleep(0.2)
+        assert rules.summary(actor.state) == latest
