@@ -35,7 +35,7 @@ from protocol.errors import ErrorCode, ProtocolError, over_budget
 from protocol.ops.admin import ADMIN_ID
 from protocol.registry import Registry
 from protocol.roles import ROLES
-from server import admin, watchdog, worlds
+from server import admin, data_lock, watchdog, worlds
 from server.auth import Principal, TokenStore
 from server.budgets import Ledger, address_key
 from server.claims import Claims
@@ -377,16 +377,19 @@ async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = Non
     `kinds` and `registry` default to every world and op of `server/worlds.py`; tests
     pass their own to host test-only actors, and their own `clock` (ms since the epoch)
     to move the day. The owner's console (`admin:main`) is always hosted, attached to
-    this server.
+    this server. With SQLite it holds the data directory's lock (`data_lock`): a second
+    server on the same directory raises `DataDirInUse` before it touches anything.
     """
-    tokens = TokenStore(config.data_dir)
-    owner_token = tokens.ensure_owner_token()
-    metrics = Metrics()
-    trace = Trace(metrics)
-    stop = trio.Event()
-    registry = registry or worlds.registry()
-    observer = MetricsObserver(metrics, trace, Ledger(config.budgets))
     async with AsyncExitStack() as stack:
+        if not config.clustered:  # a cluster's nodes share PostgreSQL, not the directory
+            stack.enter_context(data_lock.held(config.data_dir))
+        tokens = TokenStore(config.data_dir)
+        owner_token = tokens.ensure_owner_token()
+        metrics = Metrics()
+        trace = Trace(metrics)
+        stop = trio.Event()
+        registry = registry or worlds.registry()
+        observer = MetricsObserver(metrics, trace, Ledger(config.budgets))
         store = await stack.enter_async_context(open_store(config))
         _watch_store(store, metrics, trace)
         node = None

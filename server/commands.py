@@ -103,6 +103,7 @@ def _serve(args: argparse.Namespace) -> int:
     from server.app import serve
     from server.budgets import Budgets
     from server.config import ServerConfig, is_postgres
+    from server.data_lock import DataDirInUse
     from server.trace import configure_logging
 
     if args.store is not None and not is_postgres(args.store):
@@ -148,7 +149,14 @@ def _serve(args: argparse.Namespace) -> int:
                 if running.state.fatal is not None:
                     fatal.append(running.state.fatal)
 
-    trio.run(main)
+    in_use: list[str] = []
+    try:
+        trio.run(main)
+    except* DataDirInUse as refused:  # another server runs on --data
+        in_use.append(str(refused.exceptions[0]))
+    if in_use:
+        print(f"petridish: {in_use[0]}", file=sys.stderr, flush=True)
+        return 2
     if fatal:
         print(f"petridish: exiting: {fatal[0]}", file=sys.stderr, flush=True)
         return EXIT_STORE_FAILED

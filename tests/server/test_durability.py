@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import trio
 
 from protocol.client import Client, ClientError
@@ -76,3 +77,25 @@ async def test_acknowledged_writes_survive_sigkill(tmp_path: Path) -> None:
     assert len(notes) <= len(acked) + WRITERS
     assert {"kind": "counter", "id": "counter:durable"}.items() <= \
         next(w for w in worlds["worlds"] if w["id"] == "counter:durable").items()
+
+
+async def test_a_second_server_on_the_same_data_directory_is_refused(tmp_path: Path) -> None:
+    """Two servers on one SQLite store would fight for every stream: the second exits with
+    a clear message and the first serves on; once the first is killed, a server starts."""
+    data = tmp_path / "data"
+    with ServerProcess(data) as first:
+        second = ServerProcess(data)
+        with pytest.raises(RuntimeError, match="exited before listening") as err:
+            second.start()
+        assert second.proc is not None and second.proc.wait(10) == 2
+        said = "".join(second.output)
+        assert f"the data directory {data} is in use by another server (pid {first.proc.pid})" \
+            in said, said
+        async with Client.connect(first.ws_url, token=first.owner_token) as c:
+            await c.request("lobby.create", args={"kind": "counter", "name": "one"})
+            await c.request("counter.add", to="counter:one", args={"amount": 1})
+        first.kill()
+        with ServerProcess(data) as third:
+            async with Client.connect(third.ws_url, token=first.owner_token) as c:
+                assert (await c.request("counter.add", to="counter:one",
+                                        args={"amount": 2}))["total"] == 3
