@@ -9,7 +9,9 @@ job that is waiting when it looks: a run of consecutive appends becomes ONE tran
 (one fsync), inside which it checks each append's fence and expected revision against the
 database and refuses stale ones (FencedError, ConflictError). This group commit is
 why durability does not cost one fsync per message. If the transaction itself fails,
-every append of that group fails with the error.
+every append of that group fails with the error; a full disk fails them with
+`StoreUnavailable` (nothing stored: the transaction rolled back), which a world answers
+`unavailable` instead of counting a crash.
 
 One server process owns every stream of its file, so fences matter here only between two
 clients of one file (each `SqliteEventStore` is one, with its own writer process); they
@@ -29,6 +31,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sqlite3
 import subprocess
 import sys
 from collections import deque
@@ -63,6 +66,7 @@ log = logging.getLogger("petridish.store")
 RESTART_DELAY = 0.1  # seconds before the first restart of a dead writer; doubles per death
 MAX_RESTARTS = 5  # more deaths than this within RESTART_WINDOW seconds: the store gives up
 RESTART_WINDOW = 60.0
+DISK_FULL = "database or disk is full"  # SQLite's SQLITE_FULL: the transaction rolled back
 RECEIVE = 1 << 16  # bytes of the writer's answers read at once
 
 
@@ -290,6 +294,8 @@ class SqliteEventStore(EventStore):
             job.error = FencedError(*value[1:])
         elif isinstance(value, tuple):  # ("conflict", stream, expected, actual)
             job.error = ConflictError(*value[1:])
+        elif isinstance(value, sqlite3.OperationalError) and DISK_FULL in str(value):
+            job.error = StoreUnavailable("the disk is full", sent=False)  # rolled back
         else:
             job.error = value
         if not job.abandoned:

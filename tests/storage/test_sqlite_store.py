@@ -200,3 +200,52 @@ async def test_sqlite_stored_text_is_byte_for_byte_what_the_server_wrote(tmp_pat
         stored = conn.execute("SELECT CAST(data AS BLOB) FROM events ORDER BY rev").fetchall()
         conn.close()
     assert [row[0] for row in stored] == [encode(e).encode() for e in events]
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path):
+    """A 4 MiB tmpfs of its own (root only), unmounted after the test."""
+    import os
+    import subprocess
+
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(disk)],
+                             check=False, capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=True)
+
+
+def _fill(path: Path) -> None:
+    """Write zeros to `path` until its file system has no room left."""
+    with path.open("wb") as f:
+        try:
+            while True:
+                f.write(b"\0" * 65536)
+                f.flush()
+        except OSError:
+            pass
+
+
+async def test_sqlite_a_full_disk_is_unavailable_and_stores_nothing(small_disk: Path) -> None:
+    """An append the disk has no room for is refused `unavailable` ("the disk is full",
+    nothing stored), not handed up as a crash; once there is room the same append lands."""
+    async with SqliteEventStore.in_directory(small_disk / "data") as store:
+        assert await store.append("a:1", 0, [{"n": 0}]) == 1
+        filler = small_disk / "filler"
+        _fill(filler)
+        big = [{"n": i, "pad": "x" * 60_000} for i in range(8)]
+        with pytest.raises(StoreUnavailable) as full:
+            await store.append("a:1", 1, big)
+        assert "the disk is full" in full.value.message
+        assert full.value.detail == {"store": "down", "stored": "no"}
+        assert store.healthy
+        filler.unlink()
+        assert await store.append("a:1", 1, big) == 9
+        assert [e.data["n"] for e in await store.read("a:1")] == [0, *range(8)]
