@@ -93,6 +93,17 @@ def featured(directory: Directory) -> list[str]:
     return [f"field:day-{day.isoformat()}"]
 
 
+def _within_params(error: ProtocolError) -> None:
+    """A create op's refusal names its own args (`args.size`); within `lobby.create` they
+    are `args.params.size`, in the path and in the message that leads with it."""
+    path = error.detail.get("path")
+    if isinstance(path, str) and path.startswith("args."):
+        nested = "args.params." + path.removeprefix("args.")
+        error.detail["path"] = nested
+        if error.message.startswith(path):
+            error.message = nested + error.message.removeprefix(path)
+
+
 class LobbyActor(WorldActor):
     """The one lobby, `lobby:main`."""
 
@@ -181,7 +192,11 @@ class LobbyActor(WorldActor):
         assert kind.create_args is not None and kind.create_op is not None
         params = structure(args.params, kind.create_args, root="args.params")
         actor_id = decided[0].id
-        await directory.ask(actor_id, attrs.evolve(call, op=kind.create_op, args=params))
+        try:
+            await directory.ask(actor_id, attrs.evolve(call, op=kind.create_op, args=params))
+        except ProtocolError as error:
+            _within_params(error)
+            raise
         self.fold(decided)
         world = directory.alive(actor_id)
         return CreateResult(actor_id, world.rev if world is not None else 0)

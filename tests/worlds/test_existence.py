@@ -42,14 +42,19 @@ async def test_a_refused_create_leaves_no_world(tmp_path: Path) -> None:
                            "detail": {"path": "args.params.size"}}
         bad_field = error(await agent.call("lobby.create", kind="field", name="f",
                                            params={"size": 5}))
-        assert bad_field["message"] == \
-            "args.size: a field without growth needs a size in 14..200"
+        assert bad_field == {"code": "bad_request", "message": "args.params.size: a field "
+                             "without growth needs a size in 14..200",
+                             "detail": {"path": "args.params.size"}}
+        bad_room = error(await agent.call("lobby.create", kind="puzzle", name="p",
+                                          params={"pack": "nosuch"}))
+        assert bad_room["detail"]["path"] == "args.params.pack", bad_room
         assert error(await agent.call("field.start", "field:g", size=5))["code"] == \
             "bad_request"
-        for world in ("counter:c", "field:f", "field:g"):
+        for world in ("counter:c", "field:f", "field:g", "puzzle:p"):
             assert srv.state.directory.alive(world) is None
-            assert error(await agent.call("counter.get" if world.startswith("counter") else
-                                          "field.rules", world))["code"] == "unknown_actor"
+            read = {"counter": "counter.get", "field": "field.rules", "puzzle": "puzzle.view"}
+            assert error(await agent.call(read[world.partition(":")[0]], world))["code"] == \
+                "unknown_actor"
         assert result(await agent.call("lobby.list")) == {"worlds": [], "total": 0, "offset": 0}
         assert await srv.state.directory.store.streams() == {}
         # and the names stay free
