@@ -215,6 +215,10 @@ def _zero(_: Any) -> int:
     return 0
 
 
+def _always(_: Any) -> bool:
+    return True
+
+
 @attrs.frozen
 class World(Generic[S, E]):
     """One world kind, as a value. See the module docstring for the contract of each part.
@@ -226,6 +230,8 @@ class World(Generic[S, E]):
     - `seat`: the op that seats a new player (the field's join), which the server holds to
       each client's `joins_per_hour` budget; None when players need no seat.
     - `declared(name, t)`: True for names that exist without being created.
+    - `creatable(name)`: False for names the `create` op refuses (a refusal for a world
+      that does not exist then names no op that would create it).
     - `is_noop(event)`: a decided event that changes nothing; it is neither stored nor
       folded, but `result` still sees it.
     - `transient(event)`: an event folded into the state in memory but never stored or
@@ -251,6 +257,7 @@ class World(Generic[S, E]):
     create_role: str = "owner"
     seat: str | None = None
     declared: Callable[[str, int], bool] = _never
+    creatable: Callable[[str], bool] = _always
     codes: type[StrEnum] | None = None
     seed: Callable[[S], int] = _zero
     is_noop: Callable[[E], bool] = _never

@@ -299,7 +299,7 @@ class FieldActor(WorldActor):
         if w.state.manifest is not None:
             raise self.refuse(ErrorCode.ALREADY_EXISTS, f"the field {w.game!r} exists",
                               actor=self.actor_id, revision=w.state.revision)
-        if not live.GAME_ID_RE.match(w.game) or live.daily_date(w.game) is not None:
+        if not rules.creatable(w.game):
             raise self.refuse(ErrorCode.BAD_REQUEST, "to: a started game id is 1-80 of "
                               "[a-zA-Z0-9_-] and not a daily name", path="to")
         if not w.generating:

@@ -172,6 +172,11 @@ def declared(game: str, t: int) -> bool:
     return day is not None and day == utc_day(t)
 
 
+def creatable(game: str) -> bool:
+    """`field.start` starts a game of this id: 1-80 of [a-zA-Z0-9_-], not a daily name."""
+    return bool(live.GAME_ID_RE.match(game)) and live.daily_date(game) is None
+
+
 def utc_day(t: int) -> Any:
     """The UTC date of `t` (ms since the epoch)."""
     return datetime.fromtimestamp(t / 1000, UTC).date()
@@ -406,6 +411,7 @@ WORLD = World(
     create_role="agent",
     seat="field.join",
     declared=declared,
+    creatable=creatable,
     codes=FieldCode,
     seed=seed,
     is_noop=_noop,

@@ -92,6 +92,7 @@ class ActorKind:
     reads: frozenset[str] = frozenset()
     seat_op: str | None = None  # the op that seats a new player (World.seat)
     resident: bool = False  # a house world: outside max_live_worlds (World.resident)
+    creatable: Callable[[str], bool] = lambda _name: True  # names create_op accepts
 
     @classmethod
     def of(cls, world: World) -> ActorKind:
@@ -102,7 +103,7 @@ class ActorKind:
         return cls(world.kind, lambda actor_id, context: host(actor_id, context, world),
                    world.create_role, world.create, create_args, world.declared, world.listed,
                    world.followable, frozenset(world.reads),
-                   world.seat, world.resident)
+                   world.seat, world.resident, world.creatable)
 
 
 class Directory:
@@ -347,7 +348,8 @@ class Directory:
         return kind.declared(name, self.clock()) or await self.store.revision(actor_id) > 0
 
     def _unknown(self, kind: ActorKind, actor_id: str) -> ProtocolError:
-        how = f"; {kind.create_op} creates it" if kind.create_op else ""
+        creatable = kind.create_op and kind.creatable(actor_id.partition(":")[2])
+        how = f"; {kind.create_op} creates it" if creatable else ""
         return ProtocolError(ErrorCode.UNKNOWN_ACTOR, f"there is no world {actor_id!r}{how}",
                              {"actor": actor_id})
 

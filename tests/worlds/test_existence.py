@@ -83,3 +83,19 @@ async def test_a_huge_or_negative_rectangle_is_refused_and_the_field_answers_on(
         joined = await agent.request("field.join", "field:r", {"name": "still"})
         assert joined["revision"] == 2
         assert srv.state.directory.alive("field:r").statistics().restarts == 0
+
+
+async def test_an_unknown_world_names_its_create_op_only_for_a_name_it_creates(
+        tmp_path: Path) -> None:
+    """`field.start` starts no daily field and no id outside [a-zA-Z0-9_-]: the refusal for
+    such a field that does not exist names no op that would create it."""
+    async with running_server(tmp_path, open_mode=True) as srv, raw_client(srv) as c:
+        for world, hint in (("field:plain", True), ("field:day-2020-01-01", False),
+                            ("field:a.b", False)):
+            refused = error(await c.call("field.rules", world))
+            assert refused["code"] == "unknown_actor"
+            assert refused["message"] == f"there is no world {world!r}" + (
+                "; field.start creates it" if hint else ""), refused
+            if not hint:
+                assert error(await c.call("field.start", world, size=14))["code"] == \
+                    "bad_request"
