@@ -41,7 +41,8 @@ class EcosystemCode(StrEnum):
     INVALID_ANSWERS = "invalid_answers"  # the answers break the seed's schema
     SETTING_UP = "setting_up"  # the model is interpreting the run's answers; not ready yet
     SETUP_BLOCKED = "setup_blocked"  # the model's fidelity review did not approve the setup
-    INVALID_PATCH = "invalid_patch"  # not a RulePatch, a missing target, or a broken invariant
+    INVALID_PATCH = "invalid_patch"  # a word outside the vocabularies, a missing target or
+    # a broken invariant (a malformed shape is bad_request at the converter)
     INVALID_CHANGE = "invalid_change"  # a scheduled change breaks the seed's schema
     STALE_GRAPH_VERSION = "stale_graph_version"  # expected_graph_version is not the graph's
     TOO_MANY_DECISIONS = "too_many_decisions"  # the run holds its maximum of decisions
