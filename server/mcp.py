@@ -79,7 +79,8 @@ KEEPALIVE = 10  # seconds between SSE keepalive comments on a long call
 log = logging.getLogger("petridish.mcp")
 ROOT = "arguments"  # the converter's root path, dropped from MCP refusals
 OP_ROOT = "args"  # an op's own refusals name its args so: a tool's arguments are its args
-CLIENTS = 4096  # clientInfo remembered (per credential), oldest forgotten first
+CLIENTS = 4096  # callers (a credential, else an address) whose clientInfo is remembered
+HARNESSES = 8  # clientInfos remembered per caller (by User-Agent); oldest forgotten first
 
 
 class McpCall:
@@ -197,17 +198,20 @@ class McpHost:
                 self.prompts[prompt.name] = prompt
         self.listing = [types.Tool(name=t.name, title=t.title, description=t.description,
                                    input_schema=input_schema(t)) for t in self.tools.values()]
-        self.clients: OrderedDict[str, str] = OrderedDict()
+        # caller -> (digest of its User-Agent -> its clientInfo), both oldest first
+        self.clients: OrderedDict[str, OrderedDict[str, str]] = OrderedDict()
 
     # ---- who calls -----------------------------------------------------------------------
 
-    def _client_key(self, request: Request | None) -> str:
+    def _client_key(self, request: Request | None) -> tuple[str, str]:
+        """(the caller: its credential's digest, else its address; its User-Agent's digest):
+        fixed sizes, however long the headers."""
         if request is None:
-            return ""
+            return "", ""
         auth = request.headers.get("authorization", "")
         who = sha256(auth.encode()).hexdigest()[:16] if auth else address_key(
             self.state.proxies.client_of_scope(request.scope))  # (behind a proxy: its client)
-        return f"{who}|{request.headers.get('user-agent', '')}"
+        return who, sha256(request.headers.get("user-agent", "").encode()).hexdigest()[:16]
 
     async def remember_client(self, ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any:
         """Middleware: keep the clientInfo an `initialize` sends, for later calls."""
@@ -218,16 +222,21 @@ class McpHost:
                         f"{utf16_clip(str(info.get('version', '')), 20)}").rstrip("/")
             # Kept as a join's harness, so held to a text's rules (no NUL, no lone surrogate).
             if name is not None and bad_text_path(name) is None:
-                key = self._client_key(ctx.request)
-                self.clients[key] = name
-                self.clients.move_to_end(key)
+                who, agent = self._client_key(ctx.request)
+                harnesses = self.clients.setdefault(who, OrderedDict())
+                self.clients.move_to_end(who)
+                harnesses[agent] = name
+                harnesses.move_to_end(agent)
+                while len(harnesses) > HARNESSES:  # one caller cannot evict the others
+                    harnesses.popitem(last=False)
                 while len(self.clients) > CLIENTS:
                     self.clients.popitem(last=False)
         return await call_next(ctx)
 
     def client_of(self, request: Request | None) -> str:
         """The client's clientInfo as remembered, else its User-Agent, else ""."""
-        known = self.clients.get(self._client_key(request))
+        who, agent = self._client_key(request)
+        known = self.clients.get(who, {}).get(agent)
         if known is not None:
             return known
         return request.headers.get("user-agent", "")[:80] if request is not None else ""

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 import trio
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
@@ -389,3 +390,40 @@ async def test_a_callers_client_info_is_its_own_behind_a_proxy_and_only_text(
         agents = (await srv.state.directory.get("field:proxied")).state.state.agents
         assert [(a.name, a.harness) for a in agents] == [
             ("xbot", "harness-X/1"), ("zbot", f"python-httpx/{httpx.__version__}")]
+
+
+async def test_one_caller_varying_its_user_agent_evicts_only_its_own_client_infos(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """clientInfo is remembered per caller, then per User-Agent: a caller initializing under
+    ever new User-Agents keeps its last mcp.HARNESSES and evicts no other caller's (it did,
+    once it had sent mcp.CLIENTS of them)."""
+    monkeypatch.setattr(mcp_server, "CLIENTS", 4)
+    store = TokenStore(tmp_path)
+    steady, churner = store.create("agent", "steady"), store.create("agent", "churner")
+    agents = [f"{i}-" + "x" * 4000 for i in range(3 * mcp_server.HARNESSES)]
+
+    def headers(token: str, agent: str) -> dict[str, str]:
+        return HEADERS | {"authorization": f"Bearer {token}", "user-agent": agent}
+
+    async def initialize(http: httpx.AsyncClient, url: str, token: str, name: str,
+                         agent: str) -> None:
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": name}}}
+        r = await http.post(f"{url}/mcp", json=init, headers=headers(token, agent))
+        assert r.status_code == 200, r.text
+
+    async with running_server(tmp_path) as srv, httpx.AsyncClient(timeout=30) as http:
+        async with Client.connect(srv.ws_url, steady) as c:
+            await start(c, "ua", size=20, seed=1)
+        await initialize(http, srv.url, steady, "steady-harness", "ua")
+        for i, agent in enumerate(agents):
+            await initialize(http, srv.url, churner, f"h{i}", agent)
+        for token, agent, name in ((steady, "ua", "s"), (churner, agents[-1], "c1"),
+                                   (churner, agents[0], "c2")):
+            call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                "name": "join", "arguments": {"game_id": "ua", "name": name}}}
+            r = await http.post(f"{srv.url}/mcp", json=call, headers=headers(token, agent))
+            assert r.status_code == 200 and '"isError":true' not in r.text, r.text
+        seated = (await srv.state.directory.get("field:ua")).state.state.agents
+    assert [a.harness for a in seated] == [
+        "steady-harness", f"h{len(agents) - 1}", agents[0][:80]]  # the first one forgotten
