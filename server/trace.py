@@ -84,4 +84,7 @@ def configure_logging(data_dir: Path, level: int = logging.INFO) -> Path:
     errors.setFormatter(logging.Formatter(FORMAT))
     root.addHandler(stderr)
     root.addHandler(errors)
+    # websockets' protocol says "connection open" and "connection closed" at info for every
+    # websocket: a client churning connections would drive stderr's volume.
+    logging.getLogger("websockets").setLevel(logging.WARNING)
     return path

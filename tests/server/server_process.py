@@ -84,6 +84,14 @@ class ServerProcess:
             lines.put(line)
         lines.put(None)
 
+    def all_output(self, timeout: float = 10.0) -> str:
+        """Everything the server printed, once it has exited and its output is read to the
+        end (call after `kill` or `stop`)."""
+        deadline = time.monotonic() + timeout
+        while self._lines.get(timeout=max(0.0, deadline - time.monotonic())) is not None:
+            pass
+        return "".join(self.output)
+
     def kill(self) -> None:
         """SIGKILL: no shutdown code runs, as in a crash or power cut."""
         if self.proc is not None and self.proc.poll() is None:

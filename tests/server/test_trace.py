@@ -50,6 +50,8 @@ async def test_the_error_log_and_the_data_files_are_kept_private(tmp_path: Path)
         assert _mode(data / "logs") == 0o700
     finally:
         await trio.to_thread.run_sync(server.kill)
+    # websockets' own "connection open/closed" lines, one each per websocket, are not shown
+    assert "websockets" not in await trio.to_thread.run_sync(server.all_output)
 
 
 def test_a_warning_is_counted_every_time_and_logged_once_per_interval(caplog) -> None:
