@@ -88,15 +88,19 @@ class MetricsObserver:
 
     def refused(self, actor_id: str, refusal: ProtocolError) -> None:
         """A world was not started (every live world in use): a budget hit by no client
-        in particular, named by the world."""
-        self.budget_hit(refusal, actor_id)
+        in particular, named by the world, and logged once an interval whichever world
+        (a client naming world after world would write a line for each)."""
+        self.budget_hit(refusal, actor_id, throttle="")
 
-    def budget_hit(self, refusal: ProtocolError, who: str) -> None:
-        """Count, keep and log that `who` hit the budget `refusal` names."""
+    def budget_hit(self, refusal: ProtocolError, who: str, throttle: str | None = None
+                   ) -> None:
+        """Count, keep and log that `who` hit the budget `refusal` names; its log line is
+        throttled per (budget, `throttle`), `who` by default."""
         budget = str(refusal.detail.get("budget", "?"))
         self.metrics.budget_hits.labels(budget).inc()
         self.ledger.hit(budget, who, trio.current_time())
-        self.trace.warn("budget", f"{budget}:{who}", "%s hit the %s budget: %s", who, budget,
+        key = f"{budget}:{who if throttle is None else throttle}"
+        self.trace.warn("budget", key, "%s hit the %s budget: %s", who, budget,
                         refusal.message)
 
 

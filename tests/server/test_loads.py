@@ -141,3 +141,23 @@ async def test_a_load_is_refused_when_every_live_world_is_in_use_and_changes_not
         result(await c.recv())
         assert result(await c.call("counter.get", "counter:w0"))["total"] == 1
         assert _live(srv) == ["counter:w0", "counter:w2", "counter:w3"]
+
+
+async def test_refusals_naming_world_after_world_log_one_line_an_interval(
+        tmp_path: Path, caplog) -> None:
+    """Each refused load is counted and kept for the console by the world it named, but
+    the error log gets one line an interval, not one per world named."""
+    async with running_server(tmp_path, budgets=Budgets(max_live_worlds=3)) as srv, \
+            raw_client(srv, srv.owner_token) as owner:
+        await _store(owner, srv, 3)
+        for i in range(3):  # followed by the owner: each in use
+            await _follow(owner, 10 + i, f"counter:w{i}")
+        with caplog.at_level("WARNING", logger="petridish.trace"):
+            for i in range(5):
+                assert error(await owner.call("counter.create", f"counter:x{i}"))["detail"][
+                    "budget"] == "max_live_worlds"
+        assert srv.state.metrics.budget_hits.labels("max_live_worlds").value == 5
+        assert {h.who for h in srv.state.ledger.hits.values()} == {
+            f"counter:x{i}" for i in range(5)}
+        lines = [r.getMessage() for r in caplog.records if "max_live_worlds" in r.getMessage()]
+        assert len(lines) == 1 and lines[0].startswith("budget: counter:x0 hit"), lines
