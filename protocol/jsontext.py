@@ -12,12 +12,21 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from json.encoder import c_make_encoder, encode_basestring, encode_basestring_ascii
 from typing import Any
 
 MAX_EXACT_INT = 2**53 - 1  # the largest integer a JavaScript client (and double) holds exactly
-_BAD_CHAR = re.compile("[\x00\ud800-\udfff]")  # NUL, or half of a surrogate pair
+_NOT_TEXT = "\x00\ud800-\udfff"  # NUL, or half of a surrogate pair
+_BAD_CHAR = re.compile(f"[{_NOT_TEXT}]")
+_LONE = re.compile("[\ud800-\udfff]")
+# What plain text holds none of, beyond those: the other C0 controls (but tab, LF, CR),
+# DEL, the C1 controls, and the bidirectional embeddings, overrides and isolates (which
+# reorder how what follows them is shown).
+_CONTROLS = "\x01-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069"
+_NOT_PROSE = re.compile(f"[{_NOT_TEXT}{_CONTROLS}]")
+_NOT_LINE = re.compile(f"[{_NOT_TEXT}{_CONTROLS}\t\n\r]")
+NOT_PLAIN = "not plain text (a NUL, a lone surrogate or a control character)"
 
 
 class BadNumber(ValueError):
@@ -59,6 +68,14 @@ def bad_text_path(value: Any, path: str = "") -> str | None:
     return None
 
 
+def plain_text(text: str, *, lines: bool = False) -> bool:
+    """Whether `text` is plain text: valid Unicode (as `bad_text_path` holds it: no NUL, no
+    lone surrogate) with no control character (`_CONTROLS`); with `lines`, tab, LF and CR
+    too are allowed. The rule for text a model wrote that is kept or shown (a label, a
+    name, a title, a paragraph): a JSON escape in its reply can make any of them."""
+    return (_NOT_PROSE if lines else _NOT_LINE).search(text) is None
+
+
 def escape_lone_surrogates(text: str) -> str:
     """`text` (JSON) with each lone surrogate written as its JSON escape (backslash, `u`,
     four hex digits): valid UTF-8 again, the same JSON value. Every backslash in encoder
@@ -83,6 +100,33 @@ def compact_encoder(*, ensure_ascii: bool) -> Callable[[Any], str]:
         return "".join(encoder(value, 0))
 
     return encode
+
+
+def escape_lone_surrogates_in(value: Any) -> Any:
+    """`value` (a JSON value) with each string and key holding a lone surrogate passed
+    through `escape_lone_surrogates`, for a writer that refuses them (pydantic's): such a
+    string then shows each as its escape text (a backslash, `u`, four hex digits), where a
+    JSON text would escape it. Not the same value, but text that every JSON reader takes
+    (many refuse a lone surrogate's escape). A value holding none is returned as it is,
+    found so at the C encoder's speed."""
+    try:
+        text = _encode_raw(value)
+    except (TypeError, ValueError, RecursionError):  # not plain JSON: look at each part
+        return _escaped_in(value)
+    return value if text.isascii() or not _LONE.search(text) else _escaped_in(value)
+
+
+_encode_raw = compact_encoder(ensure_ascii=False)
+
+
+def _escaped_in(value: Any) -> Any:
+    if isinstance(value, str):
+        return escape_lone_surrogates(value) if _LONE.search(value) else value
+    if isinstance(value, Mapping):
+        return {_escaped_in(k): _escaped_in(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_escaped_in(item) for item in value]
+    return value
 
 
 def strict_decoder(parse_constant: Callable[[str], Any],

@@ -25,7 +25,8 @@ world: it lists every hosted world's tools and runs them. For each call it
   characters`), never a validation library's dump;
 - answers one line of text plus the payload as `structuredContent`, once. A refusal is a
   tool error whose text is `CODE: message` and whose `structuredContent` is `{"error":
-  {code, message, detail}}`.
+  {code, message, detail}}`. A lone surrogate in either (a world's stored text may hold
+  one) is shown as its escape text: pydantic writes none.
 
 `ToolCall.ask` sends ops to worlds through the directory as the caller, with the op's
 own role check, its server time charged and its creates and joins counted, so a tool can
@@ -61,7 +62,7 @@ from actors.runtime import Call
 from actors.world import Caller, Prompt, Refusal, Tool, ToolResult
 from protocol.convert import structure
 from protocol.errors import ErrorCode, ProtocolError
-from protocol.jsontext import bad_text_path
+from protocol.jsontext import bad_text_path, escape_lone_surrogates_in
 from protocol.roles import role_at_least
 from protocol.schema import class_schema
 from protocol.text import utf16_clip
@@ -176,8 +177,18 @@ def _error(error: ProtocolError) -> types.CallToolResult:
     if isinstance(wire["detail"].get("path"), str):
         wire["detail"]["path"] = _argument(wire["detail"]["path"])
     wire["message"] = _refusal_text(error).partition(": ")[2]
-    return types.CallToolResult(content=[types.TextContent(type="text", text=_refusal_text(error))],
-                                structured_content={"error": wire}, is_error=True)
+    return _result(_refusal_text(error), {"error": wire}, is_error=True)
+
+
+def _result(text: str, structured: Mapping[str, Any] | None, *, is_error: bool
+            ) -> types.CallToolResult:
+    """A tool's answer. Pydantic writes no lone surrogate (the call answered HTTP 200 with
+    an empty body) and a world's stored text may hold one (kept before the protocol refused
+    them), as the websocket's writer knows: each is shown as its escape text."""
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=escape_lone_surrogates_in(text))],
+        structured_content=None if structured is None else escape_lone_surrogates_in(
+            dict(structured)), is_error=is_error)
 
 
 class McpHost:
@@ -317,13 +328,12 @@ class McpHost:
         except ProtocolError as error:
             raise MCPError(types.INVALID_PARAMS, _refusal_text(error), error.to_wire()) from None
         return types.GetPromptResult(description=prompt.description, messages=[
-            types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))])
+            types.PromptMessage(role="user", content=types.TextContent(
+                type="text", text=escape_lone_surrogates_in(text)))])
 
 
 def _answer(result: ToolResult) -> types.CallToolResult:
-    structured = None if result.structured is None else dict(result.structured)
-    return types.CallToolResult(content=[types.TextContent(type="text", text=result.text)],
-                                structured_content=structured, is_error=False)
+    return _result(result.text, result.structured, is_error=False)
 
 
 def _worlds(state: ServerState) -> list[Any]:

@@ -11,6 +11,7 @@ import math
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from protocol.jsontext import NOT_PLAIN, plain_text
 from protocol.text import utf16_len
 
 # Closed set of codes; each names the kind of input that was refused.
@@ -59,10 +60,12 @@ class Shape:
     message while configs and answers say which field and why.
     """
 
-    def __init__(self, fail: Any, *, echo_keys: bool = True) -> None:
+    def __init__(self, fail: Any, *, echo_keys: bool = True, plain: bool = False) -> None:
         self.fail = fail
         # Model output must not leak into diagnostics: then unknown keys go unnamed.
         self.echo_keys = echo_keys
+        # Model output must be plain text (`plain_text`): then `text` refuses any other.
+        self.plain = plain
 
     def obj(self, value: Any, path: str, required: Collection[str],
             optional: Collection[str] = ()) -> Mapping[str, Any]:
@@ -105,9 +108,10 @@ class Shape:
 
     def text(self, value: Any, path: str, max_len: int, *, trim: bool) -> str:
         """A nonempty string of at most `max_len` characters (UTF-16 code units, as the
-        seed's zod counts them; after trimming if `trim`)."""
+        seed's zod counts them; after trimming if `trim`); plain text if `plain`."""
         if not isinstance(value, str):
             raise self.fail(path, "must be a string")
+        self.line(value, path)
         out = js_trim(value) if trim else value
         if not out:
             raise self.fail(path, "must be nonempty after trimming" if trim
@@ -117,6 +121,11 @@ class Shape:
         if utf16_len(out) > max_len:
             raise self.fail(path, f"must be at most {max_len} characters")
         return out
+
+    def line(self, value: Any, path: str) -> None:
+        """With `plain`: refuses a string that is not one line of plain text."""
+        if self.plain and isinstance(value, str) and not plain_text(value):
+            raise self.fail(path, f"is {NOT_PLAIN}")
 
     def array(self, value: Any, path: str, low: int, high: int) -> list[Any]:
         """A list with between `low` and `high` items."""

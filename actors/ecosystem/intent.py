@@ -24,8 +24,10 @@ class ContractConflict(Exception):
     """Model output that breaks a stage's contract, described in our own words only."""
 
 
-# Model output: unknown keys are not echoed, so no provider text reaches a diagnostic.
-output_shape = Shape(lambda path, why: ContractConflict(f"{path} {why}"), echo_keys=False)
+# Model output: unknown keys are not echoed, so no provider text reaches a diagnostic, and
+# its text must be plain (no NUL, lone surrogate or control character: `plain_text`).
+output_shape = Shape(lambda path, why: ContractConflict(f"{path} {why}"), echo_keys=False,
+                     plain=True)
 
 
 @attrs.frozen

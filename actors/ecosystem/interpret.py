@@ -20,8 +20,11 @@ The pipeline (six calls; at most thirteen with corrections):
 6. `council`   a Choice whose selected label must have maximal probability; one
                `council_correction`; probabilities are kept exactly as returned.
 
-Any other failure returns `deterministic_setup` labelled as the fallback, with a finite
-stage and code. Diagnostics hold only our own contract messages, never provider text.
+Text the model chooses or writes (an organism's span, a council label or focus) must be one
+line of plain text (`protocol.jsontext.plain_text`: no NUL, lone surrogate or control
+character), or the stage's output is invalid. Any other failure returns
+`deterministic_setup` labelled as the fallback, with a finite stage and code. Diagnostics
+hold only our own contract messages, never provider text.
 """
 
 from __future__ import annotations
@@ -377,6 +380,8 @@ class _Session:
                 options = output_shape.array(data["choice"]["options"], "choice.options", 1, 8)
                 for k, option in enumerate(options):
                     output_shape.obj(option, f"choice.options[{k}]", ("label", "probability"))
+                    output_shape.line(option["label"], f"choice.options[{k}].label")
+                output_shape.line(data["choice"].get("focus"), "choice.focus")
                 return validate_council(data["choice"], "choice")
             except ContractConflict as conflict:
                 raise self.invalid(stage, str(conflict)) from None

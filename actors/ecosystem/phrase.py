@@ -3,10 +3,12 @@
 A finished run's reflection (`reflect.reflection`) is made of engine-derived facts; with a
 model configured, the run's actor asks it once to phrase them for people (off the actor's
 task). The request carries the facts and the score breakdown only; the reply must be
-`{"text": "..."}`, a nonempty string of at most `MAX_TEXT` characters. The result is a
-`Phrased` event labelled `model`, or, on any failure, labelled `engine` with the finite
-`{stage, code}` of the failure: the facts then stand alone. No provider text reaches a
-diagnostic; the phrased text itself is the content asked for, shown with its label.
+`{"text": "..."}`, a nonempty string of at most `MAX_TEXT` characters, plain text in lines
+(`protocol.jsontext.plain_text`: no NUL, lone surrogate or control character but tab, LF
+and CR). The result is a `Phrased` event labelled `model`, or, on any failure, labelled
+`engine` with the finite `{stage, code}` of the failure: the facts then stand alone. No
+provider text reaches a diagnostic; the phrased text itself is the content asked for,
+shown with its label.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 from actors.ecosystem.events import Ended, Phrased
 from actors.ecosystem.interpret import Client
 from actors.ecosystem.model_client import CallBudget, ModelFailure
+from protocol.jsontext import plain_text
 
 STAGE = "reflection"
 MAX_CALLS = 1
@@ -36,7 +39,8 @@ def parse(data: Any) -> str:
     if not isinstance(data, dict) or set(data) != {"text"}:
         raise ModelFailure(STAGE, "invalid_output")
     text = data["text"]
-    if not isinstance(text, str) or not text.strip() or len(text) > MAX_TEXT:
+    if (not isinstance(text, str) or not text.strip() or len(text) > MAX_TEXT
+            or not plain_text(text, lines=True)):
         raise ModelFailure(STAGE, "invalid_output")
     return text.strip()
 

@@ -18,7 +18,7 @@ import attrs
 from actors import chat_completions
 from actors.chat_completions import ChatError
 from actors.lab.contract import contract_text
-from protocol.jsontext import bad_text_path
+from protocol.jsontext import NOT_PLAIN, plain_text
 from protocol.ops.lab import MAX_TITLE
 from protocol.text import utf16_len
 
@@ -59,8 +59,8 @@ def parse_reply(track: str, reply: str) -> tuple[str, str | None] | str:
             return "title over four words"
         if utf16_len(title) > MAX_TITLE:  # (as an owner's title is bounded)
             return f"title over {MAX_TITLE} characters"
-        if bad_text_path(title) is not None:  # (a JSON escape in the reply can make one)
-            return "title is not text (a NUL or a lone surrogate)"
+        if not plain_text(title):  # (a JSON escape in the reply can make one)
+            return f"title is {NOT_PLAIN}"
         text = rest.strip()
     blocks = _FENCE.findall(text)
     if not blocks or text.count("```") != 2:

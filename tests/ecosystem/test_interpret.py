@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from actors.ecosystem.endpoint import ModelEndpoint
+from actors.ecosystem.events import config_hash
 from actors.ecosystem.graph import validate_rule_graph
 from actors.ecosystem.intent import palette
 from actors.ecosystem.interpret import DeterministicInterpreter, ModelInterpreter
@@ -64,11 +65,12 @@ HAPPY = [MAPPING, ENVIRONMENT, ROLES, LINKS, APPROVE, COUNCIL]
 HAPPY_TASKS = ["map_organisms", "environment", "roles", "links", "review", "council"]
 
 
-def interpret(fake: FakeModel, script: list[Any], max_calls: int = 13):
+def interpret(fake: FakeModel, script: list[Any], max_calls: int = 13,
+              answers: dict[str, str] = ANSWERS):
     fake.script = copy.deepcopy(script)
     client = ChatClient(ModelEndpoint(fake.url, "fake-model", KEY, timeout=5.0))
     try:
-        return ModelInterpreter(client, max_calls).interpret(ANSWERS)
+        return ModelInterpreter(client, max_calls).interpret(answers)
     finally:
         client.close()
 
@@ -186,6 +188,57 @@ def test_malformed_council_distribution_is_not_corrected(fake_model: FakeModel) 
         result = interpret(fake_model, HAPPY[:5] + [bad])
         assert_fallback(result, "council", code)
         assert result.calls == 6
+
+
+NOT_PLAIN = {"surrogate": "\ud800", "nul": "\x00", "escape": "\x1b[2J", "bell": "\x07",
+             "tab": "\t", "newline": "\n", "delete": "\x7f", "c1": "\x9b", "override": "\u202e",
+             "isolate": "\u2066"}
+PLAIN_REFUSAL = "is not plain text (a NUL, a lone surrogate or a control character)"
+
+
+@pytest.mark.parametrize("where", ["selected", "label", "focus"])
+@pytest.mark.parametrize("bad", NOT_PLAIN.values(), ids=NOT_PLAIN.keys())
+def test_council_text_must_be_plain(fake_model: FakeModel, where: str, bad: str) -> None:
+    """A label or focus holding what no text holds (a lone surrogate made the run's config
+    hash raise: its actor crashed, the create was lost) or a control character is invalid
+    output: the labelled fallback, with no correction."""
+    choice = copy.deepcopy(COUNCIL["choice"])
+    if where == "focus":
+        choice["focus"], path = f"the pike {bad} at dusk", "choice.focus"
+    elif where == "selected":
+        choice["selected"] = choice["options"][0]["label"] = f"st{bad}eady"
+        path = "choice.options[0].label"
+    else:
+        choice["options"][1]["label"], path = f"b{bad}old", "choice.options[1].label"
+    result = interpret(fake_model, HAPPY[:5] + [{"choice": choice}])
+    assert_fallback(result, "council", "invalid_output")
+    assert result.calls == 6 and result.failure["conflicts"] == [f"{path} {PLAIN_REFUSAL}"]
+    assert config_hash(result.config, result.graph).startswith("config_")
+    json.dumps(result.as_dict(), ensure_ascii=False).encode("utf-8")
+
+
+def test_plain_text_of_any_script_is_accepted(fake_model: FakeModel) -> None:
+    choice = {"selected": "st\u00e9ady \U0001f41f",
+              "focus": "\u062b\u0627\u0628\u062a \u200d\u200f",
+              "options": [{"label": "st\u00e9ady \U0001f41f", "probability": 0.6},
+                          {"label": "\u5927\u80c6", "probability": 0.3}]}
+    result = interpret(fake_model, HAPPY[:5] + [{"choice": choice}])
+    assert result.status == "accepted" and result.graph["council"] == choice
+
+
+@pytest.mark.parametrize("bad", [v for k, v in NOT_PLAIN.items() if k != "surrogate"],
+                         ids=[k for k in NOT_PLAIN if k != "surrogate"])
+def test_an_organism_span_must_be_plain(fake_model: FakeModel, bad: str) -> None:
+    """A name is a span of the owner's answers, which may hold a control character: a span
+    holding one is refused as the model's invalid output."""
+    answers = {**ANSWERS, "world": ANSWERS["world"].replace("snails", f"sn{bad}ails")}
+    start = answers["world"].index("sn")
+    mapping = {"organisms": [span("world", "algae", "A"), {
+        "slot": "B", "source": "world", "start": start, "end": start + 6 + len(bad)}]}
+    result = interpret(fake_model, [mapping], answers=answers)
+    assert (result.status, result.source) == ("fallback", "deterministic_fallback")
+    assert result.failure["stage"] == "mapping" and result.calls == 1
+    assert result.failure["conflicts"] == [f"organisms[1] span {PLAIN_REFUSAL}"]
 
 
 def test_persistent_rejection_stays_blocked(fake_model: FakeModel) -> None:

@@ -128,6 +128,9 @@ async def test_bad_model_answers_end_labelled_within_the_budget(served, fake_mod
     watch = Watch()
     fallback = deterministic_setup(ANSWERS)
     again = {"verdict": "reselect", "focus": "C"}
+    surrogate, control = copy.deepcopy(COUNCIL), copy.deepcopy(COUNCIL)
+    surrogate["choice"]["options"][1]["label"] = "b\ud800old"  # its config hash raised: the
+    control["choice"]["focus"] = "the \x1b[2J pike"  # actor crashed, the create was lost
     cases = [  # name, script, (status, stage, code) or the accepted calls
         ("timeout", [2.0], ("fallback", "mapping", "transport")),
         ("invalid-json", HAPPY[:2] + ["{not json"], ("fallback", "roles", "invalid_json")),
@@ -135,6 +138,8 @@ async def test_bad_model_answers_end_labelled_within_the_budget(served, fake_mod
         ("second-nonmaximal", HAPPY[:5] + [NONMAXIMAL, NONMAXIMAL],
          ("fallback", "council_correction", "nonmaximal_choice")),
         ("nonmaximal-corrected", HAPPY[:5] + [NONMAXIMAL, COUNCIL], 7),
+        ("surrogate-label", HAPPY[:5] + [surrogate], ("fallback", "council", "invalid_output")),
+        ("control-focus", HAPPY[:5] + [control], ("fallback", "council", "invalid_output")),
         ("persistent-reject", HAPPY[:4] + [REJECT, ROLES, LINKS, again],
          ("blocked", "fidelity", "not_approved")),
     ]

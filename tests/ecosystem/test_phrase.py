@@ -49,3 +49,19 @@ def test_the_model_phrases_the_facts_once() -> None:
 def test_anything_else_leaves_the_facts_alone(answer: Any, code: str) -> None:
     event = phrase(Scripted(answer), "m", ENDED)
     assert event == Phrased("engine", None, None, {"stage": "reflection", "code": code}, 1)
+
+
+@pytest.mark.parametrize("bad", ["\x00", chr(0xD800), chr(0xDC00), "\x1b[31m", "\x07",
+                                 "\x08", "\x7f", "\x85", "\u202e", "\u2068"])
+def test_text_that_is_not_plain_is_invalid_output(bad: str) -> None:
+    """NUL, a lone surrogate (no UTF-8 text holds it), a control character: not kept as the
+    model's words (they were, labelled `model`); the engine's facts stand alone."""
+    event = phrase(Scripted({"text": f"The pond {bad} thrived."}), "m", ENDED)
+    assert event == Phrased("engine", None, None,
+                            {"stage": "reflection", "code": "invalid_output"}, 1)
+
+
+def test_lines_of_plain_text_are_the_models_words() -> None:
+    text = "The pike nearly starved.\n\n\tThe snails carried the pond \u2014 \U0001f40c."
+    event = phrase(Scripted({"text": text}), "m", ENDED)
+    assert event == Phrased("model", text, "m", None, 1)

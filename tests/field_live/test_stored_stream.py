@@ -9,9 +9,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import httpx
+
 from actors.field.rules_text import RULES_TEXT
 from protocol.client import Client
 from server.storage import SqliteEventStore
+from tests.server.mcp_harness import tool
 from tests.server.ws_harness import error, raw_client, result, running_server
 
 RECORDED = Path(__file__).with_name("stream_2026-12-01.json")
@@ -92,3 +95,28 @@ async def test_a_stored_lone_surrogate_is_served_escaped_to_every_reader(
         assert error(refused) == {
             "code": "bad_request", "detail": {"path": "args.name"},
             "message": "args.name: text must be valid Unicode (no NUL, no lone surrogate)"}
+
+
+async def test_a_stored_lone_surrogate_is_served_escaped_over_mcp(tmp_path: Path,
+                                                                  caplog) -> None:
+    """A tool's result holding a stored lone surrogate (which pydantic will not write:
+    the call answered HTTP 200 with an empty body, "surrogates not allowed" on the log)
+    answers, each such string showing the surrogate as its escape text."""
+    recorded = json.loads(RECORDED.read_text())
+    game, events = recorded["game"], [dict(e) for e in recorded["events"]]
+    joins = [e for e in events if e["kind"] == "join"]
+    joins[0]["name"] = "bad\ud800name"
+    to = f"field:{game}"
+    async with SqliteEventStore.in_directory(tmp_path) as store:
+        await store.save_snapshot(f"fieldtruth:{game}", 0, recorded["truth"])
+        await store.append(to, 0, events)
+    async with running_server(tmp_path, open_mode=True) as srv, httpx.AsyncClient() as http:
+        observed = await tool(http, srv.url, "observe",
+                              {"game_id": game, "rect": [0, 0, 30, 30]})
+        board = await tool(http, srv.url, "list_games", {})  # and the next call is answered
+    assert observed["ok"], observed
+    names = [a["name"] for a in observed["structured"]["observation"]["agents"]]
+    assert names[0] == "bad\\ud800name" and names[1:] == [
+        j["name"] for j in joins[1:len(names)]]
+    assert board["ok"]
+    assert "PydanticSerializationError" not in caplog.text

@@ -132,8 +132,9 @@ def test_panel_birth(fake, breeder) -> None:
         ),
         ("TITLE: A Very Long Five Word\n```glsl\n" + SHADER + "\n```", "title over four words"),
         ("TITLE: " + "x" * 81 + "\n```glsl\n" + SHADER + "\n```", "title over 80 characters"),
-        ("TITLE: glow \ud800 dusk\n```glsl\n" + SHADER + "\n```",
-         "title is not text (a NUL or a lone surrogate)"),
+        *[("TITLE: glow " + bad + " dusk\n```glsl\n" + SHADER + "\n```",
+           "title is not plain text (a NUL, a lone surrogate or a control character)")
+          for bad in ("\ud800", "\x00", "\x1b[31m", "\x07", "\t", "\x7f", "\x85", "\u202e")],
         ("TITLE:\n```glsl\n" + SHADER + "\n```", "empty title"),
         ("```html\n" + SHADER + "\n```", "fenced block is 'html', expected 'glsl'"),
     ],

@@ -10,7 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocol.jsontext import compact_encoder, strict_decoder
+from protocol.jsontext import (
+    compact_encoder,
+    escape_lone_surrogates,
+    escape_lone_surrogates_in,
+    plain_text,
+    strict_decoder,
+)
 
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
@@ -53,3 +59,49 @@ def test_encoder_refuses_non_finite_numbers_and_keeps_working() -> None:
             encode(bad)
     shared = [1]
     assert encode({"a": shared, "b": shared}) == '{"a":[1],"b":[1]}'  # no stale markers
+
+
+@settings(max_examples=300)
+@given(JSON_VALUES)
+def test_escaped_surrogates_make_text_any_writer_takes(value: Any) -> None:
+    """Every string and key with a lone surrogate shows it as its escape text; any other
+    value is the same value (the same object when it holds none)."""
+    out = escape_lone_surrogates_in(value)
+    text = json.dumps(out, ensure_ascii=False)
+    text.encode("utf-8")  # (would raise on a lone surrogate)
+    if "\\ud" not in json.dumps(value).lower():
+        assert out is value
+
+    def strings(v: Any) -> list[str]:
+        if isinstance(v, str):
+            return [v]
+        if isinstance(v, dict):
+            return [s for k, item in v.items() for s in [k, *strings(item)]]
+        return [s for item in v for s in strings(item)] if isinstance(v, list) else []
+
+    assert strings(out) == [escape_lone_surrogates(s) for s in strings(value)]
+
+
+def test_escaped_surrogates_in_what_json_does_not_encode() -> None:
+    value = {"a": ("x\ud800", 1), "b\udc00": [math.nan, {"c": "plain"}]}
+    assert escape_lone_surrogates_in(value) == {
+        "a": ["x\\ud800", 1], "b\\udc00": [pytest.approx(math.nan, nan_ok=True),
+                                          {"c": "plain"}]}
+
+
+@pytest.mark.parametrize("text", ["steady", "st\u00e9ady \U0001f41f", "\u062b\u0627\u0628\u062a",
+                                  "a\u200db \u200f", "\u00a0\u3000"])
+def test_plain_text(text: str) -> None:
+    assert plain_text(text) and plain_text(text, lines=True)
+
+
+@pytest.mark.parametrize("char", ["\x00", chr(0xD800), chr(0xDFFF), "\x01", "\x1b", "\x1f",
+                                  "\x7f", "\x80", "\x85", "\x9f", "\u202a", "\u202e",
+                                  "\u2066", "\u2069"])
+def test_not_plain_text(char: str) -> None:
+    assert not plain_text(f"a{char}b") and not plain_text(f"a{char}b", lines=True)
+
+
+def test_lines_of_plain_text() -> None:
+    for char in "\t\n\r":
+        assert plain_text(f"a{char}b", lines=True) and not plain_text(f"a{char}b")
