@@ -12,7 +12,8 @@
   a model endpoint (the server's, `ActorContext.model`), a model birth answering one of the track's directives
   (the loop explores one when the track has none). Every candidate goes through
   `validate` off the task; a failure is logged as a rejection, and a validator that
-  raises abandons the candidate. A model that errs is not a rejection: the loop logs it
+  raises abandons the candidate. A model call waits on a network peer: it runs behind the
+  runtime's I/O threads (`offload(io=True)`), never in the CPU work's slot. A model that errs is not a rejection: the loop logs it
   and waits (doubling up to 5 minutes) before it asks again; a validator that raises on
   its code is not the model's error.
 - `lab.create`: the move, then the loop's timer.
@@ -159,7 +160,7 @@ class LabActor(WorldActor):
         self._loop_busy.add(track)
         self.offload(lambda: breeder.breed(track, directive.text),
                      lambda birth: _ModelReplied(track, directive.id, birth),
-                     lambda: _ModelFailed(track))
+                     lambda: _ModelFailed(track), io=True)  # a model call: an I/O thread
 
     def _model_replied(self, msg: _ModelReplied) -> None:
         b = msg.birth
