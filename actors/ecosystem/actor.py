@@ -2,7 +2,8 @@
 
 - `ecosystem.create` with a model configured (the server's, `ActorContext.model`): the answers
   are checked and the seed drawn at once, the reply is `setting_up`, and the model's
-  interpretation runs off the actor's task (`offload`); its result (or, should the work
+  interpretation runs off the actor's task (`offload(io=True)`: a model call waits behind
+  the runtime's I/O threads, never the CPU work's); its result (or, should the work
   raise, the deterministic setup labelled with failure `{stage: setup, code: internal}`)
   becomes the setup event, or, blocked by the fidelity review, stays in memory for the
   view. A server restarted meanwhile forgets the create (nothing was stored).
@@ -149,7 +150,8 @@ class EcosystemActor(WorldActor):
         endpoint = self.model
         self.offload(lambda: _interpret(endpoint, pending.answers),
                      lambda interpretation: _Interpreted(pending, interpretation),
-                     lambda: _Interpreted(pending, _internal_fallback(pending.answers)))
+                     lambda: _Interpreted(pending, _internal_fallback(pending.answers)),
+                     io=True)  # model calls: they wait behind the I/O threads, not the CPU's
         return reads.pending_info(pending)
 
     async def _control(self, call: Call) -> Any:
@@ -276,7 +278,7 @@ class EcosystemActor(WorldActor):
         self._phrasing = True
         endpoint, ended = self.model, s.ended
         self.offload(lambda: _phrase(endpoint, ended), _Phrased,
-                     lambda: _Phrased(unphrased("internal")))
+                     lambda: _Phrased(unphrased("internal")), io=True)
 
 
 WORLD = attrs.evolve(rules.WORLD, actor=EcosystemActor)

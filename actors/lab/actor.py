@@ -12,9 +12,13 @@
   a model endpoint (the server's, `ActorContext.model`), a model birth answering one of the track's directives
   (the loop explores one when the track has none). Every candidate goes through
   `validate` off the task; a failure is logged as a rejection, and a validator that
-  raises abandons the candidate. A model that errs is not a rejection: the loop logs it
-  and waits (doubling up to 5 minutes) before it asks again; a validator that raises on
-  its code is not the model's error.
+  raises abandons the candidate. A model call waits on a network peer: it runs behind the
+  runtime's I/O threads (`offload(io=True)`), never in the CPU work's slot. Every model
+  birth that bears nothing (the model erred, which is not a rejection and is only logged;
+  its reply broke the format or failed validation, a logged rejection; the validator
+  raised on its code) makes the loop wait before it asks again, doubling from 5 seconds
+  up to 5 minutes on the lab's clock: each call is paid for, and a model that keeps
+  answering junk would otherwise be asked a few times a second. A birth ends the wait.
 - `lab.create`: the move, then the loop's timer.
 - Nobody follows a lab's stream (`World.followable` is False: the directory refuses
   every `subscribe`, here and through a cluster): its records carry the code of
@@ -36,7 +40,7 @@ import attrs
 from actors.lab import rules
 from actors.lab.births import Candidate, backlog, birth_directive, grammar_candidate
 from actors.lab.contract import TRACKS
-from actors.lab.events import Abandoned
+from actors.lab.events import Abandoned, Born, Rejected
 from actors.lab.model_breeder import Birth as ModelBirth
 from actors.lab.model_breeder import ModelBreeder
 from actors.lab.offers import OFFERS, decide_offer, decide_validated, offered
@@ -52,7 +56,7 @@ from protocol.ops import lab as ops
 
 log = logging.getLogger("petridish.lab")
 
-MODEL_BACKOFF_MS = (5_000, 300_000)  # first and longest wait after a model error
+MODEL_BACKOFF_MS = (5_000, 300_000)  # first and longest wait after a barren model birth
 
 
 @attrs.frozen
@@ -114,7 +118,7 @@ class LabActor(WorldActor):
         """Arm the birth loop of a lab that exists and breeds."""
         self._ticking = False
         self._loop_busy: set[str] = set()  # tracks with a loop birth in flight
-        self._model_quiet_until = 0  # ms: no model birth before this, after an error
+        self._model_quiet_until = 0  # ms: no model birth before this, after a barren one
         self._model_backoff = MODEL_BACKOFF_MS[0]
         self._arm()
 
@@ -159,24 +163,37 @@ class LabActor(WorldActor):
         self._loop_busy.add(track)
         self.offload(lambda: breeder.breed(track, directive.text),
                      lambda birth: _ModelReplied(track, directive.id, birth),
-                     lambda: _ModelFailed(track))
+                     lambda: _ModelFailed(track), io=True)
 
     def _model_replied(self, msg: _ModelReplied) -> None:
         b = msg.birth
         if b.reason is not None and b.reason.startswith("model error"):
             self._loop_busy.discard(msg.track)
-            self._model_erred(b.reason)
+            self._model_barren(b.reason)
             return
-        self._model_backoff = MODEL_BACKOFF_MS[0]
         candidate = Candidate(msg.track, b.code, b.title, directive=msg.directive,
                               prompt=b.prompt, source="model")
         if b.reason is None:  # the format holds: validated as every candidate is
             self._validate(candidate, loop=True)
             return
         self._loop_busy.discard(msg.track)
-        self.fold(decide_validated(self.state, candidate, b.reason, self.now()))
+        self._model_outcome(candidate, b.reason)
 
-    def _model_erred(self, reason: str) -> None:
+    def _model_outcome(self, candidate: Candidate, reason: str | None) -> None:
+        """Fold a model candidate's verdict: a birth ends the loop's wait, a rejection
+        (the format's, the validator's, a duplicate's) makes it wait longer."""
+        events = decide_validated(self.state, candidate, reason, self.now())
+        self.fold(events)
+        if any(isinstance(e, Born) for e in events):
+            self._model_backoff = MODEL_BACKOFF_MS[0]
+        else:
+            self._model_barren(f"model birth rejected ({events[0].reason})"
+                               if events and isinstance(events[0], Rejected)
+                               else "model birth rejected")
+
+    def _model_barren(self, reason: str) -> None:
+        """A model birth bore nothing: no model birth for the current wait, and the next
+        wait is twice as long (up to MODEL_BACKOFF_MS[1])."""
         log.warning("%s: %s; no model birth for %g s", self.actor_id, reason,
                     self._model_backoff / 1000)
         self._model_quiet_until = self.now() + self._model_backoff
@@ -212,20 +229,25 @@ class LabActor(WorldActor):
             except ProtocolError as error:  # overloaded: the next tick tries again
                 log.debug("%s: birth loop waits: %s", self.actor_id, error.message)
         elif isinstance(message, _Validated):
+            c = message.candidate
             if message.loop:
-                self._loop_busy.discard(message.candidate.track)
-            self.fold(decide_validated(self.state, message.candidate, message.reason,
-                                       self.now()))
+                self._loop_busy.discard(c.track)
+            if message.loop and c.source == "model":
+                self._model_outcome(c, message.reason)
+            else:
+                self.fold(decide_validated(self.state, c, message.reason, self.now()))
         elif isinstance(message, _ValidationFailed):
             c = message.candidate
             if message.loop:
                 self._loop_busy.discard(c.track)
             self.fold([Abandoned(organism_id(c.track, c.code))])
+            if message.loop and c.source == "model":
+                self._model_barren("the validator failed on a model birth")
         elif isinstance(message, _ModelReplied):
             self._model_replied(message)
         elif isinstance(message, _ModelFailed):
             self._loop_busy.discard(message.track)
-            self._model_erred("model breeder failed")
+            self._model_barren("model breeder failed")
 
     # ---- effects --------------------------------------------------------------------------
 

@@ -22,7 +22,9 @@ from actors.lab.directives import Directive
 from actors.lab.events import Born, Rejected
 from actors.lab.organism import Organism, organism_id
 from protocol.jsontext import escape_lone_surrogates
-from protocol.ops.lab import MAX_CODE
+
+MAX_REJECTED_CODE = 4_000  # characters of a rejected candidate's code kept with its reason
+MAX_REJECTED_REASON = 500  # characters of its reason
 
 
 @attrs.frozen
@@ -74,10 +76,21 @@ def birth_events(organisms: Mapping[str, Organism], candidate: Candidate, reason
             return [Born(oid, c.track, c.code, c.title, c.parents, c.directive, c.source,
                          c.client, c.genome, c.prompt, t)]
         reason = f"duplicate of {oid}"
-    # Kept as an owner may send it (a model's reply may be 1 MiB), and as text: a lone
-    # surrogate (refused: not text) is kept as its escape.
-    code = escape_lone_surrogates(c.code[:MAX_CODE])
-    return [Rejected(c.track, code, reason, c.source, c.client, c.parents, t)]
+    return [rejection(c.track, c.code, reason, c.source, c.client, c.parents, t)]
+
+
+def rejection(track: str, code: str, reason: str, source: str, client: str,
+              parents: tuple[str, ...], t: int) -> Rejected:
+    """The logged rejection of a candidate: what the seed asks of it (its track, its
+    reason, who offered it) and its id, with only the head of its code (a model's reply
+    may be 1 MiB, and a model answering junk is rejected again and again), as text: a
+    lone surrogate (refused: not text) is kept as its escape. A reason is a short line
+    (the seed's, or the compiler's first error), but may quote the reply (a fence's
+    language): it is bounded too."""
+    text = escape_lone_surrogates(code)  # (the id of a candidate is of text as well)
+    return Rejected(track, text[:MAX_REJECTED_CODE],
+                    escape_lone_surrogates(reason)[:MAX_REJECTED_REASON], source, client,
+                    parents, t, organism_id(track, text))
 
 
 def backlog(pool: Sequence[Organism], track: str, source: str | None = None) -> int:

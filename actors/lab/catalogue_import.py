@@ -21,6 +21,7 @@ from pathlib import Path
 
 import attrs
 
+from actors.lab.births import rejection
 from actors.lab.directives import Directive
 from actors.lab.events import (
     Born,
@@ -29,7 +30,6 @@ from actors.lab.events import (
     Event,
     Killed,
     Proven,
-    Rejected,
     VoteCast,
 )
 from actors.lab.ratings import Rating, update
@@ -83,8 +83,8 @@ def import_events(path: str | Path, name: str = "main", seed: int | None = None)
             r["directive_id"], births.get(r["id"], "import"), "", None, r["prompt"],
             _ms(r["born_at"]))))
     for i, r in enumerate(rejections):
-        timed.append((_ms(r["at"]), 2, i, Rejected(r["track"], r["code"], r["reason"],
-                                                   r["source"], "", (), _ms(r["at"]))))
+        timed.append((_ms(r["at"]), 2, i, rejection(r["track"], r["code"], r["reason"],
+                                                    r["source"], "", (), _ms(r["at"]))))
     for i, r in enumerate(votes):
         timed.append((_ms(r["at"]), 3, i, r))  # rated below, in order
     events: list[Event] = [Created(state.seed if seed is None else seed)]

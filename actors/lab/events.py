@@ -63,7 +63,10 @@ class Born:
 
 @attrs.frozen
 class Rejected:
-    """A candidate failed validation (or duplicated an organism): logged, never inserted."""
+    """A candidate failed validation (or duplicated an organism): logged, never inserted.
+    `code` is the head of the candidate's code (`births.MAX_REJECTED_CODE`); `id` is the
+    candidate's, of its whole code (a record stored before it was kept has none: its
+    code was whole)."""
 
     track: str
     code: str
@@ -72,6 +75,7 @@ class Rejected:
     client: str
     parents: tuple[str, ...]
     t: int
+    id: str = ""
 
 
 @attrs.frozen

@@ -147,7 +147,7 @@ def evolve(state: Lab, event: Event) -> Lab:
 
 def _rejected(state: Lab, event: Rejected) -> Lab:
     """Count a rejection and keep its reason by the candidate's id (the newest few)."""
-    oid = organism_id(event.track, event.code)
+    oid = event.id or organism_id(event.track, event.code)
     rejections = {k: v for k, v in state.rejections.items() if k != oid}
     rejections[oid] = event.reason
     if len(rejections) > MAX_REJECTIONS:

@@ -229,17 +229,17 @@ class Actor(ABC):
             self._answers.append((deferred._answer, value, error))
 
     def offload(self, work: Callable[[], T], done: Callable[[T], Any],
-                failed: Callable[[], Any], *, process: bool = False) -> None:
-        """Run `work()` in a worker thread (a worker process with `process=True`: see
-        actors/runtime/offload.py) and post `done(result)` to this actor's own mailbox, or
-        `failed()` when it raised (logged). The waiting task lives in the actor's nursery:
-        when the actor stops, the result is dropped (the work runs to its end)."""
+                failed: Callable[[], Any], *, process: bool = False, io: bool = False) -> None:
+        """Run `work()` in a worker thread (a process with `process=True`; `io=True` for work
+        that waits on a network peer: see actors/runtime/offload.py), then post `done(result)`,
+        or `failed()` if it raised (logged), to this actor's mailbox; dropped if it stopped."""
         assert self._nursery is not None, "offload starts in on_start or in a handler"
+        limiter = self.context.limiter(io=io, process=process)
 
         async def run() -> None:
             try:
                 try:
-                    value = await run_offloaded(work, self.context.offload_limiter, process)
+                    value = await run_offloaded(work, limiter, process)
                 except Exception:
                     log.exception("%s: offloaded work failed", self.actor_id)
                     message = failed()

@@ -42,6 +42,11 @@ class RuntimeConfig:
     # solver searches): more requests for heavy work wait their turn, so one client
     # cannot start many at once.
     offload_threads: int = 1
+    # Worker threads that wait on a network peer for every actor (`offload(io=True)`: a
+    # model's replies, seconds each): they hold no CPU, so they wait behind a limiter of
+    # their own and never keep the CPU work above (a validation, a field's generation, a
+    # hint) waiting behind a model call.
+    io_threads: int = 4
 
 
 def wall_clock_ms() -> int:
@@ -106,8 +111,8 @@ class ActorStatistics:
 @attrs.frozen
 class ActorContext:
     """What an actor gets from its host: the store, the directory, the bounds, the observer,
-    the wall clock (ms since the epoch; tests pass their own), the offload limiter and
-    the model endpoint."""
+    the wall clock (ms since the epoch; tests pass their own), the model endpoint and the
+    two offload limiters (CPU work; network waits, `offload(io=True)`)."""
 
     store: EventStore
     directory: Directory
@@ -119,3 +124,11 @@ class ActorContext:
     # The server's chat-completions endpoint (an `actors.ecosystem.endpoint.ModelEndpoint`),
     # for worlds that can speak to a model; None: every world's deterministic path.
     model: Any = None
+    io_limiter: trio.CapacityLimiter = attrs.field(
+        factory=lambda: trio.CapacityLimiter(RuntimeConfig().io_threads))
+
+    def limiter(self, *, io: bool, process: bool) -> trio.CapacityLimiter:
+        """The limiter offloaded work waits behind: the I/O threads' for work that waits on
+        a network peer (a model's reply), else the CPU work's."""
+        assert not (io and process), "a network wait takes a thread, not a process"
+        return self.io_limiter if io else self.offload_limiter

@@ -129,6 +129,7 @@ class Directory:
         self._coming: set[str] = set()  # ids given a place by `_make_room`, not yet live
         self.held: set[str] = set()  # worlds the owner stopped: refused until released
         self._offload = trio.CapacityLimiter(config.offload_threads)
+        self._io = trio.CapacityLimiter(config.io_threads)
 
     def kind_of(self, actor_id: str) -> ActorKind:
         """The kind of `actor_id` (`bad_request` for a malformed id, `unknown_actor` for a
@@ -339,7 +340,7 @@ class Directory:
     def context(self) -> ActorContext:
         """What a new actor gets from this directory."""
         return ActorContext(self.store, self, self.config, self.observer, self.clock,
-                            self._offload, self.model)
+                            self._offload, self.model, self._io)
 
     # ---- activation ---------------------------------------------------------------------
 

@@ -1,7 +1,10 @@
 """Work off an actor's task: worker threads, or worker processes for pure-Python work
 long enough that holding the GIL would stall the server's one trio thread (the puzzle's
 solver). Both wait behind the runtime's one offload limiter (`RuntimeConfig.offload_threads`),
-so heavy work waits its turn rather than multiplying. `Actor.offload` is the way in.
+so heavy work waits its turn rather than multiplying. Work that mostly waits on a network
+peer (a model's reply, `offload(io=True)`) takes a thread behind a limiter of its own
+(`RuntimeConfig.io_threads`): a slow model never holds the CPU work's slot. `Actor.offload`
+is the way in.
 
 A worker process (`process=True`) is one of a pool of as many spawned processes as offload
 threads: its `work` and result must pickle (a module-level function, or a

@@ -63,11 +63,13 @@ class FakeModel:
         self.stalled = threading.Event()  # set on close: stalls end at once
         self.hold = threading.Event()  # cleared: requests wait before answering until set
         self.hold.set()
+        self.arrived = threading.Semaphore(0)  # released as each request arrives
         model = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                model.arrived.release()
                 model.hold.wait(30)
                 model.requests.append({"path": self.path, "body": body,
                                        "auth": self.headers.get("Authorization"),

@@ -28,9 +28,10 @@ from actors.lab.events import (
     encode,
     is_transient,
 )
+from actors.lab.organism import organism_id
 from actors.lab.ratings import Rating
 from actors.lab.rules import WORLD
-from actors.lab.state import dump, load
+from actors.lab.state import dump, evolve, initial, load
 from protocol.bounds import bounds_of
 from protocol.ops import lab as ops
 from protocol.registry import Registry
@@ -49,6 +50,7 @@ EVENTS = [
     Born("p-1", "panel", PANEL_CODE, None, (), None, "daemon", "", PANEL_GENOME, "prompt", 9),
     Born("s-2", "shader", "void main() {}", None, (), None, "model", "", None, "p", 10),
     Rejected("shader", "x", "too short", "daemon", "", ("s-1",), 11),
+    Rejected("shader", "x" * 10, "too short", "model", "", (), 11, "s-0123456789abcdef"),
     Proven("s-1", "public", "k1", 12),
     Killed("s-2", "ERROR: 0:1: x", 13),
     VoteCast("ab12", "s-1", "s-2", "owner", "owner:me", 14, Rating(27.1, 8.0),
@@ -76,6 +78,16 @@ def test_an_unknown_event_type_or_field_is_refused() -> None:
         decode({"type": "exploded"})
     with pytest.raises(cattrs.ClassValidationError, match=r"^While structuring Created"):
         decode({"type": "created", "seed": 1, "colour": "red"})
+
+
+def test_a_rejection_stored_before_its_id_was_is_known_by_its_whole_code() -> None:
+    # Rejections stored before the record kept the candidate's id held its whole code.
+    old = {"type": "rejected", "track": "shader", "code": "x" * 59, "reason": "too short",
+           "source": "owner", "client": "", "parents": [], "t": 3}
+    rejected = decode(old)
+    assert rejected.id == ""
+    state = evolve(initial("main"), rejected)
+    assert state.rejections == {organism_id("shader", "x" * 59): "too short"}
 
 
 def session() -> LabRun:

@@ -109,9 +109,9 @@ async def test_the_birth_loop_breeds_through_the_model(tmp_path: Path, monkeypat
 async def test_a_reply_that_is_not_text_is_a_rejection_not_the_models_error(
         tmp_path: Path, monkeypatch) -> None:
     # A lone surrogate (a JSON escape in the reply) is code the compile step could not
-    # encode (it raised, which backed the model off): now a rejection like any other,
-    # and the model is asked again at once.
-    monkeypatch.setattr(lab_actor, "MODEL_BACKOFF_MS", (600_000, 600_000))
+    # encode (it raised, and the candidate was abandoned): now a rejection like any other
+    # (which the loop waits out like every barren model birth, here briefly).
+    monkeypatch.setattr(lab_actor, "MODEL_BACKOFF_MS", (100, 400))
     events = await _bred(tmp_path, FakeModel(first=variant(0) + "// \ud800\n"), 30)
     rejected = [e for e in events if e["type"] == "rejected"]
     assert {e["reason"] for e in rejected} == {"extra uniform", NOT_TEXT}

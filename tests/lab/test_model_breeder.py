@@ -8,9 +8,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from actors.lab.births import Candidate, birth_events
+from actors.lab.births import (
+    MAX_REJECTED_CODE,
+    MAX_REJECTED_REASON,
+    Candidate,
+    birth_events,
+)
 from actors.lab.contract import contract_text
 from actors.lab.model_breeder import ModelBreeder, birth_prompt, parse_reply
+from actors.lab.organism import organism_id
 from actors.lab.validation import validate
 from protocol.ops.lab import MAX_CODE
 
@@ -100,14 +106,20 @@ def test_the_code_is_left_for_the_caller_to_validate(fake, breeder) -> None:
     assert validate("shader", birth.code) == "extra uniform"
 
 
-def test_a_rejected_reply_is_kept_only_as_long_as_an_owner_may_send(fake, breeder) -> None:
+def test_a_rejected_reply_keeps_only_its_head_and_the_id_of_the_whole(fake, breeder) -> None:
+    # A model answering junk is rejected again and again: each record keeps the head of
+    # the reply (not the 48,000 characters an owner may send) and the whole reply's id.
     fake.say("x" * 300_000)  # not the format: kept (as the rejection's code) cut short
     fake.say("```glsl\n" + SHADER + "//" * 150_000 + "\n```")  # the format, too long
-    for reason in ("expected exactly one fenced block", "too long"):
+    fake.say("```" + "g" * 100_000 + "\n" + SHADER + "\n```")  # a fence's language quoted
+    for reason in ("expected exactly one fenced block", "too long", "fenced block is 'ggg"):
         birth = breeder.breed("shader", DIRECTIVE)
         candidate = Candidate("shader", birth.code, source="model")
         [rejected] = birth_events({}, candidate, birth.reason or validate("shader", birth.code), 0)
-        assert (rejected.reason, len(rejected.code)) == (reason, MAX_CODE)
+        assert rejected.reason.startswith(reason) and len(rejected.code) == MAX_REJECTED_CODE
+        assert len(rejected.reason) <= MAX_REJECTED_REASON < MAX_REJECTED_CODE < MAX_CODE // 10
+        assert rejected.id == organism_id("shader", birth.code)
+        assert birth.code.startswith(rejected.code)
 
 
 def test_panel_birth(fake, breeder) -> None:

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from actors.lab.births import backlog, birth_directive, grammar_candidate
+from actors.lab.births import MAX_REJECTED_CODE, backlog, birth_directive, grammar_candidate
 from actors.lab.contract import MAX_CHARS, MIN_CHARS
 from actors.lab.directives import MAX_DIRECTIVE_CHARS, MIN_DIRECTIVE_CHARS
 from actors.lab.events import Born, Rejected
@@ -246,7 +246,10 @@ def test_every_candidate_goes_through_validate_and_a_failure_is_logged_never_ins
         assert (reply.status, reply.reason) == ("rejected", reason)
         assert run("lab.status", JUDGE, id=reply.id).reason == reason  # kept by its id
         stored = json.loads(run.stored[-1])
-        assert (stored["type"], stored["reason"], stored["code"]) == ("rejected", reason, code)
+        assert (stored["type"], stored["reason"]) == ("rejected", reason)
+        # the head of the code, and the id of the whole (the one `lab.status` knows)
+        assert (stored["code"], stored["id"]) == (code[:MAX_REJECTED_CODE], reply.id)
+        assert not run.state.validating
     assert run.state.organisms == {} and run.state.rejected == len(cases)
     first = run("lab.birth", track="shader", code=variant(7))
     assert first.reason is None and list(run.state.organisms) == [first.id]

@@ -65,9 +65,11 @@ class Settle:
 
 @attrs.frozen
 class Offload:
-    """Wait for `gate` in a worker thread (`Actor.offload`); its end is noted ("offloaded")."""
+    """Wait for `gate` in a worker thread (`Actor.offload`, `io` as given); its end is noted
+    ("offloaded")."""
 
     gate: threading.Event
+    io: bool = False
 
 
 @attrs.frozen
@@ -126,7 +128,8 @@ class ProbeActor(Actor):
                 await message.release.wait()
                 return "released"
             if isinstance(message, Offload):
-                self.offload(message.gate.wait, lambda _: Note("offloaded"), lambda: None)
+                self.offload(message.gate.wait, lambda _: Note("offloaded"), lambda: None,
+                             io=message.io)
                 return "offloading"
             if isinstance(message, Defer):
                 self.owed = self.defer()

@@ -9,7 +9,7 @@ import trio
 import trio.lowlevel
 import trio.testing
 
-from actors.runtime import Call
+from actors.runtime import Call, RuntimeConfig
 from actors.runtime.directory import ActorKind, any_name, open_directory
 from actors.runtime.mailbox import Pending
 from actors.runtime.subscriber import SubscriberQueue
@@ -286,6 +286,35 @@ async def test_a_world_running_offloaded_work_is_not_unloaded_to_make_room() -> 
                 await trio.sleep(0.01)
         await directory.get("probe:c")  # b's work is in: it goes now
         assert b.stopped and [s.actor_id for s in directory.live()] == ["probe:c"]
+
+
+async def noted(actor: ProbeActor, note: str) -> None:
+    """Once `actor` noted `note` (its offloaded work ended in a worker thread)."""
+    with trio.fail_after(5):
+        while note not in actor.notes:
+            await trio.sleep(0.01)
+
+
+async def test_work_waiting_on_a_network_peer_never_holds_the_cpu_workers_slot() -> None:
+    """A model's reply takes seconds (`offload(io=True)`): CPU work offloaded meanwhile runs
+    at once, and the waits are bounded by their own limiter."""
+    store = MemoryEventStore()
+    kinds = [ActorKind("probe", ProbeActor, declared=any_name)]
+    config = RuntimeConfig(offload_threads=1, io_threads=1)
+    model, done = threading.Event(), threading.Event()
+    done.set()
+    async with open_directory(store, kinds, config=config) as directory:
+        a, b, c = [await directory.get(f"probe:{name}") for name in "abc"]
+        await directory.ask("probe:a", Offload(model, io=True))  # the model thinks
+        await directory.ask("probe:b", Offload(done))  # CPU work: not behind it
+        await noted(b, "offloaded")
+        await directory.ask("probe:c", Offload(done, io=True))  # the next wait: behind it
+        await trio.testing.wait_all_tasks_blocked()
+        assert a.notes == c.notes == []
+        assert c.context.io_limiter.statistics().tasks_waiting == 1
+        model.set()
+        await noted(a, "offloaded")
+        await noted(c, "offloaded")
 
 
 async def test_house_worlds_are_outside_max_live_worlds() -> None:

@@ -1,0 +1,157 @@
+"""The birth loop's wait after a model birth that bears nothing: a reply that breaks the
+format or fails validation backs the loop off like a model error does (each call is paid
+for), only a birth ends the wait, and a rejection keeps only the head of a long reply.
+
+The lab reads trio's clock as its own (the directory's `clock`), a mock clock the test
+moves a birth tick at a time, so minutes of the loop pass at once; the model is a
+chat-completions server on loopback speaking the real wire format."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import trio
+import trio.testing
+
+from actors.ecosystem.endpoint import ModelEndpoint
+from actors.lab import WORLD
+from actors.lab import actor as lab_actor
+from actors.lab.births import MAX_REJECTED_CODE
+from actors.lab.breed import generate
+from actors.lab.contract import contract_text
+from actors.runtime import Call
+from actors.runtime.directory import ActorKind, open_directory
+from actors.store import MemoryEventStore
+from protocol.ops import lab as ops
+from tests.lab.live import variant
+
+LAB = "lab:junk"
+JUNK = "x" * 900_000  # long text, no fence: the format's rejection
+PANELS = [code for _, code in generate("panel", 7, 40)]
+
+
+class Model:
+    """A chat-completions server answering each birth prompt with `reply(track, n)` (n:
+    the requests so far); counts the requests."""
+
+    def __init__(self, reply: Callable[[str, int], str]) -> None:
+        self.reply = reply
+        self.requests = 0
+        model = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                prompt = body["messages"][0]["content"]
+                model.requests += 1
+                track = "shader" if prompt.startswith(contract_text("shader")) else "panel"
+                content = model.reply(track, model.requests)
+                data = json.dumps({"choices": [{"message": {"role": "assistant",
+                                                            "content": content}}]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *_: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.endpoint = ModelEndpoint(f"http://127.0.0.1:{self.server.server_address[1]}/v1",
+                                      "fake-model", timeout=10.0)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def lab_clock() -> int:
+    """The lab's clock in ms: trio's (the test's mock clock)."""
+    return int(trio.current_time() * 1000)
+
+
+async def settled(actor: Any) -> None:
+    """Once the actor has handled what is due and no work of it runs off its task (a model
+    call is real I/O: it is waited for in real time, the lab's clock standing still)."""
+    while True:
+        await trio.testing.wait_all_tasks_blocked()
+        if not actor._offloads:
+            return
+        await trio.to_thread.run_sync(time.sleep, 0.005)
+
+
+async def run_for(clock: trio.testing.MockClock, actor: Any, seconds: float) -> None:
+    """Let `seconds` of the lab's clock pass, a birth tick at a time, each settled."""
+    for _ in range(int(seconds / actor.birth_tick)):
+        clock.jump(actor.birth_tick)
+        await settled(actor)
+
+
+@asynccontextmanager
+async def breeding(model: Model) -> AsyncIterator[tuple[Any, MemoryEventStore]]:
+    """A lab breeding through `model` (backlog 16), and its store."""
+    store = MemoryEventStore()
+    try:
+        async with open_directory(store, [ActorKind.of(WORLD)], clock=lab_clock,
+                                  model=model.endpoint) as directory:
+            await directory.ask(LAB, Call("lab.create", ops.CreateArgs(backlog=16), "owner",
+                                          "owner:me"))
+            actor = await directory.get(LAB)
+            await settled(actor)
+            yield actor, store
+    finally:
+        model.close()
+
+
+async def stored(store: MemoryEventStore) -> list[dict[str, Any]]:
+    """The lab's stored events as JSON."""
+    return [e.data for e in await store.read(LAB)]
+
+
+async def test_replies_that_break_the_format_back_the_loop_off(mock_clock) -> None:
+    # Before: the loop asked again at every tick (2 tracks, 2 ticks a second: ~480 paid
+    # calls in these 2 minutes, each stored with 48,000 characters of junk).
+    model = Model(lambda track, n: JUNK)
+    async with breeding(model) as (actor, store):
+        await run_for(mock_clock, actor, 120)
+        events = await stored(store)
+    rejected = [e for e in events if e["type"] == "rejected"]
+    # the waits double from 5 s on the lab's clock: a few calls, not hundreds
+    assert 2 <= model.requests <= 10 and len(rejected) == model.requests
+    assert {e["reason"] for e in rejected} == {"expected exactly one fenced block"}
+    assert all(e["code"] == JUNK[:MAX_REJECTED_CODE] for e in rejected)  # the head only
+    assert not any(e["type"] == "born" for e in events)
+    assert actor._model_backoff > lab_actor.MODEL_BACKOFF_MS[0]
+
+
+async def test_a_validation_rejection_backs_off_and_only_a_birth_ends_the_wait(
+        mock_clock) -> None:
+    good = False
+
+    def reply(track: str, n: int) -> str:
+        if not good:  # the format holds; the validator refuses it
+            return ("```glsl\nuniform float u_x;\n" + variant(n) + "\n```" if track == "shader"
+                    else "```html\n<p>too bare</p>\n```")
+        return (f"```glsl\n{variant(n)}\n```" if track == "shader"
+                else f"```html\n{PANELS[n % len(PANELS)]}\n```")
+
+    model = Model(reply)
+    async with breeding(model) as (actor, store):
+        await run_for(mock_clock, actor, 120)
+        requests, backoff = model.requests, actor._model_backoff
+        good = True
+        while not any(o.source == "model" for o in actor.state.organisms.values()):
+            await run_for(mock_clock, actor, 1)
+        events = await stored(store)
+    assert 2 <= requests <= 10 and backoff > lab_actor.MODEL_BACKOFF_MS[0]
+    assert "extra uniform" in {e["reason"] for e in events if e["type"] == "rejected"}
+    assert actor._model_backoff == lab_actor.MODEL_BACKOFF_MS[0]  # a birth ends the wait
+    assert any(e["type"] == "born" and e["source"] == "model" for e in events)
