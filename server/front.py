@@ -4,7 +4,8 @@ Our own accept loop hands each connection to a task that reads its request head 
 (bounded in size and time). A websocket upgrade of `/ws` becomes a `WebSocket`
 (server/transport.py) for the session handler; anything else goes to Hypercorn's own
 per-connection server over a stream that replays the head, and from there to the
-Starlette app (static files, `/mcp`, `/healthz`, `/metrics`).
+Starlette app (static files, `/mcp`, `/healthz`, `/metrics`). HTTP/1.1 only: HTTP/2's
+preface is refused (the connection closed) and `Upgrade: h2c` is not taken (`_Http11`).
 
 Why: Hypercorn's pure-Python websocket framing (h11, wsproto, its ASGI plumbing and
 Starlette's) was 42% of the server's CPU per request and a third of an idle
@@ -19,9 +20,12 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import h11
 import trio
 from hypercorn.app_wrappers import ASGIWrapper
 from hypercorn.config import Config as HypercornConfig
+from hypercorn.protocol import ProtocolWrapper
+from hypercorn.protocol.h11 import H11Protocol
 from hypercorn.trio.lifespan import Lifespan
 from hypercorn.trio.tcp_server import TCPServer
 from hypercorn.trio.worker_context import WorkerContext
@@ -33,6 +37,7 @@ from server.transport import RECEIVE, HandshakeFailed, Pinger, WebSocket
 log = logging.getLogger("petridish.front")
 
 MAX_HEAD = 16384  # bytes of a request head (request line and headers)
+H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\n"  # how an HTTP/2 client "with prior knowledge" begins
 
 
 # ---- the head, and a stream that replays it ------------------------------------------------
@@ -106,6 +111,37 @@ class ReplayStream(trio.abc.HalfCloseableStream):
         await self._inner.aclose()
 
 
+# ---- HTTP/1.1 only -----------------------------------------------------------------------
+
+class _Http11(H11Protocol):
+    """Hypercorn's HTTP/1.1, which never turns into HTTP/2: the server speaks plain HTTP/1.1
+    (docs/operations.md), and HTTP/2's streams (100 per connection) would multiply the
+    per-address connection budget. Hypercorn has no setting for it over plain TCP."""
+
+    async def _check_protocol(self, event: h11.Request) -> None:
+        """Hypercorn's switch to HTTP/2 (on `Upgrade: h2c`, or on HTTP/2's preface as a
+        later request of a connection): none. An `Upgrade: h2c` request is answered as
+        HTTP/1.1; the preface, not a request the app serves, ends with the 400 its next
+        bytes get (as the first request it is refused unread: `serve_front`)."""
+
+
+class _Http11Server(TCPServer):
+    """Hypercorn's connection server speaking `_Http11` (the protocol its `run` makes
+    is replaced, unused, as it is set)."""
+
+    @property
+    def protocol(self) -> ProtocolWrapper:
+        """The connection's protocol, `_Http11` inside."""
+        return self._wrapper
+
+    @protocol.setter
+    def protocol(self, wrapper: ProtocolWrapper) -> None:
+        wrapper.protocol = _Http11(wrapper.app, wrapper.config, wrapper.context,
+                                   wrapper.task_group, wrapper.state, wrapper.ssl,
+                                   wrapper.client, wrapper.server, wrapper.send)
+        self._wrapper = wrapper
+
+
 # ---- the front door ----------------------------------------------------------------------------
 
 ACCEPT_RETRY = 0.1  # seconds before accepting again when the process is out of descriptors
@@ -177,15 +213,16 @@ async def serve_front(app: Any, config: HypercornConfig, ws_path: str, ws_handle
                     return
                 admitted = peer
             head = await _head_within(stream, head_timeout)
-            if head is None:
+            if head is None or head.startswith(H2_PREFACE):  # HTTP/1.1 only: _Http11
                 return
             if upgrade_target(head) != ws_path:
-                http = TCPServer(app, config, context, ConnectionState(lifespan_state.copy()),
-                                 ReplayStream(stream, head))
+                http = _Http11Server(app, config, context,
+                                     ConnectionState(lifespan_state.copy()),
+                                     ReplayStream(stream, head))
                 try:
                     await http
                 finally:  # its protocol sends through it: a cycle, left to the collector
-                    vars(http).pop("protocol", None)
+                    vars(http).pop("_wrapper", None)
                 return
             ws = WebSocket(stream, head, max_size, peer)
             del head  # an idle websocket need not hold its request

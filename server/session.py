@@ -80,6 +80,7 @@ class Session:
         cfg = server.config
         self.outbox = Outbox(self, cfg.outbox_size, cfg.outbox_chars)
         self.bucket = TokenBucket(cfg.rate, cfg.burst)
+        ws.controls = TokenBucket(cfg.rate, cfg.burst)  # its pings and pongs: as many again
         self.inflight = Slots(cfg.max_inflight, "a connection's answer slots")
         self.principal = Principal("spectator", ANONYMOUS)  # until the hello
         self.account: Account | None = None  # what it spends is charged here (None: owner)
@@ -374,9 +375,22 @@ class Session:
             if message is None:
                 if not ws.open:
                     self._stop_reading()
+                elif ws.io_seconds:
+                    self._charge_io()
                 return False
         self._take(message)
         return ws.has_message
+
+    def _charge_io(self) -> None:
+        """Charge the socket's time now when a read completed no message (its pings and
+        pongs, a frame still partial): a stream of control frames is its client's CPU time
+        too, and a client whose time is spent rests (`_rest`) as after a refusal."""
+        now = trio.current_time()
+        ledger = self.server.ledger
+        ledger.charge(self.account, self.ws.take_io_seconds(), now)
+        if (refusal := ledger.may_compute(self.account, now)) is not None:
+            self.server.budget_hit(refusal, self.who())
+            self._rest(refusal.detail["retry_after"])
 
     def _take(self, message: str | bytes) -> None:
         """Answer one message, and charge what it cost to its client like the world's

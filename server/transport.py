@@ -1,12 +1,13 @@
 """One websocket on a socket of its own: `WebSocket`, and the keepalive `Pinger`.
 
 A `/ws` upgrade (server/front.py routes it here) becomes a `WebSocket`: whole data frames
-are parsed here (`_frames`, which also skips pongs and all but the last of a read's pings),
-every other frame by websockets' `ServerProtocol`, which also makes the control frames
-(C-accelerated unmasking for both); `text_frame` makes the text frames (once for a push
-many connections send), and this module moves the bytes itself, with `os.read` and
-`os.write` on the socket (no coroutine frames of trio's streams on an idle connection; its
-reads, writes and framing are timed: `io_seconds`, charged to its client).
+are parsed here (`_frames`, which also skips pongs and all but the last of a read's pings,
+within a bucket of their own), every other frame by websockets' `ServerProtocol`, which
+also makes the control frames (C-accelerated unmasking for both); `text_frame` makes the
+text frames (once for a push many connections send), and this module moves the bytes
+itself, with `os.read` and `os.write` on the socket (no coroutine frames of trio's streams
+on an idle connection; its reads, writes and framing are timed: `io_seconds`, charged to
+its client).
 
 Two ways to read: `receive` waits for the socket through trio (a read that emptied the
 socket is followed by a wait, not by a read that fails), for a connection's own task
@@ -41,6 +42,7 @@ from websockets.speedups import apply_mask
 
 from actors.runtime.waiter import Turn
 from protocol.errors import forget_frames
+from server.ratelimit import TokenBucket
 
 log = logging.getLogger("petridish.transport")
 
@@ -139,8 +141,13 @@ class WebSocket:
         self._held: list[bytes] = []  # the protocol's frames `flush_soon` left for `flush`
         self._fragments: list[bytes] | None = None
         self._fragment_opcode: Opcode | None = None
+        # Liveness (the `Pinger`'s): when the client last completed a frame, with no
+        # message left unfinished; bytes of a frame or message that never ends do not count.
         self.last_received = trio.current_time()
         self.ping_sent: float | None = None  # when an unanswered ping went out
+        # What the client's pings and pongs spend (None: unbounded); past it the
+        # connection is closed with 1008 (its session's, server/session.py).
+        self.controls: TokenBucket | None = None
         self.io_seconds = 0.0  # spent reading, writing and framing (take_io_seconds)
         self.peer = peer
         self.on_abort: Callable[[], None] | None = None  # told before the socket closes
@@ -175,7 +182,7 @@ class WebSocket:
         _let_go(self._protocol)
         self._protocol = ServerProtocol(state=OPEN, max_size=self._max_size)
         if self._early:
-            self._events = self._frames(self._early)[::-1]
+            self._events = self._frames(self._early, trio.current_time())[::-1]
             self._early = b""
             await self._flush()
 
@@ -232,17 +239,15 @@ class WebSocket:
                 pass
         if data:
             self._drained = len(data) < RECEIVE
-            self.last_received = trio.current_time()
-            self.ping_sent = None
-            self._events = self._frames(data)[::-1]
+            self._events = self._frames(data, trio.current_time())[::-1]
         else:
             self._protocol.receive_eof()
             self._events = self._protocol.events_received()[::-1]
         self.io_seconds += perf_counter() - started
         return True
 
-    def _frames(self, data: bytes) -> list[Any]:
-        """The frames `data` completes, after what the last reads left.
+    def _frames(self, data: bytes, now: float) -> list[Any]:
+        """The frames `data` (read at `now`) completes, after what the last reads left.
 
         A whole, unfragmented text or binary frame of a client (masked, no reserved bit)
         within the size limit is parsed here; any other frame goes to websockets' parser
@@ -253,7 +258,13 @@ class WebSocket:
 
         A client's pongs are skipped here, and of its pings websockets sees only the last
         before each frame it parses (RFC 6455 5.5.3: one pong may answer them all): a
-        flood of pings costs a header each, not a parse and a pong each.
+        flood of pings costs a header each, not a parse and a pong each. Both spend the
+        `controls` bucket, checked once per read; past it the connection fails with 1008.
+
+        The connection is alive (`last_received`) when `data` completes a frame and leaves
+        no fragmented message unfinished: a frame trickled a byte at a time, or a message
+        whose fragments never end, answers no ping (none can come inside a frame, and a
+        pong between fragments is not enough), so the `Pinger` drops it.
         """
         if self._partial:  # a frame begun: appended to until whole (no copy per read)
             self._partial += data
@@ -267,6 +278,7 @@ class WebSocket:
         at, end = 0, len(buf)
         need = 0  # bytes from `at` the frame there needs before it can be parsed
         ping = b""  # the last ping websockets has not seen yet
+        controls = 0  # pings and pongs skipped here
         while at < end and protocol.state is OPEN:
             if end - at < 2:
                 need = 2
@@ -298,6 +310,7 @@ class WebSocket:
                 frames.append(Frame(opcode, apply_mask(buf[at + head:stop],
                                                        buf[at + head - 4:at + head])))
             elif head == 6 and b0 in (_PING, _PONG):  # masked, at most 125 bytes
+                controls += 1
                 if b0 == _PING:
                     ping = buf[at:stop]
             else:
@@ -307,6 +320,12 @@ class WebSocket:
                 ping = b""
                 frames += protocol.events_received()
             at = stop
+        if controls and self.controls is not None and not self.controls.take(now, controls):
+            protocol.fail(CloseCode.POLICY_VIOLATION, f"more than {self.controls.rate:g} "
+                          "pings and pongs per second")
+            return []  # (its parser discards what follows)
+        if at and not self._in_message:
+            self.last_received, self.ping_sent = now, None
         if ping:
             protocol.receive_data(ping)
             frames += protocol.events_received()
@@ -544,8 +563,8 @@ class WebSocket:
 
 class Pinger:
     """One task pinging every websocket quiet for `interval` seconds, and dropping those
-    quiet for two intervals since a ping (a peer that is gone, or never reads); each drop
-    is told to `dropped(peer, seconds)`."""
+    quiet for two intervals since a ping (a peer that is gone, or never reads, or never
+    completes a frame: `last_received`); each drop is told to `dropped(peer, seconds)`."""
 
     def __init__(self, interval: float | None,
                  dropped: Callable[[str, float], None] | None = None) -> None:
