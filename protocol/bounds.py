@@ -34,7 +34,7 @@ MAX_OFFSET = 1_000_000
 class Bounds:
     """One field's bounds: a number in lo..hi; a text, list or map of at most `length`
     characters (UTF-16 code units) or items; `each` bounds every item of a list (or value
-    of a map)."""
+    of a map), `at` the items of a fixed-length tuple by position."""
 
     lo: float | None = None
     hi: float | None = None
@@ -45,18 +45,20 @@ class Bounds:
     # caller; anyone else sends "" (themselves) or their own name (see `borrowed`).
     user: bool = False
     nonempty: bool = False  # a text of at least one character
+    at: tuple[Bounds, ...] = ()  # a tuple's items by position (in place of `each`)
 
 
 def bounded(default: Any = attrs.NOTHING, *, lo: float | None = None,
             hi: float | None = None, length: int | None = None,
             each: Bounds | None = None, factory: Any = None,
-            code: str = "bad_request", user: bool = False, nonempty: bool = False) -> Any:
+            code: str = "bad_request", user: bool = False, nonempty: bool = False,
+            at: tuple[Bounds, ...] = ()) -> Any:
     """An attrs field with bounds (and a default or a factory, as `attrs.field` takes);
     `code` is the refusal's code when one is broken (bad_request unless the op's contract
     names another, such as the field's `too_large` for an oversized batch); `user` marks a
     text that names a user, which only the owner may set to someone else (`borrowed`);
-    `nonempty` refuses an empty text."""
-    meta = {KEY: Bounds(lo, hi, length, each, str(code), user, nonempty)}
+    `nonempty` refuses an empty text; `at` bounds a tuple's items one by one."""
+    meta = {KEY: Bounds(lo, hi, length, each, str(code), user, nonempty, tuple(at))}
     if factory is not None:
         return attrs.field(factory=factory, metadata=meta)
     return attrs.field(default=default, metadata=meta)
@@ -109,14 +111,15 @@ def _check(value: Any, b: Bounds | None, nested: bool, path: str) -> None:
         check(value, path)
         return
     inner = b.each if b is not None else None
-    if inner is None and not nested:
+    at = b.at if b is not None else ()
+    if inner is None and not at and not nested:
         return
     if isinstance(value, dict):
         for key, item in value.items():
             _check(item, inner, nested, f"{path}.{key}")
     elif isinstance(value, list | tuple | set | frozenset):
         for i, item in enumerate(value):
-            _check(item, inner, nested, f"{path}[{i}]")
+            _check(item, at[i] if i < len(at) else inner, nested, f"{path}[{i}]")
 
 
 def _range(b: Bounds) -> str:

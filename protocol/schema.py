@@ -100,6 +100,9 @@ def with_bounds(schema: dict[str, Any], b: Bounds | None) -> dict[str, Any]:
                 out["items"] = with_bounds(out["items"], b.each)
             if "prefixItems" in out:
                 out["prefixItems"] = [with_bounds(s, b.each) for s in out["prefixItems"]]
+        if b.at and "prefixItems" in out:
+            out["prefixItems"] = [with_bounds(s, at) for s, at in
+                                  zip(out["prefixItems"], b.at, strict=True)]
     elif kind == "object":
         if b.length is not None:
             out["maxProperties"] = b.length

@@ -18,7 +18,17 @@ from actors.field.events import Event, GameRules, GrowEvent, ManifestEvent
 from actors.field.fold import HIDDEN, MAP_TILE, SOLVED, State, apply_event, new_state
 from actors.field.health import health_of
 from actors.field.leaderboard import Boards, Ordered, merge_boards
-from protocol.ops.field import MAX_CANVAS, MAX_SEED, MAX_SIZE, MIN_SIZE
+from protocol.ops.field import (
+    MAX_CANVAS,
+    MAX_CHUNK,
+    MAX_DEPTH,
+    MAX_GROW_S,
+    MAX_SEED,
+    MAX_SIZE,
+    MIN_CHUNK,
+    MIN_GROW_S,
+    MIN_SIZE,
+)
 
 GAME_ID_RE = re.compile(r"^[a-zA-Z0-9_-]{1,80}$")
 DAILY_PREFIX = "day-"
@@ -107,6 +117,9 @@ def yesterday(day: date) -> date:
     return day - timedelta(days=1)
 
 
+_CHUNK_SIDE = f"a chunk side is {MIN_CHUNK}..{MAX_CHUNK} cells"
+
+
 def plan_start(seed: int, size: int | None, canvas: int, chunks: int, chunk: int, guess: str,
                depth: int, grow_every: float | None, fog: bool | None,
                kind: str | None = None) -> StartPlan:
@@ -118,10 +131,11 @@ def plan_start(seed: int, size: int | None, canvas: int, chunks: int, chunk: int
     """
     if not 0 <= seed <= MAX_SEED:
         raise StartError("args.seed", "a seed is in 0..2^53-1")
-    if not 0 <= depth <= 2:
-        raise StartError("args.depth", "the bifurcation depth is 0, 1 or 2")
-    if grow_every is not None and not 1.0 <= grow_every <= 86400.0:
-        raise StartError("args.grow.every_s", "growth runs every 1..86400 seconds")
+    if not 0 <= depth <= MAX_DEPTH:
+        raise StartError("args.depth", f"the bifurcation depth is 0..{MAX_DEPTH}")
+    if grow_every is not None and not MIN_GROW_S <= grow_every <= MAX_GROW_S:
+        raise StartError("args.grow.every_s",
+                         f"growth runs every {MIN_GROW_S:g}..{MAX_GROW_S:g} seconds")
     growing = grow_every is not None
     rules = GameRules(guess=guess, depth=depth, fog=growing if fog is None else fog)
     if kind == "scatter" and growing:
@@ -129,8 +143,8 @@ def plan_start(seed: int, size: int | None, canvas: int, chunks: int, chunk: int
     if kind == "field" and not growing:
         if size is not None:
             raise StartError("args.size", "a field of chunks takes chunks/chunk, not size")
-        if not 20 <= chunk <= 100:
-            raise StartError("args.chunk", "a chunk side is 20..100 cells")
+        if not MIN_CHUNK <= chunk <= MAX_CHUNK:
+            raise StartError("args.chunk", _CHUNK_SIDE)
         if not 1 <= chunks <= MAX_CANVAS // chunk:
             raise StartError("args.chunks", f"1..{MAX_CANVAS // chunk} chunks of {chunk} fit "
                              "the largest canvas")
@@ -142,10 +156,10 @@ def plan_start(seed: int, size: int | None, canvas: int, chunks: int, chunk: int
         return StartPlan(seed, "scatter", size, 0, 0, rules, None)
     if size is not None:
         raise StartError("args.size", "a growing field takes canvas/chunks/chunk, not size")
-    if not 20 <= chunk <= 100:
-        raise StartError("args.chunk", "a chunk side is 20..100 cells")
-    if not chunk <= canvas <= 1000:
-        raise StartError("args.canvas", "the canvas side is chunk..1000")
+    if not MIN_CHUNK <= chunk <= MAX_CHUNK:
+        raise StartError("args.chunk", _CHUNK_SIDE)
+    if not chunk <= canvas <= MAX_CANVAS:
+        raise StartError("args.canvas", f"the canvas side is chunk..{MAX_CANVAS}")
     if not 1 <= chunks <= canvas // chunk:
         raise StartError("args.chunks", f"1..{canvas // chunk} chunks of {chunk} fit the canvas")
     return StartPlan(seed, "chunks", canvas, chunks, chunk, rules, grow_every)

@@ -57,12 +57,9 @@ from actors.field.health import dead_message, health_note, health_of
 from actors.field.propagate import propagate
 from actors.field.territory import frontier, on_frontier
 from actors.world import Refusal
-from protocol.ops.field import MAX_BATCH, MAX_INTENT
+from protocol.ops.field import MAX_BATCH, MAX_INTENT, MAX_NAME
 from protocol.text import utf16_len
 
-# UTF-16 units of a join's name (a longer one is refused) and of the model, harness and
-# user it keeps (cut to it: rules.decide_join).
-MAX_NAME = 80
 SEAT_SPREAD = 0.5  # join picks among candidates at least this share of the best distance away
 
 
@@ -105,7 +102,8 @@ def join(s: State, rng: np.random.Generator, *, name: str, model: str, user: str
     if s.ended:
         return Refusal("ended", _ENDED)
     if not name or utf16_len(name) > MAX_NAME:
-        return Refusal("bad_request", f"a name has 1..{MAX_NAME} characters")
+        return Refusal("bad_request", f"args.name: a name has 1..{MAX_NAME} characters",
+                       {"path": "args.name"})
     status = s.status.to_array()
     taken = {a.seed_tile for a in s.agents}
     candidates: list[int] = []

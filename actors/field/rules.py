@@ -229,7 +229,7 @@ def decide_join(w: Live, a: ops.JoinArgs, ctx: Ctx) -> list[Joined | Rejoined] |
     of this user or machine that died today: death is for the day."""
     if (r := unready(w)) is not None:
         return r
-    kept = referee.MAX_NAME
+    kept = ops.MAX_NAME
     user, machine = utf16_clip(a.user or ctx.caller.name, kept), machine_digest(a.machine_id)
     dead = referee.dead_agent(w.state, user, machine)
     if dead is not None:

@@ -28,12 +28,12 @@ class StartMosaicArgs:
 
     kind: Literal["field", "scatter"] = "field"
     chunks: int = bounded(3, lo=1, hi=25)
-    chunk: int = bounded(40, lo=20, hi=100)
+    chunk: int = bounded(40, lo=ops.MIN_CHUNK, hi=ops.MAX_CHUNK)
     size: int | None = bounded(None, lo=ops.MIN_SIZE, hi=ops.MAX_SIZE)
     grow: Grow | None = None
     seed: int | None = bounded(None, lo=0, hi=ops.MAX_SEED)
     guess: Literal["accept", "reject"] = "accept"
-    depth: int = bounded(0, lo=0, hi=2)
+    depth: int = bounded(0, lo=0, hi=ops.MAX_DEPTH)
     fog: bool | None = None
 
 
@@ -42,9 +42,9 @@ class JoinToolArgs:
     """Join a game."""
 
     game_id: str = bounded(length=MAX_GAME)
-    name: str = bounded(length=80, nonempty=True)
+    name: str = bounded(length=ops.MAX_NAME, nonempty=True)
     machine_id: str | None = bounded(None, length=ops.MAX_MACHINE)
-    model: str | None = bounded(None, length=80)
+    model: str | None = bounded(None, length=ops.MAX_NAME)
 
 
 @attrs.frozen
@@ -53,7 +53,7 @@ class ObserveToolArgs:
 
     game_id: str = bounded(length=MAX_GAME)
     agent: str | None = bounded(None, length=ops.MAX_AGENT, nonempty=True)
-    rect: tuple[int, int, int, int] | None = bounded(None, each=items(lo=0, hi=ops.MAX_CANVAS))
+    rect: tuple[int, int, int, int] | None = bounded(None, at=ops.RECT)
 
 
 @attrs.frozen

@@ -145,7 +145,7 @@ class Tokens:
 class CreateTokenArgs:
     """Issue a token for `name` with `role`."""
 
-    name: str = bounded(length=MAX_NAME)
+    name: str = bounded(length=MAX_NAME, nonempty=True)
     role: Literal["agent", "owner"] = "agent"
 
 
@@ -199,7 +199,7 @@ class BudgetReport:
 class WorldArgs:
     """The world `id` (`kind:name`)."""
 
-    id: str = bounded(length=MAX_ID)
+    id: str = bounded(length=MAX_ID, nonempty=True)
 
 
 @attrs.frozen

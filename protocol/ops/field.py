@@ -16,20 +16,32 @@ from protocol.bounds import MAX_OFFSET, MAX_PAGE, bounded, items
 from protocol.errors import ErrorCode, register_world_codes
 from protocol.registry import OpSpec
 
-# Bounds of the field's args (docs/field-live.md); the referee checks the same limits for
-# callers that do not come through the protocol.
+# Bounds of the field's args (docs/field-live.md): the args classes below declare them, so
+# the converter refuses what is out of them and `petridish protocol-schema` states them; the
+# referee (`actors.field.live.plan_start`, `referee.join`) checks the same constants for
+# callers that do not come through the protocol, and the bounds that depend on another
+# argument (a canvas of at least `chunk`, at most canvas // chunk chunks).
 MAX_SEED = 2**53 - 1  # a seed a JavaScript client can hold exactly
 MAX_CANVAS = 1000  # the largest canvas side G
 MIN_SIZE = 14  # the smallest scatter field side (a wall of 12 keeps no tile 55% of the time)
 MAX_SIZE = 200  # the largest scatter field side
+MIN_CHUNK, MAX_CHUNK = 20, 100  # a chunk's side in cells
+MIN_CANVAS = MIN_CHUNK  # a canvas holds at least one chunk
+MAX_CHUNKS = MAX_CANVAS // MIN_CHUNK  # the first block's side in chunks (at most canvas // chunk)
+MAX_DEPTH = 2  # the referee's bifurcation depth is 0..MAX_DEPTH
+MIN_GROW_S, MAX_GROW_S = 1.0, 86400.0  # seconds between a growing field's timed growths
+MAX_NAME = 80  # characters of a join's name (1..80), and of the model, harness, user it keeps
 MAX_TILES = 1_000_000  # more tile ids than any canvas holds
 MAX_REVISION = 2**53 - 1
 MAX_AGENT = 80  # characters of an agent id
-MAX_TEXT = 256  # characters of a join's name, harness, model or user (kept: 80)
+MAX_TEXT = 256  # characters of a join's harness, model or user (kept: MAX_NAME)
 MAX_BATCH = 4096  # cells in one commit or retract
 MAX_INTENT = 160  # characters of a commit's intent
 MAX_MACHINE = 128  # characters of a join's machine id
 BOARD_PAGE = 100  # rows of the merged board's page unless `limit` says otherwise
+# An observed rectangle [x, y, w, h]: a corner on the largest canvas (and on the field: the
+# referee checks x, y < G) and a side of at least one cell.
+RECT = (items(lo=0, hi=MAX_CANVAS - 1),) * 2 + (items(lo=1, hi=MAX_CANVAS),) * 2
 FieldKind = Literal["scatter", "field"]
 
 
@@ -56,7 +68,7 @@ GuessPolicy = Literal["accept", "reject"]
 class GrowPolicy:
     """How a growing field grows: every `every_s` seconds, and on its triggers."""
 
-    every_s: float = bounded(1800.0, lo=1.0, hi=86400.0)
+    every_s: float = bounded(1800.0, lo=MIN_GROW_S, hi=MAX_GROW_S)
 
 
 @attrs.frozen
@@ -66,12 +78,12 @@ class StartArgs:
 
     seed: int = bounded(0, lo=0, hi=MAX_SEED)
     kind: FieldKind | None = None  # default: scatter with a size, field with grow
-    size: int | None = bounded(None, hi=MAX_SIZE)  # scatter: the size x size field (14..200)
-    canvas: int = bounded(1000, hi=MAX_CANVAS)  # growing: the canvas side G
-    chunks: int = bounded(3, hi=MAX_CANVAS)  # growing: the first chunks x chunks block
-    chunk: int = bounded(40, hi=MAX_CANVAS)  # growing: a chunk's side in cells
+    size: int | None = bounded(None, lo=MIN_SIZE, hi=MAX_SIZE)  # scatter: size x size
+    canvas: int = bounded(1000, lo=MIN_CANVAS, hi=MAX_CANVAS)  # growing: the canvas side G
+    chunks: int = bounded(3, lo=1, hi=MAX_CHUNKS)  # the first chunks x chunks block
+    chunk: int = bounded(40, lo=MIN_CHUNK, hi=MAX_CHUNK)  # a chunk's side in cells
     guess: GuessPolicy = "accept"
-    depth: int = bounded(0, hi=2)  # bifurcation depth of the referee's propagation (0..2)
+    depth: int = bounded(0, lo=0, hi=MAX_DEPTH)  # bifurcation depth of the propagation
     grow: GrowPolicy | None = None
     fog: bool | None = None  # default: on for growing fields, off otherwise
 
@@ -91,7 +103,7 @@ class JoinArgs:
     you have a durable one, your machine id (an agent that died today stays dead for its
     user and its machine: rejoining gives it back)."""
 
-    name: str = bounded(length=MAX_TEXT)
+    name: str = bounded(length=MAX_NAME, nonempty=True)
     harness: str = bounded("", length=MAX_TEXT)
     model: str = bounded("", length=MAX_TEXT)
     user: str = bounded("", length=MAX_TEXT, user=True)  # only the owner names another
@@ -113,10 +125,10 @@ class JoinResult:
 @attrs.frozen
 class ObserveArgs:
     """`{agent}` (your territory, its surroundings, your frontier) or `{rect: [x, y, w, h]}`
-    (x, y, w, h in 0..1000: a rectangle of the canvas)."""
+    (x, y in 0..999, w, h in 1..1000: a rectangle of the canvas)."""
 
     agent: str | None = bounded(None, length=MAX_AGENT)
-    rect: tuple[int, int, int, int] | None = bounded(None, each=items(lo=0, hi=MAX_CANVAS))
+    rect: tuple[int, int, int, int] | None = bounded(None, at=RECT)
 
 
 @attrs.frozen
@@ -256,7 +268,7 @@ class LeaderboardResult:
 class HistoryArgs:
     """The field as it was at `revision` (1..current)."""
 
-    revision: int = bounded(hi=MAX_REVISION)
+    revision: int = bounded(lo=1, hi=MAX_REVISION)  # and at most the field's revision
 
 
 @attrs.frozen

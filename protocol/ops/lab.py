@@ -17,6 +17,7 @@ import attrs
 
 from protocol.bounds import bounded
 from protocol.errors import register_world_codes
+from protocol.jsontext import MAX_EXACT_INT
 from protocol.registry import OpSpec
 
 MAX_ID = 64  # organism ids are 18 characters, directive ids 15, pair ids 16
@@ -26,7 +27,7 @@ MAX_CODE = 48_000  # twice the validator's ceiling, so `too long` is a logged re
 MAX_TITLE = 80
 MAX_DIRECTIVE_TEXT = 1_200  # twice the directive ceiling, so the lab says why
 MAX_GALLERY = 200
-MAX_SEED = 2**53  # exact in a JavaScript client
+MAX_SEED = MAX_EXACT_INT  # exact in a JavaScript client (a frame holds no larger integer)
 DEFAULT_BACKLOG = 16  # unproven organisms per track the birth loop keeps waiting
 MAX_BACKLOG = 256
 MAX_LIST = 500  # organisms in one backlog listing
@@ -108,7 +109,7 @@ class PairArgs:
 class PublicPairArgs:
     """Deal a public judge (`client_key`, kept in the browser) a pair."""
 
-    client_key: str = bounded(length=MAX_CLIENT_KEY)
+    client_key: str = bounded(length=MAX_CLIENT_KEY, nonempty=True)
 
 
 @attrs.frozen
@@ -155,7 +156,7 @@ class SeenArgs:
     """A public judge's render report on organism `id`: it drew (`ok`) or it did not."""
 
     id: str = bounded(length=MAX_ID)
-    client_key: str = bounded(length=MAX_CLIENT_KEY)
+    client_key: str = bounded(length=MAX_CLIENT_KEY, nonempty=True)
     ok: bool
 
 
@@ -205,7 +206,7 @@ class CrossArgs:
 
     a: str = bounded(length=MAX_ID)
     b: str = bounded(length=MAX_ID)
-    client_key: str = bounded(length=MAX_CLIENT_KEY)
+    client_key: str = bounded(length=MAX_CLIENT_KEY, nonempty=True)
 
 
 @attrs.frozen

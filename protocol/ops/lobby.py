@@ -53,8 +53,8 @@ class ListResult:
 class CreateArgs:
     """Create world `kind:name` with kind-specific `params`."""
 
-    kind: str = bounded(length=32)
-    name: str = bounded(length=80)
+    kind: str = bounded(length=32, nonempty=True)
+    name: str = bounded(length=80, nonempty=True)
     params: dict[str, Any] = bounded(factory=dict, length=32)  # checked as the create op's args
 
 

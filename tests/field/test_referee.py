@@ -289,7 +289,7 @@ def test_bad_input_is_refused_and_changes_nothing(call, code: str) -> None:
     assert exc.value.code == code and g.state is before
 
 
-NAME_SAYS = f"bad_request: a name has 1..{referee.MAX_NAME} characters"
+NAME_SAYS = f"bad_request: args.name: a name has 1..{referee.MAX_NAME} characters"
 INTENT_SAYS = f"bad_request: an intent has at most {referee.MAX_INTENT} characters"
 
 
@@ -310,6 +310,18 @@ def test_names_and_intents_count_utf16_code_units(call, n: int, says: str) -> No
         else:
             with pytest.raises(Refused, match=rf"^{says}$"):
                 call(g, a, text)
+
+
+def test_a_join_name_out_of_bounds_names_its_arg() -> None:
+    """Like the converter's refusals: `args.name` in the message and in `detail.path` (the
+    protocol refuses such a name before the referee; the referee guards other callers)."""
+    g = Game(scatter("referee", 60))
+    for name in ("", "a" * (referee.MAX_NAME + 1)):
+        r = referee.join(g.state, np.random.default_rng(0), name=name, model="", user="",
+                         harness="", t=0)
+        assert (r.code, r.message, r.detail) == (
+            "bad_request", f"args.name: a name has 1..{referee.MAX_NAME} characters",
+            {"path": "args.name"})
 
 
 def test_reveal_refusals_and_stale_revisions() -> None:

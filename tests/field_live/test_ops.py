@@ -65,7 +65,12 @@ async def test_bad_input_for_every_op_changes_nothing(tmp_path: Path) -> None:
         await _refused(c, "field.observe", {}, "unknown_actor",
                        "there is no world 'field:ops'; field.start creates it")
         await _refused(c, "field.start", {"size": 5}, "bad_request",
-                       "args.size: a field without growth needs a size in 14..200")
+                       "args.size: must be between 14 and 200")
+        # bounds that depend on another arg: the schema cannot state them, the referee does
+        await _refused(c, "field.start", {"kind": "field", "chunk": 100, "chunks": 11},
+                       "bad_request", "args.chunks: 1..10 chunks of 100 fit the largest canvas")
+        await _refused(c, "field.start", {"grow": {"every_s": 60}, "canvas": 50, "chunk": 60},
+                       "bad_request", "args.canvas: the canvas side is chunk..1000")
         await _refused(c, "field.start", {"size": "20"}, "bad_request", "args.size: expected int")
         await start(c, GAME, size=20, seed=2)
         await _refused(c, "field.start", {"size": 20}, "already_exists")
@@ -98,8 +103,10 @@ async def test_bad_input_for_every_op_changes_nothing(tmp_path: Path) -> None:
         ]
         for op, args, code in cases:
             await _refused(c, op, args, code)
-        await _refused(c, "field.history", {"revision": 0}, "bad_request",
+        await _refused(c, "field.history", {"revision": 3}, "bad_request",
                        "args.revision: must be between 1 and 2, the field's revision now")
+        await _refused(c, "field.history", {"revision": 0}, "bad_request",
+                       f"args.revision: must be between 1 and {2**53 - 1}")
         # another caller cannot act as alice's agent; a spectator cannot write at all
         for op, args in (("field.reveal", reveal), ("field.commit", commit),
                          ("field.retract", retract)):
@@ -221,7 +228,7 @@ async def test_texts_count_utf16_code_units_as_the_seed_does(tmp_path: Path) -> 
                 assert (await c.request("field.join", to, {"name": name}))["agent"]
             else:
                 await _refused(c, "field.join", {"name": name}, "bad_request",
-                               "a name has 1..80 characters")
+                               "args.name: at most 80 characters")
         kept = await c.request("field.join", to, {"name": "kept", "model": "a" * 79 + EMOJI,
                                                   "harness": EMOJI * 41, "user": "u" * 79 + EMOJI})
         seated = (await srv.state.directory.get(to)).state.state.agents[-1]

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import pytest
 
+from actors.lab.offers import client_refusal
 from actors.lab.state import CANARY_WINDOW_MS
 from actors.world import Refusal
+from protocol.errors import ProtocolError
 from protocol.ops.lab import LabCode
 from tests.lab.lab_world import JUDGE, LabRun
 from tests.lab.test_rules import born
@@ -175,10 +177,17 @@ def test_a_vote_names_one_of_the_pair_within_the_window(lab) -> None:
 
 
 def test_an_empty_client_key_is_refused(lab) -> None:
+    """By the converter (the schema's minLength), and by the lab for a caller that skips it."""
     run, canary = lab
     for op, args in (("lab.public_pair", {}), ("lab.seen", {"id": canary, "ok": True}),
                      ("lab.cross", {"a": canary, "b": canary})):
-        assert run(op, JUDGE, client_key="", **args).message == "client_key is empty"
+        with pytest.raises(ProtocolError) as err:
+            run(op, JUDGE, client_key="", **args)
+        assert (err.value.code, str(err.value), err.value.detail) == (
+            "bad_request", "args.client_key: at least 1 character", {"path": "args.client_key"})
+    refused = client_refusal("")
+    assert refused is not None and refused.message == "client_key is empty"
+    assert refused.detail == {"path": "args.client_key"}
 
 
 def test_deals_draw_fresh_pairs_at_one_revision() -> None:
