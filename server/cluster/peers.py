@@ -142,6 +142,8 @@ class PeerServer:
                 raise ProtocolError(ErrorCode.BAD_REQUEST, "hops: expected a positive integer")
             if op == "view":
                 message: Any = ViewMsg()
+            elif op == "internal":
+                message = self._internal(to, frame)
             else:
                 spec = self.registry.get(str(op))
                 message = Call(spec.name, structure(frame.get("args", {}), spec.args),
@@ -154,6 +156,21 @@ class PeerServer:
         except Exception:
             log.exception("peer request %r failed", frame)
             answer.fail(ProtocolError(ErrorCode.INTERNAL, "the server failed on this request"))
+
+    def _internal(self, to: str, frame: dict[str, Any]) -> Any:
+        """A world's message to world `to` (World.internal; no client can send one: it
+        comes only from a peer that knows the cluster's secret)."""
+        assert self.directory is not None
+        wire = frame.get("type")
+        cls = self.directory.kind_of(to).internal.get(wire) if isinstance(wire, str) else None
+        if cls is None:
+            raise ProtocolError(ErrorCode.BAD_REQUEST, f"{to} takes no message {wire!r}",
+                                {"path": "type"})
+        try:
+            return cls.from_wire(frame.get("message"))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ProtocolError(ErrorCode.BAD_REQUEST, f"a {wire} that does not read: "
+                                f"{exc!r}"[:300], {"path": "message"}) from None
 
 
 def _request_id(frame: dict[str, Any]) -> int:

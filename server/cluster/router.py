@@ -142,7 +142,10 @@ class Router:
         if not isinstance(answer, _Forwarded):
             answer = _Forwarded(answer, trio.current_time() + self.ask_timeout)
         frame = _frame(actor_id, message, hops + 1)
-        if frame is None:
+        if frame is None:  # a bug: a world sent another a message with no wire form
+            log.warning("a %s for %s cannot be forwarded to the process hosting it: it "
+                        "is no op and not among the kind's internal messages",
+                        type(message).__name__, actor_id)
             answer.fail(ProtocolError(ErrorCode.INTERNAL, "this message cannot be forwarded"))
             return
         link: Link = where
@@ -207,7 +210,7 @@ class Router:
     def _safe(self, message: Any) -> bool:
         """May `message` be delivered again after its reply was lost?"""
         if not isinstance(message, Call):
-            return True  # a view
+            return True  # a view, or a world's message to another (safe twice: its rule)
         if message.request_id is not None:
             return True
         assert self.directory is not None
@@ -329,7 +332,11 @@ def _frame(actor_id: str, message: Any, hops: int) -> dict[str, Any] | None:
     if isinstance(message, ViewMsg):
         return {"op": "view", "to": actor_id, "hops": hops}
     if not isinstance(message, Call):
-        return None
+        wire = getattr(type(message), "wire", None)  # a world's message (World.internal)
+        if not isinstance(wire, str):
+            return None
+        return {"op": "internal", "type": wire, "to": actor_id, "hops": hops,
+                "message": message.to_wire()}
     frame = {"op": message.op, "to": actor_id, "args": unstructure(message.args),
              "caller": message.caller, "role": message.role, "hops": hops}
     if message.request_id is not None:

@@ -9,11 +9,15 @@ one compact JSON object per line over a TCP connection.
     -> {"id": 8, "op": "view", "to": "counter:w", "hops": 1}
     <- {"id": 8, "ok": true, "result": {"rev": 12, "view": {...}}}
     -> {"id": 9, "op": "ping"}       <- {"id": 9, "ok": true, "result": null}
+    -> {"id": 10, "op": "internal", "type": "puzzleboard.claim", "to": "puzzleboard:main",
+        "message": {...}, "hops": 1}   <- {"id": 10, "ok": true, "result": null}
 
 A request carries what the first process learned of its caller (the name and role its
 credential gave), the args as the client sent them (checked again by the receiver's
 strict converter), the client's request id, and `hops`: the processes it has been
 through. A refusal with `detail.reroute` means "not applied here, locate it again".
+An `internal` frame is a message one world sends another that is no op (World.internal:
+a room's win claim to the board, a world's summary to the lobby); no client can send one.
 """
 
 from __future__ import annotations

@@ -85,7 +85,7 @@ async def test_a_second_server_on_the_same_data_directory_is_refused(tmp_path: P
     data = tmp_path / "data"
     with ServerProcess(data) as first:
         second = ServerProcess(data)
-        with pytest.raises(RuntimeError, match="exited before listening") as err:
+        with pytest.raises(RuntimeError, match="exited before listening"):
             second.start()
         assert second.proc is not None and second.proc.wait(10) == 2
         said = "".join(second.output)
