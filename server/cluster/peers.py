@@ -25,11 +25,15 @@ from protocol.convert import structure, unstructure
 from protocol.envelope import PROTOCOL_VERSION, check_actor_id
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.registry import Registry
-from server.cluster.wire import Lines, Outbox, encode
+from server.cluster.wire import MAX_HELLO, MAX_LINE, Lines, Outbox, encode
 
 log = logging.getLogger("petridish.cluster")
 
 HELLO_TIMEOUT = 2.0  # seconds to open a link and get its hello answered
+# Connections that have not said hello yet (each may hold MAX_HELLO bytes for at most
+# HELLO_TIMEOUT); more are closed at once. A cluster's peers need one each.
+MAX_GREETING = 32
+CROWD_LOG_EVERY = 10.0  # seconds between two warnings of refused connections
 MAX_INFLIGHT = 8192  # requests one incoming link may have unanswered; more wait
 PING_EVERY = 0.5  # seconds between pings while requests wait for replies
 Reply = Callable[[dict[str, Any] | None, bool], None]  # (reply or None, was it sent)
@@ -78,6 +82,10 @@ class PeerServer:
         self.node, self.secret, self.registry = node, secret, registry
         self.directory: Directory | None = None
         self.received = 0  # requests received from peers (for metrics)
+        self.crowded = 0  # connections refused: MAX_GREETING others were waiting
+        self._greeting = 0  # connections waiting for their hello
+        self._crowd_logged = -CROWD_LOG_EVERY
+        self._crowd_counted = 0
 
     async def serve(self, host: str, port: int, *,
                     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
@@ -97,14 +105,24 @@ class PeerServer:
             log.exception("a peer link failed")
 
     async def _serve(self, stream: trio.SocketStream) -> None:
-        lines = Lines(stream)
-        with trio.move_on_after(HELLO_TIMEOUT):
-            hello = await lines.next()
-        if (hello is None or hello.get("op") != "hello" or hello.get("token") != self.secret
-                or hello.get("protocol") != PROTOCOL_VERSION):
-            error = ProtocolError(ErrorCode.UNAUTHORIZED, "not a peer of this cluster")
-            await stream.send_all(encode({"id": 0, "ok": False, "error": error.to_wire()}))
+        if self._greeting >= MAX_GREETING:  # closed at once: it holds nothing here
+            self._refuse_crowd()
             return
+        lines = Lines(stream, MAX_HELLO)  # nothing big from a peer not known yet
+        self._greeting += 1
+        try:
+            hello = await self._hello(lines, stream)
+            if (hello is None or hello.get("op") != "hello"
+                    or hello.get("token") != self.secret
+                    or hello.get("protocol") != PROTOCOL_VERSION):
+                error = ProtocolError(ErrorCode.UNAUTHORIZED, "not a peer of this cluster")
+                with trio.move_on_after(HELLO_TIMEOUT):
+                    await stream.send_all(encode({"id": 0, "ok": False,
+                                                  "error": error.to_wire()}))
+                return
+        finally:
+            self._greeting -= 1
+        lines.max_line = MAX_LINE
         await stream.send_all(encode({"id": hello.get("id", 0), "ok": True,
                                       "result": {"node": self.node}}))
         outbox = Outbox()
@@ -128,6 +146,29 @@ class PeerServer:
                 log.debug("a peer link ended: %r", exc)
             finally:
                 outbox.close()
+
+    async def _hello(self, lines: Lines, stream: trio.SocketStream) -> dict[str, Any] | None:
+        """The connection's first frame, or None (logged) when it sends none in time or
+        one that is too long or not JSON."""
+        try:
+            with trio.fail_after(HELLO_TIMEOUT):
+                return await lines.next()
+        except trio.TooSlowError:
+            why = f"sent no hello within {HELLO_TIMEOUT:g} s"
+        except ValueError as exc:  # longer than MAX_HELLO, or not a JSON object
+            why = f"sent no hello that reads ({str(exc)[:80]})"
+        log.info("a connection to the peer port from %s %s; closed", _address(stream), why)
+        return None
+
+    def _refuse_crowd(self) -> None:
+        """Log connections refused because MAX_GREETING others wait for their hello (at
+        most once every CROWD_LOG_EVERY seconds, with the count since)."""
+        self.crowded += 1
+        now = trio.current_time()
+        if now - self._crowd_logged >= CROWD_LOG_EVERY:
+            log.warning("the peer port refused %d connection(s): %d others have not said "
+                        "hello yet", self.crowded - self._crowd_counted, MAX_GREETING)
+            self._crowd_logged, self._crowd_counted = now, self.crowded
 
     def _handle(self, frame: dict[str, Any], answer: _PeerAnswer) -> None:
         assert self.directory is not None, "the peer server starts with its directory"
@@ -171,6 +212,14 @@ class PeerServer:
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ProtocolError(ErrorCode.BAD_REQUEST, f"a {wire} that does not read: "
                                 f"{exc!r}"[:300], {"path": "message"}) from None
+
+
+def _address(stream: trio.SocketStream) -> str:
+    try:
+        host, port, *_ = stream.socket.getpeername()
+    except (OSError, ValueError, TypeError):
+        return "an unknown address"
+    return f"{host}:{port}"
 
 
 def _request_id(frame: dict[str, Any]) -> int:
@@ -228,13 +277,14 @@ class Link:
         host, _, port = self.addr.rpartition(":")
         stream = await trio.open_tcp_stream(host.strip("[]"), int(port))
         try:
-            lines = Lines(stream)
+            lines = Lines(stream, MAX_HELLO)
             await stream.send_all(encode({"op": "hello", "protocol": PROTOCOL_VERSION,
                                           "id": 0, "token": self.secret,
                                           "client": f"peer:{self.me}"}))
             hello = await lines.next()
             if not (hello and hello.get("ok")):
                 raise ConnectionError(f"{self.node} refused the link: {hello!r}")
+            lines.max_line = MAX_LINE
         except BaseException:
             await trio.aclose_forcefully(stream)
             raise

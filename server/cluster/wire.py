@@ -31,6 +31,7 @@ from protocol.errors import ErrorCode, ProtocolError
 from protocol.jsontext import compact_encoder
 
 MAX_LINE = 64 * 1024 * 1024  # bytes of one frame (a big field's view fits many times)
+MAX_HELLO = 4096  # bytes of a hello, and of anything read before the peer is known
 _encode = compact_encoder(ensure_ascii=False)
 
 
@@ -52,10 +53,15 @@ def reroute(actor_id: str, why: str) -> ProtocolError:
 
 
 class Lines:
-    """The frames of a stream, one JSON object per line (None at the end of the stream)."""
+    """The frames of a stream, one JSON object per line (None at the end of the stream).
 
-    def __init__(self, stream: trio.abc.ReceiveStream) -> None:
+    `max_line` bounds one line (a peer's hello is read with a small bound, raised once the
+    peer is known); a line is looked for in each chunk as it comes, so a long line costs
+    time in proportion to its length."""
+
+    def __init__(self, stream: trio.abc.ReceiveStream, max_line: int = MAX_LINE) -> None:
         self._stream = stream
+        self.max_line = max_line
         self._buffer = bytearray()
         self._frames: list[dict[str, Any]] = []
 
@@ -65,14 +71,19 @@ class Lines:
             chunk = await self._stream.receive_some(1 << 16)
             if not chunk:
                 return None
+            start = len(self._buffer)
             self._buffer += chunk
-            end = self._buffer.rfind(b"\n")
-            if end < 0:
-                if len(self._buffer) > MAX_LINE:
+            newline = chunk.rfind(b"\n")  # only the new bytes: the rest had none
+            if newline < 0:
+                if len(self._buffer) > self.max_line:
                     raise ValueError("a peer frame is longer than the limit")
                 continue
+            end = start + newline
             lines = bytes(self._buffer[:end]).split(b"\n")
             del self._buffer[:end + 1]
+            if len(self._buffer) > self.max_line or \
+                    any(len(line) > self.max_line for line in lines):
+                raise ValueError("a peer frame is longer than the limit")
             for line in lines:
                 frame = json.loads(line)
                 if not isinstance(frame, dict):
