@@ -36,6 +36,7 @@ MAX_GREETING = 32
 CROWD_LOG_EVERY = 10.0  # seconds between two warnings of refused connections
 MAX_INFLIGHT = 8192  # requests one incoming link may have unanswered; more wait
 PING_EVERY = 0.5  # seconds between pings while requests wait for replies
+RELAY_BACKLOG = 8 << 20  # bytes waiting for a peer past which its mirrors' relays end
 Reply = Callable[[dict[str, Any] | None, bool], None]  # (reply or None, was it sent)
 # What a broken connection or a peer sending garbage raises.
 LINK_ERRORS = (OSError, ValueError, trio.BrokenResourceError, trio.ClosedResourceError)
@@ -44,11 +45,11 @@ LINK_ERRORS = (OSError, ValueError, trio.BrokenResourceError, trio.ClosedResourc
 class _PeerAnswer:
     """The answer to one request of an incoming link: its reply frame, once."""
 
-    __slots__ = ("_done", "_id", "_outbox", "_slots", "_view")
+    __slots__ = ("_done", "_id", "_slots", "_view", "outbox")
 
     def __init__(self, outbox: Outbox, request_id: int, slots: trio.Semaphore,
                  view: bool = False) -> None:
-        self._outbox, self._id, self._slots, self._view = outbox, request_id, slots, view
+        self.outbox, self._id, self._slots, self._view = outbox, request_id, slots, view
         self._done = False
 
     def succeed(self, value: Any) -> None:
@@ -71,8 +72,32 @@ class _PeerAnswer:
 
     def _finish(self, frame: bytes) -> None:
         self._done = True
-        self._outbox.put(frame)
+        self.outbox.put(frame)
         self._slots.release()
+
+
+class _PeerRelay:
+    """A peer's mirror of world `topic`, hosted here: the world's snapshot pushes go to it
+    on the peer's connection (topic.Relay), as the frames every subscriber got, and a
+    `resync` when the relay ends: the world's actor stopped, or the peer reads so slowly
+    that RELAY_BACKLOG bytes wait for it (it then asks for a view again)."""
+
+    __slots__ = ("_outbox", "closed", "topic")
+
+    def __init__(self, outbox: Outbox, topic: str) -> None:
+        self._outbox, self.topic = outbox, topic
+        self.closed = False
+
+    def snapshot(self, rev: int, frame: str) -> None:
+        if self._outbox.size > RELAY_BACKLOG:
+            self.stopped(rev, "slow_consumer")
+        else:
+            self._outbox.put(frame.encode() + b"\n")
+
+    def stopped(self, rev: int, reason: str = "actor_stopped") -> None:
+        self.closed = True
+        self._outbox.put(encode({"topic": self.topic, "rev": rev, "kind": "resync",
+                                 "data": {"reason": reason}}))
 
 
 class PeerServer:
@@ -135,17 +160,20 @@ class PeerServer:
                 log.debug("writing to a peer failed: %r", exc)
             nursery.cancel_scope.cancel()
 
+        relays: dict[str, _PeerRelay] = {}  # the peer's mirrors of worlds hosted here
         async with trio.open_nursery() as nursery:
             nursery.start_soon(write)
             try:
                 while (frame := await lines.next()) is not None:
                     await slots.acquire()
                     self._handle(frame, _PeerAnswer(outbox, _request_id(frame), slots,
-                                                    frame.get("op") == "view"))
+                                                    frame.get("op") == "view"), relays)
             except LINK_ERRORS as exc:
                 log.debug("a peer link ended: %r", exc)
             finally:
                 outbox.close()
+                for relay in relays.values():
+                    relay.closed = True
 
     async def _hello(self, lines: Lines, stream: trio.SocketStream) -> dict[str, Any] | None:
         """The connection's first frame, or None (logged) when it sends none in time or
@@ -170,7 +198,8 @@ class PeerServer:
                         "hello yet", self.crowded - self._crowd_counted, MAX_GREETING)
             self._crowd_logged, self._crowd_counted = now, self.crowded
 
-    def _handle(self, frame: dict[str, Any], answer: _PeerAnswer) -> None:
+    def _handle(self, frame: dict[str, Any], answer: _PeerAnswer,
+                relays: dict[str, _PeerRelay]) -> None:
         assert self.directory is not None, "the peer server starts with its directory"
         op = frame.get("op")
         if op == "ping":
@@ -178,11 +207,21 @@ class PeerServer:
             return
         try:
             to = check_actor_id(frame.get("to"), "to", None)
+            if op == "unrelay":  # the peer dropped its mirror of `to`
+                if (relay := relays.pop(to, None)) is not None:
+                    relay.closed = True
+                answer.succeed(None)
+                return
             hops = frame.get("hops")
             if not isinstance(hops, int) or hops < 1:
                 raise ProtocolError(ErrorCode.BAD_REQUEST, "hops: expected a positive integer")
             if op == "view":
-                message: Any = ViewMsg()
+                relay = None
+                if frame.get("relay") is True:  # the peer mirrors `to`: one relay each
+                    if (old := relays.pop(to, None)) is not None:
+                        old.closed = True
+                    relay = relays[to] = _PeerRelay(answer.outbox, to)
+                message: Any = ViewMsg(relay)
             elif op == "internal":
                 message = self._internal(to, frame)
             else:
@@ -246,6 +285,21 @@ class Link:
         self._wake = trio.Event()
         self._heard = 0.0  # when the peer last sent anything
         self.checked = 0.0  # when the router last looked for a new address of the node
+        # World -> the mirror here its snapshot pushes go to (mirrors.py `_Relay`: its
+        # `pushed(frame)`, and `lost()` when this link fails).
+        self.relays: dict[str, Any] = {}
+
+    def follow(self, topic: str, relay: Any) -> None:
+        """Pushes of `topic` the peer relays on this link go to `relay` (the view asking
+        for them is being sent)."""
+        self.relays[topic] = relay
+
+    def unfollow(self, topic: str, relay: Any) -> None:
+        """`relay` wants no more pushes of `topic`: the peer is told to stop."""
+        if self.relays.get(topic) is relay:
+            del self.relays[topic]
+            if self.connected:  # (else the peer's relay ended with the connection)
+                self.send({"op": "unrelay", "to": topic, "hops": 1}, _no_reply)
 
     def send(self, frame: dict[str, Any], reply: Reply) -> None:
         """Send `frame` (its id is set here); `reply(frame, True)` with the answer, or
@@ -331,6 +385,9 @@ class Link:
         try:
             while (frame := await lines.next()) is not None:
                 self._heard = trio.current_time()
+                if "topic" in frame:  # a relayed push (no reply to anything)
+                    self._relayed(frame)
+                    continue
                 reply = self._sent.pop(frame.get("id"), None)  # type: ignore[arg-type]
                 if reply is not None:
                     reply(frame, True)
@@ -361,6 +418,15 @@ class Link:
                 return
             outbox.put(ping)
 
+    def _relayed(self, frame: dict[str, Any]) -> None:
+        topic = frame.get("topic")
+        relay = self.relays.get(topic) if isinstance(topic, str) else None
+        if relay is None:
+            return  # a mirror dropped meanwhile (the peer was told)
+        if frame.get("kind") != "snapshot":  # the relay ended
+            del self.relays[topic]  # type: ignore[arg-type]
+        relay.pushed(frame)
+
     def _failed(self, *, sent: bool) -> None:
         self.connected = False
         self.failures += 1
@@ -374,3 +440,10 @@ class Link:
             reply(None, sent)
         for _, _, reply in queued:
             reply(None, False)
+        relays, self.relays = self.relays, {}
+        for relay in relays.values():
+            relay.lost()
+
+
+def _no_reply(_reply: dict[str, Any] | None, _sent: bool) -> None:
+    """The answer nobody waits for."""

@@ -14,7 +14,9 @@ gets there, and what happens when the process hosting it goes away.
   applies it at most once) or is a read; otherwise its outcome is unknown and it is
   refused `unavailable` with detail `outcome: "unknown"`;
 - `follow`: a subscription to a world hosted elsewhere is served here by a mirror
-  (server/cluster/mirrors.py).
+  (server/cluster/mirrors.py); the mirror's view asks the host to relay the world's
+  snapshot pushes on the same link (a view with a relay goes one hop only: a process
+  that does not host the world sends it back to be located again).
 """
 
 from __future__ import annotations
@@ -153,6 +155,13 @@ class Router:
         if rehoming is not None and rehoming.dead is link:
             rehoming.waiting.append((message, answer, hops))
             return
+        if isinstance(message, ViewMsg) and message.relay is not None:
+            if hops > 0:  # relays go from the host to the mirror's process, one hop:
+                answer.fail(reroute(actor_id, "is not hosted here, where its view for a "
+                                    "mirror came"))  # (the mirror's process asks again)
+                return
+            link.follow(actor_id, message.relay)  # a mirror here (mirrors.py `_Relay`)
+            message.relay.links.add(link)
         self.forwards += 1
         forwarded = answer
 
@@ -330,7 +339,10 @@ class Router:
 def _frame(actor_id: str, message: Any, hops: int) -> dict[str, Any] | None:
     """The peer frame of `message` (None for one that only this process can handle)."""
     if isinstance(message, ViewMsg):
-        return {"op": "view", "to": actor_id, "hops": hops}
+        frame = {"op": "view", "to": actor_id, "hops": hops}
+        if message.relay is not None:
+            frame["relay"] = True
+        return frame
     if not isinstance(message, Call):
         wire = getattr(type(message), "wire", None)  # a world's message (World.internal)
         if not isinstance(wire, str):

@@ -11,6 +11,11 @@ one compact JSON object per line over a TCP connection.
     -> {"id": 9, "op": "ping"}       <- {"id": 9, "ok": true, "result": null}
     -> {"id": 10, "op": "internal", "type": "puzzleboard.claim", "to": "puzzleboard:main",
         "message": {...}, "hops": 1}   <- {"id": 10, "ok": true, "result": null}
+    -> {"id": 11, "op": "view", "to": "ecosystem:r", "hops": 1, "relay": true}
+    <- {"id": 11, "ok": true, "result": {"rev": 40, "view": {...}}}
+    <- {"topic": "ecosystem:r", "rev": 42, "kind": "snapshot", "data": {...}}   (relayed)
+    <- {"topic": "ecosystem:r", "rev": 57, "kind": "resync", "data": {"reason": ...}}
+    -> {"id": 12, "op": "unrelay", "to": "ecosystem:r", "hops": 1}
 
 A request carries what the first process learned of its caller (the name and role its
 credential gave), the args as the client sent them (checked again by the receiver's
@@ -18,6 +23,9 @@ strict converter), the client's request id, and `hops`: the processes it has bee
 through. A refusal with `detail.reroute` means "not applied here, locate it again".
 An `internal` frame is a message one world sends another that is no op (World.internal:
 a room's win claim to the board, a world's summary to the lobby); no client can send one.
+A `view` with `relay` also makes the sender a follower of the world's snapshot pushes
+(server/cluster/mirrors.py): the host sends them on the same connection, as push frames,
+until its actor stops (a `resync`), the sender says `unrelay`, or the connection ends.
 """
 
 from __future__ import annotations
@@ -101,11 +109,13 @@ class Outbox:
         self._frames: list[bytes] = []
         self._queued = trio.Event()
         self.closed = False
+        self.size = 0  # bytes queued and not yet handed to the stream
 
     def put(self, frame: bytes) -> None:
         """Queue `frame` (dropped once the connection is closed)."""
         if not self.closed:
             self._frames.append(frame)
+            self.size += len(frame)
             self._queued.set()
 
     def close(self) -> None:
@@ -121,4 +131,5 @@ class Outbox:
             if self.closed:
                 return
             frames, self._frames = self._frames, []
+            self.size = 0
             await stream.send_all(b"".join(frames))
