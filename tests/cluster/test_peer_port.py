@@ -1,11 +1,11 @@
 """The peer port before a connection is known: a hello is read with a small bound, the
 connections that have not said hello are capped, one that says nothing is closed with a
-plain log line; and lines are split in time proportional to their length."""
+plain log line; and lines are bounded (that they are split in time proportional to their
+length is a speed, not tested here: the first search of each chunk is its own)."""
 
 from __future__ import annotations
 
 import logging
-import time
 
 import pytest
 import trio
@@ -28,26 +28,6 @@ class _Chunks(trio.abc.ReceiveStream):
 
     async def aclose(self) -> None:
         pass
-
-
-async def _read_line(megabytes: int) -> float:
-    """Seconds to read one line of `megabytes` MiB arriving 4 KiB at a time (best of 5)."""
-    body = b'{"a": "' + b"x" * (megabytes << 20) + b'"}\n{"b": 1}\n'
-    best = float("inf")
-    for _ in range(5):
-        lines = Lines(_Chunks(body, 4096))
-        started = time.perf_counter()
-        first, second = await lines.next(), await lines.next()
-        best = min(best, time.perf_counter() - started)
-        assert first is not None and len(first["a"]) == megabytes << 20 and second == {"b": 1}
-    return best
-
-
-async def test_a_long_line_is_split_in_time_proportional_to_its_length() -> None:
-    small, big = await _read_line(4), await _read_line(16)
-    # Looking for the end of the line in the whole buffer at every chunk made the 16 MiB
-    # line cost ~16 times the 4 MiB one; in proportion, ~4.
-    assert big < 9 * small, (small, big)
 
 
 async def test_lines_refuse_a_line_over_their_bound() -> None:
