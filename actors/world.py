@@ -243,6 +243,12 @@ class World(Generic[S, E]):
       server/mcp.py hosts every world's, knowing none of them.
     - `summary(state)`: what the lobby lists of a world (e.g. `{"state": "live",
       "agents": 3}`); the lobby keeps the last one it saw, so it survives unloads.
+    - `internal`: the messages other worlds send this one that are not ops (no client can
+      send them: a room's win claim to the board, a world's summary to the lobby). Each
+      class names itself (`wire`, unique among the kind's) and has `to_wire()` (a JSON
+      object) and the classmethod `from_wire(data)`, so a cluster carries it to the
+      process hosting the world; it is told (nobody waits), so delivering it twice must
+      do no harm. A message of another class reaches only a world on this process.
     """
 
     kind: str
@@ -285,6 +291,7 @@ class World(Generic[S, E]):
     # Work a server does once, off its trio thread, as it starts (e.g. compiling the field's
     # solver kernels), so no first request pays for it; None for nothing.
     warm: Callable[[], Any] | None = None
+    internal: tuple[type, ...] = ()
 
     def op_names(self) -> frozenset[str]:
         """The names of the ops this world declares."""

@@ -27,6 +27,12 @@ next socket (the server applies a write once); with `retry=False` it raises
 `ConnectionLost` instead (it may or may not have been applied; its `request_id` is on
 the exception).
 
+A resubscribe the server refuses (the world stopped and cannot load yet: held by its
+owner, or its store unreachable) is sent again with backoff (0.25 s doubling to 5 s)
+for as long as the connection lives and the subscription is open; meanwhile the
+subscription's `refused` is the refusal (None again once it is subscribed), and its
+pushes resume from the last revision delivered.
+
 A request or subscription refused because its client spent its server time
 (`over_budget` `cpu`: the server says "slow down" and names `retry_after`) is sent again
 once that time has passed, when it passes before the call's timeout; otherwise the
@@ -55,6 +61,9 @@ from protocol.envelope import PROTOCOL_VERSION
 # Failures of the network or of a server that went away: worth another attempt.
 _TRANSIENT = (ConnectionClosed, OSError, TimeoutError, trio.TooSlowError, InvalidHandshake)
 HELLO_TIMEOUT = 10.0  # seconds to open the socket, and again to get the hello reply
+# Seconds before a refused resubscribe is sent again: doubling from the first to the most.
+RESUBSCRIBE_FIRST_DELAY = 0.25
+RESUBSCRIBE_MAX_DELAY = 5.0
 PACE_MARGIN = 0.9  # of the server's frame rate and burst the client allows itself
 
 
@@ -172,6 +181,9 @@ class Subscription:
         self.topic = topic
         self.last_rev = since  # the last revision delivered to the caller
         self.result: Any = None  # the latest subscribe reply's result
+        # Why the server refuses to subscribe it again (after a resync or a reconnect),
+        # while the client keeps trying; None while subscribed.
+        self.refused: RequestError | None = None
         self._send, self._receive = trio.open_memory_channel[Push | None](buffer)
         self._active = False
         self._paused = False  # set while a resync replaces the server-side subscription
@@ -519,14 +531,37 @@ class Client:
                                       wanted=lambda: self._subs.get(sub.topic) is sub)
 
     async def _resubscribe(self, sub: Subscription, unsubscribe_first: bool = False) -> None:
-        """Resume `sub` on the current socket; a failure waits for the next reconnect."""
-        with suppress(ClientError, trio.TooSlowError):
-            if unsubscribe_first:
+        """Resume `sub` on the current socket. A refusal (the world stopped and is not
+        back yet, say) is tried again with backoff, up to RESUBSCRIBE_MAX_DELAY apart,
+        while the socket lives and `sub` is open; `sub.refused` names it meanwhile. A drop
+        leaves it to the reconnect, which resubscribes (this task ends with the socket)."""
+        gone = self._gone  # this socket's end
+        if unsubscribe_first:
+            try:
                 # Once this is answered no push of the old subscription can follow.
                 await self._call({"op": "unsubscribe", "to": sub.topic}, timeout=30.0)
-            sub._paused = False
-            if self._subs.get(sub.topic) is sub:
+            except (ConnectionLost, ClientClosed):
+                return
+            except (RequestError, trio.TooSlowError):
+                pass  # not subscribed there any more, or no answer: subscribe anyway
+        sub._paused = False
+        delays = backoff_delays(RESUBSCRIBE_FIRST_DELAY, RESUBSCRIBE_MAX_DELAY)
+        while self._subs.get(sub.topic) is sub:
+            try:
                 await self._send_subscribe(sub)
+            except (ConnectionLost, ClientClosed):
+                return
+            except RequestError as refused:
+                sub.refused = refused
+            except trio.TooSlowError:
+                sub.refused = RequestError("timeout", "the subscribe was not answered")
+            else:
+                sub.refused = None
+                return
+            with trio.move_on_after(delays()):
+                await gone.wait()
+            if gone.is_set():
+                return  # the reconnect subscribes it again
 
     async def _unsubscribe(self, sub: Subscription) -> None:
         self._forget(sub)

@@ -61,18 +61,34 @@ class _Save:
 
 @attrs.frozen
 class Seen:
-    """What world `actor_id` says of itself now (its summary)."""
+    """What world `actor_id` says of itself now (its summary): a message of worlds to the
+    lobby, not an op (`World.internal`: in a cluster it goes to whichever process hosts
+    the lobby)."""
+
+    wire: ClassVar[str] = "lobby.seen"
 
     actor_id: str
     summary: Mapping[str, Any]
 
+    def to_wire(self) -> dict[str, Any]:
+        """The message as JSON."""
+        return {"actor_id": self.actor_id, "summary": dict(self.summary)}
+
+    @classmethod
+    def from_wire(cls, data: dict[str, Any]) -> Seen:
+        """The message of `to_wire`'s JSON."""
+        summary = data["summary"]
+        if not isinstance(summary, dict):
+            raise TypeError("a summary is a JSON object")
+        return cls(str(data["actor_id"]), summary)
+
 
 async def tell_seen(directory: Directory, actor_id: str, summary: Mapping[str, Any]) -> None:
-    """Tell the lobby (loading it if needed) what `actor_id` is now; a server without a
-    lobby, or a lobby that cannot take it, is not an error of the world's."""
+    """Tell the lobby (loading it if needed, wherever it lives) what `actor_id` is now; a
+    server without a lobby, or a lobby that cannot take it, is not an error of the
+    world's."""
     try:
-        lobby = await directory.get(LOBBY_ID)
-        lobby.tell(Seen(actor_id, dict(summary)))
+        directory.ref(LOBBY_ID).tell(Seen(actor_id, dict(summary)))
     except ProtocolError as error:
         log.debug("the lobby did not hear of %s: %s", actor_id, error.message)
 
@@ -147,18 +163,30 @@ class LobbyActor(WorldActor):
         self.every(SCAN, _Scan())
         self.every(SAVE, _Save())
 
+    async def handle(self, call: Any) -> Any:
+        """A world's summary (told through the lobby's ref, from this process or another),
+        else a call for the table."""
+        if isinstance(call, Seen):
+            await self._seen_now(call)
+            return None
+        return await super().handle(call)
+
+    async def _seen_now(self, message: Seen) -> None:
+        """Keep what a world says of itself."""
+        old = self._seen.get(message.actor_id)
+        if len(repr(message.summary)) <= MAX_SUMMARY and old != message.summary:
+            self._seen[message.actor_id] = dict(message.summary)
+            self._dirty = True
+            # A change of what a world is (its state, its agents) is kept at once; the
+            # figures that move at most every SAVE seconds.
+            if (_settled(old) != _settled(message.summary)
+                    or trio.current_time() - self._saved_at >= SAVE):
+                await self._save()
+
     async def on_message(self, message: Any) -> None:
         """Ticks republish changed figures; scans re-read the store; summaries are kept."""
         if isinstance(message, Seen):
-            old = self._seen.get(message.actor_id)
-            if len(repr(message.summary)) <= MAX_SUMMARY and old != message.summary:
-                self._seen[message.actor_id] = dict(message.summary)
-                self._dirty = True
-                # A change of what a world is (its state, its agents) is kept at once;
-                # the figures that move at most every SAVE seconds.
-                if (_settled(old) != _settled(message.summary)
-                        or trio.current_time() - self._saved_at >= SAVE):
-                    await self._save()
+            await self._seen_now(message)
         elif isinstance(message, _Scan):
             await self._scan()
         elif isinstance(message, _Save) and self._dirty:
@@ -204,4 +232,4 @@ class LobbyActor(WorldActor):
     effects: ClassVar[Mapping[str, Effect]] = {"lobby.list": _list, "lobby.create": _create}
 
 
-WORLD = attrs.evolve(rules.WORLD, actor=LobbyActor)
+WORLD = attrs.evolve(rules.WORLD, actor=LobbyActor, internal=(Seen,))

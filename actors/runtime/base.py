@@ -1,11 +1,10 @@
 """The low-level `Actor`: one trio task per actor, a bounded mailbox, one message at a time.
 
-Worlds do not subclass it directly: `WorldActor` (actors/runtime/host.py) runs any
-`World` value on top of it. It stays the base for the host and for runtime tests.
+Worlds do not subclass it directly: `WorldActor` (actors/runtime/host.py) runs any `World`
+value on top of it. It stays the base for the host and for runtime tests.
 
-An `Actor` owns its state; only its own task touches it. Other tasks reach it through
-`ask` (wait for the answer, with a timeout) and `tell` (fire and forget); timers post
-messages to its own mailbox.
+An `Actor` owns its state; only its own task touches it. Other tasks reach it through `ask`
+(wait for the answer, with a timeout) and `tell` (fire and forget); timers post to its mailbox.
 
 A handler validates, decides events and `commit`s them: they are folded into the state
 at once. The runtime handles every message already waiting in the mailbox the same way
@@ -22,8 +21,8 @@ When a handler raises anything but a ProtocolError, the supervisor answers that 
 `actor_restarted` and rebuilds the state from the store plus the events of the batch's
 earlier messages: a crashed handler changes nothing, the others are unharmed. Too many
 crashes in a short window stop the actor for good; an actor left idle (no message, no
-subscriber) for `idle_timeout` unloads itself. `Directory` (actors/runtime/directory.py) maps
-`kind:name` ids to live actors and loads them again on demand.
+subscriber) for `idle_timeout` unloads itself. `Directory` (actors/runtime/directory.py)
+maps `kind:name` ids to live actors and loads them again on demand.
 """
 
 from __future__ import annotations
@@ -383,6 +382,7 @@ class Actor(ABC):
                     if isinstance(item.pending, Pending) and item.pending.done.is_set():
                         return True  # its asker gave up (a timeout): subscribe nobody
                     if isinstance(message, ViewMsg):
+                        self._topic.relay(message.relay)  # another process's mirror, if any
                         item.pending.succeed((self._durable_rev, self.view()))
                         return True
                     try:

@@ -35,7 +35,7 @@ from __future__ import annotations
 import itertools
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -93,6 +93,9 @@ class ActorKind:
     seat_op: str | None = None  # the op that seats a new player (World.seat)
     resident: bool = False  # a house world: outside max_live_worlds (World.resident)
     creatable: Callable[[str], bool] = lambda _name: True  # names create_op accepts
+    # Messages of other worlds it takes, by wire name (World.internal): a cluster carries
+    # them between processes.
+    internal: Mapping[str, type] = attrs.field(factory=dict)
 
     @classmethod
     def of(cls, world: World) -> ActorKind:
@@ -103,7 +106,8 @@ class ActorKind:
         return cls(world.kind, lambda actor_id, context: host(actor_id, context, world),
                    world.create_role, world.create, create_args, world.declared, world.listed,
                    world.followable, frozenset(world.reads),
-                   world.seat, world.resident, world.creatable)
+                   world.seat, world.resident, world.creatable,
+                   {cls.wire: cls for cls in world.internal})
 
 
 class Directory:

@@ -125,7 +125,10 @@ class UnsubscribeMsg:
 @attrs.frozen
 class ViewMsg:
     """Internal: answer `(durable revision, view)` once the batch before it is durable (a
-    spectator on another process starts from it)."""
+    spectator on another process starts from it). With a `relay` (topic.Relay: another
+    process's mirror of the world), the relay follows the snapshot pushes from then on."""
+
+    relay: Any = None
 
 
 @attrs.frozen

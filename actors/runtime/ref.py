@@ -9,26 +9,40 @@ this is the seam a cluster forwards through.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from actors.runtime.mailbox import Answer
 from actors.runtime.subscriber import SubscriberQueue
+from protocol.errors import ErrorCode, ProtocolError
 
 if TYPE_CHECKING:
     from actors.runtime.directory import Directory
 
 
-class _Ignored:
-    """The answer of a tell: nobody waits for it."""
+log = logging.getLogger("petridish.actors")
+# A tell refused for one of these is a bug (a message no process could take), not a
+# world that was busy, moving or stopped.
+_FAULTS = frozenset({ErrorCode.INTERNAL, ErrorCode.BAD_REQUEST, ErrorCode.UNKNOWN_ACTOR})
+
+
+class _Told:
+    """The answer of a tell: nobody waits for it, but a refusal is logged (a warning for
+    one that says the server is at fault, such as a message a cluster cannot carry)."""
+
+    __slots__ = ("actor_id", "message")
+
+    def __init__(self, actor_id: str, message: Any) -> None:
+        self.actor_id, self.message = actor_id, message
 
     def succeed(self, value: Any) -> None:
         """Dropped."""
 
-    def fail(self, error: Any) -> None:
-        """Dropped."""
-
-
-_IGNORED = _Ignored()
+    def fail(self, error: ProtocolError) -> None:
+        """Logged."""
+        level = logging.WARNING if error.code in _FAULTS else logging.INFO
+        log.log(level, "a %s told %s was lost: %s: %s", type(self.message).__name__,
+                self.actor_id, error.code, error.message)
 
 
 class ActorRef:
@@ -53,8 +67,8 @@ class ActorRef:
             directory.send(self.actor_id, message, answer)
 
     def tell(self, message: Any) -> None:
-        """Post `message`; nobody hears whether it was handled."""
-        self.send(message, _IGNORED)
+        """Post `message`; nobody waits for it to be handled (a refusal is logged)."""
+        self.send(message, _Told(self.actor_id, message))
 
     async def ask(self, message: Any, timeout: float | None = None) -> Any:
         """Send `message` and wait for its answer (the refusal raised as ProtocolError)."""

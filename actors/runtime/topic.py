@@ -14,13 +14,18 @@ the actor's callers go out between chunks). Pushes keep their order; a
 subscriber that joins while a push is being spread skips it (its first push covers it).
 `spread_seconds` tells the actor how long the last spread took, queueing included: on a
 busy server the actor waits as long again before the next push (see Actor._push_if_due).
+
+A `Relay` is a follower of the topic on another process (a cluster's mirror of the world,
+server/cluster/mirrors.py): it counts as a subscriber, and gets the snapshot pushes (the
+events reach it through the store) and the end of the topic, in order; once `closed` it
+is forgotten.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Protocol
 
 import trio
 
@@ -30,6 +35,18 @@ from protocol.envelope import encode_push, encode_result
 from protocol.errors import ErrorCode, ProtocolError
 
 FANOUT_CHUNK = 64  # subscribers offered a push between two yields of the spread task
+
+
+class Relay(Protocol):
+    """A follower of the topic's snapshot pushes on another process."""
+
+    closed: bool
+
+    def snapshot(self, rev: int, frame: str) -> None:
+        """A snapshot push of the state at `rev` (the frame every subscriber got)."""
+
+    def stopped(self, rev: int) -> None:
+        """The topic ended at `rev` (its actor stopped)."""
 
 
 class Topic:
@@ -49,9 +66,18 @@ class Topic:
         self.pending: list[Event] = []  # published, not yet pushed
         self._pending_rev = 0
         self.dropped = 0
+        self._relays: list[Relay] = []
 
     def __len__(self) -> int:
-        return len(self._subscribers)
+        if self._relays:
+            self._relays = [r for r in self._relays if not r.closed]
+        return len(self._subscribers) + len(self._relays)
+
+    def relay(self, relay: Relay | None) -> None:
+        """Give `relay` every snapshot pushed from now on, and the topic's end (None:
+        nothing)."""
+        if relay is not None and relay not in self._relays:
+            self._relays.append(relay)
 
     def reset_history(self, events: Iterable[tuple[int, Event]]) -> None:
         """Forget the history and start it again from `events` (after a load)."""
@@ -76,7 +102,11 @@ class Topic:
     def publish_snapshot(self, rev: int, view: Any) -> None:
         """Push a fresh snapshot of the state at `rev` to every subscriber (events first)."""
         self.flush()
-        self._offer_all(encode_push(self.name, rev, "snapshot", view), rev)
+        frame = encode_push(self.name, rev, "snapshot", view)
+        self._offer_all(frame, rev)
+        for relay in self._relays:
+            if not relay.closed:  # (a closed one is forgotten when counted)
+                relay.snapshot(rev, frame)
 
     def subscribe(self, queue: SubscriberQueue, since: int | None, request_id: int, rev: int,
                   view: Callable[[], Any]) -> None:
@@ -110,7 +140,7 @@ class Topic:
         """Forget closed queues; the number of subscribers left."""
         for queue in [q for q in self._subscribers if q.closed]:
             del self._subscribers[queue]
-        return len(self._subscribers)
+        return len(self)
 
     def close(self, rev: int) -> None:
         """The actor stopped: every subscriber gets a resync and the topic is empty."""
@@ -121,6 +151,10 @@ class Topic:
         for queue in self._subscribers:
             queue.force(encode_push(self.name, rev, "resync", {"reason": "actor_stopped"}))
         self._subscribers.clear()
+        relays, self._relays = self._relays, []
+        for relay in relays:
+            if not relay.closed:
+                relay.stopped(rev)
 
     def events_after(self, since: int, rev: int) -> list[Event] | None:
         """The events after `since`, or None when history no longer reaches back to them."""

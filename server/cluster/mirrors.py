@@ -19,22 +19,34 @@ R. The mirror keeps following whichever process hosts the world, across re-homes
 the notification connection is lost it listens again and reads after its last revision,
 so nothing is skipped. A mirror nobody watched for IDLE seconds is dropped.
 
+Snapshot pushes (state that is not in events: `publish_view`, e.g. an ecosystem run's
+density fields, a field's generation progress, a pack's solve progress, the lobby's live
+figures) come from the host itself: the mirror's first view registers a `_Relay` on the
+hosting actor's topic (`ViewMsg.relay`; through the peer link when the world lives
+elsewhere, wire.py), which then sends it every snapshot push of the world, on the link
+that carried the view's reply. The mirror publishes each one after the events up to its
+revision and before any later one, as the host does (one read of the store serves
+both); one that arrives after later events went out is dropped (a client keeps no older
+snapshot). When the relay ends (the actor stopped: moved, held, shut down; the link
+broke; the host's outbox to this process grew past RELAY_BACKLOG) the mirror registers
+again wherever the world is, with backoff while it has subscribers (as spectators on the
+host resubscribe: what was pushed meanwhile of the figures comes with the next push).
+
 The same feed tells a follower of a stream (`follow`: the owner's holds, holds.py) when
 that stream moved.
-
-What a mirror cannot carry: snapshot pushes a world makes of state that is not in its
-events (`publish_view`, the lobby's live figures); its spectators see the events only.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import trio
 
-from actors.runtime.mailbox import ViewMsg
+from actors.runtime.mailbox import Pending, ViewMsg
 from actors.runtime.subscriber import SubscriberQueue
 from actors.runtime.topic import Topic
 from protocol.envelope import encode_push
@@ -48,12 +60,15 @@ log = logging.getLogger("petridish.cluster")
 IDLE = 30.0  # seconds a mirror with no subscriber is kept (a reconnect comes back soon)
 SWEEP = 5.0  # seconds between looks for idle mirrors
 RELISTEN = 1.0  # seconds before listening again after the notification connection failed
+RELAY_RETRY = 0.2  # seconds before following a world's snapshot pushes again, doubling
+RELAY_RETRY_MAX = 5.0  # ... up to this
 
 
 class Mirror:
     """World `actor_id` as followed from this process."""
 
-    def __init__(self, actor_id: str, history_size: int, on_drop: Callable[[], None]) -> None:
+    def __init__(self, actor_id: str, history_size: int, on_drop: Callable[[], None],
+                 mirrors: Mirrors) -> None:
         self.actor_id = actor_id
         self.topic = Topic(actor_id, history_size, on_drop)
         self.history_size = history_size
@@ -61,6 +76,14 @@ class Mirror:
         self.first = 0  # the revision history starts after
         self.lock = trio.Lock()
         self.idle_since = trio.current_time()
+        self.relay = _Relay(mirrors, self)
+        self.relaying = False  # the host is believed to relay its snapshot pushes here
+        self.registering = False  # a task is registering the relay again
+        # Relayed snapshot pushes not published yet: (arrival number, revision, view).
+        self.views: deque[tuple[int, int, Any]] = deque()
+        self.arrived = 0  # relayed snapshot pushes received
+        self.draining = False  # a task will publish `views`
+        self.drain_read = False  # ... and read the store first
 
     def reaches(self, since: int) -> bool:
         """True when the topic's history holds every event after `since`."""
@@ -73,6 +96,52 @@ class Mirror:
         self.topic.flush()
         self.rev = last
         self.first = max(self.first, last - self.history_size)
+
+
+class _Relay:
+    """How a mirror follows its world's snapshot pushes: on the hosting actor's topic when
+    the world lives here (`topic.Relay`), else as the target of the pushes a peer link
+    carries for the world (server/cluster/peers.py, `Link.relays`)."""
+
+    def __init__(self, mirrors: Mirrors, mirror: Mirror) -> None:
+        self._mirrors, self._mirror = mirrors, mirror
+        self.closed = False  # the mirror was dropped: the host forgets it
+        self.links: set[Any] = set()  # the peer links it was registered through
+
+    def snapshot(self, rev: int, frame: str) -> None:
+        """A snapshot push of the actor here (its frame as every subscriber got it)."""
+        self._mirrors.on_relayed(self._mirror, rev, json.loads(frame)["data"])
+
+    def stopped(self, _rev: int) -> None:
+        """The actor here stopped."""
+        self._mirrors.on_relay_lost(self._mirror)
+
+    def pushed(self, frame: dict[str, Any]) -> None:
+        """A push the hosting process relayed: a snapshot, or a resync (the relay ended)."""
+        rev = frame.get("rev")
+        if frame.get("kind") == "snapshot" and isinstance(rev, int):
+            self._mirrors.on_relayed(self._mirror, rev, frame.get("data"))
+        else:
+            self._mirrors.on_relay_lost(self._mirror)
+
+    def lost(self) -> None:
+        """The peer link it was registered through broke."""
+        self._mirrors.on_relay_lost(self._mirror)
+
+
+class _Marked(Pending):
+    """A view's answer slot that notes how many relayed pushes had arrived when it was
+    answered: those came before the view, later ones after it (one link carries both)."""
+
+    def __init__(self, mirror: Mirror) -> None:
+        super().__init__()
+        self._mirror = mirror
+        self.mark = 0
+
+    def succeed(self, value: Any) -> None:
+        if not self.done.is_set():
+            self.mark = self._mirror.arrived
+        super().succeed(value)
 
 
 class Mirrors:
@@ -89,7 +158,10 @@ class Mirrors:
         # for metrics: notifications received (and of them from other processes), batches
         # handed out, store reads made for mirrors
         self.notified = self.foreign = self.batches = self.reads = 0
+        # snapshot pushes relayed by hosts, and of them those dropped for coming too late
+        self.relayed = self.late = 0
         self._counted = (0, 0, 0)  # of the current listening connection
+        self._nursery: trio.Nursery | None = None
 
     def __len__(self) -> int:
         return len(self._mirrors)
@@ -112,13 +184,13 @@ class Mirrors:
         if mirror is None:
             kind = actor_id.partition(":")[0]
             mirror = self._mirrors[actor_id] = Mirror(
-                actor_id, self.history_size, lambda: self.observer.dropped(kind))
+                actor_id, self.history_size, lambda: self.observer.dropped(kind), self)
         async with mirror.lock:
             viewed = None
             if mirror.rev is None:
                 viewed = await self._start(mirror, since)
             else:
-                await self._catch_up(mirror)
+                await self._advance(mirror)
             assert mirror.rev is not None
             if since is not None and since > mirror.rev:
                 raise ProtocolError(ErrorCode.BAD_REQUEST, f"since: {since} is ahead of "
@@ -126,6 +198,8 @@ class Mirrors:
                                     {"path": "since", "rev": mirror.rev})
             if since is not None and mirror.reaches(since):
                 mirror.topic.subscribe(queue, since, request_id, mirror.rev, _no_view)
+                if not mirror.relaying:  # follow the host's snapshot pushes from now on
+                    self._register(mirror)
                 return
             await self._from_view(mirror, queue, request_id, viewed)
 
@@ -137,27 +211,39 @@ class Mirrors:
             if not mirror.topic.prune():
                 mirror.idle_since = trio.current_time()
 
-    async def _start(self, mirror: Mirror, since: int | None) -> tuple[int, Any] | None:
+    def drop(self, actor_id: str) -> None:
+        """Forget the mirror of `actor_id` (its subscribers, if any, are not told); its
+        host stops relaying to it."""
+        mirror = self._mirrors.pop(actor_id, None)
+        if mirror is None:
+            return
+        relay = mirror.relay
+        relay.closed = True  # a topic on this process forgets it
+        for link in relay.links:
+            link.unfollow(actor_id, relay)
+        relay.links.clear()
+
+    async def _start(self, mirror: Mirror, since: int | None) -> tuple[int, Any, int] | None:
         """Fix where a new mirror starts: at `since` when the store has little after it,
-        else at the hosting process's view (returned)."""
+        else at the hosting process's view (returned, with the relay registered)."""
         if since is not None:
             rev = await self.store.revision(mirror.actor_id)
             if 0 <= rev - since <= self.history_size:
                 mirror.rev = mirror.first = since
-                await self._catch_up(mirror)
+                await self._advance(mirror)
                 return None
-        viewed = await self._view(mirror.actor_id)
+        viewed = await self._view(mirror, relay=True)
         mirror.rev = mirror.first = viewed[0]
-        await self._catch_up(mirror)
+        await self._advance(mirror, before=viewed[2], upto=viewed[0])
         return viewed
 
     async def _from_view(self, mirror: Mirror, queue: SubscriberQueue, request_id: int,
-                         viewed: tuple[int, Any] | None) -> None:
+                         viewed: tuple[int, Any, int] | None) -> None:
         """Reply and snapshot from the hosting process, then the events past it."""
-        rev, view = viewed or await self._view(mirror.actor_id)
+        rev, view, mark = viewed or await self._view(mirror, relay=not mirror.relaying)
         assert mirror.rev is not None
-        if rev > mirror.rev:
-            await self._catch_up(mirror)
+        # What the host pushed before this view goes to the subscribers before this one.
+        await self._advance(mirror, before=mark, upto=rev, read=rev > mirror.rev)
         if not mirror.first <= rev <= mirror.rev:  # a stale host answered: try again later
             raise ProtocolError(ErrorCode.UNAVAILABLE, f"{mirror.actor_id} is moving to "
                                 "another process; subscribe again", {"actor": mirror.actor_id})
@@ -170,28 +256,133 @@ class Mirrors:
                 queue.force(encode_push(mirror.actor_id, mirror.rev, "resync",
                                         {"reason": "slow_consumer"}))
 
-    async def _view(self, actor_id: str) -> tuple[int, Any]:
-        """(durable revision, view) from the process hosting the world."""
+    async def _view(self, mirror: Mirror, *, relay: bool) -> tuple[int, Any, int]:
+        """(durable revision, view, relayed pushes received before it) from the process
+        hosting the world; with `relay`, the host relays its snapshot pushes from then
+        on."""
         assert self.directory is not None
-        rev, view = await self.directory.ask(actor_id, ViewMsg())
-        return rev, view
+        pending = _Marked(mirror)
+        rev, view = await self.directory.ask(
+            mirror.actor_id, ViewMsg(mirror.relay if relay else None), answer=pending)
+        if relay:
+            mirror.relaying = True
+        return rev, view, pending.mark
 
-    async def _catch_up(self, mirror: Mirror) -> None:
-        """Read and publish every stored event after the mirror's revision."""
+    async def _advance(self, mirror: Mirror, *, before: int | None = None,
+                       upto: int | None = None, read: bool = True) -> None:
+        """Publish what the mirror is behind on, in the host's order: the stored events
+        after its revision (up to `upto`; `read` False: only those the relayed snapshots
+        need) and each relayed snapshot queued (the first `before` to arrive; all when
+        None) after the events up to its revision. A snapshot older than the events
+        already pushed is dropped: a client keeps no snapshot older than what it has."""
         assert mirror.rev is not None
-        self.reads += 1
-        events = await self.store.read(mirror.actor_id, after=mirror.rev)
-        if events:
-            if events[0].rev != mirror.rev + 1:  # never: a store read is contiguous
+        count = sum(1 for v in mirror.views if before is None or v[0] <= before)
+        views = [mirror.views[i] for i in range(count)]
+        events: list[tuple[int, Any]] = []
+        if read or any(v[1] > mirror.rev for v in views):
+            self.reads += 1
+            stored = await self.store.read(mirror.actor_id, after=mirror.rev)
+            if stored and stored[0].rev != mirror.rev + 1:  # never: a read is contiguous
                 raise RuntimeError(f"{mirror.actor_id}: read after {mirror.rev} began at "
-                                   f"{events[0].rev}")
-            mirror.publish([e.data for e in events], events[-1].rev)
+                                   f"{stored[0].rev}")
+            events = [(e.rev, e.data) for e in stored]
+        for _ in range(count):
+            mirror.views.popleft()
+        held = [e for e in events if upto is not None and e[0] > upto]
+        events = events[:len(events) - len(held)]
+        for at, (_, rev, view) in enumerate(views):
+            ready = [e for e in events if e[0] <= rev]
+            if ready:
+                mirror.publish([data for _, data in ready], ready[-1][0])
+                events = events[len(ready):]
+            if rev == mirror.rev:
+                mirror.topic.publish_snapshot(rev, view)
+            elif rev < mirror.rev:
+                self.late += 1
+            else:  # its events are not in the store yet (or held back): later
+                mirror.views.extendleft(reversed(views[at:]))
+                break
+        if events:
+            mirror.publish([data for _, data in events], events[-1][0])
+        if held:  # and the snapshots after them: once this turn ends
+            self._drain_soon(mirror, read=True)
+
+    # ---- relayed snapshot pushes --------------------------------------------------------
+
+    def on_relayed(self, mirror: Mirror, rev: int, view: Any) -> None:
+        """A snapshot push of the world's host: published in order by a task of ours."""
+        if mirror.relay.closed:
+            return
+        self.relayed += 1
+        mirror.arrived += 1
+        mirror.views.append((mirror.arrived, rev, view))
+        self._drain_soon(mirror)
+
+    def on_relay_lost(self, mirror: Mirror) -> None:
+        """The host stopped relaying (its actor stopped, the link broke, this process read
+        too slowly): register again, while anyone watches."""
+        if mirror.relay.closed:
+            return
+        mirror.relaying = False
+        self._register(mirror)
+
+    def _drain_soon(self, mirror: Mirror, *, read: bool = False) -> None:
+        """Publish the queued snapshots (and, with `read`, the stored events) in a task."""
+        mirror.drain_read |= read
+        if mirror.draining or self._nursery is None:
+            return
+        mirror.draining = True
+
+        async def drain() -> None:
+            try:
+                async with mirror.lock:
+                    mirror.draining = False
+                    read, mirror.drain_read = mirror.drain_read, False
+                    if mirror.rev is not None and self._mirrors.get(mirror.actor_id) is mirror:
+                        await self._advance(mirror, read=read)
+            except Exception:  # the next notification (or subscribe) reads again
+                log.exception("publishing %s to its spectators failed", mirror.actor_id)
+
+        self._nursery.start_soon(drain)
+
+    def _register(self, mirror: Mirror) -> None:
+        """Have the world's host relay its snapshot pushes here again (with backoff, while
+        the mirror has subscribers). The view it answers is not pushed: spectators on the
+        host, told to resubscribe when its actor stopped, get the events they missed and
+        no snapshot either (what they missed of the figures comes with the next one)."""
+        if mirror.registering or self._nursery is None:
+            return
+        mirror.registering = True
+
+        async def register() -> None:
+            delay = RELAY_RETRY
+            try:
+                while not mirror.relaying and not mirror.relay.closed \
+                        and mirror.topic.prune():
+                    try:
+                        rev, _, mark = await self._view(mirror, relay=True)
+                    except Exception as exc:  # noqa: BLE001 - moving, held, unreachable
+                        log.info("%s's snapshot pushes are not relayed here yet: %r",
+                                 mirror.actor_id, exc)
+                        await trio.sleep(delay)
+                        delay = min(2 * delay, RELAY_RETRY_MAX)
+                        continue
+                    async with mirror.lock:
+                        if mirror.rev is not None:
+                            await self._advance(mirror, before=mark, upto=rev)
+            except Exception:
+                log.exception("following %s's snapshot pushes failed", mirror.actor_id)
+            finally:
+                mirror.registering = False
+
+        self._nursery.start_soon(register)
 
     # ---- the feed -----------------------------------------------------------------------
 
     async def run(self) -> None:
         """Listen to the store's notifications and feed the mirrors until cancelled."""
         async with trio.open_nursery() as nursery:
+            self._nursery = nursery
             nursery.start_soon(self._sweep)
             while True:
                 try:
@@ -239,7 +430,7 @@ class Mirrors:
             if mirror.rev is None or self._mirrors.get(mirror.actor_id) is not mirror:
                 return
             try:
-                await self._catch_up(mirror)
+                await self._advance(mirror)
             except Exception:  # the next notification (or subscribe) reads again
                 log.exception("reading %s for its spectators failed", mirror.actor_id)
 
@@ -252,7 +443,7 @@ class Mirrors:
                 if mirror.topic.prune():
                     mirror.idle_since = now
                 elif now - mirror.idle_since >= IDLE and not mirror.lock.locked():
-                    del self._mirrors[actor_id]
+                    self.drop(actor_id)
 
 
 def _no_view() -> Any:

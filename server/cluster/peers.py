@@ -25,13 +25,18 @@ from protocol.convert import structure, unstructure
 from protocol.envelope import PROTOCOL_VERSION, check_actor_id
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.registry import Registry
-from server.cluster.wire import Lines, Outbox, encode
+from server.cluster.wire import MAX_HELLO, MAX_LINE, Lines, Outbox, encode
 
 log = logging.getLogger("petridish.cluster")
 
 HELLO_TIMEOUT = 2.0  # seconds to open a link and get its hello answered
+# Connections that have not said hello yet (each may hold MAX_HELLO bytes for at most
+# HELLO_TIMEOUT); more are closed at once. A cluster's peers need one each.
+MAX_GREETING = 32
+CROWD_LOG_EVERY = 10.0  # seconds between two warnings of refused connections
 MAX_INFLIGHT = 8192  # requests one incoming link may have unanswered; more wait
 PING_EVERY = 0.5  # seconds between pings while requests wait for replies
+RELAY_BACKLOG = 8 << 20  # bytes waiting for a peer past which its mirrors' relays end
 Reply = Callable[[dict[str, Any] | None, bool], None]  # (reply or None, was it sent)
 # What a broken connection or a peer sending garbage raises.
 LINK_ERRORS = (OSError, ValueError, trio.BrokenResourceError, trio.ClosedResourceError)
@@ -40,11 +45,11 @@ LINK_ERRORS = (OSError, ValueError, trio.BrokenResourceError, trio.ClosedResourc
 class _PeerAnswer:
     """The answer to one request of an incoming link: its reply frame, once."""
 
-    __slots__ = ("_done", "_id", "_outbox", "_slots", "_view")
+    __slots__ = ("_done", "_id", "_slots", "_view", "outbox")
 
     def __init__(self, outbox: Outbox, request_id: int, slots: trio.Semaphore,
                  view: bool = False) -> None:
-        self._outbox, self._id, self._slots, self._view = outbox, request_id, slots, view
+        self.outbox, self._id, self._slots, self._view = outbox, request_id, slots, view
         self._done = False
 
     def succeed(self, value: Any) -> None:
@@ -67,8 +72,32 @@ class _PeerAnswer:
 
     def _finish(self, frame: bytes) -> None:
         self._done = True
-        self._outbox.put(frame)
+        self.outbox.put(frame)
         self._slots.release()
+
+
+class _PeerRelay:
+    """A peer's mirror of world `topic`, hosted here: the world's snapshot pushes go to it
+    on the peer's connection (topic.Relay), as the frames every subscriber got, and a
+    `resync` when the relay ends: the world's actor stopped, or the peer reads so slowly
+    that RELAY_BACKLOG bytes wait for it (it then asks for a view again)."""
+
+    __slots__ = ("_outbox", "closed", "topic")
+
+    def __init__(self, outbox: Outbox, topic: str) -> None:
+        self._outbox, self.topic = outbox, topic
+        self.closed = False
+
+    def snapshot(self, rev: int, frame: str) -> None:
+        if self._outbox.size > RELAY_BACKLOG:
+            self.stopped(rev, "slow_consumer")
+        else:
+            self._outbox.put(frame.encode() + b"\n")
+
+    def stopped(self, rev: int, reason: str = "actor_stopped") -> None:
+        self.closed = True
+        self._outbox.put(encode({"topic": self.topic, "rev": rev, "kind": "resync",
+                                 "data": {"reason": reason}}))
 
 
 class PeerServer:
@@ -78,6 +107,10 @@ class PeerServer:
         self.node, self.secret, self.registry = node, secret, registry
         self.directory: Directory | None = None
         self.received = 0  # requests received from peers (for metrics)
+        self.crowded = 0  # connections refused: MAX_GREETING others were waiting
+        self._greeting = 0  # connections waiting for their hello
+        self._crowd_logged = -CROWD_LOG_EVERY
+        self._crowd_counted = 0
 
     async def serve(self, host: str, port: int, *,
                     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
@@ -97,14 +130,24 @@ class PeerServer:
             log.exception("a peer link failed")
 
     async def _serve(self, stream: trio.SocketStream) -> None:
-        lines = Lines(stream)
-        with trio.move_on_after(HELLO_TIMEOUT):
-            hello = await lines.next()
-        if (hello is None or hello.get("op") != "hello" or hello.get("token") != self.secret
-                or hello.get("protocol") != PROTOCOL_VERSION):
-            error = ProtocolError(ErrorCode.UNAUTHORIZED, "not a peer of this cluster")
-            await stream.send_all(encode({"id": 0, "ok": False, "error": error.to_wire()}))
+        if self._greeting >= MAX_GREETING:  # closed at once: it holds nothing here
+            self._refuse_crowd()
             return
+        lines = Lines(stream, MAX_HELLO)  # nothing big from a peer not known yet
+        self._greeting += 1
+        try:
+            hello = await self._hello(lines, stream)
+            if (hello is None or hello.get("op") != "hello"
+                    or hello.get("token") != self.secret
+                    or hello.get("protocol") != PROTOCOL_VERSION):
+                error = ProtocolError(ErrorCode.UNAUTHORIZED, "not a peer of this cluster")
+                with trio.move_on_after(HELLO_TIMEOUT):
+                    await stream.send_all(encode({"id": 0, "ok": False,
+                                                  "error": error.to_wire()}))
+                return
+        finally:
+            self._greeting -= 1
+        lines.max_line = MAX_LINE
         await stream.send_all(encode({"id": hello.get("id", 0), "ok": True,
                                       "result": {"node": self.node}}))
         outbox = Outbox()
@@ -117,19 +160,46 @@ class PeerServer:
                 log.debug("writing to a peer failed: %r", exc)
             nursery.cancel_scope.cancel()
 
+        relays: dict[str, _PeerRelay] = {}  # the peer's mirrors of worlds hosted here
         async with trio.open_nursery() as nursery:
             nursery.start_soon(write)
             try:
                 while (frame := await lines.next()) is not None:
                     await slots.acquire()
                     self._handle(frame, _PeerAnswer(outbox, _request_id(frame), slots,
-                                                    frame.get("op") == "view"))
+                                                    frame.get("op") == "view"), relays)
             except LINK_ERRORS as exc:
                 log.debug("a peer link ended: %r", exc)
             finally:
                 outbox.close()
+                for relay in relays.values():
+                    relay.closed = True
 
-    def _handle(self, frame: dict[str, Any], answer: _PeerAnswer) -> None:
+    async def _hello(self, lines: Lines, stream: trio.SocketStream) -> dict[str, Any] | None:
+        """The connection's first frame, or None (logged) when it sends none in time or
+        one that is too long or not JSON."""
+        try:
+            with trio.fail_after(HELLO_TIMEOUT):
+                return await lines.next()
+        except trio.TooSlowError:
+            why = f"sent no hello within {HELLO_TIMEOUT:g} s"
+        except ValueError as exc:  # longer than MAX_HELLO, or not a JSON object
+            why = f"sent no hello that reads ({str(exc)[:80]})"
+        log.info("a connection to the peer port from %s %s; closed", _address(stream), why)
+        return None
+
+    def _refuse_crowd(self) -> None:
+        """Log connections refused because MAX_GREETING others wait for their hello (at
+        most once every CROWD_LOG_EVERY seconds, with the count since)."""
+        self.crowded += 1
+        now = trio.current_time()
+        if now - self._crowd_logged >= CROWD_LOG_EVERY:
+            log.warning("the peer port refused %d connection(s): %d others have not said "
+                        "hello yet", self.crowded - self._crowd_counted, MAX_GREETING)
+            self._crowd_logged, self._crowd_counted = now, self.crowded
+
+    def _handle(self, frame: dict[str, Any], answer: _PeerAnswer,
+                relays: dict[str, _PeerRelay]) -> None:
         assert self.directory is not None, "the peer server starts with its directory"
         op = frame.get("op")
         if op == "ping":
@@ -137,11 +207,23 @@ class PeerServer:
             return
         try:
             to = check_actor_id(frame.get("to"), "to", None)
+            if op == "unrelay":  # the peer dropped its mirror of `to`
+                if (relay := relays.pop(to, None)) is not None:
+                    relay.closed = True
+                answer.succeed(None)
+                return
             hops = frame.get("hops")
             if not isinstance(hops, int) or hops < 1:
                 raise ProtocolError(ErrorCode.BAD_REQUEST, "hops: expected a positive integer")
             if op == "view":
-                message: Any = ViewMsg()
+                relay = None
+                if frame.get("relay") is True:  # the peer mirrors `to`: one relay each
+                    if (old := relays.pop(to, None)) is not None:
+                        old.closed = True
+                    relay = relays[to] = _PeerRelay(answer.outbox, to)
+                message: Any = ViewMsg(relay)
+            elif op == "internal":
+                message = self._internal(to, frame)
             else:
                 spec = self.registry.get(str(op))
                 message = Call(spec.name, structure(frame.get("args", {}), spec.args),
@@ -154,6 +236,29 @@ class PeerServer:
         except Exception:
             log.exception("peer request %r failed", frame)
             answer.fail(ProtocolError(ErrorCode.INTERNAL, "the server failed on this request"))
+
+    def _internal(self, to: str, frame: dict[str, Any]) -> Any:
+        """A world's message to world `to` (World.internal; no client can send one: it
+        comes only from a peer that knows the cluster's secret)."""
+        assert self.directory is not None
+        wire = frame.get("type")
+        cls = self.directory.kind_of(to).internal.get(wire) if isinstance(wire, str) else None
+        if cls is None:
+            raise ProtocolError(ErrorCode.BAD_REQUEST, f"{to} takes no message {wire!r}",
+                                {"path": "type"})
+        try:
+            return cls.from_wire(frame.get("message"))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ProtocolError(ErrorCode.BAD_REQUEST, f"a {wire} that does not read: "
+                                f"{exc!r}"[:300], {"path": "message"}) from None
+
+
+def _address(stream: trio.SocketStream) -> str:
+    try:
+        host, port, *_ = stream.socket.getpeername()
+    except (OSError, ValueError, TypeError):
+        return "an unknown address"
+    return f"{host}:{port}"
 
 
 def _request_id(frame: dict[str, Any]) -> int:
@@ -180,6 +285,21 @@ class Link:
         self._wake = trio.Event()
         self._heard = 0.0  # when the peer last sent anything
         self.checked = 0.0  # when the router last looked for a new address of the node
+        # World -> the mirror here its snapshot pushes go to (mirrors.py `_Relay`: its
+        # `pushed(frame)`, and `lost()` when this link fails).
+        self.relays: dict[str, Any] = {}
+
+    def follow(self, topic: str, relay: Any) -> None:
+        """Pushes of `topic` the peer relays on this link go to `relay` (the view asking
+        for them is being sent)."""
+        self.relays[topic] = relay
+
+    def unfollow(self, topic: str, relay: Any) -> None:
+        """`relay` wants no more pushes of `topic`: the peer is told to stop."""
+        if self.relays.get(topic) is relay:
+            del self.relays[topic]
+            if self.connected:  # (else the peer's relay ended with the connection)
+                self.send({"op": "unrelay", "to": topic, "hops": 1}, _no_reply)
 
     def send(self, frame: dict[str, Any], reply: Reply) -> None:
         """Send `frame` (its id is set here); `reply(frame, True)` with the answer, or
@@ -211,13 +331,14 @@ class Link:
         host, _, port = self.addr.rpartition(":")
         stream = await trio.open_tcp_stream(host.strip("[]"), int(port))
         try:
-            lines = Lines(stream)
+            lines = Lines(stream, MAX_HELLO)
             await stream.send_all(encode({"op": "hello", "protocol": PROTOCOL_VERSION,
                                           "id": 0, "token": self.secret,
                                           "client": f"peer:{self.me}"}))
             hello = await lines.next()
             if not (hello and hello.get("ok")):
                 raise ConnectionError(f"{self.node} refused the link: {hello!r}")
+            lines.max_line = MAX_LINE
         except BaseException:
             await trio.aclose_forcefully(stream)
             raise
@@ -264,6 +385,9 @@ class Link:
         try:
             while (frame := await lines.next()) is not None:
                 self._heard = trio.current_time()
+                if "topic" in frame:  # a relayed push (no reply to anything)
+                    self._relayed(frame)
+                    continue
                 reply = self._sent.pop(frame.get("id"), None)  # type: ignore[arg-type]
                 if reply is not None:
                     reply(frame, True)
@@ -294,6 +418,15 @@ class Link:
                 return
             outbox.put(ping)
 
+    def _relayed(self, frame: dict[str, Any]) -> None:
+        topic = frame.get("topic")
+        relay = self.relays.get(topic) if isinstance(topic, str) else None
+        if relay is None:
+            return  # a mirror dropped meanwhile (the peer was told)
+        if frame.get("kind") != "snapshot":  # the relay ended
+            del self.relays[topic]  # type: ignore[arg-type]
+        relay.pushed(frame)
+
     def _failed(self, *, sent: bool) -> None:
         self.connected = False
         self.failures += 1
@@ -307,3 +440,10 @@ class Link:
             reply(None, sent)
         for _, _, reply in queued:
             reply(None, False)
+        relays, self.relays = self.relays, {}
+        for relay in relays.values():
+            relay.lost()
+
+
+def _no_reply(_reply: dict[str, Any] | None, _sent: bool) -> None:
+    """The answer nobody waits for."""

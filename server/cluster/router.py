@@ -14,7 +14,9 @@ gets there, and what happens when the process hosting it goes away.
   applies it at most once) or is a read; otherwise its outcome is unknown and it is
   refused `unavailable` with detail `outcome: "unknown"`;
 - `follow`: a subscription to a world hosted elsewhere is served here by a mirror
-  (server/cluster/mirrors.py).
+  (server/cluster/mirrors.py); the mirror's view asks the host to relay the world's
+  snapshot pushes on the same link (a view with a relay goes one hop only: a process
+  that does not host the world sends it back to be located again).
 """
 
 from __future__ import annotations
@@ -142,7 +144,10 @@ class Router:
         if not isinstance(answer, _Forwarded):
             answer = _Forwarded(answer, trio.current_time() + self.ask_timeout)
         frame = _frame(actor_id, message, hops + 1)
-        if frame is None:
+        if frame is None:  # a bug: a world sent another a message with no wire form
+            log.warning("a %s for %s cannot be forwarded to the process hosting it: it "
+                        "is no op and not among the kind's internal messages",
+                        type(message).__name__, actor_id)
             answer.fail(ProtocolError(ErrorCode.INTERNAL, "this message cannot be forwarded"))
             return
         link: Link = where
@@ -150,6 +155,13 @@ class Router:
         if rehoming is not None and rehoming.dead is link:
             rehoming.waiting.append((message, answer, hops))
             return
+        if isinstance(message, ViewMsg) and message.relay is not None:
+            if hops > 0:  # relays go from the host to the mirror's process, one hop:
+                answer.fail(reroute(actor_id, "is not hosted here, where its view for a "
+                                    "mirror came"))  # (the mirror's process asks again)
+                return
+            link.follow(actor_id, message.relay)  # a mirror here (mirrors.py `_Relay`)
+            message.relay.links.add(link)
         self.forwards += 1
         forwarded = answer
 
@@ -207,7 +219,7 @@ class Router:
     def _safe(self, message: Any) -> bool:
         """May `message` be delivered again after its reply was lost?"""
         if not isinstance(message, Call):
-            return True  # a view
+            return True  # a view, or a world's message to another (safe twice: its rule)
         if message.request_id is not None:
             return True
         assert self.directory is not None
@@ -327,9 +339,16 @@ class Router:
 def _frame(actor_id: str, message: Any, hops: int) -> dict[str, Any] | None:
     """The peer frame of `message` (None for one that only this process can handle)."""
     if isinstance(message, ViewMsg):
-        return {"op": "view", "to": actor_id, "hops": hops}
+        frame = {"op": "view", "to": actor_id, "hops": hops}
+        if message.relay is not None:
+            frame["relay"] = True
+        return frame
     if not isinstance(message, Call):
-        return None
+        wire = getattr(type(message), "wire", None)  # a world's message (World.internal)
+        if not isinstance(wire, str):
+            return None
+        return {"op": "internal", "type": wire, "to": actor_id, "hops": hops,
+                "message": message.to_wire()}
     frame = {"op": message.op, "to": actor_id, "args": unstructure(message.args),
              "caller": message.caller, "role": message.role, "hops": hops}
     if message.request_id is not None:

@@ -9,11 +9,23 @@ one compact JSON object per line over a TCP connection.
     -> {"id": 8, "op": "view", "to": "counter:w", "hops": 1}
     <- {"id": 8, "ok": true, "result": {"rev": 12, "view": {...}}}
     -> {"id": 9, "op": "ping"}       <- {"id": 9, "ok": true, "result": null}
+    -> {"id": 10, "op": "internal", "type": "puzzleboard.claim", "to": "puzzleboard:main",
+        "message": {...}, "hops": 1}   <- {"id": 10, "ok": true, "result": null}
+    -> {"id": 11, "op": "view", "to": "ecosystem:r", "hops": 1, "relay": true}
+    <- {"id": 11, "ok": true, "result": {"rev": 40, "view": {...}}}
+    <- {"topic": "ecosystem:r", "rev": 42, "kind": "snapshot", "data": {...}}   (relayed)
+    <- {"topic": "ecosystem:r", "rev": 57, "kind": "resync", "data": {"reason": ...}}
+    -> {"id": 12, "op": "unrelay", "to": "ecosystem:r", "hops": 1}
 
 A request carries what the first process learned of its caller (the name and role its
 credential gave), the args as the client sent them (checked again by the receiver's
 strict converter), the client's request id, and `hops`: the processes it has been
 through. A refusal with `detail.reroute` means "not applied here, locate it again".
+An `internal` frame is a message one world sends another that is no op (World.internal:
+a room's win claim to the board, a world's summary to the lobby); no client can send one.
+A `view` with `relay` also makes the sender a follower of the world's snapshot pushes
+(server/cluster/mirrors.py): the host sends them on the same connection, as push frames,
+until its actor stops (a `resync`), the sender says `unrelay`, or the connection ends.
 """
 
 from __future__ import annotations
@@ -27,6 +39,7 @@ from protocol.errors import ErrorCode, ProtocolError
 from protocol.jsontext import compact_encoder
 
 MAX_LINE = 64 * 1024 * 1024  # bytes of one frame (a big field's view fits many times)
+MAX_HELLO = 4096  # bytes of a hello, and of anything read before the peer is known
 _encode = compact_encoder(ensure_ascii=False)
 
 
@@ -48,10 +61,15 @@ def reroute(actor_id: str, why: str) -> ProtocolError:
 
 
 class Lines:
-    """The frames of a stream, one JSON object per line (None at the end of the stream)."""
+    """The frames of a stream, one JSON object per line (None at the end of the stream).
 
-    def __init__(self, stream: trio.abc.ReceiveStream) -> None:
+    `max_line` bounds one line (a peer's hello is read with a small bound, raised once the
+    peer is known); a line is looked for in each chunk as it comes, so a long line costs
+    time in proportion to its length."""
+
+    def __init__(self, stream: trio.abc.ReceiveStream, max_line: int = MAX_LINE) -> None:
         self._stream = stream
+        self.max_line = max_line
         self._buffer = bytearray()
         self._frames: list[dict[str, Any]] = []
 
@@ -61,14 +79,19 @@ class Lines:
             chunk = await self._stream.receive_some(1 << 16)
             if not chunk:
                 return None
+            start = len(self._buffer)
             self._buffer += chunk
-            end = self._buffer.rfind(b"\n")
-            if end < 0:
-                if len(self._buffer) > MAX_LINE:
+            newline = chunk.rfind(b"\n")  # only the new bytes: the rest had none
+            if newline < 0:
+                if len(self._buffer) > self.max_line:
                     raise ValueError("a peer frame is longer than the limit")
                 continue
+            end = start + newline
             lines = bytes(self._buffer[:end]).split(b"\n")
             del self._buffer[:end + 1]
+            if len(self._buffer) > self.max_line or \
+                    any(len(line) > self.max_line for line in lines):
+                raise ValueError("a peer frame is longer than the limit")
             for line in lines:
                 frame = json.loads(line)
                 if not isinstance(frame, dict):
@@ -86,11 +109,13 @@ class Outbox:
         self._frames: list[bytes] = []
         self._queued = trio.Event()
         self.closed = False
+        self.size = 0  # bytes queued and not yet handed to the stream
 
     def put(self, frame: bytes) -> None:
         """Queue `frame` (dropped once the connection is closed)."""
         if not self.closed:
             self._frames.append(frame)
+            self.size += len(frame)
             self._queued.set()
 
     def close(self) -> None:
@@ -106,4 +131,5 @@ class Outbox:
             if self.closed:
                 return
             frames, self._frames = self._frames, []
+            self.size = 0
             await stream.send_all(b"".join(frames))

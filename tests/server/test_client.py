@@ -272,6 +272,59 @@ async def test_a_caller_that_falls_behind_is_resubscribed_without_gaps(server: R
             assert revs == sorted(set(revs)) and revs[-1] == 21
 
 
+async def test_a_refused_resubscribe_is_tried_again_while_the_connection_lives(
+        server: Running) -> None:
+    """The world a subscription follows stops (its spectators get a resync) and refuses
+    the resubscribe for a while (held by the owner, as after a PostgreSQL restart in a
+    cluster): the client tries again with backoff, says so on the subscription, and
+    follows the world again once it is accepted, from the last revision it delivered."""
+    async with Client.connect(server.ws_url, token=server.owner_token) as owner, \
+            Client.connect(server.ws_url) as watcher:
+        world, admin = "counter:held", "admin:main"
+        await owner.request("lobby.create", args={"kind": "counter", "name": "held"})
+        async with watcher.subscribe(world) as sub:
+            assert (await _next(sub)).kind == "snapshot"
+            assert sub.refused is None
+            await owner.request("admin.stop", admin, {"id": world})
+            with trio.fail_after(10):
+                while sub.refused is None:
+                    await trio.sleep(0.02)
+            assert sub.refused.code == "unavailable"
+            await trio.sleep(1.0)  # refused again meanwhile, still trying
+            assert sub.refused is not None
+            await owner.request("admin.release", admin, {"id": world})
+            await owner.request("counter.add", to=world, args={"amount": 5})
+            push = await _next(sub)
+            assert (push.kind, push.rev, push.data[0]["amount"]) == ("events", 2, 5)
+            assert sub.refused is None
+            await owner.request("counter.add", to=world, args={"amount": 6})
+            push = await _next(sub)
+            assert (push.kind, push.rev, push.data[0]["amount"]) == ("events", 3, 6)
+
+
+async def test_a_drop_while_a_resubscribe_is_refused_is_left_to_the_reconnect(
+        server: Running, proxy: Proxy) -> None:
+    """The retries of a refused resubscribe end with their socket: the client reconnects
+    (it waited for them before), and the reconnect's resubscribe is tried again too."""
+    world, admin = "counter:cut", "admin:main"
+    async with _writer_and_reader(server, proxy, "cut") as (owner, reader), \
+            reader.subscribe(world) as sub:
+        assert (await _next(sub)).kind == "snapshot"
+        await owner.request("admin.stop", admin, {"id": world})
+        with trio.fail_after(10):
+            while sub.refused is None:
+                await trio.sleep(0.02)
+        proxy.cut()
+        with trio.fail_after(10):
+            while reader.connections < 2:
+                await trio.sleep(0.02)
+        await owner.request("admin.release", admin, {"id": world})
+        await owner.request("counter.add", to=world, args={"amount": 7})
+        push = await _next(sub)
+        assert (push.kind, push.rev, push.data[0]["amount"]) == ("events", 2, 7)
+        assert sub.refused is None
+
+
 async def test_one_subscription_per_topic(server: Running) -> None:
     async with Client.connect(server.ws_url) as c, c.subscribe("lobby:main"):
         with pytest.raises(ClientError, match=r"^already subscribed to lobby:main$"):

@@ -1,7 +1,9 @@
 """`BoardActor`: the board over every room takes the rooms' win claims.
 
 A room tells a claim through the board's `ActorRef` (a message nobody waits for, which the
-runtime hands to `handle` like a call); it is not an op, so no client can send one. A claim
+runtime hands to `handle` like a call); it is not an op, so no client can send one. In a
+cluster it reaches the board on whichever process hosts it, over the processes' own links
+(`WinClaim` is one of the board's `World.internal` messages). A claim
 that would beat the user's best is replayed in a worker process (`offload(process=True)`:
 up to 2,000 turns would stall every world on the server's thread), then decided.
 """

@@ -11,7 +11,7 @@ level's id, title and pack for the listing.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 
@@ -19,7 +19,7 @@ from actors.world import Codec, Ctx, Read, StateCodec, World
 from protocol.ops import puzzle as ops
 
 from ..leaderboard import Claim, Standings, record, verified
-from ..level import Level
+from ..level import Level, parse_level
 
 KIND = "puzzleboard"
 BOARD = f"{KIND}:main"  # the one board
@@ -27,8 +27,11 @@ BOARD = f"{KIND}:main"  # the one board
 
 @attrs.frozen
 class WinClaim:
-    """What a room tells the board when its player wins a level (not an op: only rooms,
-    in this process, send it)."""
+    """What a room tells the board when its player wins a level (not an op: only rooms
+    send it, on this process or, in a cluster, through the peer links of the processes,
+    which no client reaches; `World.internal`)."""
+
+    wire: ClassVar[str] = "puzzleboard.claim"
 
     user: str
     key: str
@@ -36,6 +39,17 @@ class WinClaim:
     level: Level
     profile: str
     pack: str
+
+    def to_wire(self) -> dict[str, Any]:
+        """The claim as JSON (the level in its own format)."""
+        return {"user": self.user, "key": self.key, "moves": self.moves,
+                "level": self.level.to_json(), "profile": self.profile, "pack": self.pack}
+
+    @classmethod
+    def from_wire(cls, data: dict[str, Any]) -> WinClaim:
+        """The claim of `to_wire`'s JSON (its level checked again)."""
+        return cls(str(data["user"]), str(data["key"]), str(data["moves"]),
+                   parse_level(data["level"]), str(data["profile"]), str(data["pack"]))
 
 
 @attrs.frozen
@@ -158,4 +172,5 @@ WORLD = World(
     codes=ops.PuzzleCode,
     snapshot=StateCodec(dump, load),
     listed=False,
+    internal=(WinClaim,),
 )

@@ -1,0 +1,141 @@
+"""A mirror pushes the snapshots its world's host relays in the host's order: each after the
+events up to its revision and before later ones; one that comes after later events went
+out is dropped. A topic gives its relays the snapshot pushes and its end; the host's
+relay on a peer connection ends when that peer reads too slowly. (No PostgreSQL: the
+store is a list.)"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import trio
+
+from actors.runtime.context import NullObserver
+from actors.runtime.subscriber import SubscriberQueue
+from actors.runtime.topic import Topic
+from actors.store import StoredEvent
+from server.cluster.mirrors import Mirror, Mirrors
+from server.cluster.peers import RELAY_BACKLOG, _PeerRelay
+from server.cluster.wire import Outbox
+
+WORLD = "counter:m"
+
+
+class _Store:
+    """Events 1..`last` of WORLD, each {"n": rev}."""
+
+    def __init__(self, last: int) -> None:
+        self.last = last
+
+    async def read(self, stream: str, after: int = 0,
+                   upto: int | None = None) -> list[StoredEvent]:
+        end = self.last if upto is None else min(upto, self.last)
+        return [StoredEvent(r, {"n": r}) for r in range(after + 1, end + 1)]
+
+
+def _mirror(last: int, at: int) -> tuple[Mirrors, Mirror, SubscriberQueue]:
+    mirrors = Mirrors(_Store(last), 100, NullObserver())  # type: ignore[arg-type]
+    mirror = Mirror(WORLD, 100, lambda: None, mirrors)
+    mirrors._mirrors[WORLD] = mirror
+    mirror.rev = mirror.first = at
+    queue = SubscriberQueue(100)
+    mirror.topic.subscribe(queue, at, 1, at, lambda: None)
+    queue.get_nowait()  # the reply
+    return mirrors, mirror, queue
+
+
+def _pushes(queue: SubscriberQueue) -> list[tuple[Any, ...]]:
+    out = []
+    while (frame := queue.get_nowait()) is not None:
+        push = json.loads(frame)
+        if push["kind"] == "events":
+            out += [("event", e["n"]) for e in push["data"]]
+        else:
+            out.append((push["kind"], push["rev"], push["data"]))
+    return out
+
+
+async def test_relayed_snapshots_go_out_between_the_events_as_on_the_host() -> None:
+    mirrors, mirror, queue = _mirror(last=9, at=5)
+    mirrors.on_relayed(mirror, 7, "view at 7")
+    mirrors.on_relayed(mirror, 7, "view at 7 again")  # figures moved, no event
+    mirrors.on_relayed(mirror, 9, "view at 9")
+    async with mirror.lock:
+        await mirrors._advance(mirror)
+    assert _pushes(queue) == [("event", 6), ("event", 7), ("snapshot", 7, "view at 7"),
+                              ("snapshot", 7, "view at 7 again"), ("event", 8),
+                              ("event", 9), ("snapshot", 9, "view at 9")]
+    assert mirrors.relayed == 3 and mirrors.late == 0 and not mirror.views
+
+
+async def test_a_snapshot_older_than_the_events_pushed_is_dropped() -> None:
+    mirrors, mirror, queue = _mirror(last=9, at=9)
+    mirrors.on_relayed(mirror, 7, "late")
+    mirrors.on_relayed(mirror, 9, "now")
+    async with mirror.lock:
+        await mirrors._advance(mirror, read=False)
+    assert _pushes(queue) == [("snapshot", 9, "now")]
+    assert mirrors.late == 1
+
+
+async def test_a_view_marks_which_relayed_snapshots_came_before_it(
+        nursery: trio.Nursery) -> None:
+    mirrors, mirror, queue = _mirror(last=9, at=5)
+    mirrors._nursery = nursery
+    mirrors.on_relayed(mirror, 6, "before the view")  # (arrived first)
+    mark = mirror.arrived
+    mirrors.on_relayed(mirror, 8, "after the view")
+    async with mirror.lock:  # what a new subscriber's view at 7 has the mirror do first
+        await mirrors._advance(mirror, before=mark, upto=7)
+        assert _pushes(queue) == [("event", 6), ("snapshot", 6, "before the view"),
+                                  ("event", 7)]
+        assert mirror.rev == 7
+    with trio.fail_after(5):  # the rest goes out in order once the subscriber is in
+        while mirror.rev != 9:
+            await trio.sleep(0.01)
+    assert _pushes(queue) == [("event", 8), ("snapshot", 8, "after the view"), ("event", 9)]
+
+
+class _Relay:
+    def __init__(self) -> None:
+        self.closed = False
+        self.got: list[Any] = []
+
+    def snapshot(self, rev: int, frame: str) -> None:
+        self.got.append(("snapshot", rev, json.loads(frame)["data"]))
+
+    def stopped(self, rev: int) -> None:
+        self.got.append(("stopped", rev))
+
+
+def test_a_topic_gives_its_relays_the_snapshots_and_its_end() -> None:
+    topic = Topic(WORLD, 10, lambda: None)
+    relay, gone = _Relay(), _Relay()
+    topic.relay(relay)
+    topic.relay(relay)  # once
+    topic.relay(gone)
+    assert len(topic) == 2  # relays count as subscribers (the world is watched)
+    topic.publish(1, [{"n": 1}])
+    topic.flush()  # events reach relays through the store, not here
+    topic.publish_snapshot(1, {"v": 1})
+    gone.closed = True
+    assert len(topic) == 1
+    topic.publish_snapshot(1, {"v": 2})
+    topic.close(1)
+    assert relay.got == [("snapshot", 1, {"v": 1}), ("snapshot", 1, {"v": 2}), ("stopped", 1)]
+    assert gone.got == [("snapshot", 1, {"v": 1})]
+    assert len(topic) == 0
+
+
+def test_a_peer_that_reads_too_slowly_loses_its_relay() -> None:
+    outbox = Outbox()
+    relay = _PeerRelay(outbox, WORLD)
+    relay.snapshot(3, json.dumps({"topic": WORLD, "rev": 3, "kind": "snapshot", "data": 1}))
+    assert not relay.closed
+    outbox.put(b"x" * (RELAY_BACKLOG + 1))  # the peer has not read this yet
+    relay.snapshot(4, json.dumps({"topic": WORLD, "rev": 4, "kind": "snapshot", "data": 2}))
+    assert relay.closed
+    frames = [json.loads(f) for f in outbox._frames if f.startswith(b"{")]
+    assert [(f["kind"], f["rev"]) for f in frames] == [("snapshot", 3), ("resync", 4)]
+    assert frames[-1]["data"] == {"reason": "slow_consumer"}
