@@ -428,11 +428,11 @@ async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = Non
         _instrument_store(metrics, store)
         app = _count_http(build_app(state), state)
 
-        def ping_dropped(peer: str, seconds: float) -> None:
+        def ping_dropped(peer: str, seconds: float, what: str) -> None:
             host = address_key(peer) if peer else "?"
             metrics.budget_hits.labels("ping").inc()
-            trace.warn("slow_reader", host, "dropped a connection from %s: it answered no "
-                       "ping for %.0f s", host, seconds)
+            trace.warn("slow_reader", host, "dropped a connection from %s: it %s for %.0f s",
+                       host, what, seconds)
 
         async def exit_when_the_store_gives_up() -> None:
             gave_up = getattr(store, "gave_up", None)

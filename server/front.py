@@ -31,8 +31,9 @@ from hypercorn.trio.tcp_server import TCPServer
 from hypercorn.trio.worker_context import WorkerContext
 from hypercorn.typing import ConnectionState
 
+from server.keepalive import Pinger
 from server.tcp_guard import TcpGuard, refuse
-from server.transport import RECEIVE, HandshakeFailed, Pinger, WebSocket
+from server.transport import RECEIVE, HandshakeFailed, WebSocket
 
 log = logging.getLogger("petridish.front")
 
@@ -180,7 +181,7 @@ async def serve_front(app: Any, config: HypercornConfig, ws_path: str, ws_handle
                       *, host: str, port: int, max_size: int, ping_interval: float | None,
                       head_timeout: float, shutdown: trio.Event,
                       guard: TcpGuard | None = None,
-                      ping_dropped: Callable[[str, float], None] | None = None,
+                      ping_dropped: Callable[[str, float, str], None] | None = None,
                       task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED
                       ) -> None:
     """Serve `ws_handler` on `ws_path` and `app` (ASGI, through Hypercorn) for the rest, on

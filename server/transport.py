@@ -1,4 +1,4 @@
-"""One websocket on a socket of its own: `WebSocket`, and the keepalive `Pinger`.
+"""One websocket on a socket of its own: `WebSocket` (its keepalive: server/keepalive.py).
 
 A `/ws` upgrade (server/front.py routes it here) becomes a `WebSocket`: whole data frames
 are parsed here (`_frames`, which also skips pongs and all but the last of a read's pings,
@@ -141,10 +141,11 @@ class WebSocket:
         self._held: list[bytes] = []  # the protocol's frames `flush_soon` left for `flush`
         self._fragments: list[bytes] | None = None
         self._fragment_opcode: Opcode | None = None
-        # Liveness (the `Pinger`'s): when the client last completed a frame, with no
-        # message left unfinished; bytes of a frame or message that never ends do not count.
-        self.last_received = trio.current_time()
+        self.last_received = trio.current_time()  # any bytes: alive (the `Pinger`'s)
         self.ping_sent: float | None = None  # when an unanswered ping went out
+        # When the frame or fragmented message being received began (None: none is); the
+        # `Pinger` (server/keepalive.py) drops a connection that does not finish it in time.
+        self.message_began: float | None = None
         # What the client's pings and pongs spend (None: unbounded); past it the
         # connection is closed with 1008 (its session's, server/session.py).
         self.controls: TokenBucket | None = None
@@ -239,7 +240,8 @@ class WebSocket:
                 pass
         if data:
             self._drained = len(data) < RECEIVE
-            self._events = self._frames(data, trio.current_time())[::-1]
+            self.last_received, self.ping_sent = trio.current_time(), None
+            self._events = self._frames(data, self.last_received)[::-1]
         else:
             self._protocol.receive_eof()
             self._events = self._protocol.events_received()[::-1]
@@ -261,10 +263,10 @@ class WebSocket:
         flood of pings costs a header each, not a parse and a pong each. Both spend the
         `controls` bucket, checked once per read; past it the connection fails with 1008.
 
-        The connection is alive (`last_received`) when `data` completes a frame and leaves
-        no fragmented message unfinished: a frame trickled a byte at a time, or a message
-        whose fragments never end, answers no ping (none can come inside a frame, and a
-        pong between fragments is not enough), so the `Pinger` drops it.
+        A frame, or a fragmented message, unfinished after this read has begun at
+        `message_began`: the `Pinger` drops a connection that holds one too long (its bytes
+        keep it alive, but a frame trickled a byte at a time, or fragments that never end,
+        would hold what the server buffers for good).
         """
         if self._partial:  # a frame begun: appended to until whole (no copy per read)
             self._partial += data
@@ -324,8 +326,6 @@ class WebSocket:
             protocol.fail(CloseCode.POLICY_VIOLATION, f"more than {self.controls.rate:g} "
                           "pings and pongs per second")
             return []  # (its parser discards what follows)
-        if at and not self._in_message:
-            self.last_received, self.ping_sent = now, None
         if ping:
             protocol.receive_data(ping)
             frames += protocol.events_received()
@@ -335,6 +335,10 @@ class WebSocket:
             else:  # closing: what follows is websockets' to discard
                 protocol.receive_data(buf[at:])
                 frames += protocol.events_received()
+        if not (self._partial or self._in_message):
+            self.message_began = None
+        elif self.message_began is None:
+            self.message_began = now
         return frames
 
     @property
@@ -557,36 +561,3 @@ class WebSocket:
             told, self.on_abort = self.on_abort, None
             told()
         await trio.aclose_forcefully(self._stream)
-
-
-# ---- keepalive --------------------------------------------------------------------------------
-
-class Pinger:
-    """One task pinging every websocket quiet for `interval` seconds, and dropping those
-    quiet for two intervals since a ping (a peer that is gone, or never reads, or never
-    completes a frame: `last_received`); each drop is told to `dropped(peer, seconds)`."""
-
-    def __init__(self, interval: float | None,
-                 dropped: Callable[[str, float], None] | None = None) -> None:
-        self.interval = interval
-        self.sockets: set[WebSocket] = set()
-        self.dropped = dropped
-
-    async def run(self, nursery: trio.Nursery) -> None:
-        """Ping until cancelled (returns at once when pings are off)."""
-        if self.interval is None:
-            return
-        while True:
-            await trio.sleep(self.interval / 2)
-            now = trio.current_time()
-            for ws in list(self.sockets):
-                if ws.ping_sent is not None and now - ws.ping_sent > self.interval:
-                    if self.dropped is not None:
-                        self.dropped(ws.peer, now - ws.ping_sent)
-                    else:
-                        log.warning("websocket %s answered no ping for %g s; dropped",
-                                    ws.peer, now - ws.ping_sent)
-                    ws.ping_sent = None
-                    nursery.start_soon(ws.abort)
-                elif ws.ping_sent is None and now - ws.last_received >= self.interval:
-                    nursery.start_soon(ws.ping, now)
