@@ -2,9 +2,9 @@
 
 A load generator is hundreds of clients on one loopback address (and, for anonymous
 callers, one account): the per-address and per-account budgets of server/budgets.py
-would refuse its 65th connection, its 21st world, its 31st join, its 65th world followed
-and its CPU past a tenth of a core, which is their point in production and not what a
-benchmark of the hot path measures. So is the process's bound on live worlds: a bench
+would refuse its 65th connection, its 21st world, its 31st join, its 65th world followed,
+its HTTP requests past 20 a second and its CPU past a tenth of a core, which is their
+point in production and not what a benchmark of the hot path measures. So is the process's bound on live worlds: a bench
 whose 1,000 connections each add to a world of their own would otherwise unload and load
 them again by turns (`max_live_worlds`, 500). The server-wide cap on connections and
 every per-connection bound stay.
@@ -19,6 +19,8 @@ LIFTED: dict[str, float] = {
     "max_ungreeted": 1_000_000,
     "ungreeted_per_address": 1_000_000,
     "hello_failures": 1_000_000,
+    "http_rate": 1e9,  # a bench's HTTP requests (pages, /mcp) come from one address too
+    "http_burst": 1_000_000_000,
     "cpu_rate": 1e9,
     "cpu_rate_agent": 1e9,
     "cpu_burst": 1e9,

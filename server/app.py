@@ -35,7 +35,7 @@ from protocol.errors import ErrorCode, ProtocolError, over_budget
 from protocol.ops.admin import ADMIN_ID
 from protocol.registry import Registry
 from protocol.roles import ROLES
-from server import admin, data_lock, watchdog, worlds
+from server import admin, data_lock, descriptors, watchdog, worlds
 from server.auth import Principal, TokenStore
 from server.budgets import Ledger, address_key
 from server.claims import Claims
@@ -43,7 +43,7 @@ from server.config import ServerConfig
 from server.console import ServerConsole
 from server.front import hypercorn_config, serve_front
 from server.headers import SecurityHeaders
-from server.http_bounds import InTime, wrong_method
+from server.http_bounds import HttpBudget, InTime, wrong_method
 from server.lab_routes import lab_routes
 from server.mcp import build as build_mcp
 from server.metrics import CONTENT_TYPE, Metrics
@@ -255,13 +255,29 @@ def build_app(state: ServerState) -> Starlette:
         Route("/", lobby_page),  # each world's pages are in web/<kind>/, the lobby's at /
     ]
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={405: wrong_method},
-                    middleware=[Middleware(SecurityHeaders), Middleware(
-                        InTime, timeout=state.config.budgets.handshake_timeout)])
+                    middleware=[
+                        Middleware(SecurityHeaders),
+                        Middleware(HttpBudget, admit=partial(_http_request, state)),
+                        Middleware(InTime, timeout=state.config.budgets.handshake_timeout)])
     # The static files answer what no route matches, not a catch-all Mount: a Mount would
     # also take a route's path asked with another method (GET /api/ok, GET /mcp), which
     # then got the static files' 404, or a 405 naming GET.
     app.router.default = Pages(directory=state.config.web_dir, html=True, check_dir=False)
     return app
+
+
+def _http_request(state: ServerState, scope: dict[str, Any]) -> ProtocolError | None:
+    """Spend one HTTP request of the client's address (`http_rate`); the refusal (counted
+    and logged as its hit) when it is spent. The owner's requests (its bearer token: the
+    lab's owner routes, `/mcp`) spend nothing, as the owner spends no budget."""
+    auth = header(scope, b"authorization") or ""
+    if auth[:7].lower() == "bearer " and state.tokens.is_owner(auth[7:].strip()):
+        return None
+    address = address_key(state.proxies.client_of_scope(scope))
+    refusal = state.ledger.may_request(address, trio.current_time())
+    if refusal is not None:
+        state.budget_hit(refusal, address)
+    return refusal
 
 
 @attrs.frozen
@@ -382,8 +398,10 @@ async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = Non
     pass their own to host test-only actors, and their own `clock` (ms since the epoch)
     to move the day. The owner's console (`admin:main`) is always hosted, attached to
     this server. With SQLite it holds the data directory's lock (`data_lock`): a second
-    server on the same directory raises `DataDirInUse` before it touches anything.
+    server on the same directory raises `DataDirInUse` before it touches anything. The
+    descriptor limit is raised, and `max_connections` fitted under it (server/descriptors.py).
     """
+    config = attrs.evolve(config, budgets=descriptors.fit(config.budgets))
     async with AsyncExitStack() as stack:
         if not config.clustered:  # a cluster's nodes share PostgreSQL, not the directory
             stack.enter_context(data_lock.held(config.data_dir))

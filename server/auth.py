@@ -120,6 +120,12 @@ class TokenStore:
                 self._owner = path.read_text("utf-8").strip()
         return self._owner
 
+    def is_owner(self, token: str) -> bool:
+        """True when `token` is the owner token (a cheap check: no other token is read)."""
+        owner = self._owner_token()
+        return bool(token) and owner is not None and hmac.compare_digest(
+            token.encode(), owner.encode())
+
     # ---- agent tokens -----------------------------------------------------
 
     def create(self, role: str, name: str) -> str:

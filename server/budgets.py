@@ -3,14 +3,20 @@
 `Budgets` holds the limits (the defaults are what `petridish serve` enforces; every one is
 documented in docs/operations.md and the protocol's in docs/protocol.md). `Ledger` keeps
 what each client has spent: per client address (connections, connections that have not
-said hello, refused hellos) and per account (CPU time of its requests, worlds it created,
-players it seated, worlds it is loading). An account is a token's name for token holders
+said hello, refused hellos, HTTP requests) and per account (CPU time of its requests,
+worlds it created, players it seated, worlds it is loading). An account is a token's name for token holders
 and the client address for anonymous callers, so a second connection or an anonymous
 identity per connection (or per MCP call) buys no more; the owner spends no budget. A budget spent is refused with
 `over_budget` naming it (`detail.budget`, `detail.limit`, and `detail.retry_after` when it
 refills), counted in `/metrics` and logged (server/trace.py); `hits` keeps who hit which
 budget lately for the owner's console. `max_live_worlds` is held by the directory, which
-loads the worlds (actors/runtime/directory.py), rather than by the ledger.
+loads the worlds (actors/runtime/directory.py), rather than by the ledger; an anonymous
+account's `footprint` (the worlds it follows) tells it which followed worlds may go.
+
+A bound shared by every address (`max_ungreeted` here, `max_connections` in
+server/tcp_guard.py) is kept by `Holders`: at the bound, the address holding the most
+gives up its oldest for a newcomer from an address holding fewer, so a few addresses
+cannot lock everyone else out.
 
 Numbers are plain; time is passed in (trio's clock in seconds), so tests need no sleeping.
 """
@@ -20,6 +26,7 @@ from __future__ import annotations
 import ipaddress
 import math
 from collections import OrderedDict, deque
+from typing import Any, Protocol
 
 import attrs
 
@@ -34,17 +41,24 @@ HITS_KEPT = 200  # (budget, who) pairs the console lists
 class Budgets:
     """The limits every client is held to."""
 
-    max_connections: int = 10_000  # TCP connections at once, all addresses together
+    # TCP connections at once, all addresses together (past it, as max_ungreeted); `serve`
+    # lowers it to what the process's descriptor limit allows (server/descriptors.py).
+    max_connections: int = 10_000
     connections_per_address: int = 64  # TCP (and websocket) connections at once per address
     handshake_timeout: float = 5.0  # seconds a TCP connection may take to send its request
-    max_ungreeted: int = 512  # websocket connections that have not said hello, together
+    # Websocket connections that have not said hello, together: past it, the oldest of the
+    # address holding the most goes if it holds more than the newcomer's would, else the
+    # newcomer is refused.
+    max_ungreeted: int = 512
     ungreeted_per_address: int = 16  # ... and from one address
     hello_failures: int = 10  # refused hellos an address may make in a burst ...
     hello_failure_rate: float = 0.2  # ... refilled at this many per second
+    http_rate: float = 20.0  # HTTP requests per second from one address (pages, /metrics) ...
+    http_burst: int = 120  # ... and at once (a page and its scripts, several times over)
     subscriptions: int = 64  # topics one connection may follow at once
-    # Worlds one account may follow at once over all its connections: a followed world
-    # stays live (never unloaded to make room), so this bounds what one client can pin of
-    # max_live_worlds.
+    # Worlds one account may follow at once over all its connections: a world a token
+    # holder follows stays live (never unloaded to make room), so this bounds what one
+    # client can pin of max_live_worlds (an anonymous client's may go: Account.footprint).
     worlds_followed: int = 64
     send_timeout: float = 15.0  # a frame not taken by the client within this: dropped
     cpu_rate: float = 0.05  # seconds of server time per second, an anonymous client ...
@@ -62,7 +76,8 @@ class Budgets:
     loads_at_once: int = 8
     # Worlds live in the process, all accounts together (each stays in memory until its
     # idle unload): a load or create past it first unloads the least recently used world
-    # that nobody follows and nothing waits on (actors/runtime/directory.py).
+    # that nobody follows and nothing waits on, else one that only anonymous spectators
+    # follow, those following the most first (actors/runtime/directory.py).
     max_live_worlds: int = 500
 
     def to_json(self) -> dict[str, float]:
@@ -132,18 +147,78 @@ class Bucket:
 
 
 class Address:
-    """What one client address holds: connections, greeted or not, and refused hellos."""
+    """What one client address holds: connections, greeted or not, refused hellos and its
+    HTTP requests."""
 
-    __slots__ = ("connections", "hellos", "ungreeted")
+    __slots__ = ("connections", "hellos", "http", "ungreeted")
 
     def __init__(self, budgets: Budgets, now: float) -> None:
         self.connections = 0
         self.ungreeted = 0
         self.hellos = Bucket(budgets.hello_failure_rate, budgets.hello_failures, now)
+        self.http = Bucket(budgets.http_rate, budgets.http_burst, now)
 
     def idle(self, now: float) -> bool:
         """No connection, nothing spent."""
-        return not self.connections and self.hellos.full(now)
+        return not self.connections and self.hellos.full(now) and self.http.full(now)
+
+
+class Shed(Protocol):
+    """A connection that can be let go to make room for another (`Ledger.connect`)."""
+
+    def shed(self, refusal: ProtocolError) -> None:
+        """End the connection (with `refusal` as its reason)."""
+
+
+class Holders:
+    """What each key (a client address) holds of a bound shared by everyone, oldest first,
+    and the keys by how many they hold, so that the one holding the most is found at once:
+    at the bound it gives up its oldest for a newcomer holding fewer, and a few addresses
+    cannot keep everyone else out."""
+
+    __slots__ = ("held", "levels")
+
+    def __init__(self) -> None:
+        self.held: dict[str, dict[Any, None]] = {}  # key -> what it holds, oldest first
+        self.levels: dict[int, dict[str, None]] = {}  # n -> the keys holding n (in order)
+
+    def count(self, key: str) -> int:
+        """How many `key` holds."""
+        items = self.held.get(key)
+        return len(items) if items else 0
+
+    def add(self, key: str, item: Any) -> None:
+        """`key` holds `item` too."""
+        items = self.held.setdefault(key, {})
+        self._level(key, len(items), len(items) + 1)
+        items[item] = None
+
+    def remove(self, key: str, item: Any) -> bool:
+        """`key` no longer holds `item`; False when it did not (given up already)."""
+        items = self.held.get(key)
+        if items is None or item not in items:
+            return False
+        del items[item]
+        self._level(key, len(items) + 1, len(items))
+        if not items:
+            del self.held[key]
+        return True
+
+    def heaviest(self, above: int) -> tuple[str, Any] | None:
+        """The oldest item of the key holding the most, if it holds more than `above`."""
+        if not self.levels or max(self.levels) <= above:
+            return None
+        key = next(iter(self.levels[max(self.levels)]))
+        return key, next(iter(self.held[key]))
+
+    def _level(self, key: str, old: int, new: int) -> None:
+        if old:
+            keys = self.levels[old]
+            del keys[key]
+            if not keys:
+                del self.levels[old]
+        if new:
+            self.levels.setdefault(new, {})[key] = None
 
 
 class Hourly:
@@ -176,10 +251,11 @@ class Account:
     """What one account spent: CPU time, the worlds it created, the players it seated,
     the worlds being loaded for it."""
 
-    __slots__ = ("cpu", "created", "creates", "followed", "joins", "loading", "recent",
-                 "sessions")
+    __slots__ = ("anonymous", "cpu", "created", "creates", "followed", "joins", "loading",
+                 "recent", "sessions")
 
     def __init__(self, rate: float, burst: float, now: float) -> None:
+        self.anonymous = False  # an address's: a client without a token
         self.cpu = Bucket(rate, burst, now)
         self.recent = Rate(now)  # its server time per second, lately
         self.creates = Hourly()  # worlds it created
@@ -195,6 +271,13 @@ class Account:
         """Nothing spent that is still counted."""
         return (self.cpu.full(now) and not self.creates.count(now)
                 and not self.joins.count(now) and not self.loading and not self.sessions)
+
+    @property
+    def footprint(self) -> int | None:
+        """How firmly the worlds it follows are held live (`SubscriberQueue.footprint`): a
+        token holder's are (None); an anonymous client's may be unloaded to make room, the
+        worlds followed by those who follow most first (the number it follows)."""
+        return len(self.followed) if self.anonymous else None
 
 
 @attrs.define
@@ -216,6 +299,7 @@ class Ledger:
         self.accounts: OrderedDict[str, Account] = OrderedDict()
         self.hits: OrderedDict[tuple[str, str], Hit] = OrderedDict()
         self.ungreeted = 0
+        self.waiting = Holders()  # the connections without a hello (those that can be shed)
         self.load = Rate(0.0)  # every client's server time per second, lately
 
     # ---- entries ----------------------------------------------------------------------
@@ -246,8 +330,11 @@ class Ledger:
         (`token_name` None); None for the owner, who has no budget."""
         if role == "owner":
             return None
-        name = token_name if token_name is not None else f"address:{address}"
-        return self.account(name, role, now)
+        if token_name is not None:
+            return self.account(token_name, role, now)
+        account = self.account(f"address:{address}", role, now)
+        account.anonymous = True
+        return account
 
     @staticmethod
     def _trim(entries: OrderedDict, now: float) -> None:
@@ -275,8 +362,10 @@ class Ledger:
 
     # ---- connections ------------------------------------------------------------------
 
-    def connect(self, key: str, now: float) -> None:
-        """Admit a websocket connection from `key` that has not said hello yet."""
+    def connect(self, key: str, now: float, conn: Shed | None = None) -> None:
+        """Admit a websocket connection `conn` from `key` that has not said hello yet. At
+        `max_ungreeted`, the oldest such connection of the address holding the most is shed
+        for it when that address holds more than `key` would with it, else it is refused."""
         b = self.budgets
         entry = self.address(key, now)
         if entry.connections >= b.connections_per_address:
@@ -287,26 +376,44 @@ class Ledger:
             raise over_budget("ungreeted_per_address", f"more than {b.ungreeted_per_address} "
                               "connections from one address have not said hello yet",
                               b.ungreeted_per_address)
-        if self.ungreeted >= b.max_ungreeted:
+        if self.ungreeted >= b.max_ungreeted and not self._shed(entry.ungreeted + 1, now):
             raise over_budget("max_ungreeted", f"more than {b.max_ungreeted} connections "
                               "have not said hello yet; retry in a moment", b.max_ungreeted)
         entry.connections += 1
         entry.ungreeted += 1
         self.ungreeted += 1
+        if conn is not None:
+            self.waiting.add(key, conn)
 
-    def greeted(self, key: str, now: float) -> None:
-        """The connection from `key` said a good hello."""
-        entry = self.address(key, now)
-        entry.ungreeted -= 1
-        self.ungreeted -= 1
+    def _shed(self, above: int, now: float) -> bool:
+        """Let go the oldest connection without a hello of the address holding the most,
+        if it holds more than `above`; True if one went (its place is free now)."""
+        victim = self.waiting.heaviest(above)
+        if victim is None:
+            return False
+        key, conn = victim
+        self._greeted(key, conn, now)
+        b = self.budgets
+        conn.shed(over_budget("max_ungreeted", f"more than {b.max_ungreeted} connections "
+                              "have not said hello yet, and this address holds the most of "
+                              "them; its oldest is closed", b.max_ungreeted))
+        return True
 
-    def disconnect(self, key: str, greeted: bool, now: float) -> None:
-        """A connection admitted by `connect` ended."""
-        entry = self.address(key, now)
-        entry.connections -= 1
-        if not greeted:
-            entry.ungreeted -= 1
+    def _greeted(self, key: str, conn: Shed | None, now: float) -> None:
+        """`conn` from `key` no longer counts as a connection without a hello (once)."""
+        if conn is None or self.waiting.remove(key, conn):
+            self.address(key, now).ungreeted -= 1
             self.ungreeted -= 1
+
+    def greeted(self, key: str, now: float, conn: Shed | None = None) -> None:
+        """The connection `conn` from `key` said a good hello."""
+        self._greeted(key, conn, now)
+
+    def disconnect(self, key: str, greeted: bool, now: float, conn: Shed | None = None) -> None:
+        """A connection admitted by `connect` ended."""
+        self.address(key, now).connections -= 1
+        if not greeted:
+            self._greeted(key, conn, now)
 
     def may_hello(self, key: str, now: float) -> ProtocolError | None:
         """Why `key` may not try a token now (its refused hellos are spent), or None."""
@@ -323,6 +430,16 @@ class Ledger:
         bucket = self.address(key, now).hellos
         bucket.refill(now)
         bucket.level -= 1
+
+    def may_request(self, key: str, now: float) -> ProtocolError | None:
+        """Spend one of `key`'s HTTP requests, or say why not (`http_rate`)."""
+        bucket = self.address(key, now).http
+        if bucket.refill(now) >= 1:
+            bucket.level -= 1
+            return None
+        rate = self.budgets.http_rate
+        return over_budget("http_rate", f"more than {rate:g} HTTP requests per second from "
+                           "this address; slow down", rate, bucket.wait(now, 1.0))
 
     # ---- CPU ----------------------------------------------------------------------------
 

@@ -1,6 +1,8 @@
 """What one connection follows: its topics, and what they count against the budgets of
-its client (`subscriptions` per connection, `worlds_followed` per account: a followed
-world is never unloaded to make room, so one client must not pin them all)."""
+its client (`subscriptions` per connection, `worlds_followed` per account: a world a token
+holder follows is never unloaded to make room, so one client must not pin them all; an
+anonymous client's count is its `Account.footprint`, which lets the directory unload the
+worlds only such clients follow, theirs who follow most first)."""
 
 from __future__ import annotations
 

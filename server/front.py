@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import math
 import os
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -146,6 +147,7 @@ class _Http11Server(TCPServer):
 # ---- the front door ----------------------------------------------------------------------------
 
 ACCEPT_RETRY = 0.1  # seconds before accepting again when the process is out of descriptors
+ACCEPT_LOG_EVERY = 10.0  # seconds between two logs of failed accepts
 _OUT_OF_RESOURCES = {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS}
 CONNECTION_TASK = "server.front.connection"  # every connection task's name (one string)
 
@@ -154,15 +156,20 @@ async def _accept(listener: trio.SocketListener, connections: trio.Nursery,
                   handle: Callable[[trio.SocketStream], Awaitable[None]]) -> None:
     """Accept on `listener` until cancelled, each connection served by `handle` in a task
     of `connections` (trio's `serve_listeners` adds a coroutine frame per connection, and
-    a name string per task)."""
+    a name string per task). A failure for want of descriptors is logged at most every
+    ACCEPT_LOG_EVERY seconds, with how many there were."""
+    failed, quiet_until = 0, -math.inf
     while True:
         try:
             stream = await listener.accept()
         except OSError as exc:
             if exc.errno not in _OUT_OF_RESOURCES:
                 raise
-            log.error("accept failed (%s); retrying in %g s", os.strerror(exc.errno),
-                      ACCEPT_RETRY)
+            failed += 1
+            if trio.current_time() >= quiet_until:  # (a flood must not fill the log)
+                log.error("accept failed (%s), %d time(s) since the last report; retrying "
+                          "every %g s", os.strerror(exc.errno), failed, ACCEPT_RETRY)
+                failed, quiet_until = 0, trio.current_time() + ACCEPT_LOG_EVERY
             await trio.sleep(ACCEPT_RETRY)
             continue
         connections.start_soon(handle, stream, name=CONNECTION_TASK)
@@ -208,7 +215,7 @@ async def serve_front(app: Any, config: HypercornConfig, ws_path: str, ws_handle
             except OSError:  # gone already
                 return
             if guard is not None:
-                refusal = guard.admit(peer)
+                refusal = guard.admit(peer, stream)
                 if refusal is not None:
                     await refuse(stream, refusal)
                     return
@@ -237,7 +244,7 @@ async def serve_front(app: Any, config: HypercornConfig, ws_path: str, ws_handle
                 await ws.abort()
         finally:
             if admitted:
-                guard.release(admitted)
+                guard.release(admitted, stream)
             await trio.aclose_forcefully(stream)
 
     async with trio.open_nursery() as lifespan_nursery:

@@ -60,7 +60,7 @@ async def greet(session: Session, hello: Hello) -> bool:
             return False
     session.principal = principal
     session.greeted = True
-    ledger.greeted(session.address, now)
+    ledger.greeted(session.address, now, session)
     session.account = ledger.client_account(principal.name if principal.digest else None,
                                             session.address, principal.role, now)
     if session.account is not None:

@@ -1,5 +1,15 @@
 """What every HTTP request is held to inside the app, beyond Hypercorn's own checks.
 
+- `HttpBudget` (an ASGI middleware): every request (a page, a script, `/metrics`,
+  `/healthz`, `/mcp`, the lab's routes) spends one of its client address's HTTP requests
+  (`http_rate` per second, `http_burst` at once: server/budgets.py); past them it is
+  answered HTTP 429 with `Retry-After` (whole seconds) and the JSON refusal `over_budget`
+  (`detail.retry_after`), unread, before any route runs, and only after a pause of
+  `REFUSAL_PAUSE` (its connection is not read meanwhile: a flood of requests on a
+  connection gets one refusal a second, not one as fast as the server can refuse). A local
+  supervisor's health checks are its own address's, as every client's: one address
+  flooding cannot refuse them (behind a trusted proxy, a client is its forwarded address,
+  the proxy's own checks the proxy's).
 - `InTime` (an ASGI middleware): a request's body arrives whole within `timeout` seconds
   of its head (the `handshake_timeout` budget, which bounds the head too: server/front.py),
   or the app is cancelled before it saw any of it and the request is answered HTTP 408
@@ -13,11 +23,13 @@
   `Allow` and the JSON refusal, as the lab's routes answer.
 
 A refusal here has the lab routes' shape, `{"ok": false, "error": {code, message,
-detail}}`, code `bad_request`.
+detail}}`, code `bad_request` (`over_budget` for `HttpBudget`'s).
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from typing import Any
 
 import trio
@@ -30,6 +42,7 @@ from protocol.errors import ErrorCode, ProtocolError
 from protocol.jsontext import compact_encoder, escape_lone_surrogates
 
 LATE = 408
+REFUSAL_PAUSE = 1.0  # seconds a request past its HTTP budget waits for its refusal
 
 
 _dumps = compact_encoder(ensure_ascii=False)
@@ -96,6 +109,23 @@ class _Exchange:
             return
         with trio.CancelScope(shield=True, deadline=trio.current_time() + self.timeout):
             await self._send(message)
+
+
+class HttpBudget:
+    """ASGI middleware: each HTTP request first spends its client's budget (`admit`: the
+    refusal when it is spent, else None)."""
+
+    def __init__(self, app: ASGIApp, admit: Callable[[Scope], ProtocolError | None]) -> None:
+        self.app = app
+        self.admit = admit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and (refusal := self.admit(scope)) is not None:
+            wait = str(math.ceil(refusal.detail.get("retry_after", 1)))
+            await trio.sleep(REFUSAL_PAUSE)
+            await refused(refusal, 429, {"Retry-After": wait})(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
 
 
 class InTime:

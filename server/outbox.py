@@ -46,6 +46,14 @@ class Outbox(SubscriberQueue):
         session.server.metrics.frames_out.inc()
         return REST if session.ws.owes else None
 
+    @property
+    def footprint(self) -> int | None:  # type: ignore[override]
+        """How firmly its subscriptions hold their worlds live: its client's
+        `Account.footprint` (None for a token holder, the owner, or before the hello)."""
+        session = self._session()
+        account = None if session is None else session.account
+        return None if account is None else account.footprint
+
     def charge(self, seconds: float) -> None:
         """A subscription's first push cost `seconds` of the world's time."""
         if (session := self._session()) is not None:

@@ -55,6 +55,11 @@ class RequestAnswer:
         self.claim: Ticket | None = None  # a create's or join's place in its budget
         self.spent = 0.0  # seconds of server time, charged with the reply
 
+    @property
+    def footprint(self) -> int | None:
+        """Its client's footprint, should the request load a world (server/outbox.py)."""
+        return self.session.outbox.footprint
+
     def charge(self, seconds: float) -> None:
         """The request cost `seconds` more (its reading; the world's time, which
         actors/runtime/base.py tells); charged at once if it was answered already."""
@@ -105,6 +110,11 @@ class Charged(Pending):
         super().__init__()
         self.ledger = ledger
         self.account = account
+
+    @property
+    def footprint(self) -> int | None:
+        """Its account's footprint, should the ask load a world (`Account.footprint`)."""
+        return None if self.account is None else self.account.footprint
 
     def charge(self, seconds: float) -> None:
         """The world spent `seconds` on the ask."""

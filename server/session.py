@@ -118,6 +118,12 @@ class Session:
         """The server shuts down: end with 1001."""
         self.end(CLOSE_GOING_AWAY)
 
+    def shed(self, refusal: ProtocolError) -> None:
+        """Make room for a newcomer (server/budgets.py `Ledger.connect`): this connection,
+        without a hello yet, closes with 1013 (its address's hit of `refusal`'s budget)."""
+        self.server.budget_hit(refusal, self.address)
+        self.end(CLOSE_TRY_LATER)
+
     def who(self) -> str:
         """The client as budgets and logs name it: its token's name, or its address."""
         return self.principal.name if self.principal.digest or \
@@ -146,7 +152,7 @@ class Session:
     async def _run(self) -> None:
         ledger = self.server.ledger
         try:
-            ledger.connect(self.address, trio.current_time())
+            ledger.connect(self.address, trio.current_time(), self)
         except ProtocolError as refusal:  # too many connections from here: say why
             await self.ws.accept()
             self.server.budget_hit(refusal, self.address)
@@ -186,7 +192,7 @@ class Session:
                     with trio.CancelScope(shield=True):
                         await self._close(self.close_code)
         finally:
-            ledger.disconnect(self.address, self.greeted, trio.current_time())
+            ledger.disconnect(self.address, self.greeted, trio.current_time(), self)
             if self.account is not None:
                 self.account.sessions -= 1
 

@@ -77,9 +77,8 @@ class Actor(ABC):
     """
 
     kind: ClassVar[str]
-    # Seconds between event pushes to subscribers; 0 pushes after every batch. A world
-    # with many small changes sets it (e.g. 0.05) to coalesce them: no event is lost,
-    # they arrive together, and resume history is unaffected.
+    # Seconds between event pushes to subscribers (0: after every batch). A world with many
+    # small changes sets it (e.g. 0.05) to coalesce them: none lost, resume unaffected.
     push_interval: ClassVar[float] = 0.0
     # Frames a second the topic may push to all its subscribers together: a crowded
     # topic stretches the interval to subscribers / fanout_rate, so the fan-out's share
@@ -111,12 +110,10 @@ class Actor(ABC):
         self._waiting = False  # awaiting its next message: no batch, no handler running
         self._offloads = 0  # offloaded works whose result is not yet in the mailbox
         self._handled = self._restarts = 0
-        # Being created: invisible to the directory's other callers until the create
-        # call is accepted (actors/runtime/directory.py).
+        # Being created: invisible to others until its create is accepted (directory.py).
         self.provisional = False
-        # False while its state is being set from the store (actors/runtime/load.py, again
-        # after a crash), which lets the other tasks run: none may read the state then
-        # (its task serves no message until the load ends).
+        # False while its state is set from the store (actors/runtime/load.py; again after
+        # a crash): other tasks run meanwhile, and none may read the state until it ends.
         self.loaded = False
         self.ended = trio.Event()  # set once its task ended: it appends nothing more
 
@@ -271,16 +268,19 @@ class Actor(ABC):
         """When it last got a message other than its idle check (trio's clock)."""
         return self._active_at
 
-    def unload(self) -> bool:
-        """Unload now, as an idle actor does, if nothing holds it: it has handled a message
-        since it loaded (not one loaded for a message not yet posted), waits for a message
-        with none waiting, owes no answer (`defer`), runs no offloaded work and has no
-        subscriber; True if it did (the directory makes room so:
-        actors/runtime/directory.py)."""
-        if not self._handled or not self._waiting or self._deferred or not self._idle():
+    def unload(self, followed: bool = False) -> bool:
+        """Unload now, as an idle actor does, if nothing holds it (True if it did: the
+        directory makes room so): a message handled since it loaded (not one loaded for a
+        message not yet posted), none waiting, no answer owed (`defer`), no offloaded work
+        running, no subscriber unless `followed` (they get `resync` `actor_stopped`)."""
+        if not self._handled or not self._waiting or self._deferred or not self._idle(followed):
             return False
         log.debug("%s unloaded to make room", self.actor_id)
         return True
+
+    def footprint(self, above: int | None = None) -> int | None:
+        """Its subscribers' least footprint, if they let it go (`Topic.footprint`)."""
+        return self._topic.footprint(above)
 
     async def ask(self, message: Any, timeout: float | None = None) -> Any:
         """Send `message` and wait for the handler's answer.
@@ -532,10 +532,10 @@ class Actor(ABC):
         self._arm_idle_check(idle - quiet if quiet < idle else idle)
         return False
 
-    def _idle(self) -> bool:
+    def _idle(self, followed: bool = False) -> bool:
         """Stop for want of work: no message waiting, no offloaded work running (its result
-        would be lost) and nobody subscribed."""
-        if self._offloads or self._topic.prune() or self._mailbox.depth:
+        would be lost) and nobody subscribed (unless `followed`)."""
+        if self._offloads or (not followed and self._topic.prune()) or self._mailbox.depth:
             return False
         # No checkpoint since the check: nothing can be posted before the mailbox closes.
         self._mailbox.close()

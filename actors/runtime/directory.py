@@ -18,8 +18,14 @@ naming one stored world after another would otherwise load them all. A world tha
 start past the bound first unloads the live world used least lately (a timer's message is
 a use) that can go (nobody subscribed, no message waiting or being handled, no answer
 owed, no offloaded work running, and a message handled since it loaded: one loaded for a
-caller whose message is not yet posted stays), as its idle unload would; when every one
-is in use, it is refused `over_budget` and nothing changes. House worlds (`resident`
+caller whose message is not yet posted stays), as its idle unload would. Failing that, it
+unloads a world whose every subscriber lets it go (`SubscriberQueue.footprint`: the server
+gives its anonymous spectators the number of worlds their client follows), whose lightest
+follower follows the most (a few clients following many worlds cannot pin them all), its
+subscribers told `resync` `actor_stopped`; a caller with a footprint of its own (the
+message's answer or subscriber queue has one) unloads only a world whose followers all
+follow more than it does, so a resubscribe never unloads its peer's world in turn. When
+every one is in use, it is refused `over_budget` and nothing changes. House worlds (`resident`
 kinds: the lobby, the owner's console) are outside the bound: never unloaded to make
 room, never counted, never refused, so the owner can always reach the console.
 
@@ -193,7 +199,7 @@ class Directory:
                         if self.placement is not None:
                             await self.placement.release(actor_id)
                         raise self._unknown(kind, actor_id)
-                    actor = await self._start(kind, actor_id)
+                    actor = await self._start(kind, actor_id, payer=payer)
                 finally:
                     charge(payer, time.perf_counter() - started)
             return actor
@@ -370,10 +376,10 @@ class Directory:
             started = time.perf_counter()
             try:
                 if await self._exists(kind, actor_id):
-                    return await self._start(kind, actor_id), answer
+                    return await self._start(kind, actor_id, payer=answer), answer
                 actor = kind.factory(actor_id, self.context())
                 actor.provisional = True
-                await self._start(kind, actor_id, actor)
+                await self._start(kind, actor_id, actor, answer)
                 return actor, _CreateAnswer(actor, answer)
             finally:
                 charge(answer, time.perf_counter() - started)
@@ -389,14 +395,15 @@ class Directory:
             if not lock.locked() and lock.statistics().tasks_waiting == 0:
                 self._starting.pop(actor_id, None)
 
-    async def _start(self, kind: ActorKind, actor_id: str, actor: Actor | None = None) -> Actor:
+    async def _start(self, kind: ActorKind, actor_id: str, actor: Actor | None = None,
+                     payer: Any = None) -> Actor:
         stopped = self._live.get(actor_id)
         if stopped is not None and stopped.stopped:
             # Its last batch may still be appending (a handler was awaiting when it was
             # stopped), with this process's fence: replay only after it.
             await stopped.ended.wait()
         try:
-            self._make_room(kind, actor_id)
+            self._make_room(kind, actor_id, getattr(payer, "footprint", None))
         except ProtocolError:
             if self.placement is not None:  # another process may have room for it
                 await self.placement.release(actor_id)
@@ -422,9 +429,12 @@ class Directory:
             self._coming.discard(actor_id)
         return actor
 
-    def _make_room(self, kind: ActorKind, actor_id: str) -> None:
+    def _make_room(self, kind: ActorKind, actor_id: str, reach: int | None = None) -> None:
         """Give `actor_id` a place within `max_live_worlds`: unload the live world used least
-        lately that nothing holds if there is none free, else refuse `over_budget`."""
+        lately that nothing holds if there is none free, else one followed only by
+        subscribers that let it go, those whose lightest follower follows most first (and,
+        for a caller of footprint `reach`, only one whose followers all follow more), else
+        refuse `over_budget`."""
         limit = self.max_live_worlds
         if limit is None or kind.resident:
             return
@@ -435,6 +445,11 @@ class Directory:
             return
         for actor in sorted(live.values(), key=lambda a: a.active_at):
             if actor.unload():
+                return
+        spare = [(size, actor) for actor in live.values()
+                 if (size := actor.footprint(reach)) is not None]
+        for _, actor in sorted(spare, key=lambda s: (-s[0], s[1].active_at)):
+            if actor.unload(followed=True):
                 return
         refusal = over_budget("max_live_worlds", f"the server's live worlds are at their most "
                               f"({limit}), and each is followed or answering a request; retry "

@@ -38,6 +38,12 @@ class QueueStatistics:
 class SubscriberQueue:
     """A FIFO of text frames with a soft bound (`offer`, `put`) and an overflow (`force`)."""
 
+    # How firmly this subscriber holds the worlds it follows live (the directory's
+    # `_make_room`): None, a world it follows is never unloaded to make room; a number
+    # (the worlds its client follows: an anonymous spectator's), a world whose every
+    # subscriber has one may be, theirs whose lightest follower follows most first.
+    footprint: int | None = None
+
     def __init__(self, capacity: int, max_chars: int | None = None) -> None:
         if capacity < 1:
             raise ValueError(f"capacity must be >= 1, not {capacity}")

@@ -142,6 +142,20 @@ class Topic:
             del self._subscribers[queue]
         return len(self)
 
+    def footprint(self, above: int | None) -> int | None:
+        """The least footprint of the subscribers (`SubscriberQueue.footprint`: what their
+        clients follow), or None when there is no subscriber, one holds the world (its
+        footprint is None), or one's is not above `above` (None: any)."""
+        least = None
+        for queue in self._subscribers:
+            if queue.closed:
+                continue
+            size = queue.footprint
+            if size is None or (above is not None and size <= above):
+                return None
+            least = size if least is None else min(least, size)
+        return least
+
     def close(self, rev: int) -> None:
         """The actor stopped: every subscriber gets a resync and the topic is empty."""
         while self._spread:  # the spread task is gone: finish its pushes here

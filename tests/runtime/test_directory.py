@@ -333,3 +333,77 @@ async def test_house_worlds_are_outside_max_live_worlds() -> None:
         await directory.ask("house:other", Add(1))  # loads past the bound
         assert len(directory.live()) == 3
         queue.close()
+
+
+class _Spectator(SubscriberQueue):
+    """A subscriber that lets its worlds go to make room (an anonymous client's, whose
+    client follows `footprint` worlds)."""
+
+    def __init__(self, footprint: int) -> None:
+        super().__init__(10)
+        self.footprint = footprint
+
+    def frames(self) -> list[str]:
+        out = []
+        while (frame := self.get_nowait()) is not None:
+            out.append(frame)
+        return out
+
+
+class _Caller(Pending):
+    """An ask's answer slot whose client has a footprint (an anonymous one's)."""
+
+    def __init__(self, footprint: int | None) -> None:
+        super().__init__()
+        self.footprint = footprint
+
+
+async def test_past_max_live_worlds_a_world_whose_followers_let_it_go_unloads_heaviest_first(
+        autojump_clock: trio.abc.Clock) -> None:
+    """When every live world is followed, one whose every subscriber lets it go (an
+    anonymous spectator's) is unloaded to make room: that whose lightest follower follows
+    the most, its subscribers told `resync` `actor_stopped`; a subscriber that holds its
+    world (a token holder's) keeps it live. A caller with a footprint of its own unloads
+    only a world whose followers all follow more than it does."""
+    store = MemoryEventStore()
+    kinds = [ActorKind("probe", ProbeActor, declared=any_name)]
+    async with open_directory(store, kinds, max_live_worlds=3) as directory:
+        def live() -> list[str]:
+            return [s.actor_id for s in directory.live()]
+
+        heavy, light, holder = _Spectator(64), _Spectator(2), SubscriberQueue(10)
+        for name, queues in (("a", [heavy]), ("b", [heavy, light]), ("c", [holder, heavy])):
+            await directory.ask(f"probe:{name}", Add(1))
+            for queue in queues:
+                await directory.subscribe(f"probe:{name}", queue, None, request_id=1)
+            await trio.sleep(1)
+        for queue in (heavy, light):
+            queue.frames()
+        # A caller following as much as the heaviest follower unloads nothing.
+        for footprint in (64, 65):
+            with pytest.raises(ProtocolError) as refused:
+                await directory.ask("probe:d", Add(1), answer=_Caller(footprint))
+            assert refused.value.detail == {"budget": "max_live_worlds", "limit": 3}
+        assert live() == ["probe:a", "probe:b", "probe:c"]
+        # A lighter one unloads a: only heavy follows it (b has a light follower too).
+        await directory.ask("probe:d", Add(1), answer=_Caller(3))
+        assert live() == ["probe:b", "probe:c", "probe:d"]
+        assert heavy.frames() == [('{"topic":"probe:a","rev":1,"kind":"resync",'
+                                   '"data":{"reason":"actor_stopped"}}')]
+        await directory.subscribe("probe:d", heavy, None, request_id=2)
+        await directory.ask("probe:x", Add(1), answer=_Caller(2))  # d goes: 64 > 2
+        assert live() == ["probe:b", "probe:c", "probe:x"]
+        assert any("actor_stopped" in frame for frame in heavy.frames())
+        await directory.subscribe("probe:x", holder, None, request_id=3)
+        with pytest.raises(ProtocolError):  # b's light follower follows 2: not more
+            await directory.ask("probe:y", Add(1), answer=_Caller(2))
+        assert light.frames() == []
+        # The owner (no footprint) unloads b: c and x are held by a subscriber that holds.
+        await directory.ask("probe:y", Add(1))
+        assert live() == ["probe:c", "probe:x", "probe:y"]
+        assert light.frames() == [('{"topic":"probe:b","rev":1,"kind":"resync",'
+                                   '"data":{"reason":"actor_stopped"}}')]
+        await directory.ask("probe:a", Add(1))  # loads again, as it was (y goes)
+        assert directory.alive("probe:a").total == 2
+        for queue in (heavy, light, holder):
+            queue.close()

@@ -1,7 +1,7 @@
 """What every HTTP request is held to (server/http_bounds.py), over raw sockets: a file's
 answer ends its connection when asked to, a body arrives in time or is refused 408, a
-client that leaves mid-body is no server failure, and a route asked with another method
-gets 405 and the JSON refusal."""
+client that leaves mid-body is no server failure, a route asked with another method
+gets 405 and the JSON refusal, and an address past its HTTP budget gets 429."""
 
 from __future__ import annotations
 
@@ -116,3 +116,52 @@ async def test_a_route_asked_with_another_method_gets_405_and_the_json_refusal(
                 "code": "bad_request", "message": f"{method} is not answered here; "
                 f"allowed: {allow}", "detail": {"allow": allow.split(", ")}}}
         assert (await http.get("/nope")).status_code == 404  # an unknown path: not found
+
+
+async def test_every_http_request_spends_its_address_budget_and_is_refused_429_past_it(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Pages, scripts, /metrics, /healthz, 404s and /mcp alike: one address past
+    `http_burst` is answered 429 with `Retry-After`, unread by any route and after a pause
+    (its connection is not read meanwhile), while another address (a local supervisor's
+    health checks) and the owner's token are still served."""
+    budgets = Budgets(http_rate=0.1, http_burst=6)  # (none refilled while the test runs)
+    paths = ["/", "/js/client.js", "/metrics", "/healthz", "/no/such/file", "/lobby/"]
+    async with running_server(tmp_path, budgets=budgets) as srv, \
+            httpx.AsyncClient(base_url=srv.url) as flood:
+        for path in paths:
+            assert (await flood.get(path)).status_code in (200, 404), path
+
+        async def refused(path: str) -> None:
+            response = await (flood.post(path, json={}) if path == "/mcp" else
+                              flood.get(path))
+            assert response.status_code == 429, path
+            assert 1 <= int(response.headers["retry-after"]) <= 10  # whole seconds
+            assert response.headers["x-content-type-options"] == "nosniff"
+            refusal = response.json()["error"]
+            assert refusal["code"] == "over_budget"
+            assert refusal["message"] == ("more than 0.1 HTTP requests per second from "
+                                          "this address; slow down")
+            assert refusal["detail"]["budget"] == "http_rate"
+            assert 0 < refusal["detail"]["retry_after"] <= 10.01
+
+        async with trio.open_nursery() as nursery:
+            for path in [*paths, "/mcp"]:
+                nursery.start_soon(refused, path)
+        stream = await trio.open_tcp_stream("127.0.0.1", srv.port)
+        async with stream:  # a pipelined flood: nothing is answered before the pause
+            await stream.send_all(_request("GET /healthz HTTP/1.1") * 3)
+            with trio.move_on_after(0.5):
+                early = await stream.receive_some(65536)
+                raise AssertionError(f"refused without a pause: {early!r}")
+            answer = b""
+            with trio.fail_after(10):
+                while b"HTTP/1.1 429" not in answer:
+                    answer += await stream.receive_some(65536)
+        owner = {"Authorization": f"Bearer {srv.owner_token}"}  # the owner spends none
+        assert (await flood.get("/metrics", headers=owner)).status_code == 200
+        supervisor = httpx.AsyncHTTPTransport(local_address="127.0.0.2")
+        async with httpx.AsyncClient(base_url=srv.url, transport=supervisor) as local:
+            for _ in range(3):
+                assert (await local.get("/healthz")).json()["ok"] is True
+        assert srv.state.metrics.budget_hits.labels("http_rate").value >= 8
+        assert "127.0.0.1 hit the http_rate budget" in caplog.text

@@ -7,6 +7,8 @@ it hold them all."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import trio
@@ -121,9 +123,10 @@ async def test_a_spectator_following_stored_worlds_one_after_another_keeps_the_s
 async def test_a_load_is_refused_when_every_live_world_is_in_use_and_changes_nothing(
         tmp_path: Path) -> None:
     async with running_server(tmp_path, budgets=Budgets(max_live_worlds=3)) as srv, \
-            raw_client(srv, srv.owner_token) as owner, raw_client(srv) as c:
+            raw_client(srv, srv.owner_token) as owner, \
+            raw_client(srv, srv.state.tokens.create("agent", "ann")) as c:
         await _store(owner, srv, 4)
-        for i in (1, 2, 3):  # followed: each in use
+        for i in (1, 2, 3):  # followed by a token holder: each in use
             await _follow(c, i, f"counter:w{i}")
         store = srv.state.directory.store
         await c.send({"id": 9, "op": "subscribe", "to": "counter:w0"})
@@ -133,7 +136,7 @@ async def test_a_load_is_refused_when_every_live_world_is_in_use_and_changes_not
         assert _live(srv) == ["counter:w1", "counter:w2", "counter:w3"]
         assert await store.revision("counter:w0") == 2
         assert await store.revision("counter:new") == 0  # not created
-        assert srv.state.ledger.accounts[ANONYMOUS].loading == 0
+        assert srv.state.ledger.accounts["ann"].loading == 0
         assert srv.state.metrics.budget_hits.labels("max_live_worlds").value == 3
         assert [(h.budget, h.who) for h in srv.state.ledger.hits.values()] == [
             ("max_live_worlds", "counter:w0"), ("max_live_worlds", "counter:new")]
@@ -161,3 +164,51 @@ async def test_refusals_naming_world_after_world_log_one_line_an_interval(
             f"counter:x{i}" for i in range(5)}
         lines = [r.getMessage() for r in caplog.records if "max_live_worlds" in r.getMessage()]
         assert len(lines) == 1 and lines[0].startswith("budget: counter:x0 hit"), lines
+
+
+@asynccontextmanager
+async def _anonymous(srv, address: str) -> AsyncIterator[Raw]:
+    """An anonymous spectator connected from loopback address `address`."""
+    stream = await trio.open_tcp_stream("127.0.0.1", srv.port, local_address=address)
+    async with raw_client(srv, stream=stream) as c:
+        yield c
+
+
+async def test_anonymous_spectators_cannot_pin_every_live_world(tmp_path: Path) -> None:
+    """Two anonymous addresses following every live world lock nobody out: a world only
+    anonymous spectators follow is unloaded to make room (theirs who follow most first,
+    told `resync` `actor_stopped`), for the owner and for a spectator following fewer; one
+    following as many or more is refused rather than unload its peer's world."""
+    async with running_server(tmp_path, budgets=Budgets(max_live_worlds=4)) as srv, \
+            raw_client(srv, srv.owner_token) as owner, \
+            _anonymous(srv, "127.0.0.2") as many, _anonymous(srv, "127.0.0.3") as few:
+        for i in range(4):
+            result(await owner.call("counter.create", f"counter:w{i}"))
+            result(await owner.call("counter.add", f"counter:w{i}", amount=i + 1))
+        for i in range(3):
+            await _follow(many, i, f"counter:w{i}")
+        await _follow(few, 1, "counter:w3")
+        assert _live(srv) == [f"counter:w{i}" for i in range(4)]
+        # The owner creates: the world used least lately of the heaviest follower goes.
+        assert result(await owner.call("counter.create", "counter:new"))["revision"] == 1
+        assert await many.recv() == {"topic": "counter:w0", "rev": 2, "kind": "resync",
+                                     "data": {"reason": "actor_stopped"}}
+        assert _live(srv) == ["counter:new", "counter:w1", "counter:w2", "counter:w3"]
+        # It resubscribes (the owner's new world, followed by nobody, goes for it).
+        await many.send({"id": 10, "op": "subscribe", "to": "counter:w0", "since": 2})
+        assert result(await many.recv()) == {"topic": "counter:w0", "rev": 2}
+        assert _live(srv) == ["counter:w0", "counter:w1", "counter:w2", "counter:w3"]
+        # A spectator following fewer worlds is served: one of the heavy one's goes.
+        assert (await _follow(few, 2, "counter:new"))["data"]["total"] == 0
+        assert (await many.recv())["kind"] == "resync"
+        assert _live(srv) == ["counter:new", "counter:w0", "counter:w2", "counter:w3"]
+        # The heavy one, following as many as anyone, may not unload theirs in turn.
+        await many.send({"id": 11, "op": "subscribe", "to": "counter:w1", "since": 2})
+        assert await many.recv() == {"id": 11, "ok": False, "error": {**FULL, "message":
+                                     FULL["message"].replace("(3)", "(4)"), "detail": {
+                                         "budget": "max_live_worlds", "limit": 4}}}
+        # Any world not live still loads for the owner.
+        assert result(await owner.call("counter.get", "counter:w1"))["total"] == 2
+        assert "counter:w1" in _live(srv) and len(_live(srv)) == 4
+        assert srv.state.ledger.accounts["address:127.0.0.3"].footprint == 2
+        assert srv.state.ledger.accounts["address:127.0.0.2"].footprint == 3
