@@ -215,7 +215,8 @@ def _zero(_: Any) -> int:
     return 0
 
 
-def _always(_: Any) -> bool:
+def creates_any(_name: str) -> bool:
+    """Every name: the create op refuses none for its name."""
     return True
 
 
@@ -263,7 +264,7 @@ class World(Generic[S, E]):
     create_role: str = "owner"
     seat: str | None = None
     declared: Callable[[str, int], bool] = _never
-    creatable: Callable[[str], bool] = _always
+    creatable: Callable[[str], bool] = creates_any
     codes: type[StrEnum] | None = None
     seed: Callable[[S], int] = _zero
     is_noop: Callable[[E], bool] = _never

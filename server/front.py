@@ -123,8 +123,9 @@ class _Http11(H11Protocol):
     async def _check_protocol(self, event: h11.Request) -> None:
         """Hypercorn's switch to HTTP/2 (on `Upgrade: h2c`, or on HTTP/2's preface as a
         later request of a connection): none. An `Upgrade: h2c` request is answered as
-        HTTP/1.1; the preface, not a request the app serves, ends with the 400 its next
-        bytes get (as the first request it is refused unread: `serve_front`)."""
+        HTTP/1.1; a later preface goes to the app as a request (405: no route takes `PRI`),
+        then its next bytes get a 400 (as the first request it is refused unread:
+        `serve_front`)."""
 
 
 class _Http11Server(TCPServer):

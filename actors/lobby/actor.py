@@ -118,6 +118,7 @@ def _within_params(error: ProtocolError) -> None:
         error.detail["path"] = nested
         if error.message.startswith(path):
             error.message = nested + error.message.removeprefix(path)
+            error.args = (error.message,)
 
 
 class LobbyActor(WorldActor):

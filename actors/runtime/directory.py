@@ -64,7 +64,7 @@ from actors.runtime.placement import REDELIVERIES, Placement, Rerouting
 from actors.runtime.ref import ActorRef
 from actors.runtime.subscriber import SubscriberQueue
 from actors.store import EventStore
-from actors.world import World
+from actors.world import World, creates_any
 from protocol.envelope import ACTOR_ID_RE
 from protocol.errors import ErrorCode, ProtocolError, over_budget
 
@@ -98,7 +98,7 @@ class ActorKind:
     reads: frozenset[str] = frozenset()
     seat_op: str | None = None  # the op that seats a new player (World.seat)
     resident: bool = False  # a house world: outside max_live_worlds (World.resident)
-    creatable: Callable[[str], bool] = lambda _name: True  # names create_op accepts
+    creatable: Callable[[str], bool] = creates_any  # names create_op accepts (World.creatable)
     # Messages of other worlds it takes, by wire name (World.internal): a cluster carries
     # them between processes.
     internal: Mapping[str, type] = attrs.field(factory=dict)

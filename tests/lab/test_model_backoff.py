@@ -148,7 +148,9 @@ async def test_a_validation_rejection_backs_off_and_only_a_birth_ends_the_wait(
         await run_for(mock_clock, actor, 120)
         requests, backoff = model.requests, actor._model_backoff
         good = True
-        while not any(o.source == "model" for o in actor.state.organisms.values()):
+        for _ in range(600):  # the lab's clock: 10 minutes at most, past the longest wait
+            if any(o.source == "model" for o in actor.state.organisms.values()):
+                break
             await run_for(mock_clock, actor, 1)
         events = await stored(store)
     assert 2 <= requests <= 10 and backoff > lab_actor.MODEL_BACKOFF_MS[0]
