@@ -373,15 +373,17 @@ class Session:
         ws = self.ws
         message = ws.next_message()
         if message is None:
+            read = False
             if self.readable and ws.open:
                 self.readable = False
-                if ws.read_some() and not ws.flush_soon():
+                read = ws.read_some()
+                if read and not ws.flush_soon():
                     self.outbox.force(REST)  # a pong the socket could not take now
                 message = ws.next_message()
             if message is None:
                 if not ws.open:
                     self._stop_reading()
-                elif ws.io_seconds:
+                elif read:  # bytes that made no message (control frames, a partial one)
                     self._charge_io()
                 return False
         self._take(message)
