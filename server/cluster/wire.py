@@ -13,7 +13,9 @@ one compact JSON object per line over a TCP connection.
 A request carries what the first process learned of its caller (the name and role its
 credential gave), the args as the client sent them (checked again by the receiver's
 strict converter), the client's request id, and `hops`: the processes it has been
-through. A refusal with `detail.reroute` means "not applied here, locate it again".
+through. A refusal with `detail.reroute` means "not applied here, locate it again"; with
+`detail.store: "down"` as well, the process cannot reach the database: it hosts nothing
+until it can, so its worlds re-home once their leases lapse.
 """
 
 from __future__ import annotations
@@ -45,6 +47,16 @@ def reroute(actor_id: str, why: str) -> ProtocolError:
     """The refusal that sends a forwarded message back to be located again (not applied)."""
     return ProtocolError(ErrorCode.UNAVAILABLE, f"{actor_id} {why}",
                          {"actor": actor_id, "reroute": True})
+
+
+def unplaceable(actor_id: str, why: str) -> ProtocolError:
+    """The refusal of a message for a world this process could not place because the
+    database cannot be reached: `unavailable` for a client; a process that forwarded the
+    message waits for the world to re-home (not applied)."""
+    return ProtocolError(ErrorCode.UNAVAILABLE, f"{actor_id} cannot be placed now: this "
+                         f"server cannot reach the cluster's database ({why}); "
+                         "retry in a moment", {"actor": actor_id, "reroute": True,
+                                               "store": "down"})
 
 
 class Lines:
