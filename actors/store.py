@@ -66,7 +66,7 @@ class StoreUnavailable(ProtocolError):
         super().__init__(ErrorCode.UNAVAILABLE, f"the event store cannot make writes "
                          f"durable right now ({why}); {stored}; retry in a moment",
                          {"store": "down", "stored": "unknown" if sent else "no"})
-        self.sent = sent
+        self.why, self.sent = why, sent
 
 
 def check_stream_name(stream: str) -> None:

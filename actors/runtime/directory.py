@@ -63,7 +63,7 @@ from actors.runtime.mailbox import ActorStopped, Answer, Call, Pending, wait_ans
 from actors.runtime.placement import REDELIVERIES, Placement, Rerouting
 from actors.runtime.ref import ActorRef
 from actors.runtime.subscriber import SubscriberQueue
-from actors.store import EventStore
+from actors.store import EventStore, StoreUnavailable
 from actors.world import World, creates_any
 from protocol.envelope import ACTOR_ID_RE
 from protocol.errors import ErrorCode, ProtocolError, over_budget
@@ -421,6 +421,11 @@ class Directory:
             # Stopped while loading (a hold, a lost lease): its caller's message fails or
             # goes where the world went, as to any actor stopped before it got it.
             return actor
+        except StoreUnavailable as down:  # said once per second by the renewals: no trace
+            log.warning("%s could not be loaded: %s", actor_id, down.why)
+            raise ProtocolError(ErrorCode.UNAVAILABLE, f"{actor_id} could not be loaded from "
+                                f"the store ({down.why}); retry in a moment",
+                                {"actor": actor_id, "store": "down"}) from None
         except Exception:
             log.exception("%s could not be loaded", actor_id)
             raise ProtocolError(ErrorCode.UNAVAILABLE, f"{actor_id} could not be loaded from "
@@ -478,6 +483,9 @@ class Directory:
             if actor_id not in self._live:
                 try:
                     await self.placement.release(actor_id)
+                except StoreUnavailable as down:  # it lapses by itself; the next owner claims
+                    log.warning("the lease of %s could not be released: %s", actor_id,
+                                down.why)
                 except Exception:  # the lease lapses by itself; the next owner claims
                     log.exception("the lease of %s could not be released", actor_id)
 

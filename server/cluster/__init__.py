@@ -24,6 +24,7 @@ import attrs
 import trio
 
 from actors.runtime import Directory, RuntimeObserver
+from actors.store import StoreUnavailable
 from protocol.ops.admin import ADMIN_ID
 from protocol.registry import Registry
 from server.cluster.holds import Holds
@@ -80,6 +81,8 @@ class Node:
             return
         try:
             await self.router.leave()
+        except StoreUnavailable as down:  # the leases lapse by themselves
+            log.warning("%s could not release its leases: %s", self.name, down.why)
         except Exception:  # the leases lapse by themselves
             log.exception("%s could not release its leases", self.name)
         with trio.move_on_after(LEAVE_TIMEOUT):

@@ -6,7 +6,8 @@ gets there, and what happens when the process hosting it goes away.
   local", SCALEOUT.md 4.4) or names the node holding it;
 - `forward`: the message goes over the one link to that node (server/cluster/peers.py),
   at most MAX_HOPS processes from where it arrived; the reply is the request's reply;
-- the holder cannot be reached, or its link broke before the reply came: the request
+- the holder cannot be reached, or its link broke before the reply came, or it answers
+  but cannot reach the database (it sends the message back, `store: down`): the request
   waits until the world re-homes: the lease lapses (TTL) and this process takes it, or
   another process did, or the holder answers again; then it is delivered there, all
   within the request's time (the runtime's ask timeout). A write whose reply was lost
@@ -29,13 +30,14 @@ import trio
 from actors.runtime import Call, Directory
 from actors.runtime.mailbox import Answer, ViewMsg
 from actors.runtime.subscriber import SubscriberQueue
+from actors.store import StoreUnavailable
 from protocol.convert import converter, unstructure
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.registry import Registry
 from server.cluster.leases import Leases
 from server.cluster.mirrors import Mirrors
 from server.cluster.peers import Link
-from server.cluster.wire import error_of, reroute
+from server.cluster.wire import error_of, reroute, unplaceable
 from server.storage.cluster import Cluster
 
 log = logging.getLogger("petridish.cluster")
@@ -69,10 +71,12 @@ class _Forwarded:
 
 
 class _Rehoming:
-    """Requests waiting for a world whose holder is unreachable."""
+    """Requests waiting for a world whose holder is unreachable (`answers`: the holder
+    answers, but it cannot reach the database, so it cannot host the world)."""
 
-    def __init__(self, dead: Link) -> None:
+    def __init__(self, dead: Link, *, answers: bool = False) -> None:
         self.dead = dead
+        self.answers = answers
         self.waiting: list[tuple[Any, _Forwarded, int]] = []
 
 
@@ -114,7 +118,12 @@ class Router:
                 return link
         done = self._acquiring[actor_id] = trio.Event()
         try:
-            node = await self.leases.acquire(actor_id)
+            try:
+                node = await self.leases.acquire(actor_id)
+            except StoreUnavailable as down:
+                # Not placed, nothing applied: a process that forwarded it looks again
+                # (the world re-homes once this process's lease lapses).
+                raise unplaceable(actor_id, down.why) from None
             if node == self.node:
                 self._holders.pop(actor_id, None)
                 return None
@@ -195,6 +204,9 @@ class Router:
                 answer.fail(error)
                 return
             self._forget(actor_id, link)
+            if error.detail.get("store") == "down":  # the holder lost the database
+                self._wait_for_rehome(actor_id, link, message, answer, hops, answers=True)
+                return
             self._nursery.start_soon(self._again, actor_id, message, answer, hops, RETRY)
             return
         self._forget(actor_id, link)
@@ -205,9 +217,13 @@ class Router:
                 "answered: the write may or may not have been applied (a write sent with a "
                 "request_id can be retried safely)", {"actor": actor_id, "outcome": "unknown"}))
             return
+        self._wait_for_rehome(actor_id, link, message, answer, hops)
+
+    def _wait_for_rehome(self, actor_id: str, link: Link, message: Any, answer: _Forwarded,
+                         hops: int, *, answers: bool = False) -> None:
         rehoming = self._rehoming.get(actor_id)
         if rehoming is None:
-            rehoming = self._rehoming[actor_id] = _Rehoming(link)
+            rehoming = self._rehoming[actor_id] = _Rehoming(link, answers=answers)
             self.rehomes += 1
             self._nursery.start_soon(self._rehome, actor_id, rehoming)
         rehoming.waiting.append((message, answer, hops))
@@ -254,9 +270,15 @@ class Router:
         """Wait until the world's lease is held by someone reachable, then deliver."""
         dead = rehoming.dead
         probing = trio.Event()
+        failed = False
 
         async def probe() -> None:
-            if await dead.probe():
+            if rehoming.answers:
+                # Its lease lapses within a TTL, unless it got the database back and took
+                # the world again: then it hosts it, and is tried again.
+                await trio.sleep(self.cluster.ttl + POLL)
+                probing.set()
+            elif await dead.probe():
                 probing.set()
 
         try:
@@ -275,7 +297,9 @@ class Router:
                         if node != dead.node or await self._moved(dead):
                             break
                     except Exception as exc:  # noqa: BLE001 - the database is away: wait
-                        log.warning("looking up %s failed: %r", actor_id, exc)
+                        if not failed:  # (once per wait: not every POLL)
+                            log.warning("looking up %s failed: %r", actor_id, exc)
+                        failed = True
                     with trio.move_on_after(POLL):
                         await probing.wait()
                 nursery.cancel_scope.cancel()

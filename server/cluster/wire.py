@@ -20,8 +20,9 @@ one compact JSON object per line over a TCP connection.
 A request carries what the first process learned of its caller (the name and role its
 credential gave), the args as the client sent them (checked again by the receiver's
 strict converter), the client's request id, and `hops`: the processes it has been
-through. A refusal with `detail.reroute` means "not applied here, locate it again".
-An `internal` frame is a message one world sends another that is no op (World.internal:
+through. A refusal with `detail.reroute` means "not applied here, locate it again"; with
+`detail.store: "down"` as well, the process cannot reach the database: it hosts nothing
+until it can, so its worlds re-home once their leases lapse. An `internal` frame is a message one world sends another that is no op (World.internal:
 a room's win claim to the board, a world's summary to the lobby); no client can send one.
 A `view` with `relay` also makes the sender a follower of the world's snapshot pushes
 (server/cluster/mirrors.py): the host sends them on the same connection, as push frames,
@@ -58,6 +59,16 @@ def reroute(actor_id: str, why: str) -> ProtocolError:
     """The refusal that sends a forwarded message back to be located again (not applied)."""
     return ProtocolError(ErrorCode.UNAVAILABLE, f"{actor_id} {why}",
                          {"actor": actor_id, "reroute": True})
+
+
+def unplaceable(actor_id: str, why: str) -> ProtocolError:
+    """The refusal of a message for a world this process could not place because the
+    database cannot be reached: `unavailable` for a client; a process that forwarded the
+    message waits for the world to re-home (not applied)."""
+    return ProtocolError(ErrorCode.UNAVAILABLE, f"{actor_id} cannot be placed now: this "
+                         f"server cannot reach the cluster's database ({why}); "
+                         "retry in a moment", {"actor": actor_id, "reroute": True,
+                                               "store": "down"})
 
 
 class Lines:

@@ -24,14 +24,15 @@ they connect: whoever may reach the database is in the cluster, nobody else.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Collection
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Awaitable, Callable, Collection
+from typing import Any, TypeVar
 
 import attrs
 
 from server.storage.pg_trio import TrioConnection
 from server.storage.postgres import PostgresEventStore, _Pool
 
+T = TypeVar("T")
 ACQUIRE_TRIES = 3  # the upsert-then-select can miss a row inserted concurrently: retry
 
 ACQUIRE = """
@@ -93,17 +94,29 @@ class Cluster:
     `aclose` closes them).
 
     `ttl` (seconds, about 3 in production) is the life of a lease from its last
-    acquire or renew.
+    acquire or renew; on connections of its own, a statement not answered within it
+    (or one that cannot be sent: PostgreSQL is unreachable) raises StoreUnavailable.
+    Every statement may run twice (once more after a lost connection): each is safe to.
     """
 
     def __init__(self, store: PostgresEventStore, node: str, *, ttl: float = 3.0,
                  connections: int = 0) -> None:
         self.store, self.node, self.ttl = store, node, ttl
-        self._pool = _Pool(store.dsn, connections) if connections else None
-        self._renewer = _Pool(store.dsn, 1) if connections else None
+        timeout = max(ttl, 1.0)
+        self._pool = _Pool(store.dsn, connections, timeout) if connections else None
+        self._renewer = _Pool(store.dsn, 1, timeout) if connections else None
 
-    def _connection(self) -> AbstractAsyncContextManager[TrioConnection]:
-        return self._pool.connection() if self._pool is not None else self.store.connection()
+    async def _run(self, work: Callable[[TrioConnection], Awaitable[T]], *,
+                   renewal: bool = False) -> T:
+        pool = self._renewer if renewal else self._pool
+        return await (pool.run(work) if pool is not None else self.store.run(work))
+
+    async def _rows(self, query: str, params: Any, *, renewal: bool = False) -> list[Any]:
+        async def work(conn: TrioConnection) -> list[Any]:
+            cur = await conn.execute(query, params)
+            return await cur.fetchall() if cur.description else []
+
+        return await self._run(work, renewal=renewal)
 
     async def aclose(self) -> None:
         """Close the connections of its own, if any."""
@@ -113,12 +126,10 @@ class Cluster:
 
     async def secret(self) -> str:
         """The cluster's shared secret (made by the first node that asks)."""
-        async with self._connection() as conn:
-            for _ in range(ACQUIRE_TRIES):  # the same race as acquire's
-                cur = await conn.execute(SECRET, (secrets.token_hex(32),))
-                row = await cur.fetchone()
-                if row is not None:
-                    return row[0]
+        for _ in range(ACQUIRE_TRIES):  # the same race as acquire's
+            rows = await self._rows(SECRET, (secrets.token_hex(32),))
+            if rows:
+                return rows[0][0]
         raise RuntimeError("the cluster secret could not be read")
 
     @property
@@ -127,53 +138,46 @@ class Cluster:
 
     async def join(self, addr: str) -> None:
         """Register (or update) this node's internal address; counts as a heartbeat."""
-        async with self._connection() as conn:
-            await conn.execute(JOIN, (self.node, addr))
+        await self._rows(JOIN, (self.node, addr))
 
     async def leave(self) -> None:
         """Release every lease of this node and remove it from the registry."""
-        async with self._connection() as conn:
-            await conn.execute(LEAVE, {"me": self.node})
+        await self._rows(LEAVE, {"me": self.node})
 
     async def nodes(self) -> dict[str, Node]:
         """Every registered node (stale ones too: judge by `seen_ago`)."""
-        async with self._connection() as conn:
-            cur = await conn.execute("SELECT node, addr, extract(epoch FROM now() - seen_at) "
-                                     "FROM nodes ORDER BY node")
-            return {node: Node(addr, float(age)) for node, addr, age in await cur.fetchall()}
+        rows = await self._rows("SELECT node, addr, extract(epoch FROM now() - seen_at) "
+                                "FROM nodes ORDER BY node", None)
+        return {node: Node(addr, float(age)) for node, addr, age in rows}
 
     async def acquire(self, world: str) -> str:
         """Take the world's lease if it is free or lapsed, or renew it if this node holds
         it; the node holding it afterwards (this one when it succeeded)."""
-        async with self._connection() as conn:
-            for _ in range(ACQUIRE_TRIES):
-                cur = await conn.execute(ACQUIRE, {"w": world, "me": self.node,
-                                                   "ttl": self._ttl_ms})
-                row = await cur.fetchone()
-                if row is not None:
-                    return row[0]
+        for _ in range(ACQUIRE_TRIES):
+            rows = await self._rows(ACQUIRE, {"w": world, "me": self.node,
+                                              "ttl": self._ttl_ms})
+            if rows:
+                return rows[0][0]
         raise RuntimeError(f"the lease of {world!r} changed hands {ACQUIRE_TRIES} times "
                            "while acquiring it")
 
     async def renew(self, worlds: Collection[str]) -> set[str]:
         """Extend, in one statement, this node's live leases among `worlds` and its
         heartbeat; the worlds still held (any other is lost: stop it at once)."""
-        pool = self._renewer
-        async with (pool.connection() if pool is not None else self.store.connection()) as conn:
-            cur = await conn.execute(RENEW, {"me": self.node, "worlds": list(worlds),
-                                             "ttl": self._ttl_ms})
-            return {world for (world,) in await cur.fetchall()}
+        rows = await self._rows(RENEW, {"me": self.node, "worlds": list(worlds),
+                                        "ttl": self._ttl_ms}, renewal=True)
+        return {world for (world,) in rows}
 
     async def release(self, world: str) -> bool:
         """Give the world's lease up (after its actor stopped); False if not held here."""
-        async with self._connection() as conn:
+        async def work(conn: TrioConnection) -> bool:
             cur = await conn.execute("DELETE FROM leases WHERE world = %s AND node = %s",
                                      (world, self.node))
             return cur.rowcount == 1
 
+        return await self._run(work)
+
     async def holder(self, world: str) -> Holder | None:
         """Who holds the world's live lease, with its address; None when no one does."""
-        async with self._connection() as conn:
-            cur = await conn.execute(HOLDER, (world,))
-            row = await cur.fetchone()
-        return None if row is None else Holder(row[0], row[1], float(row[2]))
+        rows = await self._rows(HOLDER, (world,))
+        return None if not rows else Holder(rows[0][0], rows[0][1], float(rows[0][2]))

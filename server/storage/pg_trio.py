@@ -9,7 +9,10 @@ connects by running psycopg's connection generator the same way.
 It leans on two private names of psycopg (`_connect_gen`, `errors._WaitTimeout`), so
 pyproject pins psycopg 3.3.* and tests/storage/test_pg_trio.py checks this module on
 every upgrade. Host names are resolved in a worker thread (psycopg would block the
-loop); `connect_timeout` from the connection string bounds the connect.
+loop); `connect_timeout` from the connection string (or PGCONNECT_TIMEOUT) bounds the
+connect, else CONNECT_TIMEOUT does (psycopg's own default is 130 s: a database behind a
+partition would hold every caller that long); TCP keepalives are on (KEEPALIVES) unless
+the connection string sets them.
 
 Cancellation: psycopg only knows asyncio's; a query cut off by a trio cancel leaves the
 connection mid-protocol, so `wait` closes it (the caller's pool must drop it).
@@ -19,6 +22,7 @@ Not used and not exercised under trio: COPY (it spawns asyncio tasks), pipelines
 
 from __future__ import annotations
 
+import os
 import select
 from collections.abc import Generator
 from typing import Any, Self, TypeVar
@@ -36,6 +40,12 @@ from psycopg.pq import TransactionStatus
 from psycopg.waiting import READY_R, READY_W, WAIT_R, WAIT_RW, WAIT_W
 
 T = TypeVar("T")
+CONNECT_TIMEOUT = 5  # seconds, when the connection string names none
+# TCP keepalives, unless the connection string sets them: an idle connection to a
+# database behind a partition is found dead within about 25 s (a listener would otherwise
+# wait, unaware, until TCP gives up: many minutes).
+KEEPALIVES = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5,
+              "keepalives_count": 3}
 _POLL_MASK = {WAIT_R: select.POLLIN, WAIT_W: select.POLLOUT,
               WAIT_RW: select.POLLIN | select.POLLOUT}
 
@@ -111,6 +121,10 @@ class TrioConnection(psycopg.AsyncConnection[Any]):
                       **kwargs: Any) -> Self:
         """Connect (trying each host of `conninfo` in turn); autocommit as asked."""
         params = conninfo_to_dict(conninfo, **kwargs)
+        if params.get("connect_timeout") is None and "PGCONNECT_TIMEOUT" not in os.environ:
+            params["connect_timeout"] = CONNECT_TIMEOUT
+        for key, value in KEEPALIVES.items():
+            params.setdefault(key, value)
         timeout = timeout_from_conninfo(params) or None
         attempts = await trio.to_thread.run_sync(conninfo_attempts, params)
         last: Exception | None = None
@@ -130,6 +144,16 @@ class TrioConnection(psycopg.AsyncConnection[Any]):
         if autocommit:
             await conn.set_autocommit(True)
         return conn
+
+    def reusable(self) -> bool:
+        """True when this idle autocommit connection may take a statement: open, outside
+        any transaction, and nothing waiting to be read on its socket. An idle connection
+        has nothing to read unless the server said something unasked: that is, nearly
+        always, that it is closing the connection (a restart's AdminShutdown, a
+        terminated backend) or closed it; a statement sent there would be lost."""
+        if self.closed or self.pgconn.transaction_status != TransactionStatus.IDLE:
+            return False
+        return not _ready_now(self.pgconn.socket, WAIT_R)
 
     async def wait(self, gen: Any, interval: float = 0.0, timeout: float | None = None) -> Any:
         """Run a query's generator on this connection's socket (psycopg calls this)."""

@@ -17,7 +17,12 @@ should an upgrade break them, the writer process is the fallback.
 
 Connections: one writer connection, owned by a writer task, and a small pool (a trio
 memory channel of connections) for reads, claims, snapshots and cluster.py's statements.
-All run in autocommit, so one statement is one transaction.
+All run in autocommit, so one statement is one transaction. A connection is checked
+before each use (a restart of PostgreSQL leaves every idle one holding its AdminShutdown:
+it is dropped, unused); a pooled call whose connection breaks anyway runs once more on a
+fresh one (every pooled statement may run twice). Every call is bounded: connecting by
+pg_trio.CONNECT_TIMEOUT, a pooled call by `query_timeout`, a batch as below. A database
+that cannot be reached is StoreUnavailable (`unavailable`, retry), never a driver error.
 
 Group commit: `append` queues its request and parks; the writer task takes every append
 waiting (at most one per stream, at most `max_batch`) and sends them as ONE statement,
@@ -27,20 +32,23 @@ streams that passed, and NOTIFYs their new revisions (pg_listen.py), all at once
 stream that did not pass is looked up afterwards: another fence -> FencedError, another
 revision -> ConflictError; the others in the batch commit regardless. If the statement
 fails, every append of the batch fails with that error: after `write_timeout` the server
-cancels it (QueryCanceled: nothing was written); if the connection is lost, or the
-server does not answer within 2 s more, the outcome is unknown (StoreUnavailable, sent):
-the caller stops, and a claim + replay tells the truth.
+cancels it (QueryCanceled: nothing was written); if no connection could be opened (or
+the idle one was found dead), the statement never left: StoreUnavailable, nothing
+stored; if the connection is lost once the statement was handed to it, or the server
+does not answer within 2 s more, the outcome is unknown (StoreUnavailable, sent): the
+caller stops, and a claim + replay tells the truth.
 """
 
 from __future__ import annotations
 
 import json
 from collections import deque
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
+import psycopg
 import trio
 from psycopg.pq import TransactionStatus
 
@@ -64,6 +72,7 @@ from server.storage.pg_listen import Notifications, listen
 from server.storage.pg_trio import TrioConnection
 from server.storage.rows import stored_events
 
+T = TypeVar("T")
 _encode = compact_encoder(ensure_ascii=True)  # ASCII: no NUL byte or encoding can differ
 SCHEMA = (Path(__file__).with_name("postgres_schema.sql")).read_text()
 SCHEMA_LOCK = 0x70657472  # advisory lock key: processes starting together apply it in turn
@@ -128,10 +137,20 @@ class _Append:
 
 
 class _Pool:
-    """Up to `size` autocommit connections, opened when first needed, dropped when broken."""
+    """Up to `size` autocommit connections, opened when first needed, dropped when broken.
 
-    def __init__(self, dsn: str, size: int) -> None:
-        self.dsn, self.size = dsn, size
+    `run(work)` is how the store and cluster.py talk to the database: `work(conn)` on a
+    pooled connection, bounded by `timeout` seconds (a partition drops no packet it could
+    answer: without a bound, a call would wait for TCP to give up, many minutes). An idle
+    connection is checked before use (`TrioConnection.reusable`: after a restart of the
+    database, a pooled connection holds its AdminShutdown); one that still breaks under
+    `work` is dropped and `work` runs once more on a fresh connection (every statement
+    run through the pool may run twice: reads, claims, leases). A database that cannot
+    be reached, or does not answer in time, is `StoreUnavailable` (nothing stored).
+    """
+
+    def __init__(self, dsn: str, size: int, timeout: float = 30.0) -> None:
+        self.dsn, self.size, self.timeout = dsn, size, timeout
         self._put, self._take = trio.open_memory_channel[TrioConnection | None](size)
         for _ in range(size):
             self._put.send_nowait(None)
@@ -139,18 +158,59 @@ class _Pool:
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[TrioConnection]:
+        """A pooled connection for the block (no retry: `run` retries)."""
         if self.closed:
             raise RuntimeError("the event store is closed")
         conn = await self._take.receive()
         try:
-            if conn is None or conn.closed:
+            if conn is None or not conn.reusable():
+                if conn is not None:
+                    await conn.close()
                 conn = None
-                conn = await TrioConnection.connect(self.dsn, autocommit=True)
+                conn = await _connect(self.dsn)
             yield conn
         finally:
             if conn is not None and (
                     conn.closed or conn.info.transaction_status != TransactionStatus.IDLE):
                 await conn.close()
+                conn = None
+            self._put.send_nowait(conn)
+
+    async def run(self, work: Callable[[TrioConnection], Awaitable[T]]) -> T:
+        """`work` on a pooled connection (see the class docstring)."""
+        if self.closed:
+            raise RuntimeError("the event store is closed")
+        try:
+            with trio.fail_after(self.timeout):  # the wait for a connection included
+                return await self._run(work)
+        except trio.TooSlowError:
+            raise StoreUnavailable(f"PostgreSQL did not answer within {self.timeout:g} s",
+                                   sent=False) from None
+
+    async def _run(self, work: Callable[[TrioConnection], Awaitable[T]]) -> T:
+        conn = await self._take.receive()
+        try:
+            for attempt in (1, 2):
+                fresh = conn is None or not conn.reusable()
+                if fresh:
+                    if conn is not None:
+                        await conn.close()
+                    conn = None
+                    conn = await _connect(self.dsn)
+                try:
+                    return await work(conn)
+                except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+                    if not conn.closed:
+                        raise  # the statement failed, the connection is fine
+                    if fresh or attempt == 2:
+                        raise _unreachable(exc) from exc
+                    # A pooled connection that broke under `work`: once more, afresh.
+            raise AssertionError("unreachable")
+        finally:
+            if conn is not None and (
+                    conn.closed or conn.info.transaction_status != TransactionStatus.IDLE):
+                with trio.CancelScope(shield=True):
+                    await conn.close()
                 conn = None
             self._put.send_nowait(conn)
 
@@ -163,27 +223,45 @@ class _Pool:
                 await conn.close()
 
 
+async def _connect(dsn: str) -> TrioConnection:
+    """A new autocommit connection (within its connect_timeout: pg_trio.CONNECT_TIMEOUT by
+    default); StoreUnavailable when PostgreSQL cannot be reached."""
+    try:
+        return await TrioConnection.connect(dsn, autocommit=True)
+    except (psycopg.OperationalError, psycopg.InterfaceError, OSError) as exc:
+        raise _unreachable(exc) from exc
+
+
+def _unreachable(exc: Exception) -> StoreUnavailable:
+    """What a call refused by a lost or impossible connection raises (nothing stored)."""
+    why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return StoreUnavailable(f"PostgreSQL cannot be reached: {why}", sent=False)
+
+
 class PostgresEventStore(EventStore):
     """An EventStore in a PostgreSQL database; use `async with` or `open`/`aclose`.
 
     `dsn` is a libpq connection string or URI (host names are resolved off the event loop;
     the schema is the search_path's). `readers` is the pool's size. `channel` is the
     NOTIFY channel of this store's appends (one per database that several clusters
-    share). `write_timeout` bounds one batch's statement (seconds).
+    share). `write_timeout` bounds one batch's statement, `query_timeout` any other call
+    (seconds; a long stream's read included).
     """
 
     def __init__(self, dsn: str, *, readers: int = 2, channel: str = CHANNEL,
-                 max_batch: int = 512, write_timeout: float = 10.0) -> None:
+                 max_batch: int = 512, write_timeout: float = 10.0,
+                 query_timeout: float = 30.0) -> None:
         self.dsn, self.channel = dsn, channel
         self.max_batch, self.write_timeout = max_batch, write_timeout
         self.settings: dict[str, str] = {}  # the server's fsync and synchronous_commit
-        self._pool = _Pool(dsn, readers)
+        self._pool = _Pool(dsn, readers, query_timeout)
         self._writer: TrioConnection | None = None
         self._writer_pids: set[int] = set()  # the backend that sends our NOTIFYs
         self._queue: deque[_Append] = deque()
         self._inflight: list[_Append] = []  # the batch being committed
         self._queued = trio.lowlevel.ParkingLot()  # the writer task waits here
         self._writer_done = trio.Event()
+        self._sending = False  # the batch's statement has been handed to the connection
         self._fences: dict[str, int] = {}  # stream -> fence this client claimed
         self._state = "new"  # -> open -> closing -> closed
         self._appends = self._commits = self._events = self._fenced = 0
@@ -221,8 +299,14 @@ class PostgresEventStore(EventStore):
         self._state = "closed"
 
     def connection(self) -> AbstractAsyncContextManager[TrioConnection]:
-        """A pooled autocommit connection (for cluster.py's statements)."""
+        """A pooled autocommit connection for the block (checked, never retried)."""
         return self._pool.connection()
+
+    async def run(self, work: Callable[[TrioConnection], Awaitable[T]]) -> T:
+        """`work(conn)` on a pooled connection, bounded by `query_timeout`, once more on a
+        fresh connection if the pooled one broke; StoreUnavailable when PostgreSQL cannot
+        be reached (`_Pool.run`; cluster.py's statements go through here too)."""
+        return await self._pool.run(work)
 
     def listen(self, *, own: bool = False) -> AbstractAsyncContextManager[Notifications]:
         """Notifications of the streams that moved, on a connection of their own.
@@ -251,18 +335,7 @@ class PostgresEventStore(EventStore):
                 try:
                     await self._commit(batch)
                 except Exception as exc:  # noqa: BLE001 - each caller raises it
-                    lost = self._writer is not None and (
-                        self._writer.closed or self._writer.info.transaction_status
-                        != TransactionStatus.IDLE)
-                    if lost:
-                        await self._drop_writer()
-                    if lost or isinstance(exc, trio.TooSlowError):
-                        # Sent, the statement may have committed: no caller may be told
-                        # that it failed (a claim and a replay will tell).
-                        why = (f"no answer within {self.write_timeout + UNANSWERED:g} s"
-                               if isinstance(exc, trio.TooSlowError)
-                               else "its connection to PostgreSQL was lost")
-                        exc = StoreUnavailable(why, sent=lost)
+                    exc = await self._batch_failed(exc)
                     for a in batch:
                         if a.error is None:
                             a.error = exc
@@ -277,6 +350,29 @@ class PostgresEventStore(EventStore):
             self._queue.clear()
             await self._drop_writer()
             self._writer_done.set()
+
+    async def _batch_failed(self, exc: Exception) -> Exception:
+        """What each append of a batch that failed with `exc` raises."""
+        sent, self._sending = self._sending, False
+        lost = self._writer is not None and (
+            self._writer.closed or self._writer.info.transaction_status != TransactionStatus.IDLE)
+        if lost:
+            await self._drop_writer()
+        if isinstance(exc, StoreUnavailable):  # no connection: the batch never left
+            return exc
+        slow = isinstance(exc, trio.TooSlowError)
+        if not sent:  # lost while connecting or setting up: the batch never left
+            if lost or slow or isinstance(exc, psycopg.OperationalError):
+                return _unreachable(exc) if not slow else StoreUnavailable(
+                    "no connection to PostgreSQL in time", sent=False)
+            return exc
+        if lost or slow:
+            # Sent, the statement may have committed: no caller may be told that it
+            # failed (a claim and a replay will tell).
+            why = (f"no answer within {self.write_timeout + UNANSWERED:g} s" if slow
+                   else "its connection to PostgreSQL was lost")
+            return StoreUnavailable(why, sent=True)
+        return exc
 
     def _take_batch(self) -> list[_Append]:
         """The oldest append of each stream waiting (others stay queued, in order)."""
@@ -315,13 +411,17 @@ class PostgresEventStore(EventStore):
                 params["rc"].append(caller)
                 params["ri"].append(request_id)
                 params["rd"].append(text)
+        self._sending = False
         with trio.fail_after(self.write_timeout + UNANSWERED):
-            if self._writer is None or self._writer.closed:
-                self._writer = await TrioConnection.connect(self.dsn, autocommit=True)
+            if self._writer is not None and not self._writer.reusable():
+                await self._drop_writer()  # the server closed it while idle: send nothing
+            if self._writer is None:
+                self._writer = await _connect(self.dsn)
                 self._writer_pids.clear()  # in place: listeners hold this set
                 self._writer_pids.add(self._writer.info.backend_pid)
                 await self._writer.execute(f"SET statement_timeout = "
                                            f"{round(self.write_timeout * 1000)}")
+            self._sending = True  # from here, the batch may have reached the server
             cur = await self._writer.execute(APPEND, params)
             moved = {name: rev for name, rev in await cur.fetchall() if name is not None}
             self._commits += bool(moved)  # as SQLite counts: commits that wrote
@@ -364,12 +464,9 @@ class PostgresEventStore(EventStore):
         return append.result
 
     async def claim(self, stream: str) -> tuple[int, int]:
-        """See EventStore.claim."""
+        """See EventStore.claim (run again after a lost connection: one more fence)."""
         check_stream_name(stream)
-        async with self._pool.connection() as conn:
-            cur = await conn.execute(CLAIM, (stream,))
-            row = await cur.fetchone()
-        assert row is not None  # the upsert always returns its row
+        (row,) = await self._fetch(CLAIM, (stream,))  # the upsert always returns its row
         fence, rev = row
         self._fences[stream] = max(fence, self._fences.get(stream, 0))
         return fence, rev
@@ -383,49 +480,44 @@ class PostgresEventStore(EventStore):
                         ) -> list[tuple[int, str]]:
         """See EventStore.read_rows (one indexed range scan of `(stream, rev)`)."""
         check_read_bounds(after, upto)
-        async with self._pool.connection() as conn:
-            cur = await conn.execute("SELECT rev, data FROM events WHERE stream = %s "
-                                     "AND rev > %s AND rev <= %s ORDER BY rev",
-                                     (stream, after, MAX_REV if upto is None else upto))
-            return await cur.fetchall()
+        return await self._fetch("SELECT rev, data FROM events WHERE stream = %s "
+                                 "AND rev > %s AND rev <= %s ORDER BY rev",
+                                 (stream, after, MAX_REV if upto is None else upto))
 
     async def receipts(self, stream: str, after: int = 0) -> list[Receipt]:
         """See EventStore.receipts."""
-        async with self._pool.connection() as conn:
-            cur = await conn.execute("SELECT rev, caller, request_id, result FROM receipts "
-                                     "WHERE stream = %s AND rev > %s ORDER BY rev",
-                                     (stream, after))
-            rows = await cur.fetchall()
+        rows = await self._fetch("SELECT rev, caller, request_id, result FROM receipts "
+                                 "WHERE stream = %s AND rev > %s ORDER BY rev", (stream, after))
         return [Receipt(rev, caller, request_id, json.loads(text))
                 for rev, caller, request_id, text in rows]
 
     async def revision(self, stream: str) -> int:
         """See EventStore.revision."""
-        async with self._pool.connection() as conn:
-            cur = await conn.execute("SELECT rev FROM streams WHERE name = %s", (stream,))
-            row = await cur.fetchone()
-        return row[0] if row else 0
+        rows = await self._fetch("SELECT rev FROM streams WHERE name = %s", (stream,))
+        return rows[0][0] if rows else 0
 
     async def save_snapshot(self, stream: str, rev: int, data: Any) -> None:
         """See EventStore.save_snapshot."""
-        text = _encode(data)
-        async with self._pool.connection() as conn:
-            await conn.execute(SAVE_SNAPSHOT, (stream, rev, text))
+        await self._fetch(SAVE_SNAPSHOT, (stream, rev, _encode(data)))
 
     async def load_snapshot(self, stream: str) -> Snapshot | None:
         """See EventStore.load_snapshot."""
-        async with self._pool.connection() as conn:
-            cur = await conn.execute("SELECT rev, data FROM snapshots WHERE stream = %s",
-                                     (stream,))
-            row = await cur.fetchone()
-        return Snapshot(row[0], json.loads(row[1])) if row else None
+        rows = await self._fetch("SELECT rev, data FROM snapshots WHERE stream = %s",
+                                 (stream,))
+        return Snapshot(rows[0][0], json.loads(rows[0][1])) if rows else None
 
     async def streams(self, prefix: str = "") -> dict[str, int]:
         """See EventStore.streams."""
-        async with self._pool.connection() as conn:
-            cur = await conn.execute("SELECT name, rev FROM streams WHERE rev > 0 "
-                                     "AND starts_with(name, %s) ORDER BY name", (prefix,))
-            return dict(await cur.fetchall())
+        return dict(await self._fetch("SELECT name, rev FROM streams WHERE rev > 0 "
+                                      "AND starts_with(name, %s) ORDER BY name", (prefix,)))
+
+    async def _fetch(self, query: str, params: Any) -> list[Any]:
+        """The rows of one statement on a pooled connection (`run`)."""
+        async def work(conn: TrioConnection) -> list[Any]:
+            cur = await conn.execute(query, params)
+            return await cur.fetchall() if cur.description else []
+
+        return await self.run(work)
 
     def statistics(self) -> StoreStatistics:
         """Appends requested, commits (one per batch), events written, appends fenced."""

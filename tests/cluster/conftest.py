@@ -59,10 +59,11 @@ class Nodes:
         self._nursery, self.dsn, self.data_dir = nursery, dsn, data_dir
         self.started: list[Node] = []
 
-    async def start(self, name: str, **settings: Any) -> Node:
-        """A node called `name` (anonymous connections are agents)."""
-        config = ServerConfig(port=0, data_dir=self.data_dir, open_mode=True, store=self.dsn,
-                              node=name, **settings)
+    async def start(self, name: str, *, dsn: str | None = None, **settings: Any) -> Node:
+        """A node called `name` (anonymous connections are agents), on the database `dsn`
+        (default: the one every node shares; a proxy's, to break its link alone)."""
+        config = ServerConfig(port=0, data_dir=self.data_dir, open_mode=True,
+                              store=dsn or self.dsn, node=name, **settings)
         scope, ended = trio.CancelScope(), trio.Event()
 
         async def run(task_status: trio.TaskStatus[Running]) -> None:

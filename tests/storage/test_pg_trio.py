@@ -98,6 +98,16 @@ async def test_a_refused_connection_raises(postgres_server: LocalPostgres) -> No
         await TrioConnection.connect(f"host=127.0.0.1 port={port} user=postgres")
 
 
+async def test_connections_have_keepalives_unless_the_dsn_sets_them(
+        postgres_server: LocalPostgres) -> None:
+    conn = await TrioConnection.connect(postgres_server.dsn())
+    assert conn.info.get_parameters()["keepalives_idle"] == "10"
+    await conn.close()
+    conn = await TrioConnection.connect(postgres_server.dsn(keepalives_idle="30"))
+    assert conn.info.get_parameters()["keepalives_idle"] == "30"
+    await conn.close()
+
+
 async def test_works_with_descriptors_past_1024(postgres_server: LocalPostgres) -> None:
     """A busy server has many sockets: the readiness check must not use select()."""
     pipes = [os.pipe() for _ in range(520)]
