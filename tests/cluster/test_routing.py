@@ -14,22 +14,13 @@ import trio
 from protocol.client import Client, Push, RequestError
 from server.budgets import Budgets
 from server.hello import new_key
-from server.storage.pg_trio import TrioConnection
 from tests.cluster.conftest import Nodes, counter_add, wait_for
 from tests.ecosystem.live import POND, SIZE
+from tests.pgsql import sql
 
 pytestmark = pytest.mark.postgres
 WORLD = "counter:w"
 RUN = "ecosystem:routed"
-
-
-async def _sql(dsn: str, query: str, *params: object) -> list[tuple]:
-    conn = await TrioConnection.connect(dsn, autocommit=True)
-    try:
-        cur = await conn.execute(query, params or None)
-        return await cur.fetchall() if cur.description else []
-    finally:
-        await conn.close()
 
 
 def _revs(pushes: list[Push]) -> list[int]:
@@ -158,7 +149,7 @@ async def test_a_lost_lease_stops_the_world_at_once_and_it_answers_from_the_new_
     a, b = await nodes.start("a"), await nodes.start("b")
     async with Client.connect(a.ws_url) as ca:
         await ca.request("counter.create", WORLD)
-        await _sql(nodes.dsn, "UPDATE leases SET node = 'b' WHERE world = %s", WORLD)
+        await sql(nodes.dsn, "UPDATE leases SET node = 'b' WHERE world = %s", WORLD)
         await wait_for(lambda: WORLD not in a.directory.hosted())
         assert a.cluster.leases.lost == 1
         assert (await ca.request("counter.add", WORLD, counter_add(2)))["revision"] == 2

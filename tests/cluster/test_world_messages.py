@@ -6,7 +6,6 @@ without a word."""
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import pytest
 import trio
@@ -18,19 +17,10 @@ from protocol.client import Client
 from protocol.ops.lobby import LOBBY_ID
 from server.hello import new_key
 from tests.cluster.conftest import Nodes, wait_for
+from tests.puzzle.test_live import play
 
 pytestmark = pytest.mark.postgres
-DIRS = {"u": "up", "d": "down", "l": "left", "r": "right", "s": "wait"}
 BOARD = "puzzleboard:main"
-
-
-async def _play(c: Client, to: str, letters: str, rev: int) -> dict[str, Any]:
-    reply: dict[str, Any] = {}
-    for letter in letters:
-        reply = await c.request("puzzle.move", to, {"dir": DIRS[letter],
-                                                    "expected_revision": rev})
-        rev = reply["room"]["revision"]
-    return reply
 
 
 async def test_a_win_in_a_room_on_another_node_reaches_the_board(nodes: Nodes) -> None:
@@ -41,7 +31,7 @@ async def test_a_win_in_a_room_on_another_node_reaches_the_board(nodes: Nodes) -
         await ca.request("puzzleboard.level", BOARD, {"key": "x@y"})  # the board lives on a
         await cb.request("puzzle.create", "puzzle:far", {})  # the room on b
         assert BOARD in a.directory.hosted() and "puzzle:far" in b.directory.hosted()
-        won = await _play(cb, "puzzle:far", solution, 1)
+        won = await play(cb, "puzzle:far", solution, 1)
         assert won["room"]["won"]
         with trio.fail_after(20):
             while not (board := await cb.request("puzzle.leaderboard", "puzzle:far",

@@ -6,7 +6,10 @@ pages' script-src 'self' forbids; page.evaluate goes through the DevTools protoc
 from __future__ import annotations
 
 import json
+import threading
 import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -164,3 +167,42 @@ def page_log(page: Any) -> dict[str, list[Any]]:
 def dumps(value: Any) -> str:
     """Compact JSON (for readable assertion messages)."""
     return json.dumps(value, sort_keys=True)[:2000]
+
+
+class ChatServer:
+    """A chat-completions server on loopback speaking the real wire format: each request's
+    first message (the prompt) goes to `answer`, which gives the reply's content, or an
+    HTTP status to fail with; `prompts` keeps them, in order. `url` is its API root."""
+
+    def __init__(self, answer: Callable[[str], str | int]) -> None:
+        self.prompts: list[str] = []
+        chat = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                chat.prompts.append(body["messages"][0]["content"])
+                content = answer(chat.prompts[-1])
+                if isinstance(content, int):
+                    self.send_response(content)
+                    self.end_headers()
+                    return
+                data = json.dumps({"choices": [{"message": {"role": "assistant",
+                                                            "content": content}}]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *_: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        """Stop serving and free the port."""
+        self.server.shutdown()
+        self.server.server_close()

@@ -8,12 +8,9 @@ chat-completions server on loopback speaking the real wire format."""
 
 from __future__ import annotations
 
-import json
-import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import trio
@@ -29,48 +26,29 @@ from actors.runtime import Call
 from actors.runtime.directory import ActorKind, open_directory
 from actors.store import MemoryEventStore
 from protocol.ops import lab as ops
-from tests.lab.live import variant
+from tests.lab.live import ChatServer, variant
 
 LAB = "lab:junk"
 JUNK = "x" * 900_000  # long text, no fence: the format's rejection
 PANELS = [code for _, code in generate("panel", 7, 40)]
 
 
-class Model:
+class Model(ChatServer):
     """A chat-completions server answering each birth prompt with `reply(track, n)` (n:
-    the requests so far); counts the requests."""
+    the requests so far); `requests` counts them."""
 
     def __init__(self, reply: Callable[[str, int], str]) -> None:
-        self.reply = reply
-        self.requests = 0
-        model = self
+        def answer(prompt: str) -> str:
+            track = "shader" if prompt.startswith(contract_text("shader")) else "panel"
+            return reply(track, len(self.prompts))
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                prompt = body["messages"][0]["content"]
-                model.requests += 1
-                track = "shader" if prompt.startswith(contract_text("shader")) else "panel"
-                content = model.reply(track, model.requests)
-                data = json.dumps({"choices": [{"message": {"role": "assistant",
-                                                            "content": content}}]}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+        super().__init__(answer)
+        self.endpoint = ModelEndpoint(self.url, "fake-model", timeout=10.0)
 
-            def log_message(self, *_: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.endpoint = ModelEndpoint(f"http://127.0.0.1:{self.server.server_address[1]}/v1",
-                                      "fake-model", timeout=10.0)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+    @property
+    def requests(self) -> int:
+        """The requests so far."""
+        return len(self.prompts)
 
 
 def lab_clock() -> int:

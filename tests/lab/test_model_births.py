@@ -5,9 +5,6 @@ stored."""
 
 from __future__ import annotations
 
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import trio
@@ -18,53 +15,31 @@ from actors.lab.breed import generate
 from actors.lab.contract import contract_text
 from actors.lab.validation import NOT_TEXT
 from protocol.client import Client
-from tests.lab.live import new_lab, stored, variant
+from tests.lab.live import ChatServer, new_lab, stored, variant
 from tests.server.ws_harness import running_server
 
 
-class FakeModel:
+class FakeModel(ChatServer):
     """A chat-completions server: the first `errors` requests fail with 500, then shaders
     (every second one breaking the contract, the first `first` if given) and panels, by
     the prompt's track."""
 
     def __init__(self, errors: int = 0, first: str | None = None) -> None:
-        self.prompts: list[str] = []
-        self.errors = errors
-        self.first = first
         self.shaders = 0
         panels = iter(code for _, code in generate("panel", 7, 50))
-        fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                prompt = body["messages"][0]["content"]
-                fake.prompts.append(prompt)
-                n = len(fake.prompts)
-                if n <= fake.errors:
-                    self.send_response(500)
-                    self.end_headers()
-                    return
-                if prompt.startswith(contract_text("shader")):
-                    fake.shaders += 1
-                    code = variant(n) if fake.shaders % 2 else "uniform float u_x;\n" + variant(n)
-                    code = fake.first if fake.shaders == 1 and fake.first else code
-                    content = f"TITLE: Tide {n}\n```glsl\n{code}\n```"
-                else:
-                    content = f"```html\n{next(panels)}\n```"
-                data = json.dumps({"choices": [{"message": {"content": content}}]}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+        def answer(prompt: str) -> str | int:
+            n = len(self.prompts)
+            if n <= errors:
+                return 500
+            if prompt.startswith(contract_text("shader")):
+                self.shaders += 1
+                code = variant(n) if self.shaders % 2 else "uniform float u_x;\n" + variant(n)
+                code = first if self.shaders == 1 and first else code
+                return f"TITLE: Tide {n}\n```glsl\n{code}\n```"
+            return f"```html\n{next(panels)}\n```"
 
-            def log_message(self, *_: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        super().__init__(answer)
 
 
 async def _bred(tmp_path: Path, fake: FakeModel, seconds: float) -> list[dict]:
@@ -80,7 +55,7 @@ async def _bred(tmp_path: Path, fake: FakeModel, seconds: float) -> list[dict]:
                     await trio.sleep(0.1)
             return await stored(srv.state.directory, lab)
     finally:
-        fake.server.shutdown()
+        fake.close()
 
 
 async def test_the_birth_loop_breeds_through_the_model(tmp_path: Path, monkeypatch) -> None:

@@ -19,25 +19,17 @@ from server.storage.cluster import Cluster
 from server.storage.pg_trio import TrioConnection
 from server.storage.postgres import PostgresEventStore
 from tests.pgproxy import PgProxy
+from tests.pgsql import sql
 
 pytestmark = pytest.mark.postgres
-
-
-async def _sql(dsn: str, query: str, *params: object) -> list[tuple]:
-    conn = await TrioConnection.connect(dsn, autocommit=True)
-    try:
-        cur = await conn.execute(query, params or None)
-        return await cur.fetchall() if cur.description else []
-    finally:
-        await conn.close()
 
 
 async def _terminate(dsn: str, pid: int) -> None:
     """Terminate backend `pid` (as a restart of PostgreSQL does) and wait until it is gone:
     its client's socket then holds the AdminShutdown and the end of the stream."""
-    await _sql(dsn, "SELECT pg_terminate_backend(%s)", pid)
+    await sql(dsn, "SELECT pg_terminate_backend(%s)", pid)
     with trio.fail_after(10):
-        while await _sql(dsn, "SELECT 1 FROM pg_stat_activity WHERE pid = %s", pid):
+        while await sql(dsn, "SELECT 1 FROM pg_stat_activity WHERE pid = %s", pid):
             await trio.sleep(0.02)
 
 

@@ -18,6 +18,7 @@ from protocol.errors import ErrorCode, ProtocolError
 from protocol.ops.counter import AddArgs, CreateArgs
 from server.storage.pg_trio import TrioConnection
 from server.storage.postgres import PostgresEventStore
+from tests.pgsql import sql
 
 pytestmark = pytest.mark.postgres
 
@@ -28,19 +29,10 @@ async def store(postgres_dsn: str) -> AsyncIterator[PostgresEventStore]:
         yield s
 
 
-async def _sql(dsn: str, query: str, *params: object) -> list[tuple]:
-    conn = await TrioConnection.connect(dsn, autocommit=True)
-    try:
-        cur = await conn.execute(query, params or None)
-        return await cur.fetchall() if cur.description else []
-    finally:
-        await conn.close()
-
-
 async def _wait_for_lock_waiters(dsn: str, n: int) -> None:
     """Poll until `n` backends wait for a lock (bounded: fails after 10 s)."""
     with trio.fail_after(10):
-        while (await _sql(dsn, "SELECT count(*) FROM pg_locks WHERE NOT granted"))[0][0] < n:
+        while (await sql(dsn, "SELECT count(*) FROM pg_locks WHERE NOT granted"))[0][0] < n:
             await trio.sleep(0.01)
 
 
@@ -71,7 +63,7 @@ async def test_every_append_waiting_goes_out_in_one_transaction(
     stats = store.statistics()
     assert (stats.appends, stats.commits, stats.events, stats.fenced) == (100, 1, 198, 1)
     # The database's own record: every row written by one transaction.
-    assert await _sql(postgres_dsn, "SELECT count(*), count(DISTINCT xmin::text) FROM events") \
+    assert await sql(postgres_dsn, "SELECT count(*), count(DISTINCT xmin::text) FROM events") \
         == [(198, 1)]
 
 
@@ -83,9 +75,9 @@ async def test_stored_text_is_byte_for_byte_what_the_server_wrote(
     events = [{"z": 1, "a": [1.0, 1e300, 2**70]}, {"s": "é\u0000\n😀\"\\"}, {}]
     await store.append("a:1", 0, events)
     await store.save_snapshot("a:1", 3, {"b": 2, "a": 1.5})
-    stored = await _sql(postgres_dsn, "SELECT data FROM events WHERE stream = 'a:1' ORDER BY rev")
+    stored = await sql(postgres_dsn, "SELECT data FROM events WHERE stream = 'a:1' ORDER BY rev")
     assert [row[0].encode() for row in stored] == [encode(e).encode() for e in events]
-    assert await _sql(postgres_dsn, "SELECT data FROM snapshots") == [('{"b":2,"a":1.5}',)]
+    assert await sql(postgres_dsn, "SELECT data FROM snapshots") == [('{"b":2,"a":1.5}',)]
 
 
 async def test_the_database_fences_an_append_racing_a_claim(
@@ -154,7 +146,7 @@ async def test_an_unanswered_batch_fails_as_unknown_and_the_writer_reconnects(
         # Resumed, the backend finishes (or cancels) the batch, then finds its client
         # gone and exits: only then does the revision say whether the batch landed.
         with trio.fail_after(10):
-            while await _sql(postgres_dsn, "SELECT 1 FROM pg_stat_activity WHERE pid = %s",
+            while await sql(postgres_dsn, "SELECT 1 FROM pg_stat_activity WHERE pid = %s",
                              pid):
                 await trio.sleep(0.02)
         rev = await store.revision("w:1")
@@ -182,7 +174,7 @@ async def test_a_writer_connection_lost_mid_batch_fails_it_as_unknown_then_recon
     async with trio.open_nursery() as nursery:
         nursery.start_soon(append)
         await _wait_for_lock_waiters(postgres_dsn, 1)
-        await _sql(postgres_dsn, "SELECT pg_terminate_backend(%s)", pid)
+        await sql(postgres_dsn, "SELECT pg_terminate_backend(%s)", pid)
     await blocker.rollback()
     await blocker.close()
     (unknown,) = outcome
@@ -214,7 +206,7 @@ async def test_stores_opening_together_apply_the_schema_once(postgres_dsn: str) 
 
 async def test_receipts_from_before_callers_are_migrated(postgres_dsn: str) -> None:
     """A receipt stored before receipts had callers comes back as no caller's ('')."""
-    await _sql(postgres_dsn, "CREATE TABLE receipts (stream text NOT NULL, rev bigint NOT "
+    await sql(postgres_dsn, "CREATE TABLE receipts (stream text NOT NULL, rev bigint NOT "
                "NULL, request_id text NOT NULL, result text NOT NULL, PRIMARY KEY (stream, "
                "rev)); INSERT INTO receipts VALUES ('a:1', 1, 'r1', '{\"old\":true}')")
     for _ in range(2):  # and the schema applies again to a migrated database
@@ -294,9 +286,9 @@ async def test_a_large_batch_is_notified_in_pieces_under_the_payload_limit(
 async def test_a_lost_listener_connection_raises_in_the_consumer(
         store: PostgresEventStore, postgres_dsn: str) -> None:
     async with store.listen() as notes:
-        (pid,) = (await _sql(postgres_dsn, "SELECT pid FROM pg_stat_activity "
+        (pid,) = (await sql(postgres_dsn, "SELECT pid FROM pg_stat_activity "
                                            "WHERE query LIKE 'LISTEN%%'"))[0]
-        await _sql(postgres_dsn, "SELECT pg_terminate_backend(%s)", pid)
+        await sql(postgres_dsn, "SELECT pg_terminate_backend(%s)", pid)
         with trio.fail_after(10), pytest.raises(psycopg.OperationalError):
             await anext(notes)
 
@@ -309,7 +301,7 @@ async def test_each_event_keeps_the_fence_it_was_written_under(
     async with PostgresEventStore(postgres_dsn) as other:
         await other.claim("w:1")
         await other.append("w:1", 2, [{}])
-    assert await _sql(postgres_dsn, "SELECT stream, rev, fence FROM events ORDER BY stream, "
+    assert await sql(postgres_dsn, "SELECT stream, rev, fence FROM events ORDER BY stream, "
                                     "rev") == [("w:1", 1, 1), ("w:1", 2, 1), ("w:1", 3, 2),
                                                ("w:new", 1, 0)]
 
