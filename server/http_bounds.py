@@ -6,7 +6,8 @@
   answered HTTP 429 with `Retry-After` (whole seconds) and the JSON refusal `over_budget`
   (`detail.retry_after`), unread, before any route runs, and only after a pause of
   `REFUSAL_PAUSE` (its connection is not read meanwhile: a flood of requests on a
-  connection gets one refusal a second, not one as fast as the server can refuse). A local
+  connection gets one refusal a second, not one as fast as the server can refuse; past
+  `MAX_PAUSED` pausing at once, at once). A local
   supervisor's health checks are its own address's, as every client's: one address
   flooding cannot refuse them (behind a trusted proxy, a client is its forwarded address,
   the proxy's own checks the proxy's).
@@ -43,6 +44,10 @@ from protocol.jsontext import compact_encoder, escape_lone_surrogates
 
 LATE = 408
 REFUSAL_PAUSE = 1.0  # seconds a request past its HTTP budget waits for its refusal
+# Refusals pausing at once, all addresses together; past it one is sent at once. Each holds
+# its connection: behind a trusted proxy (one upstream connection per request, no
+# per-address bound) unbounded pauses would let one client fill `max_connections`.
+MAX_PAUSED = 64
 
 
 _dumps = compact_encoder(ensure_ascii=False)
@@ -118,11 +123,17 @@ class HttpBudget:
     def __init__(self, app: ASGIApp, admit: Callable[[Scope], ProtocolError | None]) -> None:
         self.app = app
         self.admit = admit
+        self.paused = 0  # refusals in their pause now (at most MAX_PAUSED)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and (refusal := self.admit(scope)) is not None:
             wait = str(math.ceil(refusal.detail.get("retry_after", 1)))
-            await trio.sleep(REFUSAL_PAUSE)
+            if self.paused < MAX_PAUSED:
+                self.paused += 1
+                try:
+                    await trio.sleep(REFUSAL_PAUSE)
+                finally:
+                    self.paused -= 1
             await refused(refusal, 429, {"Retry-After": wait})(scope, receive, send)
             return
         await self.app(scope, receive, send)

@@ -13,6 +13,7 @@ import httpx
 import pytest
 import trio
 
+from server import http_bounds
 from server.budgets import Budgets
 from tests.server.ws_harness import running_server
 
@@ -165,3 +166,22 @@ async def test_every_http_request_spends_its_address_budget_and_is_refused_429_p
                 assert (await local.get("/healthz")).json()["ok"] is True
         assert srv.state.metrics.budget_hits.labels("http_rate").value >= 8
         assert "127.0.0.1 hit the http_rate budget" in caplog.text
+
+
+async def test_refusals_past_max_paused_are_sent_at_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each pausing refusal holds its connection: behind a trusted proxy (no per-address
+    bound on connections) a client could fill `max_connections` with them. Past
+    MAX_PAUSED pausing at once, a refusal is sent without its pause."""
+    monkeypatch.setattr(http_bounds, "MAX_PAUSED", 1)
+    monkeypatch.setattr(http_bounds, "REFUSAL_PAUSE", 60.0)
+    async with running_server(tmp_path, budgets=Budgets(http_rate=0.01, http_burst=1)) as srv, \
+            httpx.AsyncClient(base_url=srv.url, timeout=90) as http:
+        assert (await http.get("/healthz")).status_code == 200
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(http.get, "/healthz")  # pauses for its minute
+            with trio.fail_after(10):
+                while not srv.state.metrics.budget_hits.labels("http_rate").value:
+                    await trio.sleep(0.01)
+                assert (await http.get("/metrics")).status_code == 429
+            nursery.cancel_scope.cancel()
