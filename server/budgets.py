@@ -182,11 +182,6 @@ class Holders:
         self.held: dict[str, dict[Any, None]] = {}  # key -> what it holds, oldest first
         self.levels: dict[int, dict[str, None]] = {}  # n -> the keys holding n (in order)
 
-    def count(self, key: str) -> int:
-        """How many `key` holds."""
-        items = self.held.get(key)
-        return len(items) if items else 0
-
     def add(self, key: str, item: Any) -> None:
         """`key` holds `item` too."""
         items = self.held.setdefault(key, {})
@@ -392,28 +387,25 @@ class Ledger:
         if victim is None:
             return False
         key, conn = victim
-        self._greeted(key, conn, now)
+        self.greeted(key, now, conn)
         b = self.budgets
         conn.shed(over_budget("max_ungreeted", f"more than {b.max_ungreeted} connections "
                               "have not said hello yet, and this address holds the most of "
                               "them; its oldest is closed", b.max_ungreeted))
         return True
 
-    def _greeted(self, key: str, conn: Shed | None, now: float) -> None:
-        """`conn` from `key` no longer counts as a connection without a hello (once)."""
+    def greeted(self, key: str, now: float, conn: Shed | None = None) -> None:
+        """`conn` from `key` no longer counts as a connection without a hello (once): it
+        said a good hello, ended, or was shed."""
         if conn is None or self.waiting.remove(key, conn):
             self.address(key, now).ungreeted -= 1
             self.ungreeted -= 1
-
-    def greeted(self, key: str, now: float, conn: Shed | None = None) -> None:
-        """The connection `conn` from `key` said a good hello."""
-        self._greeted(key, conn, now)
 
     def disconnect(self, key: str, greeted: bool, now: float, conn: Shed | None = None) -> None:
         """A connection admitted by `connect` ended."""
         self.address(key, now).connections -= 1
         if not greeted:
-            self._greeted(key, conn, now)
+            self.greeted(key, now, conn)
 
     def may_hello(self, key: str, now: float) -> ProtocolError | None:
         """Why `key` may not try a token now (its refused hellos are spent), or None."""

@@ -393,10 +393,9 @@ class Session:
         """Charge the socket's time now when a read completed no message (its pings and
         pongs, a frame still partial): a stream of control frames is its client's CPU time
         too, and a client whose time is spent rests (`_rest`) as after a refusal."""
-        now = trio.current_time()
-        ledger = self.server.ledger
-        ledger.charge(self.account, self.ws.take_io_seconds(), now)
-        if (refusal := ledger.may_compute(self.account, now)) is not None:
+        self.charge(self.ws.take_io_seconds())
+        if (refusal := self.server.ledger.may_compute(self.account,
+                                                      trio.current_time())) is not None:
             self.server.budget_hit(refusal, self.who())
             self._rest(refusal.detail["retry_after"])
 

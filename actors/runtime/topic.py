@@ -69,9 +69,8 @@ class Topic:
         self._relays: list[Relay] = []
 
     def __len__(self) -> int:
-        if self._relays:
-            self._relays = [r for r in self._relays if not r.closed]
-        return len(self._subscribers) + len(self._relays)
+        relays = sum(not r.closed for r in self._relays) if self._relays else 0
+        return len(self._subscribers) + relays
 
     def relay(self, relay: Relay | None) -> None:
         """Give `relay` every snapshot pushed from now on, and the topic's end (None:
@@ -137,9 +136,11 @@ class Topic:
         self._subscribers.pop(queue, None)
 
     def prune(self) -> int:
-        """Forget closed queues; the number of subscribers left."""
+        """Forget closed queues and relays; the number of subscribers left."""
         for queue in [q for q in self._subscribers if q.closed]:
             del self._subscribers[queue]
+        if self._relays:
+            self._relays = [r for r in self._relays if not r.closed]
         return len(self)
 
     def footprint(self, above: int | None) -> int | None:

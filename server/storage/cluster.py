@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 import attrs
 
 from server.storage.pg_trio import TrioConnection
-from server.storage.postgres import PostgresEventStore, _Pool
+from server.storage.postgres import PostgresEventStore, _Pool, rows_of
 
 T = TypeVar("T")
 ACQUIRE_TRIES = 3  # the upsert-then-select can miss a row inserted concurrently: retry
@@ -112,11 +112,7 @@ class Cluster:
         return await (pool.run(work) if pool is not None else self.store.run(work))
 
     async def _rows(self, query: str, params: Any, *, renewal: bool = False) -> list[Any]:
-        async def work(conn: TrioConnection) -> list[Any]:
-            cur = await conn.execute(query, params)
-            return await cur.fetchall() if cur.description else []
-
-        return await self._run(work, renewal=renewal)
+        return await self._run(rows_of(query, params), renewal=renewal)
 
     async def aclose(self) -> None:
         """Close the connections of its own, if any."""

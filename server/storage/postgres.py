@@ -232,6 +232,15 @@ async def _connect(dsn: str) -> TrioConnection:
         raise _unreachable(exc) from exc
 
 
+def rows_of(query: str, params: Any) -> Callable[[TrioConnection], Awaitable[list[Any]]]:
+    """The work (for `run`) of one statement: its rows, none for a statement that has none."""
+    async def work(conn: TrioConnection) -> list[Any]:
+        cur = await conn.execute(query, params)
+        return await cur.fetchall() if cur.description else []
+
+    return work
+
+
 def _unreachable(exc: Exception) -> StoreUnavailable:
     """What a call refused by a lost or impossible connection raises (nothing stored)."""
     why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -513,11 +522,7 @@ class PostgresEventStore(EventStore):
 
     async def _fetch(self, query: str, params: Any) -> list[Any]:
         """The rows of one statement on a pooled connection (`run`)."""
-        async def work(conn: TrioConnection) -> list[Any]:
-            cur = await conn.execute(query, params)
-            return await cur.fetchall() if cur.description else []
-
-        return await self.run(work)
+        return await self.run(rows_of(query, params))
 
     def statistics(self) -> StoreStatistics:
         """Appends requested, commits (one per batch), events written, appends fenced."""
