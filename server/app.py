@@ -176,9 +176,12 @@ class ServerState:
         return principal
 
     def store_trouble(self) -> str | None:
-        """Why writes cannot be made durable now, or None when they can."""
-        store = self.directory.store
-        return None if getattr(store, "healthy", True) else getattr(store, "trouble", "down")
+        """Why writes cannot be made durable now, or None when they can: the store's
+        writer is down (SQLite), or this cluster's node cannot reach PostgreSQL."""
+        for part in (self.directory.store, self.cluster):
+            if part is not None and not getattr(part, "healthy", True):
+                return getattr(part, "trouble", None) or "down"
+        return None
 
     def connections_by_role(self) -> dict[tuple[str, ...], float]:
         """Open websocket connections by role (`none`: no hello yet), for /metrics."""
@@ -376,7 +379,6 @@ def _watch_store(store: Any, metrics: Metrics, trace: Trace) -> None:
 
     if hasattr(store, "on_writer"):
         store.on_writer = on_writer
-    metrics.store_up.set_function(lambda: {(): 1.0 if getattr(store, "healthy", True) else 0.0})
 
 
 async def _load_console(directory: Directory) -> None:
@@ -441,6 +443,7 @@ async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = Non
         console.attach(state)
         if node is None:  # the worlds the owner stopped are held again before any request
             await _load_console(directory)  # (a cluster's node does it: cluster/holds.py)
+        metrics.store_up.set_function(lambda: {(): 0.0 if state.store_trouble() else 1.0})
         metrics.mailbox_depth.set_function(state.mailbox_depths)
         metrics.connections_by_role.set_function(state.connections_by_role)
         _instrument_store(metrics, store)

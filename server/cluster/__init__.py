@@ -73,6 +73,16 @@ class Node:
         self._nursery.start_soon(self.mirrors.run)
         log.info("%s joined the cluster at %s", self.name, self.addr)
 
+    @property
+    def healthy(self) -> bool:
+        """True while this process reaches the database (its lease renewals succeed)."""
+        return self.leases.trouble is None
+
+    @property
+    def trouble(self) -> str | None:
+        """Why this process cannot serve its worlds now (`Leases.trouble`), or None."""
+        return self.leases.trouble
+
     async def leave(self) -> None:
         """Release every lease and stop the worlds hosted here (the next request for one
         starts it on another process); waits at most LEAVE_TIMEOUT for them to stop."""

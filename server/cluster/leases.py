@@ -5,15 +5,16 @@ The protocol is SCALEOUT.md 4.4 (server/storage/cluster.py holds the statements)
 
 - a world is hosted here only after `acquire` made this process its holder; the
   directory then claims the stream and replays it (actors/runtime/directory.py);
-- every `renew_every` seconds ONE statement renews the lease of every world hosted here
-  (and the node's heartbeat); a world missing from its answer was lost: its actor is
-  stopped at once;
+- every `renew_every` seconds (1; half of 0.8 x TTL when that is shorter) ONE statement
+  renews the lease of every world hosted here (and the node's heartbeat); a world missing
+  from its answer was lost: its actor is stopped at once;
 - when no renewal has succeeded for `fence_after` x TTL (measured from when the last good
   one was sent, on this process's monotonic clock), every world is stopped: the leases
   may have lapsed and another process may hold them. A timer of its own fires at that
   moment, whether the renewals fail at once or hang; renewals go on meanwhile, and the
   first good one ends the fence. The store's fence covers what is left of the race (a
-  paused process's late appends are refused);
+  paused process's late appends are refused). From the first renewal that fails until
+  one succeeds, `trouble` says why (`/healthz` answers 503 with it);
 - an actor that stopped hands its lease back (`release`); leaving the cluster releases
   them all.
 """
@@ -39,13 +40,16 @@ class Leases:
                  fence_after: float = 0.8) -> None:
         self.cluster = cluster
         self.node = cluster.node
-        self.renew_every = renew_every
         self.fence_after = fence_after * cluster.ttl  # seconds without a good renewal
+        # Twice within `fence_after` at least: a short TTL (under 2.5 s) would otherwise
+        # fence a healthy node between two renewals.
+        self.renew_every = min(renew_every, self.fence_after / 2)
         self.directory: Directory | None = None
         self.renewals = self.lost = self.self_fenced = 0  # for metrics
         self._last_good = trio.current_time()
         self._renewed = trio.Event()  # set (and replaced) at each good renewal
         self._failing_since: float | None = None  # renewals fail since (for the logs)
+        self._failure: str | None = None  # why the last renewal failed, while they fail
         self._acquired: dict[str, float] = {}  # worlds acquired since the last good renewal
 
     async def acquire(self, world: str) -> str:
@@ -59,6 +63,20 @@ class Leases:
     async def release(self, world: str) -> None:
         """Give `world`'s lease up (a no-op if another node holds it)."""
         await self.cluster.release(world)
+
+    @property
+    def trouble(self) -> str | None:
+        """Why this process cannot serve its worlds now, or None: its renewals fail, or
+        none succeeded for `fence_after` seconds (it stopped its worlds). Read from the
+        renewal loop's state, without a statement (`/healthz` asks it)."""
+        silent = trio.current_time() - self._last_good
+        if silent >= self.fence_after:
+            why = f" (the last failed: {self._failure})" if self._failure else ""
+            return (f"no lease renewal for {silent:.1f} s{why}: it hosts no world until "
+                    "the cluster's database answers")
+        if self._failure is not None:
+            return f"renewing its leases failed: {self._failure}"
+        return None
 
     def held(self) -> int:
         """Worlds hosted here, whose leases this process renews."""
@@ -91,6 +109,7 @@ class Leases:
             except Exception as exc:  # noqa: BLE001 - the database is away: `_fence` acts
                 failure = exc.why if isinstance(exc, StoreUnavailable) else repr(exc)
         if kept is None:
+            self._failure = failure
             if self._failing_since is None:  # said once per outage, not every second
                 self._failing_since = sent
                 log.warning("%s: renewing %d leases failed: %s (retried every %g s)",
@@ -99,7 +118,7 @@ class Leases:
         if self._failing_since is not None:
             log.warning("%s: leases renewed again after %.1f s of failures", self.node,
                         trio.current_time() - self._failing_since)
-            self._failing_since = None
+            self._failing_since = self._failure = None
         self._last_good = max(self._last_good, sent)
         self._acquired = {w: t for w, t in self._acquired.items() if t > self._last_good}
         self.renewals += 1

@@ -1,16 +1,17 @@
 """Nodes that lose PostgreSQL: a node that cannot reach the database but is still reached
 by its peers gives its worlds up (they re-home on a node that can, as when a node dies);
 while the database is away, requests and subscribes are refused `unavailable` (retry),
-never `internal`, and without a traceback per request; once it is back, the first
-requests succeed.
+never `internal`, and without a traceback per request, and `/healthz` says so (503); once
+it is back, the first requests succeed and `/healthz` is ok again.
 
 Node `a` reaches the database through a proxy (tests/pgproxy.py) that the test cuts."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
+import httpx
 import pytest
 import trio
 
@@ -33,6 +34,26 @@ async def proxy(nodes: Nodes, nursery: trio.Nursery) -> AsyncIterator[PgProxy]:
     with trio.move_on_after(15):
         for node in nodes.started:
             await node.ended.wait()
+
+
+async def _health(url: str) -> tuple[int, dict]:
+    async with httpx.AsyncClient() as http:
+        r = await http.get(f"{url}/healthz")
+    return r.status_code, r.json()
+
+
+async def _store_up(url: str) -> str:
+    async with httpx.AsyncClient() as http:
+        metrics = (await http.get(f"{url}/metrics")).text
+    return next(line for line in metrics.splitlines() if line.startswith("petridish_store_up "))
+
+
+async def _health_until(url: str, done: Callable[[int, dict], bool]) -> dict:
+    """The body of the first `/healthz` answer that is `done` (polled, within 20 s)."""
+    with trio.fail_after(20):
+        while not done(*(health := await _health(url))):
+            await trio.sleep(0.1)  # (within the address's http_rate)
+    return health[1]
 
 
 def _tracebacks(caplog: pytest.LogCaptureFixture) -> list[str]:
@@ -98,4 +119,30 @@ async def test_requests_succeed_again_once_the_database_is_back(
         assert reply["revision"] == 2
         assert await ca.request("counter.get", WORLD, retry=False) == \
             {"total": 1, "adds": 1, "revision": 2}
+    assert _tracebacks(caplog) == []
+
+
+async def test_healthz_says_503_while_the_database_cannot_be_reached(
+        nodes: Nodes, proxy: PgProxy, caplog: pytest.LogCaptureFixture) -> None:
+    a = await nodes.start("a", dsn=proxy.dsn, lease_ttl=TTL)
+    url = a.running.url
+    status, body = await _health(url)
+    assert status == 200 and body["ok"] is True and "trouble" not in body
+    assert await _store_up(url) == "petridish_store_up 1"
+    proxy.cut()
+    await proxy.all_closed()
+    down = await _health_until(url, lambda status, _: status == 503)
+    assert down["ok"] is False
+    failed = "renewing its leases failed: PostgreSQL cannot be reached: "
+    assert down["trouble"].startswith((failed, "no lease renewal for ")), down
+    fenced = await _health_until(url, lambda _, body: "no lease renewal for" in
+                                 body.get("trouble", ""))
+    assert "(the last failed: PostgreSQL cannot be reached: " in fenced["trouble"], fenced
+    assert fenced["trouble"].endswith(": it hosts no world until the cluster's database "
+                                      "answers"), fenced
+    assert await _store_up(url) == "petridish_store_up 0"  # (still cut: still fenced)
+    proxy.restore()
+    back = await _health_until(url, lambda status, _: status == 200)
+    assert back["ok"] is True and "trouble" not in back
+    assert await _store_up(url) == "petridish_store_up 1"
     assert _tracebacks(caplog) == []

@@ -122,3 +122,42 @@ async def test_a_world_acquired_while_renewals_fail_is_kept_until_its_acquire_is
         nursery.cancel_scope.cancel()
     stopped = hosting.stopped["counter:x"]
     assert acquired + leases.fence_after <= stopped <= acquired + leases.fence_after + 0.2
+
+
+async def test_trouble_says_why_from_the_first_failed_renewal_until_one_succeeds(
+        autojump_clock: trio.testing.MockClock) -> None:
+    cluster, hosting = FlakyCluster(), Hosting("counter:x")
+    leases = Leases(cluster)  # type: ignore[arg-type]
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(leases.run, hosting)
+        await trio.sleep(1.5)  # renewed at 1.0
+        assert leases.trouble is None
+        cluster.up = False
+        await trio.sleep(1)  # the renewal at 2.0 failed
+        assert leases.trouble == ("renewing its leases failed: "
+                                  "OSError('connection refused')")
+        await trio.sleep(1)  # 3.5: fenced at 3.4
+        assert leases.trouble == ("no lease renewal for 2.5 s (the last failed: "
+                                  "OSError('connection refused')): it hosts no world "
+                                  "until the cluster's database answers")
+        cluster.up = True
+        await trio.sleep(1)  # renewed at 4.0
+        assert leases.trouble is None
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_short_ttl_does_not_fence_a_node_whose_renewals_succeed(
+        autojump_clock: trio.testing.MockClock) -> None:
+    """With a TTL of 1 s, `fence_after` (0.8 s) is shorter than a second: the renewals
+    come at least twice within it, not once a second."""
+    cluster, hosting = FlakyCluster(), Hosting("counter:x")
+    cluster.ttl = 1.0
+    leases = Leases(cluster)  # type: ignore[arg-type]
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(leases.run, hosting)
+        for _ in range(50):
+            await trio.sleep(0.1)
+            assert leases.trouble is None
+        nursery.cancel_scope.cancel()
+    assert hosting.live == {"counter:x"}, hosting.stopped
+    assert leases.self_fenced == 0
