@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import errno
 import logging
-import math
 import os
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -34,6 +33,7 @@ from hypercorn.typing import ConnectionState
 
 from server.keepalive import Pinger
 from server.tcp_guard import TcpGuard, refuse
+from server.trace import Throttle
 from server.transport import RECEIVE, HandshakeFailed, WebSocket
 
 log = logging.getLogger("petridish.front")
@@ -159,18 +159,16 @@ async def _accept(listener: trio.SocketListener, connections: trio.Nursery,
     of `connections` (trio's `serve_listeners` adds a coroutine frame per connection, and
     a name string per task). A failure for want of descriptors is logged at most every
     ACCEPT_LOG_EVERY seconds, with how many there were."""
-    failed, quiet_until = 0, -math.inf
+    throttle = Throttle(ACCEPT_LOG_EVERY)  # (a flood must not fill the log)
     while True:
         try:
             stream = await listener.accept()
         except OSError as exc:
             if exc.errno not in _OUT_OF_RESOURCES:
                 raise
-            failed += 1
-            if trio.current_time() >= quiet_until:  # (a flood must not fill the log)
+            if (held := throttle.due()) is not None:
                 log.error("accept failed (%s), %d time(s) since the last report; retrying "
-                          "every %g s", os.strerror(exc.errno), failed, ACCEPT_RETRY)
-                failed, quiet_until = 0, trio.current_time() + ACCEPT_LOG_EVERY
+                          "every %g s", os.strerror(exc.errno), held + 1, ACCEPT_RETRY)
             await trio.sleep(ACCEPT_RETRY)
             continue
         connections.start_soon(handle, stream, name=CONNECTION_TASK)

@@ -6,18 +6,22 @@ budget hit, a crashed actor, a store writer that died. Each is counted in
 `petridish_warnings_total{event}` every time, and logged at warning at most once per
 `interval` seconds per (event, key) (the key is who caused it: an address, a credential,
 an actor), the next line saying how many were folded into it, so a hostile client cannot
-flood the log. `configure_logging` keeps the error log in `<data>/logs/error.log`.
+flood the log. `Throttle` is that rule alone, for the lines that may repeat elsewhere
+(failed accepts, a crowded peer port, a lost notification connection). `configure_logging` keeps the error log in `<data>/logs/error.log`.
 """
 
 from __future__ import annotations
 
 import logging
 import logging.handlers
+import math
 import os
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from pathlib import Path
+
+import trio
 
 from server.metrics import Metrics
 
@@ -32,15 +36,43 @@ LOG_BACKUPS = 3
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
+class Throttle:
+    """When a line that may repeat is written: at most once per `interval` seconds per
+    key (of `clock`), those held back counted into the next. The `keys` keys written last
+    are remembered (a forgotten one is written at once again).
+
+        if (held := throttle.due(address)) is not None:
+            log.warning("... (%d more since)", ..., held)
+    """
+
+    def __init__(self, interval: float, clock: Callable[[], float] = trio.current_time,
+                 keys: int = 1) -> None:
+        self.interval, self.clock, self.keys = interval, clock, keys
+        self._last: OrderedDict[Hashable, tuple[float, int]] = OrderedDict()
+
+    def due(self, key: Hashable = None) -> int | None:
+        """How many lines of `key` were held back since its last one, when one is due now
+        (write it); None when its last was written within `interval` (this one is held
+        back and counted)."""
+        now = self.clock()
+        last, held = self._last.get(key, (-math.inf, 0))
+        if now - last < self.interval:
+            self._last[key] = (last, held + 1)
+            return None
+        self._last[key] = (now, 0)
+        self._last.move_to_end(key)
+        while len(self._last) > self.keys:
+            self._last.popitem(last=False)
+        return held
+
+
 class Trace:
     """Counts every warning event and logs it, throttled per (event, key)."""
 
     def __init__(self, metrics: Metrics, interval: float = 10.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.metrics = metrics
-        self.interval = interval
-        self.clock = clock
-        self._last: OrderedDict[tuple[str, str], tuple[float, int]] = OrderedDict()
+        self._throttle = Throttle(interval, clock, KEYS)
 
     def warn(self, event: str, key: str, message: str, *args: object) -> None:
         """Count `event` and log `message % args` at warning unless `key` logged this
@@ -48,16 +80,9 @@ class Trace:
         if event not in EVENTS:
             raise ValueError(f"unknown trace event {event!r}")
         self.metrics.warnings.labels(event).inc()
-        now = self.clock()
-        slot = (event, key)
-        last, folded = self._last.get(slot, (-float("inf"), 0))
-        if now - last < self.interval:
-            self._last[slot] = (last, folded + 1)
+        folded = self._throttle.due((event, key))
+        if folded is None:
             return
-        self._last[slot] = (now, 0)
-        self._last.move_to_end(slot)
-        while len(self._last) > KEYS:
-            self._last.popitem(last=False)
         more = f" (and {folded} more like it since)" if folded else ""
         log.warning(f"{event}: {message}{more}", *args)
 

@@ -52,6 +52,7 @@ from actors.runtime.topic import Topic
 from protocol.envelope import encode_push
 from protocol.errors import ErrorCode, ProtocolError
 from server.storage.postgres import PostgresEventStore
+from server.trace import Throttle
 
 if TYPE_CHECKING:
     from actors.runtime import Directory, RuntimeObserver
@@ -60,6 +61,7 @@ log = logging.getLogger("petridish.cluster")
 IDLE = 30.0  # seconds a mirror with no subscriber is kept (a reconnect comes back soon)
 SWEEP = 5.0  # seconds between looks for idle mirrors
 RELISTEN = 1.0  # seconds before listening again after the notification connection failed
+RELISTEN_LOG_EVERY = 10.0  # seconds between two warnings that listening failed
 RELAY_RETRY = 0.2  # seconds before following a world's snapshot pushes again, doubling
 RELAY_RETRY_MAX = 5.0  # ... up to this
 
@@ -381,6 +383,7 @@ class Mirrors:
 
     async def run(self) -> None:
         """Listen to the store's notifications and feed the mirrors until cancelled."""
+        throttle = Throttle(RELISTEN_LOG_EVERY)  # (not every RELISTEN through an outage)
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             nursery.start_soon(self._sweep)
@@ -394,8 +397,10 @@ class Mirrors:
                             self._count(notes.statistics())
                             await self._feed(moved)
                 except Exception as exc:  # noqa: BLE001 - listen again, read what was missed
-                    log.warning("the store's notifications stopped: %r; listening again",
-                                exc)
+                    if (held := throttle.due()) is not None:
+                        log.warning("the store's notifications stopped: %r; listening again "
+                                    "every %g s (%d time(s) since the last report)", exc,
+                                    RELISTEN, held + 1)
                 self._counted = (0, 0, 0)
                 await trio.sleep(RELISTEN)
 

@@ -26,6 +26,7 @@ from protocol.envelope import PROTOCOL_VERSION, check_actor_id
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.registry import Registry
 from server.cluster.wire import MAX_HELLO, MAX_LINE, Lines, Outbox, encode
+from server.trace import Throttle
 
 log = logging.getLogger("petridish.cluster")
 
@@ -109,8 +110,7 @@ class PeerServer:
         self.received = 0  # requests received from peers (for metrics)
         self.crowded = 0  # connections refused: MAX_GREETING others were waiting
         self._greeting = 0  # connections waiting for their hello
-        self._crowd_logged = -CROWD_LOG_EVERY
-        self._crowd_counted = 0
+        self._crowd_log = Throttle(CROWD_LOG_EVERY)
 
     async def serve(self, host: str, port: int, *,
                     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
@@ -192,11 +192,9 @@ class PeerServer:
         """Log connections refused because MAX_GREETING others wait for their hello (at
         most once every CROWD_LOG_EVERY seconds, with the count since)."""
         self.crowded += 1
-        now = trio.current_time()
-        if now - self._crowd_logged >= CROWD_LOG_EVERY:
+        if (held := self._crowd_log.due()) is not None:
             log.warning("the peer port refused %d connection(s): %d others have not said "
-                        "hello yet", self.crowded - self._crowd_counted, MAX_GREETING)
-            self._crowd_logged, self._crowd_counted = now, self.crowded
+                        "hello yet", held + 1, MAX_GREETING)
 
     def _handle(self, frame: dict[str, Any], answer: _PeerAnswer,
                 relays: dict[str, _PeerRelay]) -> None:

@@ -16,6 +16,7 @@ import pytest
 import trio
 
 from protocol.client import Client, RequestError
+from server.cluster import mirrors
 from tests.cluster.conftest import Nodes, counter_add, wait_for
 from tests.pgproxy import PgProxy
 
@@ -146,3 +147,20 @@ async def test_healthz_says_503_while_the_database_cannot_be_reached(
     assert back["ok"] is True and "trouble" not in back
     assert await _store_up(url) == "petridish_store_up 1"
     assert _tracebacks(caplog) == []
+
+
+async def test_listening_again_through_an_outage_is_not_warned_about_every_time(
+        nodes: Nodes, proxy: PgProxy, caplog: pytest.LogCaptureFixture,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(mirrors, "RELISTEN", 0.02)
+    monkeypatch.setattr(mirrors, "RELISTEN_LOG_EVERY", 600.0, raising=False)
+    await nodes.start("a", dsn=proxy.dsn)
+    proxy.cut()
+    await proxy.all_closed()
+    before = proxy.connections
+    await wait_for(lambda: proxy.connections >= before + 20)  # most of them: listening
+    lines = [r.getMessage() for r in caplog.records
+             if r.getMessage().startswith("the store's notifications stopped")]
+    assert len(lines) == 1, lines
+    assert lines[0].endswith("; listening again every 0.02 s (1 time(s) since the last "
+                             "report)"), lines

@@ -13,7 +13,7 @@ import trio
 from websockets.trio.client import connect
 
 from server.metrics import Metrics
-from server.trace import Trace
+from server.trace import Throttle, Trace
 from tests.server.server_process import ServerProcess
 
 
@@ -67,3 +67,17 @@ def test_a_warning_is_counted_every_time_and_logged_once_per_interval(caplog) ->
         "budget: 1.2.3.4 hit it", "budget: 1.2.3.4 hit it (and 2 more like it since)",
         "budget: 5.6.7.8 hit it"]
     assert all(r.levelname == "WARNING" for r in caplog.records)
+
+
+def test_a_throttle_lets_one_line_per_interval_and_key_through_and_counts_the_rest() -> None:
+    now = [0.0]
+    throttle = Throttle(10.0, lambda: now[0], keys=2)
+    seen = []
+    for t, key in ((0, "a"), (1, "a"), (2, "b"), (5, "a"), (10, "a"), (10.5, "a")):
+        now[0] = t
+        seen.append(throttle.due(key))
+    assert seen == [0, None, 0, None, 2, None]
+    now[0] = 11.0
+    assert throttle.due("c") == 0  # a third key: the one written longest ago is forgotten
+    assert throttle.due("a") is None  # written at 10: remembered
+    assert throttle.due("b") == 0  # written at 2, within its interval, but forgotten
