@@ -136,6 +136,46 @@ class _Append:
         self.error: BaseException | None = None
 
 
+class _Slot:
+    """The place of one connection (in the pool, or the writer's): None until one is
+    needed; a connection found stale or broken is dropped here, and only here."""
+
+    __slots__ = ("conn", "fresh")
+
+    def __init__(self, conn: TrioConnection | None = None) -> None:
+        self.conn = conn
+        self.fresh = False  # the last `ready` opened `conn`
+
+    async def ready(self, dsn: str) -> TrioConnection:
+        """Its connection, checked before use: one the server closed while it was idle
+        (`TrioConnection.reusable`) is dropped and a new one opened (`fresh`);
+        StoreUnavailable when none can be."""
+        self.fresh = False
+        if self.conn is not None and not self.conn.reusable():
+            await self.drop()
+        if self.conn is None:
+            self.conn = await _connect(dsn)
+            self.fresh = True
+        return self.conn
+
+    async def drop_broken(self) -> bool:
+        """Drop the connection if it is closed or was left inside a statement (cut short:
+        its state is unknown); True when it was."""
+        conn = self.conn
+        if conn is None or not (
+                conn.closed or conn.info.transaction_status != TransactionStatus.IDLE):
+            return False
+        await self.drop()
+        return True
+
+    async def drop(self) -> None:
+        """Close the connection, if any (whatever is cancelled meanwhile)."""
+        conn, self.conn = self.conn, None
+        if conn is not None:
+            with trio.CancelScope(shield=True):
+                await conn.close()
+
+
 class _Pool:
     """Up to `size` autocommit connections, opened when first needed, dropped when broken.
 
@@ -159,27 +199,11 @@ class _Pool:
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[TrioConnection]:
         """A pooled connection for the block (no retry: `run` retries)."""
-        if self.closed:
-            raise RuntimeError("the event store is closed")
-        conn = await self._take.receive()
-        try:
-            if conn is None or not conn.reusable():
-                if conn is not None:
-                    await conn.close()
-                conn = None
-                conn = await _connect(self.dsn)
-            yield conn
-        finally:
-            if conn is not None and (
-                    conn.closed or conn.info.transaction_status != TransactionStatus.IDLE):
-                await conn.close()
-                conn = None
-            self._put.send_nowait(conn)
+        async with self._slot() as slot:
+            yield await slot.ready(self.dsn)
 
     async def run(self, work: Callable[[TrioConnection], Awaitable[T]]) -> T:
         """`work` on a pooled connection (see the class docstring)."""
-        if self.closed:
-            raise RuntimeError("the event store is closed")
         try:
             with trio.fail_after(self.timeout):  # the wait for a connection included
                 return await self._run(work)
@@ -188,31 +212,31 @@ class _Pool:
                                    sent=False) from None
 
     async def _run(self, work: Callable[[TrioConnection], Awaitable[T]]) -> T:
-        conn = await self._take.receive()
-        try:
+        async with self._slot() as slot:
             for attempt in (1, 2):
-                fresh = conn is None or not conn.reusable()
-                if fresh:
-                    if conn is not None:
-                        await conn.close()
-                    conn = None
-                    conn = await _connect(self.dsn)
+                conn = await slot.ready(self.dsn)
                 try:
                     return await work(conn)
                 except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
                     if not conn.closed:
                         raise  # the statement failed, the connection is fine
-                    if fresh or attempt == 2:
+                    if slot.fresh or attempt == 2:
                         raise _unreachable(exc) from exc
                     # A pooled connection that broke under `work`: once more, afresh.
             raise AssertionError("unreachable")
+
+    @asynccontextmanager
+    async def _slot(self) -> AsyncIterator[_Slot]:
+        """One of the pool's places for the block; its connection goes back to the pool
+        if it is still idle, else it is closed (the next user of the place connects)."""
+        if self.closed:
+            raise RuntimeError("the event store is closed")
+        slot = _Slot(await self._take.receive())
+        try:
+            yield slot
         finally:
-            if conn is not None and (
-                    conn.closed or conn.info.transaction_status != TransactionStatus.IDLE):
-                with trio.CancelScope(shield=True):
-                    await conn.close()
-                conn = None
-            self._put.send_nowait(conn)
+            await slot.drop_broken()
+            self._put.send_nowait(slot.conn)
 
     async def aclose(self) -> None:
         """Wait for the connections in use to come back; close them all."""
@@ -264,7 +288,7 @@ class PostgresEventStore(EventStore):
         self.max_batch, self.write_timeout = max_batch, write_timeout
         self.settings: dict[str, str] = {}  # the server's fsync and synchronous_commit
         self._pool = _Pool(dsn, readers, query_timeout)
-        self._writer: TrioConnection | None = None
+        self._writer = _Slot()
         self._writer_pids: set[int] = set()  # the backend that sends our NOTIFYs
         self._queue: deque[_Append] = deque()
         self._inflight: list[_Append] = []  # the batch being committed
@@ -357,16 +381,13 @@ class PostgresEventStore(EventStore):
                 trio.lowlevel.reschedule(a.task)
             self._inflight = []
             self._queue.clear()
-            await self._drop_writer()
+            await self._writer.drop()
             self._writer_done.set()
 
     async def _batch_failed(self, exc: Exception) -> Exception:
         """What each append of a batch that failed with `exc` raises."""
         sent, self._sending = self._sending, False
-        lost = self._writer is not None and (
-            self._writer.closed or self._writer.info.transaction_status != TransactionStatus.IDLE)
-        if lost:
-            await self._drop_writer()
+        lost = await self._writer.drop_broken()
         if isinstance(exc, StoreUnavailable):  # no connection: the batch never left
             return exc
         slow = isinstance(exc, trio.TooSlowError)
@@ -395,12 +416,6 @@ class PostgresEventStore(EventStore):
         self._queue.extendleft(reversed(later))
         return batch
 
-    async def _drop_writer(self) -> None:
-        if self._writer is not None:
-            with trio.CancelScope(shield=True):
-                await self._writer.close()
-            self._writer = None
-
     async def _commit(self, batch: list[_Append]) -> None:
         """One statement, one commit for `batch`; sets each append's result or error."""
         params: dict[str, Any] = {"s": [], "x": [], "n": [], "f": [], "es": [], "er": [],
@@ -422,22 +437,20 @@ class PostgresEventStore(EventStore):
                 params["rd"].append(text)
         self._sending = False
         with trio.fail_after(self.write_timeout + UNANSWERED):
-            if self._writer is not None and not self._writer.reusable():
-                await self._drop_writer()  # the server closed it while idle: send nothing
-            if self._writer is None:
-                self._writer = await _connect(self.dsn)
+            writer = await self._writer.ready(self.dsn)  # (closed while idle: none sent)
+            if self._writer.fresh:
                 self._writer_pids.clear()  # in place: listeners hold this set
-                self._writer_pids.add(self._writer.info.backend_pid)
-                await self._writer.execute(f"SET statement_timeout = "
-                                           f"{round(self.write_timeout * 1000)}")
+                self._writer_pids.add(writer.info.backend_pid)
+                await writer.execute(f"SET statement_timeout = "
+                                     f"{round(self.write_timeout * 1000)}")
             self._sending = True  # from here, the batch may have reached the server
-            cur = await self._writer.execute(APPEND, params)
+            cur = await writer.execute(APPEND, params)
             moved = {name: rev for name, rev in await cur.fetchall() if name is not None}
             self._commits += bool(moved)  # as SQLite counts: commits that wrote
             refused = [a for a in batch if a.stream not in moved]
             truth: dict[str, tuple[int, int]] = {}
             if refused:
-                cur = await self._writer.execute(STATES, ([a.stream for a in refused],))
+                cur = await writer.execute(STATES, ([a.stream for a in refused],))
                 truth = {name: (rev, fence) for name, rev, fence in await cur.fetchall()}
         for a in batch:
             if a.stream in moved:
