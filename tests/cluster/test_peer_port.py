@@ -1,6 +1,6 @@
 """The peer port before a connection is known: a hello is read with a small bound, the
-connections that have not said hello are capped, one that says nothing is closed with a
-plain log line; and a line is bounded (that its split is linear in its length is a speed:
+connections that have not said hello are capped (their refusals logged at most every
+10 s), one that says nothing is closed with a plain log line; and a line is bounded (that its split is linear in its length is a speed:
 not asserted here)."""
 
 from __future__ import annotations
@@ -83,6 +83,20 @@ async def test_connections_that_have_not_said_hello_are_capped(
     async with await _connect(b):
         pass
     assert await b.cluster.router._link("a") is not None
+
+
+async def test_refused_crowds_are_logged_at_most_every_ten_seconds_with_the_count(
+        autojump_clock: trio.abc.Clock, caplog: pytest.LogCaptureFixture) -> None:
+    server = peers.PeerServer("a", "secret", None)  # type: ignore[arg-type]
+    for _ in range(5):
+        server._refuse_crowd()
+        await trio.sleep(1)
+    await trio.sleep(peers.CROWD_LOG_EVERY)
+    server._refuse_crowd()
+    assert server.crowded == 6
+    assert [r.getMessage() for r in caplog.records if r.name == "petridish.cluster"] == [
+        f"the peer port refused {n} connection(s): {peers.MAX_GREETING} others have not "
+        "said hello yet" for n in (1, 5)]
 
 
 @pytest.mark.postgres
