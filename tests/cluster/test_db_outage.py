@@ -127,6 +127,9 @@ async def test_healthz_says_503_while_the_database_cannot_be_reached(
         nodes: Nodes, proxy: PgProxy, caplog: pytest.LogCaptureFixture) -> None:
     a = await nodes.start("a", dsn=proxy.dsn, lease_ttl=TTL)
     url = a.running.url
+    async with Client.connect(a.ws_url) as ca:
+        await ca.request("counter.create", WORLD)
+    await wait_for(lambda: a.cluster.mirrors.notified > 0)  # listening (not while cut)
     status, body = await _health(url)
     assert status == 200 and body["ok"] is True and "trouble" not in body
     assert await _store_up(url) == "petridish_store_up 1"
