@@ -7,13 +7,15 @@ wherever it waits (httpx's timeout bounds each wait, so headers or a body drippe
 time would hold a call for good: at the deadline the call's socket is shut down); it reads
 at most `MAX_ANSWER` bytes, follows no redirect, takes no content coding (a compressed answer
 could be any size once inflated), and parses strict UTF-8 JSON (`loads`). Every failure is a
-`ChatError` with a closed code and no provider text.
+`ChatError` with a closed code and no provider text; `unavailable` is the one a caller may
+try again (the ecosystem's `CallBudget.call` does, a bounded number of times).
 """
 
 from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Mapping
 from types import TracebackType
 from typing import Any, Self
@@ -23,21 +25,28 @@ import httpx
 from protocol.jsontext import exact_int, finite_float, strict_decoder
 
 MAX_ANSWER = 2**20  # bytes of one answer; a completion is a few KB, a lab birth under 100 KB
+BUSY = frozenset({429, 500, 502, 503, 504})  # statuses of a server that may answer later
+# A connection the server broke mid-exchange (a reset, a close before the answer's end):
+# `unavailable` too, unless the call's own deadline shut it down (`transport`).
+BROKEN = (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError)
 
 CODES = (
     "transport",           # connection refused, a wait past the timeout, the call past its deadline
-    "http_status",         # a non-2xx answer (a redirect included: none is followed)
+    "unavailable",         # a BUSY status, or the connection broken by the server: ask again
+    "http_status",         # any other non-2xx answer (a redirect included: none is followed)
     "malformed_response",  # not a chat-completions body, or over MAX_ANSWER, or encoded
 )
 
 
 class ChatError(Exception):
-    """A failed exchange; carries only a code from `CODES`."""
+    """A failed exchange; carries only a code from `CODES` and, for `unavailable`, the
+    seconds the answer's Retry-After asked to wait (None when it named none)."""
 
-    def __init__(self, code: str) -> None:
+    def __init__(self, code: str, retry_after: float | None = None) -> None:
         assert code in CODES, code
         super().__init__(code)
         self.code = code
+        self.retry_after = retry_after
 
 
 def _reject_constant(name: str) -> Any:
@@ -75,13 +84,17 @@ def answer(http: httpx.Client, url: str, body: dict[str, Any], seconds: float
         try:
             with http.stream("POST", url, json=body,
                              extensions={"trace": deadline.trace}) as response:
+                if response.status_code in BUSY:
+                    raise ChatError("unavailable",
+                                    retry_after(response.headers.get("Retry-After")))
                 if not response.is_success:
                     raise ChatError("http_status")
                 if response.headers.get("Content-Encoding", "identity") != "identity":
                     raise ChatError("malformed_response")
                 raw = _read(response)
-        except httpx.HTTPError:
-            raise ChatError("transport") from None
+        except httpx.HTTPError as error:
+            broken = isinstance(error, BROKEN) and not deadline.expired
+            raise ChatError("unavailable" if broken else "transport") from None
     try:
         payload = loads(raw.decode("utf-8"))
         content = payload["choices"][0]["message"]["content"]
@@ -91,6 +104,21 @@ def answer(http: httpx.Client, url: str, body: dict[str, Any], seconds: float
     if not isinstance(content, str) or not isinstance(usage, Mapping):
         raise ChatError("malformed_response")
     return content, usage
+
+
+def pause(seconds: float) -> None:
+    """Block the calling thread `seconds` on the process's clock: how a caller outside trio
+    (the command line) waits before it tries a call again."""
+    time.sleep(seconds)
+
+
+def retry_after(value: str | None) -> float | None:
+    """The seconds a Retry-After header names (delta-seconds, possibly inf); None when it is
+    absent or an HTTP-date (which only a wall clock could turn into a wait)."""
+    if value is None:
+        return None
+    value = value.strip()
+    return float(value) if value.isascii() and value.isdigit() else None
 
 
 def _read(response: httpx.Response) -> bytes:
@@ -122,6 +150,12 @@ class _Deadline:
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  tb: TracebackType | None) -> None:
         self._timer.cancel()
+
+    @property
+    def expired(self) -> bool:
+        """True once the deadline shut the call's sockets down."""
+        with self._lock:
+            return self._expired
 
     def trace(self, event: str, info: dict[str, Any]) -> None:
         """httpcore's `trace` hook: keeps the socket of each connection the call opens (the

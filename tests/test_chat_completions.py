@@ -1,18 +1,22 @@
 """Both model clients (the run's `ChatClient`, the lab's `ModelBreeder`) against an endpoint
 on 127.0.0.1 that misbehaves: it drips, answers too much, nests too deeply, redirects,
-compresses or is not UTF-8. Each ends in a closed code, with no provider text."""
+compresses, is not UTF-8, is busy or breaks the connection. Each ends in a closed code,
+with no provider text."""
 
 from __future__ import annotations
 
 import gzip
 import json
+import math
 import socket
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterator
 
 import pytest
 
+from actors.chat_completions import retry_after
 from actors.ecosystem.endpoint import ModelEndpoint
 from actors.ecosystem.model_client import ChatClient, ModelFailure
 from actors.lab.model_breeder import ModelBreeder
@@ -97,7 +101,7 @@ def serve() -> Iterator[Callable[[Answer], Endpoint]]:
 
 def run_client(url: str) -> str:
     """The run's client: "ok" or its failure code."""
-    client = ChatClient(ModelEndpoint(url, "m", "k-test", TIMEOUT))
+    client = ChatClient(ModelEndpoint(url, "m", "k-test", TIMEOUT), time.sleep)
     try:
         client.complete("mapping", "system", {"task": "t"})
     except ModelFailure as failure:
@@ -208,6 +212,53 @@ def test_a_redirect_is_not_followed(serve, call, status: str) -> None:
     location = f"Location: {elsewhere.url}/chat/completions"
     assert call(serve(send(head(0, status, location))).url) == "http_status"
     assert elsewhere.requests == 0
+
+
+@CLIENTS
+@pytest.mark.parametrize("status", ["429 Too Many Requests", "500 Internal Server Error",
+                                    "502 Bad Gateway", "503 Service Unavailable",
+                                    "504 Gateway Timeout"])
+def test_a_busy_endpoint_is_unavailable(serve, call, status: str) -> None:
+    """The statuses of a server that may answer if asked again; any other is http_status."""
+    assert call(serve(send(head(0, status))).url) == "unavailable"
+
+
+@CLIENTS
+@pytest.mark.parametrize("status", ["400 Bad Request", "401 Unauthorized", "501 Not Implemented"])
+def test_another_status_is_http_status(serve, call, status: str) -> None:
+    assert call(serve(send(head(0, status))).url) == "http_status"
+
+
+def reset(conn: socket.socket) -> None:
+    """Break the connection (RST) instead of answering."""
+    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+
+@CLIENTS
+@pytest.mark.parametrize("answer", [reset, send(head(len(GOOD)) + GOOD[:10])],
+                         ids=["reset", "closed_short"])
+def test_a_connection_the_endpoint_breaks_is_unavailable(serve, call, answer: Answer) -> None:
+    """Broken by the server, not by the call's deadline (that is transport, above)."""
+    assert call(serve(answer).url) == "unavailable"
+
+
+@pytest.mark.parametrize("value, seconds", [
+    ("7", 7.0), (" 12 ", 12.0), ("0", 0.0), ("9" * 400, math.inf),
+    ("Wed, 21 Oct 2015 07:28:00 GMT", None), ("1.5", None), ("-1", None), ("\u0663", None),
+    ("", None), (None, None),
+], ids=["seconds", "spaced", "zero", "huge", "date", "fraction", "negative", "arabic_digit",
+        "empty", "absent"])
+def test_retry_after_is_delta_seconds(value: str | None, seconds: float | None) -> None:
+    assert retry_after(value) == seconds
+
+
+def test_the_run_client_carries_retry_after(serve) -> None:
+    endpoint = serve(send(head(0, "429 Too Many Requests", "Retry-After: 7")))
+    client = ChatClient(ModelEndpoint(endpoint.url, "m", "k-test", TIMEOUT), time.sleep)
+    with pytest.raises(ModelFailure) as failure:
+        client.complete("mapping", "system", {"task": "t"})
+    client.close()
+    assert (failure.value.code, failure.value.retry_after) == ("unavailable", 7.0)
 
 
 @pytest.mark.parametrize("content", [

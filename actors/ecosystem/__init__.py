@@ -27,7 +27,7 @@ seeded numpy only.
 - `export`      a run's stored events as JSON lines, and the record they make
 - `endpoint`    `ModelEndpoint`: where the model lives (URL, model, key)
 - `model_options` the `--model-*` options (argparse only, for a light `petridish --help`)
-- `model_client` the chat-completions client and the call budget
+- `model_client` the chat-completions client and the call budget (a busy endpoint asked again)
 - `intent`      the named-intent contract (organisms as spans, stated roles and links)
 - `interpret`   the live interpretation pipeline with its labelled fallback
 - `events`      the run's events (frozen attrs) and their stored JSON

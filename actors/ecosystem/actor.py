@@ -3,7 +3,8 @@
 - `ecosystem.create` with a model configured (the server's, `ActorContext.model`): the answers
   are checked and the seed drawn at once, the reply is `setting_up`, and the model's
   interpretation runs off the actor's task (`offload(io=True)`: a model call waits behind
-  the runtime's I/O threads, never the CPU work's); its result (or, should the work
+  the runtime's I/O threads, never the CPU work's; a call the endpoint answers 429 or 5xx
+  is tried again after a wait on trio's clock, `_sleep`); its result (or, should the work
   raise, the deterministic setup labelled with failure `{stage: setup, code: internal}`)
   becomes the setup event, or, blocked by the fidelity review, stays in memory for the
   view. A server restarted meanwhile forgets the create (nothing was stored).
@@ -77,9 +78,17 @@ class _Phrased:
     event: Phrased
 
 
+def _sleep(seconds: float) -> None:
+    """A worker thread's wait before a model call is tried again, on trio's clock (the one
+    the actor's timers keep). When the actor stopped meanwhile (its offload cancelled, the
+    thread abandoned) it raises `trio.Cancelled`, so the work makes no further call."""
+    trio.from_thread.run(trio.sleep, seconds)
+    trio.from_thread.check_cancelled()
+
+
 def _interpret(endpoint: ModelEndpoint, answers: dict[str, str]) -> Interpretation:
     """The model pipeline over a fresh client (a worker thread runs this)."""
-    client = ChatClient(endpoint)
+    client = ChatClient(endpoint, _sleep)
     try:
         return ModelInterpreter(client).interpret(answers)
     finally:
@@ -88,7 +97,7 @@ def _interpret(endpoint: ModelEndpoint, answers: dict[str, str]) -> Interpretati
 
 def _phrase(endpoint: ModelEndpoint, ended: Ended) -> Phrased:
     """The reflection's phrasing over a fresh client (a worker thread runs this)."""
-    client = ChatClient(endpoint)
+    client = ChatClient(endpoint, _sleep)
     try:
         return phrase(client, endpoint.model, ended)
     finally:

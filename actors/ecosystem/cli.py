@@ -65,6 +65,7 @@ def _load(path: Path) -> Any:
 
 
 def _setup(args: argparse.Namespace) -> int:
+    from actors.chat_completions import pause
     from actors.ecosystem.endpoint import EndpointError, endpoint_from_args
     from actors.ecosystem.errors import EcosystemError
     from actors.ecosystem.interpret import DeterministicInterpreter, ModelInterpreter
@@ -81,7 +82,7 @@ def _setup(args: argparse.Namespace) -> int:
         if endpoint is None:
             result = DeterministicInterpreter().interpret(answers)
         else:
-            client = ChatClient(endpoint)
+            client = ChatClient(endpoint, pause)
             try:
                 result = ModelInterpreter(client).interpret(answers)
             finally:

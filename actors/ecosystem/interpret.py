@@ -30,7 +30,7 @@ hold only our own contract messages, never provider text.
 from __future__ import annotations
 
 import copy
-from typing import Any, Protocol
+from typing import Any
 
 import attrs
 
@@ -55,7 +55,7 @@ from actors.ecosystem.intent import (
     parse_mapping,
 )
 from actors.ecosystem.keywords import FALLBACK_SOURCE, deterministic_setup
-from actors.ecosystem.model_client import CallBudget, ModelFailure, Usage
+from actors.ecosystem.model_client import CallBudget, Client, ModelFailure, Usage
 from actors.ecosystem.setup import (
     CONFIG_VOCABULARY,
     FITNESS_KEYS,
@@ -115,14 +115,6 @@ class Interpretation:
         out = attrs.asdict(self, recurse=False)
         out["usage"] = attrs.asdict(self.usage)
         return out
-
-
-class Client(Protocol):
-    """What the pipeline needs from a model client (see `model_client.ChatClient`)."""
-
-    def complete(self, stage: str, system: str, user: dict[str, Any]) -> tuple[Any, Usage]:
-        """One call; returns the parsed JSON content and its usage."""
-        ...
 
 
 class DeterministicInterpreter:
@@ -186,11 +178,8 @@ class _Session:
         return None if self.intent is None else self.intent.as_dict()
 
     def call(self, stage: str, task: str, request: dict[str, Any]) -> Any:
-        """One budgeted provider call: reserve first, account usage on success."""
-        self.budget.reserve(stage)
-        data, usage = self.client.complete(stage, SYSTEM[task], {"task": task, **request})
-        self.budget.account(usage)
-        return data
+        """One budgeted provider call (`CallBudget.call`: tried again while unavailable)."""
+        return self.budget.call(self.client, stage, SYSTEM[task], {"task": task, **request})
 
     def invalid(self, stage: str, conflict: str, code: str = "invalid_output") -> ModelFailure:
         """Record a contract conflict (our words) and build the stage's failure."""

@@ -27,7 +27,9 @@ class StartMosaicArgs:
     """Start a new mosaic game."""
 
     kind: Literal["field", "scatter"] = "field"
-    chunks: int = bounded(3, lo=1, hi=25)
+    # field.start's bound (the seed's G up to 1000 over the smallest chunk); what does not
+    # fit the canvas with the chosen `chunk` the referee refuses, naming `chunks`
+    chunks: int = bounded(3, lo=1, hi=ops.MAX_CHUNKS)
     chunk: int = bounded(40, lo=ops.MIN_CHUNK, hi=ops.MAX_CHUNK)
     size: int | None = bounded(None, lo=ops.MIN_SIZE, hi=ops.MAX_SIZE)
     grow: Grow | None = None

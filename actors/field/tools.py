@@ -289,7 +289,8 @@ TOOLS = (
          "(observe and join answer generating until it is ready). Then call join.",
          StartMosaicArgs, start_mosaic, role="agent",
          describe={"kind": "field (chunks, may grow) or scatter (one size x size field).",
-                   "chunks": "The first block is chunks x chunks chunks (1 to 25).",
+                   "chunks": "The first block is chunks x chunks chunks (1 to 50; at most "
+                             "1000 // chunk: the block fits the 1000-cell canvas).",
                    "chunk": "A chunk's side in cells (20 to 100).",
                    "size": "kind=scatter: the field's side in cells (14 to 200).",
                    "grow": "{every_minutes}: grow a ring this often (kind=field).",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import socket
+import struct
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -53,8 +54,9 @@ class FakeModel:
 
     Script items: a dict (sent as the JSON message content), a str (sent verbatim as
     content, e.g. invalid JSON), bytes (sent verbatim as the whole response body), an int
-    (an HTTP error status with a secret-looking body) or a float (stall that many seconds,
-    then answer `{}`: a client with a shorter timeout has given up by then).
+    (an HTTP error status with a secret-looking body), a tuple (status, Retry-After: the
+    status with that header), None (the connection reset, no answer) or a float (stall that
+    many seconds, then answer `{}`: a client with a shorter timeout has given up by then).
     """
 
     def __init__(self) -> None:
@@ -79,8 +81,16 @@ class FakeModel:
                 if isinstance(item, float):
                     model.stalled.wait(item)
                     item = {}
-                if isinstance(item, int):
-                    self._send(item, b'{"error": "PROVIDER-SECRET-PAYLOAD"}')
+                if item is None:  # RST: linger on, for no time
+                    self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                               struct.pack("ii", 1, 0))
+                    self.close_connection = True
+                    self.connection.close()
+                    return
+                if isinstance(item, int | tuple):
+                    status, retry_after = item if isinstance(item, tuple) else (item, None)
+                    self._send(status, b'{"error": "PROVIDER-SECRET-PAYLOAD"}',
+                               {} if retry_after is None else {"Retry-After": str(retry_after)})
                     return
                 if isinstance(item, bytes):
                     self._send(200, item)
@@ -93,9 +103,12 @@ class FakeModel:
                                      "total_tokens": 15}}
                 self._send(200, json.dumps(payload).encode())
 
-            def _send(self, status: int, data: bytes) -> None:
+            def _send(self, status: int, data: bytes, headers: dict[str, str] | None = None
+                      ) -> None:
                 try:
                     self.send_response(status)
+                    for name, value in (headers or {}).items():
+                        self.send_header(name, value)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()

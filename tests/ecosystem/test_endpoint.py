@@ -20,6 +20,7 @@ import pytest
 from actors.ecosystem.endpoint import EndpointError, ModelEndpoint, endpoint_from_args
 from actors.ecosystem.interpret import MAX_CALLS
 from actors.ecosystem.keywords import deterministic_setup
+from actors.ecosystem.model_client import ATTEMPTS
 from actors.ecosystem.model_options import KEY_ENV, add_model_options
 from server.cli import main
 from tests.ecosystem.conftest import FakeModel
@@ -96,8 +97,19 @@ def test_invalid_json_and_provider_errors_fall_back_without_the_payload(
                             "--model-key-file", str(key_file))
     assert code == 0
     assert_fallback(result, "environment", "invalid_json")
-    code, result, _ = setup(fake_model, [502], capsys, caplog, "--model-key-file", str(key_file))
+    code, result, _ = setup(fake_model, [404], capsys, caplog, "--model-key-file", str(key_file))
     assert_fallback(result, "mapping", "http_status")
+    # 502 at every try (Retry-After 0: the command line sleeps on the process's clock)
+    code, result, _ = setup(fake_model, [(502, 0)] * ATTEMPTS, capsys, caplog,
+                            "--model-key-file", str(key_file))
+    assert_fallback(result, "mapping", "unavailable")
+    assert result["calls"] == ATTEMPTS
+
+
+def test_a_busy_model_is_asked_again(fake_model, capsys, caplog) -> None:
+    code, result, _ = setup(fake_model, [(429, 0), *HAPPY], capsys, caplog)
+    assert code == 0 and (result["status"], result["source"]) == ("accepted", "model")
+    assert result["calls"] == 7 == len(fake_model.requests)
 
 
 def test_a_nonmaximal_council_choice_gets_the_seeds_one_correction(fake_model, key_file,

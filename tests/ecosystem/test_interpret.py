@@ -15,7 +15,13 @@ from actors.ecosystem.graph import validate_rule_graph
 from actors.ecosystem.intent import palette
 from actors.ecosystem.interpret import DeterministicInterpreter, ModelInterpreter
 from actors.ecosystem.keywords import deterministic_setup
-from actors.ecosystem.model_client import ChatClient, ModelFailure
+from actors.ecosystem.model_client import (
+    ATTEMPTS,
+    BACKOFF,
+    MAX_RETRY_AFTER,
+    ChatClient,
+    ModelFailure,
+)
 from actors.ecosystem.run import simulate
 from tests.ecosystem import conftest
 from tests.ecosystem.conftest import FakeModel
@@ -66,9 +72,13 @@ HAPPY_TASKS = ["map_organisms", "environment", "roles", "links", "review", "coun
 
 
 def interpret(fake: FakeModel, script: list[Any], max_calls: int = 13,
-              answers: dict[str, str] = ANSWERS):
+              answers: dict[str, str] = ANSWERS, waits: list[float] | None = None):
+    """The pipeline against `fake` answering `script`; the client's waits before a call is
+    tried again go to `waits` (nothing sleeps: the actor's and the CLI's sleeps are tested
+    through them)."""
     fake.script = copy.deepcopy(script)
-    client = ChatClient(ModelEndpoint(fake.url, "fake-model", KEY, timeout=5.0))
+    client = ChatClient(ModelEndpoint(fake.url, "fake-model", KEY, timeout=5.0),
+                        (waits if waits is not None else []).append)
     try:
         return ModelInterpreter(client, max_calls).interpret(answers)
     finally:
@@ -130,9 +140,45 @@ def test_invalid_json_falls_back(fake_model: FakeModel) -> None:
 
 
 def test_provider_error_payload_never_reaches_diagnostics(fake_model: FakeModel) -> None:
-    result = interpret(fake_model, [MAPPING, 503])
+    result = interpret(fake_model, [MAPPING, 503])  # and 500 at the two tries after
+    assert_fallback(result, "environment", "unavailable")
+    assert result.calls == 1 + ATTEMPTS
+    assert result.usage.prompt_tokens == 10  # only the success counted
+    result = interpret(fake_model, [MAPPING, 401])
     assert_fallback(result, "environment", "http_status")
-    assert result.calls == 2 and result.usage.prompt_tokens == 10  # only the success counted
+    assert result.calls == 2
+
+
+def test_a_busy_model_is_asked_again(fake_model: FakeModel) -> None:
+    """429 or 5xx, or a reset connection: the call is made again, each try reserved, after
+    Retry-After's seconds (at most MAX_RETRY_AFTER) or BACKOFF doubled; the setup goes on."""
+    waits: list[float] = []
+    result = interpret(fake_model, [429, *HAPPY], waits=waits)
+    assert (result.status, result.failure, result.calls) == ("accepted", None, 7)
+    assert fake_model.tasks() == ["map_organisms", *HAPPY_TASKS]
+    assert waits == [BACKOFF]
+    assert (result.usage.prompt_tokens, result.usage.completion_tokens) == (60, 30)
+    waits.clear()
+    result = interpret(fake_model, [MAPPING, (503, 3), (429, 3600), *HAPPY[1:]], waits=waits)
+    assert (result.status, result.calls) == ("accepted", 8)
+    assert waits == [3.0, MAX_RETRY_AFTER]
+    waits.clear()
+    result = interpret(fake_model, [*HAPPY[:3], None, *HAPPY[3:]], waits=waits)
+    assert (result.status, result.calls, waits) == ("accepted", 7, [BACKOFF])
+
+
+def test_a_model_busy_at_every_try_falls_back_labelled(fake_model: FakeModel) -> None:
+    waits: list[float] = []
+    result = interpret(fake_model, [429] * ATTEMPTS + HAPPY, waits=waits)
+    assert_fallback(result, "mapping", "unavailable")
+    assert result.calls == ATTEMPTS == len(fake_model.requests)
+    assert waits == [BACKOFF * 2 ** k for k in range(ATTEMPTS - 1)]
+    # the budget bounds the tries too: a retry it cannot reserve is not waited for
+    waits.clear()
+    fake_model.requests.clear()
+    result = interpret(fake_model, [MAPPING, 429, 429, *HAPPY[1:]], max_calls=2, waits=waits)
+    assert_fallback(result, "environment", "unavailable")
+    assert (result.calls, len(fake_model.requests), waits) == (2, 2, [])
 
 
 @pytest.mark.parametrize("count", [math.inf, "12", -5, 1.5, True, [1]],
@@ -343,7 +389,8 @@ def test_palette_excludes_assigned_and_overlapping_mentions() -> None:
 
 def test_no_test_reaches_beyond_loopback(fake_model: FakeModel) -> None:
     before = len(conftest.BLOCKED)
-    client = ChatClient(ModelEndpoint("http://10.255.255.1:9/v1", "m", KEY, timeout=2.0))
+    client = ChatClient(ModelEndpoint("http://10.255.255.1:9/v1", "m", KEY, timeout=2.0),
+                        [].append)
     with pytest.raises(ModelFailure) as err:
         client.complete("mapping", "s", {"task": "x"})
     client.close()

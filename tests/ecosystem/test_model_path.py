@@ -19,6 +19,7 @@ from actors.ecosystem.endpoint import ModelEndpoint
 from actors.ecosystem.export import parse_export, record_of_export
 from actors.ecosystem.interpret import MAX_CALLS
 from actors.ecosystem.keywords import deterministic_setup
+from actors.ecosystem.model_client import ATTEMPTS
 from actors.ecosystem.replay import replay
 from protocol.client import Client, RequestError
 from tests.ecosystem.conftest import FakeModel
@@ -27,6 +28,7 @@ from tests.ecosystem.test_interpret import (
     ANSWERS,
     COUNCIL,
     HAPPY,
+    HAPPY_TASKS,
     LINKS,
     NONMAXIMAL,
     REJECT,
@@ -134,7 +136,7 @@ async def test_bad_model_answers_end_labelled_within_the_budget(served, fake_mod
     cases = [  # name, script, (status, stage, code) or the accepted calls
         ("timeout", [2.0], ("fallback", "mapping", "transport")),
         ("invalid-json", HAPPY[:2] + ["{not json"], ("fallback", "roles", "invalid_json")),
-        ("http-error", [500], ("fallback", "mapping", "http_status")),
+        ("http-error", [404], ("fallback", "mapping", "http_status")),
         ("second-nonmaximal", HAPPY[:5] + [NONMAXIMAL, NONMAXIMAL],
          ("fallback", "council_correction", "nonmaximal_choice")),
         ("nonmaximal-corrected", HAPPY[:5] + [NONMAXIMAL, COUNCIL], 7),
@@ -165,6 +167,23 @@ async def test_bad_model_answers_end_labelled_within_the_budget(served, fake_mod
         assert (result["source"], result["failure"]["stage"], result["failure"]["code"]) == (
             "deterministic_fallback", stage, code), name
         assert (result["config"], result["graph"]) == (fallback["config"], fallback["graph"])
+    watch.assert_clean(caplog)
+
+
+async def test_a_busy_model_is_asked_again_on_the_runs_clock(served, fake_model, caplog) -> None:
+    """429, then the answers: the run is set up through the model, the wait before the
+    second try slept on trio's clock by the run's worker thread. 429 at every try: the
+    labelled fallback, after ATTEMPTS calls."""
+    owner, spectator = served
+    watch = Watch()
+    setup = await set_up(owner, spectator, fake_model, watch, "busy", [429, *HAPPY])
+    assert (setup["source"], setup["calls"], setup["failure"]) == ("model", 7, None)
+    assert fake_model.tasks() == ["map_organisms", *HAPPY_TASKS]
+    setup = await set_up(owner, spectator, fake_model, watch, "busy-forever",
+                         [(429, 0)] * ATTEMPTS + HAPPY)
+    assert (setup["source"], setup["failure"]["stage"], setup["failure"]["code"]) == (
+        "deterministic_fallback", "mapping", "unavailable")
+    assert setup["calls"] == ATTEMPTS == len(fake_model.requests)
     watch.assert_clean(caplog)
 
 

@@ -1,5 +1,6 @@
-"""The reflection in the model's words: one budgeted call; anything but `{"text": ...}`
-leaves the engine's facts standing alone, labelled with the finite failure."""
+"""The reflection in the model's words: one budgeted call (tried again while the model is
+unavailable); anything but `{"text": ...}` leaves the engine's facts standing alone,
+labelled with the finite failure."""
 
 from __future__ import annotations
 
@@ -8,24 +9,30 @@ from typing import Any
 import pytest
 
 from actors.ecosystem.events import Ended, Phrased, decode, encode
-from actors.ecosystem.model_client import ModelFailure, Usage
+from actors.ecosystem.model_client import ATTEMPTS, ModelFailure, Usage
 from actors.ecosystem.phrase import MAX_TEXT, phrase
 
 ENDED = Ended({"total": 0.5, "components": {}}, {"source": "engine", "peaks": []})
 
 
 class Scripted:
-    """A client answering one scripted value (or raising a failure)."""
+    """A client answering scripted values in turn, the last one from then on (a failure is
+    raised); its waits before a call is tried again are recorded."""
 
-    def __init__(self, answer: Any) -> None:
-        self.answer = answer
+    def __init__(self, *answers: Any) -> None:
+        self.answers = list(answers)
         self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.waits: list[float] = []
 
     def complete(self, stage: str, system: str, user: dict[str, Any]) -> tuple[Any, Usage]:
         self.calls.append((stage, user))
-        if isinstance(self.answer, ModelFailure):
-            raise self.answer
-        return self.answer, Usage(3, 4)
+        answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+        if isinstance(answer, ModelFailure):
+            raise answer
+        return answer, Usage(3, 4)
+
+    def sleep(self, seconds: float) -> None:
+        self.waits.append(seconds)
 
 
 def test_the_model_phrases_the_facts_once() -> None:
@@ -49,6 +56,19 @@ def test_the_model_phrases_the_facts_once() -> None:
 def test_anything_else_leaves_the_facts_alone(answer: Any, code: str) -> None:
     event = phrase(Scripted(answer), "m", ENDED)
     assert event == Phrased("engine", None, None, {"stage": "reflection", "code": code}, 1)
+
+
+def test_an_unavailable_model_is_asked_again() -> None:
+    busy = ModelFailure("reflection", "unavailable", 2.0)
+    client = Scripted(busy, {"text": "The snails held on."})
+    event = phrase(client, "m", ENDED)
+    assert event == Phrased("model", "The snails held on.", "m", None, 2)
+    assert client.waits == [2.0]
+    client = Scripted(busy)
+    event = phrase(client, "m", ENDED)
+    assert event == Phrased("engine", None, None, {"stage": "reflection", "code": "unavailable"},
+                            ATTEMPTS)
+    assert len(client.calls) == ATTEMPTS and client.waits == [2.0] * (ATTEMPTS - 1)
 
 
 @pytest.mark.parametrize("bad", ["\x00", chr(0xD800), chr(0xDC00), "\x1b[31m", "\x07",

@@ -9,6 +9,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import attrs
 import httpx
 import pytest
 import trio
@@ -20,11 +21,14 @@ from sse_starlette.sse import EventSourceResponse
 from actors.field.actor import FieldActor
 from actors.field.prompt import bootstrap
 from actors.field.rules_text import MCP_RULES_TEXT
+from actors.field.tool_args import StartMosaicArgs
 from actors.field.tools import undelta_known
 from actors.runtime import Call, refused
 from actors.world import Refusal
 from examples.field_mcp import play
+from protocol.bounds import bounds_of
 from protocol.client import Client
+from protocol.ops import field as field_ops
 from server import mcp as mcp_server
 from server import worlds
 from server.auth import TokenStore
@@ -36,6 +40,15 @@ HEADERS = {"accept": "application/json, text/event-stream", "content-type": "app
 SIZE = 24  # the small field played to the end
 SEED_TOOLS = {"start_mosaic", "join", "observe", "reveal", "commit", "retract", "list_games",
               "field_rules"}
+
+
+def test_start_mosaic_bounds_what_field_start_bounds() -> None:
+    """start_mosaic is field.start underneath: each argument they share has the op's bounds
+    (the seed bounds none of them but the canvas, G up to 1000), so the tool refuses
+    nothing the op admits, and what does not fit the canvas the referee refuses for both."""
+    tool, op = attrs.fields_dict(StartMosaicArgs), attrs.fields_dict(field_ops.StartArgs)
+    for name in ("chunks", "chunk", "size", "seed", "depth"):
+        assert bounds_of(tool[name]) == bounds_of(op[name]), name
 
 
 async def test_stateless_transport(tmp_path: Path) -> None:
@@ -92,7 +105,13 @@ async def test_the_seed_tools_as_the_seed_spells_them_play_a_field_to_the_end(
                     ({"kind": "field", "grow": {"every_minutes": 0}},
                      "bad_request: grow.every_minutes: must be between 1.0 and 1440.0"),
                     ({"kind": "tiles"},
-                     'bad_request: kind: expected one of "field", "scatter"')):
+                     'bad_request: kind: expected one of "field", "scatter"'),
+                    # field.start's bounds: 50 of the smallest chunk fill the canvas...
+                    ({"kind": "field", "chunks": 51, "chunk": 20},
+                     "bad_request: chunks: must be between 1 and 50"),
+                    # ... and the referee refuses a block the chosen chunk cannot fit
+                    ({"kind": "field", "chunks": 26},
+                     "bad_request: chunks: 1..25 chunks of 40 fit the largest canvas")):
                 refused = await s.call_tool("start_mosaic", args)
                 assert refused.is_error and _text(refused) == text
                 assert refused.structured_content["error"]["code"] == "bad_request"
