@@ -58,7 +58,7 @@ STAGES: tuple[tuple[str, str, frozenset[str] | None], ...] = (
     ("encode", "protocol/jsontext.py", None),
     ("validate", "protocol/convert.py", frozenset({"structure"})),
     ("encode", "protocol/convert.py", frozenset({"unstructure"})),
-    ("validate", "server/session.py", frozenset({"_call_of", "_parse", "_check_size"})),
+    ("validate", "server/session.py", frozenset({"_call_of", "_parse"})),
     # The counter world's package: folding is evolve, the rest of it decides.
     ("evolve", f"actors/{KIND}/", frozenset({"apply", "evolve"})),
     ("decide", f"actors/{KIND}/", None),
@@ -77,6 +77,7 @@ STAGES: tuple[tuple[str, str, frozenset[str] | None], ...] = (
     ("frame", "wsproto/", None),
     ("frame", "websockets/", None),
     ("frame", "server/transport.py", None),
+    ("frame", "server/wsprotocol.py", None),
     ("frame", "server/front.py", None),
     ("frame", "hypercorn/", None),
     ("frame", "h11/", None),

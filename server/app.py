@@ -475,8 +475,10 @@ async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = Non
                                                    budgets.handshake_timeout), "/ws",
                 partial(_session, state), host=config.host, port=config.port,
                 max_size=config.max_frame * config.hard_frame_factor,
-                ping_interval=config.ping_interval, head_timeout=budgets.handshake_timeout,
-                shutdown=stop, guard=guard, ping_dropped=ping_dropped))
+                max_frame=config.max_frame, ping_interval=config.ping_interval,
+                head_timeout=budgets.handshake_timeout, shutdown=stop, guard=guard,
+                ping_dropped=ping_dropped,
+                violated=lambda code: metrics.violation_closes.labels(str(code)).inc()))
             host, _, port = binds[0].removeprefix("http://").rpartition(":")
             task_status.started(Running(host.strip("[]"), int(port), owner_token, stop,
                                         state))

@@ -21,9 +21,11 @@ class ServerConfig:
     port: int = 8000  # 0 picks a free port; `serve` reports the bound one
     data_dir: Path = attrs.field(default=Path("data"), converter=Path)
     open_mode: bool = False  # anonymous connections act as agents (local play)
-    max_frame: int = 65536  # bytes of one text frame; longer ones get `too_large`
-    # Frames longer than max_frame * hard_frame_factor are not even read: the socket is
-    # closed with 1009, because buffering them is the cost the limit exists to avoid.
+    # Bytes of one message (a frame or a fragmented one): a longer one is not kept (its
+    # bytes are skipped as they come) and gets `too_large`.
+    max_frame: int = 65536
+    # One longer than max_frame * hard_frame_factor closes the socket with 1009 as soon as
+    # its size is known: a client that sends that much is not read on.
     hard_frame_factor: int = 16
     rate: float = 200.0  # frames per second per connection (token bucket refill)
     burst: int = 400  # frames a connection may send at once

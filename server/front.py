@@ -184,16 +184,19 @@ WsHandler = Callable[[WebSocket], Awaitable[None]]
 
 
 async def serve_front(app: Any, config: HypercornConfig, ws_path: str, ws_handler: WsHandler,
-                      *, host: str, port: int, max_size: int, ping_interval: float | None,
-                      head_timeout: float, shutdown: trio.Event,
+                      *, host: str, port: int, max_size: int, max_frame: int,
+                      ping_interval: float | None, head_timeout: float, shutdown: trio.Event,
                       guard: TcpGuard | None = None,
                       ping_dropped: Callable[[str, float, str], None] | None = None,
+                      violated: Callable[[int], None] | None = None,
                       task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED
                       ) -> None:
     """Serve `ws_handler` on `ws_path` and `app` (ASGI, through Hypercorn) for the rest, on
     one port, until `shutdown` is set; reports the bound address like Hypercorn's `serve`.
     `guard` admits (or refuses) each connection before its head is read
-    (server/tcp_guard.py).
+    (server/tcp_guard.py). A websocket's message past `max_size` closes it, one past
+    `max_frame` is skipped unread; `violated` is told the code of each close for a
+    violation (server/transport.py).
 
     On shutdown the listeners close at once (new connections are refused), Hypercorn's idle
     keep-alive connections end, and this returns when every connection task has ended;
@@ -231,7 +234,8 @@ async def serve_front(app: Any, config: HypercornConfig, ws_path: str, ws_handle
                 finally:  # its protocol sends through it: a cycle, left to the collector
                     vars(http).pop("_wrapper", None)
                 return
-            ws = WebSocket(stream, head, max_size, peer)
+            ws = WebSocket(stream, head, max_size, peer, max_frame=max_frame,
+                           violated=violated)
             del head  # an idle websocket need not hold its request
             pinger.sockets.add(ws)
             try:

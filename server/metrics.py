@@ -333,6 +333,11 @@ class Metrics:
             "petridish_warnings_total",
             "Warnings logged or folded into a logged line, by event (see docs/operations.md).",
             ("event",)))
+        self.violation_closes = r.register(Counter(
+            "petridish_violation_closes_total", "Websocket connections the server failed for "
+            "what their client sent, by close code (1002 a protocol violation, 1007 text not "
+            "UTF-8, 1008 too many frames that complete no message, 1009 a message too big).",
+            ("code",)))
         self.budget_hits = r.register(Counter(
             "petridish_budget_hits_total", "Requests or connections refused by a budget, by "
             "budget.", ("budget",)))

@@ -3,10 +3,11 @@ writer task sends what waits.
 
 The connection's task reads the hello itself; past it the connection is a reader of the
 server's `Reactor` (server/reactor.py), which hands over its messages one per round:
-each text frame is parsed, checked against the frame size, the connection's token
-bucket and its client's budgets (server/budgets.py), and a request is posted to its
-actor with a `RequestAnswer` (server/replies.py) that the actor fills in once the answer
-is durable: no task per request. At most `max_inflight` requests are owed an answer at
+each text frame is parsed (one longer than `max_frame` comes `Skipped`, unread, and is
+refused `too_large`), checked against the connection's token bucket and its client's
+budgets (server/budgets.py), and a request is posted to its actor with a `RequestAnswer`
+(server/replies.py) that the actor fills in once the answer is durable: no task per
+request. At most `max_inflight` requests are owed an answer at
 once, and a message is taken only while the outbox has room and an answer slot is free;
 otherwise the reactor stops reading the socket, which pushes back on the client through
 TCP, until a slot or room frees. Replies and pushes meet in one bounded `Outbox`: one
@@ -53,7 +54,7 @@ from server.hello import ANONYMOUS, greet
 from server.outbox import REST, Outbox
 from server.ratelimit import TokenBucket
 from server.replies import RequestAnswer, internal_error
-from server.transport import HandshakeFailed, WebSocket
+from server.transport import HandshakeFailed, Skipped, WebSocket
 
 if TYPE_CHECKING:
     from server.app import ServerState
@@ -80,7 +81,8 @@ class Session:
         cfg = server.config
         self.outbox = Outbox(self, cfg.outbox_size, cfg.outbox_chars)
         self.bucket = TokenBucket(cfg.rate, cfg.burst)
-        ws.controls = TokenBucket(cfg.rate, cfg.burst)  # its pings and pongs: as many again
+        # Its pings, pongs and fragments but a message's last: as many again.
+        ws.overhead = TokenBucket(cfg.rate, cfg.burst)
         self.inflight = Slots(cfg.max_inflight, "a connection's answer slots")
         self.principal = Principal("spectator", ANONYMOUS)  # until the hello
         self.account: Account | None = None  # what it spends is charged here (None: owner)
@@ -218,7 +220,8 @@ class Session:
         self.server.metrics.errors.labels(error.code.value).inc()
 
     async def _receive_text(self) -> str | None:
-        """The next text frame, a refusal already sent for a binary one; None on disconnect."""
+        """The next text frame, a refusal already sent for another message (binary, or
+        `Skipped`); None on disconnect."""
         while True:
             message = await self.ws.receive()
             if message["type"] == "websocket.disconnect":
@@ -227,15 +230,19 @@ class Session:
             text = message.get("text")
             if text is not None:
                 return text
-            await self._refuse_binary()
+            await self._reply(encode_error(None, self._unread_refusal(message.get("skipped"))))
 
-    async def _refuse_binary(self) -> None:
-        await self._reply(encode_error(None, self._binary_refusal()))
-
-    def _binary_refusal(self) -> ProtocolError:
-        """The refusal of a binary frame (counted); it spends the rate too."""
-        error = ProtocolError(ErrorCode.BAD_REQUEST, "binary frames are not accepted; "
-                              "send JSON text frames")
+    def _unread_refusal(self, message: bytes | Skipped | None) -> ProtocolError:
+        """The refusal of a message that is not parsed (counted; it spends the rate too):
+        a text longer than `max_frame` (`too_large`: the transport skipped it unread), or
+        a binary one."""
+        if isinstance(message, Skipped) and message.text:
+            limit = self.server.config.max_frame
+            error = ProtocolError(ErrorCode.TOO_LARGE, f"the frame is longer than {limit} "
+                                  "bytes", {"max_frame": limit})
+        else:
+            error = ProtocolError(ErrorCode.BAD_REQUEST, "binary frames are not accepted; "
+                                  "send JSON text frames")
         if not self.bucket.take(trio.current_time()):
             error = self._rate_limited(None)
         self.count_error(error)
@@ -295,11 +302,11 @@ class Session:
 
         Every frame spends a token, malformed ones too, and one beyond the bucket is
         refused `rate_limited` whatever else is wrong with it. A refusal carries the
-        frame's id when it could be read (`request_id_of`).
+        frame's id when it could be read (`request_id_of`). (A frame longer than
+        `max_frame` never comes here: see `_unread_refusal`.)
         """
         limited = not self.bucket.take(now)
         try:
-            self._check_size(text)
             frame = parse_frame(text)
         except ProtocolError as error:
             if limited:
@@ -314,13 +321,6 @@ class Session:
         return for_request(ProtocolError(
             ErrorCode.RATE_LIMITED, f"more than {rate:g} frames per second; slow down",
             {"rate": rate}), request_id)
-
-    def _check_size(self, text: str) -> None:
-        limit = self.server.config.max_frame
-        # len(text) counts characters; only a long text can be too many bytes.
-        if len(text) > limit or (len(text) * 4 > limit and len(text.encode()) > limit):
-            raise ProtocolError(ErrorCode.TOO_LARGE, f"the frame is longer than {limit} bytes",
-                                {"max_frame": limit})
 
     # ---- read by the reactor (server/reactor.py) -------------------------------------
 
@@ -399,7 +399,7 @@ class Session:
             self.server.budget_hit(refusal, self.who())
             self._rest(refusal.detail["retry_after"])
 
-    def _take(self, message: str | bytes) -> None:
+    def _take(self, message: str | bytes | Skipped) -> None:
         """Answer one message, and charge what it cost to its client like the world's
         time: reading it (parse, validation, budgets, the post to its world, or its
         refusal), and the socket's I/O and framing since the last message (its replies'
@@ -414,11 +414,11 @@ class Session:
         else:
             answer.charge(spent)  # with its reply
 
-    def _answer(self, message: str | bytes, now: float) -> RequestAnswer | None:
+    def _answer(self, message: str | bytes | Skipped, now: float) -> RequestAnswer | None:
         """A refusal of `message` (read at `now`) into the outbox, or the request posted
         (its answer, for a request to a world)."""
         if not isinstance(message, str):
-            self.outbox.force(encode_error(None, self._binary_refusal()))
+            self.outbox.force(encode_error(None, self._unread_refusal(message)))
             return None
         try:
             frame = self._parse(message, now)

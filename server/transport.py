@@ -1,13 +1,13 @@
 """One websocket on a socket of its own: `WebSocket` (its keepalive: server/keepalive.py).
 
 A `/ws` upgrade (server/front.py routes it here) becomes a `WebSocket`: whole data frames
-are parsed here (`_frames`, which also skips pongs and all but the last of a read's pings,
-within a bucket of their own), every other frame by websockets' `ServerProtocol`, which
-also makes the control frames (C-accelerated unmasking for both); `text_frame` makes the
-text frames (once for a push many connections send), and this module moves the bytes
-itself, with `os.read` and `os.write` on the socket (no coroutine frames of trio's streams
-on an idle connection; its reads, writes and framing are timed: `io_seconds`, charged to
-its client).
+are parsed here (`_frames`, which also skips pongs, all but the last of a read's pings, and
+the bytes of a message longer than `max_frame`), every other frame by websockets'
+`ServerProtocol`, which also makes the control frames (C-accelerated unmasking for both;
+server/wsprotocol.py); `text_frame` makes the text frames (once for a push many
+connections send), and this module moves the bytes itself, with `os.read` and `os.write`
+on the socket (no coroutine frames of trio's streams on an idle connection; its reads,
+writes and framing are timed: `io_seconds`, charged to its client).
 
 Two ways to read: `receive` waits for the socket through trio (a read that emptied the
 socket is followed by a wait, not by a read that fails), for a connection's own task
@@ -18,21 +18,22 @@ connection costs its session's task and its writer task, and nothing more (keepa
 pings come from one server-wide `Pinger`).
 
 `WebSocket` speaks the calls a `Session` uses, in Starlette's shape: `accept`, `receive`
-(a dict: `websocket.receive` with `text` or `bytes`, or `websocket.disconnect`),
+(a dict: `websocket.receive` with `text`, `bytes` or `skipped`, or `websocket.disconnect`),
 `send_text`, `close`; and `send_at_once` (a non-blocking write of one message, for an
 outbox with nothing waiting) with `flush` (the rest it owes). Close codes follow RFC 6455
-(1002 protocol violation, 1007 text that is not UTF-8, 1009 message too big).
+(1002 protocol violation, 1007 text that is not UTF-8, 1008 too many frames that complete
+no message, 1009 message too big).
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import struct
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from time import perf_counter
 from typing import Any
 
+import attrs
 import trio
 from websockets.frames import CloseCode, Frame, Opcode
 from websockets.http11 import Request
@@ -41,8 +42,8 @@ from websockets.server import ServerProtocol
 from websockets.speedups import apply_mask
 
 from actors.runtime.waiter import Turn
-from protocol.errors import forget_frames
 from server.ratelimit import TokenBucket
+from server.wsprotocol import OpenProtocol, SkippedFrame, let_go, text_frame
 
 log = logging.getLogger("petridish.transport")
 
@@ -60,70 +61,29 @@ class HandshakeFailed(Exception):
     """The client's upgrade request was refused (the HTTP error response was sent)."""
 
 
+@attrs.frozen
+class Skipped:
+    """A message longer than `max_frame` (within `max_size`), handed out in place of its
+    data, which was counted as it came and not kept (`WebSocket._frames`)."""
+
+    text: bool  # or binary
+
+
 # ---- one websocket ---------------------------------------------------------------------------
-
-class _LastFrame:
-    """The text framed last and its frame, as one pair (read and replaced whole): a push
-    offered to many connections in a row is encoded and framed once."""
-
-    __slots__ = ("pair",)
-
-    def __init__(self) -> None:
-        self.pair: tuple[str | None, bytes] = (None, b"")
-
-
-_last = _LastFrame()
-
-
-def text_frame(text: str) -> bytes:
-    """One unfragmented, unmasked text frame (a server's: RFC 6455 section 5.2) of `text`
-    (UnicodeEncodeError for text that is not valid Unicode). The connections negotiate no
-    extension, so a frame is the same for all of them."""
-    last_text, last_frame = _last.pair
-    if text is last_text:
-        return last_frame
-    payload = text.encode()
-    size = len(payload)
-    if size < 126:
-        head = bytes((0x81, size))
-    elif size < 65536:
-        head = struct.pack("!BBH", 0x81, 126, size)
-    else:
-        head = struct.pack("!BBQ", 0x81, 127, size)
-    data = head + payload
-    _last.pair = (text, data)
-    return data
-
-
-def _parsed_all() -> Generator[None, None, None]:
-    """The parser of a protocol done with: it takes whatever it is fed and holds nothing."""
-    while True:
-        yield
-
-
-def _let_go(protocol: ServerProtocol) -> None:
-    """Close a websockets protocol done with, and break the reference cycles it is in so
-    that dropping it frees it: its parser is a generator whose frame holds it, and an
-    error it failed with (a frame, the handshake) holds through its traceback a frame
-    that holds it. Left alone, a connection's protocols (and what they hold) wait for the
-    cyclic garbage collector (tests/server/test_cyclic_garbage.py)."""
-    parser = _parsed_all()
-    next(parser)
-    protocol.parser = parser
-    protocol.state = CLOSED  # as its end of stream would (it is read no more)
-    forget_frames(protocol.parser_exc)
-    forget_frames(protocol.handshake_exc)  # (also held by the refused upgrade's request)
-    protocol.parser_exc = protocol.handshake_exc = None
-
 
 class WebSocket:
     """A websocket over `stream` whose request head was `head` (see the module doc), from
-    the client at address `peer`."""
+    the client at address `peer`: a message longer than `max_size` fails it (1009), one
+    longer than `max_frame` (None: `max_size`) is `Skipped`; `violated` is told the code of
+    each close for a violation (`OpenProtocol`)."""
 
     def __init__(self, stream: trio.SocketStream, head: bytes, max_size: int,
-                 peer: str = "") -> None:
+                 peer: str = "", *, max_frame: int | None = None,
+                 violated: Callable[[int], None] | None = None) -> None:
         self._stream = stream
         self._max_size = max_size
+        self._max_frame = max_size if max_frame is None else max_frame
+        self._violated = violated
         end = head.find(b"\r\n\r\n") + 4
         self._protocol = ServerProtocol(max_size=max_size)  # the handshake's (see accept)
         self._protocol.receive_data(head[:end])
@@ -133,8 +93,14 @@ class WebSocket:
         self._early = head[end:]  # what the client sent past its head, before our answer
         self._events: list[Any] = []  # frames not yet read, the next one last
         self._partial = bytearray()  # the start of a frame not yet whole (see `_frames`)
-        self._need = 0  # ... and how long it must grow before it is parsed again
+        # While a frame is begun (0: none is): how long `_partial` must grow before it is
+        # parsed again, or, with `_partial` empty, the bytes of its payload left to skip.
+        self._need = 0
         self._in_message = False  # a fragmented message is being received
+        self._size = 0  # ... its bytes so far
+        self._room = self._max_frame  # bytes the next data frame may have and be kept (-1:
+        # its message is skipped)
+        self._skipping: SkippedFrame | None = None  # handed on once its payload is skipped
         self._drained = False  # the last read took all the socket had (the next would fail)
         self._send_lock = Turn()
         self._rest: memoryview | None = None  # what `send_at_once` could not write yet
@@ -146,9 +112,10 @@ class WebSocket:
         # When the frame or fragmented message being received began (None: none is); the
         # `Pinger` (server/keepalive.py) drops a connection that does not finish it in time.
         self.message_began: float | None = None
-        # What the client's pings and pongs spend (None: unbounded); past it the
-        # connection is closed with 1008 (its session's, server/session.py).
-        self.controls: TokenBucket | None = None
+        # What the client's frames that complete no message spend (pings, pongs, and
+        # fragments but a message's last; None: unbounded); past it the connection is
+        # closed with 1008 (its session's, server/session.py).
+        self.overhead: TokenBucket | None = None
         self.io_seconds = 0.0  # spent reading, writing and framing (take_io_seconds)
         self.peer = peer
         self.on_abort: Callable[[], None] | None = None  # told before the socket closes
@@ -180,16 +147,16 @@ class WebSocket:
         # The handshake's parser keeps the request in its frame for the connection's life;
         # frames go to a protocol made open instead, so an idle connection holds neither.
         self.request = None
-        _let_go(self._protocol)
-        self._protocol = ServerProtocol(state=OPEN, max_size=self._max_size)
+        let_go(self._protocol)
+        self._protocol = OpenProtocol(self._max_size, self._violated)
         if self._early:
             self._events = self._frames(self._early, trio.current_time())[::-1]
             self._early = b""
             await self._flush()
 
     async def receive(self) -> dict[str, Any]:
-        """The next message (`websocket.receive` with `text` or `bytes`), or
-        `websocket.disconnect` once the connection closed (cleanly or not)."""
+        """The next message (`websocket.receive` with `text`, `bytes`, or `skipped`: a
+        `Skipped`), or `websocket.disconnect` once the connection closed (cleanly or not)."""
         if self._events:  # one read held several: one message per turn of the run queue
             await trio.lowlevel.checkpoint()
         waited = False  # this call yielded to wait for the socket
@@ -198,7 +165,9 @@ class WebSocket:
             if message is not None:
                 if isinstance(message, str):
                     return {"type": "websocket.receive", "text": message}
-                return {"type": "websocket.receive", "bytes": message}
+                if isinstance(message, bytes):
+                    return {"type": "websocket.receive", "bytes": message}
+                return {"type": "websocket.receive", "skipped": message}
             if self._protocol.state is not OPEN:
                 await self._flush()  # the close of a text that was not UTF-8 goes out now
             if self._protocol.state is CLOSED:
@@ -254,25 +223,37 @@ class WebSocket:
         A whole, unfragmented text or binary frame of a client (masked, no reserved bit)
         within the size limit is parsed here; any other frame goes to websockets' parser
         (control frames, fragments, violations: it answers pings, closes on violations),
-        whole, or at once when its header says it is too big. So websockets' parser holds
-        no part of a frame while the connection is open (a partial frame waits here,
-        `max_size` bytes at most), and it sees every fragment of a message.
+        whole. So websockets' parser holds no part of a frame while the connection is open
+        (a partial frame waits here, `max_frame` bytes at most), and it sees every frame.
+
+        A data frame longer than its message may still take (`_room`) is not kept, nor is
+        the rest of its message (`_skip`): its payload is counted down as it arrives
+        (`_need`), and it is handed on at the payload's end. A skipped text is not checked to be UTF-8: the server refuses what it
+        never reads. Past `max_size` the connection fails with 1009, and on a control frame
+        longer than any may be with 1002, both before the frame's payload is read.
 
         A client's pongs are skipped here, and of its pings websockets sees only the last
-        before each frame it parses (RFC 6455 5.5.3: one pong may answer them all): a
-        flood of pings costs a header each, not a parse and a pong each. Both spend the
-        `controls` bucket, checked once per read; past it the connection fails with 1008.
+        before each frame it parses (RFC 6455 5.5.3): a flood of pings costs a header each,
+        not a parse and a pong each. They and the fragments but a message's last spend the
+        `overhead` bucket, checked once per read; past it the connection fails with 1008.
 
         A frame, or a fragmented message, unfinished after this read has begun at
         `message_began`: the `Pinger` drops a connection that holds one too long (its bytes
         keep it alive, but a frame trickled a byte at a time, or fragments that never end,
         would hold what the server buffers for good).
         """
-        if self._partial:  # a frame begun: appended to until whole (no copy per read)
-            self._partial += data
-            if len(self._partial) < self._need:
-                return []
-            buf, self._partial = bytes(self._partial), bytearray()
+        if self._need:  # a frame begun
+            if not self._partial:  # its payload skipped, and then it is done with
+                if len(data) < self._need:
+                    self._need -= len(data)
+                    return []
+                data, self._need = data[self._need:], 0
+                return [self._skipping, *self._frames(data, now)]
+            else:  # appended to until whole (no copy per read)
+                self._partial += data
+                if len(self._partial) < self._need:
+                    return []
+                buf, self._partial, self._need = bytes(self._partial), bytearray(), 0
         else:
             buf = data
         frames: list[Any] = []
@@ -280,7 +261,7 @@ class WebSocket:
         at, end = 0, len(buf)
         need = 0  # bytes from `at` the frame there needs before it can be parsed
         ping = b""  # the last ping websockets has not seen yet
-        controls = 0  # pings and pongs skipped here
+        overhead = 0  # frames here that complete no message
         while at < end and protocol.state is OPEN:
             if end - at < 2:
                 need = 2
@@ -299,10 +280,24 @@ class WebSocket:
                 size, head = int.from_bytes(buf[at + 2:at + 10]), 10
             if b1 & 0x80:
                 head += 4  # the mask
-            if size > self._max_size:  # websockets closes with 1009
-                protocol.receive_data(ping + buf[at:])
-                frames += protocol.events_received()
-                return frames
+            if size > self._room:  # not kept, or a control frame within a skipped message
+                if b0 & 0x0F not in _DATA:
+                    if size > 125:  # (websockets would read it whole first)
+                        protocol.fail(CloseCode.PROTOCOL_ERROR, "control frame too long")
+                        return frames
+                elif size > self._max_size - self._size:
+                    protocol.fail(CloseCode.MESSAGE_TOO_BIG, f"more than {self._max_size} bytes")
+                    return frames
+                elif end - at < head:
+                    need = head  # its mask is still to come
+                    break
+                else:
+                    overhead += self._follow(b0, size, kept=False)
+                    frames += self._skip(ping, b0, b1)
+                    ping, at = b"", at + head + size
+                    if at > end and protocol.state is OPEN:  # its payload goes on
+                        self._need, self._skipping, at = at - end, frames.pop(), end
+                    continue
             stop = at + head + size
             if stop > end:
                 need = stop - at
@@ -312,19 +307,19 @@ class WebSocket:
                 frames.append(Frame(opcode, apply_mask(buf[at + head:stop],
                                                        buf[at + head - 4:at + head])))
             elif head == 6 and b0 in (_PING, _PONG):  # masked, at most 125 bytes
-                controls += 1
+                overhead += 1
                 if b0 == _PING:
                     ping = buf[at:stop]
             else:
                 if b0 & 0x0F in _DATA:  # a fragment: websockets follows the message
-                    self._in_message = not b0 & 0x80
+                    overhead += self._follow(b0, size, kept=True)
                 protocol.receive_data(ping + buf[at:stop])
                 ping = b""
                 frames += protocol.events_received()
             at = stop
-        if controls and self.controls is not None and not self.controls.take(now, controls):
-            protocol.fail(CloseCode.POLICY_VIOLATION, f"more than {self.controls.rate:g} "
-                          "pings and pongs per second")
+        if overhead and self.overhead is not None and not self.overhead.take(now, overhead):
+            protocol.fail(CloseCode.POLICY_VIOLATION, f"more than {self.overhead.rate:g} "
+                          "pings, pongs and fragments per second")
             return []  # (its parser discards what follows)
         if ping:
             protocol.receive_data(ping)
@@ -335,11 +330,40 @@ class WebSocket:
             else:  # closing: what follows is websockets' to discard
                 protocol.receive_data(buf[at:])
                 frames += protocol.events_received()
-        if not (self._partial or self._in_message):
+        if not (self._need or self._in_message):
             self.message_began = None
         elif self.message_began is None:
             self.message_began = now
         return frames
+
+    def _follow(self, b0: int, size: int, kept: bool) -> bool:
+        """Follow the message of a data frame of `size` bytes beginning `b0` that is parsed
+        by websockets, or (not `kept`) skipped: True when it is not the message's last."""
+        self._in_message = not b0 & 0x80
+        if self._in_message:
+            self._size += size
+            self._room = self._max_frame - self._size if kept else -1
+        else:
+            self._size, self._room = 0, self._max_frame
+        return self._in_message
+
+    def _skip(self, ping: bytes, b0: int, b1: int) -> list[Any]:
+        """The events of `ping` and of a data frame not kept whose header begins `b0`,
+        `b1`: websockets checks it (opcode, mask, reserved bits, its place in a message) as
+        an empty frame's, and a `SkippedFrame` stands for that frame, last (`_message`
+        then drops what its message held)."""
+        protocol = self._protocol
+        protocol.receive_data(ping + bytes((b0, b1 & 0x80)) + bytes(4))
+        events = protocol.events_received()
+        if protocol.state is OPEN:
+            frame = events.pop()
+            events.append(SkippedFrame(frame.opcode, frame.fin))
+        return events
+
+    @property
+    def held(self) -> int:
+        """Bytes held of a frame or message not yet whole (about `max_frame` at most)."""
+        return len(self._partial) + sum(map(len, self._fragments or ()))
 
     @property
     def has_message(self) -> bool:
@@ -347,15 +371,15 @@ class WebSocket:
         among them)."""
         return bool(self._events)
 
-    def next_message(self) -> str | bytes | None:
-        """The next complete message already read (text or bytes), or None."""
+    def next_message(self) -> str | bytes | Skipped | None:
+        """The next complete message already read (text, bytes, or `Skipped`), or None."""
         while self._events:
             message = self._message(self._events.pop())
             if message is not None:
                 return message
         return None
 
-    def _message(self, frame: Any) -> str | bytes | None:
+    def _message(self, frame: Any) -> str | bytes | Skipped | None:
         """The message a frame completes (None for control frames and fragments)."""
         opcode = frame.opcode
         if opcode is Opcode.TEXT or opcode is Opcode.BINARY:
@@ -378,6 +402,11 @@ class WebSocket:
             return self._complete(self._fragment_opcode, data)
         if opcode is Opcode.CLOSE:
             return None  # the protocol answered it; the next read sees the end
+        if opcode is None:  # a `SkippedFrame`: what its message held goes, as will the rest
+            if frame.kind is not Opcode.CONT:
+                self._fragment_opcode = frame.kind
+            self._fragments = None
+            return Skipped(self._fragment_opcode is Opcode.TEXT) if frame.fin else None
         return None  # ping (answered) or pong
 
     def _complete(self, opcode: Opcode, data: bytes) -> str | bytes | None:
@@ -454,9 +483,9 @@ class WebSocket:
 
     async def abort(self) -> None:
         """Drop the connection without a closing handshake (the end of every connection:
-        its protocol and a refused upgrade's request are let go, see `_let_go`)."""
+        its protocol and a refused upgrade's request are let go, see `let_go`)."""
         self.request = None
-        _let_go(self._protocol)
+        let_go(self._protocol)
         await self._abort()
 
     def flush_soon(self) -> bool:

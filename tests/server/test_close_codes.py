@@ -1,7 +1,7 @@
 """Close codes follow RFC 6455: a text frame that is not UTF-8 closes with 1007, a frame
 that breaks the protocol with 1002 (Hypercorn answered both with a bare TCP close;
-server/transport.py), a message in too many fragments with 1009, and the server keeps
-serving everyone else."""
+server/transport.py), a message in too many fragments or past the hard limit with 1009;
+`/metrics` counts each by its code, and the server keeps serving everyone else."""
 
 from __future__ import annotations
 
@@ -26,13 +26,22 @@ BAD_FRAMES = {
     # Empty fragments add nothing to a message's size: only their count bounds it.
     "a message in too many fragments": (frame(TEXT, b"[", fin=False)
                                         + frame(0x0, b"", fin=False) * MAX_FRAGMENTS, 1009),
+    # Refused on their headers, before the payloads they announce come (or are skipped).
+    "a control frame longer than any may be": (bytes([0x89, 0xFF]) + (100_000).to_bytes(
+        8, "big") + b"mask", 1002),
+    "a message past the hard limit in fragments": (
+        frame(TEXT, b"x" * 600_000, fin=False)
+        + bytes([0x80, 0xFF]) + (600_000).to_bytes(8, "big") + b"mask", 1009),
 }
+# Those fragments, more than the bucket of frames that complete no message holds at once,
+# spend a larger one (the count is what is tested).
+SETTINGS = {"a message in too many fragments": {"burst": 2 * MAX_FRAGMENTS}}
 
 
 @pytest.mark.parametrize("what", sorted(BAD_FRAMES))
 async def test_a_protocol_violation_gets_its_close_code(tmp_path: Path, what: str) -> None:
     data, code = BAD_FRAMES[what]
-    async with running_server(tmp_path) as srv:
+    async with running_server(tmp_path, **SETTINGS.get(what, {})) as srv:
         sock = await RawSocket.open(srv.port)
         assert (await sock.hello())["ok"]
         await sock.send(data)
@@ -40,3 +49,5 @@ async def test_a_protocol_violation_gets_its_close_code(tmp_path: Path, what: st
         await sock.aclose()
         async with raw_client(srv) as c:  # everyone else is served as before
             assert result(await c.call("lobby.list")) == {"worlds": [], "total": 0, "offset": 0}
+        closes = srv.state.metrics.violation_closes.samples()  # (a client's close: none)
+        assert [(labels, value) for _, labels, value in closes] == [(f'{{code="{code}"}}', 1)]

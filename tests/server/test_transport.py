@@ -9,7 +9,8 @@ import trio
 import trio.testing
 from websockets.frames import Frame, Opcode
 
-from server.transport import WebSocket, text_frame
+from server.transport import Skipped, WebSocket
+from server.wsprotocol import text_frame
 from tests.server.raw_ws import BINARY, CLOSE, PING, PONG, TEXT, RawSocket, frame, request
 
 
@@ -70,7 +71,8 @@ def test_a_text_frame_is_what_websockets_frames_and_is_made_once_per_text() -> N
     assert text_frame(text) is text_frame(text)
 
 
-async def _pair(sndbuf: int | None = None) -> tuple[trio.SocketStream, WebSocket, Any]:
+async def _pair(sndbuf: int | None = None, max_frame: int | None = None
+                ) -> tuple[trio.SocketStream, WebSocket, Any]:
     listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
     port = listeners[0].socket.getsockname()[1]
     client = await trio.open_tcp_stream("127.0.0.1", port)
@@ -80,7 +82,8 @@ async def _pair(sndbuf: int | None = None) -> tuple[trio.SocketStream, WebSocket
     if sndbuf is not None:
         server_side.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, sndbuf)
     await client.send_all(request(port))
-    ws = WebSocket(server_side, await server_side.receive_some(65536), 1 << 20)
+    ws = WebSocket(server_side, await server_side.receive_some(65536), 1 << 20,
+                   max_frame=max_frame)
     await ws.accept()
     assert b" 101 " in await client.receive_some(65536)
     for listener in listeners:
@@ -192,6 +195,37 @@ async def test_a_frame_announced_too_big_closes_1009_without_waiting_for_it() ->
     opcode, payload = await raw.recv_frame()
     assert (opcode, int.from_bytes(payload[:2], "big")) == (CLOSE, 1009)
     await client.aclose()
+
+
+async def _read(ws: WebSocket, client: trio.SocketStream, data: bytes) -> list[Any]:
+    """Send `data` and read it in one read: the messages it completes."""
+    await client.send_all(data)
+    await trio.lowlevel.wait_readable(ws.fileno())
+    assert ws.read_some()
+    messages = []
+    while (message := ws.next_message()) is not None:
+        messages.append(message)
+    return messages
+
+
+async def test_a_message_longer_than_max_frame_is_skipped_and_handed_out_at_its_end() -> None:
+    """A frame's payload is counted down over reads, not kept (nor decoded: this one is
+    not UTF-8), and the message comes out `Skipped` once its last byte is read, leaving
+    nothing begun; a fragmented message is held until it passes `max_frame`. The frames
+    after them come out as before."""
+    client, ws, _ = await _pair(max_frame=100)
+    big = frame(TEXT, b"\xff" * 300)
+    assert await _read(ws, client, big[:50]) == []
+    assert (ws.held, ws.message_began is None) == (0, False)
+    assert await _read(ws, client, big[50:]) == [Skipped(text=True)]
+    assert ws.message_began is None
+    assert await _read(ws, client, frame(BINARY, b"b" * 60, fin=False)) == []
+    assert ws.held == 60
+    assert await _read(ws, client, frame(0x0, b"b" * 60) + frame(TEXT, b'"after"')) == [
+        Skipped(text=False), '"after"']
+    assert (ws.held, ws.message_began) == (0, None)
+    await client.aclose()
+    await ws.abort()
 
 
 async def test_an_aborted_websocket_is_closed_to_every_task_that_still_holds_it() -> None:

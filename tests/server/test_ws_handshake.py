@@ -142,11 +142,15 @@ async def test_frames_before_hello_are_rate_limited_too(tmp_path: Path) -> None:
 
 async def test_frames_before_hello_cost_little_and_come_slowly(tmp_path: Path) -> None:
     """Nothing is charged before the hello: a frame longer than any hello is refused
-    unread, and after each refusal the connection rests before the next is read."""
+    unread (one longer than `max_frame` is not even kept: `too_large`, as after the
+    hello), and after each refusal the connection rests before the next is read."""
     async with running_server(tmp_path) as running, raw_client(running, hello=False) as c:
         await c.send("[" + "0," * 4000)  # not JSON, but refused for its length, unread
         assert error(await c.recv()) == {"code": "bad_request", "detail": {"expected": "hello"},
                                          "message": "the first frame must be a hello"}
+        await c.send("[" + "0," * 40_000)
+        assert error(await c.recv()) == {"code": "too_large", "detail": {"max_frame": 65536},
+                                         "message": "the frame is longer than 65536 bytes"}
         for _ in range(20):
             await c.send("junk")
         seen = 0

@@ -1,8 +1,10 @@
-"""What a hostile client can make a websocket cost: control frames spend a bucket of their
-own and the client's CPU time (server/transport.py `_frames`, server/session.py
-`_charge_io`), and a frame or message must arrive whole within MESSAGE_INTERVALS pings
-(server/keepalive.py), so one trickled a byte at a time, or fragments that never end, are
-dropped; a slow link that keeps sending within that time is served."""
+"""What a hostile client can make a websocket cost: frames that complete no message
+(control frames, fragments) spend a bucket of their own and the client's CPU time
+(server/transport.py `_frames`, server/session.py `_charge_io`); a message longer than
+`max_frame` is skipped as it comes, not held, and refused `too_large`; and a frame or
+message must arrive whole within MESSAGE_INTERVALS pings (server/keepalive.py), so one
+trickled a byte at a time, or fragments that never end, are dropped; a slow link that
+keeps sending within that time is served."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import trio
+import trio.testing
 
 from server.budgets import Budgets
 from tests.server.raw_ws import PING, PONG, TEXT, RawSocket, frame
@@ -22,19 +25,26 @@ async def _served(srv) -> None:
         assert result(await c.call("lobby.list"))["total"] == 0
 
 
-@pytest.mark.parametrize("opcode", [PING, PONG])
-async def test_a_flood_of_control_frames_is_closed_as_a_policy_violation(
-        tmp_path: Path, opcode: int) -> None:
-    """Empty pings (or pongs) cost no token of the frame bucket and got one pong per read:
-    one connection could keep the server busy. Past a bucket of their own (`rate` and
-    `burst` again) the connection is closed with 1008."""
+FLOODS = {"pings": (b"", frame(PING, b"")), "pongs": (b"", frame(PONG, b"")),
+          "fragments": (frame(TEXT, b"[", fin=False), frame(0x0, b"", fin=False))}
+
+
+@pytest.mark.parametrize("what", sorted(FLOODS))
+async def test_a_flood_of_frames_that_complete_no_message_is_closed_as_a_policy_violation(
+        tmp_path: Path, what: str) -> None:
+    """Empty pings (or pongs) cost no token of the frame bucket and got one pong per read,
+    and empty fragments cost nothing until their message ended: one connection could keep
+    the server busy. Past a bucket of their own (`rate` and `burst` again) the connection
+    is closed with 1008, which /metrics counts."""
+    start, step = FLOODS[what]
     async with running_server(tmp_path) as srv:
         sock = await RawSocket.open(srv.port)
         assert (await sock.hello())["ok"]
-        await sock.send(frame(opcode, b"") * (srv.state.config.burst * 2 + 100))
+        await sock.send(start + step * (srv.state.config.burst * 2 + 100))
         assert await sock.close_code() == 1008
         await sock.aclose()
         await _served(srv)
+        assert srv.state.metrics.violation_closes.labels("1008").value == 1
 
 
 async def test_a_flood_of_pings_before_the_hello_is_closed_too(tmp_path: Path) -> None:
@@ -92,6 +102,61 @@ async def test_a_client_whose_control_frames_spend_its_cpu_budget_rests(
         await sock.aclose()
 
 
+TOO_LARGE = {"id": None, "ok": False, "error": {
+    "code": "too_large", "message": "the frame is longer than 65536 bytes",
+    "detail": {"max_frame": 65536}}}
+
+
+async def _most_held(srv, sock: RawSocket, data: bytes) -> int:
+    """Send `data` in pieces, each read by the server before the next: the most bytes the
+    server's websocket held meanwhile."""
+    (session,) = srv.state.sessions
+    most = 0
+    for at in range(0, len(data), 8192):
+        await sock.send(data[at:at + 8192])
+        await trio.testing.wait_all_tasks_blocked()  # read (loopback: at once)
+        most = max(most, session.ws.held)
+    return most
+
+
+async def _answered(sock: RawSocket) -> None:
+    await sock.send_json({"id": 1, "op": "lobby.list", "args": {}})
+    assert (await sock.recv_json())["result"]["total"] == 0
+
+
+async def test_a_frame_longer_than_max_frame_is_skipped_as_it_comes_then_refused(
+        tmp_path: Path) -> None:
+    """Up to 16 times `max_frame`, a frame was held whole (and decoded) only to be refused
+    by its length: now its bytes are counted, not kept, and not decoded either (the
+    invalid UTF-8 here is never seen: `too_large`, not 1007). The connection goes on."""
+    async with running_server(tmp_path) as srv:
+        sock = await RawSocket.open(srv.port)
+        assert (await sock.hello())["ok"]
+        data = frame(TEXT, b"\xff" * 200_000)
+        assert await _most_held(srv, sock, data) <= srv.state.config.max_frame
+        assert await sock.recv_json() == TOO_LARGE
+        await _answered(sock)
+        await sock.aclose()
+
+
+async def test_a_fragmented_message_past_max_frame_is_dropped_and_skipped_then_refused(
+        tmp_path: Path) -> None:
+    """Its fragments are held until they pass `max_frame`; then they are dropped and the
+    rest is skipped (a ping among them is still answered), and the message is refused as a
+    frame that long would be."""
+    async with running_server(tmp_path) as srv:
+        sock = await RawSocket.open(srv.port)
+        assert (await sock.hello())["ok"]
+        part = b"x" * 30_000
+        data = (frame(TEXT, part, fin=False) + frame(0x0, part, fin=False) * 3
+                + frame(PING, b"p") + frame(0x0, part, fin=False) * 2 + frame(0x0, part))
+        assert await _most_held(srv, sock, data) <= srv.state.config.max_frame
+        assert await sock.recv_frame() == (PONG, b"p")
+        assert await sock.recv_json() == TOO_LARGE
+        await _answered(sock)
+        await sock.aclose()
+
+
 async def _dropped_while(sock: RawSocket, step: bytes, pause: float) -> int | None:
     """Send `step` every `pause` seconds until the server ends the connection: its close
     code (None: dropped without one); TooSlowError when it keeps it 10 s."""
@@ -113,8 +178,9 @@ async def _dropped_while(sock: RawSocket, step: bytes, pause: float) -> int | No
 
 async def test_a_frame_trickled_a_byte_at_a_time_is_dropped_once_it_takes_too_long(
         tmp_path: Path) -> None:
-    """A partial frame (up to 16 times `max_frame`, held by the server) whose bytes come
-    one at a time kept its connection alive for ever: it has MESSAGE_INTERVALS now."""
+    """A partial frame whose bytes come one at a time kept its connection alive for ever
+    (one longer than `max_frame`, as here, is skipped, not held, but read all the same):
+    it has MESSAGE_INTERVALS now."""
     async with running_server(tmp_path, ping_interval=0.3) as srv:
         sock = await RawSocket.open(srv.port)
         assert (await sock.hello())["ok"]
