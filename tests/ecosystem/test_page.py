@@ -11,6 +11,7 @@ from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
+from tests.bidi import ESCAPES, in_order
 from tests.ecosystem.conftest import FakeModel
 from tests.ecosystem.test_interpret import ANSWERS, HAPPY, REJECT, ROLES, span
 from tests.server.server_process import ServerProcess
@@ -152,6 +153,26 @@ def test_the_page_plays_patches_and_replays_a_run(browser, tmp_path: Path) -> No
         assert not errors, errors
 
 
+def test_no_answer_reorders_the_answers_after_it(browser, tmp_path: Path) -> None:
+    """The run's answers are anyone's text, shown on one line: each is a direction isolate
+    that what is in it cannot get out of, so the answers after it read in order."""
+    with ServerProcess(tmp_path / "data", "--open") as server:
+        # one column, the answers on one line (in_order reads a line)
+        page = browser.new_page(viewport={"width": 1000, "height": 900})
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(f"{server.http_url}/ecosystem/")
+        fill_form(page, *(f"{word} {escape}" for word, escape in zip(
+            ("algae", "pike", "snails"), ESCAPES, strict=True)))
+        page.fill("#run-name", "names")
+        page.select_option("#size", "16")
+        page.click("#create")
+        expect(page.locator("#answers")).to_contain_text("reward:", timeout=WAIT)
+        assert in_order(page, "#answers", "· threat:") == [True]
+        assert in_order(page, "#answers", "· reward:") == [True]
+        assert not errors, errors
+
+
 def test_the_page_keeps_its_run_across_a_reload_a_stop_and_a_restart(browser,
                                                                        tmp_path: Path) -> None:
     """On a phone: a reload keeps the owner's controls (the anonymous key is kept); a run an
@@ -222,7 +243,7 @@ def test_the_page_shows_the_model_setup_its_intent_and_conflicts(
         page.click("#create")
         expect(page.locator("#source-label")).to_have_text("set up by the model · 6 calls",
                                                            timeout=WAIT)
-        expect(page.locator("#intent")).to_contain_text("C: pike (threat 9..13)")
+        expect(page.locator("#intent")).to_contain_text("C: \u2068pike\u2069 (threat 9..13)")
         # A persistent rejection: blocked, with its finite review focus; the form stays.
         fake_model.script = copy.deepcopy(HAPPY[:4] + [REJECT, ROLES, HAPPY[3],
                                                        {"verdict": "reject", "focus": "B"}])
@@ -234,6 +255,6 @@ def test_the_page_shows_the_model_setup_its_intent_and_conflicts(
                                                            timeout=WAIT)
         expect(page.locator("#failure")).to_contain_text(
             "failed at fidelity: not_approved · review focus B")
-        expect(page.locator("#intent")).to_contain_text("A: algae")
+        expect(page.locator("#intent")).to_contain_text("A: \u2068algae\u2069")
         expect(page.locator("#setup-form")).to_be_visible()
         assert fits(page) and not errors, errors

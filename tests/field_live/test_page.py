@@ -11,7 +11,8 @@ import trio
 from playwright.sync_api import expect
 
 from protocol.client import Client
-from tests.field_live._live import ready
+from tests.bidi import ESCAPES, in_order
+from tests.field_live._live import ready, start
 from tests.server.server_process import ServerProcess
 
 WAIT = 60_000  # ms: the daily field is generated when the page first asks for it
@@ -230,6 +231,8 @@ def test_field_page_feed_phone_touch_growth_and_game_over(browser, tmp_path: Pat
         assert board["width"] >= 350, board
         assert side["y"] >= board["y"] + board["height"] - 1, (board, side)
         assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        assert page.evaluate("""[...document.querySelectorAll("#feed li")].every(
+            (li) => li.scrollWidth <= li.clientWidth)"""), "a long name wraps, not cut off"
         expect(page.locator("#agents tbody")).to_contain_text(LONG_NAME)
         # anyone's name or model is a direction isolate: in a table cell, and in a feed line
         assert page.locator("#agents tbody bdi").all_text_contents() == [LONG_NAME, RTL_MODEL]
@@ -281,4 +284,47 @@ def test_field_page_feed_phone_touch_growth_and_game_over(browser, tmp_path: Pat
         expect(page.locator("#board")).to_have_attribute("data-mode", "live", timeout=WAIT)
         assert not page.evaluate("window.fieldPage.replaying")
         del seed, G
+        assert not errors, errors
+
+
+def _join(url: str, game: str, names: tuple[str, ...]) -> list[str]:
+    """Start a small `field:game` and join one agent per name (each its own caller)."""
+
+    async def run() -> list[str]:
+        to = f"field:{game}"
+        async with Client.connect(url) as c:
+            await start(c, game, size=20, seed=1)
+        agents = []
+        for name in names:
+            async with Client.connect(url) as c:
+                agents.append((await c.request("field.join", to, {"name": name}))["agent"])
+        return agents
+
+    return trio.run(run)
+
+
+def test_no_name_reorders_the_line_it_is_shown_in(browser, tmp_path: Path) -> None:
+    """A name's direction isolate holds whatever is in the name: with a PDI, a paragraph
+    separator or an LRI in it, the rest of its feed line and of its table row are shown in
+    order after it. The generic world page writes such characters as JSON escapes."""
+    with ServerProcess(tmp_path / "data", "--open") as server:
+        agents = _join(server.ws_url, "names", ESCAPES)
+        page = browser.new_page(viewport={"width": 1600, "height": 900})
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(f"{server.http_url}/field/?id=field:names")
+        expect(page.locator("#feed li", has_text="joined")).to_have_count(3, timeout=WAIT)
+        expect(page.locator("#agents tbody tr")).to_have_count(3)
+        assert in_order(page, "#feed li.feed-join", "joined, seated on tile") == [True] * 3
+        for agent in agents:
+            assert in_order(page, f'#agents tr[data-agent="{agent}"] td', agent) == [None, True,
+                                                                                     None, None]
+        world = browser.new_page()
+        world.on("pageerror", lambda exc: errors.append(str(exc)))
+        world.goto(f"{server.http_url}/lobby/world.html?id=field:names")
+        expect(world.locator("#view")).to_contain_text('"pdi\\u2069\\u202eoverride"',
+                                                       timeout=WAIT)
+        shown = world.locator("#view").text_content()
+        assert '"para\\u2029\\u202eoverride"' in shown and "\\u2066lri" in shown
+        assert not set(shown) & set("\u2066\u2069\u2029\u202e"), "no raw control is shown"
         assert not errors, errors

@@ -9,6 +9,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,14 @@ void main() {
 BEACON_PANEL = """<div class="pd-beacon"><style>.pd-beacon{color:#eee;background:url(BEACON/css)}
 .pd-beacon p{font:16px sans-serif}</style><p>beacon</p>
 <img src="BEACON/img" alt=""><link rel="stylesheet" href="BEACON/link"></div>"""
+# An init script: no WebGL2 context, as for a page Chromium blocked from WebGL after its
+# contexts were lost again and again (every pair is lost).
+NO_WEBGL = """
+const getContext = HTMLCanvasElement.prototype.getContext;
+HTMLCanvasElement.prototype.getContext = function (kind, ...rest) {
+  return kind === "webgl2" ? null : getContext.call(this, kind, ...rest);
+};
+"""
 
 
 def variant(i: int) -> str:
@@ -150,6 +159,14 @@ def wait_js(page: Any, expression: str, timeout: float = 60.0) -> Any:
             raise AssertionError(f"{expression} stayed falsy for {timeout} s; the page said "
                                  f"{page.text_content('#status')!r}")
         time.sleep(0.05)
+
+
+def stand_still(page: Any) -> None:
+    """Give `page` a clock that stands still: no timer of it fires unless the test moves the
+    clock on (`page.clock.run_for`). Before the page is opened."""
+    start = datetime(2030, 1, 1, tzinfo=UTC)
+    page.clock.install(time=start)
+    page.clock.pause_at(start + timedelta(seconds=1))
 
 
 def page_log(page: Any) -> dict[str, list[Any]]:

@@ -17,12 +17,14 @@ from actors.lab.organism import organism_id
 from tests.lab.live import (
     BEACON_PANEL,
     LINK_FAILS,
+    NO_WEBGL,
     birth,
     born,
     born_record,
     new_lab,
     page_log,
     plant,
+    stand_still,
     variant,
     wait_js,
     with_owner,
@@ -69,11 +71,14 @@ class _Beacon:
         self.httpd.shutdown()
 
 
-def arena(browser, server, lab: str, *, track: str = "shader", viewport=None, init=None):
+def arena(browser, server, lab: str, *, track: str = "shader", viewport=None, init=None,
+          still: bool = False):
     page = browser.new_page(viewport=viewport or {"width": 1280, "height": 900})
     log = page_log(page)
     if init:
         page.add_init_script(init)
+    if still:
+        stand_still(page)
     page.goto(f"{server.http_url}/lab/arena.html?id={lab}&track={track}"
               f"#token={server.owner_token}")
     return page, log
@@ -165,6 +170,26 @@ def test_a_lost_context_deals_a_fresh_pair_and_blames_neither(browser, server) -
     assert all(v["verdict"] == "ok" for v in arena_state["verdicts"])  # nobody was blamed
     statuses = with_owner(server, lambda c: c.request("lab.backlog", lab, {}))
     assert statuses["total"] == 0  # both proven by the fresh pair, neither killed
+    assert not log["errors"], log["errors"]
+    page.close()
+
+
+def test_an_arena_that_cannot_draw_deals_ever_more_slowly(browser, server) -> None:
+    """Without WebGL every pair is lost: the arena waits before dealing again, twice as
+    long each time, instead of asking for pairs as fast as the server answers."""
+    async def setup(c):
+        lab = await new_lab(c, "blocked")
+        await born(c, lab, 2)
+        return lab
+
+    lab = with_owner(server, setup)
+    page, log = arena(browser, server, lab, init=NO_WEBGL, still=True)
+    for dealt, pause in enumerate((300, 600), 1):
+        wait_js(page, f"labArena.phase === 'waiting' && labArena.pause === {pause}")
+        assert len(page.evaluate("labArena.pairs")) == dealt  # none while it waits
+        page.clock.run_for(pause)
+    wait_js(page, "labArena.pause === 1200")
+    assert not page.evaluate("labArena.verdicts")  # a loss blames nobody
     assert not log["errors"], log["errors"]
     page.close()
 

@@ -12,10 +12,12 @@ import pytest
 from tests.lab.live import (
     INSTRUMENT_FAILS,
     LINK_FAILS,
+    NO_WEBGL,
     birth,
     born,
     new_lab,
     page_log,
+    stand_still,
     variant,
     wait_js,
     with_owner,
@@ -91,6 +93,32 @@ def test_a_judge_never_kills_and_only_reports(browser, server) -> None:
     assert (status["status"], status["reason"], status["render_ok"]) == ("alive", None, False)
     api = {u.split("?")[0].rsplit("/api/", 1)[1] for u in log["requests"] if "/api/" in u}
     assert api == {"pub/seen"}  # never /api/invalid or /api/ok
+    page.close()
+
+
+def test_a_judge_that_cannot_draw_deals_ever_more_slowly(browser, server) -> None:
+    """Without WebGL (as on a page Chromium blocked from it) every pair is lost: the page
+    waits before dealing again, twice as long each time, instead of asking for pairs as
+    fast as the server answers."""
+    lab, _, _ = proven_lab(server, "blocked", None)
+    page = browser.new_page()
+    log = page_log(page)
+    page.add_init_script(NO_WEBGL)
+    stand_still(page)
+    page.goto(f"{server.http_url}/lab/judge.html?id={lab}")
+    for dealt, pause in enumerate((300, 600, 1200), 1):
+        wait_js(page, f"labJudge.phase === 'waiting' && labJudge.pause === {pause}")
+        assert len(page.evaluate("labJudge.pairs")) == dealt  # none while it waits
+        assert page.text_content("#status") == (
+            f"the WebGL context was lost: the next pair in {pause / 1000} s")
+        page.clock.run_for(pause)
+    wait_js(page, "labJudge.pause === 2400")
+    # at most 30 s apart; of its two compile attempts a pair, the page keeps the last 100
+    while page.evaluate("labJudge.pairs.length") < 55:
+        page.clock.run_for(30_000)
+        wait_js(page, "labJudge.phase === 'waiting'")
+    assert page.evaluate("[labJudge.pause, labJudge.attempts.length]") == [30_000, 100]
+    assert not log["errors"], log["errors"]
     page.close()
 
 

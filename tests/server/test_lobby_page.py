@@ -101,6 +101,20 @@ def test_lobby_page_shows_worlds_live(browser, tmp_path: Path) -> None:
         assert errors == []
 
 
+# A second web/js/client.js client in the page, and 20 requests of it while its socket is
+# down (each waits for a socket until its timeout): how they ended, and the waiters left.
+OPEN_PROBE = """async () => {
+  const { Client } = await import("/js/client.js");
+  window.probe = await Client.connect();
+}"""
+ASK_WHILE_AWAY = """async () => {
+  while (window.probe._ws) await new Promise((wake) => setTimeout(wake, 20));
+  const asked = await Promise.allSettled(Array.from({ length: 20 }, () =>
+    window.probe.request("lobby.list", "lobby:main", {}, { timeout: 50 })));
+  return [asked.map((r) => r.reason?.name), window.probe._waiters.length];
+}"""
+
+
 # web/js/client.js on its own: requests matched by id (five at once), refusals as
 # RequestError with the server's code and detail, subscribe with `ready` and pushes.
 CLIENT_JS_REQUESTS = """async (token) => {
@@ -154,9 +168,12 @@ def test_lobby_page_reconnects_and_resumes_after_a_server_restart(browser, tmp_p
         expect(page.locator('tr[data-id="counter:one"] .revision')).to_have_text("1", timeout=WAIT)
 
         page.evaluate("window.sameDocument = true")
+        page.evaluate(OPEN_PROBE)
         port = server.port
         server.kill()
         expect(page.locator("#status")).to_have_text("reconnecting…", timeout=WAIT)
+        # requests made while the server is away time out, and leave nothing behind them
+        assert page.evaluate(ASK_WHILE_AWAY) == [["TimeoutError"] * 20, 0]
         server.start(port=port)  # same data, same address: the page's client comes back
         expect(page.locator("#status")).to_have_text("live · spectator", timeout=WAIT)
         _requests(server.ws_url, token, ("lobby.create", None, {"kind": "counter", "name": "two"}))

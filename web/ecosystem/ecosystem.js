@@ -12,7 +12,7 @@
 // anonymous page is an agent.
 
 import { Client, RequestError, socketUrl } from "/js/client.js";
-import { setStatus } from "/js/page.js";
+import { isolated, setStatus } from "/js/page.js";
 import { LineChart } from "/ecosystem/charts.js";
 import { drawPlane } from "/ecosystem/fields.js";
 import { drawFoodWeb } from "/ecosystem/foodweb.js";
@@ -289,7 +289,7 @@ function heatmaps(density) {
       canvas.dataset.plane = id;
       const cap = document.createElement("figcaption");
       const species = page.view.graph.species.find((s) => s.id === id);
-      cap.textContent = species ? `${id} · ${species.name}` : "basal resource";
+      cap.textContent = species ? `${id} · ${isolated(species.name)}` : "basal resource";
       fig.append(canvas, cap);
       return fig;
     }));
@@ -318,7 +318,7 @@ function legend() {
     const sw = document.createElement("span");
     sw.className = "swatch";
     sw.style.background = COLOURS[s.id];
-    span.append(sw, `${s.id} · ${s.name} (${s.role})`);
+    span.append(sw, `${s.id} · ${isolated(s.name)} (${s.role})`);
     return span;
   }));
 }
@@ -333,7 +333,7 @@ function origin(setup) {
     blocked: "blocked by the fidelity review",
   }[setup.source] ?? setup.source;
   const answers = setup.answers ?? page.view?.setup.answers;
-  $("#answers").textContent = answers ? FIELDS.map((k) => `${k}: ${answers[k]}`).join(" · ") : "";
+  $("#answers").textContent = answers ? FIELDS.map((k) => `${k}: ${isolated(answers[k])}`).join(" · ") : "";
   const failure = setup.failure ?? setup.blocked?.failure ?? null;
   const box = $("#failure");
   box.hidden = !failure;
@@ -358,7 +358,7 @@ function origin(setup) {
     const ul = document.createElement("ul");
     for (const o of intent.organisms) {
       const li = document.createElement("li");
-      li.textContent = `${o.slot}: ${o.name} (${o.source} ${o.start}..${o.end})${o.role ? `, ${o.role}` : ""}`;
+      li.textContent = `${o.slot}: ${isolated(o.name)} (${o.source} ${o.start}..${o.end})${o.role ? `, ${o.role}` : ""}`;
       ul.append(li);
     }
     for (const l of intent.links) {

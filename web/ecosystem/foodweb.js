@@ -4,6 +4,8 @@
 // endpoints, as the engine does), from each basal feeder to the resource, and a dashed
 // line for competition, mutualism or avoidance. Neutral pairs draw nothing.
 
+import { isolated } from "/js/page.js";
+
 const NS = "http://www.w3.org/2000/svg";
 const BASAL = new Set(["producer", "grazer", "omnivore"]);
 const RADIUS = 22;
@@ -75,7 +77,7 @@ export function drawFoodWeb(svg, graph, colours) {
     const g = el("g", { class: "node", "data-species": s.id, "data-role": s.role, "data-self": s.self });
     g.append(el("circle", { cx: pos[s.id].x, cy: pos[s.id].y, r: RADIUS, fill: colours[s.id] }));
     g.append(el("text", { class: "sid", x: pos[s.id].x, y: pos[s.id].y + 4 }, s.id));
-    g.append(el("text", { x: pos[s.id].x, y: pos[s.id].y + RADIUS + 13 }, `${s.name} · ${s.role}`));
+    g.append(el("text", { x: pos[s.id].x, y: pos[s.id].y + RADIUS + 13 }, `${isolated(s.name)} · ${s.role}`));
     g.append(el("text", { class: "self", x: pos[s.id].x, y: pos[s.id].y + RADIUS + 25 }, s.self));
     svg.append(g);
   }

@@ -1,7 +1,7 @@
 // The field page's feed: who joined, revealed, committed, solved and met whom, with each
 // agent's intent shown verbatim (as text, never as markup), newest first.
 
-import { isolated } from "/js/page.js";
+import { contained, isolated } from "/js/page.js";
 
 const KEEP = 200; // entries kept
 
@@ -57,7 +57,7 @@ export class Feed {
       if (line.intent) {
         const q = document.createElement("q");
         q.className = "intent";
-        q.textContent = line.intent; // verbatim
+        q.textContent = contained(line.intent); // verbatim but for what would leave its isolate
         li.append(" ", q);
       }
       return li;

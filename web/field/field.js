@@ -6,7 +6,7 @@
 // how far it got; once a growth finds no room the page says the game is over.
 
 import { Client, RequestError } from "/js/client.js";
-import { escapeHtml, setStatus } from "/js/page.js";
+import { bdi, setStatus } from "/js/page.js";
 import { FieldModel, Renderer } from "/field/render.js";
 import { Feed, linesOf } from "/field/feed.js";
 import { wireInput } from "/field/input.js";
@@ -148,7 +148,7 @@ function figures() {
     const state = a.health?.state ?? "healthy";
     const rate = ((a.health?.rate ?? 0) * 100).toFixed(1);
     return `<tr data-agent="${a.id}"><td><span class="swatch" style="background:hsl(${live.hues[i]},55%,60%)"></span></td>` +
-      `<td><bdi>${escapeHtml(a.name)}</bdi> <small>${a.id}${a.model ? ` · <bdi>${escapeHtml(a.model)}</bdi>` : ""}</small></td>` +
+      `<td>${bdi(a.name)} <small>${a.id}${a.model ? ` · ${bdi(a.model)}` : ""}</small></td>` +
       `<td class="num">${a.reward}</td><td class="health-${state}">${state} ${rate}%</td></tr>`;
   });
   put($("#agents tbody"), "innerHTML", rows.join(""));
@@ -156,7 +156,7 @@ function figures() {
 
 function boardRows(rows, last) {
   return rows.map((r) =>
-    `<tr><td><bdi>${escapeHtml(r.key)}</bdi></td><td class="num">${r.reward}</td>` +
+    `<tr><td>${bdi(r.key)}</td><td class="num">${r.reward}</td>` +
     `<td class="num">${last(r)}</td><td class="num">${r.dead}</td></tr>`).join("");
 }
 

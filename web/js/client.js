@@ -41,7 +41,7 @@ const KEY_ITEM = "petridish.key"; // localStorage: the anonymous caller's key (r
 const KEY_RE = /^[A-Za-z0-9_-]{16,64}$/; // a key as the server hands one out (protocol/envelope.py)
 
 /** The wait before attempt `attempt` (0, 1, ...): `base` ms doubling, at most `max`. */
-const backoff = (attempt, base, max) => Math.min(max, base * 2 ** Math.min(attempt, 20));
+export const backoff = (attempt, base, max) => Math.min(max, base * 2 ** Math.min(attempt, 20));
 
 /** The key a past visit kept, if storage allows one and it is well formed. */
 function storedKey() {
@@ -372,8 +372,14 @@ export class Client {
         const left = deadline - performance.now();
         if (left <= 0) throw timedOut();
         await new Promise((wake) => {
-          const timer = setTimeout(wake, left);
-          this._waiters.push(() => { clearTimeout(timer); wake(); });
+          // A waiter that times out leaves the list: a page asking on a timer through a
+          // long outage would otherwise keep one for every request it made.
+          const waiter = () => { clearTimeout(timer); wake(); };
+          const timer = setTimeout(() => {
+            this._waiters.splice(this._waiters.indexOf(waiter), 1);
+            wake();
+          }, left);
+          this._waiters.push(waiter);
         });
       }
       const ws = this._ws;

@@ -10,11 +10,29 @@ export function setStatus(state, text) {
 
 /** `s` as text safe inside HTML (elements and attribute values). */
 export function escapeHtml(s) {
-  return String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
+  return String(s).replace(/[&<>"']/g, (c) =>
+    ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+}
+
+// What would end an isolate around a text early, letting an override in it reverse the text
+// after: the isolate controls (its PDI closes the isolate; an LRI, RLI or FSI takes the
+// isolate's own PDI) and the paragraph separators (which close every isolate).
+const ISOLATES = /[\u2066-\u2069]/g;
+const PARAGRAPHS = /[\u001c-\u001e\u0085\u2029]/g;
+
+/** `s` (anyone's text) fit to sit in a direction isolate: its isolate controls dropped, its
+ * paragraph separators made spaces (embeddings and overrides end with the isolate). */
+export function contained(s) {
+  return String(s).replace(ISOLATES, "").replace(PARAGRAPHS, " ");
 }
 
 /** `s` (anyone's name) as a direction isolate inside a line of text: a right-to-left mark or
  * override in it cannot reorder the text around it. */
 export function isolated(s) {
-  return `\u2068${s}\u2069`;
+  return `\u2068${contained(s)}\u2069`;
+}
+
+/** `s` (anyone's name) as the HTML of a `<bdi>` element, the isolate of markup. */
+export function bdi(s) {
+  return `<bdi>${escapeHtml(contained(s))}</bdi>`;
 }

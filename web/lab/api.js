@@ -2,7 +2,8 @@
 // HTTP routes (verdicts, reports and votes), the client key a public judge keeps, and a
 // small status line.
 
-import { RequestError } from "/js/client.js";
+import { RequestError, backoff } from "/js/client.js";
+import { isolated } from "/js/page.js";
 
 /** The lab of this page's `?id=lab:NAME` (default lab:main). */
 export function labOfPage() {
@@ -55,7 +56,6 @@ export function clientKey() {
   return key;
 }
 
-/** Set the page's status line. */
 /** An organism's rating as a short text. */
 export function ratingText(o) {
   return `ordinal ${o.ordinal.toFixed(2)} · μ ${o.mu.toFixed(1)} σ ${o.sigma.toFixed(1)} · ` +
@@ -72,7 +72,7 @@ export function lineageList(lineage) {
     item.dataset.generation = String(a.generation);
     const state = a.status === "dead" ? "dead" : a.render_ok ? "proven" : "unproven";
     const parents = a.parents.length ? ` ← ${a.parents.join(" × ")}` : " (a first organism)";
-    item.textContent = `${"· ".repeat(a.generation)}${a.title ?? a.id} [${state}, ` +
+    item.textContent = `${"· ".repeat(a.generation)}${isolated(a.title ?? a.id)} [${state}, ` +
       `${a.source}, ordinal ${a.ordinal.toFixed(2)}]${parents}`;
     list.append(item);
   }
@@ -84,9 +84,30 @@ export function lineageList(lineage) {
   return list;
 }
 
+const KEPT = 100; // entries a page keeps of what it did
+
+/** Append `entry` to `list`, one of a page's records of what it did (read by tests and the
+ * curious), keeping the last KEPT: a page may deal pairs for hours. */
+export function record(list, entry) {
+  list.push(entry);
+  if (list.length > KEPT) list.splice(0, list.length - KEPT);
+}
+
 /** Sleep `ms` milliseconds. */
 export function sleep(ms) {
   return new Promise((wake) => setTimeout(wake, ms));
+}
+
+/** Wait before dealing the next pair after the `unshown`th in a row that `page` (its record,
+ * whose `phase` and `pause` say so) could not show: a lost WebGL context or a shader this
+ * browser will not draw is no verdict, and a browser that blocked WebGL loses every pair,
+ * so the page deals ever more slowly (0.3 s doubling to 30 s), not as fast as it can.
+ * `say(seconds)` tells the status line. */
+export async function waitToDeal(page, unshown, say) {
+  page.phase = "waiting";
+  page.pause = backoff(unshown - 1, 300, 30000);
+  say(page.pause / 1000);
+  await sleep(page.pause);
 }
 
 /** Keep `element` showing the lab's counts (lab.info every few seconds: a lab's stream is

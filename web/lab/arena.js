@@ -9,8 +9,8 @@
 // `labArena.judge(organism)` proves one organism through the same routes.
 
 import { Client, RequestError, socketUrl } from "/js/client.js";
-import { labOfPage, linkLabPages, lineageList, post, ratingText, showCounts, sleep }
-  from "/lab/api.js";
+import { labOfPage, linkLabPages, lineageList, post, ratingText, record, showCounts, sleep,
+         waitToDeal } from "/lab/api.js";
 import { setStatus as showStatus } from "/js/page.js";
 import { Stage, firstLine, panelFrame, prove } from "/lab/gl.js";
 
@@ -31,9 +31,10 @@ function setStatus(state, text) {
   showStatus(state, text);
 }
 
-// What the page did, for the owner's eyes and the gate: pairs dealt, verdicts, losses.
-const arena = { phase: "starting", pairs: [], verdicts: [], votes: [], losses: 0, judge: null,
-                backlog: null, ready: null };
+// What the page did, for the owner's eyes and the gate: pairs dealt, verdicts and votes (the
+// last of each), losses; `pause` the wait after the latest pair whose context was lost.
+const arena = { phase: "starting", pairs: [], verdicts: [], votes: [], losses: 0, pause: 0,
+                judge: null, backlog: null, ready: null };
 window.labArena = arena;
 
 function takeToken() {
@@ -103,7 +104,7 @@ async function report(o, outcome, pair) {
     entry.error = String(err.message ?? err);
     setStatus("error", `could not post the verdict on ${o.id}: ${entry.error}`);
   }
-  arena.verdicts.push(entry);
+  record(arena.verdicts, entry);
   return entry;
 }
 
@@ -170,7 +171,7 @@ function choose(pair, results) {
 async function vote(pair, choice) {
   const winner = choice === "left" ? pair.left.id : pair.right.id;
   const voted = await post("/api/vote", lab, { pair: pair.pair, winner }, token);
-  arena.votes.push({ pair: pair.pair, winner, judged: voted.winner.judged });
+  record(arena.votes, { pair: pair.pair, winner, judged: voted.winner.judged });
   const side = choice;
   const other = choice === "left" ? "right" : "left";
   sides[side].querySelector(".rating").textContent = `won · ${ratingText(voted.winner)}`;
@@ -187,6 +188,7 @@ function releaseAll(results) {
 async function deal() {
   document.getElementById("pair").hidden = false;
   document.getElementById("bar").hidden = false;
+  let lost = 0; // pairs in a row whose context was lost
   for (;;) {
     arena.phase = "dealing";
     let pair;
@@ -202,16 +204,18 @@ async function deal() {
       await sleep(2000);
       continue;
     }
-    arena.pairs.push(pair.pair);
+    record(arena.pairs, pair.pair);
     show("left", pair.left, "judging…");
     show("right", pair.right, "judging…");
     arena.phase = "judging";
     setStatus("live", `pair ${pair.pair}: judging`);
     const results = await judgePair(pair);
     if (results === null) {
-      setStatus("lost", "the WebGL context was lost: dealing a fresh pair (no verdict)");
+      await waitToDeal(arena, ++lost, (s) =>
+        setStatus("lost", `the WebGL context was lost: a fresh pair in ${s} s (no verdict)`));
       continue; // the next deal makes fresh canvases
     }
+    lost = 0;
     arena.phase = "voting";
     setStatus("live", "vote: ← left · → right · s skip");
     const choice = await choose(pair, results);

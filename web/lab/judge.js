@@ -8,7 +8,8 @@
 // /api/pub/vote under the client key this browser keeps.
 
 import { Client, RequestError, socketUrl } from "/js/client.js";
-import { clientKey, labOfPage, linkLabPages, post, showCounts, sleep } from "/lab/api.js";
+import { clientKey, labOfPage, linkLabPages, post, record, showCounts, sleep, waitToDeal }
+  from "/lab/api.js";
 import { setStatus } from "/js/page.js";
 import { SILENT, Stage, instrument, prove } from "/lab/gl.js";
 
@@ -72,9 +73,10 @@ class Voice {
 
 const voice = new Voice(document.getElementById("voice"), document.getElementById("play"));
 
-// What the page did: pairs dealt, each compile attempt, each report (read by tests).
+// What the page did: pairs dealt, each compile attempt, each report (the last of each, read
+// by tests); `pause` the wait after the latest pair it could not show.
 const judge = { phase: "starting", pairs: [], attempts: [], reports: [], votes: 0,
-                losses: 0, audio: () => voice.levels() };
+                losses: 0, pause: 0, audio: () => voice.levels() };
 window.labJudge = judge;
 
 function stageOf(side) {
@@ -90,7 +92,7 @@ function stageOf(side) {
 /** The instrumented copy, then (if that fails) the pristine body: {program} or a failure. */
 function compileForJudging(stage, o) {
   const attempt = { id: o.id, instrumented: null, pristine: null };
-  judge.attempts.push(attempt);
+  record(judge.attempts, attempt);
   const first = stage.compile(instrument(o.code));
   attempt.instrumented = first.program ? "ok" : first.lost ? "lost" : "failed";
   if (first.program || first.lost) return first;
@@ -101,7 +103,7 @@ function compileForJudging(stage, o) {
 
 async function report(id, ok) {
   const entry = { id, ok, verdict: null };
-  judge.reports.push(entry);
+  record(judge.reports, entry);
   try {
     entry.verdict = (await post("/api/pub/seen", lab, { id, client_key: key, ok })).verdict;
   } catch (err) {
@@ -171,6 +173,7 @@ function choose() {
 }
 
 async function loop() {
+  let unshown = 0; // pairs in a row that could not be shown
   for (;;) {
     judge.phase = "dealing";
     let pair;
@@ -183,20 +186,18 @@ async function loop() {
       await sleep(waiting ? 2000 : 3000);
       continue;
     }
-    judge.pairs.push({ pair: pair.pair, left: pair.left.id, right: pair.right.id,
-                       canary: pair.canary });
+    record(judge.pairs, { pair: pair.pair, left: pair.left.id, right: pair.right.id,
+                          canary: pair.canary });
     judge.phase = "judging";
     setStatus("live", "drawing…");
     const outcome = await judgePair(pair);
-    if (outcome === "lost") {
-      setStatus("lost", "the WebGL context was lost: a fresh pair");
+    if (outcome === "lost" || outcome === "skipped") {
+      const why = outcome === "lost" ? "the WebGL context was lost" : "one of them would not draw here";
+      await waitToDeal(judge, ++unshown, (s) =>
+        setStatus(outcome === "lost" ? "lost" : "live", `${why}: the next pair in ${s} s`));
       continue;
     }
-    if (outcome === "skipped") {
-      setStatus("live", "one of them would not draw here: the next pair");
-      await sleep(300);
-      continue;
-    }
+    unshown = 0;
     judge.phase = "voting";
     setStatus("live", "which one? ← · → · s to skip");
     const choice = await choose();

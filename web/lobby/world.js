@@ -7,18 +7,27 @@ import { setStatus } from "/js/page.js";
 const id = new URLSearchParams(location.search).get("id") ?? "";
 const $ = (sel) => document.querySelector(sel);
 const KEEP = 50; // events shown
+// Written as their JSON escapes: the direction controls and the paragraph separators in
+// anyone's text (a name), which would reorder the rest of its line as shown.
+const UNSHOWN = /[\u0085\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
 $("#world").textContent = id;
 document.title = `Petri Dish Games — ${id}`;
+
+/** `value` as JSON text, every character it holds shown where it is. */
+function jsonText(value, indent) {
+  return JSON.stringify(value, null, indent).replace(UNSHOWN, (c) =>
+    `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
 
 function onPush(push) {
   $("#rev").textContent = String(push.rev);
   if (push.kind === "snapshot") {
-    $("#view").textContent = JSON.stringify(push.data, null, 2).slice(0, 20000);
+    $("#view").textContent = jsonText(push.data, 2).slice(0, 20000);
     return;
   }
   for (const event of push.data ?? []) {
     const li = document.createElement("li");
-    li.textContent = JSON.stringify(event);
+    li.textContent = jsonText(event);
     $("#events").prepend(li);
   }
   while ($("#events").children.length > KEEP) $("#events").lastChild.remove();
