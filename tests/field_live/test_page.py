@@ -1,9 +1,10 @@
 """The field page in headless Chromium: the daily field drawn, updated live, scrubbed back;
 the feed with intents verbatim, the phone layout and touch, growth markers, reached
-tiles, replay, game over, and tile outlines at high zoom."""
+tiles, replay, game over, tile outlines at high zoom, and a long outage."""
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import trio
 from playwright.sync_api import expect
 
 from protocol.client import Client
+from tests import inflight
 from tests.bidi import ESCAPES, in_order
 from tests.field_live._live import ready, start
 from tests.server.server_process import ServerProcess
@@ -328,3 +330,58 @@ def test_no_name_reorders_the_line_it_is_shown_in(browser, tmp_path: Path) -> No
         assert '"para\\u2029\\u202eoverride"' in shown and "\\u2066lri" in shown
         assert not set(shown) & set("\u2066\u2069\u2029\u202e"), "no raw control is shown"
         assert not errors, errors
+
+
+def _until(page, js: str, timeout: float = WAIT / 1000) -> None:
+    """Poll `js` (a function of no arguments) until it is true; the page's clock may be
+    faked, so the waiting is done here."""
+    deadline = time.monotonic() + timeout
+    while not page.evaluate(js):
+        assert time.monotonic() < deadline, f"never true: {js}"
+        time.sleep(0.1)
+
+
+# Every text the status line shows, once the page's scripts ran (reconnect attempts and
+# failed readings take turns at it while the server is away).
+STATUSES = """window.__statuses = [];
+addEventListener("DOMContentLoaded", () => {
+  const status = document.getElementById("status");
+  new MutationObserver(() => window.__statuses.push(status.textContent))
+    .observe(status, { childList: true, characterData: true, subtree: true });
+});"""
+
+
+def test_through_a_long_outage_the_page_asks_once_and_resumes(browser, tmp_path: Path) -> None:
+    """The figures are read every 2 s; with the server away for 70 s (the page's clock run
+    on) the page waits on one reading at a time, not one per tick, each failure is said
+    in the status (no unhandled rejection), and once the server is back it reads again."""
+    with ServerProcess(tmp_path / "data", "--open") as server:
+        _join(server.ws_url, "outage", ("a",))
+        page = browser.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        inflight.watch(page)
+        page.add_init_script(STATUSES)
+        page.clock.install()
+        page.goto(f"{server.http_url}/field/?id=field:outage")
+        status = page.locator("#status")
+        expect(status).to_contain_text("live · revision", timeout=WAIT)
+        inflight.count(page)
+        page.clock.run_for(2_000)
+        _until(page, "() => window.__requests.done['field.leaderboard'] >= 1")
+        port = server.port
+        server.kill()
+        expect(status).to_contain_text("reconnecting", timeout=WAIT)
+        page.clock.run_for(70_000)  # 35 ticks; a request waits 30 s for a socket
+        seen = inflight.seen(page)
+        assert max(seen["most"].values()) == 1, seen
+        assert seen["rejections"] == [] and errors == [], (seen["rejections"], errors)
+        said = page.evaluate("window.__statuses")
+        assert "figures not refreshed: field.observe got no reply within 30000 ms" in said, said
+        done = seen["done"].get("field.leaderboard", 0)
+        server.start(port=port)
+        expect(status).to_contain_text("live · revision", timeout=WAIT)
+        _until(page, f"() => window.__requests.done['field.leaderboard'] > {done}")
+        seen = inflight.seen(page)
+        assert max(seen["most"].values()) == 1, seen
+        assert seen["rejections"] == [] and errors == [], (seen["rejections"], errors)

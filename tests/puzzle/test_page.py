@@ -273,3 +273,58 @@ def test_the_editor_saves_a_level_the_server_validates_and_solves(browser: Any,
         _start(fresh, link.input_value())
         assert fresh.evaluate("window.puzzlePage.view.level_id") == "made"
         assert not errors, errors
+
+
+
+# A level's id: a number in its JSON (its decimal text on the wire: "1"), or any string, also
+# one with a carriage return (which HTML reads as a newline).
+IDS = (1, 2, "three\rlines\r\n")
+
+
+def _pack_of_ids(url: str, token: str, pack: str) -> list[str]:
+    """Save the starter pack's first levels into `puzzlepack:pack`, one for each of `IDS`;
+    their titles."""
+    import json
+
+    import trio
+
+    from protocol.client import Client
+
+    starter = Path(__file__).parents[2] / "actors/puzzle/packs/starter.json"
+    levels = json.loads(starter.read_text())["levels"][:len(IDS)]
+
+    async def run() -> None:
+        async with Client.connect(url, token=token) as c:
+            to = f"puzzlepack:{pack}"
+            await c.request("puzzlepack.create", to, {"name": "Odd ids"})
+            for level_id, level in zip(IDS, levels, strict=True):
+                await c.request("puzzlepack.save", to, {"level": {**level, "id": level_id}})
+
+    trio.run(run)
+    return [lv["name"] for lv in levels]
+
+
+def test_a_level_opens_from_its_list_whatever_its_id(browser: Any, tmp_path: Path) -> None:
+    """A click on a level in the player page's list goes to it, and in the editor's pack
+    list loads it, for a number id and a string id with a carriage return alike: the page
+    sends the id the server gave it."""
+    ann = TokenStore(tmp_path / "data").create("agent", "ann")
+    with ServerProcess(tmp_path / "data") as server:
+        titles = _pack_of_ids(server.ws_url, ann, "odd")
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        errors = _errors(page)
+        _start(page, f"{server.http_url}/puzzle/?installed=odd&token={ann}")
+        current = page.locator("#levels li.current")
+        expect(current).to_have_text(titles[0])
+        for index in (2, 1):
+            page.locator("#levels li", has_text=titles[index]).click()
+            expect(current).to_have_text(titles[index], timeout=WAIT)
+            assert page.evaluate("window.puzzlePage.view.level_id") == str(IDS[index])
+
+        editor = browser.new_page(viewport={"width": 1280, "height": 1000})
+        editor_errors = _errors(editor)
+        editor.goto(f"{server.http_url}/puzzle/editor.html?pack=odd&token={ann}")
+        for index in (2, 1):
+            editor.locator("#pack-levels li", has_text=titles[index]).click()
+            expect(editor.locator("#level-name")).to_have_value(titles[index], timeout=WAIT)
+        assert not errors and not editor_errors, (errors, editor_errors)

@@ -2,8 +2,9 @@
 the owner types the token in (it never reaches the address), the page lists the worlds and
 connections, revokes a token (and a real client holding that token is closed with 1008),
 issues a token that then says hello, stops and releases a world; at 390x844 nothing
-overflows sideways, and a refusal shows in view beside its form until the next success.
-Everything under the page's own CSP, without a violation."""
+overflows sideways, and a refusal shows in view beside its form until the next success;
+through a long outage it refreshes one at a time. Everything under the page's own CSP,
+without a violation."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
 from server.auth import TokenStore
+from tests import inflight
 from tests.server.server_process import ServerProcess
 
 pytestmark = pytest.mark.browser
@@ -126,4 +128,40 @@ def test_the_console_fits_a_phone(browser: Any, tmp_path: Path) -> None:
         expect(page.locator('#tokens tr[data-name="carol"]')).to_be_visible(timeout=WAIT)
         expect(page.locator("#error")).to_be_hidden()
         assert page.evaluate("window.__violations") == []
+        page.close()
+
+
+def test_through_a_long_outage_the_console_refreshes_once_at_a_time(
+        browser: Any, tmp_path: Path) -> None:
+    """The console refreshes every 2 s; with the server away for 70 s (the page's clock run
+    on) it waits on one refresh at a time, not one per tick, shows why it has none, and
+    once the server is back refreshes again and takes the error away."""
+    with ServerProcess(tmp_path / "data") as server:
+        assert server.owner_token
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        inflight.watch(page)
+        page.clock.install()
+        _open_console(page, server.http_url, server.owner_token)
+        expect(page.locator("body")).to_have_attribute("data-refreshed", "1", timeout=WAIT)
+        inflight.count(page)
+        port = server.port
+        server.kill()
+        expect(page.locator("#status")).to_have_attribute("data-state", "reconnecting",
+                                                          timeout=WAIT)
+        page.clock.run_for(70_000)  # 35 ticks; a request waits 30 s for a socket
+        seen = inflight.seen(page)
+        assert max(seen["most"].values()) == 1, seen
+        assert seen["rejections"] == [] and errors == [], (seen["rejections"], errors)
+        expect(page.locator("#error")).to_have_text(
+            "TimeoutError: admin.overview got no reply within 30000 ms")
+        refreshed = int(page.get_attribute("body", "data-refreshed") or 0)
+        server.start(port=port)
+        expect(page.locator("#status")).to_have_attribute("data-state", "open", timeout=WAIT)
+        expect(page.locator("#error")).to_be_hidden(timeout=WAIT)
+        assert int(page.get_attribute("body", "data-refreshed") or 0) > refreshed
+        seen = inflight.seen(page)
+        assert max(seen["most"].values()) == 1, seen
+        assert seen["rejections"] == [] and errors == [], (seen["rejections"], errors)
         page.close()

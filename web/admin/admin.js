@@ -7,7 +7,7 @@
 // the tables are read again after it.
 
 import { Client, RequestError, socketUrl } from "/js/client.js";
-import { setStatus } from "/js/page.js";
+import { oneAtATime, setStatus } from "/js/page.js";
 
 const ADMIN = "admin:main";
 const KEY = "petridish.owner-token";
@@ -18,12 +18,14 @@ const $ = (sel) => document.querySelector(sel);
 const offsets = { worlds: 0, connections: 0 };
 let client = null;
 let timer = null;
+let tickFailed = false; // the error shown is a timed refresh's: the next good one clears it
 
 const HOME = $("#error").parentElement; // the token's panel, at the top
 
 /** Show `err` just after `near` (the part of the page whose action failed, scrolled into
  * view) or in the token's panel; null clears it. */
 function showError(err, near = null) {
+  tickFailed = false;
   const box = $("#error");
   box.hidden = !err;
   box.textContent = err ? (err instanceof RequestError ? err.message : String(err)) : "";
@@ -186,21 +188,36 @@ function pager(list, total) {
   $(`#${list}-count`).textContent = shown;
 }
 
-async function refresh() {
+// One refresh at a time: a timer's tick or an action's while one is in flight has one more
+// start after it (with the offsets and role as they are then), so an outage piles up none.
+const refresh = oneAtATime(async () => {
   if (!client) return;
-  const [overview, worlds, connections, tokens, budgets] = await Promise.all([
+  // Settled, all of them, before the next refresh may start: a refusal of one ends none.
+  const replies = await Promise.allSettled([
     ask("admin.overview"),
     ask("admin.worlds", { offset: offsets.worlds, limit: PAGE }),
     ask("admin.connections", { offset: offsets.connections, limit: PAGE, role: $("#role").value }),
     ask("admin.tokens"),
     ask("admin.budgets"),
   ]);
+  const failed = replies.find((r) => r.status === "rejected");
+  if (failed) throw failed.reason;
+  const [overview, worlds, connections, tokens, budgets] = replies.map((r) => r.value);
   renderOverview(overview);
   renderWorlds(worlds);
   renderConnections(connections);
   renderTokens(tokens.tokens);
   renderBudgets(budgets);
   document.body.dataset.refreshed = String(Number(document.body.dataset.refreshed ?? 0) + 1);
+});
+
+/** The timer's refresh (none while the tab is hidden); its error shows until one succeeds. */
+function tick() {
+  if (document.hidden) return;
+  refresh().then(() => { if (tickFailed) showError(null); }, (err) => {
+    showError(err);
+    tickFailed = true;
+  });
 }
 
 function disconnect() {
@@ -235,9 +252,7 @@ async function connect(token) {
   setStatus("open", "live · owner");
   $("#console").hidden = false;
   await refresh().catch(showError);
-  timer = setInterval(() => {
-    if (!document.hidden) refresh().catch(showError);
-  }, REFRESH);
+  timer = setInterval(tick, REFRESH);
 }
 
 $("#login").addEventListener("submit", (e) => {

@@ -6,7 +6,7 @@
 // how far it got; once a growth finds no room the page says the game is over.
 
 import { Client, RequestError } from "/js/client.js";
-import { bdi, setStatus } from "/js/page.js";
+import { bdi, oneAtATime, setStatus } from "/js/page.js";
 import { FieldModel, Renderer } from "/field/render.js";
 import { Feed, linesOf } from "/field/feed.js";
 import { wireInput } from "/field/input.js";
@@ -163,28 +163,41 @@ function boardRows(rows, last) {
 const wrong = (r) => `${(r.wrong_rate * 100).toFixed(1)}%`;
 let alltimeAt = -Infinity;
 
-async function refresh() {
-  // Health and totals are figures of the fold, not of the events: read them now and then.
+// Health and totals are figures of the fold, not of the events: read them now and then,
+// one reading at a time (ticks while one waits, as through an outage, add one reading).
+const refresh = oneAtATime(async () => {
   if (!live) return;
-  try {
-    const obs = await client.request("field.observe", topic, { rect: [0, 0, 1, 1] });
-    obs.agents.forEach((a, i) => {
-      if (live.agents[i]) live.agents[i].health = a.health;
-    });
-    live.totals = obs.totals;
-    figures();
-    const board = await client.request("field.leaderboard", topic, {});
-    put($("#board-users tbody"), "innerHTML", boardRows(board.users, wrong));
-    put($("#board-models tbody"), "innerHTML", boardRows(board.models, wrong));
-    if (performance.now() - alltimeAt > 10000) {
-      alltimeAt = performance.now();
-      const all = await client.request("field.leaderboard", topic, { merged: true });
-      put($("#alltime-users tbody"), "innerHTML", boardRows(all.users, (r) => r.days));
-      days(all.days);
-    }
-  } catch (err) {
-    if (!(err instanceof RequestError)) throw err;
+  const obs = await client.request("field.observe", topic, { rect: [0, 0, 1, 1] });
+  obs.agents.forEach((a, i) => {
+    if (live.agents[i]) live.agents[i].health = a.health;
+  });
+  live.totals = obs.totals;
+  figures();
+  const board = await client.request("field.leaderboard", topic, {});
+  put($("#board-users tbody"), "innerHTML", boardRows(board.users, wrong));
+  put($("#board-models tbody"), "innerHTML", boardRows(board.models, wrong));
+  if (performance.now() - alltimeAt > 10000) {
+    alltimeAt = performance.now();
+    const all = await client.request("field.leaderboard", topic, { merged: true });
+    put($("#alltime-users tbody"), "innerHTML", boardRows(all.users, (r) => r.days));
+    days(all.days);
   }
+});
+
+let unread = false; // the last reading failed, and the status says so
+
+/** Read the figures; a failure shows in the status until a reading succeeds. */
+function readFigures() {
+  refresh().then(() => {
+    if (unread && live) {
+      if (mode === "live") report();
+      else shown(shownModel);
+    }
+    unread = false;
+  }, (err) => {
+    unread = true;
+    setStatus("error", `figures not refreshed: ${err.message}`);
+  });
 }
 
 /** The day picker: every day on the all-time board, and today; picking one opens it. */
@@ -287,7 +300,7 @@ async function main() {
     queue.push(push);
     pump();
   }, { since: since ?? null });
-  setInterval(refresh, 2000);
+  setInterval(readFigures, 2000);
 }
 
 // For tests and curious people: the page's state from the console.

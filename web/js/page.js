@@ -8,6 +8,25 @@ export function setStatus(state, text) {
   el.textContent = text;
 }
 
+/** `task` (async, no arguments) run one at a time. A call while a run is in flight starts
+ * none: it has one more run start once that one settles, shared by every call meanwhile, and
+ * settles with it. A page reading on a timer through an outage so waits on one request, not
+ * on one per tick. */
+export function oneAtATime(task) {
+  let running = null; // the run in flight
+  let next = null; // the run after it
+  const run = () => {
+    if (running) return (next ??= running.then(again, again));
+    running = task().finally(() => { running = null; });
+    return running;
+  };
+  const again = () => {
+    next = null;
+    return run();
+  };
+  return run;
+}
+
 /** `s` as text safe inside HTML (elements and attribute values). */
 export function escapeHtml(s) {
   return String(s).replace(/[&<>"']/g, (c) =>

@@ -215,8 +215,8 @@ function showPack() {
   $("#pack-id").textContent = packId ? `puzzlepack:${packId}` : "";
   if (!pack) return;
   $("#pack-name").value = pack.name;
-  $("#pack-levels").innerHTML = pack.levels.map((lv) =>
-    `<li data-level="${escapeHtml(lv.id)}">${escapeHtml(lv.title || lv.id)} <small>${lv.width}×${lv.height}` +
+  $("#pack-levels").innerHTML = pack.levels.map((lv, i) =>
+    `<li data-index="${i}">${escapeHtml(lv.title || lv.id)} <small>${lv.width}×${lv.height}` +
     `${lv.solution ? ` · solved in ${lv.solution}` : ""}</small></li>`).join("");
 }
 
@@ -323,8 +323,9 @@ $("#height").addEventListener("change", resize);
 $("#profile").addEventListener("change", changed);
 for (const id of ["#level-id", "#level-name", "#hint-text"]) $(id).addEventListener("change", draw);
 $("#pack-levels").addEventListener("click", (e) => {
-  const li = e.target.closest("li[data-level]");
-  if (li) report(() => load(li.dataset.level))();
+  // The id from the pack, not from the markup: HTML makes a carriage return in one a newline.
+  const li = e.target.closest("li[data-index]");
+  if (li) report(() => load(pack.levels[Number(li.dataset.index)].id))();
 });
 $("#apply-json").addEventListener("click", () => {
   try {

@@ -67,7 +67,7 @@ function render() {
   $("#rules").innerHTML = view.board.rules.map((r) => `<li>${escapeHtml(r)}</li>`).join("");
   const solved = new Set(view.solved);
   $("#levels").innerHTML = view.pack_levels.map((lv, i) =>
-    `<li data-level="${escapeHtml(lv.id)}" class="${i === view.level ? "current" : ""} ${solved.has(lv.id) ? "solved" : ""}">` +
+    `<li data-index="${i}" class="${i === view.level ? "current" : ""} ${solved.has(lv.id) ? "solved" : ""}">` +
     `${escapeHtml(lv.title || lv.id)}</li>`).join("");
   slider.max = String(view.moves.length);
   if (mode === "live") {
@@ -267,8 +267,9 @@ $("#banner-undo").addEventListener("click", () => act("undo"));
 $("#hint").addEventListener("click", hint);
 $("#share").addEventListener("click", () => share().catch((err) => say(err.message)));
 $("#levels").addEventListener("click", (e) => {
-  const li = e.target.closest("li[data-level]");
-  if (li && canPlay) act(`level:${li.dataset.level}`);
+  // The id from the view, not from the markup: HTML makes a carriage return in one a newline.
+  const li = e.target.closest("li[data-index]");
+  if (li && canPlay) act(`level:${view.pack_levels[Number(li.dataset.index)].id}`);
 });
 
 // A swipe on the board (touch, pen or a mouse drag) moves; a tap waits.
