@@ -33,7 +33,8 @@ again wherever the world is, with backoff while it has subscribers (as spectator
 host resubscribe: what was pushed meanwhile of the figures comes with the next push).
 
 The same feed tells a follower of a stream (`follow`: the owner's holds, holds.py) when
-that stream moved.
+that stream moved. A read for the feed that finds the store down logs one line, at most
+every DOWN_LOG_EVERY seconds; the next notification (or listen) reads again.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ import trio
 from actors.runtime.mailbox import Pending, ViewMsg
 from actors.runtime.subscriber import SubscriberQueue
 from actors.runtime.topic import Topic
+from actors.store import StoreUnavailable
 from protocol.envelope import encode_push
 from protocol.errors import ErrorCode, ProtocolError
 from server.storage.postgres import PostgresEventStore
@@ -62,6 +64,7 @@ IDLE = 30.0  # seconds a mirror with no subscriber is kept (a reconnect comes ba
 SWEEP = 5.0  # seconds between looks for idle mirrors
 RELISTEN = 1.0  # seconds before listening again after the notification connection failed
 RELISTEN_LOG_EVERY = 10.0  # seconds between two warnings that listening failed
+DOWN_LOG_EVERY = 10.0  # seconds between two warnings of reads the store refused (down)
 RELAY_RETRY = 0.2  # seconds before following a world's snapshot pushes again, doubling
 RELAY_RETRY_MAX = 5.0  # ... up to this
 
@@ -163,6 +166,7 @@ class Mirrors:
         # snapshot pushes relayed by hosts, and of them those dropped for coming too late
         self.relayed = self.late = 0
         self._counted = (0, 0, 0)  # of the current listening connection
+        self._down_log = Throttle(DOWN_LOG_EVERY)
         self._nursery: trio.Nursery | None = None
 
     def __len__(self) -> int:
@@ -342,7 +346,9 @@ class Mirrors:
                     read, mirror.drain_read = mirror.drain_read, False
                     if mirror.rev is not None and self._mirrors.get(mirror.actor_id) is mirror:
                         await self._advance(mirror, read=read)
-            except Exception:  # the next notification (or subscribe) reads again
+            except StoreUnavailable as down:  # the next notification (or subscribe) reads again
+                self._down(f"publishing {mirror.actor_id} to its spectators", down)
+            except Exception:
                 log.exception("publishing %s to its spectators failed", mirror.actor_id)
 
         self._nursery.start_soon(drain)
@@ -372,6 +378,8 @@ class Mirrors:
                     async with mirror.lock:
                         if mirror.rev is not None:
                             await self._advance(mirror, before=mark, upto=rev)
+            except StoreUnavailable as down:
+                self._down(f"following {mirror.actor_id}'s snapshot pushes", down)
             except Exception:
                 log.exception("following %s's snapshot pushes failed", mirror.actor_id)
             finally:
@@ -419,7 +427,9 @@ class Mirrors:
             if stream in moved:
                 try:
                     await catch_up()
-                except Exception:  # the next notification (or listen) tries again
+                except StoreUnavailable as down:  # the next notification (or listen) tries again
+                    self._down(f"following {stream}", down)
+                except Exception:
                     log.exception("following %s failed", stream)
         due = [m for name, rev in moved.items()
                if (m := self._mirrors.get(name)) is not None and m.rev is not None
@@ -436,8 +446,17 @@ class Mirrors:
                 return
             try:
                 await self._advance(mirror)
-            except Exception:  # the next notification (or subscribe) reads again
+            except StoreUnavailable as down:  # the next notification (or subscribe) reads again
+                self._down(f"reading {mirror.actor_id} for its spectators", down)
+            except Exception:
                 log.exception("reading %s for its spectators failed", mirror.actor_id)
+
+    def _down(self, what: str, down: StoreUnavailable) -> None:
+        """Log a read the store refused, being down (an outage, expected: no traceback),
+        in one line at most every DOWN_LOG_EVERY seconds for every such read."""
+        if (held := self._down_log.due()) is not None:
+            log.warning("%s failed: %s; read again once the store answers (%d more "
+                        "since the last report)", what, down.why, held)
 
     async def _sweep(self) -> None:
         """Drop mirrors nobody watched for IDLE seconds."""
