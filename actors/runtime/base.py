@@ -276,6 +276,7 @@ class Actor(ABC):
         if not self._handled or not self._waiting or self._deferred or not self._idle(followed):
             return False
         log.debug("%s unloaded to make room", self.actor_id)
+        self._topic.unloaded = True
         return True
 
     def footprint(self, above: int | None = None) -> int | None:

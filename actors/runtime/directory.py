@@ -20,7 +20,8 @@ a use) that can go (nobody subscribed, no message waiting or being handled, no a
 owed, no offloaded work running, and a message handled since it loaded: one loaded for a
 caller whose message is not yet posted stays), as its idle unload would. Failing that, it
 unloads a world whose every subscriber lets it go (`SubscriberQueue.footprint`: the server
-gives its anonymous spectators the number of worlds their client follows), whose lightest
+gives its anonymous spectators the number of worlds their client follows; another process's
+mirror says its spectators', `topic.Relay`), whose lightest
 follower follows the most (a few clients following many worlds cannot pin them all), its
 subscribers told `resync` `actor_stopped`; a caller with a footprint of its own (the
 message's answer or subscriber queue has one) unloads only a world whose followers all

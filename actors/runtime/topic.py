@@ -16,13 +16,15 @@ subscriber that joins while a push is being spread skips it (its first push cove
 busy server the actor waits as long again before the next push (see Actor._push_if_due).
 
 A `Relay` is a follower of the topic on another process (a cluster's mirror of the world,
-server/cluster/mirrors.py): it counts as a subscriber, and gets the snapshot pushes (the
-events reach it through the store) and the end of the topic, in order; once `closed` it
-is forgotten.
+server/cluster/mirrors.py): it counts as a subscriber while someone watches through it,
+holding the world as firmly as they would (its `footprint`), and gets the snapshot pushes
+(the events reach it through the store) and the end of the topic, in order; once
+`closed` it is forgotten.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
@@ -35,18 +37,24 @@ from protocol.envelope import encode_push, encode_result
 from protocol.errors import ErrorCode, ProtocolError
 
 FANOUT_CHUNK = 64  # subscribers offered a push between two yields of the spread task
+UNWATCHED = 0  # a relay's footprint while nobody watches through it
 
 
 class Relay(Protocol):
     """A follower of the topic's snapshot pushes on another process."""
 
     closed: bool
+    # How firmly its spectators hold the world live, as one subscriber's
+    # (`SubscriberQueue.footprint`: None holds it, else the fewest worlds any of their
+    # clients follows), or UNWATCHED: it is then no follower.
+    footprint: int | None
 
     def snapshot(self, rev: int, frame: str) -> None:
         """A snapshot push of the state at `rev` (the frame every subscriber got)."""
 
-    def stopped(self, rev: int) -> None:
-        """The topic ended at `rev` (its actor stopped)."""
+    def stopped(self, rev: int, unloaded: bool) -> None:
+        """The topic ended at `rev`: its actor stopped (`unloaded`: to make room, its
+        followers letting it go)."""
 
 
 class Topic:
@@ -67,9 +75,10 @@ class Topic:
         self._pending_rev = 0
         self.dropped = 0
         self._relays: list[Relay] = []
+        self.unloaded = False  # its actor was unloaded to make room (`close` tells relays)
 
     def __len__(self) -> int:
-        relays = sum(not r.closed for r in self._relays) if self._relays else 0
+        relays = sum(map(_watching, self._relays)) if self._relays else 0
         return len(self._subscribers) + relays
 
     def relay(self, relay: Relay | None) -> None:
@@ -144,21 +153,22 @@ class Topic:
         return len(self)
 
     def footprint(self, above: int | None) -> int | None:
-        """The least footprint of the subscribers (`SubscriberQueue.footprint`: what their
-        clients follow), or None when there is no subscriber, one holds the world (its
-        footprint is None), or one's is not above `above` (None: any)."""
+        """The least footprint of the subscribers and watched relays
+        (`SubscriberQueue.footprint`: what their clients follow), or None when there is
+        none, one holds the world (its footprint is None), or one's is not above `above`
+        (None: any)."""
         least = None
-        for queue in self._subscribers:
-            if queue.closed:
-                continue
-            size = queue.footprint
+        sizes = itertools.chain((q.footprint for q in self._subscribers if not q.closed),
+                                (r.footprint for r in self._relays if _watching(r)))
+        for size in sizes:
             if size is None or (above is not None and size <= above):
                 return None
             least = size if least is None else min(least, size)
         return least
 
     def close(self, rev: int) -> None:
-        """The actor stopped: every subscriber gets a resync and the topic is empty."""
+        """The actor stopped: every subscriber gets a resync, every relay its end (and
+        whether it was `unloaded`), and the topic is empty."""
         while self._spread:  # the spread task is gone: finish its pushes here
             push, frame, push_rev, queues, _ = self._spread.popleft()
             self._deliver_spread(push, queues, frame, push_rev)
@@ -169,7 +179,7 @@ class Topic:
         relays, self._relays = self._relays, []
         for relay in relays:
             if not relay.closed:
-                relay.stopped(rev)
+                relay.stopped(rev, self.unloaded)
 
     def events_after(self, since: int, rev: int) -> list[Event] | None:
         """The events after `since`, or None when history no longer reaches back to them."""
@@ -229,3 +239,8 @@ class Topic:
                 self.spread_seconds = trio.current_time() - queued_at
         finally:
             self._spreading = False
+
+
+def _watching(relay: Relay) -> bool:
+    """True while `relay` follows the topic for someone (open, and watched)."""
+    return not relay.closed and relay.footprint != UNWATCHED

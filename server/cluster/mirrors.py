@@ -32,8 +32,17 @@ broke; the host's outbox to this process grew past RELAY_BACKLOG) the mirror reg
 again wherever the world is, with backoff while it has subscribers (as spectators on the
 host resubscribe: what was pushed meanwhile of the figures comes with the next push).
 
+The host holds the world live as firmly as the mirror's spectators would hold it there
+(`Mirror.footprint`: the relay carries it, and `max_live_worlds` reads it as a
+subscriber's): the view that registers the relay says it, and the host is told again as
+spectators come and go (at once when one holds it more firmly: `_joined`; by the sweep
+otherwise). A world only anonymous spectators follow may so be unloaded to make room;
+the relay's end then says `unloaded`, and the mirror's spectators get `resync`
+`actor_stopped`, as the host's own do.
+
 The same feed tells a follower of a stream (`follow`: the owner's holds, holds.py) when
-that stream moved.
+that stream moved. A read for the feed that finds the store down logs one line, at most
+every DOWN_LOG_EVERY seconds; the next notification (or listen) reads again.
 """
 
 from __future__ import annotations
@@ -48,7 +57,8 @@ import trio
 
 from actors.runtime.mailbox import Pending, ViewMsg
 from actors.runtime.subscriber import SubscriberQueue
-from actors.runtime.topic import Topic
+from actors.runtime.topic import UNWATCHED, Topic
+from actors.store import StoreUnavailable
 from protocol.envelope import encode_push
 from protocol.errors import ErrorCode, ProtocolError
 from server.storage.postgres import PostgresEventStore
@@ -62,6 +72,7 @@ IDLE = 30.0  # seconds a mirror with no subscriber is kept (a reconnect comes ba
 SWEEP = 5.0  # seconds between looks for idle mirrors
 RELISTEN = 1.0  # seconds before listening again after the notification connection failed
 RELISTEN_LOG_EVERY = 10.0  # seconds between two warnings that listening failed
+DOWN_LOG_EVERY = 10.0  # seconds between two warnings of reads the store refused (down)
 RELAY_RETRY = 0.2  # seconds before following a world's snapshot pushes again, doubling
 RELAY_RETRY_MAX = 5.0  # ... up to this
 
@@ -86,6 +97,18 @@ class Mirror:
         self.arrived = 0  # relayed snapshot pushes received
         self.draining = False  # a task will publish `views`
         self.drain_read = False  # ... and read the store first
+        self.told: int | None = None  # the footprint its host was last told (`footprint`)
+
+    def footprint(self, joining: SubscriberQueue | None = None) -> int | None:
+        """How firmly its spectators (and `joining`) hold the world live on its host, as
+        they would hold it there (`SubscriberQueue.footprint`): None when one holds it,
+        else the fewest worlds any of their clients follows; UNWATCHED when none
+        watches."""
+        least = self.topic.footprint(None) if self.topic.prune() else UNWATCHED
+        if joining is None or least is None:
+            return least
+        own = joining.footprint
+        return own if own is None or least == UNWATCHED else min(least, own)
 
     def reaches(self, since: int) -> bool:
         """True when the topic's history holds every event after `since`."""
@@ -110,13 +133,18 @@ class _Relay:
         self.closed = False  # the mirror was dropped: the host forgets it
         self.links: set[Any] = set()  # the peer links it was registered through
 
+    @property
+    def footprint(self) -> int | None:
+        """How firmly the mirror's spectators hold the world here (as last told)."""
+        return self._mirror.told
+
     def snapshot(self, rev: int, frame: str) -> None:
         """A snapshot push of the actor here (its frame as every subscriber got it)."""
         self._mirrors.on_relayed(self._mirror, rev, json.loads(frame)["data"])
 
-    def stopped(self, _rev: int) -> None:
-        """The actor here stopped."""
-        self._mirrors.on_relay_lost(self._mirror)
+    def stopped(self, _rev: int, unloaded: bool) -> None:
+        """The actor here stopped (`unloaded` to make room)."""
+        self._mirrors.on_relay_lost(self._mirror, unloaded=unloaded)
 
     def pushed(self, frame: dict[str, Any]) -> None:
         """A push the hosting process relayed: a snapshot, or a resync (the relay ended)."""
@@ -124,7 +152,9 @@ class _Relay:
         if frame.get("kind") == "snapshot" and isinstance(rev, int):
             self._mirrors.on_relayed(self._mirror, rev, frame.get("data"))
         else:
-            self._mirrors.on_relay_lost(self._mirror)
+            data = frame.get("data")
+            self._mirrors.on_relay_lost(self._mirror, unloaded=isinstance(data, dict) and
+                                        data.get("reason") == "unloaded")
 
     def lost(self) -> None:
         """The peer link it was registered through broke."""
@@ -133,12 +163,14 @@ class _Relay:
 
 class _Marked(Pending):
     """A view's answer slot that notes how many relayed pushes had arrived when it was
-    answered: those came before the view, later ones after it (one link carries both)."""
+    answered: those came before the view, later ones after it (one link carries both);
+    should the view load the world, it does so for callers of `footprint`."""
 
-    def __init__(self, mirror: Mirror) -> None:
+    def __init__(self, mirror: Mirror, footprint: int | None) -> None:
         super().__init__()
         self._mirror = mirror
         self.mark = 0
+        self.footprint = footprint
 
     def succeed(self, value: Any) -> None:
         if not self.done.is_set():
@@ -163,6 +195,7 @@ class Mirrors:
         # snapshot pushes relayed by hosts, and of them those dropped for coming too late
         self.relayed = self.late = 0
         self._counted = (0, 0, 0)  # of the current listening connection
+        self._down_log = Throttle(DOWN_LOG_EVERY)
         self._nursery: trio.Nursery | None = None
 
     def __len__(self) -> int:
@@ -190,7 +223,7 @@ class Mirrors:
         async with mirror.lock:
             viewed = None
             if mirror.rev is None:
-                viewed = await self._start(mirror, since)
+                viewed = await self._start(mirror, since, queue)
             else:
                 await self._advance(mirror)
             assert mirror.rev is not None
@@ -200,10 +233,12 @@ class Mirrors:
                                     {"path": "since", "rev": mirror.rev})
             if since is not None and mirror.reaches(since):
                 mirror.topic.subscribe(queue, since, request_id, mirror.rev, _no_view)
+                self._joined(mirror, queue)
                 if not mirror.relaying:  # follow the host's snapshot pushes from now on
                     self._register(mirror)
                 return
             await self._from_view(mirror, queue, request_id, viewed)
+            self._joined(mirror, queue)
 
     def unsubscribe(self, actor_id: str, queue: SubscriberQueue) -> None:
         """Forget `queue` (no error if it was not here)."""
@@ -225,16 +260,18 @@ class Mirrors:
             link.unfollow(actor_id, relay)
         relay.links.clear()
 
-    async def _start(self, mirror: Mirror, since: int | None) -> tuple[int, Any, int] | None:
-        """Fix where a new mirror starts: at `since` when the store has little after it,
-        else at the hosting process's view (returned, with the relay registered)."""
+    async def _start(self, mirror: Mirror, since: int | None,
+                     queue: SubscriberQueue) -> tuple[int, Any, int] | None:
+        """Fix where a new mirror starts, for `queue`: at `since` when the store has little
+        after it, else at the hosting process's view (returned, with the relay
+        registered)."""
         if since is not None:
             rev = await self.store.revision(mirror.actor_id)
             if 0 <= rev - since <= self.history_size:
                 mirror.rev = mirror.first = since
                 await self._advance(mirror)
                 return None
-        viewed = await self._view(mirror, relay=True)
+        viewed = await self._view(mirror, relay=True, joining=queue)
         mirror.rev = mirror.first = viewed[0]
         await self._advance(mirror, before=viewed[2], upto=viewed[0])
         return viewed
@@ -242,7 +279,8 @@ class Mirrors:
     async def _from_view(self, mirror: Mirror, queue: SubscriberQueue, request_id: int,
                          viewed: tuple[int, Any, int] | None) -> None:
         """Reply and snapshot from the hosting process, then the events past it."""
-        rev, view, mark = viewed or await self._view(mirror, relay=not mirror.relaying)
+        rev, view, mark = viewed or await self._view(mirror, relay=not mirror.relaying,
+                                                     joining=queue)
         assert mirror.rev is not None
         # What the host pushed before this view goes to the subscribers before this one.
         await self._advance(mirror, before=mark, upto=rev, read=rev > mirror.rev)
@@ -258,12 +296,18 @@ class Mirrors:
                 queue.force(encode_push(mirror.actor_id, mirror.rev, "resync",
                                         {"reason": "slow_consumer"}))
 
-    async def _view(self, mirror: Mirror, *, relay: bool) -> tuple[int, Any, int]:
+    async def _view(self, mirror: Mirror, *, relay: bool,
+                    joining: SubscriberQueue | None = None) -> tuple[int, Any, int]:
         """(durable revision, view, relayed pushes received before it) from the process
-        hosting the world; with `relay`, the host relays its snapshot pushes from then
-        on."""
+        hosting the world, for the mirror's spectators and `joining`; with `relay`, the
+        host relays its snapshot pushes from then on (and learns how firmly they hold the
+        world: `Mirror.footprint`)."""
         assert self.directory is not None
-        pending = _Marked(mirror)
+        if relay:
+            footprint = mirror.told = mirror.footprint(joining)
+        else:  # (it loads the world, if it must, for the one joining: as a local subscribe)
+            footprint = None if joining is None else joining.footprint
+        pending = _Marked(mirror, footprint)
         rev, view = await self.directory.ask(
             mirror.actor_id, ViewMsg(mirror.relay if relay else None), answer=pending)
         if relay:
@@ -320,13 +364,32 @@ class Mirrors:
         mirror.views.append((mirror.arrived, rev, view))
         self._drain_soon(mirror)
 
-    def on_relay_lost(self, mirror: Mirror) -> None:
+    def on_relay_lost(self, mirror: Mirror, *, unloaded: bool = False) -> None:
         """The host stopped relaying (its actor stopped, the link broke, this process read
-        too slowly): register again, while anyone watches."""
+        too slowly): register again, while anyone watches. When the host `unloaded` it to
+        make room (its followers let it go, these spectators among them), they are told
+        `resync` `actor_stopped`, as the host's own were, unless one that holds it joined
+        them meanwhile."""
         if mirror.relay.closed:
             return
         mirror.relaying = False
+        if unloaded and mirror.rev is not None and mirror.footprint() is not None:
+            mirror.topic.close(mirror.rev)
         self._register(mirror)
+
+    def _joined(self, mirror: Mirror, queue: SubscriberQueue) -> None:
+        """`queue` follows the mirror now: its host learns at once if that holds the world
+        more firmly (the sweep tells it the rest: spectators leaving, following more)."""
+        told, own = mirror.told, queue.footprint
+        if told is not None:
+            self._tell(mirror, own if own is None or told == UNWATCHED else min(told, own))
+
+    def _tell(self, mirror: Mirror, footprint: int | None) -> None:
+        """Tell the world's host how firmly the mirror's spectators hold it now."""
+        if footprint != mirror.told:
+            mirror.told = footprint
+            for link in mirror.relay.links:
+                link.tell(mirror.actor_id, mirror.relay, footprint)
 
     def _drain_soon(self, mirror: Mirror, *, read: bool = False) -> None:
         """Publish the queued snapshots (and, with `read`, the stored events) in a task."""
@@ -342,7 +405,9 @@ class Mirrors:
                     read, mirror.drain_read = mirror.drain_read, False
                     if mirror.rev is not None and self._mirrors.get(mirror.actor_id) is mirror:
                         await self._advance(mirror, read=read)
-            except Exception:  # the next notification (or subscribe) reads again
+            except StoreUnavailable as down:  # the next notification (or subscribe) reads again
+                self._down(f"publishing {mirror.actor_id} to its spectators", down)
+            except Exception:
                 log.exception("publishing %s to its spectators failed", mirror.actor_id)
 
         self._nursery.start_soon(drain)
@@ -372,6 +437,8 @@ class Mirrors:
                     async with mirror.lock:
                         if mirror.rev is not None:
                             await self._advance(mirror, before=mark, upto=rev)
+            except StoreUnavailable as down:
+                self._down(f"following {mirror.actor_id}'s snapshot pushes", down)
             except Exception:
                 log.exception("following %s's snapshot pushes failed", mirror.actor_id)
             finally:
@@ -419,7 +486,9 @@ class Mirrors:
             if stream in moved:
                 try:
                     await catch_up()
-                except Exception:  # the next notification (or listen) tries again
+                except StoreUnavailable as down:  # the next notification (or listen) tries again
+                    self._down(f"following {stream}", down)
+                except Exception:
                     log.exception("following %s failed", stream)
         due = [m for name, rev in moved.items()
                if (m := self._mirrors.get(name)) is not None and m.rev is not None
@@ -436,11 +505,21 @@ class Mirrors:
                 return
             try:
                 await self._advance(mirror)
-            except Exception:  # the next notification (or subscribe) reads again
+            except StoreUnavailable as down:  # the next notification (or subscribe) reads again
+                self._down(f"reading {mirror.actor_id} for its spectators", down)
+            except Exception:
                 log.exception("reading %s for its spectators failed", mirror.actor_id)
 
+    def _down(self, what: str, down: StoreUnavailable) -> None:
+        """Log a read the store refused, being down (an outage, expected: no traceback),
+        in one line at most every DOWN_LOG_EVERY seconds for every such read."""
+        if (held := self._down_log.due()) is not None:
+            log.warning("%s failed: %s; read again once the store answers (%d more "
+                        "since the last report)", what, down.why, held)
+
     async def _sweep(self) -> None:
-        """Drop mirrors nobody watched for IDLE seconds."""
+        """Drop mirrors nobody watched for IDLE seconds; tell the hosts of the others how
+        firmly their spectators hold them now."""
         while True:
             await trio.sleep(SWEEP)
             now = trio.current_time()
@@ -449,6 +528,9 @@ class Mirrors:
                     mirror.idle_since = now
                 elif now - mirror.idle_since >= IDLE and not mirror.lock.locked():
                     self.drop(actor_id)
+                    continue
+                if mirror.relaying:
+                    self._tell(mirror, mirror.footprint())
 
 
 def _no_view() -> Any:

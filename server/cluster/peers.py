@@ -25,7 +25,7 @@ from protocol.convert import structure, unstructure
 from protocol.envelope import PROTOCOL_VERSION, check_actor_id
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.registry import Registry
-from server.cluster.wire import MAX_HELLO, MAX_LINE, Lines, Outbox, encode
+from server.cluster.wire import MAX_HELLO, MAX_LINE, Lines, Outbox, encode, footprint_of
 from server.trace import Throttle
 
 log = logging.getLogger("petridish.cluster")
@@ -46,12 +46,13 @@ LINK_ERRORS = (OSError, ValueError, trio.BrokenResourceError, trio.ClosedResourc
 class _PeerAnswer:
     """The answer to one request of an incoming link: its reply frame, once."""
 
-    __slots__ = ("_done", "_id", "_slots", "_view", "outbox")
+    __slots__ = ("_done", "_id", "_slots", "_view", "footprint", "outbox")
 
     def __init__(self, outbox: Outbox, request_id: int, slots: trio.Semaphore,
                  view: bool = False) -> None:
         self.outbox, self._id, self._slots, self._view = outbox, request_id, slots, view
         self._done = False
+        self.footprint: int | None = None  # its caller's, should it load a world here
 
     def succeed(self, value: Any) -> None:
         if self._done:
@@ -80,22 +81,27 @@ class _PeerAnswer:
 class _PeerRelay:
     """A peer's mirror of world `topic`, hosted here: the world's snapshot pushes go to it
     on the peer's connection (topic.Relay), as the frames every subscriber got, and a
-    `resync` when the relay ends: the world's actor stopped, or the peer reads so slowly
-    that RELAY_BACKLOG bytes wait for it (it then asks for a view again)."""
+    `resync` when the relay ends: the world's actor stopped (`unloaded` to make room), or
+    the peer reads so slowly that RELAY_BACKLOG bytes wait for it (it then asks for a view
+    again). It holds the world as firmly as the peer says its spectators do (`footprint`,
+    wire.py)."""
 
-    __slots__ = ("_outbox", "closed", "topic")
+    __slots__ = ("_outbox", "closed", "footprint", "topic")
 
-    def __init__(self, outbox: Outbox, topic: str) -> None:
-        self._outbox, self.topic = outbox, topic
+    def __init__(self, outbox: Outbox, topic: str, footprint: int | None) -> None:
+        self._outbox, self.topic, self.footprint = outbox, topic, footprint
         self.closed = False
 
     def snapshot(self, rev: int, frame: str) -> None:
         if self._outbox.size > RELAY_BACKLOG:
-            self.stopped(rev, "slow_consumer")
+            self._end(rev, "slow_consumer")
         else:
             self._outbox.put(frame.encode() + b"\n")
 
-    def stopped(self, rev: int, reason: str = "actor_stopped") -> None:
+    def stopped(self, rev: int, unloaded: bool) -> None:
+        self._end(rev, "unloaded" if unloaded else "actor_stopped")
+
+    def _end(self, rev: int, reason: str) -> None:
         self.closed = True
         self._outbox.put(encode({"topic": self.topic, "rev": rev, "kind": "resync",
                                  "data": {"reason": reason}}))
@@ -210,6 +216,12 @@ class PeerServer:
                     relay.closed = True
                 answer.succeed(None)
                 return
+            footprint = answer.footprint = footprint_of(frame)
+            if op == "footprint":  # what the spectators of the peer's mirror follow now
+                if (relay := relays.get(to)) is not None:
+                    relay.footprint = footprint
+                answer.succeed(None)
+                return
             hops = frame.get("hops")
             if not isinstance(hops, int) or hops < 1:
                 raise ProtocolError(ErrorCode.BAD_REQUEST, "hops: expected a positive integer")
@@ -218,7 +230,7 @@ class PeerServer:
                 if frame.get("relay") is True:  # the peer mirrors `to`: one relay each
                     if (old := relays.pop(to, None)) is not None:
                         old.closed = True
-                    relay = relays[to] = _PeerRelay(answer.outbox, to)
+                    relay = relays[to] = _PeerRelay(answer.outbox, to, footprint)
                 message: Any = ViewMsg(relay)
             elif op == "internal":
                 message = self._internal(to, frame)
@@ -291,6 +303,12 @@ class Link:
         """Pushes of `topic` the peer relays on this link go to `relay` (the view asking
         for them is being sent)."""
         self.relays[topic] = relay
+
+    def tell(self, topic: str, relay: Any, footprint: int | None) -> None:
+        """Tell the peer how firmly `relay`'s spectators hold `topic` now (while the
+        peer relays it here)."""
+        if self.relays.get(topic) is relay and self.connected:
+            self.send({"op": "footprint", "to": topic, "footprint": footprint}, _no_reply)
 
     def unfollow(self, topic: str, relay: Any) -> None:
         """`relay` wants no more pushes of `topic`: the peer is told to stop."""

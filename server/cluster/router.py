@@ -56,12 +56,14 @@ LEAVING = _Leaving()
 
 
 class _Forwarded:
-    """A forwarded message's answer, with the request's deadline across every attempt."""
+    """A forwarded message's answer, with the request's deadline across every attempt and
+    its caller's footprint (the frame carries it: wire.py)."""
 
-    __slots__ = ("answer", "deadline")
+    __slots__ = ("answer", "deadline", "footprint")
 
     def __init__(self, answer: Answer, deadline: float) -> None:
         self.answer, self.deadline = answer, deadline
+        self.footprint: int | None = getattr(answer, "footprint", None)
 
     def succeed(self, value: Any) -> None:
         self.answer.succeed(value)
@@ -152,7 +154,7 @@ class Router:
             return
         if not isinstance(answer, _Forwarded):
             answer = _Forwarded(answer, trio.current_time() + self.ask_timeout)
-        frame = _frame(actor_id, message, hops + 1)
+        frame = _frame(actor_id, message, hops + 1, answer.footprint)
         if frame is None:  # a bug: a world sent another a message with no wire form
             log.warning("a %s for %s cannot be forwarded to the process hosting it: it "
                         "is no op and not among the kind's internal messages",
@@ -360,21 +362,26 @@ class Router:
             self.directory.evict(world)
 
 
-def _frame(actor_id: str, message: Any, hops: int) -> dict[str, Any] | None:
-    """The peer frame of `message` (None for one that only this process can handle)."""
+def _frame(actor_id: str, message: Any, hops: int,
+           footprint: int | None) -> dict[str, Any] | None:
+    """The peer frame of `message`, sent for a caller of `footprint` (None for one that
+    only this process can handle)."""
+    frame: dict[str, Any]
     if isinstance(message, ViewMsg):
         frame = {"op": "view", "to": actor_id, "hops": hops}
         if message.relay is not None:
             frame["relay"] = True
-        return frame
-    if not isinstance(message, Call):
+    elif isinstance(message, Call):
+        frame = {"op": message.op, "to": actor_id, "args": unstructure(message.args),
+                 "caller": message.caller, "role": message.role, "hops": hops}
+        if message.request_id is not None:
+            frame["request_id"] = message.request_id
+    else:
         wire = getattr(type(message), "wire", None)  # a world's message (World.internal)
         if not isinstance(wire, str):
             return None
         return {"op": "internal", "type": wire, "to": actor_id, "hops": hops,
                 "message": message.to_wire()}
-    frame = {"op": message.op, "to": actor_id, "args": unstructure(message.args),
-             "caller": message.caller, "role": message.role, "hops": hops}
-    if message.request_id is not None:
-        frame["request_id"] = message.request_id
+    if footprint is not None:
+        frame["footprint"] = footprint
     return frame

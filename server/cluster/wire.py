@@ -16,6 +16,8 @@ one compact JSON object per line over a TCP connection.
     <- {"topic": "ecosystem:r", "rev": 42, "kind": "snapshot", "data": {...}}   (relayed)
     <- {"topic": "ecosystem:r", "rev": 57, "kind": "resync", "data": {"reason": ...}}
     -> {"id": 12, "op": "unrelay", "to": "ecosystem:r", "hops": 1}
+    -> {"id": 13, "op": "view", "to": "counter:w", "hops": 1, "relay": true, "footprint": 3}
+    -> {"id": 14, "op": "footprint", "to": "counter:w", "footprint": null}
 
 A request carries what the first process learned of its caller (the name and role its
 credential gave), the args as the client sent them (checked again by the receiver's
@@ -26,7 +28,16 @@ until it can, so its worlds re-home once their leases lapse. An `internal` frame
 a room's win claim to the board, a world's summary to the lobby); no client can send one.
 A `view` with `relay` also makes the sender a follower of the world's snapshot pushes
 (server/cluster/mirrors.py): the host sends them on the same connection, as push frames,
-until its actor stops (a `resync`), the sender says `unrelay`, or the connection ends.
+until its actor stops (a `resync`; reason `unloaded` when it was unloaded to make room),
+the sender says `unrelay`, or the connection ends.
+
+`footprint` says how firmly the clients a frame stands for hold worlds live
+(actors/runtime/subscriber.py `SubscriberQueue.footprint`): absent or null, firmly (a
+token holder, the owner; or a sender that does not say); else the fewest worlds any of
+them follows (anonymous spectators, whose worlds may be unloaded to make room); 0 on a
+relay nobody watches through. On a request it bounds which followed worlds a load there
+may unload (as the caller's own would); on a relayed view it is how firmly the mirror's
+spectators hold the world, and a `footprint` frame updates it as they come and go.
 """
 
 from __future__ import annotations
@@ -41,6 +52,7 @@ from protocol.jsontext import compact_encoder
 
 MAX_LINE = 64 * 1024 * 1024  # bytes of one frame (a big field's view fits many times)
 MAX_HELLO = 4096  # bytes of a hello, and of anything read before the peer is known
+MAX_FOOTPRINT = 2**31 - 1  # a frame's `footprint` (a number of worlds followed)
 _encode = compact_encoder(ensure_ascii=False)
 
 
@@ -69,6 +81,16 @@ def unplaceable(actor_id: str, why: str) -> ProtocolError:
                          f"server cannot reach the cluster's database ({why}); "
                          "retry in a moment", {"actor": actor_id, "reroute": True,
                                                "store": "down"})
+
+
+def footprint_of(frame: dict[str, Any]) -> int | None:
+    """A frame's `footprint` (None when absent); `bad_request` for one that is not null
+    or an integer from 0 to MAX_FOOTPRINT."""
+    value = frame.get("footprint")
+    if value is not None and (type(value) is not int or not 0 <= value <= MAX_FOOTPRINT):
+        raise ProtocolError(ErrorCode.BAD_REQUEST, "footprint: expected null or an integer "
+                            f"from 0 to {MAX_FOOTPRINT}", {"path": "footprint"})
+    return value
 
 
 class Lines:

@@ -16,6 +16,7 @@ import pytest
 import trio
 
 from protocol.client import Client, RequestError
+from protocol.ops.admin import ADMIN_ID
 from server.cluster import mirrors
 from tests.cluster.conftest import Nodes, counter_add, wait_for
 from tests.pgproxy import PgProxy
@@ -167,3 +168,28 @@ async def test_listening_again_through_an_outage_is_not_warned_about_every_time(
     assert len(lines) == 1, lines
     assert lines[0].endswith("; listening again every 0.02 s (1 time(s) since the last "
                              "report)"), lines
+
+
+async def test_reads_for_followers_through_an_outage_log_a_line_not_a_traceback(
+        nodes: Nodes, proxy: PgProxy, caplog: pytest.LogCaptureFixture,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The feed's reads (the holds' catch-up, a mirror's events) that find the store down
+    log one line at most every DOWN_LOG_EVERY seconds for them all, without a traceback."""
+    monkeypatch.setattr(mirrors, "DOWN_LOG_EVERY", 600.0, raising=False)
+    a = await nodes.start("a", dsn=proxy.dsn)
+    b = await nodes.start("b")
+    async with Client.connect(b.ws_url) as cb, Client.connect(a.ws_url) as ca:
+        await cb.request("counter.create", WORLD)
+        async with ca.subscribe(WORLD):  # a mirror on a
+            proxy.cut()
+            await proxy.all_closed()
+            feed = a.cluster.mirrors
+            for _ in range(3):  # what a notification of both streams has it read
+                await feed._feed({ADMIN_ID: -1, WORLD: -1})
+    lines = [r.getMessage() for r in caplog.records if r.name == "petridish.cluster"
+             and r.getMessage().startswith(("following ", "reading "))]
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("following admin:main failed: PostgreSQL cannot be reached: ")
+    assert lines[0].endswith("; read again once the store answers (0 more since the last "
+                             "report)"), lines
+    assert _tracebacks(caplog) == []

@@ -13,7 +13,7 @@ import trio
 
 from actors.runtime.context import NullObserver
 from actors.runtime.subscriber import SubscriberQueue
-from actors.runtime.topic import Topic
+from actors.runtime.topic import UNWATCHED, Topic
 from actors.store import StoredEvent
 from server.cluster.mirrors import Mirror, Mirrors
 from server.cluster.peers import RELAY_BACKLOG, _PeerRelay
@@ -98,6 +98,8 @@ async def test_a_view_marks_which_relayed_snapshots_came_before_it(
 
 
 class _Relay:
+    footprint = None  # (its spectators hold the world)
+
     def __init__(self) -> None:
         self.closed = False
         self.got: list[Any] = []
@@ -105,7 +107,7 @@ class _Relay:
     def snapshot(self, rev: int, frame: str) -> None:
         self.got.append(("snapshot", rev, json.loads(frame)["data"]))
 
-    def stopped(self, rev: int) -> None:
+    def stopped(self, rev: int, _unloaded: bool) -> None:
         self.got.append(("stopped", rev))
 
 
@@ -128,9 +130,32 @@ def test_a_topic_gives_its_relays_the_snapshots_and_its_end() -> None:
     assert len(topic) == 0
 
 
+def test_a_relay_holds_the_world_as_its_spectators_would() -> None:
+    """A relay's footprint counts as a subscriber's; one nobody watches through is no
+    follower; the host's relay tells its peer when the world was unloaded to make room."""
+    topic = Topic(WORLD, 10, lambda: None)
+    outbox = Outbox()
+    relay = _PeerRelay(outbox, WORLD, UNWATCHED)
+    topic.relay(relay)
+    assert len(topic) == 0 and topic.footprint(None) is None
+    relay.footprint = 3  # anonymous spectators, the lightest following 3 worlds
+    assert len(topic) == 1 and topic.footprint(None) == 3
+    assert topic.footprint(2) == 3 and topic.footprint(3) is None
+    queue = SubscriberQueue(10)
+    queue.footprint = 2
+    topic.subscribe(queue, None, 1, 0, lambda: None)
+    assert topic.footprint(None) == 2
+    relay.footprint = None  # a token holder there
+    assert topic.footprint(None) is None
+    topic.unloaded = True
+    topic.close(0)
+    assert json.loads(outbox._frames[-1]) == {"topic": WORLD, "rev": 0, "kind": "resync",
+                                              "data": {"reason": "unloaded"}}
+
+
 def test_a_peer_that_reads_too_slowly_loses_its_relay() -> None:
     outbox = Outbox()
-    relay = _PeerRelay(outbox, WORLD)
+    relay = _PeerRelay(outbox, WORLD, None)
     relay.snapshot(3, json.dumps({"topic": WORLD, "rev": 3, "kind": "snapshot", "data": 1}))
     assert not relay.closed
     outbox.put(b"x" * (RELAY_BACKLOG + 1))  # the peer has not read this yet
