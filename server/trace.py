@@ -7,7 +7,8 @@ budget hit, a crashed actor, a store writer that died. Each is counted in
 `interval` seconds per (event, key) (the key is who caused it: an address, a credential,
 an actor), the next line saying how many were folded into it, so a hostile client cannot
 flood the log. `Throttle` is that rule alone, for the lines that may repeat elsewhere
-(failed accepts, a crowded peer port, a lost notification connection). `configure_logging` keeps the error log in `<data>/logs/error.log`.
+(failed accepts, a crowded peer port, a lost notification connection).
+`configure_logging` keeps the error log in `<data>/logs/error.log`.
 """
 
 from __future__ import annotations

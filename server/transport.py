@@ -228,9 +228,11 @@ class WebSocket:
 
         A data frame longer than its message may still take (`_room`) is not kept, nor is
         the rest of its message (`_skip`): its payload is counted down as it arrives
-        (`_need`), and it is handed on at the payload's end. A skipped text is not checked to be UTF-8: the server refuses what it
-        never reads. Past `max_size` the connection fails with 1009, and on a control frame
-        longer than any may be with 1002, both before the frame's payload is read.
+        (`_need`), and it is handed on at the payload's end. A skipped text is not checked
+        to be UTF-8: the server refuses what it never reads. Past `max_size` the connection
+        fails with 1009, and on a control frame longer than 125 bytes and than `_room` with
+        1002, both before the frame's payload is read (a shorter one that is still too long
+        is read whole, then refused 1002 by websockets).
 
         A client's pongs are skipped here, and of its pings websockets sees only the last
         before each frame it parses (RFC 6455 5.5.3): a flood of pings costs a header each,

@@ -15,11 +15,14 @@ from websockets.server import ServerProtocol
 
 from protocol.errors import forget_frames
 
+_NOT_VIOLATIONS = frozenset({CloseCode.ABNORMAL_CLOSURE, CloseCode.INTERNAL_ERROR})
+
 
 class OpenProtocol(ServerProtocol):
     """websockets' protocol of a connection past its handshake, which tells `violated` the
     close code of each failure it closes the connection for: websockets' parser's and the
-    transport's own (not a lost connection's, which sends no close). Frames longer than
+    transport's own (not a lost connection's, which sends no close, nor websockets' own
+    internal error's, which is not the client's doing). Frames longer than
     `max_size` fail it with 1009."""
 
     def __init__(self, max_size: int, violated: Callable[[int], None] | None) -> None:
@@ -28,7 +31,7 @@ class OpenProtocol(ServerProtocol):
 
     def fail(self, code: CloseCode | int, reason: str = "") -> None:
         """Fail the connection with `code` (websockets' `fail`), telling `violated`."""
-        if (self.state is OPEN and code != CloseCode.ABNORMAL_CLOSURE
+        if (self.state is OPEN and code not in _NOT_VIOLATIONS
                 and self.violated is not None):
             self.violated(int(code))
         super().fail(code, reason)

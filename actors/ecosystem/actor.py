@@ -81,7 +81,8 @@ class _Phrased:
 def _sleep(seconds: float) -> None:
     """A worker thread's wait before a model call is tried again, on trio's clock (the one
     the actor's timers keep). When the actor stopped meanwhile (its offload cancelled, the
-    thread abandoned) it raises `trio.Cancelled`, so the work makes no further call."""
+    thread abandoned) it raises `trio.Cancelled` at the wait's end (the sleep runs in a
+    system task, which the cancel does not reach), so the work makes no further call."""
     trio.from_thread.run(trio.sleep, seconds)
     trio.from_thread.check_cancelled()
 

@@ -6,10 +6,10 @@ task; tried again, as every model call is, while the endpoint is unavailable: it
 is that one call's ATTEMPTS). The request carries the facts and the score breakdown only;
 the reply must be `{"text": "..."}`, a nonempty string of at most `MAX_TEXT` characters,
 plain text in lines (`protocol.jsontext.plain_text`: no NUL, lone surrogate or control
-character but tab, LF and CR). The result is a `Phrased` event labelled `model`, or, on any failure, labelled
-`engine` with the finite `{stage, code}` of the failure: the facts then stand alone. No
-provider text reaches a diagnostic; the phrased text itself is the content asked for,
-shown with its label.
+character but tab, LF and CR). The result is a `Phrased` event labelled `model`, or, on
+any failure, labelled `engine` with the finite `{stage, code}` of the failure: the facts
+then stand alone. No provider text reaches a diagnostic; the phrased text itself is the
+content asked for, shown with its label.
 """
 
 from __future__ import annotations

@@ -312,6 +312,9 @@ class Mirrors:
             mirror.actor_id, ViewMsg(mirror.relay if relay else None), answer=pending)
         if relay:
             mirror.relaying = True
+            if mirror.told != footprint:  # changed while asked: the host has `footprint`
+                told, mirror.told = mirror.told, footprint
+                self._tell(mirror, told)
         return rev, view, pending.mark
 
     async def _advance(self, mirror: Mirror, *, before: int | None = None,

@@ -1,7 +1,7 @@
 """The peer port before a connection is known: a hello is read with a small bound, the
 connections that have not said hello are capped (their refusals logged at most every
-10 s), one that says nothing is closed with a plain log line; and a line is bounded (that its split is linear in its length is a speed:
-not asserted here)."""
+10 s), one that says nothing is closed with a plain log line; and a line is bounded (that
+its split is linear in its length is a speed: not asserted here)."""
 
 from __future__ import annotations
 

@@ -376,7 +376,8 @@ export class Client {
           // long outage would otherwise keep one for every request it made.
           const waiter = () => { clearTimeout(timer); wake(); };
           const timer = setTimeout(() => {
-            this._waiters.splice(this._waiters.indexOf(waiter), 1);
+            const at = this._waiters.indexOf(waiter);
+            if (at !== -1) this._waiters.splice(at, 1);
             wake();
           }, left);
           this._waiters.push(waiter);
