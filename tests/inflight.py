@@ -1,7 +1,9 @@
 """What a browser page asks of the server while it runs: its web/js/client.js requests in
-flight (the most at once, by op) and its unhandled promise rejections.
+flight (the most at once, by op), its unhandled promise rejections and every text its
+status line shows.
 
-`watch(page)` before the page loads, `count(page)` once it has; `seen(page)` reads both.
+`watch(page)` before the page loads (or `page, errors = watched(browser)`), `count(page)` once
+it has; `seen(page)` reads what they recorded, `calm(page, errors)` checks it.
 """
 
 from __future__ import annotations
@@ -11,6 +13,16 @@ from typing import Any
 # Before the page's scripts: every unhandled rejection, by its reason's text.
 _REJECTIONS = """window.__rejections = [];
 window.addEventListener("unhandledrejection", (e) => window.__rejections.push(String(e.reason)));"""
+
+# Every text #status shows once the page's scripts ran (reconnect attempts and failed
+# readings take turns at it while the server is away).
+_STATUSES = """window.__statuses = [];
+addEventListener("DOMContentLoaded", () => {
+  const status = document.getElementById("status");
+  if (!status) return;
+  new MutationObserver(() => window.__statuses.push(status.textContent))
+    .observe(status, { childList: true, characterData: true, subtree: true });
+});"""
 
 # The page's modules import /js/client.js once: its Client's requests from now on, counted.
 _COUNT = """async () => {
@@ -31,8 +43,20 @@ _COUNT = """async () => {
 
 
 def watch(page: Any) -> None:
-    """Record `page`'s unhandled rejections from its next load on."""
+    """Record `page`'s unhandled rejections and statuses from its next load on."""
     page.add_init_script(_REJECTIONS)
+    page.add_init_script(_STATUSES)
+
+
+def watched(browser: Any, **options: Any) -> tuple[Any, list[str]]:
+    """A new page of `browser` (`options` as for `new_page`) watched from its first load, its
+    uncaught errors in the list, on a fake clock that runs until the test moves it on."""
+    page = browser.new_page(**options)
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    watch(page)
+    page.clock.install()
+    return page, errors
 
 
 def count(page: Any) -> None:
@@ -42,6 +66,16 @@ def count(page: Any) -> None:
 
 def seen(page: Any) -> dict[str, Any]:
     """`{"most": {op: the most in flight at once}, "done": {op: how many ended},
-    "rejections": [reason, ...]}` so far."""
+    "rejections": [reason, ...], "statuses": [text, ...]}` so far."""
     return page.evaluate("""() => ({ most: window.__requests.most, done: window.__requests.done,
-                                    rejections: window.__rejections })""")
+                                    rejections: window.__rejections,
+                                    statuses: window.__statuses })""")
+
+
+def calm(page: Any, errors: list[str]) -> dict[str, Any]:
+    """Check that `page` (from `watched`) had at most one request of any op in flight at once,
+    no unhandled rejection and no uncaught error (`errors`); what it `seen`."""
+    seen_now = seen(page)
+    assert max(seen_now["most"].values()) == 1, seen_now
+    assert seen_now["rejections"] == [] and errors == [], (seen_now["rejections"], errors)
+    return seen_now

@@ -341,28 +341,13 @@ def _until(page, js: str, timeout: float = WAIT / 1000) -> None:
         time.sleep(0.1)
 
 
-# Every text the status line shows, once the page's scripts ran (reconnect attempts and
-# failed readings take turns at it while the server is away).
-STATUSES = """window.__statuses = [];
-addEventListener("DOMContentLoaded", () => {
-  const status = document.getElementById("status");
-  new MutationObserver(() => window.__statuses.push(status.textContent))
-    .observe(status, { childList: true, characterData: true, subtree: true });
-});"""
-
-
 def test_through_a_long_outage_the_page_asks_once_and_resumes(browser, tmp_path: Path) -> None:
     """The figures are read every 2 s; with the server away for 70 s (the page's clock run
     on) the page waits on one reading at a time, not one per tick, each failure is said
     in the status (no unhandled rejection), and once the server is back it reads again."""
     with ServerProcess(tmp_path / "data", "--open") as server:
         _join(server.ws_url, "outage", ("a",))
-        page = browser.new_page()
-        errors: list[str] = []
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
-        inflight.watch(page)
-        page.add_init_script(STATUSES)
-        page.clock.install()
+        page, errors = inflight.watched(browser)
         page.goto(f"{server.http_url}/field/?id=field:outage")
         status = page.locator("#status")
         expect(status).to_contain_text("live · revision", timeout=WAIT)
@@ -373,15 +358,11 @@ def test_through_a_long_outage_the_page_asks_once_and_resumes(browser, tmp_path:
         server.kill()
         expect(status).to_contain_text("reconnecting", timeout=WAIT)
         page.clock.run_for(70_000)  # 35 ticks; a request waits 30 s for a socket
-        seen = inflight.seen(page)
-        assert max(seen["most"].values()) == 1, seen
-        assert seen["rejections"] == [] and errors == [], (seen["rejections"], errors)
-        said = page.evaluate("window.__statuses")
+        seen = inflight.calm(page, errors)
+        said = seen["statuses"]
         assert "figures not refreshed: field.observe got no reply within 30000 ms" in said, said
         done = seen["done"].get("field.leaderboard", 0)
         server.start(port=port)
         expect(status).to_contain_text("live · revision", timeout=WAIT)
         _until(page, f"() => window.__requests.done['field.leaderboard'] > {done}")
-        seen = inflight.seen(page)
-        assert max(seen["most"].values()) == 1, seen
-        assert seen["rejections"] == [] and errors == [], (seen["rejections"], errors)
+        inflight.calm(page, errors)

@@ -3,12 +3,14 @@ subprocess: an unproven organism reaches a judge only as the one canary of a pai
 instrumented copy is compiled first and the pristine source once more where it fails; a
 stranger's failure is a strike, never an error or a death; u_audio is nonzero while the
 voice plays (read back from the page); votes; the gallery's live cards, lineage and a
-visitor cross."""
+visitor cross; through a long outage the landing page reads its counts one at a time."""
 
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import expect
 
+from tests import inflight
 from tests.lab.live import (
     INSTRUMENT_FAILS,
     LINK_FAILS,
@@ -227,3 +229,33 @@ def test_the_public_pages_fit_a_phone(browser, server, path) -> None:
             assert panel["x"] <= box["x"] and box["x"] + box["width"] <= panel["x"] + panel["width"]
     assert not log["errors"], log["errors"]
     page.close()
+
+
+def test_through_a_long_outage_the_landing_page_reads_its_counts_once_at_a_time(
+        browser, tmp_path) -> None:
+    """The landing page reads the lab's counts every 3 s; with the server away for 70 s (the
+    page's clock run on) it waits on one reading at a time, not one per tick, says in its
+    status why the counts are not refreshed (no unhandled rejection), and once the server is
+    back on its port reads them again."""
+    with ServerProcess(tmp_path / "data") as srv:
+        lab = with_owner(srv, lambda c: new_lab(c, "outage"))
+        page, errors = inflight.watched(browser)
+        page.goto(f"{srv.http_url}/lab/?id={lab}")
+        status = page.locator("#status")
+        expect(page.locator("#counts")).to_have_text(
+            "0 organisms · 0 proven · 0 dead · 0 votes", timeout=30_000)
+        inflight.count(page)
+        port = srv.port
+        srv.kill()
+        expect(status).to_have_attribute("data-state", "reconnecting", timeout=30_000)
+        page.clock.run_for(70_000)  # 23 ticks; a reading waits 30 s for a socket
+        seen = inflight.calm(page, errors)
+        said = "counts not refreshed: lab.info got no reply within 30000 ms"
+        assert said in seen["statuses"], seen["statuses"]
+        done = seen["done"]["lab.info"]
+        srv.start(port=port)
+        expect(status).to_have_text(lab, timeout=30_000)
+        wait_js(page, f"window.__requests.done['lab.info'] > {done}")
+        inflight.calm(page, errors)
+        expect(status).to_have_text(lab)
+        page.close()

@@ -328,3 +328,47 @@ def test_a_level_opens_from_its_list_whatever_its_id(browser: Any, tmp_path: Pat
             editor.locator("#pack-levels li", has_text=titles[index]).click()
             expect(editor.locator("#level-name")).to_have_value(titles[index], timeout=WAIT)
         assert not errors and not editor_errors, (errors, editor_errors)
+
+
+def _pack_ids(url: str, token: str, pack: str) -> list[str]:
+    """The ids of `puzzlepack:pack`'s levels, in order, as the server holds them."""
+    import trio
+
+    from protocol.client import Client
+
+    async def run() -> list[str]:
+        async with Client.connect(url, token=token) as c:
+            view = await c.request("puzzlepack.view", f"puzzlepack:{pack}", {})
+            return [lv["id"] for lv in view["levels"]]
+
+    return trio.run(run)
+
+
+def test_the_editor_saves_a_loaded_level_under_its_own_id(browser: Any, tmp_path: Path) -> None:
+    """A level whose id the one-line id box cannot show (a line break, which the box strips)
+    is saved again under that id, not as a new level under what the box shows; an id typed
+    into the box is the level's id from then on."""
+    ann = TokenStore(tmp_path / "data").create("agent", "ann")
+    with ServerProcess(tmp_path / "data") as server:
+        titles = _pack_of_ids(server.ws_url, ann, "odd")
+        ids = [str(level_id) for level_id in IDS]
+        editor = browser.new_page(viewport={"width": 1280, "height": 1000})
+        errors = _errors(editor)
+        editor.goto(f"{server.http_url}/puzzle/editor.html?pack=odd&token={ann}")
+        saved = editor.locator("#message")
+        for index in (2, 1):
+            editor.locator("#pack-levels li", has_text=titles[index]).click()
+            expect(editor.locator("#level-name")).to_have_value(titles[index], timeout=WAIT)
+            assert editor.evaluate("window.editorPage.level.id") == ids[index]
+            editor.fill("#level-name", f"{titles[index]} again")
+            editor.click("#save")
+            expect(saved).to_have_text("saved into Odd ids", timeout=WAIT)
+            assert _pack_ids(server.ws_url, ann, "odd") == ids
+            saved.evaluate("(el) => { el.textContent = ''; }")
+        expect(editor.locator("#pack-levels li")).to_have_count(len(IDS))
+
+        editor.fill("#level-id", "renamed")
+        editor.click("#save")
+        expect(saved).to_have_text("saved into Odd ids", timeout=WAIT)
+        assert _pack_ids(server.ws_url, ann, "odd") == [*ids, "renamed"]
+        assert not errors, errors

@@ -138,11 +138,7 @@ def test_through_a_long_outage_the_console_refreshes_once_at_a_time(
     once the server is back refreshes again and takes the error away."""
     with ServerProcess(tmp_path / "data") as server:
         assert server.owner_token
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        errors: list[str] = []
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
-        inflight.watch(page)
-        page.clock.install()
+        page, errors = inflight.watched(browser, viewport={"width": 1280, "height": 900})
         _open_console(page, server.http_url, server.owner_token)
         expect(page.locator("body")).to_have_attribute("data-refreshed", "1", timeout=WAIT)
         inflight.count(page)
@@ -151,9 +147,7 @@ def test_through_a_long_outage_the_console_refreshes_once_at_a_time(
         expect(page.locator("#status")).to_have_attribute("data-state", "reconnecting",
                                                           timeout=WAIT)
         page.clock.run_for(70_000)  # 35 ticks; a request waits 30 s for a socket
-        seen = inflight.seen(page)
-        assert max(seen["most"].values()) == 1, seen
-        assert seen["rejections"] == [] and errors == [], (seen["rejections"], errors)
+        inflight.calm(page, errors)
         expect(page.locator("#error")).to_have_text(
             "TimeoutError: admin.overview got no reply within 30000 ms")
         refreshed = int(page.get_attribute("body", "data-refreshed") or 0)
@@ -161,7 +155,5 @@ def test_through_a_long_outage_the_console_refreshes_once_at_a_time(
         expect(page.locator("#status")).to_have_attribute("data-state", "open", timeout=WAIT)
         expect(page.locator("#error")).to_be_hidden(timeout=WAIT)
         assert int(page.get_attribute("body", "data-refreshed") or 0) > refreshed
-        seen = inflight.seen(page)
-        assert max(seen["most"].values()) == 1, seen
-        assert seen["rejections"] == [] and errors == [], (seen["rejections"], errors)
+        inflight.calm(page, errors)
         page.close()

@@ -3,7 +3,7 @@
 // small status line.
 
 import { RequestError, backoff } from "/js/client.js";
-import { isolated } from "/js/page.js";
+import { isolated, oneAtATime, setStatus } from "/js/page.js";
 
 /** The lab of this page's `?id=lab:NAME` (default lab:main). */
 export function labOfPage() {
@@ -111,12 +111,27 @@ export async function waitToDeal(page, unshown, say) {
 }
 
 /** Keep `element` showing the lab's counts (lab.info every few seconds: a lab's stream is
- * not followed, its events carry unproven code). */
+ * not followed, its events carry unproven code), one reading at a time: ticks while one
+ * waits, as through an outage, add one reading. A failed reading says why in the page's
+ * #status; the next good one puts back what the status said before, unless something else
+ * has been said since. */
 export function showCounts(client, lab, element, every = 3000) {
-  const once = () => client.request("lab.info", lab.id, {}).then((c) => {
+  const read = oneAtATime(async () => {
+    const c = await client.request("lab.info", lab.id, {});
     element.textContent = `${c.organisms} organisms · ${c.proven} proven · ${c.dead} dead · ` +
       `${c.votes} votes`;
-  }).catch(() => {});
+  });
+  const status = document.getElementById("status");
+  let failure = null; // what the last failed reading said
+  let before = null; // [state, text] of the status it replaced
+  const once = () => read().then(() => {
+    if (failure !== null && status.textContent === failure) setStatus(...before);
+    failure = before = null;
+  }, (err) => {
+    if (status.textContent !== failure) before = [status.dataset.state, status.textContent];
+    failure = `counts not refreshed: ${err.message ?? err}`;
+    setStatus("error", failure);
+  });
   once();
   return setInterval(once, every);
 }

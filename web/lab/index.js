@@ -6,7 +6,10 @@ import { setStatus } from "/js/page.js";
 
 const lab = labOfPage();
 linkLabPages(lab);
-Client.connect(socketUrl(), { client: "lab-index/1" }).then((client) => {
-  setStatus("live", lab.id);
+const live = () => setStatus("live", lab.id);
+Client.connect(socketUrl(), {
+  client: "lab-index/1", onStatus: (s) => (s === "open" ? live() : setStatus(s, s)),
+}).then((client) => {
+  live();
   showCounts(client, lab, document.getElementById("counts"));
 }).catch((err) => setStatus("error", String(err.message ?? err)));

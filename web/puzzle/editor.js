@@ -34,11 +34,13 @@ function say(text) {
 /** The level's JSON as the server takes it (`solution` only once the solver found one). */
 function levelJson() {
   const hint = $("#hint-text").value;
-  return { ...level, id: $("#level-id").value, name: $("#level-name").value,
+  return { ...level, id: String(level.id ?? ""), name: $("#level-name").value,
            ...(hint ? { hint } : {}), profile: $("#profile").value };
 }
 
 function fillFields() {
+  // The id box is one line: it drops the line breaks of an id that has some (the server
+  // takes any string), so the id is `level.id`, and the box's only once someone types in it.
   $("#level-id").value = level.id ?? "";
   $("#level-name").value = level.name ?? "";
   $("#hint-text").value = level.hint ?? "";
@@ -321,6 +323,7 @@ $("#publish").addEventListener("click", report(publish));
 $("#width").addEventListener("change", resize);
 $("#height").addEventListener("change", resize);
 $("#profile").addEventListener("change", changed);
+$("#level-id").addEventListener("input", () => { level.id = $("#level-id").value; });
 for (const id of ["#level-id", "#level-name", "#hint-text"]) $(id).addEventListener("change", draw);
 $("#pack-levels").addEventListener("click", (e) => {
   // The id from the pack, not from the markup: HTML makes a carriage return in one a newline.
