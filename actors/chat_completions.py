@@ -8,7 +8,8 @@ time would hold a call for good: at the deadline the call's socket is shut down)
 at most `MAX_ANSWER` bytes, follows no redirect, takes no content coding (a compressed answer
 could be any size once inflated), and parses strict UTF-8 JSON (`loads`). Every failure is a
 `ChatError` with a closed code and no provider text; `unavailable` is the one a caller may
-try again (the ecosystem's `CallBudget.call` does, a bounded number of times).
+try again (the ecosystem's `CallBudget.call` does, a bounded number of times; the lab's birth
+loop on its own timer), not before its Retry-After, of which it waits at most MAX_RETRY_AFTER.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import httpx
 
 from protocol.jsontext import exact_int, finite_float, strict_decoder
 
+MAX_RETRY_AFTER = 10.0  # seconds: the longest Retry-After a model client waits for
 MAX_ANSWER = 2**20  # bytes of one answer; a completion is a few KB, a lab birth under 100 KB
 BUSY = frozenset({429, 500, 502, 503, 504})  # statuses of a server that may answer later
 # A connection the server broke mid-exchange (a reset, a close before the answer's end):

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 import attrs
 
 from actors import chat_completions
-from actors.chat_completions import ChatError
+from actors.chat_completions import MAX_RETRY_AFTER, ChatError
 from actors.ecosystem.endpoint import ModelEndpoint
 
 FAILURE_CODES = (
@@ -46,7 +46,6 @@ FAILURE_CODES = (
 
 ATTEMPTS = 3  # tries of one call the endpoint answers `unavailable`
 BACKOFF = 0.5  # seconds before the second try when Retry-After names none; doubled after
-MAX_RETRY_AFTER = 10.0  # seconds: the longest Retry-After waited for
 
 
 class ModelFailure(Exception):

@@ -19,6 +19,9 @@
   raised on its code) makes the loop wait before it asks again, doubling from 5 seconds
   up to 5 minutes on the lab's clock: each call is paid for, and a model that keeps
   answering junk would otherwise be asked a few times a second. A birth ends the wait.
+  A model error `unavailable` whose answer named a Retry-After makes that wait at least as
+  long (at most `chat_completions.MAX_RETRY_AFTER`, as the ecosystem waits): the loop's
+  timer is the retry; the call itself is made once.
 - `lab.create`: the move, then the loop's timer.
 - Nobody follows a lab's stream (`World.followable` is False: the directory refuses
   every `subscribe`, here and through a cluster): its records carry the code of
@@ -32,11 +35,13 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import attrs
 
+from actors.chat_completions import MAX_RETRY_AFTER
 from actors.lab import rules
 from actors.lab.births import Candidate, backlog, birth_directive, grammar_candidate
 from actors.lab.contract import TRACKS
@@ -169,7 +174,7 @@ class LabActor(WorldActor):
         b = msg.birth
         if b.reason is not None and b.reason.startswith("model error"):
             self._loop_busy.discard(msg.track)
-            self._model_barren(b.reason)
+            self._model_barren(b.reason, b.retry_after)
             return
         candidate = Candidate(msg.track, b.code, b.title, directive=msg.directive,
                               prompt=b.prompt, source="model")
@@ -191,12 +196,15 @@ class LabActor(WorldActor):
                                if events and isinstance(events[0], Rejected)
                                else "model birth rejected")
 
-    def _model_barren(self, reason: str) -> None:
-        """A model birth bore nothing: no model birth for the current wait, and the next
-        wait is twice as long (up to MODEL_BACKOFF_MS[1])."""
-        log.warning("%s: %s; no model birth for %g s", self.actor_id, reason,
-                    self._model_backoff / 1000)
-        self._model_quiet_until = self.now() + self._model_backoff
+    def _model_barren(self, reason: str, retry_after: float | None = None) -> None:
+        """A model birth bore nothing: no model birth for the current wait, or for the
+        endpoint's `retry_after` seconds (at most MAX_RETRY_AFTER) if that is longer, and
+        the next wait is twice as long (up to MODEL_BACKOFF_MS[1])."""
+        wait = self._model_backoff
+        if retry_after is not None:
+            wait = max(wait, math.ceil(min(retry_after, MAX_RETRY_AFTER) * 1000))
+        log.warning("%s: %s; no model birth for %g s", self.actor_id, reason, wait / 1000)
+        self._model_quiet_until = self.now() + wait
         self._model_backoff = min(2 * self._model_backoff, MODEL_BACKOFF_MS[1])
 
     # ---- validation off the task ----------------------------------------------------------

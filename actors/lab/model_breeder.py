@@ -30,12 +30,14 @@ _FENCE = re.compile(r"```([\w+-]*)[ \t]*\n(.*?)\n?```", re.DOTALL)
 @attrs.frozen
 class Birth:
     """A model birth. `reason` is None when the reply has the format (its code is yet to
-    be validated); otherwise `code` holds the raw reply (empty after a model error)."""
+    be validated); otherwise `code` holds the raw reply (empty after a model error).
+    `retry_after`: the seconds an `unavailable` endpoint's Retry-After named, else None."""
 
     prompt: str
     code: str
     title: str | None
     reason: str | None
+    retry_after: float | None = None
 
 
 def birth_prompt(track: str, directive: str) -> str:
@@ -107,7 +109,7 @@ class ModelBreeder:
         try:
             reply = self.complete(prompt)
         except ChatError as error:
-            return Birth(prompt, "", None, f"model error: {error.code}")
+            return Birth(prompt, "", None, f"model error: {error.code}", error.retry_after)
         parsed = parse_reply(track, reply)
         if isinstance(parsed, str):
             return Birth(prompt, reply, None, parsed)

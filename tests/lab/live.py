@@ -189,9 +189,10 @@ def dumps(value: Any) -> str:
 class ChatServer:
     """A chat-completions server on loopback speaking the real wire format: each request's
     first message (the prompt) goes to `answer`, which gives the reply's content, or an
-    HTTP status to fail with; `prompts` keeps them, in order. `url` is its API root."""
+    HTTP status to fail with, or (status, Retry-After) to fail with and name that header;
+    `prompts` keeps them, in order. `url` is its API root."""
 
-    def __init__(self, answer: Callable[[str], str | int]) -> None:
+    def __init__(self, answer: Callable[[str], str | int | tuple[int, str]]) -> None:
         self.prompts: list[str] = []
         chat = self
 
@@ -200,8 +201,11 @@ class ChatServer:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 chat.prompts.append(body["messages"][0]["content"])
                 content = answer(chat.prompts[-1])
-                if isinstance(content, int):
-                    self.send_response(content)
+                if isinstance(content, int | tuple):
+                    status, retry = content if isinstance(content, tuple) else (content, None)
+                    self.send_response(status)
+                    if retry is not None:
+                        self.send_header("Retry-After", retry)
                     self.end_headers()
                     return
                 data = json.dumps({"choices": [{"message": {"role": "assistant",

@@ -1,6 +1,7 @@
 """The birth loop's wait after a model birth that bears nothing: a reply that breaks the
 format or fails validation backs the loop off like a model error does (each call is paid
-for), only a birth ends the wait, and a rejection keeps only the head of a long reply.
+for), only a birth ends the wait, and a rejection keeps only the head of a long reply; an
+endpoint's Retry-After (capped) makes the wait at least that long.
 
 The lab reads trio's clock as its own (the directory's `clock`), a mock clock the test
 moves a birth tick at a time, so minutes of the loop pass at once; the model is a
@@ -13,9 +14,11 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
+import pytest
 import trio
 import trio.testing
 
+from actors.chat_completions import MAX_RETRY_AFTER
 from actors.ecosystem.endpoint import ModelEndpoint
 from actors.lab import WORLD
 from actors.lab import actor as lab_actor
@@ -35,9 +38,10 @@ PANELS = [code for _, code in generate("panel", 7, 40)]
 
 class Model(ChatServer):
     """A chat-completions server answering each birth prompt with `reply(track, n)` (n:
-    the requests so far); `requests` counts them."""
+    the requests so far; a reply as `ChatServer`'s `answer` gives one); `requests` counts
+    them."""
 
-    def __init__(self, reply: Callable[[str, int], str]) -> None:
+    def __init__(self, reply: Callable[[str, int], str | tuple[int, str]]) -> None:
         def answer(prompt: str) -> str:
             track = "shader" if prompt.startswith(contract_text("shader")) else "panel"
             return reply(track, len(self.prompts))
@@ -74,14 +78,15 @@ async def run_for(clock: trio.testing.MockClock, actor: Any, seconds: float) -> 
 
 
 @asynccontextmanager
-async def breeding(model: Model) -> AsyncIterator[tuple[Any, MemoryEventStore]]:
-    """A lab breeding through `model` (backlog 16), and its store."""
+async def breeding(model: Model, backlog: int = 16
+                   ) -> AsyncIterator[tuple[Any, MemoryEventStore]]:
+    """A lab breeding through `model` (`backlog` a track), and its store."""
     store = MemoryEventStore()
     try:
         async with open_directory(store, [ActorKind.of(WORLD)], clock=lab_clock,
                                   model=model.endpoint) as directory:
-            await directory.ask(LAB, Call("lab.create", ops.CreateArgs(backlog=16), "owner",
-                                          "owner:me"))
+            await directory.ask(LAB, Call("lab.create", ops.CreateArgs(backlog=backlog),
+                                          "owner", "owner:me"))
             actor = await directory.get(LAB)
             await settled(actor)
             yield actor, store
@@ -135,3 +140,29 @@ async def test_a_validation_rejection_backs_off_and_only_a_birth_ends_the_wait(
     assert "extra uniform" in {e["reason"] for e in events if e["type"] == "rejected"}
     assert actor._model_backoff == lab_actor.MODEL_BACKOFF_MS[0]  # a birth ends the wait
     assert any(e["type"] == "born" and e["source"] == "model" for e in events)
+
+
+@pytest.mark.parametrize("retry_after", [8, 3600], ids=["named", "capped"])
+async def test_an_unavailable_model_is_asked_again_not_before_its_retry_after(
+        mock_clock, retry_after: int) -> None:
+    # Before: the loop's own wait (5 s) alone, whatever the endpoint asked.
+    asked = 0  # shader requests
+
+    def reply(track: str, n: int) -> str | tuple[int, str]:
+        nonlocal asked
+        if track == "panel":  # born at once: the panel track's backlog (1) is full
+            return f"```html\n{PANELS[0]}\n```"
+        asked += 1
+        return (429, str(retry_after))
+
+    model = Model(reply)
+    times: list[float] = []  # the lab's clock at each shader request
+    async with breeding(model, backlog=1) as (actor, store):
+        while len(times) < 2 and trio.current_time() < 60:
+            await run_for(mock_clock, actor, actor.birth_tick)
+            times += [trio.current_time()] * (asked - len(times))
+        events = await stored(store)
+    wait = min(retry_after, MAX_RETRY_AFTER)
+    assert wait <= times[1] - times[0] <= wait + actor.birth_tick, times
+    assert [e["source"] for e in events if e["type"] == "born"] == ["model"]  # the panel
+    assert not any(e["type"] == "rejected" for e in events)  # a model error stores nothing
