@@ -3,7 +3,9 @@ subprocess: an unproven organism reaches a judge only as the one canary of a pai
 instrumented copy is compiled first and the pristine source once more where it fails; a
 stranger's failure is a strike, never an error or a death; u_audio is nonzero while the
 voice plays (read back from the page); votes; the gallery's live cards, lineage and a
-visitor cross; through a long outage the landing page reads its counts one at a time."""
+visitor cross; through a long outage the landing page reads its counts one at a time; through
+an outage the judging page, the gallery and the arena say they are reconnecting, then their
+own word again."""
 
 from __future__ import annotations
 
@@ -258,4 +260,41 @@ def test_through_a_long_outage_the_landing_page_reads_its_counts_once_at_a_time(
         wait_js(page, f"window.__requests.done['lab.info'] > {done}")
         inflight.calm(page, errors)
         expect(status).to_have_text(lab)
+        page.close()
+
+
+# Each page's own word on an empty lab: its path (the arena's with the owner's token), state
+# and text.
+WAITING = {
+    "judge": ("/lab/judge.html?id={lab}", "waiting",
+              "nothing to judge yet: fewer than two proven shaders"),
+    "gallery": ("/lab/gallery.html?id={lab}", "live", "0 organisms"),
+    "arena": ("/lab/arena.html?id={lab}#token={token}", "waiting",
+              "waiting for births: fewer than two live organisms"),
+}
+
+
+@pytest.mark.parametrize("name", WAITING)
+def test_through_an_outage_a_lab_page_says_it_reconnects_then_its_own_word(
+        browser, tmp_path, name: str) -> None:
+    """With the server killed under it, the page's status follows the connection
+    (reconnecting), not what the page last said; with the server back on its port, the
+    page's own word is back (the shared `statusLine`, web/js/page.js)."""
+    path, state, said = WAITING[name]
+    with ServerProcess(tmp_path / "data") as srv:
+        lab = with_owner(srv, lambda c: new_lab(c, "outage"))
+        page, errors = inflight.watched(browser)
+        page.goto(srv.http_url + path.format(lab=lab, token=srv.owner_token))
+        status = page.locator("#status")
+        expect(status).to_have_text(said, timeout=30_000)
+        inflight.count(page)
+        port = srv.port
+        srv.kill()
+        expect(status).to_have_attribute("data-state", "reconnecting", timeout=30_000)
+        expect(status).to_have_text("reconnecting")
+        srv.start(port=port)
+        expect(status).to_have_text(said, timeout=30_000)
+        expect(status).to_have_attribute("data-state", state)
+        seen = inflight.seen(page)
+        assert seen["rejections"] == [] and errors == [], (seen["rejections"], errors)
         page.close()

@@ -8,6 +8,20 @@ export function setStatus(state, text) {
   el.textContent = text;
 }
 
+/** The page's #status line as it follows the connection: `say(state, text)` shows (and keeps)
+ * the page's own word; `onStatus`, a Client's option, shows the connection's state while it
+ * is away ("reconnecting", "closed") and the page's last word again once it is open. */
+export function statusLine() {
+  const el = document.getElementById("status");
+  let said = [el?.dataset.state ?? "", el?.textContent ?? ""]; // the page's, before any word
+  const say = (state, text) => {
+    said = [state, text];
+    setStatus(state, text);
+  };
+  const onStatus = (state) => setStatus(...(state === "open" ? said : [state, state]));
+  return { say, onStatus };
+}
+
 /** `task` (async, no arguments) run one at a time. A call while a run is in flight starts
  * none: it has one more run start once that one settles, shared by every call meanwhile, and
  * settles with it. A page reading on a timer through an outage so waits on one request, not

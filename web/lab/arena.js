@@ -11,7 +11,7 @@
 import { Client, RequestError, socketUrl } from "/js/client.js";
 import { labOfPage, linkLabPages, lineageList, post, ratingText, record, showCounts, sleep,
          waitToDeal } from "/lab/api.js";
-import { setStatus as showStatus } from "/js/page.js";
+import { statusLine } from "/js/page.js";
 import { Stage, firstLine, panelFrame, prove } from "/lab/gl.js";
 
 const TOKEN_KEY = "pdg.owner_token";
@@ -24,12 +24,7 @@ const stages = { left: null, right: null };
 const trackSelect = document.getElementById("track");
 let client = null;
 let token = null;
-let said = ["connecting", "connecting…"]; // the arena's last status, shown again once open
-
-function setStatus(state, text) {
-  said = [state, text];
-  showStatus(state, text);
-}
+const { say: setStatus, onStatus } = statusLine(); // the arena's word, or the connection's
 
 // What the page did, for the owner's eyes and the gate: pairs dealt, verdicts and votes (the
 // last of each), losses; `pause` the wait after the latest pair whose context was lost.
@@ -273,10 +268,7 @@ async function start() {
     token = await askToken();
   }
   try {
-    client = await Client.connect(socketUrl(), {
-      token, client: "lab-arena/1",
-      onStatus: (s) => showStatus(...(s === "open" ? said : [s, s])),
-    });
+    client = await Client.connect(socketUrl(), { token, client: "lab-arena/1", onStatus });
   } catch (err) {
     refuse(`the server refused the token: ${err.message ?? err}`);
     return;

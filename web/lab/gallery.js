@@ -8,7 +8,7 @@
 
 import { Client, socketUrl } from "/js/client.js";
 import { clientKey, labOfPage, linkLabPages, lineageList, ratingText, sleep } from "/lab/api.js";
-import { setStatus } from "/js/page.js";
+import { statusLine } from "/js/page.js";
 import { Stage } from "/lab/gl.js";
 
 const lab = labOfPage();
@@ -21,6 +21,7 @@ const parents = { a: null, b: null };
 const cards = []; // {organism, program, context, element}
 let client = null;
 let stage = null;
+const { say: setStatus, onStatus } = statusLine(); // the gallery's word, or the connection's
 const gallery = { phase: "starting", shown: [], failed: [], crosses: [] };
 window.labGallery = gallery;
 
@@ -118,7 +119,7 @@ function animate() {
 
 async function start() {
   try {
-    client = await Client.connect(socketUrl(), { client: "lab-gallery/1" });
+    client = await Client.connect(socketUrl(), { client: "lab-gallery/1", onStatus });
   } catch (err) {
     setStatus("error", String(err.message ?? err));
     return;

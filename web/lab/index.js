@@ -2,14 +2,12 @@
 
 import { Client, socketUrl } from "/js/client.js";
 import { labOfPage, linkLabPages, showCounts } from "/lab/api.js";
-import { setStatus } from "/js/page.js";
+import { statusLine } from "/js/page.js";
 
 const lab = labOfPage();
 linkLabPages(lab);
-const live = () => setStatus("live", lab.id);
-Client.connect(socketUrl(), {
-  client: "lab-index/1", onStatus: (s) => (s === "open" ? live() : setStatus(s, s)),
-}).then((client) => {
-  live();
+const { say, onStatus } = statusLine();
+Client.connect(socketUrl(), { client: "lab-index/1", onStatus }).then((client) => {
+  say("live", lab.id);
   showCounts(client, lab, document.getElementById("counts"));
-}).catch((err) => setStatus("error", String(err.message ?? err)));
+}).catch((err) => say("error", String(err.message ?? err)));

@@ -10,11 +10,12 @@
 import { Client, RequestError, socketUrl } from "/js/client.js";
 import { clientKey, labOfPage, linkLabPages, post, record, showCounts, sleep, waitToDeal }
   from "/lab/api.js";
-import { setStatus } from "/js/page.js";
+import { statusLine } from "/js/page.js";
 import { SILENT, Stage, instrument, prove } from "/lab/gl.js";
 
 const lab = labOfPage();
 linkLabPages(lab);
+const { say: setStatus, onStatus } = statusLine(); // the loop's word, or the connection's
 const key = clientKey();
 const sides = { left: document.getElementById("left"), right: document.getElementById("right") };
 const stages = { left: null, right: null };
@@ -228,7 +229,7 @@ function showLevels() {
 
 async function start() {
   try {
-    client = await Client.connect(socketUrl(), { client: "lab-judge/1" });
+    client = await Client.connect(socketUrl(), { client: "lab-judge/1", onStatus });
   } catch (err) {
     setStatus("error", String(err.message ?? err));
     return;
