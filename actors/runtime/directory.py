@@ -325,7 +325,13 @@ class Directory:
 
     def deliver_soon(self, actor_id: str, message: Any, answer: Answer, hops: int = 0) -> None:
         """`deliver` in a task of the directory's own (the caller does not wait for the
-        load); a refusal goes to `answer`."""
+        load); a refusal goes to `answer`. Once the directory is closing, `answer` is
+        refused at once, as a stopped actor refuses what it did not apply."""
+        if self.closing:  # (its nursery takes no task: it is cancelled, or closed)
+            answer.fail(ActorStopped(actor_id, "was not delivered: the server is shutting "
+                                     "down"))
+            return
+
         async def run() -> None:
             try:
                 await self.deliver(actor_id, message, answer, hops)

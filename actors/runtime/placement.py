@@ -59,7 +59,8 @@ class Placement(Protocol):
 
 class Rerouting:
     """The answer of a message posted to a live actor in a cluster: a refusal because the
-    actor stopped before applying it sends the message through the directory again."""
+    actor stopped before applying it sends the message through the directory again, for
+    the same caller (its `footprint`: a load or forward it causes is its own)."""
 
     __slots__ = ("_answer", "_deadline", "_directory", "_hops", "_left", "actor_id",
                  "message")
@@ -83,6 +84,11 @@ class Rerouting:
                        answer._left - 1)
         deadline = trio.current_time() + directory.config.ask_timeout
         return cls(directory, actor_id, message, answer, hops, deadline)
+
+    @property
+    def footprint(self) -> int | None:
+        """How firmly its caller holds worlds live (`SubscriberQueue.footprint`)."""
+        return getattr(self._answer, "footprint", None)
 
     def charge(self, seconds: float) -> None:
         """Serving the message cost `seconds` (told its caller)."""

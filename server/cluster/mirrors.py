@@ -29,8 +29,10 @@ revision and before any later one, as the host does (one read of the store serve
 both); one that arrives after later events went out is dropped (a client keeps no older
 snapshot). When the relay ends (the actor stopped: moved, held, shut down; the link
 broke; the host's outbox to this process grew past RELAY_BACKLOG) the mirror registers
-again wherever the world is, with backoff while it has subscribers (as spectators on the
-host resubscribe: what was pushed meanwhile of the figures comes with the next push).
+again wherever the world is, with backoff while it has subscribers, or once one joins
+(as spectators on the host resubscribe: what was pushed meanwhile of the figures comes
+with the next push). An end that comes while a view registering the relay is answered
+may be that relay's: it is registered again.
 
 The host holds the world live as firmly as the mirror's spectators would hold it there
 (`Mirror.footprint`: the relay carries it, and `max_live_worlds` reads it as a
@@ -92,6 +94,7 @@ class Mirror:
         self.relay = _Relay(mirrors, self)
         self.relaying = False  # the host is believed to relay its snapshot pushes here
         self.registering = False  # a task is registering the relay again
+        self.ended = 0  # relays that ended (`Mirrors.on_relay_lost`)
         # Relayed snapshot pushes not published yet: (arrival number, revision, view).
         self.views: deque[tuple[int, int, Any]] = deque()
         self.arrived = 0  # relayed snapshot pushes received
@@ -234,8 +237,6 @@ class Mirrors:
             if since is not None and mirror.reaches(since):
                 mirror.topic.subscribe(queue, since, request_id, mirror.rev, _no_view)
                 self._joined(mirror, queue)
-                if not mirror.relaying:  # follow the host's snapshot pushes from now on
-                    self._register(mirror)
                 return
             await self._from_view(mirror, queue, request_id, viewed)
             self._joined(mirror, queue)
@@ -308,9 +309,13 @@ class Mirrors:
         else:  # (it loads the world, if it must, for the one joining: as a local subscribe)
             footprint = None if joining is None else joining.footprint
         pending = _Marked(mirror, footprint)
+        ended = mirror.ended
         rev, view = await self.directory.ask(
             mirror.actor_id, ViewMsg(mirror.relay if relay else None), answer=pending)
-        if relay:
+        # A relay that ended meanwhile may be this one (its end can come right behind the
+        # answer, before this task runs again): it is registered again (the register
+        # loop asks again; `_joined` starts one).
+        if relay and mirror.ended == ended:
             mirror.relaying = True
             if mirror.told != footprint:  # changed while asked: the host has `footprint`
                 told, mirror.told = mirror.told, footprint
@@ -376,13 +381,18 @@ class Mirrors:
         if mirror.relay.closed:
             return
         mirror.relaying = False
+        mirror.ended += 1
         if unloaded and mirror.rev is not None and mirror.footprint() is not None:
             mirror.topic.close(mirror.rev)
         self._register(mirror)
 
     def _joined(self, mirror: Mirror, queue: SubscriberQueue) -> None:
         """`queue` follows the mirror now: its host learns at once if that holds the world
-        more firmly (the sweep tells it the rest: spectators leaving, following more)."""
+        more firmly (the sweep tells it the rest: spectators leaving, following more), and
+        is asked to relay its snapshot pushes if it does not (a relay that ended while
+        nobody watched, or while `queue`'s view was asked, was not registered again)."""
+        if not mirror.relaying:
+            self._register(mirror)
         told, own = mirror.told, queue.footprint
         if told is not None:
             self._tell(mirror, own if own is None or told == UNWATCHED else min(told, own))

@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 import trio
+from trio.testing import wait_all_tasks_blocked
 
 from actors.runtime.context import NullObserver
 from actors.runtime.subscriber import SubscriberQueue
@@ -164,3 +165,83 @@ def test_a_peer_that_reads_too_slowly_loses_its_relay() -> None:
     frames = [json.loads(f) for f in outbox._frames if f.startswith(b"{")]
     assert [(f["kind"], f["rev"]) for f in frames] == [("snapshot", 3), ("resync", 4)]
     assert frames[-1]["data"] == {"reason": "slow_consumer"}
+
+
+class _Host:
+    """The process hosting WORLD at revision `rev`, as a mirror's directory reaches it: a
+    view registers its relay on the live actor's topic (a real `Topic`) and is answered;
+    while `gate` is shut, views wait for it."""
+
+    def __init__(self, rev: int) -> None:
+        self.rev = rev
+        self.topic = Topic(WORLD, 10, lambda: None)
+        self.gate = trio.Event()
+        self.gate.set()
+        self.views: list[bool] = []  # each view asked: did it ask for a relay?
+        self.stop_after_answering = False  # the next view's actor stops once it answered
+
+    async def ask(self, actor_id: str, message: Any, timeout: float | None = None,
+                  answer: Any = None) -> Any:
+        self.views.append(message.relay is not None)
+        await self.gate.wait()
+        self.topic.relay(message.relay)
+        answer.succeed((self.rev, {"view at": self.rev}))
+        if self.stop_after_answering:  # before the asker runs again (the answer and the
+            self.stop_after_answering = False  # relay's end came in one read of a link)
+            self.restart()
+        return answer.value
+
+    def restart(self) -> None:
+        """The actor stops (its relays are told) and the world loads again."""
+        self.topic.close(self.rev)
+        self.topic = Topic(WORLD, 10, lambda: None)
+
+
+def _following(host: _Host, nursery: trio.Nursery) -> Mirrors:
+    mirrors = Mirrors(_Store(host.rev), 100, NullObserver())  # type: ignore[arg-type]
+    mirrors.directory = host  # type: ignore[assignment]
+    mirrors._nursery = nursery
+    return mirrors
+
+
+async def test_a_relay_lost_while_a_subscriber_s_view_is_asked_is_followed_again(
+        nursery: trio.Nursery) -> None:
+    """The mirror's only spectator left (it is kept a while); a new one's view is asked;
+    the host's actor stops meanwhile, which ends the relay while nobody is in the topic:
+    once the new spectator is in, the host is asked to relay again."""
+    host = _Host(rev=5)
+    mirrors = _following(host, nursery)
+    first = SubscriberQueue(100)
+    await mirrors.subscribe(WORLD, first, None, 1)
+    mirrors.unsubscribe(WORLD, first)
+    host.gate = trio.Event()
+    queue = SubscriberQueue(100)
+    nursery.start_soon(mirrors.subscribe, WORLD, queue, None, 2)
+    await wait_all_tasks_blocked()
+    assert host.views == [True, False]  # (relayed to already: the new one's view is plain)
+    host.restart()
+    await wait_all_tasks_blocked()  # (nobody watches yet: the mirror does not ask again)
+    assert host.views == [True, False]
+    host.gate.set()
+    await wait_all_tasks_blocked()
+    assert json.loads(queue.get_nowait())["result"] == {"topic": WORLD, "rev": 5}
+    host.topic.publish_snapshot(5, "figures")
+    await wait_all_tasks_blocked()
+    assert _pushes(queue) == [("snapshot", 5, {"view at": 5}), ("snapshot", 5, "figures")]
+
+
+async def test_a_relay_that_ends_as_its_view_is_answered_is_asked_for_again(
+        nursery: trio.Nursery) -> None:
+    """The host answers the view that registers the relay and its actor stops before the
+    mirror's task runs again: the relay's end is not forgotten."""
+    host = _Host(rev=5)
+    host.stop_after_answering = True
+    mirrors = _following(host, nursery)
+    queue = SubscriberQueue(100)
+    await mirrors.subscribe(WORLD, queue, None, 1)
+    await wait_all_tasks_blocked()
+    assert host.views == [True, True]
+    host.topic.publish_snapshot(5, "figures")
+    await wait_all_tasks_blocked()
+    queue.get_nowait()  # the reply
+    assert _pushes(queue) == [("snapshot", 5, {"view at": 5}), ("snapshot", 5, "figures")]

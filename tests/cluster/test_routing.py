@@ -5,13 +5,18 @@ crashes, loses its lease or is fenced answers again."""
 
 from __future__ import annotations
 
+import logging
 import random
 from typing import Any
 
 import pytest
 import trio
 
+from actors.runtime import Call
+from actors.runtime.mailbox import Pending
 from protocol.client import Client, Push, RequestError
+from protocol.errors import ErrorCode
+from protocol.ops.counter import GetArgs
 from server.budgets import Budgets
 from server.hello import new_key
 from tests.cluster.conftest import Nodes, counter_add, wait_for
@@ -237,3 +242,25 @@ async def test_a_rule_patch_forwarded_to_its_run_s_node_is_taken(nodes: Nodes) -
             assert "decision" in await ca.request(change[0], RUN, change[1])
     assert [n.cluster.name for n in (a, b) if RUN in n.directory.hosted()] == ["b"]
     assert a.cluster.router.forwards >= 2
+
+
+async def test_a_node_shut_down_while_a_message_waits_for_a_re_home_refuses_it_cleanly(
+        nodes: Nodes, caplog: pytest.LogCaptureFixture) -> None:
+    """A message waits for a crashed host's world to re-home when its node shuts down: it
+    is refused as the stopping directory refuses any message it cannot deliver any more,
+    and nothing is logged as an error."""
+    a, b = await nodes.start("a", lease_ttl=30.0), await nodes.start("b")
+    async with Client.connect(a.ws_url) as ca:
+        await ca.request("counter.create", WORLD)
+    a.crash()
+    await a.ended.wait()
+    answer = Pending()
+    b.directory.send(WORLD, Call("counter.get", GetArgs(), "spectator", "ann"), answer)
+    await wait_for(lambda: WORLD in b.cluster.router._rehoming)  # (the lease holds 30 s)
+    b.stop()
+    await b.ended.wait()
+    assert answer.done.is_set() and answer.error is not None
+    assert (answer.error.code, answer.error.message, answer.error.detail) == (
+        ErrorCode.UNAVAILABLE, f"{WORLD} was not delivered: the server is shutting down",
+        {"actor": WORLD})
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
