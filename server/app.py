@@ -449,9 +449,9 @@ async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = Non
         _instrument_store(metrics, store)
         app = _count_http(build_app(state), state)
 
-        def ping_dropped(peer: str, seconds: float, what: str) -> None:
+        def dropped(budget: str, peer: str, seconds: float, what: str) -> None:
             host = address_key(peer) if peer else "?"
-            metrics.budget_hits.labels("ping").inc()
+            metrics.budget_hits.labels(budget).inc()
             trace.warn("slow_reader", host, "dropped a connection from %s: it %s for %.0f s",
                        host, what, seconds)
 
@@ -476,8 +476,10 @@ async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = Non
                 partial(_session, state), host=config.host, port=config.port,
                 max_size=config.max_frame * config.hard_frame_factor,
                 max_frame=config.max_frame, ping_interval=config.ping_interval,
-                head_timeout=budgets.handshake_timeout, shutdown=stop, guard=guard,
-                ping_dropped=ping_dropped,
+                head_timeout=budgets.handshake_timeout, shutdown=stop,
+                send_timeout=budgets.send_timeout, guard=guard,
+                ping_dropped=partial(dropped, "ping"),
+                send_dropped=partial(dropped, "send_timeout"),
                 violated=lambda code: metrics.violation_closes.labels(str(code)).inc()))
             host, _, port = binds[0].removeprefix("http://").rpartition(":")
             task_status.started(Running(host.strip("[]"), int(port), owner_token, stop,

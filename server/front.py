@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import errno
 import logging
+import math
 import os
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 import h11
@@ -76,11 +78,18 @@ def upgrade_target(head: bytes) -> str | None:
 
 
 class ReplayStream(trio.abc.HalfCloseableStream):
-    """`inner` with `head` received again first (for Hypercorn, which reads it itself)."""
+    """`inner` with `head` received again first (for Hypercorn, which reads it itself), and
+    each send bounded: one the client has not taken within `send_timeout` seconds closes
+    the connection (`stalled` is told first). Hypercorn writes shielded from every
+    cancellation and has no write timeout: a client that read nothing of its answer held
+    its connection, and a shutdown, for good."""
 
-    def __init__(self, inner: trio.SocketStream, head: bytes) -> None:
+    def __init__(self, inner: trio.SocketStream, head: bytes, send_timeout: float = math.inf,
+                 stalled: Callable[[], None] | None = None) -> None:
         self._inner = inner
         self._head = head
+        self._send_timeout = send_timeout
+        self._stalled = stalled
 
     @property
     def socket(self) -> Any:
@@ -97,8 +106,15 @@ class ReplayStream(trio.abc.HalfCloseableStream):
         return await self._inner.receive_some(max_bytes)
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
-        """As the inner stream."""
-        await self._inner.send_all(data)
+        """As the inner stream, within `send_timeout` (else the stream is closed and this
+        raises BrokenResourceError, on which Hypercorn ends the connection)."""
+        with trio.move_on_after(self._send_timeout) as waited:
+            await self._inner.send_all(data)
+        if waited.cancelled_caught:
+            if self._stalled is not None:
+                self._stalled()
+            await trio.aclose_forcefully(self._inner)
+            raise trio.BrokenResourceError(f"the client took nothing for {self._send_timeout:g} s")
 
     async def wait_send_all_might_not_block(self) -> None:
         """As the inner stream."""
@@ -186,8 +202,9 @@ WsHandler = Callable[[WebSocket], Awaitable[None]]
 async def serve_front(app: Any, config: HypercornConfig, ws_path: str, ws_handler: WsHandler,
                       *, host: str, port: int, max_size: int, max_frame: int,
                       ping_interval: float | None, head_timeout: float, shutdown: trio.Event,
-                      guard: TcpGuard | None = None,
+                      send_timeout: float = math.inf, guard: TcpGuard | None = None,
                       ping_dropped: Callable[[str, float, str], None] | None = None,
+                      send_dropped: Callable[[str, float, str], None] | None = None,
                       violated: Callable[[int], None] | None = None,
                       task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED
                       ) -> None:
@@ -196,7 +213,9 @@ async def serve_front(app: Any, config: HypercornConfig, ws_path: str, ws_handle
     `guard` admits (or refuses) each connection before its head is read
     (server/tcp_guard.py). A websocket's message past `max_size` closes it, one past
     `max_frame` is skipped unread; `violated` is told the code of each close for a
-    violation (server/transport.py).
+    violation (server/transport.py). An HTTP answer's write not taken within `send_timeout`
+    ends its connection (`ReplayStream`), told to `send_dropped` as a websocket's missed
+    pong is to `ping_dropped`: (peer, seconds, what).
 
     On shutdown the listeners close at once (new connections are refused), Hypercorn's idle
     keep-alive connections end, and this returns when every connection task has ended;
@@ -226,9 +245,11 @@ async def serve_front(app: Any, config: HypercornConfig, ws_path: str, ws_handle
             if head is None or head.startswith(H2_PREFACE):  # HTTP/1.1 only: _Http11
                 return
             if upgrade_target(head) != ws_path:
+                stalled = None if send_dropped is None else partial(
+                    send_dropped, peer, send_timeout, "did not read an HTTP answer")
                 http = _Http11Server(app, config, context,
                                      ConnectionState(lifespan_state.copy()),
-                                     ReplayStream(stream, head))
+                                     ReplayStream(stream, head, send_timeout, stalled))
                 try:
                     await http
                 finally:  # its protocol sends through it: a cycle, left to the collector

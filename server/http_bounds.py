@@ -19,7 +19,8 @@
   a server failure). The last message of an answer is sent shielded from the app's own
   cancellation: Starlette's file responses cancel their sender once the body is out, and
   Hypercorn closes (`Connection: close`, HTTP/1.0) or recycles the connection inside that
-  send; cut there, the connection was held open, idle, until its client left.
+  send; cut there, the connection was held open, idle, until its client left. (A write
+  its client does not take ends the connection: `send_timeout`, server/front.py.)
 - `wrong_method`: a known path asked with a method it does not answer gets 405 with
   `Allow` and the JSON refusal, as the lab's routes answer.
 
@@ -84,7 +85,6 @@ class _Exchange:
     def __init__(self, receive: Receive, send: Send, timeout: float) -> None:
         self._receive = receive
         self._send = send
-        self.timeout = timeout
         self.deadline = trio.current_time() + timeout
         self.scope = trio.CancelScope()  # the app's
         self.body_done = False
@@ -106,13 +106,14 @@ class _Exchange:
         return {"type": "http.disconnect"}  # for a task the app started elsewhere
 
     async def send(self, message: Message) -> None:
-        """Send `message`; the answer's last one shielded (a bound on it all the same)."""
+        """Send `message`; the answer's last one shielded (every write is bounded by the
+        connection's send timeout: server/front.py's `ReplayStream`)."""
         if message["type"] == "http.response.start":
             self.started = True
         if message["type"] != "http.response.body" or message.get("more_body", False):
             await self._send(message)
             return
-        with trio.CancelScope(shield=True, deadline=trio.current_time() + self.timeout):
+        with trio.CancelScope(shield=True):
             await self._send(message)
 
 

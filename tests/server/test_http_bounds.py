@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 from pathlib import Path
 
 import httpx
@@ -185,3 +186,32 @@ async def test_refusals_past_max_paused_are_sent_at_once(
                     await trio.sleep(0.01)
                 assert (await http.get("/metrics")).status_code == 429
             nursery.cancel_scope.cancel()
+
+
+async def test_an_answer_its_client_does_not_read_ends_its_connection(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # Hypercorn writes shielded and has no write timeout: a client that asked for a file and
+    # read none of it held its connection (its task, the file open) for good, and the
+    # server's shutdown waited on it past graceful_timeout, its cancellation shielded off.
+    caplog.set_level(logging.WARNING)
+    size = 8_000_000  # more than the sockets' buffers hold
+    web = tmp_path / "web"
+    web.mkdir()
+    (web / "big.bin").write_bytes(b"x" * size)
+    async with running_server(tmp_path / "data", web_dir=web,
+                              budgets=Budgets(send_timeout=0.5)) as srv:
+        sock = trio.socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        await sock.connect(("127.0.0.1", srv.port))
+        async with trio.SocketStream(sock) as stream:
+            await stream.send_all(_request("GET /big.bin HTTP/1.1"))
+            dropped = srv.state.metrics.budget_hits.labels("send_timeout")
+            with trio.fail_after(30):
+                while not dropped.value:
+                    await trio.sleep(0.05)
+                received = 0
+                while chunk := await stream.receive_some(65536):
+                    received += len(chunk)
+            assert received < size  # cut short, then closed
+    assert "from 127.0.0.1: it did not read an HTTP answer" in caplog.text
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
