@@ -1,4 +1,6 @@
-"""The answer to a connection's hello: who it is, or why it may not be anyone.
+"""A connection's hello: read by the connection's own task before the reactor reads it
+(`handshake`: frames before it are refused, a pause after each), and the answer to it
+(`greet`): who it is, or why it may not be anyone.
 
 No token: a spectator (an agent on an `--open` server) under a name of its own
 (`anonymous~<digest>`), so no two anonymous callers share an identity and one cannot write
@@ -19,14 +21,26 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from protocol.envelope import PROTOCOL_VERSION, Hello, encode_result
-from protocol.errors import ProtocolError
+from protocol.envelope import (
+    PROTOCOL_VERSION,
+    Hello,
+    encode_error,
+    encode_result,
+    for_request,
+    request_id_of,
+)
+from protocol.errors import ErrorCode, ProtocolError
 from server.auth import Principal
 
 if TYPE_CHECKING:
     from server.session import Session
 
 ANONYMOUS = "anonymous"  # anonymous callers are `anonymous~<digest of their key>`
+CLOSE_POLICY = 1008
+# Before the hello, which nothing is charged to: a longer frame is refused unread (a hello
+# is far shorter), and after each refusal the connection is not read for a while.
+MAX_HELLO = 4096  # characters
+HELLO_REFUSED_PAUSE = 0.1  # seconds
 
 
 def new_key() -> str:
@@ -38,6 +52,58 @@ def anonymous_name(key: str) -> str:
     """The identity an anonymous key stands for (a digest: names are stored in events)."""
     digest = hashlib.sha256(f"petridish-anonymous:{key}".encode()).hexdigest()
     return f"{ANONYMOUS}~{digest[:16]}"
+
+
+async def handshake(session: Session) -> bool:
+    """Wait for a valid hello; True when the connection may go on."""
+    with trio.move_on_after(session.server.config.hello_timeout):
+        while True:
+            text = await _receive_text(session)
+            if text is None:
+                return False
+            try:
+                frame = _parse_first(session, text, trio.current_time())
+            except ProtocolError as error:
+                await session._refuse_now(request_id_of(error), error)
+                await trio.sleep(HELLO_REFUSED_PAUSE)
+                continue
+            if await greet(session, frame):
+                return True
+            await session._close(CLOSE_POLICY)
+            return False
+    await session._close(CLOSE_POLICY)
+    return False
+
+
+async def _receive_text(session: Session) -> str | None:
+    """The next text frame, a refusal already sent for another message (binary, or
+    `Skipped`); None on disconnect."""
+    while True:
+        message = await session.ws.receive()
+        if message["type"] == "websocket.disconnect":
+            return None
+        session.server.metrics.frames_in.inc()
+        text = message.get("text")
+        if text is not None:
+            return text
+        refusal = session._unread_refusal(message.get("skipped"))
+        await session._send_now(encode_error(None, refusal))
+
+
+def _parse_first(session: Session, text: str, now: float) -> Hello:
+    """A hello, or the refusal of a frame before it: one longer than MAX_HELLO is not
+    parsed (it still spends a token)."""
+    if len(text) <= MAX_HELLO:
+        frame = session._parse(text, now)
+    elif not session.bucket.take(now):
+        raise session._rate_limited(None)
+    else:
+        frame = None
+    if not isinstance(frame, Hello):
+        raise for_request(ProtocolError(
+            ErrorCode.BAD_REQUEST, "the first frame must be a hello", {"expected": "hello"}),
+            None if frame is None else frame.id)
+    return frame
 
 
 async def greet(session: Session, hello: Hello) -> bool:

@@ -1,17 +1,21 @@
 """A connection's outbox: its replies and pushes, in one bounded queue, written to a free
-socket at once by whoever queues them (server/session.py's writer sends what waits)."""
+socket at once by whoever queues them; its session's `writer` task sends what waits."""
 
 from __future__ import annotations
 
 import weakref
 from typing import TYPE_CHECKING
 
+import trio
+
 from actors.runtime.subscriber import SubscriberQueue
+from protocol.jsontext import escape_lone_surrogates
 
 if TYPE_CHECKING:
     from server.session import Session
 
 REST = ""  # queued for the writer: the rest of a frame the socket took a part of
+WRITER_TASK = "server.outbox.writer"  # every writer task's name (one string)
 
 
 class Outbox(SubscriberQueue):
@@ -65,3 +69,30 @@ class Outbox(SubscriberQueue):
         if (session := self._session()) is not None and session.paused:
             session.resume_reading()
         return frame
+
+
+async def writer(session: Session) -> None:
+    """The session's writer task: send what waits in its outbox until the outbox closes
+    (a failed send closes it; the watchdog drops a send the client does not take)."""
+    frames_out = session.server.metrics.frames_out
+    clock = trio.current_time
+    try:
+        while (frame := await session.outbox.get()) is not None:
+            session.sending_since = clock()
+            if frame is REST:  # (counted when its first part went)
+                await session.ws.flush()
+            else:
+                try:
+                    await session.ws.send_text(frame)
+                except UnicodeEncodeError:
+                    # A lone surrogate stored before the protocol refused them: escaped.
+                    await session.ws.send_text(escape_lone_surrogates(frame))
+                frames_out.inc()
+            session.sending_since = None
+    except Exception as exc:  # noqa: BLE001 - the client is gone; say so unless expected
+        if not session.dropped:
+            session.server.trace.warn("send_failed", session.address,
+                                      "a send to %s failed: %r", session.address, exc)
+    finally:
+        session.sending_since = None
+        session.outbox.close()

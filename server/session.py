@@ -1,24 +1,24 @@
 """One websocket connection: the hello handshake, then the reactor reads it and a
 writer task sends what waits.
 
-The connection's task reads the hello itself; past it the connection is a reader of the
-server's `Reactor` (server/reactor.py), which hands over its messages one per round:
-each text frame is parsed (one longer than `max_frame` comes `Skipped`, unread, and is
-refused `too_large`), checked against the connection's token bucket and its client's
-budgets (server/budgets.py), and a request is posted to its actor with a `RequestAnswer`
-(server/replies.py) that the actor fills in once the answer is durable: no task per
-request. At most `max_inflight` requests are owed an answer at
-once, and a message is taken only while the outbox has room and an answer slot is free;
-otherwise the reactor stops reading the socket, which pushes back on the client through
-TCP, until a slot or room frees. Replies and pushes meet in one bounded `Outbox`: one
-that is empty writes a frame to a free socket at once (a non-blocking write by the task
-that queues it); what waits is sent by the writer task, and a send the client does not
-take within the send timeout gets the connection dropped (server/watchdog.py).
+The connection's task reads the hello itself (server/hello.py); past it the connection is
+a reader of the server's `Reactor` (server/reactor.py), which hands over its messages one
+per round: each text frame is parsed (one longer than `max_frame` comes `Skipped`, unread,
+and is refused `too_large`), checked against the connection's token bucket and its
+client's budgets (server/budgets.py), and a request is posted to its actor with a
+`RequestAnswer` (server/replies.py) that the actor fills in once the answer is durable: no
+task per request. At most `max_inflight` requests are owed an answer at once, and a
+message is taken only while the outbox has room and an answer slot is free; otherwise the
+reactor stops reading the socket, which pushes back on the client through TCP, until a
+slot or room frees. Replies and pushes meet in one bounded `Outbox`: one that is empty
+writes a frame to a free socket at once (a non-blocking write by the task that queues
+it); what waits is sent by the writer task (server/outbox.py), and a send the client does
+not take within the send timeout gets the connection dropped (server/watchdog.py).
 Every refusal is a reply with an error code; a malformed frame never closes the socket.
 
-This module talks to the socket only through `accept`, `receive`, `read_some`,
-`next_message`, `flush_soon`, `send_text`, `send_at_once`, `flush`, `close` and `abort`
-(server/transport.py's WebSocket).
+A connection talks to its socket (here, in server/hello.py and server/outbox.py) only
+through `accept`, `receive`, `read_some`, `next_message`, `flush_soon`, `send_text`,
+`send_at_once`, `flush`, `close` and `abort` (server/transport.py's WebSocket).
 """
 
 from __future__ import annotations
@@ -45,13 +45,12 @@ from protocol.envelope import (
     request_id_of,
 )
 from protocol.errors import ErrorCode, ProtocolError
-from protocol.jsontext import escape_lone_surrogates
 from protocol.roles import role_at_least
 from server.auth import Principal
 from server.budgets import Account
 from server.following import Following
-from server.hello import ANONYMOUS, greet
-from server.outbox import REST, Outbox
+from server.hello import ANONYMOUS, handshake
+from server.outbox import REST, WRITER_TASK, Outbox, writer
 from server.ratelimit import TokenBucket
 from server.replies import RequestAnswer, internal_error
 from server.transport import HandshakeFailed, Skipped, WebSocket
@@ -61,14 +60,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("petridish.session")
 CLOSE_GOING_AWAY = 1001
-CLOSE_POLICY = 1008
 CLOSE_TRY_LATER = 1013
 CLOSE_WAIT = 1.0  # seconds a server-side close waits for the client's closing frame
-# Before the hello, which nothing is charged to: a longer frame is refused unread (a hello
-# is far shorter), and after each refusal the connection is not read for a while.
-MAX_HELLO = 4096  # characters
-HELLO_REFUSED_PAUSE = 0.1  # seconds
-WRITER_TASK = "server.session.Session._writer"  # every writer task's name (one string)
 
 
 class Session:
@@ -167,12 +160,12 @@ class Session:
             metrics.connections_open.inc()
             try:
                 with self.read_scope:
-                    await self._handshake()  # a good hello sets `greeted`
+                    await handshake(self)  # a good hello sets `greeted`
                 if not self.greeted or self.draining:
                     return
                 self.writing = True
                 async with trio.open_nursery() as nursery:  # one: each costs an idle socket ~1 KiB
-                    nursery.start_soon(self._writer, name=WRITER_TASK)
+                    nursery.start_soon(writer, self, name=WRITER_TASK)
                     self._nursery = nursery  # subscribes run beside the writer
                     try:
                         if not self.draining:
@@ -219,19 +212,6 @@ class Session:
         """Count a refusal in the metrics by its code."""
         self.server.metrics.errors.labels(error.code.value).inc()
 
-    async def _receive_text(self) -> str | None:
-        """The next text frame, a refusal already sent for another message (binary, or
-        `Skipped`); None on disconnect."""
-        while True:
-            message = await self.ws.receive()
-            if message["type"] == "websocket.disconnect":
-                return None
-            self.server.metrics.frames_in.inc()
-            text = message.get("text")
-            if text is not None:
-                return text
-            await self._reply(encode_error(None, self._unread_refusal(message.get("skipped"))))
-
     def _unread_refusal(self, message: bytes | Skipped | None) -> ProtocolError:
         """The refusal of a message that is not parsed (counted; it spends the rate too):
         a text longer than `max_frame` (`too_large`: the transport skipped it unread), or
@@ -248,54 +228,11 @@ class Session:
         self.count_error(error)
         return error
 
-    async def _reply(self, frame: str) -> None:
-        if self.writing:
-            await self.outbox.put(frame)
-        else:
-            await self._send_now(frame)
-
-    # ---- hello ------------------------------------------------------------------------
-
-    async def _handshake(self) -> bool:
-        """Wait for a valid hello; True when the connection may go on."""
-        with trio.move_on_after(self.server.config.hello_timeout):
-            while True:
-                text = await self._receive_text()
-                if text is None:
-                    return False
-                try:
-                    frame = self._parse_first(text, trio.current_time())
-                except ProtocolError as error:
-                    await self._refuse_now(request_id_of(error), error)
-                    await trio.sleep(HELLO_REFUSED_PAUSE)
-                    continue
-                if await greet(self, frame):
-                    return True
-                await self._close(CLOSE_POLICY)
-                return False
-        await self._close(CLOSE_POLICY)
-        return False
-
-    def _parse_first(self, text: str, now: float) -> Hello:
-        """A hello, or the refusal of a frame before it: one longer than MAX_HELLO is not
-        parsed (it still spends a token)."""
-        if len(text) <= MAX_HELLO:
-            frame = self._parse(text, now)
-        elif not self.bucket.take(now):
-            raise self._rate_limited(None)
-        else:
-            frame = None
-        if not isinstance(frame, Hello):
-            raise for_request(ProtocolError(
-                ErrorCode.BAD_REQUEST, "the first frame must be a hello", {"expected": "hello"}),
-                None if frame is None else frame.id)
-        return frame
-
     async def _refuse_now(self, request_id: int | None, error: ProtocolError) -> None:
         self.count_error(error)
         await self._send_now(encode_error(request_id, error))
 
-    # ---- reader and writer --------------------------------------------------------------
+    # ---- parsing ----------------------------------------------------------------------
 
     def _parse(self, text: str, now: float) -> Frame:
         """Spend a token of the bucket (at `now`, trio's clock) and parse one frame.
@@ -572,27 +509,3 @@ class Session:
                                 f"{spec.kind} worlds, not {to!r}", {"path": "to"})
         return Call(request.op, args, self.principal.role, self.principal.name,
                     request.request_id), to
-
-    async def _writer(self) -> None:
-        frames_out = self.server.metrics.frames_out
-        clock = trio.current_time
-        try:
-            while (frame := await self.outbox.get()) is not None:
-                self.sending_since = clock()
-                if frame is REST:  # (counted when its first part went)
-                    await self.ws.flush()
-                else:
-                    try:
-                        await self.ws.send_text(frame)
-                    except UnicodeEncodeError:
-                        # A lone surrogate stored before the protocol refused them: escaped.
-                        await self.ws.send_text(escape_lone_surrogates(frame))
-                    frames_out.inc()
-                self.sending_since = None
-        except Exception as exc:  # noqa: BLE001 - the client is gone; say so unless expected
-            if not self.dropped:
-                self.server.trace.warn("send_failed", self.address, "a send to %s failed: %r",
-                                       self.address, exc)
-        finally:
-            self.sending_since = None
-            self.outbox.close()

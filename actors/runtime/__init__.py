@@ -1,8 +1,9 @@
 """The actor runtime (trio, no server code): what every world runs on.
 
 - `base.py`: `Actor`, the low-level base: one task, one message at a time, batches made
-  durable by one append, timers, `offload`, deferred answers (`defer`), the supervisor
-  that restarts a crashed actor.
+  durable by one append, timers, `offload`, deferred answers (`defer`).
+- `lifecycle.py`: the rest of `Actor`'s life: (re)loading, the supervisor that restarts a
+  crashed actor, unloading an idle one (or one the directory needs the room of), stopping.
 - `load.py`: an actor's state from the store, its snapshot restored and the events after
   it folded a slice at a time (the other tasks run between slices).
 - `offload.py`: the worker threads and processes behind `Actor.offload`.

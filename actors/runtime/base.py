@@ -18,11 +18,8 @@ A handler may also `defer()` its answer (work off the task, answered from a late
 the answer then goes out with the batch that gives it, once durable like any other.
 
 When a handler raises anything but a ProtocolError, the supervisor answers that ask with
-`actor_restarted` and rebuilds the state from the store plus the events of the batch's
-earlier messages: a crashed handler changes nothing, the others are unharmed. Too many
-crashes in a short window stop the actor for good; an actor left idle (no message, no
-subscriber) for `idle_timeout` unloads itself. `Directory` (actors/runtime/directory.py)
-maps `kind:name` ids to live actors and loads them again on demand.
+`actor_restarted` and rebuilds the state from the store; an actor left idle unloads itself
+(loading, restarts, unloading and stopping: actors/runtime/lifecycle.py).
 """
 
 from __future__ import annotations
@@ -40,7 +37,7 @@ import trio
 
 from actors.runtime.context import ActorContext, ActorStatistics
 from actors.runtime.deferred import Deferred, charge_sender
-from actors.runtime.load import load
+from actors.runtime.lifecycle import Lifecycle
 from actors.runtime.mailbox import (
     ActorStopped,
     Answer,
@@ -62,14 +59,14 @@ from actors.runtime.receipts import Receipts
 from actors.runtime.subscriber import SubscriberQueue
 from actors.runtime.topic import Topic
 from actors.store import Event, FencedError, Receipt, StoreUnavailable
-from protocol.errors import ErrorCode, ProtocolError
+from protocol.errors import ProtocolError
 
 log = logging.getLogger("petridish.actors")
 T = TypeVar("T")
 
 # ---- the actor ------------------------------------------------------------------------------
 
-class Actor(ABC):
+class Actor(Lifecycle, ABC):
     """Base of every world actor. Subclasses fill in the hooks marked abstract.
 
     State lives in attributes the subclass sets in `reset`/`restore` and changes only in
@@ -268,21 +265,6 @@ class Actor(ABC):
         """When it last got a message other than its idle check (trio's clock)."""
         return self._active_at
 
-    def unload(self, followed: bool = False) -> bool:
-        """Unload now, as an idle actor does, if nothing holds it (True if it did: the
-        directory makes room so): a message handled since it loaded (not one loaded for a
-        message not yet posted), none waiting, no answer owed (`defer`), no offloaded work
-        running, no subscriber unless `followed` (they get `resync` `actor_stopped`)."""
-        if not self._handled or not self._waiting or self._deferred or not self._idle(followed):
-            return False
-        log.debug("%s unloaded to make room", self.actor_id)
-        self._topic.unloaded = True
-        return True
-
-    def footprint(self, above: int | None = None) -> int | None:
-        """Its subscribers' least footprint, if they let it go (`Topic.footprint`)."""
-        return self._topic.footprint(above)
-
     async def ask(self, message: Any, timeout: float | None = None) -> Any:
         """Send `message` and wait for the handler's answer.
 
@@ -432,12 +414,6 @@ class Actor(ABC):
         """Forget a deferral of `answer` (its handler failed after deferring)."""
         self._deferred = {d for d in self._deferred if d._answer is not answer}
 
-    def _restarted(self) -> ProtocolError:
-        return ProtocolError(
-            ErrorCode.ACTOR_RESTARTED,
-            f"{self.actor_id} crashed handling this request and was restarted from its "
-            "stored state; the request may be retried", {"actor": self.actor_id})
-
     async def _flush(self) -> bool:
         """Make the batch durable, answer it, publish it; False when the actor must stop."""
         events, self._unflushed = self._unflushed, []
@@ -518,83 +494,3 @@ class Actor(ABC):
             self._push_armed = True
             self.after(self._last_push + interval - now, PushDue())
 
-    def _arm_idle_check(self, delay: float | None) -> None:
-        if delay is not None:
-            self.after(delay, IdleCheck())
-
-    def _idle_check(self, now: float) -> bool:
-        """True when it unloaded itself (idle, unwatched, nothing waiting); else re-armed."""
-        idle = self.context.config.idle_timeout
-        assert idle is not None  # only then is the check armed
-        quiet = now - self._active_at
-        if quiet >= idle and self._idle():
-            log.debug("%s unloaded after %g s idle", self.actor_id, idle)
-            return True
-        self._arm_idle_check(idle - quiet if quiet < idle else idle)
-        return False
-
-    def _idle(self, followed: bool = False) -> bool:
-        """Stop for want of work: no message waiting, no offloaded work running (its result
-        would be lost) and nobody subscribed (unless `followed`)."""
-        if self._offloads or (not followed and self._topic.prune()) or self._mailbox.depth:
-            return False
-        # No checkpoint since the check: nothing can be posted before the mailbox closes.
-        self._mailbox.close()
-        return True
-
-    async def _restart(self, kept: list[Event]) -> bool:
-        """Rebuild the state from the store plus `kept` (the batch's earlier, sound events).
-
-        False when the crash budget is spent or the store cannot be read: the batch's
-        answers are then refused and the actor stops.
-        """
-        now = trio.current_time()
-        window = self.context.config.restart_window
-        self._crashes.append(now)
-        while self._crashes and self._crashes[0] < now - window:
-            self._crashes.popleft()
-        if len(self._crashes) > self.context.config.max_restarts:
-            log.error("%s crashed %d times in %g s; stopping it", self.actor_id,
-                      len(self._crashes), window)
-            return False
-        self._timers.cancel_all()
-        self._push_armed = False
-        kept_receipts = [r for r in self._receipts.staged
-                         if r.rev <= self._durable_rev + len(kept)]
-        try:
-            await self._load()
-            for event in kept:
-                self.apply(event)
-            self._unflushed, self._rev = list(kept), self._rev + len(kept)
-            for receipt in kept_receipts:  # stored afresh with the kept events
-                self._receipts.keep(receipt)
-            await self.on_start()
-            self._arm_idle_check(self.context.config.idle_timeout)
-        except ActorStopped:
-            return False  # stopped while loading again: nothing failed
-        except Exception:
-            log.exception("%s could not be restarted from the store", self.actor_id)
-            return False
-        self._restarts += 1
-        return True
-
-    async def _load(self) -> None:
-        self.loaded = False
-        loaded = await load(self)  # (a load that raises stops the actor)
-        self._snapshot_rev = loaded.snapshot_rev
-        self._topic.reset_history((stored.rev, stored.data) for stored in loaded.history)
-        self._rev = self._durable_rev = loaded.rev
-        self._unflushed = []
-        self._receipts.reset(loaded.receipts)
-        self.loaded = True
-
-    def _stop(self) -> None:
-        self._mailbox.close()
-        # Answers not yet made durable are refused: their events were never written.
-        error = ActorStopped(self.actor_id)
-        for pending, _, _ in self._answers:
-            pending.fail(error)
-        for deferred in self._deferred:
-            deferred._answer.fail(error)
-        self._answers, self._deferred = [], set()
-        self._topic.close(self._durable_rev)

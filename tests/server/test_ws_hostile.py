@@ -1,6 +1,6 @@
 """What a hostile client can make a websocket cost: frames that complete no message
 (control frames, fragments) spend a bucket of their own and the client's CPU time
-(server/transport.py `_frames`, server/session.py `_charge_io`); a message longer than
+(server/wsframes.py `_frames`, server/session.py `_charge_io`); a message longer than
 `max_frame` is skipped as it comes, not held, and refused `too_large`; and a frame or
 message must arrive whole within MESSAGE_INTERVALS pings (server/keepalive.py), so one
 trickled a byte at a time, or fragments that never end, are dropped; a slow link that

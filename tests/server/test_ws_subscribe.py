@@ -9,7 +9,7 @@ from typing import Any
 import trio
 
 from server.budgets import Budgets
-from server.session import WRITER_TASK
+from server.outbox import WRITER_TASK
 from tests.server import burn_world
 from tests.server.ws_harness import Raw, raw_client, result, running_server
 
