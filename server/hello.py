@@ -31,12 +31,12 @@ from protocol.envelope import (
 )
 from protocol.errors import ErrorCode, ProtocolError
 from server.auth import Principal
+from server.watchdog import CLOSE_POLICY
 
 if TYPE_CHECKING:
     from server.session import Session
 
 ANONYMOUS = "anonymous"  # anonymous callers are `anonymous~<digest of their key>`
-CLOSE_POLICY = 1008
 # Before the hello, which nothing is charged to: a longer frame is refused unread (a hello
 # is far shorter), and after each refusal the connection is not read for a while.
 MAX_HELLO = 4096  # characters
