@@ -3,12 +3,15 @@ flight (the most at once, by op), its unhandled promise rejections and every tex
 status line shows.
 
 `watch(page)` before the page loads (or `page, errors = watched(browser)`), `count(page)` once
-it has; `seen(page)` reads what they recorded, `calm(page, errors)` checks it.
+it has; `seen(page)` reads what they recorded, `calm(page, errors)` checks it;
+`through_an_outage` restarts the server under a page and checks what its status line says.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from playwright.sync_api import expect
 
 # Before the page's scripts: every unhandled rejection, by its reason's text.
 _REJECTIONS = """window.__rejections = [];
@@ -79,3 +82,21 @@ def calm(page: Any, errors: list[str]) -> dict[str, Any]:
     assert max(seen_now["most"].values()) == 1, seen_now
     assert seen_now["rejections"] == [] and errors == [], (seen_now["rejections"], errors)
     return seen_now
+
+
+def through_an_outage(page: Any, errors: list[str], server: Any, state: str, text: str,
+                      timeout: int = 30_000) -> None:
+    """Kill `server` (a ServerProcess `page`, from `watched`, is on) and start it again on its
+    port: while it is away `page`'s #status follows the connection (`reconnecting`), not what
+    the page last said; once it is back it says the page's own word again (`state`, `text`);
+    and the page had no unhandled rejection and no uncaught error (`errors`)."""
+    status = page.locator("#status")
+    port = server.port
+    server.kill()
+    expect(status).to_have_attribute("data-state", "reconnecting", timeout=timeout)
+    expect(status).to_have_text("reconnecting")
+    server.start(port=port)
+    expect(status).to_have_text(text, timeout=timeout)
+    expect(status).to_have_attribute("data-state", state)
+    rejections = page.evaluate("window.__rejections")
+    assert rejections == [] and errors == [], (rejections, errors)

@@ -157,11 +157,19 @@ def test_field_page_draws_updates_and_scrubs(browser, tmp_path: Path) -> None:
         assert five[:4] == four
         gaps = [min(abs(a - b), 360 - abs(a - b)) for i, a in enumerate(four) for b in four[i + 1:]]
         assert min(gaps) >= 30
-        # a restart: the status says so, then live again (a quiet field pushes nothing)
+        # a restart while it shows history: the status says so, then the history it shows
+        # again (a quiet field pushes nothing); Live goes back to the live revision
         status, port = page.locator("#status"), server.port
+        page.evaluate(f"window.fieldPage.scrub({state['rev']})")
+        expect(board).to_have_attribute("data-mode", "history", timeout=WAIT)  # drawn
+        expect(board).to_have_attribute("data-revision", str(state["rev"]), timeout=WAIT)
+        expect(status).to_have_text(f"history · revision {state['rev']}")
         server.kill()
-        expect(status).to_contain_text("reconnecting", timeout=WAIT)
+        expect(status).to_have_text("reconnecting", timeout=WAIT)
+        expect(status).to_have_attribute("data-state", "reconnecting")
         server.start(port=port)
+        expect(status).to_have_text(f"history · revision {state['rev']}", timeout=WAIT)
+        page.click("#live")
         expect(status).to_have_text(f"live · revision {state['commit_rev']}", timeout=WAIT)
         assert not errors, errors
 

@@ -2,7 +2,8 @@
 the board, keys move YOU (the pixels where YOU was and is change), Z undoes, a win shows the
 banner, a second page watches live and replays with the slider, a share link opens the same
 level in a fresh page; at 390x844 the board fits and swipes move; the editor saves a level
-that the server validates and the solver solves."""
+that the server validates and the solver solves; through an outage each page says it
+reconnects, then its own word again."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 from urllib.parse import quote
 
 import attrs
+import pytest
 from playwright.sync_api import Page, expect
 
 from actors.puzzle.catalog import bundled
@@ -19,6 +21,7 @@ from actors.puzzle.pack import pack_of
 from actors.puzzle.share import make_link
 from actors.puzzle.words import NOUNS, WORDS
 from server.auth import TokenStore
+from tests import inflight
 from tests.server.server_process import ServerProcess
 
 WAIT = 30_000  # ms
@@ -372,3 +375,26 @@ def test_the_editor_saves_a_loaded_level_under_its_own_id(browser: Any, tmp_path
         expect(saved).to_have_text("saved into Odd ids", timeout=WAIT)
         assert _pack_ids(server.ws_url, ann, "odd") == [*ids, "renamed"]
         assert not errors, errors
+
+
+# Each page's own word to a spectator: its path, state and text.
+SPECTATED = {
+    "player": ("/puzzle/", "error", "a spectator can only watch: open a room with ?id=puzzle:NAME"),
+    "editor": ("/puzzle/editor.html", "open", "live · spectator"),
+}
+
+
+@pytest.mark.parametrize("name", SPECTATED)
+def test_through_an_outage_a_puzzle_page_says_it_reconnects_then_its_own_word(
+        browser: Any, tmp_path: Path, name: str) -> None:
+    """With the server killed under it, the page's status says it reconnects; with the
+    server back, it says what the page said before (the shared `statusLine`), not a word of
+    its own for the connection (a spectator's player page is told again that it can only
+    watch)."""
+    path, state, said = SPECTATED[name]
+    with ServerProcess(tmp_path / "data") as server:
+        page, errors = inflight.watched(browser)
+        page.goto(server.http_url + path)
+        expect(page.locator("#status")).to_have_text(said, timeout=WAIT)
+        inflight.through_an_outage(page, errors, server, state, said)
+        page.close()

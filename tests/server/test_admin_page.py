@@ -1,10 +1,10 @@
 """The owner's console page (web/admin/) in headless Chromium against a real server process:
 the owner types the token in (it never reaches the address), the page lists the worlds and
 connections, revokes a token (and a real client holding that token is closed with 1008),
-issues a token that then says hello, stops and releases a world; at 390x844 nothing
-overflows sideways, and a refusal shows in view beside its form until the next success;
-through a long outage it refreshes one at a time. Everything under the page's own CSP,
-without a violation."""
+issues a token that then says hello, stops and releases a world; a token let go (forgotten,
+or not the owner's) leaves it "not connected"; at 390x844 nothing overflows sideways, and a
+refusal shows in view beside its form until the next success; through a long outage it
+refreshes one at a time. Everything under the page's own CSP, without a violation."""
 
 from __future__ import annotations
 
@@ -98,6 +98,49 @@ def test_the_console_lists_worlds_revokes_a_token_and_its_socket_closes(
             world.locator("button.release").click()
             expect(world).to_have_count(0, timeout=WAIT)  # released: not loaded until asked
             assert _call(bob, "counter.get", "counter:seen")["result"]["revision"] == 1
+        assert page.evaluate("window.__violations") == [] and errors == []
+        page.close()
+
+
+# Before the page's scripts: on <body>, how many sockets closed and what the status line said
+# once the page had handled the last close (a task after the close event).
+AFTER_CLOSE = """const Socket = window.WebSocket;
+let closed = 0;
+window.WebSocket = class extends Socket {
+  constructor(...args) {
+    super(...args);
+    this.addEventListener("close", () => setTimeout(() => {
+      closed += 1;
+      document.body.dataset.closed = String(closed);
+      document.body.dataset.afterClose = document.getElementById("status").textContent;
+    }));
+  }
+};"""
+
+
+def test_a_token_let_go_leaves_the_console_not_connected(browser: Any, tmp_path: Path) -> None:
+    """Forgetting the owner token, or giving one that is not the owner's (the page says whose
+    it is), closes the page's client: the status says "not connected", not the closing the
+    client reports after."""
+    ann = TokenStore(tmp_path / "data").create("agent", "ann")
+    with ServerProcess(tmp_path / "data") as server:
+        assert server.owner_token
+        page = browser.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.add_init_script(AFTER_CLOSE)
+        _open_console(page, server.http_url, server.owner_token)
+        body, status = page.locator("body"), page.locator("#status")
+        page.click("#forget")
+        expect(body).to_have_attribute("data-closed", "1", timeout=WAIT)
+        expect(body).to_have_attribute("data-after-close", "not connected")
+        page.fill("#token", ann)
+        page.click("#login button[type=submit]")
+        expect(page.locator("#error")).to_have_text(
+            "this token is for the agent role; the console needs the owner token", timeout=WAIT)
+        expect(body).to_have_attribute("data-closed", "2", timeout=WAIT)
+        expect(body).to_have_attribute("data-after-close", "not connected")
+        expect(status).to_have_attribute("data-state", "closed")
         assert page.evaluate("window.__violations") == [] and errors == []
         page.close()
 

@@ -15,6 +15,7 @@ import trio
 from playwright.sync_api import expect
 
 from protocol.client import Client, RequestError
+from tests import inflight
 from tests.server.server_process import ServerProcess
 
 WAIT = 15_000  # ms: generous, the CI machine may be busy; a pass is usually instant
@@ -171,7 +172,7 @@ def test_lobby_page_reconnects_and_resumes_after_a_server_restart(browser, tmp_p
         page.evaluate(OPEN_PROBE)
         port = server.port
         server.kill()
-        expect(page.locator("#status")).to_have_text("reconnecting…", timeout=WAIT)
+        expect(page.locator("#status")).to_have_text("reconnecting", timeout=WAIT)
         # requests made while the server is away time out, and leave nothing behind them
         assert page.evaluate(ASK_WHILE_AWAY) == [["TimeoutError"] * 20, 0]
         server.start(port=port)  # same data, same address: the page's client comes back
@@ -256,7 +257,8 @@ def test_lobby_empty_state_tells_how_worlds_are_made(browser, tmp_path: Path) ->
 
 def test_lobby_page_shows_a_page_of_worlds_and_more_on_request(browser, tmp_path: Path) -> None:
     """Past one page of worlds the page shows the first (live) and asks for the next with
-    "More"; at phone size (390x844) it fits the screen's width."""
+    "More"; at phone size (390x844) it fits the screen's width. "More" asked while the
+    server is away says why it failed, still once the server is back, until it succeeds."""
     from protocol.ops.lobby import PAGE
 
     with ServerProcess(tmp_path / "data") as server:
@@ -265,9 +267,7 @@ def test_lobby_page_shows_a_page_of_worlds_and_more_on_request(browser, tmp_path
         names = [f"w{i:03}" for i in range(PAGE + 3)]
         _requests(server.ws_url, token, *(("lobby.create", None, {"kind": "counter", "name": n})
                                           for n in names))
-        page = browser.new_page(viewport={"width": 390, "height": 844})
-        errors: list[str] = []
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page, errors = inflight.watched(browser, viewport={"width": 390, "height": 844})
         page.goto(f"{server.http_url}/")
         rows = page.locator("#worlds tbody tr")
         expect(page.locator("#count")).to_have_text(f"{PAGE} of {PAGE + 3} worlds", timeout=WAIT)
@@ -277,6 +277,19 @@ def test_lobby_page_shows_a_page_of_worlds_and_more_on_request(browser, tmp_path
         box = more.bounding_box()
         assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390
         assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        status, port = page.locator("#status"), server.port
+        server.kill()
+        expect(status).to_have_text("reconnecting", timeout=WAIT)
+        more.click()
+        page.clock.run_for(31_000)  # the request waits 30 s for a socket
+        failed = "cannot list more: lobby.list got no reply within 30000 ms"
+        said = page.evaluate("window.__statuses")  # reconnect attempts take turns at it
+        assert failed in said, said
+        server.start(port=port)
+        expect(status).to_have_attribute("data-state", "error", timeout=WAIT)
+        expect(page.locator("#count")).to_have_text(f"{PAGE} of {PAGE + 3} worlds",
+                                                    timeout=WAIT)  # the snapshot again
+        expect(status).to_have_text(failed)
         more.click()
         try:
             expect(page.locator("#count")).to_have_text(f"{PAGE + 3} worlds", timeout=WAIT)
@@ -291,7 +304,8 @@ def test_lobby_page_shows_a_page_of_worlds_and_more_on_request(browser, tmp_path
         expect(page.locator('tr[data-id="counter:w000"] .revision')).to_have_text("2",
                                                                                  timeout=WAIT)
         expect(rows).to_have_count(PAGE + 3)
-        assert errors == []
+        expect(status).to_have_text("live · spectator")
+        assert errors == [] and page.evaluate("window.__rejections") == []
 
 
 def test_on_a_phone_a_long_world_name_wraps_and_its_figures_stay(browser,
@@ -312,3 +326,28 @@ def test_on_a_phone_a_long_world_name_wraps_and_its_figures_stay(browser,
         panel = page.locator(".panel", has=page.locator("#worlds")).bounding_box()
         for box in (c.bounding_box() for c in page.locator("#worlds .revision").all()):
             assert box is not None and box["x"] + box["width"] <= panel["x"] + panel["width"] + 0.5
+
+
+def test_the_world_page_follows_a_stop_and_an_outage_then_says_its_own_word(
+        browser, tmp_path: Path) -> None:
+    """The generic world page's status (the shared `statusLine`, web/js/page.js): a world an
+    admin stopped shows the server's refusal while the page subscribes again, and the page's
+    own word once it is released; through an outage it says it reconnects, then its own word."""
+    with ServerProcess(tmp_path / "data") as server:
+        token = server.owner_token
+        assert token is not None
+        _requests(server.ws_url, token, ("lobby.create", None, {"kind": "counter", "name": "one"}))
+        page, errors = inflight.watched(browser)
+        page.goto(f"{server.http_url}/lobby/world.html?id=counter:one")
+        status = page.locator("#status")
+        expect(status).to_have_text("live · spectator", timeout=WAIT)
+        stop = ("admin.stop", "admin:main", {"id": "counter:one"})
+        _requests(server.ws_url, token, stop)
+        expect(status).to_have_text(
+            "unavailable: counter:one was stopped by the owner; trying again", timeout=WAIT)
+        expect(status).to_have_attribute("data-state", "error")
+        _requests(server.ws_url, token, ("admin.release", *stop[1:]))
+        expect(status).to_have_text("live · spectator", timeout=WAIT)
+        expect(status).to_have_attribute("data-state", "open")
+        inflight.through_an_outage(page, errors, server, "open", "live · spectator")
+        page.close()

@@ -7,7 +7,7 @@
 // the tables are read again after it.
 
 import { Client, RequestError, socketUrl } from "/js/client.js";
-import { oneAtATime, setStatus } from "/js/page.js";
+import { oneAtATime, statusLine } from "/js/page.js";
 
 const ADMIN = "admin:main";
 const KEY = "petridish.owner-token";
@@ -17,6 +17,8 @@ const REFRESH = 2000; // ms between refreshes
 const $ = (sel) => document.querySelector(sel);
 const offsets = { worlds: 0, connections: 0 };
 let client = null;
+let connection = 0; // the connect() whose client the status follows
+const { say, onStatus } = statusLine(); // the console's word, or the connection's
 let timer = null;
 let tickFailed = false; // the error shown is a timed refresh's: the next good one clears it
 
@@ -221,35 +223,37 @@ function tick() {
 }
 
 function disconnect() {
+  connection += 1; // a client let go reports its closing late: not the console's state
   clearInterval(timer);
   if (client) client.close();
   client = null;
   $("#console").hidden = true;
-  setStatus("closed", "not connected");
+  say("closed", "not connected");
 }
 
 async function connect(token) {
   disconnect();
   showError(null);
-  setStatus("connecting", "connecting…");
+  say("connecting", "connecting…");
+  const mine = connection;
   try {
     client = await Client.connect(socketUrl(), {
       token, client: "admin-page/1.0",
-      onStatus: (state) => setStatus(state === "open" ? "open" : state,
-        state === "open" ? "live · owner" : state),
+      onStatus: (state, info) => { if (mine === connection) onStatus(state, info); },
     });
   } catch (err) {
-    setStatus("error", "refused");
+    say("error", "refused");
     showError(err);
     return;
   }
-  if (client.role !== "owner") {
+  const { role } = client; // disconnect() lets the client go
+  if (role !== "owner") {
     disconnect();
-    showError(`this token is for the ${client.role} role; the console needs the owner token`);
+    showError(`this token is for the ${role} role; the console needs the owner token`);
     return;
   }
   sessionStorage.setItem(KEY, token);
-  setStatus("open", "live · owner");
+  say("open", "live · owner");
   $("#console").hidden = false;
   await refresh().catch(showError);
   timer = setInterval(tick, REFRESH);

@@ -12,7 +12,7 @@
 // anonymous page is an agent.
 
 import { Client, RequestError, socketUrl } from "/js/client.js";
-import { isolated, setStatus } from "/js/page.js";
+import { isolated, refusal, statusLine } from "/js/page.js";
 import { LineChart } from "/ecosystem/charts.js";
 import { drawPlane } from "/ecosystem/fields.js";
 import { drawFoodWeb } from "/ecosystem/foodweb.js";
@@ -26,6 +26,8 @@ const $ = (sel) => document.querySelector(sel);
 
 const params = new URLSearchParams(location.search);
 const token = new URLSearchParams(location.hash.slice(1)).get("token");
+const line = statusLine(); // the run's word, or the connection's
+const setStatus = line.say;
 const page = {
   client: null,
   topic: null,
@@ -538,17 +540,13 @@ function wire() {
   window.addEventListener("resize", redraw);
 }
 
+/** The connection's state in the status line; a refusal of the run stays there, whatever
+ * repaints it, until the run is followed again. */
 function onStatus(state, info) {
-  if (state === "open") {
-    page.refusal = null;
-    if (page.view) redraw(); // a paused or ended run sends nothing to repaint the status
-    else setStatus("open", `connected as ${info.role}`);
-  } else if (state === "refused") {
-    page.refusal = `${said(info.error)}; trying again`;
-    setStatus("error", page.refusal);
-  } else {
-    setStatus(state, state);
-  }
+  if (state === "refused") page.refusal = refusal(info);
+  else if (state === "open") page.refusal = null;
+  line.onStatus(state, info);
+  if (state === "open") redraw(); // the run's word, without a refusal it last said
 }
 
 async function main() {
@@ -559,6 +557,7 @@ async function main() {
     rememberKey: true, // a reload is the same anonymous caller: the owner of its runs
     onStatus,
   });
+  setStatus("open", `connected as ${page.client.role}`);
   const id = params.get("id");
   if (id) watch(id.startsWith("ecosystem:") ? id : `ecosystem:${id}`);
   else showSetup(true);

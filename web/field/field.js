@@ -6,7 +6,7 @@
 // how far it got; once a growth finds no room the page says the game is over.
 
 import { Client, RequestError } from "/js/client.js";
-import { bdi, oneAtATime, setStatus } from "/js/page.js";
+import { bdi, oneAtATime, statusLine } from "/js/page.js";
 import { FieldModel, Renderer } from "/field/render.js";
 import { Feed, linesOf } from "/field/feed.js";
 import { wireInput } from "/field/input.js";
@@ -35,6 +35,7 @@ let replaying = 0; // the replay timer, 0 when not replaying
 const queue = []; // pushes waiting to be folded, in order
 let pumping = false;
 let progressSeen = 0; // the largest generation share shown (for tests)
+const { say: setStatus, onStatus } = statusLine(); // the field's word, or the connection's
 
 $("#game").textContent = game;
 document.title = `Petri Dish Games — ${game}`;
@@ -279,14 +280,7 @@ playButton.addEventListener("click", () => {
 wireInput($("#board-frame"), canvas, renderer);
 
 async function main() {
-  client = await Client.connect(undefined, {
-    client: "field-page/1.1",
-    onStatus: (s, info) => {
-      if (s === "open") { if (live) report(); } // a quiet field sends nothing to repaint it
-      else if (s === "refused") setStatus("error", `${info.error.message}; trying again`);
-      else setStatus("connecting", s);
-    },
-  });
+  client = await Client.connect(undefined, { client: "field-page/1.1", onStatus });
   // Subscribing from a little before the current revision brings the recent events too
   // (the feed shows them), or a snapshot when they are older than the server keeps.
   let since;

@@ -8,9 +8,14 @@ export function setStatus(state, text) {
   el.textContent = text;
 }
 
+/** What the status says while a followed world refuses the client (`onStatus("refused",
+ * info)`, a Client's report) and the client subscribes again. */
+export const refusal = (info) => `${info.error.message}; trying again`;
+
 /** The page's #status line as it follows the connection: `say(state, text)` shows (and keeps)
  * the page's own word; `onStatus`, a Client's option, shows the connection's state while it
- * is away ("reconnecting", "closed") and the page's last word again once it is open. */
+ * is away ("reconnecting", "closed"), a followed world's refusal (`refusal`, an "error") while
+ * the client subscribes again, and the page's last word again once it is open. */
 export function statusLine() {
   const el = document.getElementById("status");
   let said = [el?.dataset.state ?? "", el?.textContent ?? ""]; // the page's, before any word
@@ -18,7 +23,8 @@ export function statusLine() {
     said = [state, text];
     setStatus(state, text);
   };
-  const onStatus = (state) => setStatus(...(state === "open" ? said : [state, state]));
+  const onStatus = (state, info) => setStatus(...(state === "open" ? said
+    : state === "refused" ? ["error", refusal(info)] : [state, state]));
   return { say, onStatus };
 }
 

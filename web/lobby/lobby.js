@@ -11,7 +11,7 @@
 // generic world page.
 
 import { Client, socketUrl } from "/js/client.js";
-import { setStatus } from "/js/page.js";
+import { statusLine } from "/js/page.js";
 
 const LOBBY = "lobby:main";
 // World kinds that have a page of their own (web/<kind>/).
@@ -22,6 +22,7 @@ const PAGES = {
   puzzle: "/puzzle/",
 };
 const GENERIC = "/lobby/world.html";
+const { say, onStatus } = statusLine(); // the lobby's word, or the connection's
 
 const worlds = new Map(); // id -> {kind, id, revision, subscribers, live, summary}
 const order = []; // ids in the server's order (featured first): the first page, then more
@@ -106,8 +107,9 @@ async function showMore() {
     }
     total = page.total;
     render();
+    live(); // past a failure to list more
   } catch (err) {
-    setStatus("error", `cannot list more: ${err.message}`);
+    say("error", `cannot list more: ${err.message}`);
   } finally {
     $("#more").disabled = false;
   }
@@ -147,22 +149,16 @@ function onPush(push) {
   render(changed);
 }
 
+const live = () => say("open", `live · ${client.role}`);
+
 async function main() {
-  setStatus("connecting", "connecting…");
   $("#more").addEventListener("click", showMore);
   try {
-    client = await Client.connect(socketUrl(), {
-      client: "lobby-page/1.1",
-      onStatus: (state, info) => {
-        if (state === "open") setStatus("open", `live · ${info.role}`);
-        else if (state === "reconnecting") setStatus("reconnecting", "reconnecting…");
-        else setStatus("closed", "disconnected");
-      },
-    });
-    setStatus("open", `live · ${client.role}`);
+    client = await Client.connect(socketUrl(), { client: "lobby-page/1.1", onStatus });
+    live();
     client.subscribe(LOBBY, onPush);
   } catch (err) {
-    setStatus("error", `cannot connect: ${err.message}`);
+    say("error", `cannot connect: ${err.message}`);
   }
 }
 

@@ -2,11 +2,12 @@
 // page of their own: its snapshot as JSON and its latest events, live.
 
 import { Client } from "/js/client.js";
-import { setStatus } from "/js/page.js";
+import { statusLine } from "/js/page.js";
 
 const id = new URLSearchParams(location.search).get("id") ?? "";
 const $ = (sel) => document.querySelector(sel);
 const KEEP = 50; // events shown
+const { say, onStatus } = statusLine(); // the world's word, or the connection's
 // Written as their JSON escapes: the direction controls and the paragraph separators in
 // anyone's text (a name), which would reorder the rest of its line as shown.
 const UNSHOWN = /[\u0085\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
@@ -34,14 +35,14 @@ function onPush(push) {
 }
 
 async function main() {
-  const client = await Client.connect(undefined, { client: "world-page/1.0" });
+  const client = await Client.connect(undefined, { client: "world-page/1.0", onStatus });
   const sub = client.subscribe(id, onPush);
   try {
     await sub.ready;
-    setStatus("open", `live · ${client.role}`);
+    say("open", `live · ${client.role}`);
   } catch (err) {
-    setStatus("error", `${err.code ?? "error"}: ${err.message}`);
+    say("error", err.message); // a RequestError's starts with its code
   }
 }
 
-main().catch((err) => setStatus("error", err.message));
+main().catch((err) => say("error", err.message));

@@ -6,7 +6,7 @@
 // server on every write.
 
 import { Client, RequestError } from "/js/client.js";
-import { escapeHtml, setStatus } from "/js/page.js";
+import { escapeHtml, statusLine } from "/js/page.js";
 import { NOUNS, WORDS, drawBoard, fitCell } from "/puzzle/render.js";
 
 const params = new URLSearchParams(location.search);
@@ -15,6 +15,7 @@ const canvas = $("#editor-board");
 const PACK_KEY = "petridish.editor.pack";
 
 let client = null;
+const { say: setStatus, onStatus } = statusLine(); // the page's word, or the connection's
 let packId = params.get("pack") ?? localStorage.getItem(PACK_KEY);
 let pack = null; // the pack's view
 let tool = { noun: "baba" }; // {noun} | {word} | {erase: true}
@@ -347,14 +348,7 @@ async function main() {
   fillFields();
   draw();
   const token = params.get("token") ?? localStorage.getItem("petridish.token");
-  client = await Client.connect(undefined, {
-    token,
-    client: "puzzle-editor/1.0",
-    onStatus: (state, info) => {
-      if (state === "open") setStatus("open", `live · ${info.role}`);
-      else setStatus(state === "reconnecting" ? "reconnecting" : "closed", state);
-    },
-  });
+  client = await Client.connect(undefined, { token, client: "puzzle-editor/1.0", onStatus });
   setStatus("open", `live · ${client.role}`);
   if (client.role === "spectator") say("A spectator cannot save or solve: open the editor with an agent token (?token=…).");
   if (packId) {

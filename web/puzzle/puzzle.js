@@ -8,7 +8,7 @@
 // moved on. The slider replays the level's moves (`puzzle.history`).
 
 import { Client, RequestError } from "/js/client.js";
-import { escapeHtml, setStatus } from "/js/page.js";
+import { escapeHtml, statusLine } from "/js/page.js";
 import { drawBoard, fitCell, pixelAt } from "/puzzle/render.js";
 
 const params = new URLSearchParams(location.search);
@@ -23,6 +23,7 @@ const NAMES = { u: "up", d: "down", l: "left", r: "right", s: "wait" };
 const LEADERBOARD_TRIES = 20; // half a second apart, for a win the board is still replaying
 
 let client = null;
+const { say: setStatus, onStatus } = statusLine(); // the page's word, or the connection's
 let roomId = params.get("id");
 let view = null; // the live room view
 let shown = null; // the board on the canvas (live, or a moment of the history)
@@ -301,14 +302,7 @@ function createArgs() {
 
 async function main() {
   const token = params.get("token") ?? localStorage.getItem("petridish.token");
-  client = await Client.connect(undefined, {
-    token,
-    client: "puzzle-page/1.0",
-    onStatus: (state, info) => {
-      if (state === "open") setStatus("open", `live · ${info.role}`);
-      else setStatus(state === "reconnecting" ? "reconnecting" : "closed", state);
-    },
-  });
+  client = await Client.connect(undefined, { token, client: "puzzle-page/1.0", onStatus });
   setStatus("open", `live · ${client.role}`);
   if (!roomId) {
     if (client.role === "spectator") {
