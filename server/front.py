@@ -77,12 +77,16 @@ def upgrade_target(head: bytes) -> str | None:
     return None
 
 
+SEND_SLICE = 65536  # bytes of an HTTP answer a client must take within send_timeout
+
+
 class ReplayStream(trio.abc.HalfCloseableStream):
     """`inner` with `head` received again first (for Hypercorn, which reads it itself), and
-    each send bounded: one the client has not taken within `send_timeout` seconds closes
-    the connection (`stalled` is told first). Hypercorn writes shielded from every
-    cancellation and has no write timeout: a client that read nothing of its answer held
-    its connection, and a shutdown, for good."""
+    its sends bounded: a client that has not taken SEND_SLICE bytes of an answer within
+    `send_timeout` seconds has its connection closed (`stalled` is told first), and `cut`
+    closes it at once (a shutdown past its graceful wait). Hypercorn writes shielded from
+    every cancellation and has no write timeout: a client that read nothing of its answer
+    held its connection, and a shutdown, for good."""
 
     def __init__(self, inner: trio.SocketStream, head: bytes, send_timeout: float = math.inf,
                  stalled: Callable[[], None] | None = None) -> None:
@@ -90,6 +94,11 @@ class ReplayStream(trio.abc.HalfCloseableStream):
         self._head = head
         self._send_timeout = send_timeout
         self._stalled = stalled
+
+    def cut(self) -> None:
+        """Close the socket now: a send or receive waiting on it raises ClosedResourceError
+        (on which Hypercorn ends the connection), shielded or not."""
+        self._inner.socket.close()
 
     @property
     def socket(self) -> Any:
@@ -106,15 +115,19 @@ class ReplayStream(trio.abc.HalfCloseableStream):
         return await self._inner.receive_some(max_bytes)
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
-        """As the inner stream, within `send_timeout` (else the stream is closed and this
-        raises BrokenResourceError, on which Hypercorn ends the connection)."""
-        with trio.move_on_after(self._send_timeout) as waited:
-            await self._inner.send_all(data)
-        if waited.cancelled_caught:
-            if self._stalled is not None:
-                self._stalled()
-            await trio.aclose_forcefully(self._inner)
-            raise trio.BrokenResourceError(f"the client took nothing for {self._send_timeout:g} s")
+        """As the inner stream, SEND_SLICE bytes at a time, each within `send_timeout` (else
+        the stream is closed and this raises BrokenResourceError, on which Hypercorn ends
+        the connection): a client reading steadily is never cut, whatever the answer's size."""
+        view = memoryview(data)
+        for at in range(0, max(len(view), 1), SEND_SLICE):
+            with trio.move_on_after(self._send_timeout) as waited:
+                await self._inner.send_all(view[at:at + SEND_SLICE])
+            if waited.cancelled_caught:
+                if self._stalled is not None:
+                    self._stalled()
+                await trio.aclose_forcefully(self._inner)
+                raise trio.BrokenResourceError(f"the client took under {SEND_SLICE} bytes in "
+                                               f"{self._send_timeout:g} s")
 
     async def wait_send_all_might_not_block(self) -> None:
         """As the inner stream."""
@@ -219,13 +232,15 @@ async def serve_front(app: Any, config: HypercornConfig, ws_path: str, ws_handle
 
     On shutdown the listeners close at once (new connections are refused), Hypercorn's idle
     keep-alive connections end, and this returns when every connection task has ended;
-    the caller bounds that (it cancels the surrounding scope after its graceful timeout).
+    the caller bounds that (it cancels the surrounding scope after its graceful timeout;
+    then the sockets of HTTP answers still being sent are closed under them).
     """
     app = ASGIWrapper(app)
     lifespan_state: dict[str, Any] = {}
     lifespan = Lifespan(app, config, lifespan_state)
     context = WorkerContext(None)
     pinger = Pinger(ping_interval, ping_dropped)
+    answering: set[ReplayStream] = set()  # Hypercorn's connections (cut past shutdown)
 
     async def handle(stream: trio.SocketStream) -> None:
         """One connection, in its own task (one coroutine deep, for an idle websocket)."""
@@ -246,13 +261,15 @@ async def serve_front(app: Any, config: HypercornConfig, ws_path: str, ws_handle
                 return
             if upgrade_target(head) != ws_path:
                 stalled = None if send_dropped is None else partial(
-                    send_dropped, peer, send_timeout, "did not read an HTTP answer")
+                    send_dropped, peer, send_timeout, "took under 64 KiB of an HTTP answer")
+                replay = ReplayStream(stream, head, send_timeout, stalled)
                 http = _Http11Server(app, config, context,
-                                     ConnectionState(lifespan_state.copy()),
-                                     ReplayStream(stream, head, send_timeout, stalled))
+                                     ConnectionState(lifespan_state.copy()), replay)
+                answering.add(replay)
                 try:
                     await http
                 finally:  # its protocol sends through it: a cycle, left to the collector
+                    answering.discard(replay)
                     vars(http).pop("_wrapper", None)
                 return
             ws = WebSocket(stream, head, max_size, peer, max_frame=max_frame,
@@ -291,8 +308,12 @@ async def serve_front(app: Any, config: HypercornConfig, ws_path: str, ws_handle
                 await listener.aclose()
             await context.terminated.set()  # Hypercorn's idle connections close now
             # Every handler ends on its own (sessions drain); the pinger does not.
-            while len(connections.child_tasks) > 1:
-                await trio.sleep(0.01)
+            try:
+                while len(connections.child_tasks) > 1:
+                    await trio.sleep(0.01)
+            finally:  # (cancelled by the caller past its graceful wait: Hypercorn's sends
+                for replay in list(answering):  # are shielded, so their sockets are cut)
+                    replay.cut()
             connections.cancel_scope.cancel()
         await lifespan.wait_for_shutdown()
         lifespan_nursery.cancel_scope.cancel()

@@ -8,14 +8,20 @@ from __future__ import annotations
 import json
 import logging
 import socket
+from functools import partial
 from pathlib import Path
 
 import httpx
 import pytest
 import trio
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
 from server import http_bounds
 from server.budgets import Budgets
+from server.front import hypercorn_config, serve_front
 from tests.server.ws_harness import running_server
 
 MCP_ACCEPT = "Accept: application/json, text/event-stream"
@@ -213,5 +219,65 @@ async def test_an_answer_its_client_does_not_read_ends_its_connection(
                 while chunk := await stream.receive_some(65536):
                     received += len(chunk)
             assert received < size  # cut short, then closed
-    assert "from 127.0.0.1: it did not read an HTTP answer" in caplog.text
+    assert "from 127.0.0.1: it took under 64 KiB of an HTTP answer" in caplog.text
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+
+
+async def _stalled_reader(port: int) -> trio.SocketStream:
+    """A client that asks for /big.bin with a small window and reads none of it."""
+    sock = trio.socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    await sock.connect(("127.0.0.1", port))
+    stream = trio.SocketStream(sock)
+    await stream.send_all(_request("GET /big.bin HTTP/1.1"))
+    return stream
+
+
+async def test_a_shutdown_cuts_an_answer_its_client_does_not_read(tmp_path: Path) -> None:
+    # Hypercorn's sends are shielded: past graceful_timeout the server's cancel did not
+    # reach one waiting on a client that reads nothing, and shutdown waited send_timeout.
+    web = tmp_path / "web"
+    web.mkdir()
+    (web / "big.bin").write_bytes(b"x" * 8_000_000)
+    with trio.fail_after(60):
+        async with running_server(tmp_path / "data", web_dir=web, graceful_timeout=0.2,
+                                  budgets=Budgets(send_timeout=20.0)) as srv:
+            stream = await _stalled_reader(srv.port)
+            await trio.sleep(0.5)  # its answer is being sent, and stalls
+    dropped = srv.state.metrics.budget_hits.labels("send_timeout")
+    assert dropped.value == 0  # cut by the shutdown, not by its send_timeout
+    await stream.aclose()
+
+
+async def test_a_client_reading_steadily_gets_a_long_single_body_answer_whole() -> None:
+    # The bound is on progress, not on one write: an answer sent as one body (a lab
+    # route's, /metrics) larger than a steady reader takes in send_timeout was cut.
+    body = b"y" * 12_000_000
+
+    async def big(_: Request) -> Response:
+        return Response(body, media_type="application/octet-stream")
+
+    async def no_ws(_: object) -> None:
+        raise AssertionError("no websocket here")
+
+    drops: list[tuple[str, float, str]] = []
+    shutdown = trio.Event()
+    async with trio.open_nursery() as nursery:
+        binds = await nursery.start(partial(
+            serve_front, Starlette(routes=[Route("/big", big)]), hypercorn_config(1.0), "/ws",
+            no_ws, host="127.0.0.1", port=0, max_size=1 << 20, max_frame=1 << 16,
+            ping_interval=None, head_timeout=5.0, shutdown=shutdown, send_timeout=1.0,
+            send_dropped=lambda *drop: drops.append(drop)))
+        sock = trio.socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        await sock.connect(("127.0.0.1", int(binds[0].rpartition(":")[2])))
+        received = b""
+        async with trio.SocketStream(sock) as stream:
+            await stream.send_all(_request("GET /big HTTP/1.1", "Connection: close"))
+            with trio.fail_after(120):
+                while chunk := await stream.receive_some(65536):
+                    received += chunk
+                    await trio.sleep(0.02)  # a few MB a second, never a pause
+        shutdown.set()
+    assert drops == []
+    assert received.endswith(b"\r\n\r\n" + body)
