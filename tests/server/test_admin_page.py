@@ -2,20 +2,20 @@
 the owner types the token in (it never reaches the address), the page lists the worlds and
 connections, revokes a token (and a real client holding that token is closed with 1008),
 issues a token that then says hello, stops and releases a world; a token let go (forgotten,
-or not the owner's) leaves it "not connected"; at 390x844 nothing overflows sideways, and a
-refusal shows in view beside its form until the next success; through a long outage it
-refreshes one at a time. Everything under the page's own CSP, without a violation."""
+or not the owner's, or forgotten while the login waits for its hello's answer) leaves it
+"not connected"; at 390x844 nothing overflows sideways, and a refusal shows in view beside
+its form until the next success; through a long outage it refreshes one at a time. Everything under the page's own CSP, without a violation."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, WebSocketRoute, expect
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
@@ -102,16 +102,19 @@ def test_the_console_lists_worlds_revokes_a_token_and_its_socket_closes(
         page.close()
 
 
-# Before the page's scripts: on <body>, how many sockets closed and what the status line said
-# once the page had handled the last close (a task after the close event).
-AFTER_CLOSE = """const Socket = window.WebSocket;
-let closed = 0;
+# Before the page's scripts: on <body>, how many frames the page's sockets received and how
+# many closed, each counted once the page had handled it (a task after the event), and what
+# the status line said after the last close.
+SOCKETS = """const Socket = window.WebSocket;
+const seen = { messages: 0, closed: 0 };
 window.WebSocket = class extends Socket {
   constructor(...args) {
     super(...args);
+    this.addEventListener("message", () => setTimeout(() => {
+      document.body.dataset.messages = String(seen.messages += 1);
+    }));
     this.addEventListener("close", () => setTimeout(() => {
-      closed += 1;
-      document.body.dataset.closed = String(closed);
+      document.body.dataset.closed = String(seen.closed += 1);
       document.body.dataset.afterClose = document.getElementById("status").textContent;
     }));
   }
@@ -128,7 +131,7 @@ def test_a_token_let_go_leaves_the_console_not_connected(browser: Any, tmp_path:
         page = browser.new_page()
         errors: list[str] = []
         page.on("pageerror", lambda exc: errors.append(str(exc)))
-        page.add_init_script(AFTER_CLOSE)
+        page.add_init_script(SOCKETS)
         _open_console(page, server.http_url, server.owner_token)
         body, status = page.locator("body"), page.locator("#status")
         page.click("#forget")
@@ -142,6 +145,84 @@ def test_a_token_let_go_leaves_the_console_not_connected(browser: Any, tmp_path:
         expect(body).to_have_attribute("data-after-close", "not connected")
         expect(status).to_have_attribute("data-state", "closed")
         assert page.evaluate("window.__violations") == [] and errors == []
+        page.close()
+
+
+def _held_replies(page: Page) -> list[Callable[[], None]]:
+    """Route `page`'s sockets to the server through Playwright, holding back all the server
+    sends on each (its hello's reply first, then any close): per socket, the list gets a call
+    that lets what it held through, and from then on passes all on."""
+    releases: list[Callable[[], None]] = []
+
+    def route(ws: WebSocketRoute) -> None:
+        server = ws.connect_to_server()
+        held: list[Callable[[], None]] | None = []
+
+        def deliver(send: Callable[[], None]) -> None:
+            if held is None:
+                send()
+            else:
+                held.append(send)
+
+        def release() -> None:
+            nonlocal held
+            for send in held or ():
+                send()
+            held = None
+
+        server.on_message(lambda message: deliver(lambda: ws.send(message)))
+        server.on_close(lambda code, reason: deliver(lambda: ws.close(code=code, reason=reason)))
+        releases.append(release)
+
+    page.route_web_socket("**/ws", route)
+    return releases
+
+
+def _once_opened(page: Page, releases: list[Callable[[], None]]) -> Callable[[], None]:
+    """The next socket's release (from `_held_replies`), once the page opened it."""
+    for _ in range(WAIT // 50):
+        if releases:
+            return releases.pop(0)
+        page.wait_for_timeout(50)  # Playwright routes the socket as it dispatches events
+    raise AssertionError("the page opened no socket")
+
+
+def test_forget_while_connecting_holds_once_the_hello_is_answered(
+        browser: Any, tmp_path: Path) -> None:
+    """Forget pressed while a login waits for its hello's reply: once the reply comes, the
+    owner's token is not kept, the status stays "not connected", the client is closed and
+    the console asks nothing; a refused token's reply shows neither "refused" nor an error."""
+    with ServerProcess(tmp_path / "data") as server:
+        assert server.owner_token
+        page, errors = inflight.watched(browser)
+        releases = _held_replies(page)
+        page.add_init_script(SOCKETS)  # after the route's: it wraps the routed WebSocket
+        page.goto(f"{server.http_url}/admin/")
+        inflight.count(page)
+        body, status = page.locator("body"), page.locator("#status")
+
+        page.fill("#token", server.owner_token)
+        page.click("#login button[type=submit]")
+        page.click("#forget")
+        _once_opened(page, releases)()
+        expect(body).to_have_attribute("data-messages", "1", timeout=WAIT)  # the reply, handled
+        assert page.evaluate("sessionStorage.getItem('petridish.owner-token')") is None
+        expect(status).to_have_text("not connected")
+        expect(status).to_have_attribute("data-state", "closed")
+        expect(body).to_have_attribute("data-closed", "1", timeout=WAIT)  # the client let go
+        expect(page.locator("#console")).to_be_hidden()
+        page.clock.run_for(10_000)  # 5 of the console's ticks
+        assert inflight.seen(page)["most"] == {}
+
+        page.fill("#token", "pdg_not-a-token")
+        page.click("#login button[type=submit]")
+        page.click("#forget")
+        _once_opened(page, releases)()
+        expect(body).to_have_attribute("data-closed", "2", timeout=WAIT)  # refused and closed
+        expect(body).to_have_attribute("data-after-close", "not connected")
+        expect(status).to_have_attribute("data-state", "closed")
+        expect(page.locator("#error")).to_be_hidden()
+        assert inflight.seen(page)["rejections"] == [] and errors == []
         page.close()
 
 

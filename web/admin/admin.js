@@ -236,16 +236,23 @@ async function connect(token) {
   showError(null);
   say("connecting", "connecting…");
   const mine = connection;
+  let connected;
   try {
-    client = await Client.connect(socketUrl(), {
+    connected = await Client.connect(socketUrl(), {
       token, client: "admin-page/1.0",
       onStatus: (state, info) => { if (mine === connection) onStatus(state, info); },
     });
   } catch (err) {
+    if (mine !== connection) return; // let go meanwhile (Forget, another login)
     say("error", "refused");
     showError(err);
     return;
   }
+  if (mine !== connection) {
+    connected.close();
+    return;
+  }
+  client = connected;
   const { role } = client; // disconnect() lets the client go
   if (role !== "owner") {
     disconnect();
@@ -256,7 +263,7 @@ async function connect(token) {
   say("open", "live · owner");
   $("#console").hidden = false;
   await refresh().catch(showError);
-  timer = setInterval(tick, REFRESH);
+  if (mine === connection) timer = setInterval(tick, REFRESH);
 }
 
 $("#login").addEventListener("submit", (e) => {
