@@ -60,7 +60,7 @@ class Budgets:
     # holder follows stays live (never unloaded to make room), so this bounds what one
     # client can pin of max_live_worlds (an anonymous client's may go: Account.footprint).
     worlds_followed: int = 64
-    send_timeout: float = 15.0  # a frame (64 KiB of an HTTP answer) the client does not take: dropped
+    send_timeout: float = 15.0  # a frame (front.SEND_SLICE of an HTTP answer) not taken: dropped
     cpu_rate: float = 0.05  # seconds of server time per second, an anonymous client ...
     cpu_rate_agent: float = 0.25  # ... and an agent token
     cpu_burst: float = 1.0  # seconds of server time an agent's account may spend at once

@@ -261,7 +261,8 @@ async def serve_front(app: Any, config: HypercornConfig, ws_path: str, ws_handle
                 return
             if upgrade_target(head) != ws_path:
                 stalled = None if send_dropped is None else partial(
-                    send_dropped, peer, send_timeout, "took under 64 KiB of an HTTP answer")
+                    send_dropped, peer, send_timeout,
+                    f"took under {SEND_SLICE // 1024} KiB of an HTTP answer")
                 replay = ReplayStream(stream, head, send_timeout, stalled)
                 http = _Http11Server(app, config, context,
                                      ConnectionState(lifespan_state.copy()), replay)
