@@ -145,10 +145,15 @@ async def round_trips(sides: list[Side], meters: dict[str, Meter], connections: 
     hold()
     for _ in range(turns):
         for side in sides:
-            leader = (paced or {}).get(side.name)
             await turn(side, opened[side.name], seconds / turns, meters[side.name],
-                       rate=meters[leader].rates[-1] if leader else None)
+                       rate=_pace(paced, meters, side.name))
     await close_all([conn for conns in opened.values() for conn in conns])
+
+
+def _pace(paced: dict[str, str] | None, meters: dict[str, Meter], name: str) -> float | None:
+    """The rate side `name` is paced at: its leader's in the last turn, or None (free)."""
+    leader = (paced or {}).get(name)
+    return meters[leader].rates[-1] if leader else None
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -158,11 +163,13 @@ def percentile(values: list[float], q: float) -> float:
 
 
 async def fan_out(sides: list[Side], meters: dict[str, Meter], writers: int, spectators: int,
-                  seconds: float, turns: int, log: Callable[[str], None]) -> dict[str, Any]:
+                  seconds: float, turns: int, log: Callable[[str], None],
+                  paced: dict[str, str] | None = None) -> dict[str, Any]:
     """`writers` add to one shared world (room) while `spectators` watch it, turns
     alternating between the sides. A delivery is a frame that brings a spectator a newer
     revision; its lag is the time from the send of the oldest add it brings (the first
-    revision after the spectator's last) to its arrival."""
+    revision after the spectator's last) to its arrival. A side named in `paced` adds at
+    the rate the side it maps to made in the turn before (both fan out the same adds)."""
     crowds: dict[str, _Crowd] = {}
     async with trio.open_nursery() as watching:
         for side in sides:
@@ -181,7 +188,8 @@ async def fan_out(sides: list[Side], meters: dict[str, Meter], writers: int, spe
             for side in sides:
                 crowd = crowds[side.name]
                 await turn(side, crowd.writers, seconds / turns, meters[side.name],
-                           on_reply=crowd.sent_at.__setitem__)
+                           on_reply=crowd.sent_at.__setitem__,
+                           rate=_pace(paced, meters, side.name))
                 await trio.sleep(0.2)  # the last patches of this turn land before the next
         watching.cancel_scope.cancel()
     await close_all([c for crowd in crowds.values() for c in crowd.watchers + crowd.writers])

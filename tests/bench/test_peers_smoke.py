@@ -90,6 +90,20 @@ def test_fan_out_reaches_every_spectator_kind(result: dict[str, Any]) -> None:
         assert all(_positive(v) for v in ratios.values()), ratios
 
 
+def test_fan_out_at_equal_rate_paces_the_peer_at_ours(result: dict[str, Any]) -> None:
+    fan = result["fan_out_equal_rate"]
+    assert set(fan) == {"ours", "colyseus_memory", "ratios"}
+    for side in ("ours", "colyseus_memory"):
+        assert set(fan[side]) == FAN_KEYS
+        assert fan[side]["spectators_dropped"] == 0
+    # Back to back, Colyseus's writers make several times our adds; paced, about ours.
+    assert 0.6 < fan["ratios"]["ours/colyseus_memory"]["adds_per_s"] < 1.6
+    lag = result["goals"]["fan_out_lag_p99_vs_colyseus_memory"]
+    assert lag["ratio"] == fan["ratios"]["ours/colyseus_memory"]["lag_p99_ms"]
+    assert lag["at_full_rate"] == result["fan_out"]["ratios"]["ours/colyseus_memory"][
+        "lag_p99_ms"]
+
+
 def test_goals_carry_a_ratio_and_a_verdict(result: dict[str, Any]) -> None:
     goals = result["goals"]
     assert goals["at_connections"] == 10
