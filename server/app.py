@@ -26,6 +26,7 @@ from starlette.middleware import Middleware
 from starlette.requests import Request as HttpRequest
 from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
+from websockets.frames import CloseCode
 
 from actors.runtime import ActorKind, Directory, open_directory
 from actors.runtime.context import wall_clock_ms
@@ -365,7 +366,7 @@ def _session(state: ServerState, ws: WebSocket) -> Awaitable[None]:
 
 async def _going_away(ws: WebSocket) -> None:
     await ws.accept()
-    await ws.close(1001)
+    await ws.close(CloseCode.GOING_AWAY)
 
 
 def _watch_store(store: Any, metrics: Metrics, trace: Trace) -> None:

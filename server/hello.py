@@ -20,6 +20,7 @@ import secrets
 from typing import TYPE_CHECKING
 
 import trio
+from websockets.frames import CloseCode
 
 from protocol.envelope import (
     PROTOCOL_VERSION,
@@ -31,7 +32,6 @@ from protocol.envelope import (
 )
 from protocol.errors import ErrorCode, ProtocolError
 from server.auth import Principal
-from server.watchdog import CLOSE_POLICY
 
 if TYPE_CHECKING:
     from server.session import Session
@@ -64,14 +64,14 @@ async def handshake(session: Session) -> bool:
             try:
                 frame = _parse_first(session, text, trio.current_time())
             except ProtocolError as error:
-                await session._refuse_now(request_id_of(error), error)
+                await session.refuse_now(request_id_of(error), error)
                 await trio.sleep(HELLO_REFUSED_PAUSE)
                 continue
             if await greet(session, frame):
                 return True
-            await session._close(CLOSE_POLICY)
+            await session.close_now(CloseCode.POLICY_VIOLATION)
             return False
-    await session._close(CLOSE_POLICY)
+    await session.close_now(CloseCode.POLICY_VIOLATION)
     return False
 
 
@@ -86,17 +86,17 @@ async def _receive_text(session: Session) -> str | None:
         text = message.get("text")
         if text is not None:
             return text
-        refusal = session._unread_refusal(message.get("skipped"))
-        await session._send_now(encode_error(None, refusal))
+        refusal = session.unread_refusal(message.get("skipped"))
+        await session.send_now(encode_error(None, refusal))
 
 
 def _parse_first(session: Session, text: str, now: float) -> Hello:
     """A hello, or the refusal of a frame before it: one longer than MAX_HELLO is not
     parsed (it still spends a token)."""
     if len(text) <= MAX_HELLO:
-        frame = session._parse(text, now)
+        frame = session.parse(text, now)
     elif not session.bucket.take(now):
-        raise session._rate_limited(None)
+        raise session.rate_limited(None)
     else:
         frame = None
     if not isinstance(frame, Hello):
@@ -122,7 +122,7 @@ async def greet(session: Session, hello: Hello) -> bool:
         try:
             principal = server.check_token(hello.token, session.address, "a hello")
         except ProtocolError as refusal:
-            await session._refuse_now(hello.id, refusal)
+            await session.refuse_now(hello.id, refusal)
             return False
     session.principal = principal
     session.greeted = True
@@ -136,5 +136,5 @@ async def greet(session: Session, hello: Hello) -> bool:
              "burst": cfg.burst}
     if key is not None:
         reply["key"] = key
-    await session._send_now(encode_result(hello.id, reply))
+    await session.send_now(encode_result(hello.id, reply))
     return True

@@ -18,7 +18,9 @@ Every refusal is a reply with an error code; a malformed frame never closes the 
 
 A connection talks to its socket (here, in server/hello.py and server/outbox.py) only
 through `accept`, `receive`, `read_some`, `next_message`, `flush_soon`, `send_text`,
-`send_at_once`, `flush`, `close` and `abort` (server/transport.py's WebSocket).
+`send_at_once`, `flush`, `close` and `abort` (server/transport.py's WebSocket). The hello
+reads and answers through the session's `parse`, `unread_refusal`, `rate_limited`,
+`send_now`, `refuse_now` and `close_now`; close codes are websockets' `CloseCode`.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import time
 from typing import TYPE_CHECKING
 
 import trio
+from websockets.frames import CloseCode
 
 from actors.runtime import Call
 from actors.runtime.waiter import Slots, Waiter
@@ -59,8 +62,6 @@ if TYPE_CHECKING:
     from server.app import ServerState
 
 log = logging.getLogger("petridish.session")
-CLOSE_GOING_AWAY = 1001
-CLOSE_TRY_LATER = 1013
 CLOSE_WAIT = 1.0  # seconds a server-side close waits for the client's closing frame
 
 
@@ -111,13 +112,13 @@ class Session:
 
     def drain(self) -> None:
         """The server shuts down: end with 1001."""
-        self.end(CLOSE_GOING_AWAY)
+        self.end(CloseCode.GOING_AWAY)
 
     def shed(self, refusal: ProtocolError) -> None:
         """Make room for a newcomer (server/budgets.py `Ledger.connect`): this connection,
         without a hello yet, closes with 1013 (its address's hit of `refusal`'s budget)."""
         self.server.budget_hit(refusal, self.address)
-        self.end(CLOSE_TRY_LATER)
+        self.end(CloseCode.TRY_AGAIN_LATER)
 
     def who(self) -> str:
         """The client as budgets and logs name it: its token's name, or its address."""
@@ -140,7 +141,7 @@ class Session:
             state.trace.warn("close_1011", self.address, "closed a connection from %s with "
                              "1011 after a server failure", self.address)
             with trio.move_on_after(1.0):
-                await self.ws.close(1011)
+                await self.ws.close(CloseCode.INTERNAL_ERROR)
         finally:
             state.sessions.discard(self)
 
@@ -151,8 +152,8 @@ class Session:
         except ProtocolError as refusal:  # too many connections from here: say why
             await self.ws.accept()
             self.server.budget_hit(refusal, self.address)
-            await self._refuse_now(None, refusal)
-            await self._close(CLOSE_TRY_LATER)
+            await self.refuse_now(None, refusal)
+            await self.close_now(CloseCode.TRY_AGAIN_LATER)
             return
         metrics = self.server.metrics
         try:
@@ -185,13 +186,13 @@ class Session:
                 self.following.close(self.account, self.outbox)
                 if self.close_code is not None and not self.dropped:
                     with trio.CancelScope(shield=True):
-                        await self._close(self.close_code)
+                        await self.close_now(self.close_code)
         finally:
             ledger.disconnect(self.address, self.greeted, trio.current_time(), self)
             if self.account is not None:
                 self.account.sessions -= 1
 
-    async def _close(self, code: int) -> None:
+    async def close_now(self, code: int) -> None:
         """Close with `code`, then wait for the client's side of the closing handshake: at
         most CLOSE_WAIT s for both, as a client that does not read never takes our close
         (the connection is dropped when this returns)."""
@@ -203,8 +204,9 @@ class Session:
         except Exception as exc:  # noqa: BLE001 - any failure means the peer is gone already
             log.debug("close(%d) failed: %r", code, exc)
 
-    async def _send_now(self, frame: str) -> None:
-        """Send before the writer task exists (handshake only)."""
+    async def send_now(self, frame: str) -> None:
+        """Send `frame` before the writer task exists (the hello's answers, and a
+        refusal before it)."""
         await self.ws.send_text(frame)
         self.server.metrics.frames_out.inc()
 
@@ -212,7 +214,7 @@ class Session:
         """Count a refusal in the metrics by its code."""
         self.server.metrics.errors.labels(error.code.value).inc()
 
-    def _unread_refusal(self, message: bytes | Skipped | None) -> ProtocolError:
+    def unread_refusal(self, message: bytes | Skipped | None) -> ProtocolError:
         """The refusal of a message that is not parsed (counted; it spends the rate too):
         a text longer than `max_frame` (`too_large`: the transport skipped it unread), or
         a binary one."""
@@ -224,36 +226,38 @@ class Session:
             error = ProtocolError(ErrorCode.BAD_REQUEST, "binary frames are not accepted; "
                                   "send JSON text frames")
         if not self.bucket.take(trio.current_time()):
-            error = self._rate_limited(None)
+            error = self.rate_limited(None)
         self.count_error(error)
         return error
 
-    async def _refuse_now(self, request_id: int | None, error: ProtocolError) -> None:
+    async def refuse_now(self, request_id: int | None, error: ProtocolError) -> None:
+        """Count `error` and send it at once, as `send_now` does."""
         self.count_error(error)
-        await self._send_now(encode_error(request_id, error))
+        await self.send_now(encode_error(request_id, error))
 
     # ---- parsing ----------------------------------------------------------------------
 
-    def _parse(self, text: str, now: float) -> Frame:
+    def parse(self, text: str, now: float) -> Frame:
         """Spend a token of the bucket (at `now`, trio's clock) and parse one frame.
 
         Every frame spends a token, malformed ones too, and one beyond the bucket is
         refused `rate_limited` whatever else is wrong with it. A refusal carries the
         frame's id when it could be read (`request_id_of`). (A frame longer than
-        `max_frame` never comes here: see `_unread_refusal`.)
+        `max_frame` never comes here: see `unread_refusal`.)
         """
         limited = not self.bucket.take(now)
         try:
             frame = parse_frame(text)
         except ProtocolError as error:
             if limited:
-                raise self._rate_limited(request_id_of(error)) from None
+                raise self.rate_limited(request_id_of(error)) from None
             raise
         if limited:
-            raise self._rate_limited(frame.id)
+            raise self.rate_limited(frame.id)
         return frame
 
-    def _rate_limited(self, request_id: int | None) -> ProtocolError:
+    def rate_limited(self, request_id: int | None) -> ProtocolError:
+        """The `rate_limited` refusal of frame `request_id` (None: its id is unread)."""
         rate = self.server.config.rate
         return for_request(ProtocolError(
             ErrorCode.RATE_LIMITED, f"more than {rate:g} frames per second; slow down",
@@ -290,7 +294,7 @@ class Session:
         once what is in flight is answered."""
         self.server.trace.warn("close_1011", self.address, "closing a connection from %s "
                                "with 1011 after a server failure", self.address)
-        self.end(1011)
+        self.end(CloseCode.INTERNAL_ERROR)
 
     def release_slot(self) -> None:
         """A request's reply is in the outbox: its answer slot is free again."""
@@ -355,10 +359,10 @@ class Session:
         """A refusal of `message` (read at `now`) into the outbox, or the request posted
         (its answer, for a request to a world)."""
         if not isinstance(message, str):
-            self.outbox.force(encode_error(None, self._unread_refusal(message)))
+            self.outbox.force(encode_error(None, self.unread_refusal(message)))
             return None
         try:
-            frame = self._parse(message, now)
+            frame = self.parse(message, now)
             if isinstance(frame, Hello):
                 raise for_request(ProtocolError(ErrorCode.BAD_REQUEST,
                                                 "hello was already said"), frame.id)

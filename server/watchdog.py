@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import trio
+from websockets.frames import CloseCode
 
 from protocol.envelope import encode_error
 from protocol.errors import ErrorCode, ProtocolError
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
 
 TICK = 1.0  # seconds between rounds
 SWEEP_EVERY = 10  # rounds between sweeps of idle budget entries
-CLOSE_POLICY = 1008
 
 
 async def drop_slow_readers(state: ServerState) -> None:
@@ -40,7 +40,7 @@ async def drop_slow_readers(state: ServerState) -> None:
         state.trace.warn("slow_reader", session.address, "dropped a connection from %s: a "
                          "frame waited %.1f s for it to read (%d frames, %d characters "
                          "queued)", session.address, now - since, queued.depth, queued.chars)
-        session.end(CLOSE_POLICY)
+        session.end(CloseCode.POLICY_VIOLATION)
         await session.ws.abort()  # wakes the blocked send: its socket is closed
 
 
@@ -54,7 +54,7 @@ def end_revoked(state: ServerState) -> int:
             continue
         state.trace.warn("token_revoked", p.name, "ended a session of %s from %s: its token "
                          "was revoked", p.name, session.address)
-        session.end(CLOSE_POLICY, encode_error(None, ProtocolError(
+        session.end(CloseCode.POLICY_VIOLATION, encode_error(None, ProtocolError(
             ErrorCode.UNAUTHORIZED, "the token this connection said hello with was revoked")))
         ended += 1
     return ended

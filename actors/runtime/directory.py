@@ -24,7 +24,7 @@ gives its anonymous spectators the number of worlds their client follows; anothe
 mirror says its spectators', `topic.Relay`), whose lightest
 follower follows the most (a few clients following many worlds cannot pin them all), its
 subscribers told `resync` `actor_stopped`; a caller with a footprint of its own (the
-message's answer or subscriber queue has one) unloads only a world whose followers all
+message's answer or subscriber queue says a number) unloads only a world whose followers all
 follow more than it does, so a resubscribe never unloads its peer's world in turn. When
 every one is in use, it is refused `over_budget` and nothing changes. House worlds (`resident`
 kinds: the lobby, the owner's console) are outside the bound: never unloaded to make
@@ -185,7 +185,8 @@ class Directory:
                                 "process", {"actor": actor_id})
         return await self._load(actor_id)
 
-    async def _load(self, actor_id: str, payer: Any = None) -> Actor:
+    async def _load(self, actor_id: str, payer: Answer | SubscriberQueue | None = None
+                    ) -> Actor:
         """The live actor, started here from the store (its lease held, in a cluster).
         What looking it up and loading it cost (reading its stream and folding it: a long
         history costs much) is charged to `payer`, the answer or subscriber queue of the
@@ -403,14 +404,14 @@ class Directory:
                 self._starting.pop(actor_id, None)
 
     async def _start(self, kind: ActorKind, actor_id: str, actor: Actor | None = None,
-                     payer: Any = None) -> Actor:
+                     payer: Answer | SubscriberQueue | None = None) -> Actor:
         stopped = self._live.get(actor_id)
         if stopped is not None and stopped.stopped:
             # Its last batch may still be appending (a handler was awaiting when it was
             # stopped), with this process's fence: replay only after it.
             await stopped.ended.wait()
         try:
-            self._make_room(kind, actor_id, getattr(payer, "footprint", None))
+            self._make_room(kind, actor_id, None if payer is None else payer.footprint)
         except ProtocolError:
             if self.placement is not None:  # another process may have room for it
                 await self.placement.release(actor_id)
@@ -506,6 +507,12 @@ class _CreateAnswer:
     def __init__(self, actor: Actor, answer: Answer) -> None:
         self._actor = actor
         self._answer = answer
+
+    @property
+    def footprint(self) -> int | None:
+        """Its caller's (a create is the caller's own: delivered again, it makes room as
+        that caller would)."""
+        return self._answer.footprint
 
     def charge(self, seconds: float) -> None:
         """The create's handling cost `seconds` (told its caller)."""

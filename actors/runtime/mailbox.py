@@ -43,6 +43,11 @@ class Answer(Protocol):
     """Where the answer to one message goes. The actor's task calls exactly one of these,
     once the answer is durable; they must not block (the first answer wins)."""
 
+    @property
+    def footprint(self) -> int | None:
+        """How firmly its caller holds worlds live, should the message load one (what the
+        directory may unload to make room: `SubscriberQueue.footprint`); None, firmly."""
+
     def succeed(self, value: Any) -> None:
         """The handler's result."""
 
@@ -52,6 +57,8 @@ class Answer(Protocol):
 
 class Pending:
     """The answer slot of one ask: the asking task waits on `done`."""
+
+    footprint: int | None = None  # (the server's own asks hold worlds firmly)
 
     def __init__(self) -> None:
         self.done = trio.Event()

@@ -88,7 +88,7 @@ class Rerouting:
     @property
     def footprint(self) -> int | None:
         """How firmly its caller holds worlds live (`SubscriberQueue.footprint`)."""
-        return getattr(self._answer, "footprint", None)
+        return self._answer.footprint
 
     def charge(self, seconds: float) -> None:
         """Serving the message cost `seconds` (told its caller)."""

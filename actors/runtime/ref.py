@@ -31,6 +31,7 @@ class _Told:
     one that says the server is at fault, such as a message a cluster cannot carry)."""
 
     __slots__ = ("actor_id", "message")
+    footprint: int | None = None  # (worlds telling worlds hold them firmly)
 
     def __init__(self, actor_id: str, message: Any) -> None:
         self.actor_id, self.message = actor_id, message

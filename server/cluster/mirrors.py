@@ -199,7 +199,7 @@ class Mirrors:
         self.relayed = self.late = 0
         self._counted = (0, 0, 0)  # of the current listening connection
         self._down_log = Throttle(DOWN_LOG_EVERY)
-        self._nursery: trio.Nursery | None = None
+        self._nursery: trio.Nursery | None = None  # the feed's, while `run` runs
 
     def __len__(self) -> int:
         return len(self._mirrors)
@@ -407,7 +407,10 @@ class Mirrors:
     def _drain_soon(self, mirror: Mirror, *, read: bool = False) -> None:
         """Publish the queued snapshots (and, with `read`, the stored events) in a task."""
         mirror.drain_read |= read
-        if mirror.draining or self._nursery is None:
+        if mirror.draining:
+            return
+        if self._nursery is None:
+            self._not_feeding("publishing the snapshot pushes", mirror)
             return
         mirror.draining = True
 
@@ -430,7 +433,10 @@ class Mirrors:
         the mirror has subscribers). The view it answers is not pushed: spectators on the
         host, told to resubscribe when its actor stopped, get the events they missed and
         no snapshot either (what they missed of the figures comes with the next one)."""
-        if mirror.registering or self._nursery is None:
+        if mirror.registering:
+            return
+        if self._nursery is None:
+            self._not_feeding("following the snapshot pushes", mirror)
             return
         mirror.registering = True
 
@@ -459,6 +465,13 @@ class Mirrors:
 
         self._nursery.start_soon(register)
 
+    def _not_feeding(self, what: str, mirror: Mirror) -> None:
+        """A mirror's task asked for while the feed does not run (not yet, or no more: the
+        server shuts down, and a peer link that fails then loses its relays): dropped, as
+        nothing is published to the mirror's spectators any longer."""
+        log.debug("%s of %s dropped: the mirrors' feed is not running", what,
+                  mirror.actor_id)
+
     # ---- the feed -----------------------------------------------------------------------
 
     async def run(self) -> None:
@@ -466,23 +479,29 @@ class Mirrors:
         throttle = Throttle(RELISTEN_LOG_EVERY)  # (not every RELISTEN through an outage)
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
-            nursery.start_soon(self._sweep)
-            while True:
-                try:
-                    async with self.store.listen(own=True) as notes:
-                        # Listening now: whatever was missed meanwhile is read first.
-                        await self._feed({m: -1 for m in (*self._mirrors,
-                                                          *self._followers)})
-                        async for moved in notes:
-                            self._count(notes.statistics())
-                            await self._feed(moved)
-                except Exception as exc:  # noqa: BLE001 - listen again, read what was missed
-                    if (held := throttle.due()) is not None:
-                        log.warning("the store's notifications stopped: %r; listening again "
-                                    "every %g s (%d time(s) since the last report)", exc,
-                                    RELISTEN, held + 1)
-                self._counted = (0, 0, 0)
-                await trio.sleep(RELISTEN)
+            try:
+                nursery.start_soon(self._sweep)
+                while True:
+                    await self._listen(throttle)
+                    self._counted = (0, 0, 0)
+                    await trio.sleep(RELISTEN)
+            finally:
+                self._nursery = None  # it closes: later calls are dropped (`_not_feeding`)
+
+    async def _listen(self, throttle: Throttle) -> None:
+        """Feed the mirrors from one listening connection, until it fails."""
+        try:
+            async with self.store.listen(own=True) as notes:
+                # Listening now: whatever was missed meanwhile is read first.
+                await self._feed({m: -1 for m in (*self._mirrors, *self._followers)})
+                async for moved in notes:
+                    self._count(notes.statistics())
+                    await self._feed(moved)
+        except Exception as exc:  # noqa: BLE001 - listen again, read what was missed
+            if (held := throttle.due()) is not None:
+                log.warning("the store's notifications stopped: %r; listening again every "
+                            "%g s (%d time(s) since the last report)", exc, RELISTEN,
+                            held + 1)
 
     def _count(self, stats: Any) -> None:
         received, foreign, batches = stats.received, stats.foreign, stats.batches

@@ -63,7 +63,7 @@ class _Forwarded:
 
     def __init__(self, answer: Answer, deadline: float) -> None:
         self.answer, self.deadline = answer, deadline
-        self.footprint: int | None = getattr(answer, "footprint", None)
+        self.footprint = answer.footprint
 
     def succeed(self, value: Any) -> None:
         self.answer.succeed(value)

@@ -5,13 +5,19 @@ hosting the world; and they keep coming after the world moves to another node.""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
 import trio
+from trio.testing import wait_all_tasks_blocked
 
+from actors.runtime.context import NullObserver
+from actors.runtime.subscriber import SubscriberQueue
 from protocol.client import Client, Push
+from server.cluster.mirrors import Mirror, Mirrors
 from server.hello import new_key
+from server.storage.postgres import PostgresEventStore
 from tests.cluster.conftest import Nodes, wait_for
 from tests.ecosystem.live import POND, SIZE
 
@@ -134,3 +140,26 @@ async def test_the_lobbys_live_figures_reach_its_spectators_on_another_node(
             await wait_for(listed)
             watchers.cancel_scope.cancel()
     assert "lobby:main" not in b.directory.hosted()
+
+
+async def test_a_relay_lost_once_the_feed_stopped_is_dropped(
+        postgres_dsn: str, caplog: pytest.LogCaptureFixture) -> None:
+    """At shutdown the mirrors' feed may end before a peer link fails: what the link
+    carried last, and the relays it loses, are dropped with a reason (nothing publishes to
+    the spectators any more); nothing is started in the feed's closed nursery."""
+    caplog.set_level(logging.DEBUG, "petridish.cluster")
+    async with PostgresEventStore(postgres_dsn) as store:
+        mirrors = Mirrors(store, 10, NullObserver())
+        mirror = Mirror("counter:late", 10, lambda: None, mirrors)
+        mirror.rev = mirror.first = 0
+        mirror.topic.subscribe(SubscriberQueue(10), 0, 1, 0, lambda: None)  # a spectator
+        async with trio.open_nursery() as feed:
+            feed.start_soon(mirrors.run)
+            await wait_all_tasks_blocked()
+            feed.cancel_scope.cancel()
+        mirrors.on_relayed(mirror, 1, "a snapshot push the link carried last")
+        mirror.relay.lost()  # the link failed (server/cluster/peers.py `Link._failed`)
+    assert not (mirror.draining or mirror.registering)
+    why = "of counter:late dropped: the mirrors' feed is not running"
+    assert [r.getMessage() for r in caplog.records if "dropped" in r.getMessage()] == [
+        f"publishing the snapshot pushes {why}", f"following the snapshot pushes {why}"]

@@ -21,9 +21,11 @@ ONE_BATCH = RuntimeConfig(batch_seconds=math.inf)
 
 @attrs.frozen
 class Create:
-    """The probe's create call: one `created` event, or a refusal when `refuse`."""
+    """The probe's create call: one `created` event (once `release` is set, if given), or
+    a refusal when `refuse`."""
 
     refuse: bool = False
+    release: trio.Event | None = None
 
 
 @attrs.frozen
@@ -113,6 +115,8 @@ class ProbeActor(Actor):
                 if message.refuse or self.rev:
                     raise ProtocolError(ErrorCode.ALREADY_EXISTS if self.rev else
                                         ErrorCode.BAD_REQUEST, "refused", {})
+                if message.release is not None:
+                    await message.release.wait()
                 return await self.commit([{"type": "created"}])
             if isinstance(message, Add):
                 return await self.commit([{"type": "added", "amount": message.amount}])

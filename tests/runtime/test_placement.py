@@ -11,11 +11,11 @@ import trio
 from trio.testing import wait_all_tasks_blocked
 
 from actors.runtime.directory import ActorKind, any_name, open_directory
-from actors.runtime.mailbox import Pending, wait_answer
+from actors.runtime.mailbox import Answer, Call, Pending, wait_answer
 from actors.runtime.subscriber import SubscriberQueue
 from actors.store import MemoryEventStore
 from protocol.errors import ProtocolError
-from tests.runtime.probe import Add, Block, ProbeActor
+from tests.runtime.probe import Add, Block, Create, ProbeActor
 
 
 class _Cluster:
@@ -32,9 +32,9 @@ class _Cluster:
     async def release(self, actor_id: str) -> None:
         pass
 
-    def forward(self, where: Any, actor_id: str, message: Any, answer: Any,
+    def forward(self, where: Any, actor_id: str, message: Any, answer: Answer,
                 hops: int) -> None:
-        self.forwarded.append((actor_id, getattr(answer, "footprint", None)))
+        self.forwarded.append((actor_id, answer.footprint))
         answer.succeed("forwarded")
 
     async def follow(self, where: Any, actor_id: str, queue: SubscriberQueue,
@@ -102,5 +102,23 @@ async def test_a_message_forwarded_after_its_actor_stopped_keeps_its_caller_s_fo
         directory.send("probe:w", Add(1), caller)
         cluster.moved.add("probe:w")  # its lease went to another process:
         assert directory.evict("probe:w")  # it stops before applying the message
+        assert await wait_answer(caller, 5, "probe:w") == "forwarded"
+        assert cluster.forwarded == [("probe:w", 3)]
+
+
+async def test_a_create_forwarded_after_its_world_moved_keeps_its_caller_s_footprint() -> None:
+    """Another process claimed a new world while its create was handled (the create's
+    append is fenced): the create is forwarded to the new host for the same caller, one
+    following 3 worlds, as any other message is."""
+    cluster, store = _Cluster(), MemoryEventStore()
+    kinds = [ActorKind("probe", ProbeActor, create_op="probe.create")]
+    async with open_directory(store, kinds, placement=cluster) as directory:
+        release, caller = trio.Event(), _Caller(3)
+        create = Call("probe.create", Create(release=release), "agent", "ann")
+        directory.send("probe:w", create, caller)
+        await wait_all_tasks_blocked()  # (the new world is handling it)
+        await MemoryEventStore(sharing=store).claim("probe:w")  # its lease went elsewhere
+        cluster.moved.add("probe:w")
+        release.set()
         assert await wait_answer(caller, 5, "probe:w") == "forwarded"
         assert cluster.forwarded == [("probe:w", 3)]
