@@ -24,7 +24,7 @@ class ErrorCode(StrEnum):
     UNKNOWN_OP = "unknown_op"  # the op is not registered
     UNKNOWN_ACTOR = "unknown_actor"  # `to` names no world that exists
     ALREADY_EXISTS = "already_exists"  # a create named a world that exists
-    TOO_LARGE = "too_large"  # the frame is longer than the server's max_frame
+    TOO_LARGE = "too_large"  # a frame or fragmented message longer than the max_frame
     # The caller is not allowed.
     UNAUTHORIZED = "unauthorized"  # the hello token is unknown or revoked
     FORBIDDEN = "forbidden"  # the caller's role is below the op's minimum role

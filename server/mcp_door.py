@@ -16,6 +16,8 @@ message, detail}`, `detail.retry_after` to the millisecond. What serving a reque
 on the trio thread (naming it, the SDK's reading, validation and answer, a tool's own
 work, in whichever task: server/metering.py) is charged to the account before the last
 of its answer goes out; the worlds' time is charged by the asks (`replies.Charged`).
+Every answer is `Cache-Control: no-store, no-transform`, as the server's other live
+answers are never stored.
 """
 
 from __future__ import annotations
@@ -99,6 +101,8 @@ class Door:
             paid = caller.spent
 
         async def send_paid(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = _never_stored(message)
             if message["type"] != "http.response.body" or message.get("more_body"):
                 await send(message)
                 return
@@ -116,6 +120,14 @@ class Door:
                     await _over_budget(refusal)(scope, receive, send_paid)
             finally:
                 pay()  # the rest (an answer cut short, the transport's ending)
+
+
+def _never_stored(start: Message) -> Message:
+    """An answer's start with `Cache-Control: no-store` (the server's other live answers',
+    server/http_bounds.py `json_reply`) for the SDK's `no-cache` or none; `no-transform`
+    kept (a proxy must not compress or buffer an event stream)."""
+    headers = [(k, v) for k, v in start.get("headers", ()) if k.lower() != b"cache-control"]
+    return {**start, "headers": [*headers, (b"cache-control", b"no-store, no-transform")]}
 
 
 def _over_budget(refusal: ProtocolError) -> JSONResponse:

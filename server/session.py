@@ -220,7 +220,8 @@ class Session:
         a binary one."""
         if isinstance(message, Skipped) and message.text:
             limit = self.server.config.max_frame
-            error = ProtocolError(ErrorCode.TOO_LARGE, f"the frame is longer than {limit} "
+            what = "fragmented message" if message.fragmented else "frame"
+            error = ProtocolError(ErrorCode.TOO_LARGE, f"the {what} is longer than {limit} "
                                   "bytes", {"max_frame": limit})
         else:
             error = ProtocolError(ErrorCode.BAD_REQUEST, "binary frames are not accepted; "

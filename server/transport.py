@@ -47,8 +47,8 @@ from server.wsprotocol import OpenProtocol, let_go, text_frame
 log = logging.getLogger("petridish.transport")
 
 RECEIVE = 65536  # bytes a read asks for
-# Fragments of one message: an empty one adds nothing to its size (`max_size`), so only
-# this bounds what a message that never ends holds and costs.
+# Fragments of one message, held or skipped: an empty one adds nothing to its size
+# (`max_size`), so only this bounds what a message that never ends holds and costs.
 MAX_FRAGMENTS = 1024
 _DISCONNECT = {"type": "websocket.disconnect"}
 
@@ -63,6 +63,7 @@ class Skipped:
     data, which was counted as it came and not kept (`FrameParser._frames`)."""
 
     text: bool  # or binary
+    fragmented: bool  # or one frame
 
 
 # ---- one websocket ---------------------------------------------------------------------------
@@ -91,8 +92,9 @@ class WebSocket(FrameParser):
         self._send_lock = Turn()
         self._rest: memoryview | None = None  # what `send_at_once` could not write yet
         self._held: list[bytes] = []  # the protocol's frames `flush_soon` left for `flush`
-        self._fragments: list[bytes] | None = None
+        self._fragments: list[bytes] | None = None  # a fragmented message's, held
         self._fragment_opcode: Opcode | None = None
+        self._fragment_count = 0  # ... its fragments so far, held or skipped
         self.last_received = trio.current_time()  # any bytes: alive (the `Pinger`'s)
         self.ping_sent: float | None = None  # when an unanswered ping went out
         self.io_seconds = 0.0  # spent reading, writing and framing (take_io_seconds)
@@ -197,11 +199,6 @@ class WebSocket(FrameParser):
         return True
 
     @property
-    def held(self) -> int:
-        """Bytes held of a frame or message not yet whole (about `max_frame` at most)."""
-        return len(self._partial) + sum(map(len, self._fragments or ()))
-
-    @property
     def has_message(self) -> bool:
         """True while frames already read wait to be handed out (a complete message may be
         among them)."""
@@ -221,14 +218,11 @@ class WebSocket(FrameParser):
         if opcode is Opcode.TEXT or opcode is Opcode.BINARY:
             if not frame.fin:
                 self._fragments, self._fragment_opcode = [frame.data], opcode
+                self._fragment_count = 1
                 return None
             return self._complete(opcode, frame.data)
         if opcode is Opcode.CONT and self._fragments is not None:
-            if len(self._fragments) >= MAX_FRAGMENTS:
-                self._fragments = None
-                self._protocol.fail(CloseCode.MESSAGE_TOO_BIG,
-                                    f"more than {MAX_FRAGMENTS} fragments")
-                self._events.clear()
+            if self._too_many_fragments():
                 return None
             self._fragments.append(frame.data)
             if not frame.fin:
@@ -239,11 +233,26 @@ class WebSocket(FrameParser):
         if opcode is Opcode.CLOSE:
             return None  # the protocol answered it; the next read sees the end
         if opcode is None:  # a `SkippedFrame`: what its message held goes, as will the rest
-            if frame.kind is not Opcode.CONT:
-                self._fragment_opcode = frame.kind
             self._fragments = None
-            return Skipped(self._fragment_opcode is Opcode.TEXT) if frame.fin else None
+            if frame.kind is not Opcode.CONT:
+                self._fragment_opcode, self._fragment_count = frame.kind, 1
+            elif self._too_many_fragments():
+                return None
+            if not frame.fin:
+                return None
+            return Skipped(self._fragment_opcode is Opcode.TEXT, frame.kind is Opcode.CONT)
         return None  # ping (answered) or pong
+
+    def _too_many_fragments(self) -> bool:
+        """Count one more fragment of the message being received, held or skipped: True
+        when it is past MAX_FRAGMENTS (the connection is failed, 1009)."""
+        if self._fragment_count < MAX_FRAGMENTS:
+            self._fragment_count += 1
+            return False
+        self._fragments = None
+        self._protocol.fail(CloseCode.MESSAGE_TOO_BIG, f"more than {MAX_FRAGMENTS} fragments")
+        self._events.clear()
+        return True
 
     def _complete(self, opcode: Opcode, data: bytes) -> str | bytes | None:
         if opcode is Opcode.BINARY:

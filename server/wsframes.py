@@ -60,9 +60,9 @@ class FrameParser:
         the rest of its message (`_skip`): its payload is counted down as it arrives
         (`_need`), and it is handed on at the payload's end. A skipped text is not checked
         to be UTF-8: the server refuses what it never reads. Past `max_size` the connection
-        fails with 1009, and on a control frame longer than 125 bytes and than `_room` with
-        1002, both before the frame's payload is read (a shorter one that is still too long
-        is read whole, then refused 1002 by websockets).
+        fails with 1009, and on a control frame (or one of a reserved opcode) longer than 125
+        bytes with 1002 (RFC 6455 5.5), both on the frame's header, before its payload is
+        read.
 
         A client's pongs are skipped here, and of its pings websockets sees only the last
         before each frame it parses (RFC 6455 5.5.3): a flood of pings costs a header each,
@@ -100,24 +100,20 @@ class FrameParser:
                 break
             b0, b1 = buf[at], buf[at + 1]
             size, head = b1 & 0x7F, 2
-            if size == 126:
-                if end - at < 4:
-                    need = 4
+            if size > 125:  # a longer size follows (a small frame pays this test only)
+                head = 4 if size == 126 else 10
+                if end - at < head:
+                    need = head
                     break
-                size, head = int.from_bytes(buf[at + 2:at + 4]), 4
-            elif size == 127:
-                if end - at < 10:
-                    need = 10
-                    break
-                size, head = int.from_bytes(buf[at + 2:at + 10]), 10
+                size = int.from_bytes(buf[at + 2:at + head])
+                if size > 125 and b0 & 0x0F not in _DATA:  # (websockets reads it whole)
+                    protocol.fail(CloseCode.PROTOCOL_ERROR, "control frame too long"
+                                  if b0 & 0x08 else "invalid opcode")
+                    return frames
             if b1 & 0x80:
                 head += 4  # the mask
-            if size > self._room:  # not kept, or a control frame within a skipped message
-                if b0 & 0x0F not in _DATA:
-                    if size > 125:  # (websockets would read it whole first)
-                        protocol.fail(CloseCode.PROTOCOL_ERROR, "control frame too long")
-                        return frames
-                elif size > self._max_size - self._size:
+            if size > self._room and b0 & 0x0F in _DATA:  # not kept (a control frame is)
+                if size > self._max_size - self._size:
                     protocol.fail(CloseCode.MESSAGE_TOO_BIG, f"more than {self._max_size} bytes")
                     return frames
                 elif end - at < head:

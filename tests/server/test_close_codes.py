@@ -26,16 +26,29 @@ BAD_FRAMES = {
     # Empty fragments add nothing to a message's size: only their count bounds it.
     "a message in too many fragments": (frame(TEXT, b"[", fin=False)
                                         + frame(0x0, b"", fin=False) * MAX_FRAGMENTS, 1009),
+    # So also of one skipped past `max_frame` (here from its first fragment, or its second).
+    "a skipped message in too many fragments": (
+        frame(TEXT, b"x" * 70_000, fin=False) + frame(0x0, b"", fin=False) * MAX_FRAGMENTS,
+        1009),
+    "a message held, then skipped, in too many fragments": (
+        frame(TEXT, b"[", fin=False) + frame(0x0, b"x" * 70_000, fin=False)
+        + frame(0x0, b"", fin=False) * (MAX_FRAGMENTS - 1), 1009),
     # Refused on their headers, before the payloads they announce come (or are skipped).
     "a control frame longer than any may be": (bytes([0x89, 0xFF]) + (100_000).to_bytes(
         8, "big") + b"mask", 1002),
+    # (Their payloads never come: within `max_frame`, they were waited for, to be read whole.)
+    "a control frame longer than 125 bytes": (bytes([0x89, 0xFE]) + (126).to_bytes(2, "big")
+                                              + b"mask", 1002),
+    "a frame of a reserved opcode longer than 125 bytes": (
+        bytes([0x83, 0xFE]) + (126).to_bytes(2, "big") + b"mask", 1002),
     "a message past the hard limit in fragments": (
         frame(TEXT, b"x" * 600_000, fin=False)
         + bytes([0x80, 0xFF]) + (600_000).to_bytes(8, "big") + b"mask", 1009),
 }
 # Those fragments, more than the bucket of frames that complete no message holds at once,
 # spend a larger one (the count is what is tested).
-SETTINGS = {"a message in too many fragments": {"burst": 2 * MAX_FRAGMENTS}}
+SETTINGS = {what: {"burst": 2 * MAX_FRAGMENTS} for what in BAD_FRAMES
+            if what.endswith("in too many fragments")}
 
 
 @pytest.mark.parametrize("what", sorted(BAD_FRAMES))

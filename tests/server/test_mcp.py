@@ -39,6 +39,22 @@ async def test_a_get_is_refused_at_once_rather_than_held_open(tmp_path: Path) ->
     assert (r.status_code, r.headers["allow"]) == (405, "POST")
 
 
+async def test_no_answer_is_stored_by_a_cache(tmp_path: Path) -> None:
+    """`no-store`, as the server's other live answers (the SDK's event stream said
+    `no-cache`, its refusals nothing); `no-transform` keeps a proxy from compressing it."""
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    async with running_server(tmp_path) as srv, httpx.AsyncClient() as http:
+        listed = await http.post(f"{srv.url}/mcp", json=call, headers=HEADERS)
+        refused = await http.post(f"{srv.url}/mcp", json=call, headers={
+            "accept": "application/json", "content-type": "application/json"})
+        lab = await http.post(f"{srv.url}/api/ok", json={})
+    assert (listed.status_code, listed.headers["content-type"]) == (200, "text/event-stream")
+    assert refused.status_code == 406
+    assert lab.headers["cache-control"] == "no-store"
+    for answer in (listed, refused):
+        assert answer.headers.get_list("cache-control") == ["no-store, no-transform"]
+
+
 async def test_a_body_past_the_frame_limit_is_refused_before_it_is_parsed(
         tmp_path: Path) -> None:
     """A websocket frame's limit bounds an MCP request too: the SDK's own was 4 MiB, and a
