@@ -44,7 +44,7 @@ from server.config import ServerConfig
 from server.console import ServerConsole
 from server.front import hypercorn_config, serve_front
 from server.headers import SecurityHeaders
-from server.http_bounds import HttpBudget, InTime, wrong_method
+from server.http_bounds import NEVER_STORED, HttpBudget, InTime, json_reply, wrong_method
 from server.lab_routes import lab_routes
 from server.mcp import build as build_mcp
 from server.metrics import CONTENT_TYPE, Metrics
@@ -235,13 +235,14 @@ def build_app(state: ServerState) -> Starlette:
                                 "connections": len(state.sessions)}
         if trouble is not None:
             body["trouble"] = trouble
-        return JSONResponse(body, status_code=200 if trouble is None else 503)
+        return json_reply(body, 200 if trouble is None else 503)
 
     async def lobby_page(_: HttpRequest) -> Response:
         return FileResponse(state.config.web_dir / "lobby" / "index.html")
 
     async def metrics(_: HttpRequest) -> Response:
-        return PlainTextResponse(state.metrics.render(), media_type=CONTENT_TYPE)
+        return PlainTextResponse(state.metrics.render(), media_type=CONTENT_TYPE,
+                                 headers=NEVER_STORED)
 
     mcp_route, mcp_running = build_mcp(state)
 

@@ -54,13 +54,16 @@ MAX_PAUSED = 64
 _dumps = compact_encoder(ensure_ascii=False)
 
 
+NEVER_STORED = {"Cache-Control": "no-store"}  # live answers: no cache keeps one
+
+
 def json_reply(body: dict[str, Any], status: int, headers: dict[str, str] | None = None
                ) -> Response:
     """A JSON answer, never cached (a lone surrogate stored before the protocol refused
     them is sent escaped)."""
     return Response(escape_lone_surrogates(_dumps(body)), status_code=status,
                     media_type="application/json",
-                    headers={"Cache-Control": "no-store", **(headers or {})})
+                    headers={**NEVER_STORED, **(headers or {})})
 
 
 def refused(error: ProtocolError, status: int, headers: dict[str, str] | None = None

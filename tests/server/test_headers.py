@@ -56,6 +56,16 @@ async def test_every_page_and_static_file_carries_the_security_headers(tmp_path:
             assert csp == dict(NOT_A_PAGE), path
 
 
+async def test_live_answers_are_never_stored(tmp_path: Path) -> None:
+    # A cache that kept /healthz or /metrics would show a monitor a server's old state.
+    async with running_server(tmp_path) as srv, httpx.AsyncClient(base_url=srv.url) as http:
+        for path in ("/healthz", "/metrics"):
+            r = await http.get(path)
+            assert r.status_code == 200, path
+            assert r.headers["cache-control"] == "no-store", path
+        assert (await http.get("/healthz")).json()["ok"] is True
+
+
 async def test_a_not_modified_page_keeps_its_policy(tmp_path: Path) -> None:
     # A browser merges a 304's headers into the page it cached: a 304 that carried the
     # policy of what is not a page (it names no content type) blocked a reloaded page's
