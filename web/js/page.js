@@ -2,7 +2,7 @@
 
 /** What the status says while a followed world refuses the client (`onStatus("refused",
  * info)`, a Client's report) and the client subscribes again. */
-export const refusal = (info) => `${info.error.message}; trying again`;
+const refusal = (info) => `${info.error.message}; trying again`;
 
 /** The page's #status line as it follows the connection: `say(state, text)` shows (and keeps)
  * the page's own word; `onStatus`, a Client's option, shows the connection's state while it
