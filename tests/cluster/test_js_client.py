@@ -17,7 +17,7 @@ import trio
 from server.budgets import Budgets
 from tests.server import burn_world
 from tests.server.test_client import Proxy
-from tests.server.ws_harness import running_server
+from tests.server.ws_harness import raw_client, result, running_server
 
 REPO = Path(__file__).resolve().parents[2]
 WORLD = "counter:js"
@@ -339,3 +339,57 @@ async def test_a_js_client_closed_while_it_reconnects_stays_closed(
             await run.stdin.send_all(b"go\n")
             result = await run.to_end()
     assert result == {"connections": 1, "statuses": ["open", "reconnecting", "closed"]}
+
+
+TWO_REFUSED = """
+import { Client } from "%(client)s";
+import * as readline from "node:readline";
+const input = readline.createInterface({ input: process.stdin });
+const log = [];  // its statuses and pushes, in order
+const said = (line) => { log.push(line); console.log(line); };
+const c = await Client.connect("%(url)s", {
+  onStatus: (status, info) => said(status === "refused" ? `refused ${info.topic}` : status) });
+for (const topic of ["counter:a", "counter:b"]) {
+  await c.subscribe(topic, (push) => said(`push ${topic} ${push.rev}`)).ready;
+}
+said("ready");
+for await (const world of input) {  // one followed again: its replies before this one's
+  await c.request("counter.get", world);
+  said(`settled ${world}`);
+}
+console.log(JSON.stringify(log));
+c.close();
+process.exit(0);
+"""
+
+
+async def test_a_js_client_says_open_only_once_no_followed_topic_is_refused(
+        tmp_path: Path) -> None:
+    """Two followed worlds stop and refuse the client's resubscribes: the first let go
+    again leaves the client saying the other's refusal, not "open", until that one is
+    followed again too."""
+    node = _node()
+    async with running_server(tmp_path / "data") as srv, \
+            raw_client(srv, srv.owner_token) as owner:
+        for world in ("counter:a", "counter:b"):
+            result(await owner.call("counter.create", world))
+        script = _script(tmp_path, "refused.mjs", TWO_REFUSED, srv.port)
+        run = await _Running.start(node, script)
+        with trio.fail_after(30):
+            await run.until(b"ready\n")
+            for world in ("counter:a", "counter:b"):
+                result(await owner.call("admin.stop", "admin:main", id=world))
+            await run.until(b"refused counter:a\n")
+            await run.until(b"refused counter:b\n")
+            for world in ("counter:a", "counter:b"):
+                result(await owner.call("admin.release", "admin:main", id=world))
+                result(await owner.call("counter.add", world, amount=1))
+                await run.until(f"push {world} 2\n".encode())
+                await run.stdin.send_all(f"{world}\n".encode())
+                await run.until(f"settled {world}\n".encode())
+            await run.stdin.aclose()
+            log = await run.to_end()
+    after = log[log.index("ready") + 1:]
+    assert "open" not in after[:after.index("settled counter:a")], log
+    assert after.count("open") == 1, log
+    assert not any(line.startswith("refused") for line in after[after.index("open"):]), log

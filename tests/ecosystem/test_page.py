@@ -176,8 +176,10 @@ def test_no_answer_reorders_the_answers_after_it(browser, tmp_path: Path) -> Non
 def test_the_page_keeps_its_run_across_a_reload_a_stop_and_a_restart(browser,
                                                                        tmp_path: Path) -> None:
     """On a phone: a reload keeps the owner's controls (the anonymous key is kept); a run an
-    admin stops says so in the status and comes back when released; a refused scrub says so
-    and returns to live; after a server restart the status is the run's again."""
+    admin stops says so in the status (the shared line's refusal, which no repaint replaces)
+    and comes back when released, saying the run's word at once (not the refusal until a
+    repaint); a refused scrub says so beside the refusal and returns to live; after a server
+    restart the status is the run's again."""
     with ServerProcess(tmp_path / "data", "--open") as server:
         page = browser.new_page(viewport={"width": 390, "height": 844})
         errors: list[str] = []
@@ -197,12 +199,29 @@ def test_the_page_keeps_its_run_across_a_reload_a_stop_and_a_restart(browser,
         stop = ("admin.stop", "admin:main", {"id": "ecosystem:kept"})
         _requests(server.ws_url, server.owner_token, stop)
         expect(status).to_contain_text("trying again", timeout=WAIT)
+        page.evaluate("""() => new Promise((done) => {
+            dispatchEvent(new Event("resize"));  // a repaint while the run is away
+            requestAnimationFrame(() => requestAnimationFrame(done));
+        })""")
+        expect(status).to_contain_text("unavailable: ecosystem:kept was stopped by the owner")
         page.locator("#scrubber").fill("0")
-        expect(status).to_contain_text("generation 0 not shown", timeout=WAIT)
+        expect(status.locator(".note")).to_contain_text("generation 0 not shown", timeout=WAIT)
+        expect(status).to_contain_text("trying again")
         expect(page.locator("#scrub-value")).to_have_text("—")
         expect(page.locator("#frame-figures")).to_contain_text("generation 1 ·")
+        assert fits(page)
+        # No repaint from now until the run is back: the status says the run's word anyway.
+        page.evaluate("""() => {
+            window.__paint = requestAnimationFrame;
+            window.requestAnimationFrame = (f) => (window.__held ??= []).push(f);
+        }""")
         _requests(server.ws_url, server.owner_token, ("admin.release", *stop[1:]))
         expect(status).to_have_text("paused", timeout=WAIT)
+        expect(status).to_have_attribute("data-state", "open")
+        page.evaluate("""() => {
+            window.requestAnimationFrame = window.__paint;
+            for (const f of window.__held ?? []) f(performance.now());
+        }""")
         page.click("#step")
         expect(generation).to_have_text("2", timeout=WAIT)
         port = server.port

@@ -7,6 +7,7 @@ reconnects, then its own word again."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -287,8 +288,6 @@ IDS = (1, 2, "three\rlines\r\n")
 def _pack_of_ids(url: str, token: str, pack: str) -> list[str]:
     """Save the starter pack's first levels into `puzzlepack:pack`, one for each of `IDS`;
     their titles."""
-    import json
-
     import trio
 
     from protocol.client import Client
@@ -348,9 +347,9 @@ def _pack_ids(url: str, token: str, pack: str) -> list[str]:
 
 
 def test_the_editor_saves_a_loaded_level_under_its_own_id(browser: Any, tmp_path: Path) -> None:
-    """A level whose id the one-line id box cannot show (a line break, which the box strips)
-    is saved again under that id, not as a new level under what the box shows; an id typed
-    into the box is the level's id from then on."""
+    """A level whose id the one-line id box cannot hold (a line break, which the box strips)
+    shows it as JSON, read-only and marked (also on a phone), and is saved again under that
+    id, not as a new level; an id typed into the box is the level's id from then on."""
     ann = TokenStore(tmp_path / "data").create("agent", "ann")
     with ServerProcess(tmp_path / "data") as server:
         titles = _pack_of_ids(server.ws_url, ann, "odd")
@@ -363,6 +362,17 @@ def test_the_editor_saves_a_loaded_level_under_its_own_id(browser: Any, tmp_path
             editor.locator("#pack-levels li", has_text=titles[index]).click()
             expect(editor.locator("#level-name")).to_have_value(titles[index], timeout=WAIT)
             assert editor.evaluate("window.editorPage.level.id") == ids[index]
+            escaped = "\n" in ids[index]
+            box = editor.locator("#level-id")
+            expect(box).to_have_value(json.dumps(ids[index]) if escaped else ids[index])
+            expect(box).to_be_editable(editable=not escaped)
+            expect(editor.locator('label[for="level-id"]')).to_have_text(
+                "Id (JSON)" if escaped else "Id")
+            if escaped:
+                editor.set_viewport_size({"width": 390, "height": 844})
+                shown = box.bounding_box()
+                assert shown is not None and 0 <= shown["x"] and shown["x"] + shown["width"] <= 390
+                editor.set_viewport_size({"width": 1280, "height": 1000})
             editor.fill("#level-name", f"{titles[index]} again")
             editor.click("#save")
             expect(saved).to_have_text("saved into Odd ids", timeout=WAIT)

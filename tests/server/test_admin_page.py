@@ -2,8 +2,8 @@
 the owner types the token in (it never reaches the address), the page lists the worlds and
 connections, revokes a token (and a real client holding that token is closed with 1008),
 issues a token that then says hello, stops and releases a world; a token let go (forgotten,
-or not the owner's, or forgotten while the login waits for its hello's answer) leaves it
-"not connected"; at 390x844 nothing overflows sideways, and a refusal shows in view beside
+or not the owner's, or forgotten while the login waits for its hello's answer or while a
+refresh waits for its replies) leaves it "not connected", with no error; at 390x844 nothing overflows sideways, and a refusal shows in view beside
 its form until the next success; through a long outage it refreshes one at a time. Everything under the page's own CSP, without a violation."""
 
 from __future__ import annotations
@@ -222,6 +222,43 @@ def test_forget_while_connecting_holds_once_the_hello_is_answered(
         expect(body).to_have_attribute("data-after-close", "not connected")
         expect(status).to_have_attribute("data-state", "closed")
         expect(page.locator("#error")).to_be_hidden()
+        assert inflight.seen(page)["rejections"] == [] and errors == []
+        page.close()
+
+
+def _until(page: Page, js: str) -> None:
+    """Poll `js` (a function of no arguments) until it is true: the page's clock is faked and
+    its CSP forbids `wait_for_function`'s strings."""
+    for _ in range(WAIT // 50):
+        if page.evaluate(js):
+            return
+        page.wait_for_timeout(50)
+    raise AssertionError(f"never true: {js}")
+
+
+def test_a_refresh_let_go_by_forget_says_nothing_after_it(browser: Any, tmp_path: Path) -> None:
+    """Forget pressed while a refresh waits for its replies: the client let go fails them, and
+    the console says nothing of it (no error), only "not connected"."""
+    with ServerProcess(tmp_path / "data") as server:
+        assert server.owner_token
+        page, errors = inflight.watched(browser, viewport={"width": 390, "height": 844})
+        holding = [False]
+
+        def route(ws: WebSocketRoute) -> None:
+            upstream = ws.connect_to_server()
+            upstream.on_message(lambda message: None if holding[0] else ws.send(message))
+
+        page.route_web_socket("**/ws", route)
+        _open_console(page, server.http_url, server.owner_token)
+        expect(page.locator("body")).to_have_attribute("data-refreshed", "1", timeout=WAIT)
+        inflight.count(page)
+        holding[0] = True  # the replies to the next refresh never come
+        page.clock.run_for(2_000)  # the console's tick
+        _until(page, "() => window.__requests.now['admin.overview'] === 1")
+        page.click("#forget")
+        _until(page, "() => window.__requests.now['admin.overview'] === 0")
+        expect(page.locator("#error")).to_be_hidden()
+        expect(page.locator("#status")).to_have_text("not connected")
         assert inflight.seen(page)["rejections"] == [] and errors == []
         page.close()
 

@@ -38,6 +38,13 @@ function showError(err, near = null) {
 
 const ask = (op, args = {}) => client.request(op, ADMIN, args, { retry: false });
 
+/** `handle` (of what a request ends with) for the client the console has now: a client let go
+ * since (Forget, another login) fails its requests for that alone, and says nothing. */
+function ours(handle) {
+  const mine = connection;
+  return (outcome) => (mine === connection ? handle(outcome) : undefined);
+}
+
 /** A cell of `row` with its column's name (phones show it beside the value). */
 function cell(row, label, text = "", className = "") {
   const td = row.insertCell();
@@ -52,8 +59,8 @@ function button(text, className, action) {
   b.type = "button";
   b.textContent = text;
   b.className = className;
-  b.addEventListener("click", () => action().then(() => showError(null),
-    (err) => showError(err, b.closest("table"))));
+  b.addEventListener("click", () => action().then(ours(() => showError(null)),
+    ours((err) => showError(err, b.closest("table")))));
   return b;
 }
 
@@ -216,10 +223,10 @@ const refresh = oneAtATime(async () => {
 /** The timer's refresh (none while the tab is hidden); its error shows until one succeeds. */
 function tick() {
   if (document.hidden) return;
-  refresh().then(() => { if (tickFailed) showError(null); }, (err) => {
+  refresh().then(ours(() => { if (tickFailed) showError(null); }), ours((err) => {
     showError(err);
     tickFailed = true;
-  });
+  }));
 }
 
 function disconnect() {
@@ -262,7 +269,7 @@ async function connect(token) {
   sessionStorage.setItem(KEY, token);
   say("open", "live · owner");
   $("#console").hidden = false;
-  await refresh().catch(showError);
+  await refresh().catch(ours(showError));
   if (mine === connection) timer = setInterval(tick, REFRESH);
 }
 
@@ -280,28 +287,28 @@ $("#create").addEventListener("submit", (e) => {
   e.preventDefault();
   const name = $("#new-name").value.trim();
   if (!name || !client) return;
-  ask("admin.token_create", { name, role: $("#new-role").value }).then((made) => {
+  ask("admin.token_create", { name, role: $("#new-role").value }).then(ours((made) => {
     $("#created").hidden = false;
     $("#created-name").textContent = `${made.name} (${made.role})`;
     $("#created-token").textContent = made.token;
     $("#new-name").value = "";
     showError(null);
     return refresh();
-  }).catch((err) => showError(err, $("#create")));
+  })).catch(ours((err) => showError(err, $("#create"))));
 });
 $("#role").addEventListener("change", () => {
   offsets.connections = 0;
-  refresh().catch(showError);
+  refresh().catch(ours(showError));
 });
 for (const box of document.querySelectorAll(".pager")) {
   const list = box.dataset.list;
   box.querySelector(".prev").addEventListener("click", () => {
     offsets[list] = Math.max(0, offsets[list] - PAGE);
-    refresh().catch(showError);
+    refresh().catch(ours(showError));
   });
   box.querySelector(".next").addEventListener("click", () => {
     offsets[list] += PAGE;
-    refresh().catch(showError);
+    refresh().catch(ours(showError));
   });
 }
 

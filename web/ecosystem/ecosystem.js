@@ -12,7 +12,7 @@
 // anonymous page is an agent.
 
 import { Client, RequestError, socketUrl } from "/js/client.js";
-import { isolated, refusal, statusLine } from "/js/page.js";
+import { isolated, statusLine } from "/js/page.js";
 import { LineChart } from "/ecosystem/charts.js";
 import { drawPlane } from "/ecosystem/fields.js";
 import { drawFoodWeb } from "/ecosystem/foodweb.js";
@@ -40,7 +40,7 @@ const page = {
   shown: null, // the generation a replay shows
   pending: false, // a redraw is scheduled
   subscription: null,
-  refusal: null, // the server's latest refusal, shown in the status until data flows again
+  away: false, // the connection or the run is away: the status line says so, not the run
 };
 const charts = {
   biomass: new LineChart($("#chart-biomass")),
@@ -146,7 +146,7 @@ async function pump() {
 }
 
 async function fold(push) {
-  page.refusal = null;
+  line.note(null); // data flows again: a refused scrub is old news
   if (push.kind === "snapshot") {
     await onView(push.data);
   } else if (push.kind === "events") {
@@ -243,8 +243,7 @@ function paint() {
   const v = page.view;
   if (!v) return;
   const g = v.generation;
-  if (page.refusal) setStatus("error", page.refusal);
-  else setStatus("open", v.end ? "ended" : v.playing ? `playing at ${v.speed}/s` : "paused");
+  if (!page.away) setStatus("open", v.end ? "ended" : v.playing ? `playing at ${v.speed}/s` : "paused");
   $("#generation").textContent = String(g);
   $("#run-state").textContent = v.end ? "ended" : v.playing ? `playing · ${v.speed}/s` : "paused";
   const scrubber = $("#scrubber");
@@ -488,11 +487,12 @@ async function scrub(generation) {
     h = await page.client.request("ecosystem.history", page.topic, { generation: g });
   } catch (err) {
     if (page.shown !== g) return;
-    page.refusal = `generation ${g} not shown: ${said(err)}`;
+    line.note(`generation ${g} not shown: ${said(err)}`);
     live();
     return;
   }
   if (page.mode !== "history" || page.shown !== g) return; // moved on meanwhile
+  line.note(null);
   figures(h.frames[0]);
   heatmaps(h.density);
   page.graph = null;
@@ -540,13 +540,13 @@ function wire() {
   window.addEventListener("resize", redraw);
 }
 
-/** The connection's state in the status line; a refusal of the run stays there, whatever
- * repaints it, until the run is followed again. */
+/** The connection's state in the status line (the shared one: a refusal of the run says so
+ * there), which no repaint replaces until the run is followed again. */
 function onStatus(state, info) {
-  if (state === "refused") page.refusal = refusal(info);
-  else if (state === "open") page.refusal = null;
+  page.away = state !== "open";
+  if (!page.away) line.note(null); // a scrub refused while the run was away
   line.onStatus(state, info);
-  if (state === "open") redraw(); // the run's word, without a refusal it last said
+  if (!page.away) redraw(); // the run's word as it is now
 }
 
 async function main() {

@@ -35,7 +35,7 @@ let replaying = 0; // the replay timer, 0 when not replaying
 const queue = []; // pushes waiting to be folded, in order
 let pumping = false;
 let progressSeen = 0; // the largest generation share shown (for tests)
-const { say: setStatus, onStatus } = statusLine(); // the field's word, or the connection's
+const { say: setStatus, onStatus, note } = statusLine(); // the field's word, or the connection's
 
 $("#game").textContent = game;
 document.title = `Petri Dish Games — ${game}`;
@@ -185,20 +185,9 @@ const refresh = oneAtATime(async () => {
   }
 });
 
-let unread = false; // the last reading failed, and the status says so
-
-/** Read the figures; a failure shows in the status until a reading succeeds. */
+/** Read the figures; a failure is noted beside the status until a reading succeeds. */
 function readFigures() {
-  refresh().then(() => {
-    if (unread && live) {
-      if (mode === "live") report();
-      else shown(shownModel);
-    }
-    unread = false;
-  }, (err) => {
-    unread = true;
-    setStatus("error", `figures not refreshed: ${err.message}`);
-  });
+  refresh().then(() => note(null), (err) => note(`figures not refreshed: ${err.message}`));
 }
 
 /** The day picker: every day on the all-time board, and today; picking one opens it. */

@@ -11,7 +11,8 @@
 // so a callback sees each event once, in order, or a snapshot when the gap is too
 // old for the server's history. A `resync` push is handled the same way. A resubscribe
 // the server refuses (a world an admin stopped) is reported (`onStatus("refused")`) and
-// tried again with backoff until it succeeds (then `onStatus("open")`) or is closed.
+// tried again with backoff until it succeeds (then `onStatus("open")`, once no topic is
+// refused) or is closed.
 //
 // An anonymous caller says hello again with the `key` its first hello's reply gave, so a
 // reconnect is the same caller; with `rememberKey` the key is kept in localStorage, so the
@@ -136,6 +137,7 @@ class Subscription {
     this.lastRev = since ?? null; // the last revision handed to onPush
     this.result = null; // the latest subscribe reply
     this.retry = null; // the timer of a refused resubscribe's next attempt
+    this.refused = false; // its last resubscribe was refused
   }
 
   /** Deliver one push, dropping events already delivered before a resume. */
@@ -420,10 +422,14 @@ export class Client {
     clearTimeout(sub.retry);
     try {
       await this._sendSubscribe(sub);
-      if (attempt > 0) this.onStatus("open", { role: this.role });
+      sub.refused = false;
+      // open once none is refused: another refused topic keeps the refusal said
+      const refused = [...this._subs.values()].some((s) => s.refused);
+      if (attempt > 0 && !refused) this.onStatus("open", { role: this.role });
     } catch (error) {
       if (!(error instanceof RequestError) || this._closed || this._subs.get(sub.topic) !== sub) return;
       const delay = backoff(attempt, 250, this.maxDelay);
+      sub.refused = true;
       this.onStatus("refused", { topic: sub.topic, error, delay });
       clearTimeout(sub.retry); // one pending attempt, however many refusals came
       sub.retry = setTimeout(() => this._resubscribe(sub, attempt + 1), delay);

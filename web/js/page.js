@@ -1,31 +1,40 @@
 // Small helpers every page shares (the protocol client is /js/client.js).
 
-/** Show the connection's state in the page's #status element (none: nothing). */
-export function setStatus(state, text) {
-  const el = document.getElementById("status");
-  if (!el) return;
-  el.dataset.state = state;
-  el.textContent = text;
-}
-
 /** What the status says while a followed world refuses the client (`onStatus("refused",
  * info)`, a Client's report) and the client subscribes again. */
-export const refusal = (info) => `${info.error.message}; trying again`;
+const refusal = (info) => `${info.error.message}; trying again`;
 
 /** The page's #status line as it follows the connection: `say(state, text)` shows (and keeps)
  * the page's own word; `onStatus`, a Client's option, shows the connection's state while it
  * is away ("reconnecting", "closed"), a followed world's refusal (`refusal`, an "error") while
- * the client subscribes again, and the page's last word again once it is open. */
+ * the client subscribes again, and the page's last word again once it is open. `note(text)`
+ * shows the page's secondary note (a reading that failed) beside whichever of them is shown,
+ * never in its place, until the page notes another or clears it (`note(null)`, on success). */
 export function statusLine() {
   const el = document.getElementById("status");
   let said = [el?.dataset.state ?? "", el?.textContent ?? ""]; // the page's, before any word
+  let shown = said; // the page's word or the connection's
+  let noted = null; // the note beside it
+  const show = (state, text) => {
+    shown = [state, text];
+    if (!el) return;
+    el.dataset.state = state;
+    if (noted === null) el.textContent = text;
+    else el.replaceChildren(text, Object.assign(document.createElement("span"),
+      { className: "note", textContent: noted }));
+  };
   const say = (state, text) => {
     said = [state, text];
-    setStatus(state, text);
+    show(state, text);
   };
-  const onStatus = (state, info) => setStatus(...(state === "open" ? said
+  const onStatus = (state, info) => show(...(state === "open" ? said
     : state === "refused" ? ["error", refusal(info)] : [state, state]));
-  return { say, onStatus };
+  const note = (text) => {
+    if ((text || null) === noted) return; // unchanged: nothing repainted
+    noted = text || null;
+    show(...shown);
+  };
+  return { say, onStatus, note };
 }
 
 /** `task` (async, no arguments) run one at a time. A call while a run is in flight starts

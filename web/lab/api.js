@@ -3,7 +3,7 @@
 // small status line.
 
 import { RequestError, backoff } from "/js/client.js";
-import { isolated, oneAtATime, setStatus } from "/js/page.js";
+import { isolated, oneAtATime } from "/js/page.js";
 
 /** The lab of this page's `?id=lab:NAME` (default lab:main). */
 export function labOfPage() {
@@ -112,26 +112,16 @@ export async function waitToDeal(page, unshown, say) {
 
 /** Keep `element` showing the lab's counts (lab.info every few seconds: a lab's stream is
  * not followed, its events carry unproven code), one reading at a time: ticks while one
- * waits, as through an outage, add one reading. A failed reading says why in the page's
- * #status; the next good one puts back what the status said before, unless something else
- * has been said since. */
-export function showCounts(client, lab, element, every = 3000) {
+ * waits, as through an outage, add one reading. A failed reading says why in a `note` of the
+ * page's status line (`statusLine().note`); the next good one clears it. */
+export function showCounts(client, lab, element, note, every = 3000) {
   const read = oneAtATime(async () => {
     const c = await client.request("lab.info", lab.id, {});
     element.textContent = `${c.organisms} organisms · ${c.proven} proven · ${c.dead} dead · ` +
       `${c.votes} votes`;
   });
-  const status = document.getElementById("status");
-  let failure = null; // what the last failed reading said
-  let before = null; // [state, text] of the status it replaced
-  const once = () => read().then(() => {
-    if (failure !== null && status.textContent === failure) setStatus(...before);
-    failure = before = null;
-  }, (err) => {
-    if (status.textContent !== failure) before = [status.dataset.state, status.textContent];
-    failure = `counts not refreshed: ${err.message ?? err}`;
-    setStatus("error", failure);
-  });
+  const once = () => read().then(() => note(null),
+    (err) => note(`counts not refreshed: ${err.message ?? err}`));
   once();
   return setInterval(once, every);
 }

@@ -24,7 +24,7 @@ const stages = { left: null, right: null };
 const trackSelect = document.getElementById("track");
 let client = null;
 let token = null;
-const { say: setStatus, onStatus } = statusLine(); // the arena's word, or the connection's
+const { say: setStatus, onStatus, note } = statusLine(); // the arena's word, or the connection's
 
 // What the page did, for the owner's eyes and the gate: pairs dealt, verdicts and votes (the
 // last of each), losses; `pause` the wait after the latest pair whose context was lost.
@@ -279,7 +279,7 @@ async function start() {
   }
   const track = params.get("track");
   if (track === "panel" || track === "shader") trackSelect.value = track;
-  showCounts(client, lab, document.getElementById("counts"));
+  showCounts(client, lab, document.getElementById("counts"), note);
   if (gate) {
     arena.judge = judgeOne;
     arena.backlog = (track, limit) => client.request("lab.backlog", lab.id, { track, limit });

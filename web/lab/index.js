@@ -6,8 +6,8 @@ import { statusLine } from "/js/page.js";
 
 const lab = labOfPage();
 linkLabPages(lab);
-const { say, onStatus } = statusLine();
+const { say, onStatus, note } = statusLine();
 Client.connect(socketUrl(), { client: "lab-index/1", onStatus }).then((client) => {
   say("live", lab.id);
-  showCounts(client, lab, document.getElementById("counts"));
+  showCounts(client, lab, document.getElementById("counts"), note);
 }).catch((err) => say("error", String(err.message ?? err)));

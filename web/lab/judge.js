@@ -15,7 +15,7 @@ import { SILENT, Stage, instrument, prove } from "/lab/gl.js";
 
 const lab = labOfPage();
 linkLabPages(lab);
-const { say: setStatus, onStatus } = statusLine(); // the loop's word, or the connection's
+const { say: setStatus, onStatus, note } = statusLine(); // the loop's word, or the connection's
 const key = clientKey();
 const sides = { left: document.getElementById("left"), right: document.getElementById("right") };
 const stages = { left: null, right: null };
@@ -234,7 +234,7 @@ async function start() {
     setStatus("error", String(err.message ?? err));
     return;
   }
-  showCounts(client, lab, document.getElementById("counts"));
+  showCounts(client, lab, document.getElementById("counts"), note);
   showLevels();
   await loop();
 }

@@ -40,9 +40,14 @@ function levelJson() {
 }
 
 function fillFields() {
-  // The id box is one line: it drops the line breaks of an id that has some (the server
-  // takes any string), so the id is `level.id`, and the box's only once someone types in it.
-  $("#level-id").value = level.id ?? "";
+  // The id box is one line: an id with line breaks (the server takes any string) is shown
+  // as its JSON, read-only and marked ("Id (JSON)"), and the id is `level.id`; any other id
+  // is the box's once someone types in it. (The JSON box renames the first kind.)
+  const id = String(level.id ?? "");
+  const broken = /[\r\n]/.test(id);
+  $("#level-id").value = broken ? JSON.stringify(id) : id;
+  $("#level-id").readOnly = broken;
+  $('label[for="level-id"]').textContent = broken ? "Id (JSON)" : "Id";
   $("#level-name").value = level.name ?? "";
   $("#hint-text").value = level.hint ?? "";
   $("#width").value = String(level.width);
