@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -61,6 +62,13 @@ def _watched(reactor: Reactor, queue: Queue) -> Queue:
     queue.reactor = reactor
     reactor.watch(queue.ours.fileno(), queue)
     return queue
+
+
+async def _until(ready: Callable[[], bool]) -> None:
+    """Wait (polling) until `ready()`: a loaded machine may take its time to serve."""
+    with trio.fail_after(10):
+        while not ready():
+            await trio.sleep(0.005)
 
 
 async def _settle() -> None:
@@ -123,7 +131,7 @@ async def test_a_paused_reader_is_not_read_until_resumed() -> None:
         assert log == [] and q.reads == 0
         q.refuse = False
         reactor.resume(q)
-        await trio.sleep(0.05)
+        await _until(lambda: len(log) == 2)
         assert log == ["q", "q"] and q.reads == 1
         nursery.cancel_scope.cancel()
     q.close()
@@ -139,7 +147,7 @@ async def test_a_reader_that_raises_is_dropped_and_the_others_are_served(
         nursery.start_soon(reactor.run)
         bad, good = _watched(reactor, Queue("bad", 2, log)), _watched(reactor, Queue("good", 2, log))
         bad.broken = True
-        await trio.sleep(0.05)
+        await _until(lambda: len(log) == 2 and bad.failures == 1)
         assert (bad.failures, log, len(reactor)) == (1, ["good", "good"], 1)
         assert "serving a connection failed" in caplog.text
         nursery.cancel_scope.cancel()
@@ -162,7 +170,8 @@ async def test_an_unwatched_descriptor_number_may_serve_the_next_connection() ->
         assert new.ours.fileno() == number  # Linux hands out the lowest free number
         _watched(reactor, new)
         new.theirs.send(b"x")
-        await trio.sleep(0.05)
+        await _until(lambda: log != [])
+        await _settle()
         assert log == ["new"] and len(reactor) == 1
         nursery.cancel_scope.cancel()
     new.close()
