@@ -20,7 +20,7 @@
   up to 5 minutes on the lab's clock: each call is paid for, and a model that keeps
   answering junk would otherwise be asked a few times a second. A birth ends the wait.
   A model error `unavailable` whose answer named a Retry-After makes that wait at least as
-  long (at most `chat_completions.MAX_RETRY_AFTER`, as the ecosystem waits): the loop's
+  long (at most `chat_completions.MAX_RETRY_AFTER`, where the header is parsed): the loop's
   timer is the retry; the call itself is made once.
 - `lab.create`: the move, then the loop's timer.
 - Nobody follows a lab's stream (`World.followable` is False: the directory refuses
@@ -41,7 +41,6 @@ from typing import Any, ClassVar
 
 import attrs
 
-from actors.chat_completions import MAX_RETRY_AFTER
 from actors.lab import rules
 from actors.lab.births import Candidate, backlog, birth_directive, grammar_candidate
 from actors.lab.contract import TRACKS
@@ -198,11 +197,11 @@ class LabActor(WorldActor):
 
     def _model_barren(self, reason: str, retry_after: float | None = None) -> None:
         """A model birth bore nothing: no model birth for the current wait, or for the
-        endpoint's `retry_after` seconds (at most MAX_RETRY_AFTER) if that is longer, and
+        endpoint's `retry_after` seconds (already capped) if that is longer, and
         the next wait is twice as long (up to MODEL_BACKOFF_MS[1])."""
         wait = self._model_backoff
         if retry_after is not None:
-            wait = max(wait, math.ceil(min(retry_after, MAX_RETRY_AFTER) * 1000))
+            wait = max(wait, math.ceil(retry_after * 1000))
         log.warning("%s: %s; no model birth for %g s", self.actor_id, reason, wait / 1000)
         self._model_quiet_until = self.now() + wait
         self._model_backoff = min(2 * self._model_backoff, MODEL_BACKOFF_MS[1])
