@@ -19,7 +19,7 @@ from actors.store import FencedError, Receipt, StoreUnavailable
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.ops.counter import AddArgs, CreateArgs
 from server.storage.pg_trio import TrioConnection
-from server.storage.postgres import PostgresEventStore
+from server.storage.postgres import PostgresEventStore, _own
 from tests.pgsql import sql
 from tests.server.garbage import collector_off, cyclic_garbage
 
@@ -401,3 +401,15 @@ async def test_an_append_whose_answer_was_lost_is_unavailable_not_retryable(
             total = (await d.ask("counter:c", Call("counter.get", None, "agent", "ann"))).total
             assert total == 5  # the world loads again, with the write
         nursery.cancel_scope.cancel()
+
+
+def test_a_failure_its_args_cannot_build_again_is_each_appends_runtime_error() -> None:
+    class Odd(Exception):
+        def __init__(self, *, why: str) -> None:
+            super().__init__(why)
+
+    own = _own(Odd(why="odd"))
+    assert (type(own), str(own)) == (RuntimeError, "the event store's batch failed: Odd('odd')")
+    down = StoreUnavailable("gone", sent=True)
+    again = _own(down)
+    assert again is not down and (again.message, again.sent) == (down.message, True)
