@@ -270,10 +270,12 @@ class LabActor(WorldActor):
         self._arm()
 
     async def handle(self, call: Call) -> Any:
-        """An op, then the loop armed if the op left it work (a proof or a death lowers the
-        backlog; `lab.create` starts it)."""
+        """An op, then, if it changed the lab, the loop armed if it has work now (a proof or
+        a death lowers the backlog; `lab.create` starts it)."""
+        before = self.rev
         result = await super().handle(call)
-        self._arm()
+        if self.rev > before:
+            self._arm()
         return result
 
     # ---- effects --------------------------------------------------------------------------
