@@ -9,7 +9,7 @@ at most `MAX_ANSWER` bytes, follows no redirect, takes no content coding (a comp
 could be any size once inflated), and parses strict UTF-8 JSON (`loads`). Every failure is a
 `ChatError` with a closed code and no provider text; `unavailable` is the one a caller may
 try again (the ecosystem's `CallBudget.call` does, a bounded number of times; the lab's birth
-loop on its own timer), not before its Retry-After, of which it waits at most MAX_RETRY_AFTER.
+loop on its own timer), not before its Retry-After, which `retry_after` caps at MAX_RETRY_AFTER.
 """
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ CODES = (
 
 class ChatError(Exception):
     """A failed exchange; carries only a code from `CODES` and, for `unavailable`, the
-    seconds the answer's Retry-After asked to wait (None when it named none)."""
+    seconds the answer's Retry-After asked to wait, at most MAX_RETRY_AFTER (None when it
+    named none)."""
 
     def __init__(self, code: str, retry_after: float | None = None) -> None:
         assert code in CODES, code
@@ -115,12 +116,12 @@ def pause(seconds: float) -> None:
 
 
 def retry_after(value: str | None) -> float | None:
-    """The seconds a Retry-After header names (delta-seconds, possibly inf); None when it is
-    absent or an HTTP-date (which only a wall clock could turn into a wait)."""
+    """The seconds a Retry-After header names (delta-seconds), at most MAX_RETRY_AFTER; None
+    when it is absent or an HTTP-date (which only a wall clock could turn into a wait)."""
     if value is None:
         return None
     value = value.strip()
-    return float(value) if value.isascii() and value.isdigit() else None
+    return min(float(value), MAX_RETRY_AFTER) if value.isascii() and value.isdigit() else None
 
 
 def _read(response: httpx.Response) -> bytes:

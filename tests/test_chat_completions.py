@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import math
 import socket
 import struct
 import threading
@@ -16,7 +15,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from actors.chat_completions import retry_after
+from actors.chat_completions import MAX_RETRY_AFTER, retry_after
 from actors.ecosystem.endpoint import ModelEndpoint
 from actors.ecosystem.model_client import ChatClient, ModelFailure
 from actors.lab.model_breeder import ModelBreeder
@@ -243,12 +242,14 @@ def test_a_connection_the_endpoint_breaks_is_unavailable(serve, call, answer: An
 
 
 @pytest.mark.parametrize("value, seconds", [
-    ("7", 7.0), (" 12 ", 12.0), ("0", 0.0), ("9" * 400, math.inf),
+    ("7", 7.0), (" 9 ", 9.0), ("0", 0.0), ("10", 10.0), ("11", MAX_RETRY_AFTER),
+    ("3600", MAX_RETRY_AFTER), ("9" * 400, MAX_RETRY_AFTER),
     ("Wed, 21 Oct 2015 07:28:00 GMT", None), ("1.5", None), ("-1", None), ("\u0663", None),
     ("", None), (None, None),
-], ids=["seconds", "spaced", "zero", "huge", "date", "fraction", "negative", "arabic_digit",
+], ids=["seconds", "spaced", "zero", "at_cap", "past_cap", "hour", "huge", "date", "fraction", "negative", "arabic_digit",
         "empty", "absent"])
 def test_retry_after_is_delta_seconds(value: str | None, seconds: float | None) -> None:
+    """Delta-seconds, capped at MAX_RETRY_AFTER where parsed: no caller waits longer."""
     assert retry_after(value) == seconds
 
 

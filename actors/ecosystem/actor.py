@@ -225,7 +225,8 @@ class EcosystemActor(WorldActor):
 
     def _follow(self) -> None:
         """Keep the timer of a run that plays at its speed (armed anew when it changed),
-        stop it otherwise."""
+        stop it otherwise. Its ticks are the run's progress (stored generations), so a
+        playing run is never idle: it stays loaded until it ends or pauses."""
         period = 1.0 / self.state.speed
         if self._timer is not None:
             if self._playing() and period == self._period:

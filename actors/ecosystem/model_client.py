@@ -8,7 +8,7 @@ worker thread.
 
 A call the endpoint answers 429 or 5xx, or whose connection it breaks (`unavailable`), is
 made again, at most ATTEMPTS times in all, each attempt reserved from the budget: after
-the seconds its Retry-After named (at most MAX_RETRY_AFTER), else after BACKOFF, doubled
+the seconds its Retry-After named (`chat_completions.retry_after` caps them), else after BACKOFF, doubled
 at each further attempt. The client waits through the `sleep` it is given: an actor's
 worker thread sleeps on trio's clock, the command line on the process's
 (`chat_completions.pause`); this module reads no clock.
@@ -23,7 +23,7 @@ from typing import Any, Protocol
 import attrs
 
 from actors import chat_completions
-from actors.chat_completions import MAX_RETRY_AFTER, ChatError
+from actors.chat_completions import ChatError
 from actors.ecosystem.endpoint import ModelEndpoint
 
 FAILURE_CODES = (
@@ -75,7 +75,7 @@ class Client(Protocol):
 def retry_wait(attempt: int, retry_after: float | None) -> float:
     """Seconds to wait after failed attempt `attempt` (0-based) before the next."""
     if retry_after is not None:
-        return min(retry_after, MAX_RETRY_AFTER)
+        return retry_after
     return BACKOFF * 2 ** attempt
 
 

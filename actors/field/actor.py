@@ -164,6 +164,7 @@ class FieldActor(WorldActor):
                 raise RuntimeError(f"{self.actor_id}: the stored field has no secret")
             self.state = attrs.evolve(w, truth=Field.from_dict(snap.data))
             if w.grow_every is not None and not w.state.ended:
+                # (timed growth is stored progress: the field stays loaded until it ends)
                 self.every(w.grow_every, _GrowTick())
             return
         day = live.daily_date(w.game)

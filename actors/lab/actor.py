@@ -20,9 +20,11 @@
   up to 5 minutes on the lab's clock: each call is paid for, and a model that keeps
   answering junk would otherwise be asked a few times a second. A birth ends the wait.
   A model error `unavailable` whose answer named a Retry-After makes that wait at least as
-  long (at most `chat_completions.MAX_RETRY_AFTER`, as the ecosystem waits): the loop's
+  long (at most `chat_completions.MAX_RETRY_AFTER`, where the header is parsed): the loop's
   timer is the retry; the call itself is made once.
-- `lab.create`: the move, then the loop's timer.
+- `lab.create`: the move, then the loop's timer (`handle` arms it after any op).
+- The loop's timer runs only while it has work (`_arm`): a lab whose backlog is full
+  idles and unloads like any world nobody asks (everything it holds is durable).
 - Nobody follows a lab's stream (`World.followable` is False: the directory refuses
   every `subscribe`, here and through a cluster): its records carry the code of
   unproven organisms, which the seed confines to the owner's arena, and a subscription
@@ -41,7 +43,6 @@ from typing import Any, ClassVar
 
 import attrs
 
-from actors.chat_completions import MAX_RETRY_AFTER
 from actors.lab import rules
 from actors.lab.births import Candidate, backlog, birth_directive, grammar_candidate
 from actors.lab.contract import TRACKS
@@ -53,7 +54,7 @@ from actors.lab.organism import organism_id
 from actors.lab.seeding import rng_for
 from actors.lab.state import Lab
 from actors.lab.validation import validate
-from actors.runtime import Call, WorldActor, refused
+from actors.runtime import Call, Timer, WorldActor, refused
 from actors.runtime.host import Effect
 from actors.world import Refusal
 from protocol.errors import ProtocolError
@@ -121,7 +122,7 @@ class LabActor(WorldActor):
 
     async def on_start(self) -> None:
         """Arm the birth loop of a lab that exists and breeds."""
-        self._ticking = False
+        self._ticker: Timer | None = None
         self._loop_busy: set[str] = set()  # tracks with a loop birth in flight
         self._model_quiet_until = 0  # ms: no model birth before this, after a barren one
         self._model_backoff = MODEL_BACKOFF_MS[0]
@@ -132,9 +133,19 @@ class LabActor(WorldActor):
         return s.backlog > 0 and (s.created or self.world.declared(self.name, self.now()))
 
     def _arm(self) -> None:
-        if not self._ticking and self._breeds():
-            self._ticking = True
-            self.every(self.birth_tick, _BirthTick())
+        """Tick while the loop has work, a track under its cap with no loop birth in flight
+        (a birth's outcome and an op that lowers the backlog arm it again), else stop: a lab
+        whose backlog is full changes nothing on a tick, so it idles and unloads as any idle
+        world does, and its next message loads it and arms the loop again."""
+        pool = list(self.state.organisms.values())
+        wanted = self._breeds() and any(
+            track not in self._loop_busy and backlog(pool, track) < self.state.backlog
+            for track in TRACKS)
+        if wanted and self._ticker is None:
+            self._ticker = self.every(self.birth_tick, _BirthTick())
+        elif not wanted and self._ticker is not None:
+            self._ticker.cancel()
+            self._ticker = None
 
     def _breed(self) -> None:
         """One look at the backlog: a birth for each track under the cap."""
@@ -198,11 +209,11 @@ class LabActor(WorldActor):
 
     def _model_barren(self, reason: str, retry_after: float | None = None) -> None:
         """A model birth bore nothing: no model birth for the current wait, or for the
-        endpoint's `retry_after` seconds (at most MAX_RETRY_AFTER) if that is longer, and
+        endpoint's `retry_after` seconds (already capped) if that is longer, and
         the next wait is twice as long (up to MODEL_BACKOFF_MS[1])."""
         wait = self._model_backoff
         if retry_after is not None:
-            wait = max(wait, math.ceil(min(retry_after, MAX_RETRY_AFTER) * 1000))
+            wait = max(wait, math.ceil(retry_after * 1000))
         log.warning("%s: %s; no model birth for %g s", self.actor_id, reason, wait / 1000)
         self._model_quiet_until = self.now() + wait
         self._model_backoff = min(2 * self._model_backoff, MODEL_BACKOFF_MS[1])
@@ -256,6 +267,16 @@ class LabActor(WorldActor):
         elif isinstance(message, _ModelFailed):
             self._loop_busy.discard(message.track)
             self._model_barren("model breeder failed")
+        self._arm()
+
+    async def handle(self, call: Call) -> Any:
+        """An op, then, if it changed the lab, the loop armed if it has work now (a proof or
+        a death lowers the backlog; `lab.create` starts it)."""
+        before = self.rev
+        result = await super().handle(call)
+        if self.rev > before:
+            self._arm()
+        return result
 
     # ---- effects --------------------------------------------------------------------------
 
@@ -267,14 +288,7 @@ class LabActor(WorldActor):
             raise refused(candidate)
         return self._offer(candidate, loop=False)
 
-    async def _create(self, call: Call) -> ops.LabInfo:
-        """Create the lab, then start its birth loop."""
-        result = self.play(self.world.moves[call.op], call)
-        self._arm()
-        return result
-
-    effects: ClassVar[Mapping[str, Effect]] = {
-        "lab.birth": _birth_op, "lab.cross": _birth_op, "lab.create": _create}
+    effects: ClassVar[Mapping[str, Effect]] = {"lab.birth": _birth_op, "lab.cross": _birth_op}
 
 
 WORLD = attrs.evolve(rules.WORLD, actor=LabActor)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from .board import Board, Context
-from .diagnostics import Diagnostic, LevelError, join_path
+from .diagnostics import Diagnostic, Diagnostics, LevelError, collect, join_path
 from .layer import (
     IN_LAYER,
     KEPT_MOVABLE,
@@ -68,10 +68,19 @@ def board_to_state(ctx: Context, board: Board) -> dict[str, Any]:
 
 
 def state_to_board(ctx: Context, state: Any) -> Board:
-    """The board a snapshot describes; raises `RestoreError` naming every problem."""
-    diags: list[Diagnostic] = []
+    """The board a snapshot describes; raises `RestoreError` naming every problem, up to
+    `MAX_DIAGNOSTICS` (then `STOPPED`): a snapshot of another layout could fail at every
+    one of thousands of objects, and its restore's error is kept and logged."""
     if not isinstance(state, dict) or not isinstance(state.get("objects"), list):
         raise RestoreError([Diagnostic("", "a snapshot is an object with an objects list")])
+    board, diags = collect(lambda found: _board(ctx, state, found))
+    if board is None:
+        raise RestoreError(diags)
+    return board
+
+
+def _board(ctx: Context, state: dict[str, Any], diags: Diagnostics) -> Board | None:
+    """`state_to_board`'s reading: the board, or None with its problems added to `diags`."""
     board: list[tuple[int, int, int, int, int, int]] = []
     fields = {"id", "noun", "word", "x", "y", "facing", *_FLAG_FIELDS}
     seen: set[str] = set()
@@ -82,7 +91,7 @@ def state_to_board(ctx: Context, state: Any) -> Board:
             continue
         oid = item.get("id")
         if not isinstance(oid, str) or oid not in ctx.id_code or oid in seen:
-            diags.append(Diagnostic(join_path(at, "id"), f"unknown or repeated id {oid!r}"))
+            diags.append(Diagnostic(join_path(at, "id"), f"unknown or repeated id {oid!r:.80}"))
             continue
         seen.add(oid)
         if "word" in item:
@@ -106,7 +115,7 @@ def state_to_board(ctx: Context, state: Any) -> Board:
     values = mechanics_from_state(ctx, state.get("mechanics", {} if not ctx.mechanics else None),
                                   diags)
     if diags:
-        raise RestoreError(diags)
+        return None
     if ctx.layered and not any("layer" in o for o in state["objects"]):
         # A snapshot without Keke layer flags gets them the way Keke would after a reload.
         from .layer import place

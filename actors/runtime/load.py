@@ -11,7 +11,9 @@ actor stopped meanwhile (the owner's hold, a lost lease) ends its load at the ne
 from __future__ import annotations
 
 import logging
+import traceback
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any, Protocol
 
 import attrs
@@ -25,6 +27,7 @@ from protocol.text import stored_texts
 log = logging.getLogger("petridish.actors")
 
 SLICE_SECONDS = 0.02  # of folding between two turns of the other tasks
+MAX_LOGGED = 1000  # characters of a failed restore's message in the log
 
 
 class Loadable(Protocol):
@@ -69,8 +72,9 @@ async def load(actor: Loadable) -> Loaded:
             with stored_texts():
                 actor.restore(snap.data)
             rev = snap.rev
-        except Exception:  # a snapshot only shortens loading: without one, replay all
-            log.exception("%s could not restore its snapshot", actor.actor_id)
+        except Exception as error:  # noqa: BLE001 - a snapshot only shortens loading
+            log.error("%s could not restore its snapshot, so every event is folded: %s",
+                      actor.actor_id, failure(error))
             actor.reset()
     # The events before a snapshot are read too, as resume history (not folded).
     history = await store.read(actor.actor_id,
@@ -82,6 +86,18 @@ async def load(actor: Loadable) -> Loaded:
     last = max(rev, history[-1].rev if history else 0)
     receipts = await store.receipts(actor.actor_id, after=max(0, last - config.receipt_window))
     return Loaded(last, rev, history, receipts)
+
+
+def failure(error: BaseException) -> str:
+    """An exception in one bounded line: its type, where it was raised and at most
+    MAX_LOGGED characters of its text (a snapshot of another layout may fail at each of
+    thousands of entries; the line is logged at every load of the world)."""
+    tb = traceback.extract_tb(error.__traceback__)
+    where = f" at {Path(tb[-1].filename).name}:{tb[-1].lineno}" if tb else ""
+    text = str(error)
+    if len(text) > MAX_LOGGED:
+        text = f"{text[:MAX_LOGGED]}... ({len(text)} characters)"
+    return f"{type(error).__name__}{where}: {text}"
 
 
 async def fold(apply: Callable[[Event], None], events: Iterable[Event],

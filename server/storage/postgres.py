@@ -41,6 +41,7 @@ caller stops, and a claim + replay tells the truth.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -271,6 +272,22 @@ def _unreachable(exc: Exception) -> StoreUnavailable:
     return StoreUnavailable(f"PostgreSQL cannot be reached: {why}", sent=False)
 
 
+def _own(exc: Exception) -> Exception:
+    """One append's instance of its batch's failure `exc`, which is never raised itself: one
+    instance raised in the tasks of every append would chain their tracebacks into one
+    another's. Not chained to `exc`: its traceback holds the writer's frames and so the
+    batch, whose appends hold their errors (a cycle)."""
+    if isinstance(exc, StoreUnavailable):
+        own: Exception = StoreUnavailable(exc.why, sent=exc.sent)
+    else:
+        try:
+            own = copy.copy(exc)  # (psycopg's errors pickle, so they copy)
+        except Exception:  # noqa: BLE001 - a class its args cannot build again
+            own = RuntimeError(f"the event store's batch failed: {exc!r}")
+    own.__cause__ = exc.__cause__
+    return own
+
+
 class PostgresEventStore(EventStore):
     """An EventStore in a PostgreSQL database; use `async with` or `open`/`aclose`.
 
@@ -367,11 +384,11 @@ class PostgresEventStore(EventStore):
                 batch = self._inflight = self._take_batch()
                 try:
                     await self._commit(batch)
-                except Exception as exc:  # noqa: BLE001 - each caller raises it
+                except Exception as exc:  # noqa: BLE001 - each caller raises its own
                     exc = await self._batch_failed(exc)
                     for a in batch:
                         if a.error is None:
-                            a.error = exc
+                            a.error = _own(exc)
                 self._inflight = []
                 for a in batch:
                     trio.lowlevel.reschedule(a.task)
@@ -481,9 +498,13 @@ class PostgresEventStore(EventStore):
         self._queued.unpark()
         # Not cancellable once queued: it may commit, and the caller must learn it did.
         await trio.lowlevel.wait_task_rescheduled(lambda _: trio.lowlevel.Abort.FAILED)
-        if append.error is not None:
-            raise append.error
-        return append.result
+        error, result, append = append.error, append.result, None
+        if error is not None:
+            try:
+                raise error
+            finally:  # raised from a name, it would hold its traceback's frame (a cycle)
+                error = None
+        return result
 
     async def claim(self, stream: str) -> tuple[int, int]:
         """See EventStore.claim (run again after a lost connection: one more fence)."""

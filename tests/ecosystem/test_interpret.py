@@ -9,19 +9,14 @@ from typing import Any
 
 import pytest
 
+from actors.chat_completions import MAX_RETRY_AFTER
 from actors.ecosystem.endpoint import ModelEndpoint
 from actors.ecosystem.events import config_hash
 from actors.ecosystem.graph import validate_rule_graph
 from actors.ecosystem.intent import palette
 from actors.ecosystem.interpret import DeterministicInterpreter, ModelInterpreter
 from actors.ecosystem.keywords import deterministic_setup
-from actors.ecosystem.model_client import (
-    ATTEMPTS,
-    BACKOFF,
-    MAX_RETRY_AFTER,
-    ChatClient,
-    ModelFailure,
-)
+from actors.ecosystem.model_client import ATTEMPTS, BACKOFF, ChatClient, ModelFailure
 from actors.ecosystem.run import simulate
 from tests.ecosystem import conftest
 from tests.ecosystem.conftest import FakeModel

@@ -4,19 +4,28 @@ one fold of every event."""
 
 from __future__ import annotations
 
+import logging
+from pathlib import Path
+
 import attrs
 import pytest
 import trio
 import trio.testing
 
 from actors.counter import rules
+from actors.puzzle import WORLD as PUZZLE
+from actors.puzzle import rules as puzzle_rules
+from actors.puzzle.diagnostics import MAX_DIAGNOSTICS, STOPPED
+from actors.puzzle.snapshot import RestoreError
 from actors.runtime import Call, WorldActor
 from actors.runtime.directory import ActorKind, Directory, open_directory
-from actors.runtime.load import SLICE_SECONDS
+from actors.runtime.load import MAX_LOGGED, SLICE_SECONDS
 from actors.runtime.subscriber import SubscriberQueue
 from actors.store import MemoryEventStore
 from actors.world import World
 from protocol.errors import ErrorCode, ProtocolError
+from protocol.ops import puzzle as puzzle_ops
+from server.storage import SqliteEventStore
 
 EVENTS = 200  # a created event, then adds of 1 .. EVENTS - 1
 FOLD_SECONDS = 0.005  # of the mock clock, what each event's fold takes
@@ -124,3 +133,35 @@ async def test_a_world_held_halfway_through_its_load_folds_no_more_and_starts_no
         # At most the slice under way when the hold came was folded after it.
         assert actor.state.adds <= adds + SLICE_SECONDS / FOLD_SECONDS + 1 < EVENTS - 1
         assert actor.stopped and not actor.loaded and d.alive(WORLD) is None
+
+
+async def test_a_snapshot_failing_at_every_entry_is_logged_in_one_bounded_line(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A stored room snapshot of another layout fails at each of its thousands of objects:
+    the restore's error keeps at most MAX_DIAGNOSTICS problems, the log one line of at most
+    MAX_LOGGED characters of it (no traceback), and the room loads by folding its events."""
+    # Before: every problem was kept and logged with the traceback, 5,000 ids of 10,000
+    # characters each (50 MB), at every load of the room.
+    room, agent = "puzzle:r", ("agent", "agent:a")
+    async with SqliteEventStore.in_directory(tmp_path) as store:
+        async with open_directory(store, [ActorKind.of(PUZZLE)]) as directory:
+            await directory.ask(room, Call("puzzle.create", puzzle_ops.CreateArgs(), *agent))
+            await directory.ask(room, Call("puzzle.move", puzzle_ops.MoveArgs("right", 1),
+                                           *agent))
+            actor = await directory.get(room)
+            folded, rev = actor.snapshot(), actor.rev
+        junk = [{"id": f"{i}{'x' * 10_000}"} for i in range(5000)]
+        await store.save_snapshot(room, rev, {**folded, "board": {"objects": junk}})
+        with caplog.at_level(logging.ERROR, "petridish.actors"):
+            async with open_directory(store, [ActorKind.of(PUZZLE)]) as directory:
+                actor = await directory.get(room)
+                assert (actor.rev, actor.snapshot()) == (rev, folded)
+    [record] = [r for r in caplog.records if "could not restore" in r.getMessage()]
+    assert record.exc_info is None
+    assert len(record.getMessage()) < MAX_LOGGED + 200
+    assert "RestoreError at snapshot.py:" in record.getMessage()
+    with pytest.raises(RestoreError) as err:
+        puzzle_rules.load({**folded, "board": {"objects": junk}})
+    assert len(err.value.diagnostics) == MAX_DIAGNOSTICS + 1
+    assert err.value.diagnostics[-1].message == STOPPED
+    assert err.value.diagnostics[0].message == "unknown or repeated id '0" + "x" * 78

@@ -3,6 +3,8 @@ database under concurrency, NOTIFY, timeouts and lost connections."""
 
 from __future__ import annotations
 
+import traceback
+from collections import Counter
 from collections.abc import AsyncIterator
 
 import psycopg
@@ -17,8 +19,9 @@ from actors.store import FencedError, Receipt, StoreUnavailable
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.ops.counter import AddArgs, CreateArgs
 from server.storage.pg_trio import TrioConnection
-from server.storage.postgres import PostgresEventStore
+from server.storage.postgres import PostgresEventStore, _own
 from tests.pgsql import sql
+from tests.server.garbage import collector_off, cyclic_garbage
 
 pytestmark = pytest.mark.postgres
 
@@ -120,6 +123,37 @@ async def test_a_batch_the_server_cancels_writes_nothing(postgres_dsn: str) -> N
         await blocker.close()
         assert await store.revision("w:1") == 1
         assert await store.append("w:1", 1, [{"n": 2}]) == 2
+
+
+async def test_each_append_of_a_failed_batch_raises_its_own_error(postgres_dsn: str) -> None:
+    """The appends of one batch the server cancels each raise their own QueryCanceled: one
+    instance raised in every caller's task chained their tracebacks (the second caller's
+    held the first's frames), and it held the batch, and so itself, in a cycle."""
+    seen: dict[str, tuple[int, list[str]]] = {}  # the error's id, its frames
+
+    async def append(stream: str, expected: int) -> None:
+        try:
+            await store.append(stream, expected, [{"n": "late"}])
+        except psycopg.errors.QueryCanceled as exc:
+            frames = [f.name for f in traceback.extract_tb(exc.__traceback__)]
+            seen[stream] = (id(exc), frames)
+
+    async with PostgresEventStore(postgres_dsn, write_timeout=0.3) as store:
+        await store.append("w:1", 0, [{"n": 1}])
+        blocker = await TrioConnection.connect(postgres_dsn)
+        await blocker.execute("SELECT * FROM streams WHERE name = 'w:1' FOR UPDATE")
+        async with collector_off():
+            async with trio.open_nursery() as nursery:  # queued together: one batch
+                for stream, expected in (("w:1", 1), ("w:2", 0), ("w:3", 0)):
+                    nursery.start_soon(append, stream, expected)
+            await blocker.commit()
+            await blocker.close()
+            await store.append("w:4", 0, [{}])  # (the writer lets the failed batch go)
+            assert cyclic_garbage() == Counter()
+        assert [await store.revision(f"w:{i}") for i in (1, 2, 3, 4)] == [1, 0, 0, 1]
+    assert len({own for own, _ in seen.values()}) == 3
+    for frames in [frames for _, frames in seen.values()]:
+        assert frames.count("append") == 2  # this test's and the store's, once each
 
 
 async def test_an_unanswered_batch_fails_as_unknown_and_the_writer_reconnects(
@@ -367,3 +401,15 @@ async def test_an_append_whose_answer_was_lost_is_unavailable_not_retryable(
             total = (await d.ask("counter:c", Call("counter.get", None, "agent", "ann"))).total
             assert total == 5  # the world loads again, with the write
         nursery.cancel_scope.cancel()
+
+
+def test_a_failure_its_args_cannot_build_again_is_each_appends_runtime_error() -> None:
+    class Odd(Exception):
+        def __init__(self, *, why: str) -> None:
+            super().__init__(why)
+
+    own = _own(Odd(why="odd"))
+    assert (type(own), str(own)) == (RuntimeError, "the event store's batch failed: Odd('odd')")
+    down = StoreUnavailable("gone", sent=True)
+    again = _own(down)
+    assert again is not down and (again.message, again.sent) == (down.message, True)

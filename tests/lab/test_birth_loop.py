@@ -1,0 +1,66 @@
+"""The birth loop's timer runs only while the loop has work: a lab whose backlog is full
+idles and unloads like any world nobody asks, and loads again, the same, on demand; an op
+that lowers the backlog arms the loop again.
+
+The lab reads trio's clock as its own, a mock clock the test moves a birth tick at a time
+(`test_model_backoff.run_for`); the store is a real SQLite file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import trio.testing
+
+from actors.lab import WORLD
+from actors.lab.births import backlog
+from actors.lab.contract import TRACKS
+from actors.runtime import Call, RuntimeConfig
+from actors.runtime.directory import ActorKind, open_directory
+from protocol.ops import lab as ops
+from server.storage import SqliteEventStore
+from tests.lab.test_model_backoff import lab_clock, run_for, settled
+
+LAB = "lab:idle"
+IDLE = 60.0  # the runtime's idle timeout here, in seconds
+
+
+def full(actor: Any) -> bool:
+    """Every track's unproven backlog at the lab's cap."""
+    pool = list(actor.state.organisms.values())
+    return all(backlog(pool, track) >= actor.state.backlog for track in TRACKS)
+
+
+async def test_a_lab_whose_backlog_is_full_unloads_when_idle(
+        tmp_path: Path, mock_clock: trio.testing.MockClock) -> None:
+    # Before: the loop ticked every 0.5 s for good, each tick a message, so the lab was
+    # never idle and held its memory until the process ended.
+    owner = ("owner", "owner:me")
+    async with SqliteEventStore.in_directory(tmp_path) as store, open_directory(
+            store, [ActorKind.of(WORLD)], clock=lab_clock,
+            config=RuntimeConfig(idle_timeout=IDLE)) as directory:
+        await directory.ask(LAB, Call("lab.create", ops.CreateArgs(backlog=1), *owner))
+        actor = await directory.get(LAB)
+        for _ in range(100):
+            if full(actor) and not actor._offloads:
+                break
+            await run_for(mock_clock, actor, 1)
+        assert full(actor)
+        organisms, rev = dict(actor.state.organisms), actor.rev
+        await run_for(mock_clock, actor, IDLE + 1)
+        assert actor.stopped and directory.live() == []
+        assert len(await store.read(LAB)) == rev  # nothing bred meanwhile
+
+        again = await directory.get(LAB)  # loaded on demand, as it was
+        await settled(again)
+        assert again is not actor and (again.state.organisms, again.rev) == (organisms, rev)
+        first = next(iter(organisms))
+        await directory.ask(LAB, Call("lab.ok", ops.OkArgs(first), *owner))  # proven
+        for _ in range(100):
+            if len(again.state.organisms) > len(organisms) and not again._offloads:
+                break
+            await run_for(mock_clock, again, 1)
+        newborn = set(again.state.organisms) - set(organisms)
+        assert [again.state.organisms[o].track for o in newborn] == \
+            [organisms[first].track]  # the proven one's track bred again
+        assert full(again)
