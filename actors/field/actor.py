@@ -33,7 +33,7 @@ from actors.field.events import GrowEvent, ManifestEvent
 from actors.field.generate import Field, generate_chunks, generate_scatter, grow
 from actors.field.leaderboard import Boards, boards_of
 from actors.lobby.actor import tell_seen
-from actors.runtime import Call, Directory, WorldActor, refused
+from actors.runtime import Call, Directory, Timer, WorldActor, refused
 from actors.runtime.deferred import Deferred
 from actors.runtime.host import Effect
 from actors.runtime.offload import thread_timed
@@ -124,6 +124,7 @@ class FieldActor(WorldActor):
     _progress_at = -1e9  # trio time of the last progress push
     _alltime: tuple[float, live.AllTimeRows] | None = None  # (trio time read, the board)
     _earlier: _Earlier | None = None  # the fold of the history before the snapshot, running
+    _grow_timer: Timer | None = None  # the timed growth's, armed until the field ends
 
     # ---- start and restart ----------------------------------------------------------
 
@@ -164,8 +165,9 @@ class FieldActor(WorldActor):
                 raise RuntimeError(f"{self.actor_id}: the stored field has no secret")
             self.state = attrs.evolve(w, truth=Field.from_dict(snap.data))
             if w.grow_every is not None and not w.state.ended:
-                # (timed growth is stored progress: the field stays loaded until it ends)
-                self.every(w.grow_every, _GrowTick())
+                # (timed growth is stored progress: it holds the field loaded until the
+                # field ends, which cancels it; an ended field idles and unloads)
+                self._grow_timer = self.every(w.grow_every, _GrowTick())
             return
         day = live.daily_date(w.game)
         if day is not None and day == rules.utc_day(self.now()):
@@ -272,10 +274,13 @@ class FieldActor(WorldActor):
             self.state = attrs.evolve(self.state, truth=field)
             self.fold([ManifestEvent(rev=1, t=t, manifest=manifest, rules=msg.plan.rules)])
             if msg.plan.grow_every is not None:
-                self.every(msg.plan.grow_every, _GrowTick())
+                self._grow_timer = self.every(msg.plan.grow_every, _GrowTick())
             return
-        if msg.field is None:
+        if msg.field is None:  # no room: the field ends, and its growth timer with it (a
+            # tick would be a message with nothing to do, keeping the ended field loaded)
             self.fold([GrowEvent(rev=s.revision + 1, t=t, tiles=(), seed_ring=())])
+            assert self._grow_timer is not None  # a field grows only while it is armed
+            self._grow_timer.cancel()
             return
         tiles = msg.field.manifest.tiles[len(s.geo.tiles):]
         rings = msg.field.manifest.seed_rings
