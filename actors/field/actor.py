@@ -279,8 +279,8 @@ class FieldActor(WorldActor):
         if msg.field is None:  # no room: the field ends, and its growth timer with it (a
             # tick would be a message with nothing to do, keeping the ended field loaded)
             self.fold([GrowEvent(rev=s.revision + 1, t=t, tiles=(), seed_ring=())])
-            assert self._grow_timer is not None  # a field grows only while it is armed
-            self._grow_timer.cancel()
+            if self._grow_timer is not None:  # (a field grows only while it is armed)
+                self._grow_timer.cancel()
             return
         tiles = msg.field.manifest.tiles[len(s.geo.tiles):]
         rings = msg.field.manifest.seed_rings
