@@ -2,11 +2,10 @@
 unloads like any world nobody asks, and loads again, the same, on demand.
 
 The field reads trio's clock as its own, a mock clock the test moves a second at a time
-(as `tests/lab/test_model_backoff.run_for` does); the store is a real SQLite file."""
+(tests/clocked.py); the store is a real SQLite file."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -19,30 +18,18 @@ from actors.runtime import Call, RuntimeConfig
 from actors.runtime.directory import ActorKind, open_directory
 from protocol.ops import field as ops
 from server.storage import SqliteEventStore
-from tests.lab.test_model_backoff import lab_clock
-from tests.lab.test_model_backoff import settled as offloads_done
+from tests import clocked
+from tests.clocked import settled, trio_ms
 
 FIELD = "field:ends"
 IDLE = 60.0  # the runtime's idle timeout here, in seconds
 EVERY = ops.MIN_GROW_S  # seconds between timed growths
 
 
-async def settled(actor: Any) -> None:
-    """Once the actor waits for a message (or stopped) and no work of it runs off its task:
-    generation runs in a worker thread and the store's writes in its writer process, both
-    waited for in real time, the field's clock standing still."""
-    while True:
-        await offloads_done(actor)
-        if actor.stopped or actor._waiting:
-            return
-        await trio.to_thread.run_sync(time.sleep, 0.005)
-
 
 async def run_for(clock: trio.testing.MockClock, actor: Any, seconds: float) -> None:
     """Let `seconds` of the field's clock pass, a growth interval at a time, each settled."""
-    for _ in range(int(seconds / EVERY)):
-        clock.jump(EVERY)
-        await settled(actor)
+    await clocked.run_for(clock, actor, seconds, EVERY)
 
 
 async def test_an_ended_field_unloads_when_idle(
@@ -50,7 +37,7 @@ async def test_an_ended_field_unloads_when_idle(
     # Before: the growth timer ticked every second for good after the field ended, each
     # tick a message with nothing to do, so the field was never idle.
     async with SqliteEventStore.in_directory(tmp_path) as store, open_directory(
-            store, [ActorKind.of(WORLD)], clock=lab_clock,
+            store, [ActorKind.of(WORLD)], clock=trio_ms,
             config=RuntimeConfig(idle_timeout=IDLE)) as directory:
         # One chunk filling the canvas: the first growth finds no room and ends the field.
         start = ops.StartArgs(seed=5, canvas=ops.MIN_CANVAS, chunk=ops.MIN_CANVAS, chunks=1,

@@ -19,7 +19,8 @@ from actors.runtime import Call, RuntimeConfig
 from actors.runtime.directory import ActorKind, open_directory
 from protocol.ops import lab as ops
 from server.storage import SqliteEventStore
-from tests.lab.test_model_backoff import lab_clock, run_for, settled
+from tests.clocked import settled, trio_ms
+from tests.lab.test_model_backoff import run_for
 
 LAB = "lab:idle"
 IDLE = 60.0  # the runtime's idle timeout here, in seconds
@@ -37,7 +38,7 @@ async def test_a_lab_whose_backlog_is_full_unloads_when_idle(
     # never idle and held its memory until the process ended.
     owner = ("owner", "owner:me")
     async with SqliteEventStore.in_directory(tmp_path) as store, open_directory(
-            store, [ActorKind.of(WORLD)], clock=lab_clock,
+            store, [ActorKind.of(WORLD)], clock=trio_ms,
             config=RuntimeConfig(idle_timeout=IDLE)) as directory:
         await directory.ask(LAB, Call("lab.create", ops.CreateArgs(backlog=1), *owner))
         actor = await directory.get(LAB)

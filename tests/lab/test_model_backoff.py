@@ -9,7 +9,6 @@ chat-completions server on loopback speaking the real wire format."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -29,6 +28,8 @@ from actors.runtime import Call
 from actors.runtime.directory import ActorKind, open_directory
 from actors.store import MemoryEventStore
 from protocol.ops import lab as ops
+from tests import clocked
+from tests.clocked import settled, trio_ms
 from tests.lab.live import ChatServer, variant
 
 LAB = "lab:junk"
@@ -55,26 +56,11 @@ class Model(ChatServer):
         return len(self.prompts)
 
 
-def lab_clock() -> int:
-    """The lab's clock in ms: trio's (the test's mock clock)."""
-    return int(trio.current_time() * 1000)
-
-
-async def settled(actor: Any) -> None:
-    """Once the actor has handled what is due and no work of it runs off its task (a model
-    call is real I/O: it is waited for in real time, the lab's clock standing still)."""
-    while True:
-        await trio.testing.wait_all_tasks_blocked()
-        if not actor._offloads:
-            return
-        await trio.to_thread.run_sync(time.sleep, 0.005)
 
 
 async def run_for(clock: trio.testing.MockClock, actor: Any, seconds: float) -> None:
     """Let `seconds` of the lab's clock pass, a birth tick at a time, each settled."""
-    for _ in range(int(seconds / actor.birth_tick)):
-        clock.jump(actor.birth_tick)
-        await settled(actor)
+    await clocked.run_for(clock, actor, seconds, actor.birth_tick)
 
 
 @asynccontextmanager
@@ -83,7 +69,7 @@ async def breeding(model: Model, backlog: int = 16
     """A lab breeding through `model` (`backlog` a track), and its store."""
     store = MemoryEventStore()
     try:
-        async with open_directory(store, [ActorKind.of(WORLD)], clock=lab_clock,
+        async with open_directory(store, [ActorKind.of(WORLD)], clock=trio_ms,
                                   model=model.endpoint) as directory:
             await directory.ask(LAB, Call("lab.create", ops.CreateArgs(backlog=backlog),
                                           "owner", "owner:me"))
