@@ -41,7 +41,6 @@ caller stops, and a claim + replay tells the truth.
 
 from __future__ import annotations
 
-import copy
 import json
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -276,14 +275,13 @@ def _own(exc: Exception) -> Exception:
     """One append's instance of its batch's failure `exc`, which is never raised itself: one
     instance raised in the tasks of every append would chain their tracebacks into one
     another's. Not chained to `exc`: its traceback holds the writer's frames and so the
-    batch, whose appends hold their errors (a cycle)."""
-    if isinstance(exc, StoreUnavailable):
-        own: Exception = StoreUnavailable(exc.why, sent=exc.sent)
-    else:
-        try:
-            own = copy.copy(exc)  # (psycopg's errors pickle, so they copy)
-        except Exception:  # noqa: BLE001 - a class its args cannot build again
-            own = RuntimeError(f"the event store's batch failed: {exc!r}")
+    batch, whose appends hold their errors (a cycle). Copied without its class's
+    `__init__` (whose arguments are not always its `args`: a ProtocolError's are not)."""
+    try:
+        own = type(exc).__new__(type(exc), *exc.args)
+        own.__dict__.update(exc.__dict__)
+    except Exception:  # noqa: BLE001 - a class that cannot be copied so
+        own = RuntimeError(f"the event store's batch failed: {exc!r}")
     own.__cause__ = exc.__cause__
     return own
 

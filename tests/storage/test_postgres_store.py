@@ -15,7 +15,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from actors import counter
 from actors.runtime import Call
 from actors.runtime.directory import ActorKind, open_directory
-from actors.store import FencedError, Receipt, StoreUnavailable
+from actors.store import ConflictError, FencedError, Receipt, StoreUnavailable
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.ops.counter import AddArgs, CreateArgs
 from server.storage.pg_trio import TrioConnection
@@ -403,13 +403,34 @@ async def test_an_append_whose_answer_was_lost_is_unavailable_not_retryable(
         nursery.cancel_scope.cancel()
 
 
-def test_a_failure_its_args_cannot_build_again_is_each_appends_runtime_error() -> None:
+def test_a_failure_is_copied_whatever_its_constructor_asks() -> None:
     class Odd(Exception):
         def __init__(self, *, why: str) -> None:
             super().__init__(why)
+            self.why = why
 
     own = _own(Odd(why="odd"))
-    assert (type(own), str(own)) == (RuntimeError, "the event store's batch failed: Odd('odd')")
+    assert (type(own), own.args, own.why) == (Odd, ("odd",), "odd")
     down = StoreUnavailable("gone", sent=True)
     again = _own(down)
-    assert again is not down and (again.message, again.sent) == (down.message, True)
+    assert again is not down and type(again) is StoreUnavailable
+    assert (again.message, again.sent) == (down.message, True)
+    conflict = ConflictError("counter:c", 3, 5)  # stays a conflict, not a crash
+    copied = _own(conflict)
+    assert copied is not conflict and type(copied) is ConflictError
+    assert (copied.stream, copied.expected, copied.actual, str(copied)) == (
+        "counter:c", 3, 5, str(conflict))
+    refusal = ProtocolError(ErrorCode.OVERLOADED, "busy", {"retry_after": 1.0})
+    told = _own(refusal)
+    assert told is not refusal and told.to_wire() == refusal.to_wire()
+
+    class Unmade(Exception):
+        def __new__(cls, *, why: str) -> Unmade:
+            return super().__new__(cls, why)
+
+        def __init__(self, *, why: str) -> None:
+            super().__init__(why)
+
+    fallback = _own(Unmade(why="x"))
+    assert (type(fallback), str(fallback)) == (
+        RuntimeError, "the event store's batch failed: Unmade('x')")
