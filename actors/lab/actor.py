@@ -22,9 +22,12 @@
   A model error `unavailable` whose answer named a Retry-After makes that wait at least as
   long (at most `chat_completions.MAX_RETRY_AFTER`, where the header is parsed): the loop's
   timer is the retry; the call itself is made once.
-- `lab.create`: the move, then the loop's timer (`handle` arms it after any op).
+- `lab.create`: the move, then the loop's timer (`handle` arms it after any op that
+  changed the lab).
 - The loop's timer runs only while it has work (`_arm`): a lab whose backlog is full
-  idles and unloads like any world nobody asks (everything it holds is durable).
+  idles and unloads like any world nobody asks. What it stored stays; the seed's
+  in-memory records (strikes, benching, pairs dealt) go with the unload, as with a
+  restart.
 - Nobody follows a lab's stream (`World.followable` is False: the directory refuses
   every `subscribe`, here and through a cluster): its records carry the code of
   unproven organisms, which the seed confines to the owner's arena, and a subscription
@@ -274,7 +277,7 @@ class LabActor(WorldActor):
         a death lowers the backlog; `lab.create` starts it)."""
         before = self.rev
         result = await super().handle(call)
-        if self.rev > before:
+        if self.rev > before and self._ticker is None:  # (a running one's tick re-checks)
             self._arm()
         return result
 
