@@ -393,3 +393,41 @@ async def test_a_js_client_says_open_only_once_no_followed_topic_is_refused(
     assert "open" not in after[:after.index("settled counter:a")], log
     assert after.count("open") == 1, log
     assert not any(line.startswith("refused") for line in after[after.index("open"):]), log
+
+
+LET_GO = """
+import { Client } from "%(client)s";
+import * as readline from "node:readline";
+const input = readline.createInterface({ input: process.stdin });
+const c = await Client.connect("%(url)s", { onStatus: (status, info) =>
+  console.log(status === "refused" ? `refused ${info.topic}` : status) });
+const a = c.subscribe("counter:a", () => {});
+await a.ready;
+await c.subscribe("counter:b", () => {}).ready;
+console.log("ready");
+for await (const _ of input) a.close();  // let the refused one go
+console.log(JSON.stringify("done"));
+c.close();
+process.exit(0);
+"""
+
+
+async def test_a_js_client_that_lets_its_refused_topic_go_says_open(tmp_path: Path) -> None:
+    """The only refused topic closed while it is tried again: the client says "open" (it
+    went on saying the refusal for good)."""
+    node = _node()
+    async with running_server(tmp_path / "data") as srv, \
+            raw_client(srv, srv.owner_token) as owner:
+        for world in ("counter:a", "counter:b"):
+            result(await owner.call("counter.create", world))
+        run = await _Running.start(node, _script(tmp_path, "let-go.mjs", LET_GO, srv.port))
+        with trio.fail_after(30):
+            await run.until(b"ready\n")
+            result(await owner.call("admin.stop", "admin:main", id="counter:a"))
+            await run.until(b"refused counter:a\n")
+            await run.stdin.send_all(b"let go\n")
+            said = len(run.out)  # (it said "open" once connected)
+            while b"open\n" not in run.out[said:]:
+                run.out += await run.stdout.receive_some()
+            await run.stdin.aclose()
+            assert await run.to_end() == "done"

@@ -11,8 +11,8 @@
 // so a callback sees each event once, in order, or a snapshot when the gap is too
 // old for the server's history. A `resync` push is handled the same way. A resubscribe
 // the server refuses (a world an admin stopped) is reported (`onStatus("refused")`) and
-// tried again with backoff until it succeeds (then `onStatus("open")`, once no topic is
-// refused) or is closed.
+// tried again with backoff until it succeeds or is closed; then the refusal of another
+// topic still refused is said again, or, once none is, `onStatus("open")`.
 //
 // An anonymous caller says hello again with the `key` its first hello's reply gave, so a
 // reconnect is the same caller; with `rememberKey` the key is kept in localStorage, so the
@@ -137,7 +137,7 @@ class Subscription {
     this.lastRev = since ?? null; // the last revision handed to onPush
     this.result = null; // the latest subscribe reply
     this.retry = null; // the timer of a refused resubscribe's next attempt
-    this.refused = false; // its last resubscribe was refused
+    this.refused = null; // its last resubscribe's refusal (onStatus info), while it stands
   }
 
   /** Deliver one push, dropping events already delivered before a resume. */
@@ -422,24 +422,32 @@ export class Client {
     clearTimeout(sub.retry);
     try {
       await this._sendSubscribe(sub);
-      sub.refused = false;
-      // open once none is refused: another refused topic keeps the refusal said
-      const refused = [...this._subs.values()].some((s) => s.refused);
-      if (attempt > 0 && !refused) this.onStatus("open", { role: this.role });
+      sub.refused = null;
+      if (attempt > 0) this._sayRefusals();
     } catch (error) {
       if (!(error instanceof RequestError) || this._closed || this._subs.get(sub.topic) !== sub) return;
       const delay = backoff(attempt, 250, this.maxDelay);
-      sub.refused = true;
-      this.onStatus("refused", { topic: sub.topic, error, delay });
+      sub.refused = { topic: sub.topic, error, delay };
+      this.onStatus("refused", sub.refused);
       clearTimeout(sub.retry); // one pending attempt, however many refusals came
       sub.retry = setTimeout(() => this._resubscribe(sub, attempt + 1), delay);
     }
   }
 
+  /** A refused topic was followed again or let go: say a refusal still standing (another
+   * topic's), else "open". */
+  _sayRefusals() {
+    const standing = [...this._subs.values()].find((s) => s.refused);
+    if (standing) this.onStatus("refused", standing.refused);
+    else this.onStatus("open", { role: this.role });
+  }
+
   _unsubscribe(sub) {
     if (this._subs.get(sub.topic) !== sub) return;
     this._subs.delete(sub.topic);
-    if (this._ws) this._call({ op: "unsubscribe", to: sub.topic }, 5000).catch(() => {});
+    if (!this._ws) return;
+    this._call({ op: "unsubscribe", to: sub.topic }, 5000).catch(() => {});
+    if (sub.refused) this._sayRefusals();
   }
 
   _failPending(error) {
