@@ -109,22 +109,25 @@ TOO_LARGE = {"id": None, "ok": False, "error": {
 # (It names a message that came in fragments as such: it said "frame" of it too.)
 TOO_LARGE_FRAGMENTED = {**TOO_LARGE, "error": {
     **TOO_LARGE["error"], "message": "the fragmented message is longer than 65536 bytes"}}
-# What else the process allocates and keeps a while as the server reads (trio's, the
-# session's: 7 to 11 KB here).
+# Allowance for what the transport keeps besides the message's bytes (its read buffer's
+# rest, objects of a frame being parsed).
 SLACK = 16384
+_TRANSPORT = [tracemalloc.Filter(True, f"*/server/{name}") for name in ("transport.py",
+                                                                         "wsframes.py")]
 
 
 async def _most_held(sock: RawSocket, data: bytes) -> int:
-    """Send `data` in pieces, each read by the server before the next: the most bytes
-    allocated meanwhile and still held after a read (this task lets each piece go once
-    sent: the server's, but for `SLACK`)."""
+    """Send `data` in pieces, each read by the server before the next: the most bytes the
+    websocket transport (server/transport.py, server/wsframes.py) allocated and still held
+    after a read."""
     tracemalloc.start()
     try:
         most = 0
         for at in range(0, len(data), 8192):
             await sock.send(data[at:at + 8192])
             await trio.testing.wait_all_tasks_blocked()  # read (loopback: at once)
-            most = max(most, tracemalloc.get_traced_memory()[0])
+            held = tracemalloc.take_snapshot().filter_traces(_TRANSPORT)
+            most = max(most, sum(stat.size for stat in held.statistics("filename")))
     finally:
         tracemalloc.stop()
     return most
