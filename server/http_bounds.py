@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from types import MappingProxyType
 from typing import Any
 
 import trio
@@ -54,7 +55,8 @@ MAX_PAUSED = 64
 _dumps = compact_encoder(ensure_ascii=False)
 
 
-NEVER_STORED = {"Cache-Control": "no-store"}  # live answers: no cache keeps one
+NO_STORE = "no-store"  # live answers: no cache keeps one
+NEVER_STORED = MappingProxyType({"Cache-Control": NO_STORE})
 
 
 def json_reply(body: dict[str, Any], status: int, headers: dict[str, str] | None = None

@@ -36,6 +36,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from protocol.errors import ProtocolError
 from server.auth import Principal
 from server.budgets import Account, address_key
+from server.http_bounds import NO_STORE
 from server.metering import Tab, metered, settle, unmetered
 
 if TYPE_CHECKING:
@@ -122,12 +123,15 @@ class Door:
                 pay()  # the rest (an answer cut short, the transport's ending)
 
 
+_MCP_CACHE = f"{NO_STORE}, no-transform".encode()
+
+
 def _never_stored(start: Message) -> Message:
     """An answer's start with `Cache-Control: no-store` (the server's other live answers',
     server/http_bounds.py `json_reply`) for the SDK's `no-cache` or none; `no-transform`
     kept (a proxy must not compress or buffer an event stream)."""
     headers = [(k, v) for k, v in start.get("headers", ()) if k.lower() != b"cache-control"]
-    return {**start, "headers": [*headers, (b"cache-control", b"no-store, no-transform")]}
+    return {**start, "headers": [*headers, (b"cache-control", _MCP_CACHE)]}
 
 
 def _over_budget(refusal: ProtocolError) -> JSONResponse:

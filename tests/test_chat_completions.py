@@ -246,8 +246,8 @@ def test_a_connection_the_endpoint_breaks_is_unavailable(serve, call, answer: An
     ("3600", MAX_RETRY_AFTER), ("9" * 400, MAX_RETRY_AFTER),
     ("Wed, 21 Oct 2015 07:28:00 GMT", None), ("1.5", None), ("-1", None), ("\u0663", None),
     ("", None), (None, None),
-], ids=["seconds", "spaced", "zero", "at_cap", "past_cap", "hour", "huge", "date", "fraction", "negative", "arabic_digit",
-        "empty", "absent"])
+], ids=["seconds", "spaced", "zero", "at_cap", "past_cap", "hour", "huge", "date", "fraction",
+        "negative", "arabic_digit", "empty", "absent"])
 def test_retry_after_is_delta_seconds(value: str | None, seconds: float | None) -> None:
     """Delta-seconds, capped at MAX_RETRY_AFTER where parsed: no caller waits longer."""
     assert retry_after(value) == seconds

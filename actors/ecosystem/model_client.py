@@ -8,9 +8,9 @@ worker thread.
 
 A call the endpoint answers 429 or 5xx, or whose connection it breaks (`unavailable`), is
 made again, at most ATTEMPTS times in all, each attempt reserved from the budget: after
-the seconds its Retry-After named (`chat_completions.retry_after` caps them), else after BACKOFF, doubled
-at each further attempt. The client waits through the `sleep` it is given: an actor's
-worker thread sleeps on trio's clock, the command line on the process's
+the seconds its Retry-After named (`chat_completions.retry_after` caps them), else after
+BACKOFF, doubled at each further attempt. The client waits through the `sleep` it is
+given: an actor's worker thread sleeps on trio's clock, the command line on the process's
 (`chat_completions.pause`); this module reads no clock.
 """
 
@@ -73,7 +73,8 @@ class Client(Protocol):
 
 
 def retry_wait(attempt: int, retry_after: float | None) -> float:
-    """Seconds to wait after failed attempt `attempt` (0-based) before the next."""
+    """Seconds to wait after failed attempt `attempt` (0-based) before the next: the
+    endpoint's `retry_after`, which its parser capped (`chat_completions.retry_after`)."""
     if retry_after is not None:
         return retry_after
     return BACKOFF * 2 ** attempt

@@ -3,7 +3,8 @@ the owner types the token in (it never reaches the address), the page lists the 
 connections, revokes a token (and a real client holding that token is closed with 1008),
 issues a token that then says hello, stops and releases a world; a token let go (forgotten,
 or not the owner's, or forgotten while the login waits for its hello's answer or while a
-refresh waits for its replies) leaves it "not connected", with no error; at 390x844 nothing overflows sideways, and a refusal shows in view beside
+refresh waits for its replies) leaves it "not connected", with no error; at 390x844
+nothing overflows sideways, and a refusal shows in view beside
 its form until the next success; through a long outage it refreshes one at a time. Everything under the page's own CSP, without a violation."""
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ from __future__ import annotations
 import traceback
 from collections import Counter
 from collections.abc import AsyncIterator
+from typing import Self
 
 import psycopg
 import pytest
@@ -425,7 +426,7 @@ def test_a_failure_is_copied_whatever_its_constructor_asks() -> None:
     assert told is not refusal and told.to_wire() == refusal.to_wire()
 
     class Unmade(Exception):
-        def __new__(cls, *, why: str) -> Unmade:
+        def __new__(cls, *, why: str) -> Self:
             return super().__new__(cls, why)
 
         def __init__(self, *, why: str) -> None:
