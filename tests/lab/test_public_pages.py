@@ -279,7 +279,10 @@ WAITING = {
 }
 
 
-@pytest.mark.parametrize("name", WAITING)
+# The judging page in `make test`; the gallery and the arena, which follow the connection
+# through the same `statusLine`, behind `-m deep` (20-30 s each: `make test`'s budget).
+@pytest.mark.parametrize("name", [pytest.param(name, marks=[] if name == "judge" else
+                                               pytest.mark.deep) for name in WAITING])
 def test_through_an_outage_a_lab_page_says_it_reconnects_then_its_own_word(
         browser, tmp_path, name: str) -> None:
     """With the server killed under it, the page's status follows the connection
