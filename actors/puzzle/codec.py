@@ -20,6 +20,7 @@ from typing import Any
 import attrs
 
 from .board import Board, Context
+from .diagnostics import collect
 from .layer import flags_valid
 from .level import Level
 from .mechanics.host import field_values
@@ -129,9 +130,9 @@ class StateCodec:
         """The key of a public snapshot (`Game.get_state()`); unknown mechanic state fails."""
         from .snapshot import state_to_board
         if "mechanics" in state and isinstance(state["mechanics"], dict):
-            diags: list[Any] = []
-            mechanics_from_state(self.ctx, state["mechanics"], diags)
-            if diags:
+            _, diags = collect(lambda found: mechanics_from_state(self.ctx, state["mechanics"],
+                                                                  found), "mechanics")
+            if diags:  # (at most MAX_DIAGNOSTICS, then STOPPED)
                 raise CodecError("unregistered mechanic state: " + "; ".join(map(str, diags)))
         return self.encode(state_to_board(self.ctx, state))
 

@@ -7,6 +7,7 @@ import pytest
 
 from actors.puzzle.board import Board
 from actors.puzzle.codec import CodecError, Registration, create_codec, registry_for
+from actors.puzzle.diagnostics import MAX_DIAGNOSTICS, STOPPED
 from actors.puzzle.game import create_game
 from actors.puzzle.keke import import_ascii
 from actors.puzzle.level import parse_level
@@ -58,6 +59,11 @@ def test_unregistered_mechanic_state_fails_closed() -> None:
     with pytest.raises(CodecError, match=r"^unregistered mechanic state: mechanics.lever: "
                                          r"unknown mechanic id$"):
         codec.encode_state(snap)
+    snap["mechanics"] = {f"m{i}": {} for i in range(10_000)}  # what it says is bounded
+    with pytest.raises(CodecError) as failed:
+        codec.encode_state(snap)
+    listed = str(failed.value).removeprefix("unregistered mechanic state: ").split("; ")
+    assert len(listed) == MAX_DIAGNOSTICS + 1 and listed[-1] == f"mechanics: {STOPPED}"
     plain = create_codec(parse_level(make_level(["B=Y", "b.."])))
     with pytest.raises(CodecError, match=r"^unregistered mechanic state"):
         plain.encode(Board(g.board.objects, (("intact",),)))
