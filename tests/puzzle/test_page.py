@@ -1,7 +1,8 @@
 """The puzzle pages in headless Chromium against a real server process: the player page draws
 the board, keys move YOU (the pixels where YOU was and is change), Z undoes, a win shows the
 banner, a second page watches live and replays with the slider, a share link opens the same
-level in a fresh page; at 390x844 the board fits and swipes move; the editor saves a level
+level in a fresh page; at 390x844 the board fits and swipes move, and fits again on both pages
+when the window narrows to it; the editor saves a level
 that the server validates and the solver solves; through an outage each page says it
 reconnects, then its own word again."""
 
@@ -189,6 +190,70 @@ def _click_cell(page: Page, x: int, y: int, button: str = "left") -> None:
     box = page.locator("#editor-board").bounding_box()
     cell = page.evaluate("window.editorPage.cell")
     page.mouse.click(box["x"] + (x + 0.5) * cell, box["y"] + (y + 0.5) * cell, button=button)
+
+
+def _fits(page: Page, board: str, width: int) -> dict[str, float]:
+    """Wait until the page is no wider than `width` and the `board` canvas fits inside its
+    frame's padding (the layout settles a frame or two after a resize); the last reading."""
+    measure = f"""() => {{
+        const canvas = document.querySelector("{board}");
+        const frame = canvas.parentElement;
+        const pad = parseFloat(getComputedStyle(frame).paddingLeft)
+          + parseFloat(getComputedStyle(frame).paddingRight);
+        return {{page: document.documentElement.scrollWidth,
+                 canvas: canvas.getBoundingClientRect().width,
+                 room: frame.clientWidth - pad}};
+    }}"""
+    for _ in range(100):  # polled: up to about 5 s
+        seen = page.evaluate(measure)
+        if seen["page"] <= width and 0 < seen["canvas"] <= seen["room"]:
+            return seen
+        page.wait_for_timeout(50)
+    raise AssertionError(f"after the resize to {width} px: {seen}")
+
+
+def _editor_pixel(page: Page, x: int, y: int) -> list[int]:
+    return page.evaluate(f"""async () => {{
+        const r = await import("/puzzle/render.js");
+        return r.pixelAt(document.querySelector("#editor-board"), window.editorPage.cell,
+                         {x}, {y});
+    }}""")
+
+
+def test_narrowed_to_a_phone_a_page_fits_its_board_again(browser: Any, tmp_path: Path) -> None:
+    """A desktop window narrowed to a phone's 390 px (or a phone turned upright): each page
+    sizes its board again from the room it now has, drawn and usable. The editor's board
+    kept its desktop width (695 px: its panel in the phone's one column took the width of
+    its content, the canvas, and the board was fitted to that)."""
+    with ServerProcess(tmp_path / "data", "--open") as server:
+        editor = browser.new_page(viewport={"width": 1280, "height": 800})
+        errors = _errors(editor)
+        editor.goto(f"{server.http_url}/puzzle/editor.html")
+        expect(editor.locator("#status")).to_contain_text("live", timeout=WAIT)
+        editor.click('#nouns button[data-noun="baba"]')
+        _click_cell(editor, 8, 6)
+        wide = editor.evaluate("window.editorPage.cell")
+        editor.set_viewport_size({"width": 390, "height": 844})
+        _fits(editor, "#editor-board", 390)
+        cell = editor.evaluate("window.editorPage.cell")
+        assert 8 <= cell < wide and cell * 9 <= 390
+        assert _editor_pixel(editor, 8, 6) != BG and _editor_pixel(editor, 7, 6) == BG
+        editor.click('#words button[data-word="you"]')
+        _click_cell(editor, 7, 6)  # at the new size, the click lands on its cell
+        assert [(t["word"], t["x"], t["y"]) for t in editor.evaluate(
+            "window.editorPage.level")["text"]] == [("you", 7, 6)]
+        assert _editor_pixel(editor, 7, 6) != BG
+
+        player = browser.new_page(viewport={"width": 1280, "height": 800})
+        player_errors = _errors(player)
+        _start(player, f"{server.http_url}/puzzle/?pack=starter&level=first-steps")
+        player.set_viewport_size({"width": 390, "height": 844})
+        _fits(player, "#board", 390)
+        assert _pixel(player, 1, 2) != BG and _pixel(player, 2, 2) == BG
+        player.locator("#pad .right").click()
+        _revision(player, 2)
+        assert _pixel(player, 1, 2) == BG and _pixel(player, 2, 2) != BG, "the pad moved YOU"
+        assert not errors and not player_errors, (errors, player_errors)
 
 
 def _server_side(url: str, pack: str, level_id: str, key: str) -> dict[str, Any]:

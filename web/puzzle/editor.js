@@ -7,7 +7,7 @@
 
 import { Client, RequestError } from "/js/client.js";
 import { escapeHtml, statusLine } from "/js/page.js";
-import { NOUNS, WORDS, drawBoard, fitCell } from "/puzzle/render.js";
+import { NOUNS, WORDS, boardRoom, drawBoard, fitCell, refitOnResize } from "/puzzle/render.js";
 
 const params = new URLSearchParams(location.search);
 const $ = (sel) => document.querySelector(sel);
@@ -64,7 +64,7 @@ function cellOf(path) {
 
 function draw() {
   const frame = $("#board-frame");
-  cell = fitCell(level.width, level.height, frame.clientWidth - 12,
+  cell = fitCell(level.width, level.height, boardRoom(frame),
     Math.max(200, window.innerHeight * 0.6));
   const board = {
     width: level.width, height: level.height,
@@ -346,7 +346,7 @@ $("#apply-json").addEventListener("click", () => {
     say(`not JSON: ${err.message}`);
   }
 });
-window.addEventListener("resize", draw);
+refitOnResize($("#board-frame"), draw);
 
 async function main() {
   palette();

@@ -9,7 +9,7 @@
 
 import { Client, RequestError } from "/js/client.js";
 import { escapeHtml, statusLine } from "/js/page.js";
-import { drawBoard, fitCell, pixelAt } from "/puzzle/render.js";
+import { boardRoom, drawBoard, fitCell, pixelAt, refitOnResize } from "/puzzle/render.js";
 
 const params = new URLSearchParams(location.search);
 const $ = (sel) => document.querySelector(sel);
@@ -42,8 +42,7 @@ function say(text) {
 // ---- drawing ---------------------------------------------------------------------------
 
 function layout(board) {
-  const frame = $("#board-frame");
-  const width = frame.clientWidth - 12;
+  const width = boardRoom(frame);
   const height = Math.max(160, window.innerHeight * (window.innerWidth < 700 ? 0.5 : 0.66));
   cell = fitCell(board.width, board.height, width, height);
 }
@@ -288,7 +287,7 @@ frame.addEventListener("pointerup", (e) => {
   act(Math.abs(dx) > Math.abs(dy) ? (dx > 0 ? "right" : "left") : (dy > 0 ? "down" : "up"));
 });
 frame.addEventListener("pointercancel", () => { swipe = null; });
-window.addEventListener("resize", () => { if (shown) draw(shown, Number(canvas.dataset.revision)); });
+refitOnResize(frame, () => { if (shown) draw(shown, Number(canvas.dataset.revision)); });
 
 // ---- start -----------------------------------------------------------------------------
 

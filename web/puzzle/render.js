@@ -38,6 +38,32 @@ export function fitCell(w, h, maxWidth, maxHeight) {
   return Math.max(8, Math.floor(Math.min(maxWidth / w, maxHeight / h, 72)));
 }
 
+/** The width (CSS px) a board has inside `frame`: its content box. */
+export function boardRoom(frame) {
+  const style = getComputedStyle(frame);
+  return frame.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+}
+
+/** Call `redraw` again, at most once a frame, whenever the room for a board changes: the
+ *  width inside `frame` (a resize, a phone turned) or the window's height. */
+export function refitOnResize(frame, redraw) {
+  let pending = false;
+  let seen = "";
+  const refit = () => {
+    pending = false;
+    const now = `${boardRoom(frame)} ${window.innerHeight}`;
+    if (now === seen) return; // the frame only grew taller: its board did that
+    seen = now;
+    redraw();
+  };
+  const schedule = () => {
+    if (!pending) requestAnimationFrame(refit);
+    pending = true;
+  };
+  new ResizeObserver(schedule).observe(frame);
+  window.addEventListener("resize", schedule);
+}
+
 /** Size the canvas for a board at `cell` CSS px per cell (sharp on high-density screens). */
 export function sizeCanvas(canvas, board, cell) {
   const ratio = window.devicePixelRatio || 1;
