@@ -222,7 +222,8 @@ def _editor_pixel(page: Page, x: int, y: int) -> list[int]:
 
 def test_narrowed_to_a_phone_a_page_fits_its_board_again(browser: Any, tmp_path: Path) -> None:
     """A desktop window narrowed to a phone's 390 px (or a phone turned upright): each page
-    sizes its board again from the room it now has, drawn and usable. The editor's board
+    sizes its board again from the room it now has, drawn and usable, and the editor keeps
+    an edit of its JSON not applied yet (a resize rewrote the box). The editor's board
     kept its desktop width (695 px: its panel in the phone's one column took the width of
     its content, the canvas, and the board was fitted to that)."""
     with ServerProcess(tmp_path / "data", "--open") as server:
@@ -233,8 +234,11 @@ def test_narrowed_to_a_phone_a_page_fits_its_board_again(browser: Any, tmp_path:
         editor.click('#nouns button[data-noun="baba"]')
         _click_cell(editor, 8, 6)
         wide = editor.evaluate("window.editorPage.cell")
+        editor.click("text=Level JSON")
+        editor.fill("#json", '{"width": 3')  # an edit not applied yet
         editor.set_viewport_size({"width": 390, "height": 844})
         _fits(editor, "#editor-board", 390)
+        assert editor.input_value("#json") == '{"width": 3', "a resize kept the edit"
         cell = editor.evaluate("window.editorPage.cell")
         assert 8 <= cell < wide and cell * 9 <= 390
         assert _editor_pixel(editor, 8, 6) != BG and _editor_pixel(editor, 7, 6) == BG

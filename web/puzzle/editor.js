@@ -62,7 +62,16 @@ function cellOf(path) {
   return thing && Number.isInteger(thing.x) && Number.isInteger(thing.y) ? [thing.x, thing.y] : null;
 }
 
+/** The board, its marks, the summary and the level's JSON, from `level`. */
 function draw() {
+  paint();
+  $("#summary").textContent = `${level.width} × ${level.height} · ${level.objects.length} objects · ${level.text.length} words`;
+  $("#json").value = JSON.stringify(levelJson(), null, 1);
+}
+
+/** The board and its marks at the size the frame has room for (all a resize redraws: the
+ * JSON box may hold an edit not applied yet). */
+function paint() {
   const frame = $("#board-frame");
   cell = fitCell(level.width, level.height, boardRoom(frame),
     Math.max(200, window.innerHeight * 0.6));
@@ -93,8 +102,6 @@ function draw() {
     else el.style.right = `${frame.clientWidth - offset - x * cell + 2}px`;
     box.append(el);
   }
-  $("#summary").textContent = `${level.width} × ${level.height} · ${level.objects.length} objects · ${level.text.length} words`;
-  $("#json").value = JSON.stringify(levelJson(), null, 1);
 }
 
 function changed() {
@@ -346,7 +353,7 @@ $("#apply-json").addEventListener("click", () => {
     say(`not JSON: ${err.message}`);
   }
 });
-refitOnResize($("#board-frame"), draw);
+refitOnResize($("#board-frame"), paint);
 
 async function main() {
   palette();
