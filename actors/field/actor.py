@@ -283,6 +283,8 @@ class FieldActor(WorldActor):
                 self._grow_timer.cancel()
             return
         tiles = msg.field.manifest.tiles[len(s.geo.tiles):]
+        if not tiles:
+            return  # a restart grew it twice from the same field; the first stands
         rings = msg.field.manifest.seed_rings
         ring = rings[-1] if len(rings) > len(s.manifest.seed_rings) else ()
         await self.save_side(stream, s.revision + 1, msg.field.to_dict())

@@ -3,7 +3,7 @@ idles and unloads like any world nobody asks, and loads again, the same, on dema
 that lowers the backlog arms the loop again.
 
 The lab reads trio's clock as its own, a mock clock the test moves a birth tick at a time
-(`test_model_backoff.run_for`); the store is a real SQLite file."""
+(tests/clocked.py); the store is a real SQLite file."""
 
 from __future__ import annotations
 
@@ -19,11 +19,11 @@ from actors.runtime import Call, RuntimeConfig
 from actors.runtime.directory import ActorKind, open_directory
 from protocol.ops import lab as ops
 from server.storage import SqliteEventStore
-from tests.clocked import settled, trio_ms
-from tests.lab.test_model_backoff import run_for
+from tests.clocked import run_for, settled, trio_ms
 
 LAB = "lab:idle"
 IDLE = 60.0  # the runtime's idle timeout here, in seconds
+TICK = WORLD.actor.birth_tick  # seconds the test moves the lab's clock at a time
 
 
 def full(actor: Any) -> bool:
@@ -45,10 +45,10 @@ async def test_a_lab_whose_backlog_is_full_unloads_when_idle(
         for _ in range(100):
             if full(actor) and not actor._offloads:
                 break
-            await run_for(mock_clock, actor, 1)
+            await run_for(mock_clock, actor, 1, TICK)
         assert full(actor)
         organisms, rev = dict(actor.state.organisms), actor.rev
-        await run_for(mock_clock, actor, IDLE + 1)
+        await run_for(mock_clock, actor, IDLE + 1, TICK)
         assert actor.stopped and directory.live() == []
         assert len(await store.read(LAB)) == rev  # nothing bred meanwhile
 
@@ -60,7 +60,7 @@ async def test_a_lab_whose_backlog_is_full_unloads_when_idle(
         for _ in range(100):
             if len(again.state.organisms) > len(organisms) and not again._offloads:
                 break
-            await run_for(mock_clock, again, 1)
+            await run_for(mock_clock, again, 1, TICK)
         newborn = set(again.state.organisms) - set(organisms)
         assert [again.state.organisms[o].track for o in newborn] == \
             [organisms[first].track]  # the proven one's track bred again

@@ -28,11 +28,11 @@ from actors.runtime import Call
 from actors.runtime.directory import ActorKind, open_directory
 from actors.store import MemoryEventStore
 from protocol.ops import lab as ops
-from tests import clocked
-from tests.clocked import settled, trio_ms
+from tests.clocked import run_for, settled, trio_ms
 from tests.lab.live import ChatServer, variant
 
 LAB = "lab:junk"
+TICK = lab_actor.LabActor.birth_tick  # seconds the tests move the lab's clock at a time
 JUNK = "x" * 900_000  # long text, no fence: the format's rejection
 PANELS = [code for _, code in generate("panel", 7, 40)]
 
@@ -54,13 +54,6 @@ class Model(ChatServer):
     def requests(self) -> int:
         """The requests so far."""
         return len(self.prompts)
-
-
-
-
-async def run_for(clock: trio.testing.MockClock, actor: Any, seconds: float) -> None:
-    """Let `seconds` of the lab's clock pass, a birth tick at a time, each settled."""
-    await clocked.run_for(clock, actor, seconds, actor.birth_tick)
 
 
 @asynccontextmanager
@@ -90,7 +83,7 @@ async def test_replies_that_break_the_format_back_the_loop_off(mock_clock) -> No
     # calls in these 2 minutes, each stored with 48,000 characters of junk).
     model = Model(lambda track, n: JUNK)
     async with breeding(model) as (actor, store):
-        await run_for(mock_clock, actor, 120)
+        await run_for(mock_clock, actor, 120, TICK)
         events = await stored(store)
     rejected = [e for e in events if e["type"] == "rejected"]
     # the waits double from 5 s on the lab's clock: a few calls, not hundreds
@@ -114,13 +107,13 @@ async def test_a_validation_rejection_backs_off_and_only_a_birth_ends_the_wait(
 
     model = Model(reply)
     async with breeding(model) as (actor, store):
-        await run_for(mock_clock, actor, 120)
+        await run_for(mock_clock, actor, 120, TICK)
         requests, backoff = model.requests, actor._model_backoff
         good = True
         for _ in range(600):  # the lab's clock: 10 minutes at most, past the longest wait
             if any(o.source == "model" for o in actor.state.organisms.values()):
                 break
-            await run_for(mock_clock, actor, 1)
+            await run_for(mock_clock, actor, 1, TICK)
         events = await stored(store)
     assert 2 <= requests <= 10 and backoff > lab_actor.MODEL_BACKOFF_MS[0]
     assert "extra uniform" in {e["reason"] for e in events if e["type"] == "rejected"}
@@ -145,7 +138,7 @@ async def test_an_unavailable_model_is_asked_again_not_before_its_retry_after(
     times: list[float] = []  # the lab's clock at each shader request
     async with breeding(model, backlog=1) as (actor, store):
         while len(times) < 2 and trio.current_time() < 60:
-            await run_for(mock_clock, actor, actor.birth_tick)
+            await run_for(mock_clock, actor, actor.birth_tick, TICK)
             times += [trio.current_time()] * (asked - len(times))
         events = await stored(store)
     wait = min(retry_after, MAX_RETRY_AFTER)
