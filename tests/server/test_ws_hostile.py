@@ -112,15 +112,17 @@ TOO_LARGE_FRAGMENTED = {**TOO_LARGE, "error": {
 # Allowance for what the transport keeps besides the message's bytes (its read buffer's
 # rest, objects of a frame being parsed).
 SLACK = 16384
-_TRANSPORT = [tracemalloc.Filter(True, f"*/server/{name}") for name in ("transport.py",
-                                                                         "wsframes.py")]
+_TRANSPORT = [tracemalloc.Filter(True, f"*/server/{name}", all_frames=True)
+              for name in ("transport.py", "wsframes.py")]
+_FRAMES = 25  # of each allocation's stack: what websockets' parser makes under ours counts
 
 
 async def _most_held(sock: RawSocket, data: bytes) -> int:
-    """Send `data` in pieces, each read by the server before the next: the most bytes the
-    websocket transport (server/transport.py, server/wsframes.py) allocated and still held
-    after a read."""
-    tracemalloc.start()
+    """Send `data` in pieces, each read by the server before the next: the most bytes
+    allocated under the websocket transport (server/transport.py, server/wsframes.py: its
+    own and websockets' parser's, which makes the frames it holds) still held after a
+    read."""
+    tracemalloc.start(_FRAMES)
     try:
         most = 0
         for at in range(0, len(data), 8192):
