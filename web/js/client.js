@@ -282,6 +282,7 @@ export class Client {
           this._attempt = 0;
           this._ws = ws;
           this.onStatus("open", { role: this.role });
+          for (const sub of this._subs.values()) sub.refused = null; // said by this socket anew
           for (const sub of this._subs.values()) this._resubscribe(sub);
           for (const wake of this._waiters.splice(0)) wake();
           resolve(this);
@@ -422,8 +423,10 @@ export class Client {
     clearTimeout(sub.retry);
     try {
       await this._sendSubscribe(sub);
+      if (this._subs.get(sub.topic) !== sub) return; // let go meanwhile: its close said it
+      const was = sub.refused;
       sub.refused = null;
-      if (attempt > 0) this._sayRefusals();
+      if (was || attempt > 0) this._sayRefusals();
     } catch (error) {
       if (!(error instanceof RequestError) || this._closed || this._subs.get(sub.topic) !== sub) return;
       const delay = backoff(attempt, 250, this.maxDelay);
