@@ -279,7 +279,10 @@ def _own(exc: Exception) -> Exception:
     `__init__` (whose arguments are not always its `args`: a ProtocolError's are not)."""
     try:
         own = type(exc).__new__(type(exc), *exc.args)
-        own.__dict__.update(exc.__dict__)
+        own.__dict__.update({k: v.copy() if type(v) in (dict, list) else v  # (a detail)
+                             for k, v in exc.__dict__.items()})
+        if str(own) != str(exc):  # state kept outside its __dict__ (an OSError's errno)
+            raise TypeError("not copied whole")
     except Exception:  # noqa: BLE001 - a class that cannot be copied so
         own = RuntimeError(f"the event store's batch failed: {exc!r}")
     own.__cause__ = exc.__cause__

@@ -424,6 +424,14 @@ def test_a_failure_is_copied_whatever_its_constructor_asks() -> None:
     refusal = ProtocolError(ErrorCode.OVERLOADED, "busy", {"retry_after": 1.0})
     told = _own(refusal)
     assert told is not refusal and told.to_wire() == refusal.to_wire()
+    assert told.detail is not refusal.detail  # a caller may add to its own
+
+    class Errno(OSError):
+        def __init__(self, why: str) -> None:
+            super().__init__(5, why)
+
+    lost = _own(Errno("io"))  # its errno and text live outside __dict__: not copied whole
+    assert type(lost) is RuntimeError and str(lost).endswith("Errno(5, 'io')")
 
     class Unmade(Exception):
         def __new__(cls, *, why: str) -> Self:
