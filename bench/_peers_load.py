@@ -153,7 +153,11 @@ async def round_trips(sides: list[Side], meters: dict[str, Meter], connections: 
 def _pace(paced: dict[str, str] | None, meters: dict[str, Meter], name: str) -> float | None:
     """The rate side `name` is paced at: its leader's in the last turn, or None (free)."""
     leader = (paced or {}).get(name)
-    return meters[leader].rates[-1] if leader else None
+    if leader is None:
+        return None
+    if meters[leader].rates[-1] <= 0:  # (0 would read as "not paced")
+        raise RuntimeError(f"{leader} made no round trip in its turn: {name} has no pace")
+    return meters[leader].rates[-1]
 
 
 def percentile(values: list[float], q: float) -> float:
