@@ -51,7 +51,7 @@ serve: install
 	$(BIN)/petridish serve --host $(HOST) --port $(PORT) --data $(DATA)
 
 test: install-test system-deps
-	$(BIN)/python -m pytest -m "not deep and not live_model" -p no:cacheprovider
+	$(BIN)/python -m pytest -m "not deep and not live_model" -p no:cacheprovider --durations=30
 
 bench: install-test
 	$(BIN)/python -m bench $(NAME)
