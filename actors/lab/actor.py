@@ -47,7 +47,7 @@ from typing import Any, ClassVar
 import attrs
 
 from actors.lab import rules
-from actors.lab.births import Candidate, backlog, birth_directive, grammar_candidate
+from actors.lab.births import Candidate, backlogs, birth_directive, grammar_candidate
 from actors.lab.contract import TRACKS
 from actors.lab.events import Abandoned, Born, Rejected
 from actors.lab.model_breeder import Birth as ModelBirth
@@ -140,22 +140,25 @@ class LabActor(WorldActor):
         (a birth's outcome and an op that lowers the backlog arm it again), else stop: a lab
         whose backlog is full changes nothing on a tick, so it idles and unloads as any idle
         world does, and its next message loads it and arms the loop again."""
-        pool = list(self.state.organisms.values())
-        wanted = self._breeds() and any(
-            track not in self._loop_busy and backlog(pool, track) < self.state.backlog
-            for track in TRACKS)
+        wanted = self._breeds() and bool(self._open_tracks())
         if wanted and self._ticker is None:
             self._ticker = self.every(self.birth_tick, _BirthTick())
         elif not wanted and self._ticker is not None:
             self._ticker.cancel()
             self._ticker = None
 
+    def _open_tracks(self) -> list[tuple[int, str]]:
+        """The tracks (with their index) the loop would breed now: under the cap, with no
+        loop birth in flight (one pass over the pool, however many tracks)."""
+        waiting = backlogs(self.state.organisms.values())
+        return [(index, track) for index, track in enumerate(TRACKS)
+                if track not in self._loop_busy and waiting[track] < self.state.backlog]
+
     def _breed(self) -> None:
         """One look at the backlog: a birth for each track under the cap."""
-        pool = list(self.state.organisms.values())
-        for index, track in enumerate(TRACKS):
-            if track in self._loop_busy or backlog(pool, track) >= self.state.backlog:
-                continue
+        open_tracks = self._open_tracks()
+        pool = list(self.state.organisms.values()) if open_tracks else []
+        for index, track in open_tracks:
             if self.model is None:
                 rng = rng_for(self.state.seed, "loop", 2 * self.rev + index)
                 self._offer(grammar_candidate(pool, track, rng), loop=True)

@@ -11,7 +11,8 @@ the unproven backlog is under its cap), `grammar_candidate` or, with a model,
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 
 import attrs
 import numpy as np
@@ -96,8 +97,17 @@ def rejection(track: str, code: str, reason: str, source: str, client: str,
 def backlog(pool: Sequence[Organism], track: str, source: str | None = None) -> int:
     """Live unproven organisms of a track (the birth loop breeds while this is under its
     cap), or only those `source` bore."""
-    return sum(1 for o in pool if o.track == track and o.live and not o.render_ok
-               and source in (None, o.source))
+    return sum(1 for o in pool if o.track == track and _waits(o) and source in (None, o.source))
+
+
+def backlogs(pool: Iterable[Organism]) -> Counter[str]:
+    """`backlog` of every track, in one pass."""
+    return Counter(o.track for o in pool if _waits(o))
+
+
+def _waits(o: Organism) -> bool:
+    """Live and not proven: in the backlog."""
+    return o.live and not o.render_ok
 
 
 def birth_directive(directives: Sequence[Directive], track: str, rng: np.random.Generator
