@@ -138,7 +138,7 @@ class WebSocket(FrameParser):
     async def receive(self) -> dict[str, Any]:
         """The next message (`websocket.receive` with `text`, `bytes`, or `skipped`: a
         `Skipped`), or `websocket.disconnect` once the connection closed (cleanly or not)."""
-        if self._events:  # one read held several: one message per turn of the run queue
+        if self.has_message:  # one read held several: one message per turn of the run queue
             await trio.lowlevel.checkpoint()
         waited = False  # this call yielded to wait for the socket
         while True:
@@ -201,16 +201,22 @@ class WebSocket(FrameParser):
     @property
     def has_message(self) -> bool:
         """True while frames already read wait to be handed out (a complete message may be
-        among them)."""
-        return bool(self._events)
+        among them), parsed or not."""
+        return bool(self._events) or self.unparsed
 
     def next_message(self) -> str | bytes | Skipped | None:
-        """The next complete message already read (text, bytes, or `Skipped`), or None."""
-        while self._events:
-            message = self._message(self._events.pop())
-            if message is not None:
-                return message
-        return None
+        """The next complete message already read (text, bytes, or `Skipped`), or None.
+        The frames of a read are parsed a pass at a time, as they are handed out."""
+        while True:
+            while self._events:
+                message = self._message(self._events.pop())
+                if message is not None:
+                    return message
+            if not self.unparsed:
+                return None
+            started = perf_counter()  # (its client's time, as the read's)
+            self._events = self.next_pass(self.last_received)[::-1]
+            self.io_seconds += perf_counter() - started
 
     def _message(self, frame: Any) -> str | bytes | Skipped | None:
         """The message a frame completes (None for control frames and fragments)."""
@@ -313,9 +319,13 @@ class WebSocket(FrameParser):
         await self._abort()
 
     async def close(self, code: int = 1000) -> None:
-        """Start the closing handshake with `code` (nothing when it already started)."""
+        """Start the closing handshake with `code` (nothing when it already started). What
+        the client sent before it that is not handed out yet is dropped (unparsed, past
+        the pass being handed out)."""
         if self._protocol.state is OPEN:
             self._protocol.send_close(code)
+            self._events.clear()
+            self.drop_unparsed()
             await self._flush()
 
     async def ping(self, now: float) -> None:

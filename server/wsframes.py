@@ -19,6 +19,9 @@ from server.wsprotocol import SkippedFrame
 _WHOLE = {0x81: Opcode.TEXT, 0x82: Opcode.BINARY}  # first bytes of whole data frames
 _DATA = {Opcode.CONT.value, Opcode.TEXT.value, Opcode.BINARY.value}
 _PING, _PONG = 0x89, 0x8A  # first bytes of ping and pong frames
+# Frames parsed in one pass over a read: a read of 64 KiB may hold ~11,000 empty frames,
+# and the rest waits as bytes for the next pass (see `_frames`).
+FRAMES_PER_PASS = 64
 
 
 class FrameParser:
@@ -46,6 +49,22 @@ class FrameParser:
         # fragments but a message's last; None: unbounded); past it the connection is
         # closed with 1008 (its session's, server/session.py).
         self.overhead: TokenBucket | None = None
+        # The bytes of a read a pass left unparsed, where the next pass starts in them, and
+        # the last ping it has not handed to websockets yet.
+        self._unparsed: tuple[bytes, int, bytes] | None = None
+
+    @property
+    def unparsed(self) -> bool:
+        """True while whole frames of the last read wait for a pass (`next_pass`)."""
+        return self._unparsed is not None
+
+    def drop_unparsed(self) -> None:
+        """Forget what the last read left for later passes."""
+        self._unparsed = None
+
+    def next_pass(self, now: float) -> list[Any]:
+        """The frames of the next pass over what the last read left (see `_frames`)."""
+        return self._frames(b"", now)
 
     def _frames(self, data: bytes, now: float) -> list[Any]:
         """The frames `data` (read at `now`) completes, after what the last reads left.
@@ -67,14 +86,23 @@ class FrameParser:
         A client's pongs are skipped here, and of its pings websockets sees only the last
         before each frame it parses (RFC 6455 5.5.3): a flood of pings costs a header each,
         not a parse and a pong each. They and the fragments but a message's last spend the
-        `overhead` bucket, checked once per read; past it the connection fails with 1008.
+        `overhead` bucket, checked once per pass; past it the connection fails with 1008.
 
         A frame, or a fragmented message, unfinished after this read has begun at
         `message_began`: the `Pinger` drops a connection that holds one too long (its bytes
         keep it alive, but a frame trickled a byte at a time, or fragments that never end,
         would hold what the server buffers for good).
+
+        One pass parses FRAMES_PER_PASS frames at most (of any kind); the rest of the read
+        waits, as bytes, for `next_pass` (`data` is then empty: nothing is read before the
+        rest is parsed). So a read of thousands of empty frames holds a pass's frames, not
+        thousands of objects, and the `overhead` bucket, checked each pass, stops a flood of
+        frames that complete no message a pass past its burst, not at the read's end.
         """
-        if self._need:  # a frame begun
+        start, ping = 0, b""  # where this pass begins in `buf`; the last ping not yet seen
+        if self._unparsed is not None:  # what the last pass left of a read
+            (buf, start, ping), self._unparsed = self._unparsed, None
+        elif self._need:  # a frame begun
             if not self._partial:  # its payload skipped, and then it is done with
                 if len(data) < self._need:
                     self._need -= len(data)
@@ -90,11 +118,12 @@ class FrameParser:
             buf = data
         frames: list[Any] = []
         protocol = self._protocol
-        at, end = 0, len(buf)
+        at, end = start, len(buf)
         need = 0  # bytes from `at` the frame there needs before it can be parsed
-        ping = b""  # the last ping websockets has not seen yet
         overhead = 0  # frames here that complete no message
-        while at < end and protocol.state is OPEN:
+        left = FRAMES_PER_PASS
+        while at < end and left and protocol.state is OPEN:
+            left -= 1
             if end - at < 2:
                 need = 2
                 break
@@ -149,7 +178,9 @@ class FrameParser:
             protocol.fail(CloseCode.POLICY_VIOLATION, f"more than {self.overhead.rate:g} "
                           "pings, pongs and fragments per second")
             return []  # (its parser discards what follows)
-        if ping:
+        if at < end and not need and protocol.state is OPEN:  # whole frames past this pass
+            self._unparsed, at = (buf, at, ping), end
+        elif ping:
             protocol.receive_data(ping)
             frames += protocol.events_received()
         if at < end:

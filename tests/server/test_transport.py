@@ -10,6 +10,7 @@ import trio.testing
 from websockets.frames import Frame, Opcode
 
 from server.transport import Skipped, WebSocket
+from server.wsframes import FRAMES_PER_PASS
 from server.wsprotocol import text_frame
 from tests.server.raw_ws import BINARY, CLOSE, PING, PONG, TEXT, RawSocket, frame, request
 
@@ -206,6 +207,49 @@ async def _read(ws: WebSocket, client: trio.SocketStream, data: bytes) -> list[A
     while (message := ws.next_message()) is not None:
         messages.append(message)
     return messages
+
+
+async def test_a_read_of_many_frames_is_parsed_a_pass_at_a_time_in_order() -> None:
+    """A read's frames are parsed FRAMES_PER_PASS at a time as they are handed out (the
+    whole read was parsed at once: thousands of objects for 64 KiB of empty frames; what
+    a read holds now: tests/server/test_ws_hostile.py). They come out in order, a message
+    split between passes whole, and the pings as from one pass: of those before a frame
+    websockets parses (here a fragment), the last is answered; a ping ending a pass is
+    carried into the next, not answered there."""
+    client, ws, raw = await _pair()
+    texts = [f'"{k}"' for k in range(5 * FRAMES_PER_PASS)]
+    last = FRAMES_PER_PASS - 1  # the place of the last frame of the first pass
+    data = b"".join(frame(TEXT, t.encode()) for t in texts[:last]) + frame(PING, b"z")
+    data += b"".join(frame(TEXT, t.encode()) for t in texts[last:200])
+    data += frame(PING, b"a") + frame(TEXT, b'"2', fin=False) + frame(0x0, b'00"')
+    data += frame(PING, b"b") + b"".join(frame(TEXT, t.encode()) for t in texts[201:])
+    messages = await _read(ws, client, data)
+    assert messages == texts
+    assert not ws.has_message
+    await ws.close()
+    got = []
+    while (got_frame := await raw.recv_frame())[0] != CLOSE:
+        got.append(got_frame)
+    assert got == [(PONG, b"a"), (PONG, b"b")]
+    await client.aclose()
+    await ws.abort()
+
+
+async def test_nothing_is_handed_out_after_the_servers_close() -> None:
+    """Once the server has sent its close, the rest of a read is not handed out, nor
+    parsed beyond a header per frame (it was parsed and decoded, only for the close to
+    drop each message). The end of the connection follows."""
+    client, ws, _ = await _pair()
+    await client.send_all(frame(TEXT, b'"x"') * 5000)
+    await trio.lowlevel.wait_readable(ws.fileno())
+    assert (await ws.receive())["text"] == '"x"'
+    assert ws.has_message
+    await ws.close(1001)
+    assert not ws.has_message
+    with trio.fail_after(10):
+        assert (await ws.receive())["type"] == "websocket.disconnect"
+    await client.aclose()
+    await ws.abort()
 
 
 async def test_a_message_longer_than_max_frame_is_skipped_and_handed_out_at_its_end() -> None:

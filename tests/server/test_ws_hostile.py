@@ -16,6 +16,9 @@ import trio
 import trio.testing
 
 from server.budgets import Budgets
+from server.transport import RECEIVE
+from server.wsframes import FRAMES_PER_PASS
+from server.wsprotocol import OpenProtocol
 from tests.server.raw_ws import PING, PONG, TEXT, RawSocket, frame
 from tests.server.ws_harness import raw_client, result, running_server
 
@@ -117,7 +120,7 @@ _TRANSPORT = [tracemalloc.Filter(True, f"*/server/{name}", all_frames=True)
 _FRAMES = 25  # of each allocation's stack: what websockets' parser makes under ours counts
 
 
-async def _most_held(sock: RawSocket, data: bytes) -> int:
+async def _most_held(sock: RawSocket, data: bytes, piece: int = 8192) -> int:
     """Send `data` in pieces, each read by the server before the next: the most bytes
     allocated under the websocket transport (server/transport.py, server/wsframes.py: its
     own and websockets' parser's, which makes the frames it holds) still held after a
@@ -125,8 +128,8 @@ async def _most_held(sock: RawSocket, data: bytes) -> int:
     tracemalloc.start(_FRAMES)
     try:
         most = 0
-        for at in range(0, len(data), 8192):
-            await sock.send(data[at:at + 8192])
+        for at in range(0, len(data), piece):
+            await sock.send(data[at:at + piece])
             await trio.testing.wait_all_tasks_blocked()  # read (loopback: at once)
             held = tracemalloc.take_snapshot().filter_traces(_TRANSPORT)
             most = max(most, sum(stat.size for stat in held.statistics("filename")))
@@ -243,3 +246,45 @@ async def test_a_slow_link_taking_several_ping_intervals_over_a_request_is_serve
             await sock.send(frame(0x0, part, fin=k == len(parts) - 1) + frame(PONG, b""))
         assert (await sock.recv_json(timeout=5))["id"] == 2
         assert srv.state.metrics.budget_hits.labels("ping").value == 0
+
+
+@pytest.mark.parametrize("greeted", [False, True])
+async def test_a_read_of_thousands_of_empty_frames_holds_a_pass_of_them(
+        tmp_path: Path, greeted: bool) -> None:
+    """60 KB of empty text frames (10,000 messages to refuse) were parsed whole when read:
+    ~0.5 MB of frame objects per connection, held while they were refused one at a time
+    (before the hello, with a pause after each). A read is parsed a pass at a time as its
+    messages are taken: the transport holds about the read's bytes."""
+    async with running_server(tmp_path, hello_timeout=60.0) as srv:
+        sock = await RawSocket.open(srv.port)
+        if greeted:
+            assert (await sock.hello())["ok"]
+        data = frame(TEXT, b"") * 10_000
+        assert await _most_held(sock, data, piece=len(data)) <= RECEIVE + SLACK
+        await sock.aclose()
+        await _served(srv)
+
+
+async def test_a_flood_of_fragments_in_one_read_is_stopped_a_pass_past_the_bucket(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bucket of frames that complete no message was checked once per read: 60 KB of
+    empty fragments (10,000) all went through websockets' parser before the 1008 (~60 ms
+    of the server's one thread for one anonymous read). It is checked each pass now."""
+    fed: list[int] = []
+    receive_data = OpenProtocol.receive_data
+
+    def counted(protocol: OpenProtocol, data: bytes) -> None:
+        fed.append(len(data))
+        receive_data(protocol, data)
+
+    monkeypatch.setattr(OpenProtocol, "receive_data", counted)
+    start, step = FLOODS["fragments"]
+    async with running_server(tmp_path) as srv:
+        sock = await RawSocket.open(srv.port)
+        assert (await sock.hello())["ok"]
+        fed.clear()
+        await sock.send(start + step * 10_000)
+        assert await sock.close_code() == 1008
+        assert 0 < len(fed) <= srv.state.config.burst + 2 * FRAMES_PER_PASS
+        await sock.aclose()
+        await _served(srv)
