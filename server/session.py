@@ -314,20 +314,22 @@ class Session:
             return False
         ws = self.ws
         message = ws.next_message()
+        read = False
+        if message is None and self.readable and ws.open:
+            self.readable = False
+            read = ws.read_some()
+            if read and not ws.flush_soon():
+                self.outbox.force(REST)  # a pong the socket could not take now
+            message = ws.next_message()
+        if ws.flush_owed:  # a pong a later pass over a read made, likewise
+            ws.flush_owed = False
+            self.outbox.force(REST)
         if message is None:
-            read = False
-            if self.readable and ws.open:
-                self.readable = False
-                read = ws.read_some()
-                if read and not ws.flush_soon():
-                    self.outbox.force(REST)  # a pong the socket could not take now
-                message = ws.next_message()
-            if message is None:
-                if not ws.open:
-                    self._stop_reading()
-                elif read:  # bytes that made no message (control frames, a partial one)
-                    self._charge_io()
-                return False
+            if not ws.open:
+                self._stop_reading()
+            elif read:  # bytes that made no message (control frames, a partial one)
+                self._charge_io()
+            return False
         self._take(message)
         return ws.has_message
 

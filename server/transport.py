@@ -74,6 +74,10 @@ class WebSocket(FrameParser):
     longer than `max_frame` (None: `max_size`) is `Skipped`; `violated` is told the code of
     each close for a violation (`OpenProtocol`)."""
 
+    # A pong a pass of `next_message` made waits for `flush` (the socket or its lock was
+    # busy); its reader has the writer flush and sets it back.
+    flush_owed = False
+
     def __init__(self, stream: trio.SocketStream, head: bytes, max_size: int,
                  peer: str = "", *, max_frame: int | None = None,
                  violated: Callable[[int], None] | None = None) -> None:
@@ -143,6 +147,9 @@ class WebSocket(FrameParser):
         waited = False  # this call yielded to wait for the socket
         while True:
             message = self.next_message()
+            if self.flush_owed:
+                self.flush_owed = False
+                await self._flush()
             if message is not None:
                 if isinstance(message, str):
                     return {"type": "websocket.receive", "text": message}
@@ -217,6 +224,8 @@ class WebSocket(FrameParser):
             started = perf_counter()  # (its client's time, as the read's)
             self._events = self.next_pass(self.last_received)[::-1]
             self.io_seconds += perf_counter() - started
+            if not self.flush_soon():  # a pong of this pass that must wait for `flush`
+                self.flush_owed = True
 
     def _message(self, frame: Any) -> str | bytes | Skipped | None:
         """The message a frame completes (None for control frames and fragments)."""
@@ -258,6 +267,7 @@ class WebSocket(FrameParser):
         self._fragments = None
         self._protocol.fail(CloseCode.MESSAGE_TOO_BIG, f"more than {MAX_FRAGMENTS} fragments")
         self._events.clear()
+        self.drop_unparsed()
         return True
 
     def _complete(self, opcode: Opcode, data: bytes) -> str | bytes | None:
@@ -268,6 +278,7 @@ class WebSocket(FrameParser):
         except UnicodeDecodeError as exc:
             self._protocol.fail(CloseCode.INVALID_DATA, f"{exc.reason} at position {exc.start}")
             self._events.clear()
+            self.drop_unparsed()
             return None
 
     async def send_text(self, text: str) -> None:

@@ -101,6 +101,7 @@ class FrameParser:
         """
         start, ping = 0, b""  # where this pass begins in `buf`; the last ping not yet seen
         if self._unparsed is not None:  # what the last pass left of a read
+            assert not data, "read while a read is not parsed yet (bytes out of order)"
             (buf, start, ping), self._unparsed = self._unparsed, None
         elif self._need:  # a frame begun
             if not self._partial:  # its payload skipped, and then it is done with

@@ -212,17 +212,21 @@ async def _read(ws: WebSocket, client: trio.SocketStream, data: bytes) -> list[A
 async def test_a_read_of_many_frames_is_parsed_a_pass_at_a_time_in_order() -> None:
     """A read's frames are parsed FRAMES_PER_PASS at a time as they are handed out (the
     whole read was parsed at once: thousands of objects for 64 KiB of empty frames; what
-    a read holds now: tests/server/test_ws_hostile.py). They come out in order, a message
-    split between passes whole, and the pings as from one pass: of those before a frame
-    websockets parses (here a fragment), the last is answered; a ping ending a pass is
-    carried into the next, not answered there."""
+    a read holds now: tests/server/test_ws_hostile.py). They come out in order, a
+    fragmented message across two passes whole, and the pings as from one pass: a ping
+    ending a pass is carried into the next and answered with the fragment websockets
+    parses there; of two pings before one frame, the last is."""
     client, ws, raw = await _pair()
     texts = [f'"{k}"' for k in range(5 * FRAMES_PER_PASS)]
     last = FRAMES_PER_PASS - 1  # the place of the last frame of the first pass
+    second = 2 * FRAMES_PER_PASS - 1  # ... of the second
     data = b"".join(frame(TEXT, t.encode()) for t in texts[:last]) + frame(PING, b"z")
-    data += b"".join(frame(TEXT, t.encode()) for t in texts[last:200])
-    data += frame(PING, b"a") + frame(TEXT, b'"2', fin=False) + frame(0x0, b'00"')
-    data += frame(PING, b"b") + b"".join(frame(TEXT, t.encode()) for t in texts[201:])
+    data += frame(TEXT, b'"', fin=False) + frame(0x0, f'{last}"'.encode())
+    data += b"".join(frame(TEXT, t.encode()) for t in texts[last + 1:second - 1])
+    data += frame(TEXT, b'"', fin=False) + frame(0x0, f"{second - 1}".encode(), fin=False)
+    data += frame(0x0, b'"') + frame(PING, b"a") + frame(PING, b"b")
+    data += frame(TEXT, b'"', fin=False) + frame(0x0, f'{second}"'.encode())
+    data += b"".join(frame(TEXT, t.encode()) for t in texts[second + 1:])
     messages = await _read(ws, client, data)
     assert messages == texts
     assert not ws.has_message
@@ -230,15 +234,34 @@ async def test_a_read_of_many_frames_is_parsed_a_pass_at_a_time_in_order() -> No
     got = []
     while (got_frame := await raw.recv_frame())[0] != CLOSE:
         got.append(got_frame)
-    assert got == [(PONG, b"a"), (PONG, b"b")]
+    assert got == [(PONG, b"z"), (PONG, b"b")]
+    await client.aclose()
+    await ws.abort()
+
+
+async def test_a_ping_in_a_later_pass_is_answered_without_more_from_the_client() -> None:
+    """A pong made by a later pass over a read goes out as the messages are taken (it
+    waited in the protocol until the client sent more: a keepalive ping after a batch of
+    requests went unanswered)."""
+    client, ws, raw = await _pair()
+    texts = [f'"{k}"' for k in range(2 * FRAMES_PER_PASS)]
+    await client.send_all(b"".join(frame(TEXT, t.encode()) for t in texts)
+                          + frame(PING, b"late"))
+    for text in texts:
+        assert (await ws.receive())["text"] == text
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(ws.receive)  # parses the last pass, then waits for the socket
+        with trio.fail_after(10):
+            assert await raw.recv_frame() == (PONG, b"late")
+        nursery.cancel_scope.cancel()
     await client.aclose()
     await ws.abort()
 
 
 async def test_nothing_is_handed_out_after_the_servers_close() -> None:
     """Once the server has sent its close, the rest of a read is not handed out, nor
-    parsed beyond a header per frame (it was parsed and decoded, only for the close to
-    drop each message). The end of the connection follows."""
+    parsed (it was parsed and decoded, only for the close to drop each message). The end
+    of the connection follows."""
     client, ws, _ = await _pair()
     await client.send_all(frame(TEXT, b'"x"') * 5000)
     await trio.lowlevel.wait_readable(ws.fileno())

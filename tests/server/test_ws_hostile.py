@@ -8,6 +8,7 @@ keeps sending within that time is served."""
 
 from __future__ import annotations
 
+import json
 import tracemalloc
 from pathlib import Path
 
@@ -288,3 +289,22 @@ async def test_a_flood_of_fragments_in_one_read_is_stopped_a_pass_past_the_bucke
         assert 0 < len(fed) <= srv.state.config.burst + 2 * FRAMES_PER_PASS
         await sock.aclose()
         await _served(srv)
+
+
+async def test_a_keepalive_ping_after_a_batch_of_requests_is_answered(tmp_path: Path) -> None:
+    """A client that sends more frames than a pass, then a ping, and waits for the pong
+    gets it (it waited in the protocol until the client sent more)."""
+    async with running_server(tmp_path) as srv:
+        sock = await RawSocket.open(srv.port)
+        assert (await sock.hello())["ok"]
+        batch = b"".join(frame(TEXT, json.dumps({"id": k, "op": "lobby.list",
+                                                 "args": {}}).encode())
+                         for k in range(2, 2 + 2 * FRAMES_PER_PASS))
+        await sock.send(batch + frame(PING, b"alive?"))
+        seen = set()
+        with trio.fail_after(10):
+            while len(seen) < 2 * FRAMES_PER_PASS + 1:
+                opcode, payload = await sock.recv_frame()
+                seen.add(payload if opcode == PONG else json.loads(payload)["id"])
+        assert b"alive?" in seen
+        await sock.aclose()
