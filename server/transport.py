@@ -147,15 +147,15 @@ class WebSocket(FrameParser):
         waited = False  # this call yielded to wait for the socket
         while True:
             message = self.next_message()
-            if self.flush_owed:
-                self.flush_owed = False
-                await self._flush()
             if message is not None:
                 if isinstance(message, str):
                     return {"type": "websocket.receive", "text": message}
                 if isinstance(message, bytes):
                     return {"type": "websocket.receive", "bytes": message}
                 return {"type": "websocket.receive", "skipped": message}
+            if self.flush_owed:  # (not with a message in hand: a cancel would lose it)
+                self.flush_owed = False
+                await self._flush()
             if self._protocol.state is not OPEN:
                 await self._flush()  # the close of a text that was not UTF-8 goes out now
             if self._protocol.state is CLOSED:
@@ -351,6 +351,7 @@ class WebSocket(FrameParser):
         """Drop the connection without a closing handshake (the end of every connection:
         its protocol and a refused upgrade's request are let go, see `let_go`)."""
         self.request = None
+        self.drop_unparsed()
         let_go(self._protocol)
         await self._abort()
 

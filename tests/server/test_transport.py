@@ -222,9 +222,10 @@ async def test_a_read_of_many_frames_is_parsed_a_pass_at_a_time_in_order() -> No
     second = 2 * FRAMES_PER_PASS - 1  # ... of the second
     data = b"".join(frame(TEXT, t.encode()) for t in texts[:last]) + frame(PING, b"z")
     data += frame(TEXT, b'"', fin=False) + frame(0x0, f'{last}"'.encode())
-    data += b"".join(frame(TEXT, t.encode()) for t in texts[last + 1:second - 1])
-    data += frame(TEXT, b'"', fin=False) + frame(0x0, f"{second - 1}".encode(), fin=False)
-    data += frame(0x0, b'"') + frame(PING, b"a") + frame(PING, b"b")
+    data += b"".join(frame(TEXT, t.encode()) for t in texts[last + 1:second - 2])
+    data += frame(TEXT, b'"', fin=False) + frame(0x0, f"{second - 2}".encode(), fin=False)
+    data += frame(0x0, b'"') + frame(TEXT, texts[second - 1].encode())  # frames 127-130
+    data += frame(PING, b"a") + frame(PING, b"b")
     data += frame(TEXT, b'"', fin=False) + frame(0x0, f'{second}"'.encode())
     data += b"".join(frame(TEXT, t.encode()) for t in texts[second + 1:])
     messages = await _read(ws, client, data)
@@ -254,6 +255,29 @@ async def test_a_ping_in_a_later_pass_is_answered_without_more_from_the_client()
         with trio.fail_after(10):
             assert await raw.recv_frame() == (PONG, b"late")
         nursery.cancel_scope.cancel()
+    await client.aclose()
+    await ws.abort()
+
+
+async def test_a_pong_a_later_pass_could_not_write_goes_with_the_next_flush() -> None:
+    """A send in progress when a later pass makes a pong: the pong is owed (`flush_owed`,
+    which the session turns into a flush by its writer), and goes with the next flush."""
+    client, ws, raw = await _pair()
+    texts = [f'"{k}"' for k in range(2 * FRAMES_PER_PASS)]
+    await client.send_all(b"".join(frame(TEXT, t.encode()) for t in texts)
+                          + frame(PING, b"owed"))
+    for text in texts:
+        assert (await ws.receive())["text"] == text
+    ws._send_lock.acquire_nowait()  # a reply being written
+    assert ws.next_message() is None  # the last pass: its pong cannot go now
+    assert ws.flush_owed
+    ws._send_lock.release()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(ws.receive)  # flushes what is owed, then waits for the socket
+        with trio.fail_after(10):
+            assert await raw.recv_frame() == (PONG, b"owed")
+        nursery.cancel_scope.cancel()
+    assert not ws.flush_owed
     await client.aclose()
     await ws.abort()
 
