@@ -94,8 +94,9 @@ async def turn(side: Side, conns: list[Conn], seconds: float, meter: Meter,
                on_reply: Callable[[int, float], None] | None = None,
                rate: float | None = None) -> None:
     """Every connection adds back to back (one in flight each) for `seconds`; with `rate`,
-    paced: together they add at most `rate` a second, each at its own evenly spread slots
-    (one it missed is not made up)."""
+    paced: together they add `rate` a second, each at its own evenly spread slots (one it
+    missed, its add before still in flight, is made up at once: a paced side makes the
+    adds it is paced at while it can, not fewer)."""
     start, deadline = trio.Event(), [0.0]
     clock = time.perf_counter
     latencies = meter.latencies
@@ -107,7 +108,7 @@ async def turn(side: Side, conns: list[Conn], seconds: float, meter: Meter,
         slot = deadline[0] - seconds + offset
         while clock() < deadline[0]:
             if gap:
-                wait, slot = slot - clock(), max(slot, clock()) + gap
+                wait, slot = slot - clock(), slot + gap
                 if wait > 0:
                     await trio.sleep(wait)
             t0 = clock()
