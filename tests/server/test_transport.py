@@ -240,21 +240,34 @@ async def test_a_read_of_many_frames_is_parsed_a_pass_at_a_time_in_order() -> No
     await ws.abort()
 
 
+async def _two_passes_then_a_ping(payload: bytes) -> tuple[trio.SocketStream, WebSocket, Any]:
+    """A pair whose server side took two passes of texts from one read, a ping after them
+    left for a third pass."""
+    client, ws, raw = await _pair()
+    texts = [f'"{k}"' for k in range(2 * FRAMES_PER_PASS)]
+    await client.send_all(b"".join(frame(TEXT, t.encode()) for t in texts)
+                          + frame(PING, payload))
+    for text in texts:
+        assert (await ws.receive())["text"] == text
+    return client, ws, raw
+
+
+async def _pong_while_receiving(ws: WebSocket, raw: Any, payload: bytes) -> None:
+    """The pong of `payload` arrives while `ws` receives (what is left of the read is
+    parsed and what is owed flushed, then it waits for the socket)."""
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(ws.receive)
+        with trio.fail_after(10):
+            assert await raw.recv_frame() == (PONG, payload)
+        nursery.cancel_scope.cancel()
+
+
 async def test_a_ping_in_a_later_pass_is_answered_without_more_from_the_client() -> None:
     """A pong made by a later pass over a read goes out as the messages are taken (it
     waited in the protocol until the client sent more: a keepalive ping after a batch of
     requests went unanswered)."""
-    client, ws, raw = await _pair()
-    texts = [f'"{k}"' for k in range(2 * FRAMES_PER_PASS)]
-    await client.send_all(b"".join(frame(TEXT, t.encode()) for t in texts)
-                          + frame(PING, b"late"))
-    for text in texts:
-        assert (await ws.receive())["text"] == text
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(ws.receive)  # parses the last pass, then waits for the socket
-        with trio.fail_after(10):
-            assert await raw.recv_frame() == (PONG, b"late")
-        nursery.cancel_scope.cancel()
+    client, ws, raw = await _two_passes_then_a_ping(b"late")
+    await _pong_while_receiving(ws, raw, b"late")
     await client.aclose()
     await ws.abort()
 
@@ -262,21 +275,12 @@ async def test_a_ping_in_a_later_pass_is_answered_without_more_from_the_client()
 async def test_a_pong_a_later_pass_could_not_write_goes_with_the_next_flush() -> None:
     """A send in progress when a later pass makes a pong: the pong is owed (`flush_owed`,
     which the session turns into a flush by its writer), and goes with the next flush."""
-    client, ws, raw = await _pair()
-    texts = [f'"{k}"' for k in range(2 * FRAMES_PER_PASS)]
-    await client.send_all(b"".join(frame(TEXT, t.encode()) for t in texts)
-                          + frame(PING, b"owed"))
-    for text in texts:
-        assert (await ws.receive())["text"] == text
+    client, ws, raw = await _two_passes_then_a_ping(b"owed")
     ws._send_lock.acquire_nowait()  # a reply being written
     assert ws.next_message() is None  # the last pass: its pong cannot go now
     assert ws.flush_owed
     ws._send_lock.release()
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(ws.receive)  # flushes what is owed, then waits for the socket
-        with trio.fail_after(10):
-            assert await raw.recv_frame() == (PONG, b"owed")
-        nursery.cancel_scope.cancel()
+    await _pong_while_receiving(ws, raw, b"owed")
     assert not ws.flush_owed
     await client.aclose()
     await ws.abort()
