@@ -209,7 +209,7 @@ class WebSocket(FrameParser):
     def has_message(self) -> bool:
         """True while frames already read wait to be handed out (a complete message may be
         among them), parsed or not."""
-        return bool(self._events) or self.unparsed
+        return bool(self._events) or self._unparsed is not None
 
     def next_message(self) -> str | bytes | Skipped | None:
         """The next complete message already read (text, bytes, or `Skipped`), or None.
@@ -219,10 +219,10 @@ class WebSocket(FrameParser):
                 message = self._message(self._events.pop())
                 if message is not None:
                     return message
-            if not self.unparsed:
+            if self._unparsed is None:
                 return None
             started = perf_counter()  # (its client's time, as the read's)
-            self._events = self.next_pass(self.last_received)[::-1]
+            self._events = self._frames(b"", self.last_received)[::-1]
             self.io_seconds += perf_counter() - started
             if not self.flush_soon():  # a pong of this pass that must wait for `flush`
                 self.flush_owed = True
@@ -266,9 +266,14 @@ class WebSocket(FrameParser):
             return False
         self._fragments = None
         self._protocol.fail(CloseCode.MESSAGE_TOO_BIG, f"more than {MAX_FRAGMENTS} fragments")
-        self._events.clear()
-        self.drop_unparsed()
+        self._drop_read()
         return True
+
+    def _drop_read(self) -> None:
+        """What was read and is not handed out yet goes, parsed or not (a failure, the
+        server's close, an abort)."""
+        self._events.clear()
+        self._unparsed = None
 
     def _complete(self, opcode: Opcode, data: bytes) -> str | bytes | None:
         if opcode is Opcode.BINARY:
@@ -277,8 +282,7 @@ class WebSocket(FrameParser):
             return data.decode()
         except UnicodeDecodeError as exc:
             self._protocol.fail(CloseCode.INVALID_DATA, f"{exc.reason} at position {exc.start}")
-            self._events.clear()
-            self.drop_unparsed()
+            self._drop_read()
             return None
 
     async def send_text(self, text: str) -> None:
@@ -335,8 +339,7 @@ class WebSocket(FrameParser):
         the pass being handed out)."""
         if self._protocol.state is OPEN:
             self._protocol.send_close(code)
-            self._events.clear()
-            self.drop_unparsed()
+            self._drop_read()
             await self._flush()
 
     async def ping(self, now: float) -> None:
@@ -351,7 +354,7 @@ class WebSocket(FrameParser):
         """Drop the connection without a closing handshake (the end of every connection:
         its protocol and a refused upgrade's request are let go, see `let_go`)."""
         self.request = None
-        self.drop_unparsed()
+        self._drop_read()
         let_go(self._protocol)
         await self._abort()
 

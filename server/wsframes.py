@@ -53,19 +53,6 @@ class FrameParser:
         # the last ping it has not handed to websockets yet.
         self._unparsed: tuple[bytes, int, bytes] | None = None
 
-    @property
-    def unparsed(self) -> bool:
-        """True while whole frames of the last read wait for a pass (`next_pass`)."""
-        return self._unparsed is not None
-
-    def drop_unparsed(self) -> None:
-        """Forget what the last read left for later passes."""
-        self._unparsed = None
-
-    def next_pass(self, now: float) -> list[Any]:
-        """The frames of the next pass over what the last read left (see `_frames`)."""
-        return self._frames(b"", now)
-
     def _frames(self, data: bytes, now: float) -> list[Any]:
         """The frames `data` (read at `now`) completes, after what the last reads left.
 
@@ -94,7 +81,7 @@ class FrameParser:
         would hold what the server buffers for good).
 
         One pass parses FRAMES_PER_PASS frames at most (of any kind); the rest of the read
-        waits, as bytes, for `next_pass` (`data` is then empty: nothing is read before the
+        waits, as bytes, for the next call (`data` is then empty: nothing is read before the
         rest is parsed). So a read of thousands of empty frames holds a pass's frames, not
         thousands of objects, and the `overhead` bucket, checked each pass, stops a flood of
         frames that complete no message a pass past its burst, not at the read's end.
