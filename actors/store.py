@@ -187,6 +187,11 @@ class EventStore(ABC):
         """The receipts of `stream` at a revision greater than `after`, in order."""
 
     @abstractmethod
+    async def forget_receipts(self, stream: str, upto: int) -> None:
+        """Drop the receipts of `stream` at revisions up to `upto` (a world reads only
+        those of its last `receipt_window` revisions: older ones are never read)."""
+
+    @abstractmethod
     async def revision(self, stream: str) -> int:
         """The stream's revision (0 for a stream that has no events)."""
 
@@ -287,6 +292,12 @@ class MemoryEventStore(EventStore):
         """See EventStore.receipts."""
         return [attrs.evolve(r, result=_round_trip(r.result))
                 for r in self._data.receipts.get(stream, []) if r.rev > after]
+
+    async def forget_receipts(self, stream: str, upto: int) -> None:
+        """See EventStore.forget_receipts."""
+        if stream in self._data.receipts:
+            self._data.receipts[stream] = [r for r in self._data.receipts[stream]
+                                           if r.rev > upto]
 
     async def revision(self, stream: str) -> int:
         """See EventStore.revision."""

@@ -466,14 +466,25 @@ class Actor(Lifecycle, ABC):
             if self.watched:  # (unwatched, nothing to render: a subscriber's first push is one)
                 self._topic.publish_snapshot(self._durable_rev, self.view())
         if self._durable_rev - self._snapshot_rev >= self.snapshot_every:
-            try:
-                data = self.snapshot()
-                if data is not None:
-                    await self.context.store.save_snapshot(self.actor_id, self._durable_rev, data)
-            except Exception:  # a snapshot only shortens loading: without one, replay all
-                log.exception("%s could not save a snapshot", self.actor_id)
-            self._snapshot_rev = self._durable_rev
+            await self._tidy_store()
         return True
+
+    async def _tidy_store(self) -> None:
+        """Every `snapshot_every` revisions: save a snapshot and forget the stored receipts
+        no load reads any more (those past `receipt_window`). Neither may fail the batch."""
+        store, rev = self.context.store, self._durable_rev
+        try:
+            data = self.snapshot()
+            if data is not None:
+                await store.save_snapshot(self.actor_id, rev, data)
+        except Exception:  # a snapshot only shortens loading: without one, replay all
+            log.exception("%s could not save a snapshot", self.actor_id)
+        try:
+            if rev > self._receipts.window:
+                await store.forget_receipts(self.actor_id, rev - self._receipts.window)
+        except Exception:  # kept a while longer: the next period forgets them
+            log.exception("%s could not forget old receipts", self.actor_id)
+        self._snapshot_rev = rev
 
     def _push_if_due(self) -> None:
         """Push pending events now, or arm one timer for when `push_interval` has passed."""

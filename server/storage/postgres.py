@@ -535,6 +535,11 @@ class PostgresEventStore(EventStore):
         return [Receipt(rev, caller, request_id, json.loads(text))
                 for rev, caller, request_id, text in rows]
 
+    async def forget_receipts(self, stream: str, upto: int) -> None:
+        """See EventStore.forget_receipts."""
+        await self._fetch("DELETE FROM receipts WHERE stream = %s AND rev <= %s",
+                          (stream, upto))
+
     async def revision(self, stream: str) -> int:
         """See EventStore.revision."""
         rows = await self._fetch("SELECT rev FROM streams WHERE name = %s", (stream,))

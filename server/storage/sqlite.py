@@ -403,6 +403,10 @@ class SqliteEventStore(EventStore):
         return [Receipt(rev, caller, request_id, json.loads(text))
                 for rev, caller, request_id, text in rows]
 
+    async def forget_receipts(self, stream: str, upto: int) -> None:
+        """See EventStore.forget_receipts (its own small transaction)."""
+        await self._call("forget_receipts", stream, upto)
+
     async def revision(self, stream: str) -> int:
         """See EventStore.revision."""
         return await self._call("revision", stream)

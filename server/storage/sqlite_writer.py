@@ -188,6 +188,10 @@ class Writer:
                                 "WHERE stream = ? AND rev > ? ORDER BY rev", (stream, after))
         return cur.fetchall()
 
+    def op_forget_receipts(self, stream: str, upto: int) -> None:
+        """Delete the stream's receipts at revisions up to `upto`."""
+        self.conn.execute("DELETE FROM receipts WHERE stream = ? AND rev <= ?", (stream, upto))
+
     def op_revision(self, stream: str) -> int:
         """The stream's revision (0 when it has no events)."""
         row = self.conn.execute("SELECT rev FROM streams WHERE name = ?", (stream,)).fetchone()

@@ -72,6 +72,24 @@ async def test_receipts_survive_a_reload_and_are_forgotten_past_the_window() -> 
         assert (await d.ask(WORLD, add(10, "new0"))).revision == 7  # out of the window
 
 
+async def test_the_store_keeps_only_the_receipts_a_load_reads() -> None:
+    """Every `snapshot_every` revisions the world forgets the stored receipts out of its
+    window (no load reads them): at most window + period stay, and retries in the window
+    are still recognised after a reload."""
+    store = MemoryEventStore()
+    config = RuntimeConfig(receipt_window=4, snapshot_every=3)
+    async with open_directory(store, KINDS, config=config) as d:
+        await d.ask(WORLD, Call("counter.create", CreateArgs(), "agent", "ann"))
+        for k in range(40):
+            await d.ask(WORLD, add(1, f"r{k}"))
+    stored = [r.rev for r in await store.receipts(WORLD)]
+    assert stored == list(range(stored[0], 42)) and 4 <= len(stored) <= 4 + 3
+    async with open_directory(store, KINDS, config=config) as d:
+        assert await d.ask(WORLD, add(1, "r39")) == {"total": 40, "adds": 40, "revision": 41}
+        assert await d.ask(WORLD, add(1, "r36")) == {"total": 37, "adds": 37, "revision": 38}
+        assert (await d.ask(WORLD, add(1, "r35"))).revision == 42  # out of the window
+
+
 async def test_a_request_id_is_its_caller_s_own_before_and_after_a_reload() -> None:
     store = MemoryEventStore()
     async with open_directory(store, KINDS) as d:

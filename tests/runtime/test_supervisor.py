@@ -135,8 +135,17 @@ async def test_too_many_crashes_stop_the_actor_for_good() -> None:
         assert again is not actor and await again.ask(Add(1)) == 1
 
 
-class BrokenSnapshots(MemoryEventStore):
+class BrokenTidying(MemoryEventStore):
+    """Snapshots and the forgetting of old receipts fail (counted)."""
+
+    tried = 0
+
     async def save_snapshot(self, stream: str, rev: int, data: object) -> None:
+        self.tried += 1
+        raise OSError("disk full")
+
+    async def forget_receipts(self, stream: str, upto: int) -> None:
+        self.tried += 1
         raise OSError("disk full")
 
 
@@ -169,13 +178,15 @@ async def test_a_failing_append_answers_its_batch_at_once() -> None:
     assert await fresh_state(store, "probe:a") == {"total": 2, "amounts": [2]}
 
 
-async def test_a_failing_snapshot_is_logged_and_changes_nothing() -> None:
-    store = BrokenSnapshots()
-    async with open_directory(store, KINDS, config=RuntimeConfig(snapshot_every=1)) as d:
+async def test_a_failing_snapshot_or_receipt_cleanup_is_logged_and_changes_nothing() -> None:
+    store = BrokenTidying()
+    config = RuntimeConfig(snapshot_every=1, receipt_window=1)
+    async with open_directory(store, KINDS, config=config) as d:
         actor = await d.get("probe:a")
         assert [await actor.ask(Add(i)) for i in range(3)] == [1, 2, 3]
         assert actor.statistics().restarts == 0
         assert await store.load_snapshot("probe:a") is None
+    assert store.tried == 3 + 2  # a snapshot each revision, a cleanup past the window
 
 
 async def test_a_snapshot_that_cannot_be_restored_is_skipped_for_the_whole_stream() -> None:

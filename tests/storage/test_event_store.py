@@ -269,6 +269,19 @@ async def test_receipts_are_stored_with_their_events(store: EventStore) -> None:
     assert await store.receipts("a:nothing") == []
 
 
+async def test_forgotten_receipts_are_those_up_to_the_revision_named(store: EventStore) -> None:
+    kept = [Receipt(rev, "ann", f"r{rev}", {"rev": rev}) for rev in range(1, 6)]
+    await store.append("a:1", 0, [{"n": n} for n in range(5)], kept)
+    await store.append("a:2", 0, [{}], [Receipt(1, "bob", "r1", 1)])
+    await store.forget_receipts("a:1", 3)
+    assert await store.receipts("a:1") == kept[3:]
+    await store.forget_receipts("a:1", 2)  # nothing more to forget
+    assert await store.receipts("a:1") == kept[3:]
+    assert await store.receipts("a:2") == [Receipt(1, "bob", "r1", 1)]  # another stream's
+    await store.forget_receipts("a:nothing", 9)
+    assert [e.rev for e in await store.read("a:1")] == [1, 2, 3, 4, 5]  # events untouched
+
+
 @pytest.mark.parametrize("rev", [0, 3])
 async def test_a_receipt_outside_its_events_is_refused_and_writes_nothing(
         store: EventStore, rev: int) -> None:
