@@ -210,6 +210,15 @@ def event_from_json(data: dict) -> Event:
         raise ValueError(f"bad {data['kind']} event: {exc}") from exc
 
 
+def as_kept(ev: Event) -> Event:
+    """`ev` as it is stored, pushed and kept in history: a commit or retract without its
+    `ignored` list, which is its reply's alone (up to MAX_BATCH entries, several times the
+    bytes of the request that made them; the fold and every reader of history skip it)."""
+    if isinstance(ev, CommitEvent | RetractEvent) and ev.ignored:
+        return attrs.evolve(ev, ignored=())
+    return ev
+
+
 def is_noop(ev: Event) -> bool:
     """A commit that accepted and rejected nothing, or a retract that took nothing back.
 

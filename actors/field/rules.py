@@ -27,6 +27,7 @@ from actors.field.events import (
     Event,
     JoinEvent,
     ManifestEvent,
+    as_kept,
     event_from_json,
     event_to_json,
     is_noop,
@@ -100,7 +101,7 @@ def evolve(w: Live, ev: FieldEvent) -> Live:
     """Fold one event (the checkpoints are kept as it goes)."""
     inner = ev.event if isinstance(ev, Joined) else ev
     after = apply_event(w.state, inner)
-    w.history.add(inner, after)
+    w.history.add(as_kept(inner), after)
     changes: dict[str, Any] = {"state": after}
     if isinstance(ev, Joined):
         changes["callers"] = {**w.callers, inner.agent: ev.caller}
@@ -111,9 +112,10 @@ def evolve(w: Live, ev: FieldEvent) -> Live:
 
 
 def encode(ev: FieldEvent, after: Live) -> dict[str, Any]:
-    """The stored record: the event's JSON, the map tiles it dirtied, a join's caller."""
+    """The stored record: the event's JSON (`as_kept`), the map tiles it dirtied, a join's
+    caller."""
     inner = ev.event if isinstance(ev, Joined) else ev
-    record = {**event_to_json(inner), "dirty": sorted(after.state.dirty)}
+    record = {**event_to_json(as_kept(inner)), "dirty": sorted(after.state.dirty)}
     if isinstance(ev, Joined):
         record["caller"] = ev.caller
     return record

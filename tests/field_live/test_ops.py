@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -243,6 +244,53 @@ async def test_texts_count_utf16_code_units_as_the_seed_does(tmp_path: Path) -> 
             else:
                 await _refused(c, "field.commit", commit, "bad_request",
                                "args.intent: at most 160 characters")
+
+
+async def test_ignored_cells_are_the_reply_s_alone(tmp_path: Path) -> None:
+    """A batch of 4,096 copies of one cell answers 4,095 duplicates, but its stored record,
+    its push and the field's history keep none of them (they were several times the
+    request's bytes, read by nobody)."""
+    async with running_server(tmp_path, open_mode=True) as srv, \
+            Client.connect(srv.ws_url) as c, Client.connect(srv.ws_url) as spectator:
+        await start(c, GAME, size=20, seed=3)
+        to = f"field:{GAME}"
+        agent = (await c.request("field.join", to, {"name": "a"}))["agent"]
+        actor = await srv.state.directory.get(to)
+        solution = actor.state.truth.solution
+        await play_truly(c, GAME, agent, solution)  # reveals the seed tile
+        obs = await c.request("field.observe", to, {"agent": agent})
+        known = {k for k, _ in obs["known"]}
+        tile = next(t for t in obs["tiles"] if t["id"] in obs["territory"])
+        cell = next(c for c in _cells_of(tile, obs["G"]) if c not in known)
+        rev = obs["revision"]
+        async with spectator.subscribe(to, since=rev) as sub:
+            commit = await c.request("field.commit", to, {
+                "agent": agent, "expected_revision": rev,
+                "cells": [[cell, int(solution[cell])]] * referee.MAX_BATCH})
+            retract = await c.request("field.retract", to, {
+                "agent": agent, "expected_revision": rev + 1,
+                "cells": [cell] * referee.MAX_BATCH})
+            pushed = []
+            with trio.fail_after(10):
+                while len(pushed) < 2:
+                    pushed += (await sub.__anext__()).data
+        duplicates = [{"id": cell, "reason": "duplicate"}] * (referee.MAX_BATCH - 1)
+        assert [a["id"] for a in commit["accepted"]] == [cell]
+        assert commit["ignored"] == duplicates
+        assert retract == {"revision": rev + 2, "retracted": [cell], "ignored": duplicates}
+        stored = [e.data for e in await srv.state.directory.store.read(to, after=rev)]
+        assert [(e["kind"], e["ignored"]) for e in stored] == [("commit", []), ("retract", [])]
+        assert pushed == stored
+        assert all(len(json.dumps(e)) < 1000 for e in stored)
+        kept = actor.state.history.events[-2:]
+        assert [(type(e).__name__, e.ignored) for e in kept] == [("CommitEvent", ()),
+                                                                  ("RetractEvent", ())]
+
+
+def _cells_of(tile: dict, G: int) -> list[int]:
+    """The cell ids of an observed tile."""
+    return [(tile["y0"] + ly + dy) * G + tile["x0"] + lx + dx
+            for lx, ly, w, h in tile["rects"] for dy in range(h) for dx in range(w)]
 
 
 async def test_a_summary_held_back_reaches_the_lobby_without_another_message(
