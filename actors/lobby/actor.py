@@ -226,9 +226,13 @@ class LobbyActor(WorldActor):
         except ProtocolError as error:
             _within_params(error)
             raise
-        self.fold(decided)
         world = directory.alive(actor_id)
-        return CreateResult(actor_id, world.rev if world is not None else 0)
+        rev = world.rev if world is not None else 0
+        if rev:  # the world is durable: the lobby records it (and the request's receipt)
+            self.fold(decided)
+        # else its first events come later (a field being generated, a run setting up): a
+        # record now would outlive a crash that lost the world, and refuse its name for ever
+        return CreateResult(actor_id, rev)
 
     effects: ClassVar[Mapping[str, Effect]] = {"lobby.list": _list, "lobby.create": _create}
 

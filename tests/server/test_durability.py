@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from protocol.client import Client, ClientError
+from protocol.client import Client, ClientError, RequestError
+from tests.field_live._live import ready
 from tests.server.server_process import ServerProcess
 
 WRITERS = 4
@@ -77,6 +78,36 @@ async def test_acknowledged_writes_survive_sigkill(tmp_path: Path) -> None:
     assert len(notes) <= len(acked) + WRITERS
     assert {"kind": "counter", "id": "counter:durable"}.items() <= \
         next(w for w in worlds["worlds"] if w["id"] == "counter:durable").items()
+
+
+async def test_a_world_lost_while_generated_can_be_created_again(tmp_path: Path) -> None:
+    """`lobby.create` of a field answers while the field is generated, nothing of it
+    stored yet; killed then, the server comes back without the field, and the lobby (which
+    records a world once it is stored) lets its name be created again, the same request id
+    included. It answered `already_exists` for ever, for a world that did not exist."""
+    server = ServerProcess(tmp_path / "data")
+    await trio.to_thread.run_sync(server.start)
+    create = {"kind": "field", "name": "big", "params": {"kind": "scatter", "size": 200}}
+    try:
+        token = server.owner_token
+        assert token is not None
+        async with Client.connect(server.ws_url, token=token, reconnect=False) as c:
+            first = await c.request("lobby.create", args=create, request_id="c1")
+            assert first == {"id": "field:big", "revision": 0}
+            await trio.to_thread.run_sync(server.kill)  # generation takes seconds
+        await trio.to_thread.run_sync(server.start)
+        async with Client.connect(server.ws_url, token=token) as c:
+            with pytest.raises(RequestError) as lost:
+                await c.request("field.rules", to="field:big")
+            assert lost.value.code == "unknown_actor"
+            again = await c.request("lobby.create", args=create, request_id="c1")
+            assert again == {"id": "field:big", "revision": 0}
+            await ready(c, "big")
+            with pytest.raises(RequestError) as exists:
+                await c.request("lobby.create", args=create)
+            assert exists.value.code == "already_exists"
+    finally:
+        await trio.to_thread.run_sync(server.stop)
 
 
 async def test_a_second_server_on_the_same_data_directory_is_refused(tmp_path: Path) -> None:
