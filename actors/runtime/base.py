@@ -479,9 +479,11 @@ class Actor(Lifecycle, ABC):
                 await store.save_snapshot(self.actor_id, rev, data)
         except Exception:  # a snapshot only shortens loading: without one, replay all
             log.exception("%s could not save a snapshot", self.actor_id)
+        receipts = self._receipts
         try:
-            if rev > self._receipts.window:
-                await store.forget_receipts(self.actor_id, rev - self._receipts.window)
+            if receipts.to_forget and rev > receipts.window:
+                await store.forget_receipts(self.actor_id, rev - receipts.window)
+                receipts.to_forget = False
         except Exception:  # kept a while longer: the next period forgets them
             log.exception("%s could not forget old receipts", self.actor_id)
         self._snapshot_rev = rev

@@ -9,7 +9,8 @@ A write that carried a request id and committed events leaves a `Receipt` (the c
 the id, the revision of its last event, its reply as JSON), appended to the store with
 the write's events in one transaction (actors/store.py). The actor keeps the receipts of
 the last `window` revisions: those of its batch not yet durable, and those read back from
-the store whenever it (re)loads, on whichever process that happens.
+the store whenever it (re)loads, on whichever process that happens. Stored receipts out
+of the window are read by nobody: the actor has the store forget them (`to_forget`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ class Receipts:
     def __init__(self, window: int) -> None:
         self.window = window
         self.staged: list[Receipt] = []  # the batch's, appended with its events
+        # Whether the store may hold receipts this actor has not had it forget (set at load
+        # and when a batch stores some): a world that stores no more keeps one window's.
+        self.to_forget = True
         self._replies: dict[Key, Any] = {}
         self._order: deque[tuple[int, Key]] = deque()
 
@@ -47,6 +51,8 @@ class Receipts:
     def take(self) -> list[Receipt]:
         """The staged receipts, handed to the append (none staged afterwards)."""
         staged, self.staged = self.staged, []
+        if staged:
+            self.to_forget = True
         return staged
 
     def durable(self, rev: int) -> None:
@@ -63,6 +69,7 @@ class Receipts:
         for receipt in stored:
             self._remember(receipt)
         self.staged = []
+        self.to_forget = True
 
     def _remember(self, receipt: Receipt) -> None:
         key = (receipt.caller, receipt.request_id)

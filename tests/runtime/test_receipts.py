@@ -90,6 +90,30 @@ async def test_the_store_keeps_only_the_receipts_a_load_reads() -> None:
         assert (await d.ask(WORLD, add(1, "r35"))).revision == 42  # out of the window
 
 
+class _CountedForgets(MemoryEventStore):
+    forgets = 0
+
+    async def forget_receipts(self, stream: str, upto: int) -> None:
+        self.forgets += 1
+        await super().forget_receipts(stream, upto)
+
+
+async def test_a_world_that_stores_no_receipts_stops_asking_to_forget_them() -> None:
+    """The first period past the window forgets what a load may have read past; then only
+    a period in which receipts were stored asks again (each ask is a store transaction)."""
+    store = _CountedForgets()
+    config = RuntimeConfig(receipt_window=4, snapshot_every=3)
+    async with open_directory(store, KINDS, config=config) as d:
+        await d.ask(WORLD, Call("counter.create", CreateArgs(), "agent", "ann"))
+        for _ in range(30):
+            await d.ask(WORLD, add(1))
+        assert store.forgets == 1
+        await d.ask(WORLD, add(1, "r"))
+        for _ in range(6):
+            await d.ask(WORLD, add(1))
+        assert store.forgets == 2
+
+
 async def test_a_request_id_is_its_caller_s_own_before_and_after_a_reload() -> None:
     store = MemoryEventStore()
     async with open_directory(store, KINDS) as d:
