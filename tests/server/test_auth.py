@@ -85,7 +85,7 @@ def test_duplicate_name_is_refused(tmp_path: Path) -> None:
 
 
 STRACE = shutil.which("strace")
-SYSCALL = re.compile(r'^\d+ (rename|renameat2?|mkdir|mkdirat|fsync)\((.*)\) += 0$')
+SYSCALL = re.compile(r'^\d+ +(rename|renameat2?|mkdir|mkdirat|fsync)\((.*)\) += 0$')
 
 
 @pytest.mark.skipif(STRACE is None, reason="strace shows the process's system calls")
