@@ -5,9 +5,13 @@ the worlds (from the directory: mailbox, subscribers, revision, the world's own 
 the connections, the store's health, the budgets and who hit them, and the tokens
 (through `Console`, the server's side: server/console.py); a world can be stopped (held:
 refused until released), released or unloaded. Each change is an event of its stream,
-so the console keeps an audit trail of who did what, when (never a token itself: the
-answer to `admin.token_create` keeps no receipt), and the held worlds outlive a restart:
-the server loads this world as it starts, and it holds again what its stream holds.
+so the console keeps an audit trail of who did what, when (never a token itself), and the
+held worlds outlive a restart: the server loads this world as it starts, and it holds
+again what its stream holds. A change is made only once its event is durable (`durable`),
+so an answer that nothing was stored is true: a stop, release, unload or revoke is
+recorded first, then done; a token, whose name only the token files can judge, is
+created first and revoked again, unseen, when its record cannot be stored. Made durable
+by their handlers, changes keep no receipt (so a created token is never in one).
 Worlds under `actors/` may not import the server, so this one lives here and gets what it
 needs through `Console`.
 """
@@ -25,7 +29,7 @@ from actors.runtime import ActorContext, ActorKind, Call, WorldActor
 from actors.runtime.host import Effect
 from actors.world import Codec, StateCodec, World
 from protocol.envelope import ACTOR_ID_RE
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, ProtocolError
 from protocol.ops import admin as ops
 
 log = logging.getLogger("petridish.admin")
@@ -131,13 +135,6 @@ class AdminActor(WorldActor):
         super().__init__(actor_id, context, world)
         self.console = console
 
-    async def handle(self, call: Call) -> Any:
-        """As any world, but a created token is never kept in a receipt (receipts are
-        stored): a create sent again is refused `already_exists` rather than shown twice."""
-        if call.op == "admin.token_create":
-            return await self._dispatch(call)
-        return await super().handle(call)
-
     async def on_start(self) -> None:
         """Hold again what the stream holds (the server loads this world as it starts)."""
         await super().on_start()
@@ -148,8 +145,10 @@ class AdminActor(WorldActor):
             raise self.refuse(ErrorCode.UNAVAILABLE, "the console is not attached to a server")
         return self.console
 
-    def _record(self, call: Call, what: str, **detail: Any) -> None:
+    async def _recorded(self, call: Call, what: str, **detail: Any) -> None:
+        """Record a change and make the record durable (before the change is made)."""
         self.fold([{"type": what, **detail, "by": call.caller, "t": self.now()}])
+        await self.durable()
 
     async def _overview(self, _call: Call) -> ops.Overview:
         console = self._console()
@@ -198,14 +197,35 @@ class AdminActor(WorldActor):
             code = ErrorCode.ALREADY_EXISTS if "already exists" in str(refused) else \
                 ErrorCode.BAD_REQUEST
             raise self.refuse(code, f"args.name: {refused}", path="args.name") from None
-        self._record(call, "token_created", name=args.name, role=args.role)
+        try:
+            await self._recorded(call, "token_created", name=args.name, role=args.role)
+        except ProtocolError:
+            self._undo_create(args.name)
+            raise
         return ops.CreatedToken(args.name, args.role, token)
+
+    def _undo_create(self, name: str) -> None:
+        """Revoke a token whose create could not be recorded (nobody was shown it)."""
+        try:
+            self._console().revoke_token(name)
+        except OSError:
+            log.exception("the token %r was created but its create could not be recorded, "
+                          "nor the token revoked again: revoke it", name)
 
     async def _token_revoke(self, call: Call) -> ops.Revoked:
         name = call.args.name
-        revoked, ended = self._console().revoke_token(name)
-        if revoked:
-            self._record(call, "token_revoked", name=name, sessions_ended=ended)
+        console = self._console()
+        if all(row.name != name for row in console.tokens()):
+            return ops.Revoked(name, False, 0)
+        await self._recorded(call, "token_revoked", name=name)
+        try:
+            revoked, ended = console.revoke_token(name)
+        except OSError as failed:
+            log.exception("the revoke of %r was recorded but not done", name)
+            raise self.refuse(ErrorCode.UNAVAILABLE, f"the revoke of {name!r} is in the audit "
+                              f"trail, but the token files could not be written ({failed}): "
+                              "the token still works; revoke it again", recorded=True,
+                              done=False) from None
         return ops.Revoked(name, revoked, ended)
 
     def _world(self, call: Call) -> str:
@@ -221,23 +241,24 @@ class AdminActor(WorldActor):
 
     async def _hold(self, call: Call) -> ops.WorldDone:
         world = self._world(call)
-        was_live = self.context.directory.hold(world)
-        self._record(call, "world_stopped", id=world, was_live=was_live)
-        return ops.WorldDone(world, was_live, True)
+        await self._recorded(call, "world_stopped", id=world)
+        return ops.WorldDone(world, self.context.directory.hold(world), True)
 
     async def _release(self, call: Call) -> ops.WorldDone:
         world = self._world(call)
         directory = self.context.directory
-        if directory.release(world):
-            self._record(call, "world_released", id=world)
+        if world in directory.held:
+            await self._recorded(call, "world_released", id=world)
+            directory.release(world)
         return ops.WorldDone(world, directory.alive(world) is not None, False)
 
     async def _unload(self, call: Call) -> ops.WorldDone:
         world = self._world(call)
         directory = self.context.directory
-        was_live = directory.evict(world)
+        was_live = directory.alive(world) is not None
         if was_live:
-            self._record(call, "world_unloaded", id=world)
+            await self._recorded(call, "world_unloaded", id=world)
+            was_live = directory.evict(world)  # (it may have stopped meanwhile)
         return ops.WorldDone(world, was_live, world in directory.held)
 
     effects: ClassVar[Mapping[str, Effect]] = {

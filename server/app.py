@@ -395,6 +395,7 @@ async def _load_console(directory: Directory) -> None:
 
 async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = None,
                 registry: Registry | None = None, clock: Callable[[], int] = wall_clock_ms,
+                store_opener: StoreOpener | None = None,
                 task_status: trio.TaskStatus[Running] = trio.TASK_STATUS_IGNORED) -> None:
     """Run the server until `Running.stop()` (or cancellation); use with `nursery.start`.
 
@@ -404,6 +405,7 @@ async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = Non
     this server. With SQLite it holds the data directory's lock (`data_lock`): a second
     server on the same directory raises `DataDirInUse` before it touches anything. The
     descriptor limit is raised, and `max_connections` fitted under it (server/descriptors.py).
+    A test's `store_opener` replaces `open_store` (to make the store fail).
     """
     config = attrs.evolve(config, budgets=descriptors.fit(config.budgets))
     async with AsyncExitStack() as stack:
@@ -416,7 +418,7 @@ async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = Non
         stop = trio.Event()
         registry = registry or worlds.registry()
         observer = MetricsObserver(metrics, trace, Ledger(config.budgets))
-        store = await stack.enter_async_context(open_store(config))
+        store = await stack.enter_async_context((store_opener or open_store)(config))
         _watch_store(store, metrics, trace)
         node = None
         if config.clustered:
@@ -497,6 +499,9 @@ async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = Non
                 await node.leave()
             nursery.cancel_scope.cancel()
         log.info("server stopped")
+
+
+StoreOpener = Callable[[ServerConfig], AbstractAsyncContextManager[EventStore]]
 
 
 def open_store(config: ServerConfig) -> AbstractAsyncContextManager[EventStore]:

@@ -70,8 +70,27 @@ def _new_token() -> str:
     return _TOKEN_PREFIX + secrets.token_urlsafe(32)
 
 
+def _sync_dir(path: Path) -> None:
+    """Make the entries of directory `path` durable: until it is synced, an OS crash may
+    undo a rename or a new file in it (a revoked token working again)."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _make_dir(path: Path, mode: int = 0o777) -> None:
+    """Create directory `path` and its missing parents, each one's entry made durable."""
+    missing = [p for p in (path, *path.parents) if not p.exists()]
+    path.mkdir(mode=mode, parents=True, exist_ok=True)
+    for made in reversed(missing):
+        _sync_dir(made.parent)
+
+
 def _write_private(path: Path, text: str) -> None:
-    """Write `text` to `path` atomically with mode 0600 (never briefly world-readable)."""
+    """Write `text` to `path` atomically and durably with mode 0600 (never briefly
+    world-readable)."""
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
@@ -81,6 +100,7 @@ def _write_private(path: Path, text: str) -> None:
     finally:
         os.close(fd)
     os.replace(tmp, path)
+    _sync_dir(path.parent)
 
 
 class TokenStore:
@@ -100,7 +120,7 @@ class TokenStore:
         `serve` prints the returned value once; later starts return None and the
         owner reads `<data>/owner.token` if they lost it.
         """
-        self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _make_dir(self.data_dir, 0o700)
         os.chmod(self.data_dir, 0o700)  # the store holds every field's solution
         path = self.data_dir / OWNER_FILE
         with self._locked():
@@ -142,7 +162,6 @@ class TokenStore:
                 " starting with a letter or digit")
         if name == OWNER_NAME:
             raise TokenError(f"name {OWNER_NAME!r} is reserved for the owner token")
-        self.data_dir.mkdir(parents=True, exist_ok=True)
         with self._locked():
             entries = self._read_entries()
             if name in entries:
@@ -197,7 +216,7 @@ class TokenStore:
     @contextmanager
     def _locked(self) -> Iterator[None]:
         """Serialize writers across processes (the CLI beside a running server)."""
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        _make_dir(self.data_dir)
         fd = os.open(self.data_dir / _LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)

@@ -170,6 +170,23 @@ class Actor(Lifecycle, ABC):
             self.apply(event)
         return self._stage(events)
 
+    async def durable(self) -> None:
+        """Make what was committed so far durable now, for a handler that acts outside its
+        state (a file, the directory) only once the store keeps the record of it; the
+        batch's earlier answers go out with it. When the store cannot keep it, raises the
+        refusal the batch got (`unavailable` with the store down: the actor then stops,
+        as after any batch whose append failed). A write whose handler calls it keeps no
+        receipt (one is stored with its write's events, before the reply is known): sent
+        again with its request id, it is decided again."""
+        probe = Pending()
+        self._answers.append((probe, None, None))
+        if not await self._flush():
+            self.stop()
+        if probe.error is not None:
+            raise probe.error
+        if not probe.done.is_set():  # (a restart that failed: stopping refuses it)
+            raise ActorStopped(self.actor_id)
+
     def _stage(self, records: Sequence[Event]) -> int:
         """Hand records already folded into the state to the batch's append."""
         self._unflushed.extend(records)
@@ -352,7 +369,7 @@ class Actor(Lifecycle, ABC):
         if isinstance(item, Tell) and isinstance(item.message, IdleCheck):
             return not self._idle_check(now)
         self._active_at = now
-        mark = len(self._unflushed)
+        unflushed, mark = self._unflushed, len(self._unflushed)
         try:
             if isinstance(item, Ask):
                 message = item.message
@@ -401,7 +418,9 @@ class Actor(Lifecycle, ABC):
             if isinstance(item, Ask):
                 self._drop_deferral(item.pending)
                 self._answers.append((item.pending, None, self._restarted()))
-            return await self._restart(kept=self._unflushed[:mark])
+            # (after its handler's `durable`, the batch's earlier events are stored already)
+            kept = self._unflushed[:mark] if self._unflushed is unflushed else []
+            return await self._restart(kept=kept)
         finally:
             self._handled += 1
             elapsed = clock() - started

@@ -111,8 +111,9 @@ class WorldActor(Actor):
 
         A call with a request id that an earlier write of the same caller carried gets
         that write's reply again and changes nothing; a write with one that commits events
-        keeps a receipt (stored with the events, see actors/store.py). Another caller's
-        write with the same request id is a write of its own."""
+        keeps a receipt (stored with the events, see actors/store.py), unless its handler
+        made them durable itself (`durable`). Another caller's write with the same request
+        id is a write of its own."""
         request_id = call.request_id
         if request_id is None:
             return await self._dispatch(call)
@@ -121,7 +122,7 @@ class WorldActor(Actor):
             return reply
         before = self.rev
         result = await self._dispatch(call)
-        if self.rev > before:
+        if self.rev > max(before, self._durable_rev):
             self.keep_receipt(call.caller, request_id, unstructure(result))
         return result
 

@@ -1,5 +1,5 @@
 """A small test world: a counter whose handlers can sleep, block, defer their answer, crash,
-or commit then crash."""
+commit then crash, or make a commit durable then crash."""
 
 from __future__ import annotations
 
@@ -36,6 +36,13 @@ class Add:
 @attrs.frozen
 class Crash:
     after_commit: bool = False
+
+
+@attrs.frozen
+class Durable:
+    """Commit `amount`, make it durable (`Actor.durable`), then commit 1000 and crash."""
+
+    amount: int
 
 
 @attrs.frozen
@@ -138,6 +145,10 @@ class ProbeActor(Actor):
             if isinstance(message, Defer):
                 self.owed = self.defer()
                 return None
+            if isinstance(message, Durable):
+                await self.commit([{"type": "added", "amount": message.amount}])
+                await self.durable()
+                message = Crash(after_commit=True)
             if isinstance(message, Crash):
                 if message.after_commit:
                     await self.commit([{"type": "added", "amount": 1000}])

@@ -14,7 +14,7 @@ from actors.runtime.directory import ActorKind, any_name, open_directory
 from actors.runtime.subscriber import SubscriberQueue
 from actors.store import MemoryEventStore, Snapshot, StoreStatistics
 from protocol.errors import ErrorCode, ProtocolError
-from tests.runtime.probe import ONE_BATCH, Add, Block, Crash, ProbeActor
+from tests.runtime.probe import ONE_BATCH, Add, Block, Crash, Durable, ProbeActor
 
 KINDS = [ActorKind("probe", ProbeActor, declared=any_name)]
 
@@ -26,6 +26,21 @@ async def ask_into(actor: Actor, outcome: dict[str, object], label: str,
         outcome[label] = await actor.ask(message)
     except ProtocolError as error:
         outcome[label] = error
+
+
+async def one_batch(actor: Actor, *asks: tuple[str, object]) -> dict[str, object]:
+    """Ask `asks` (label, message) as one batch, behind a block; their answers by label."""
+    release = trio.Event()
+    outcome: dict[str, object] = {}
+    ask = partial(ask_into, actor, outcome)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(ask, "block", Block(release))
+        await trio.testing.wait_all_tasks_blocked()
+        for label, message in asks:  # waiting behind the block: handled as one batch
+            nursery.start_soon(ask, label, message)
+            await trio.testing.wait_all_tasks_blocked()
+        release.set()
+    return outcome
 
 
 async def fresh_state(store: MemoryEventStore, actor_id: str) -> dict:
@@ -43,17 +58,7 @@ async def test_crash_restarts_from_the_store_with_equal_state() -> None:
         for i in range(10):
             await actor.ask(Add(i))
         before = actor.snapshot()
-        release = trio.Event()
-        outcome: dict[str, object] = {}
-        ask = partial(ask_into, actor, outcome)
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(ask, "block", Block(release))
-            await trio.testing.wait_all_tasks_blocked()
-            nursery.start_soon(ask, "crash", Crash())
-            await trio.testing.wait_all_tasks_blocked()
-            nursery.start_soon(ask, "queued", Add(100))  # waits behind the crash
-            await trio.testing.wait_all_tasks_blocked()
-            release.set()
+        outcome = await one_batch(actor, ("crash", Crash()), ("queued", Add(100)))
         err = outcome["crash"]
         assert isinstance(err, ProtocolError)
         assert err.code == ErrorCode.ACTOR_RESTARTED
@@ -76,18 +81,8 @@ async def test_a_crashed_handler_changes_nothing_and_its_batch_neighbours_surviv
         await actor.ask(Add(1))
         queue = SubscriberQueue(100)
         await actor.subscribe(queue, 1, request_id=5)
-        release = trio.Event()
-        outcome: dict[str, object] = {}
-        ask = partial(ask_into, actor, outcome)
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(ask, "block", Block(release))
-            await trio.testing.wait_all_tasks_blocked()
-            # Three messages wait behind the block: they are handled as one batch.
-            for label, message in (("before", Add(2)), ("crash", Crash(after_commit=True)),
-                                   ("after", Add(3))):
-                nursery.start_soon(ask, label, message)
-                await trio.testing.wait_all_tasks_blocked()
-            release.set()
+        outcome = await one_batch(actor, ("before", Add(2)),
+                                  ("crash", Crash(after_commit=True)), ("after", Add(3)))
         crash = outcome.pop("crash")
         assert isinstance(crash, ProtocolError) and crash.code == ErrorCode.ACTOR_RESTARTED
         assert outcome == {"block": "released", "before": 2, "after": 3}
@@ -133,6 +128,22 @@ async def test_too_many_crashes_stop_the_actor_for_good() -> None:
         assert [s.actor_id for s in directory.live()] == []
         again = await directory.get("probe:a")  # a later get starts a fresh one
         assert again is not actor and await again.ask(Add(1)) == 1
+
+
+async def test_a_handler_crashing_after_durable_keeps_only_what_was_stored() -> None:
+    """`durable` stores the batch so far (the handler's own event too) at once; a crash
+    after it drops only what the handler committed since, as any crash does."""
+    store = MemoryEventStore()
+    async with open_directory(store, KINDS, config=ONE_BATCH) as directory:
+        actor = await directory.get("probe:a")
+        await actor.ask(Add(1))
+        outcome = await one_batch(actor, ("before", Add(2)), ("durable", Durable(10)),
+                                  ("after", Add(3)))
+        crash = outcome.pop("durable")
+        assert isinstance(crash, ProtocolError) and crash.code == ErrorCode.ACTOR_RESTARTED
+        assert outcome == {"block": "released", "before": 2, "after": 4}
+        assert [e.data["amount"] for e in await store.read("probe:a")] == [1, 2, 10, 3]
+        assert (actor.total, actor.rev) == (16, 4)
 
 
 class BrokenTidying(MemoryEventStore):

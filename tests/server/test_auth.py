@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+import shutil
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -77,3 +82,45 @@ def test_duplicate_name_is_refused(tmp_path: Path) -> None:
         store.create("owner", "dup")
     assert store.check(first) == Principal("agent", "dup")
     assert len(json.loads((tmp_path / "tokens.json").read_text())["tokens"]) == 1
+
+
+STRACE = shutil.which("strace")
+SYSCALL = re.compile(r'^\d+ +(rename|renameat2?|mkdir|mkdirat|fsync)\((.*)\) += 0$')
+
+
+@pytest.mark.skipif(STRACE is None, reason="strace shows the process's system calls")
+def test_each_token_file_and_new_directory_is_synced_into_its_directory(
+        tmp_path: Path) -> None:
+    """A rename or a new directory is durable only once its parent directory is synced (an
+    OS crash may undo it: a revoked token working again, a printed one unknown). The
+    process's own system calls, as strace reports them, show each rename and mkdir under
+    the data directory followed by a sync of its parent before the next rename."""
+    data, log = tmp_path / "new" / "data", tmp_path / "strace.log"
+    code = ("import sys; from server.auth import TokenStore; s = TokenStore(sys.argv[1]); "
+            "s.ensure_owner_token(); s.create('agent', 'ann'); s.revoke('ann')")
+    done = subprocess.run(
+        [STRACE, "-f", "-y", "-o", str(log), "-e",
+         "trace=rename,renameat,renameat2,mkdir,mkdirat,fsync",
+         sys.executable, "-c", code, str(data)],
+        cwd=Path(__file__).parents[2], env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+        capture_output=True, text=True, check=False)
+    if done.returncode != 0 and "ptrace" in done.stderr:
+        pytest.skip(f"strace cannot trace here: {done.stderr.strip()}")
+    assert done.returncode == 0, done.stderr
+    owed: set[Path] = set()  # directories whose entries changed and were not synced yet
+    renames = 0
+    for line in log.read_text().splitlines():
+        call = SYSCALL.match(line)
+        if call is None or str(tmp_path) not in call[2]:
+            continue
+        name, args = call[1], call[2]
+        if name == "fsync":
+            owed.discard(Path(re.search(r"<(.*)>", args)[1]))
+            continue
+        if name.startswith("rename"):
+            assert not owed, f"renamed before {sorted(owed)} was synced"
+            renames += 1
+        owed.add(Path(re.findall(r'"([^"]*)"', args)[-1 if name.startswith("rename") else 0]
+                      ).parent)
+    assert not owed, f"{sorted(owed)} never synced"
+    assert renames == 3  # owner.token, tokens.json twice

@@ -3,6 +3,7 @@ server, its bounds, and its refusal for everyone but the owner."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -12,9 +13,12 @@ import pytest
 import trio
 from websockets.exceptions import ConnectionClosed
 
+from actors.store import StoreUnavailable
 from protocol.ops.admin import ADMIN_ID, MAX_PAGE
 from server import admin, worlds
 from server.budgets import Budgets
+from server.config import ServerConfig
+from server.storage import SqliteEventStore
 from tests.server.ws_harness import Raw, raw_client, running_server
 
 ADMIN_OPS = sorted(spec.name for spec in worlds.registry() if spec.kind == "admin")
@@ -274,3 +278,65 @@ async def test_a_world_is_stopped_released_and_unloaded(tmp_path: Path) -> None:
         audit = ok(await owner.call("admin.overview"))["audit"]
         assert [e["type"] for e in audit] == ["world_unloaded", "world_released",
                                               "world_stopped"]
+
+
+class _Refusing(SqliteEventStore):
+    """A SQLite store whose appends are refused while `down`, as with its writer dead."""
+
+    down = False
+
+    async def append(self, *args: Any, **kwargs: Any) -> int:
+        if self.down:
+            raise StoreUnavailable("its writer stopped", sent=False)
+        return await super().append(*args, **kwargs)
+
+
+def _refusing(config: ServerConfig) -> _Refusing:
+    return _Refusing.in_directory(config.data_dir)
+
+
+async def test_a_change_whose_record_cannot_be_stored_is_not_made(tmp_path: Path) -> None:
+    """`unavailable`, "nothing was stored", is true of every console change: none is made
+    before its audit record is durable (a create made first is revoked again)."""
+    async with running_server(tmp_path, store_opener=_refusing) as srv, \
+            raw_client(srv, srv.owner_token) as owner:
+        store, directory = srv.state.directory.store, srv.state.directory
+        ann = srv.state.tokens.create("agent", "ann")
+        ok(await owner.call("counter.create", "counter:a"))
+        ok(await owner.call("admin.stop", id="counter:b"))
+        store.down = True
+        changes = [("admin.token_create", {"name": "bob"}), ("admin.token_revoke", {"name": "ann"}),
+                   ("admin.stop", {"id": "counter:a"}), ("admin.release", {"id": "counter:b"}),
+                   ("admin.unload", {"id": "counter:a"})]
+        for op, args in changes:
+            error = refused(await owner.call(op, **args), "unavailable")
+            assert error["detail"] == {"store": "down", "stored": "no"}, op
+        assert [t.name for t in srv.state.tokens.list()] == ["ann"]
+        assert srv.state.tokens.check(ann) is not None
+        assert directory.held == {"counter:b"} and directory.alive("counter:a") is not None
+        store.down = False
+        for op, args in changes:
+            ok(await owner.call(op, **args))
+        assert srv.state.tokens.check(ann) is None
+        assert [t.name for t in srv.state.tokens.list()] == ["bob"]
+        assert directory.held == {"counter:a"}
+        audit = ok(await owner.call("admin.overview"))["audit"]
+        assert [e["type"] for e in audit][::-1] == [
+            "world_stopped", "token_created", "token_revoked", "world_stopped",
+            "world_released"]  # (counter:a was unloaded by its stop)
+
+
+async def test_a_revoke_recorded_but_not_written_says_so(tmp_path: Path) -> None:
+    async with running_server(tmp_path) as srv, raw_client(srv, srv.owner_token) as owner:
+        ann = srv.state.tokens.create("agent", "ann")
+        (tmp_path / "tokens.json.tmp").mkdir()  # where the token files are written first
+        error = refused(await owner.call("admin.token_revoke", name="ann"), "unavailable")
+        assert re.fullmatch(r"the revoke of 'ann' is in the audit trail, but the token files "
+                            r"could not be written \(\[Errno 21\] Is a directory: '.*'\): "
+                            r"the token still works; revoke it again", error["message"])
+        assert error["detail"] == {"recorded": True, "done": False}
+        assert srv.state.tokens.check(ann) is not None
+        (tmp_path / "tokens.json.tmp").rmdir()
+        assert ok(await owner.call("admin.token_revoke", name="ann"))["revoked"] is True
+        audit = ok(await owner.call("admin.overview"))["audit"]
+        assert [(e["type"], e["name"]) for e in audit] == [("token_revoked", "ann")] * 2

@@ -15,7 +15,7 @@ from websockets.trio.client import ClientConnection, connect
 from actors.runtime import ActorKind
 from actors.runtime.context import wall_clock_ms
 from protocol.registry import Registry
-from server.app import Running, serve
+from server.app import Running, StoreOpener, serve
 from server.config import ServerConfig
 
 RECV_TIMEOUT = 10.0
@@ -24,13 +24,14 @@ RECV_TIMEOUT = 10.0
 @asynccontextmanager
 async def running_server(data_dir: Path, *, kinds: Iterable[ActorKind] | None = None,
                          registry: Registry | None = None,
-                         clock: Callable[[], int] = wall_clock_ms, **settings: Any
+                         clock: Callable[[], int] = wall_clock_ms,
+                         store_opener: StoreOpener | None = None, **settings: Any
                          ) -> AsyncIterator[Running]:
     """Start `serve` on a free port; stop it gracefully when the block ends."""
     config = ServerConfig(port=0, data_dir=data_dir, **settings)
     async with trio.open_nursery() as nursery:
         running = await nursery.start(partial(serve, config, kinds=kinds, registry=registry,
-                                              clock=clock))
+                                              clock=clock, store_opener=store_opener))
         try:
             yield running
         finally:
