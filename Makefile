@@ -37,11 +37,12 @@ install-test: $(INSTALLED_TEST)
 
 # Debian chromium (browser tests), glslang-tools (shader compile gate), postgresql (the
 # shared store's tests start a private cluster from its binaries) and espeak-ng with
-# opus-tools (the lab's voice track is remade bit for bit), when root; one apt run.
+# opus-tools (the lab's voice track is remade bit for bit), strace (a test reads the token
+# files' system calls; bench profiles count them), when root; one apt run.
 PG_CTL := $(wildcard /usr/lib/postgresql/*/bin/pg_ctl)
 system-deps:
-	@if [ "$$(id -u)" = 0 ] && { ! command -v chromium >/dev/null || ! command -v glslangValidator >/dev/null || [ -z "$(PG_CTL)" ] || ! command -v espeak-ng >/dev/null || ! command -v opusenc >/dev/null; }; then \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium glslang-tools postgresql espeak-ng opus-tools; \
+	@if [ "$$(id -u)" = 0 ] && { ! command -v chromium >/dev/null || ! command -v glslangValidator >/dev/null || [ -z "$(PG_CTL)" ] || ! command -v espeak-ng >/dev/null || ! command -v opusenc >/dev/null || ! command -v strace >/dev/null; }; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium glslang-tools postgresql espeak-ng opus-tools strace; \
 	fi
 
 # `field warm` compiles the field's solver once (cached on disk; ~1 s when cached), so
