@@ -19,8 +19,9 @@ from actors.runtime.directory import ActorKind, open_directory
 from actors.store import ConflictError, FencedError, Receipt, StoreUnavailable
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.ops.counter import AddArgs, CreateArgs
+from server.storage import pg_local
 from server.storage.pg_trio import TrioConnection
-from server.storage.postgres import PostgresEventStore, _own
+from server.storage.postgres import NotDurable, PostgresEventStore, _own, rows_of
 from tests.pgsql import sql
 from tests.server.garbage import collector_off, cyclic_garbage
 
@@ -42,6 +43,50 @@ async def _wait_for_lock_waiters(dsn: str, n: int) -> None:
 
 async def test_durability_settings_are_on(store: PostgresEventStore) -> None:
     assert store.settings == {"fsync": "on", "synchronous_commit": "on"}
+
+
+async def test_every_connection_commits_synchronously_whatever_the_role_says(
+        postgres_dsn: str) -> None:
+    """A role (or database) with synchronous_commit off would have PostgreSQL acknowledge
+    commits that its crash loses: the store's connections set it on themselves."""
+    role = "petridish_async_commit"
+    await sql(postgres_dsn, f"CREATE ROLE {role} LOGIN SUPERUSER")
+    try:
+        await sql(postgres_dsn, f"ALTER ROLE {role} SET synchronous_commit = off")
+        dsn = make_conninfo(postgres_dsn, user=role)
+        assert await sql(dsn, "SHOW synchronous_commit") == [("off",)]
+        async with PostgresEventStore(dsn) as store:
+            assert store.settings == {"fsync": "on", "synchronous_commit": "on"}
+            assert await store.run(rows_of("SHOW synchronous_commit", None)) == [("on",)]
+            await store.append("w:1", 0, [{}])  # the writer's connection, now open
+            assert store._writer.conn is not None
+            cur = await store._writer.conn.execute("SHOW synchronous_commit")
+            assert await cur.fetchall() == [("on",)]
+            # The listener and cluster.py's lease connections open `store.dsn` too.
+            assert await sql(store.dsn, "SHOW synchronous_commit") == [("on",)]
+            assert await sql(store.dsn, "SHOW search_path") \
+                == await sql(postgres_dsn, "SHOW search_path")
+    finally:
+        await sql(postgres_dsn, f"REASSIGN OWNED BY {role} TO postgres")
+        await sql(postgres_dsn, f"DROP ROLE {role}")
+
+
+async def test_a_server_running_without_fsync_is_refused() -> None:
+    """No client can turn fsync on: the store refuses to open, naming it, and creates
+    nothing."""
+    if pg_local.unavailable() is not None:
+        pytest.skip(pg_local.unavailable())
+    server = await trio.to_thread.run_sync(lambda: pg_local.start(settings={"fsync": "off"}))
+    try:
+        with pytest.raises(NotDurable, match=(
+                r"^the PostgreSQL server runs with fsync = off: a crash of it or of its "
+                r"machine may lose or corrupt committed writes; set fsync = on in its "
+                r"configuration \(postgresql.conf or ALTER SYSTEM\) and reload it$")):
+            async with PostgresEventStore(server.dsn()):
+                pass
+        assert await sql(server.dsn(), "SELECT to_regclass('streams')") == [(None,)]
+    finally:
+        await trio.to_thread.run_sync(pg_local.stop, server)
 
 
 async def test_every_append_waiting_goes_out_in_one_transaction(
