@@ -59,13 +59,17 @@ class FencedError(ConflictError):
 class StoreUnavailable(ProtocolError):
     """`unavailable`: the store cannot make writes durable right now (its writer died, or it
     cannot be reached). Raised at once, without waiting; `sent` says whether the refused
-    call had reached the store (an append that had may have been written: read it back)."""
+    call had reached the store (an append that had may have been written: read it back).
+    Its detail says `outcome: "unknown"` then, as every unavailable whose write may have
+    been applied does (docs/protocol.md: retry with the same request id); `stored` says
+    it too, for clients that read it."""
 
     def __init__(self, why: str, *, sent: bool) -> None:
         stored = "whether it was stored is unknown" if sent else "nothing was stored"
+        detail = {"store": "down", "stored": "unknown" if sent else "no"}
         super().__init__(ErrorCode.UNAVAILABLE, f"the event store cannot make writes "
                          f"durable right now ({why}); {stored}; retry in a moment",
-                         {"store": "down", "stored": "unknown" if sent else "no"})
+                         detail | ({"outcome": "unknown"} if sent else {}))
         self.why, self.sent = why, sent
 
 

@@ -258,7 +258,7 @@ async def test_a_writer_connection_lost_mid_batch_fails_it_as_unknown_then_recon
     await blocker.rollback()
     await blocker.close()
     (unknown,) = outcome
-    assert unknown.detail == {"store": "down", "stored": "unknown"}
+    assert unknown.detail == {"store": "down", "stored": "unknown", "outcome": "unknown"}
     rev = await store.revision("w:1")  # terminated before it ran: not stored
     assert await store.append("w:1", rev, [{"n": 3}]) == rev + 1
     assert store._writer_pids != {pid}
