@@ -184,6 +184,26 @@ async def test_a_sent_write_that_runs_out_of_time_waiting_for_its_host_is_of_unk
     assert WORLD in a.directory.hosted()
 
 
+async def test_refused_creates_leave_no_stream_and_no_claim_behind(nodes: Nodes) -> None:
+    """A create refused on a fresh name claimed its stream first: once its actor ended,
+    the claim is forgotten and the empty stream deleted (an agent repeating refused
+    creates, which cost no create budget, grew both without bound)."""
+    a = await nodes.start("a")
+    store = a.directory.store
+    async with Client.connect(a.ws_url) as c:
+        for k in range(20):
+            with pytest.raises(RequestError) as refused:
+                await c.request("puzzle.create", f"puzzle:nope-{k}", {"level": "nope"})
+            assert refused.value.code == "bad_request"
+        await c.request("counter.create", WORLD)
+    with trio.fail_after(10):  # the claims are let go once each actor ended
+        while await sql(nodes.dsn, "SELECT name FROM streams WHERE name LIKE 'puzzle:%'"):
+            await trio.sleep(0.02)
+    assert not [s for s in store._fences if s.startswith("puzzle:")]
+    assert await sql(nodes.dsn, "SELECT rev, fence FROM streams WHERE name = %s",
+                     WORLD) == [(1, 1)]
+
+
 async def test_a_lost_lease_stops_the_world_at_once_and_it_answers_from_the_new_holder(
         nodes: Nodes) -> None:
     a, b = await nodes.start("a"), await nodes.start("b")
