@@ -6,6 +6,7 @@ from __future__ import annotations
 import traceback
 from collections import Counter
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Self
 
 import psycopg
@@ -24,6 +25,7 @@ from server.storage.pg_trio import TrioConnection
 from server.storage.postgres import NotDurable, PostgresEventStore, _own, rows_of
 from tests.pgsql import sql
 from tests.server.garbage import collector_off, cyclic_garbage
+from tests.server.server_process import ServerProcess
 
 pytestmark = pytest.mark.postgres
 
@@ -71,9 +73,9 @@ async def test_every_connection_commits_synchronously_whatever_the_role_says(
         await sql(postgres_dsn, f"DROP ROLE {role}")
 
 
-async def test_a_server_running_without_fsync_is_refused() -> None:
+async def test_a_server_running_without_fsync_is_refused(tmp_path: Path) -> None:
     """No client can turn fsync on: the store refuses to open, naming it, and creates
-    nothing."""
+    nothing; `petridish serve` on it exits 2 with that sentence."""
     if pg_local.unavailable() is not None:
         pytest.skip(pg_local.unavailable())
     server = await trio.to_thread.run_sync(lambda: pg_local.start(settings={"fsync": "off"}))
@@ -85,6 +87,12 @@ async def test_a_server_running_without_fsync_is_refused() -> None:
             async with PostgresEventStore(server.dsn()):
                 pass
         assert await sql(server.dsn(), "SELECT to_regclass('streams')") == [(None,)]
+        node = ServerProcess(tmp_path, "--store", server.dsn(), "--node", "n1")
+        with pytest.raises(RuntimeError, match="exited before listening"):
+            await trio.to_thread.run_sync(node.start)
+        assert node.proc is not None and node.proc.wait(10) == 2
+        said = "".join(node.output)
+        assert "petridish: the PostgreSQL server runs with fsync = off: " in said, said
     finally:
         await trio.to_thread.run_sync(pg_local.stop, server)
 
