@@ -59,13 +59,17 @@ class FencedError(ConflictError):
 class StoreUnavailable(ProtocolError):
     """`unavailable`: the store cannot make writes durable right now (its writer died, or it
     cannot be reached). Raised at once, without waiting; `sent` says whether the refused
-    call had reached the store (an append that had may have been written: read it back)."""
+    call had reached the store (an append that had may have been written: read it back).
+    Its detail says `outcome: "unknown"` then, as every unavailable whose write may have
+    been applied does (docs/protocol.md: retry with the same request id); `stored` says
+    it too, for clients that read it."""
 
     def __init__(self, why: str, *, sent: bool) -> None:
         stored = "whether it was stored is unknown" if sent else "nothing was stored"
+        detail = {"store": "down", "stored": "unknown" if sent else "no"}
         super().__init__(ErrorCode.UNAVAILABLE, f"the event store cannot make writes "
                          f"durable right now ({why}); {stored}; retry in a moment",
-                         {"store": "down", "stored": "unknown" if sent else "no"})
+                         detail | ({"outcome": "unknown"} if sent else {}))
         self.why, self.sent = why, sent
 
 
@@ -168,6 +172,18 @@ class EventStore(ABC):
         other writer's appends under an older fence are refused (FencedError). Claim
         before reading the stream to replay it: an append of the previous owner either
         committed before the claim (and the replay sees it) or is refused.
+        """
+
+    @abstractmethod
+    async def unclaim(self, stream: str) -> None:
+        """This client no longer writes `stream` (the actor it claimed it for ended).
+
+        It forgets its claim: its appends to `stream` carry no fence until it claims again
+        (refused, as any writer's, once the stream was claimed). When its claim created
+        the stream and nothing was written (fence 1, revision 0: a create that was
+        refused), the stream is deleted, so refused creates leave nothing behind; no
+        other writer can hold fence 1, which the next claim gives out again. Call it only
+        once nothing of this client appends to `stream` any more.
         """
 
     @abstractmethod
@@ -274,6 +290,12 @@ class MemoryEventStore(EventStore):
         fence = self._data.fences[stream] = self._data.fences.get(stream, 0) + 1
         self._held[stream] = fence
         return fence, len(self._data.events.get(stream, []))
+
+    async def unclaim(self, stream: str) -> None:
+        """See EventStore.unclaim."""
+        if (self._held.pop(stream, 0) == 1 and self._data.fences.get(stream) == 1
+                and not self._data.events.get(stream)):
+            del self._data.fences[stream]
 
     async def read(self, stream: str, after: int = 0, upto: int | None = None
                    ) -> list[StoredEvent]:

@@ -104,6 +104,7 @@ def _serve(args: argparse.Namespace) -> int:
     from server.budgets import Budgets
     from server.config import ServerConfig, is_postgres
     from server.data_lock import DataDirInUse
+    from server.storage.postgres import NotDurable
     from server.trace import configure_logging
 
     if args.store is not None and not is_postgres(args.store):
@@ -152,8 +153,8 @@ def _serve(args: argparse.Namespace) -> int:
     in_use: list[str] = []
     try:
         trio.run(main)
-    except* DataDirInUse as refused:  # another server runs on --data
-        in_use.append(str(refused.exceptions[0]))
+    except* (DataDirInUse, NotDurable) as refused:  # another server runs on --data, or
+        in_use.append(str(refused.exceptions[0]))  # PostgreSQL runs without fsync
     if in_use:
         print(f"petridish: {in_use[0]}", file=sys.stderr, flush=True)
         return 2

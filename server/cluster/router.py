@@ -13,7 +13,8 @@ gets there, and what happens when the process hosting it goes away.
   within the request's time (the runtime's ask timeout). A write whose reply was lost
   after it was sent is delivered again only when it carries a request id (the world then
   applies it at most once) or is a read; otherwise its outcome is unknown and it is
-  refused `unavailable` with detail `outcome: "unknown"`;
+  refused `unavailable` with detail `outcome: "unknown"`. So is a write delivered again
+  that runs out of time: it may have been applied where it was sent first;
 - `follow`: a subscription to a world hosted elsewhere is served here by a mirror
   (server/cluster/mirrors.py); the mirror's view asks the host to relay the world's
   snapshot pushes on the same link (a view with a relay goes one hop only: a process
@@ -56,14 +57,27 @@ LEAVING = _Leaving()
 
 
 class _Forwarded:
-    """A forwarded message's answer, with the request's deadline across every attempt and
-    its caller's footprint (the frame carries it: wire.py)."""
+    """A forwarded message's answer, with the request's deadline across every attempt, its
+    caller's footprint (the frame carries it: wire.py) and whether it is a write that may
+    have been applied (`sent`: a link broke after it went out on it)."""
 
-    __slots__ = ("answer", "deadline", "footprint")
+    __slots__ = ("answer", "deadline", "footprint", "sent")
 
     def __init__(self, answer: Answer, deadline: float) -> None:
         self.answer, self.deadline = answer, deadline
         self.footprint = answer.footprint
+        self.sent = False
+
+    def unreached(self, actor_id: str, why: str) -> None:
+        """Refuse it `unavailable`: `why` it ran out of time, and, for a write that was
+        `sent`, that its outcome is unknown."""
+        if not self.sent:
+            self.fail(ProtocolError(ErrorCode.UNAVAILABLE, why, {"actor": actor_id}))
+            return
+        self.fail(ProtocolError(
+            ErrorCode.UNAVAILABLE, f"{why}; the write had been sent to it and may or may not "
+            "have been applied (a write sent with a request_id can be retried safely)",
+            {"actor": actor_id, "outcome": "unknown"}))
 
     def succeed(self, value: Any) -> None:
         self.answer.succeed(value)
@@ -212,13 +226,16 @@ class Router:
             self._nursery.start_soon(self._again, actor_id, message, answer, hops, RETRY)
             return
         self._forget(actor_id, link)
-        if sent and not self._safe(message):
-            self.unknown_outcomes += 1
-            answer.fail(ProtocolError(
-                ErrorCode.UNAVAILABLE, f"the process hosting {actor_id} went away before it "
-                "answered: the write may or may not have been applied (a write sent with a "
-                "request_id can be retried safely)", {"actor": actor_id, "outcome": "unknown"}))
-            return
+        if sent and self._writes(message):
+            answer.sent = True
+            if message.request_id is None:  # (not to be delivered again)
+                self.unknown_outcomes += 1
+                answer.fail(ProtocolError(
+                    ErrorCode.UNAVAILABLE, f"the process hosting {actor_id} went away before "
+                    "it answered: the write may or may not have been applied (a write sent "
+                    "with a request_id can be retried safely)",
+                    {"actor": actor_id, "outcome": "unknown"}))
+                return
         self._wait_for_rehome(actor_id, link, message, answer, hops)
 
     def _wait_for_rehome(self, actor_id: str, link: Link, message: Any, answer: _Forwarded,
@@ -234,15 +251,14 @@ class Router:
         if self._holders.get(actor_id) is link:
             del self._holders[actor_id]
 
-    def _safe(self, message: Any) -> bool:
-        """May `message` be delivered again after its reply was lost?"""
+    def _writes(self, message: Any) -> bool:
+        """Is `message` a client's write (whose outcome matters if its reply was lost)? A
+        view or a world's message to another is not (safe twice: its rule)."""
         if not isinstance(message, Call):
-            return True  # a view, or a world's message to another (safe twice: its rule)
-        if message.request_id is not None:
-            return True
+            return False
         assert self.directory is not None
         kind = self.directory.kinds.get(message.op.partition(".")[0])
-        return kind is not None and message.op in kind.reads
+        return kind is None or message.op not in kind.reads
 
     def _result(self, message: Any, result: Any) -> Any:
         """The reply's result as the local actor would have given it."""
@@ -263,8 +279,8 @@ class Router:
     def _deliver(self, actor_id: str, message: Any, answer: _Forwarded, hops: int) -> None:
         assert self.directory is not None
         if trio.current_time() >= answer.deadline:
-            answer.fail(ProtocolError(ErrorCode.UNAVAILABLE, f"{actor_id} could not be reached "
-                                      f"within {self.ask_timeout:g} s", {"actor": actor_id}))
+            answer.unreached(actor_id, f"{actor_id} could not be reached within "
+                             f"{self.ask_timeout:g} s")
         else:
             self.directory.deliver_soon(actor_id, message, answer, hops)
 
@@ -290,10 +306,9 @@ class Router:
                     now = trio.current_time()
                     for waiter in [w for w in rehoming.waiting if w[1].deadline <= now]:
                         rehoming.waiting.remove(waiter)
-                        waiter[1].fail(ProtocolError(
-                            ErrorCode.UNAVAILABLE, f"the process hosting {actor_id} cannot "
-                            "be reached and its lease did not lapse in time",
-                            {"actor": actor_id}))
+                        waiter[1].unreached(actor_id, f"the process hosting {actor_id} "
+                                            "cannot be reached and its lease did not lapse "
+                                            "in time")
                     try:
                         node = await self.leases.acquire(actor_id)
                         if node != dead.node or await self._moved(dead):

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import attrs
 
+SETTINGS = {"fsync": "on", "synchronous_commit": "on", "max_connections": "200"}
 START_ATTEMPTS = 3  # a free port can be taken between choosing it and the server binding it
 
 
@@ -73,8 +74,10 @@ def _as_owner(argv: list[str]) -> list[str]:
     return ["runuser", "-u", "postgres", "--", *argv] if os.geteuid() == 0 else argv
 
 
-def start(directory: Path | None = None) -> LocalPostgres:
-    """initdb a cluster in a new temporary directory (or `directory`, empty) and start it."""
+def start(directory: Path | None = None, settings: dict[str, str] | None = None
+          ) -> LocalPostgres:
+    """initdb a cluster in a new temporary directory (or `directory`, empty) and start it,
+    with SETTINGS updated by `settings` (the tests' way to run one without fsync)."""
     bindir = postgres_bin()
     if bindir is None:
         raise RuntimeError(unavailable())
@@ -92,8 +95,9 @@ def start(directory: Path | None = None) -> LocalPostgres:
     failure = ""
     for _ in range(START_ATTEMPTS):
         port = _free_port()
-        options = (f"-p {port} -k {directory} -c listen_addresses=127.0.0.1 "
-                   "-c fsync=on -c synchronous_commit=on -c max_connections=200")
+        options = " ".join([f"-p {port} -k {directory} -c listen_addresses=127.0.0.1",
+                            *(f"-c {k}={v}" for k, v in {**SETTINGS, **(settings or {})}
+                              .items())])
         started = subprocess.run(
             _as_owner([str(bindir / "pg_ctl"), "-w", "-t", "30", "-D", str(data),
                        "-l", str(directory / "server.log"), "-o", options, "start"]),

@@ -42,6 +42,7 @@ caller stops, and a claim + replay tells the truth.
 from __future__ import annotations
 
 import json
+import os
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -50,6 +51,7 @@ from typing import Any, Self, TypeVar
 
 import psycopg
 import trio
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.pq import TransactionStatus
 
 from actors.store import (
@@ -117,9 +119,24 @@ SELECT name, rev FROM ok UNION ALL SELECT NULL, count(*) FROM note
 STATES = "SELECT name, rev, fence FROM streams WHERE name = ANY(%s)"
 CLAIM = ("INSERT INTO streams AS s (name, rev, fence) VALUES (%s, 0, 1) "
          "ON CONFLICT (name) DO UPDATE SET fence = s.fence + 1 RETURNING fence, rev")
+UNCLAIM = "DELETE FROM streams WHERE name = %s AND rev = 0 AND fence = 1"
 SAVE_SNAPSHOT = ("INSERT INTO snapshots AS p (stream, rev, data) VALUES (%s, %s, %s) "
                  "ON CONFLICT (stream) DO UPDATE SET rev = excluded.rev, data = excluded.data "
                  "WHERE p.rev <= excluded.rev")
+
+
+class NotDurable(RuntimeError):
+    """The PostgreSQL server cannot make a commit durable (it runs with `fsync` off)."""
+
+
+def durable_dsn(dsn: str) -> str:
+    """`dsn` with `-c synchronous_commit=on` added to its startup options (after its own,
+    or PGOPTIONS when it has none): a server, database or role set to `off` would otherwise
+    acknowledge commits that a crash of PostgreSQL loses."""
+    params = conninfo_to_dict(dsn)
+    options = params.get("options", os.environ.get("PGOPTIONS", ""))
+    params["options"] = f"{options} -c synchronous_commit=on".strip()
+    return make_conninfo("", **params)
 
 
 class _Append:
@@ -293,19 +310,20 @@ class PostgresEventStore(EventStore):
     """An EventStore in a PostgreSQL database; use `async with` or `open`/`aclose`.
 
     `dsn` is a libpq connection string or URI (host names are resolved off the event loop;
-    the schema is the search_path's). `readers` is the pool's size. `channel` is the
-    NOTIFY channel of this store's appends (one per database that several clusters
-    share). `write_timeout` bounds one batch's statement, `query_timeout` any other call
+    the schema is the search_path's); every connection adds `synchronous_commit=on` to its
+    options (`durable_dsn`), and `open` refuses a server running with `fsync` off.
+    `readers` is the pool's size. `channel` is the NOTIFY channel of this store's appends
+    (one per database that several clusters share). `write_timeout` bounds one batch's statement, `query_timeout` any other call
     (seconds; a long stream's read included).
     """
 
     def __init__(self, dsn: str, *, readers: int = 2, channel: str = CHANNEL,
                  max_batch: int = 512, write_timeout: float = 10.0,
                  query_timeout: float = 30.0) -> None:
-        self.dsn, self.channel = dsn, channel
+        self.dsn, self.channel = durable_dsn(dsn), channel
         self.max_batch, self.write_timeout = max_batch, write_timeout
         self.settings: dict[str, str] = {}  # the server's fsync and synchronous_commit
-        self._pool = _Pool(dsn, readers, query_timeout)
+        self._pool = _Pool(self.dsn, readers, query_timeout)
         self._writer = _Slot()
         self._writer_pids: set[int] = set()  # the backend that sends our NOTIFYs
         self._queue: deque[_Append] = deque()
@@ -325,17 +343,25 @@ class PostgresEventStore(EventStore):
         await self.aclose()
 
     async def open(self) -> None:
-        """Connect, apply the schema, start the writer task (idempotent)."""
+        """Check that the server makes commits durable (NotDurable if it runs with `fsync`
+        off), apply the schema, start the writer task (idempotent)."""
         if self._state != "new":
             return
         async with self._pool.connection() as conn:
-            await conn.execute(f"BEGIN; SELECT pg_advisory_xact_lock({SCHEMA_LOCK}); "
-                               f"{SCHEMA} COMMIT;")
             cur = await conn.execute("SELECT current_setting('fsync'), "
                                      "current_setting('synchronous_commit')")
             row = await cur.fetchone()
             assert row is not None
             self.settings = {"fsync": row[0], "synchronous_commit": row[1]}
+            if row[0] == "on":
+                await conn.execute(f"BEGIN; SELECT pg_advisory_xact_lock({SCHEMA_LOCK}); "
+                                   f"{SCHEMA} COMMIT;")
+        if self.settings["fsync"] != "on":
+            await self._pool.aclose()
+            raise NotDurable(
+                "the PostgreSQL server runs with fsync = off: a crash of it or of its "
+                "machine may lose or corrupt committed writes; set fsync = on in its "
+                "configuration (postgresql.conf or ALTER SYSTEM) and reload it")
         self._state = "open"
         trio.lowlevel.spawn_system_task(self._write_batches, name="postgres-writer")
 
@@ -514,6 +540,11 @@ class PostgresEventStore(EventStore):
         fence, rev = row
         self._fences[stream] = max(fence, self._fences.get(stream, 0))
         return fence, rev
+
+    async def unclaim(self, stream: str) -> None:
+        """See EventStore.unclaim (the row is deleted only while its fence is still 1)."""
+        if self._fences.pop(stream, 0) == 1:
+            await self._fetch(UNCLAIM, (stream,))
 
     async def read(self, stream: str, after: int = 0, upto: int | None = None
                    ) -> list[StoredEvent]:

@@ -7,20 +7,22 @@ from __future__ import annotations
 
 import logging
 import random
+import socket
 from typing import Any
 
 import pytest
 import trio
 
-from actors.runtime import Call
+from actors.runtime import Call, RuntimeConfig
 from actors.runtime.mailbox import Pending
 from protocol.client import Client, Push, RequestError
-from protocol.errors import ErrorCode
-from protocol.ops.counter import GetArgs
+from protocol.errors import ErrorCode, ProtocolError
+from protocol.ops.counter import AddArgs, GetArgs
 from server.budgets import Budgets
 from server.hello import new_key
 from tests.cluster.conftest import Nodes, counter_add, wait_for
 from tests.ecosystem.live import POND, SIZE
+from tests.pgproxy import PgProxy
 from tests.pgsql import sql
 
 pytestmark = pytest.mark.postgres
@@ -147,6 +149,59 @@ async def test_a_crashed_host_s_worlds_answer_again_once_its_lease_lapses(
     # waited for the lease to lapse, not for the request's time (10 s); no bound on speed
     # is asserted, only that it did not give up and retry from the client
     assert waited < b.running.state.config.runtime.ask_timeout
+
+
+async def test_a_sent_write_that_runs_out_of_time_waiting_for_its_host_is_of_unknown_outcome(
+        nodes: Nodes, nursery: trio.Nursery) -> None:
+    """The link to the world's host carries nothing more once a write was sent on it (a
+    partition: both nodes alive, the host renews its lease). The write waits for the world
+    to re-home until its time runs out, then is refused `unavailable` with `outcome:
+    "unknown"`: the host may have applied it. Retried with its request id once the link
+    carries again, it is applied once."""
+    with socket.socket() as s:  # the host's peer port, behind a proxy the test can stop
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proxy = await nursery.start(PgProxy(f"host=127.0.0.1 port={port}").serve)
+    a = await nodes.start("a", peer_port=port, peer_addr=f"127.0.0.1:{proxy.port}")
+    b = await nodes.start("b", runtime=RuntimeConfig(ask_timeout=3.0))
+    add = Call("counter.add", AddArgs(5), "agent", "ann", request_id="add-5")
+    async with Client.connect(a.ws_url) as ca, Client.connect(b.ws_url) as cb:
+        await ca.request("counter.create", WORLD)
+        assert (await cb.request("counter.get", WORLD))["total"] == 0  # the link is up
+        proxy.blackhole()
+        with pytest.raises(ProtocolError) as refused:
+            await b.directory.ask(WORLD, add, timeout=30)  # past b's ask timeout
+        assert (refused.value.code, refused.value.detail) == (
+            ErrorCode.UNAVAILABLE, {"actor": WORLD, "outcome": "unknown"})
+        assert refused.value.message == (
+            "the process hosting counter:w cannot be reached and its lease did not lapse "
+            "in time; the write had been sent to it and may or may not have been applied "
+            "(a write sent with a request_id can be retried safely)")
+        proxy.restore()
+        assert (await b.directory.ask(WORLD, add, timeout=30)).total == 5
+        assert await cb.request("counter.get", WORLD) == {"total": 5, "adds": 1,
+                                                          "revision": 2}
+    assert WORLD in a.directory.hosted()
+
+
+async def test_refused_creates_leave_no_stream_and_no_claim_behind(nodes: Nodes) -> None:
+    """A create refused on a fresh name claimed its stream first: once its actor ended,
+    the claim is forgotten and the empty stream deleted (an agent repeating refused
+    creates, which cost no create budget, grew both without bound)."""
+    a = await nodes.start("a")
+    store = a.directory.store
+    async with Client.connect(a.ws_url) as c:
+        for k in range(20):
+            with pytest.raises(RequestError) as refused:
+                await c.request("puzzle.create", f"puzzle:nope-{k}", {"level": "nope"})
+            assert refused.value.code == "bad_request"
+        await c.request("counter.create", WORLD)
+    with trio.fail_after(10):  # the claims are let go once each actor ended
+        while await sql(nodes.dsn, "SELECT name FROM streams WHERE name LIKE 'puzzle:%'"):
+            await trio.sleep(0.02)
+    assert not [s for s in store._fences if s.startswith("puzzle:")]
+    assert await sql(nodes.dsn, "SELECT rev, fence FROM streams WHERE name = %s",
+                     WORLD) == [(1, 1)]
 
 
 async def test_a_lost_lease_stops_the_world_at_once_and_it_answers_from_the_new_holder(

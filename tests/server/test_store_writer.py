@@ -5,6 +5,7 @@ supervisor to restart it."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import time
@@ -83,3 +84,40 @@ async def test_a_writer_that_keeps_dying_makes_the_server_exit_non_zero(
                    for line in server.output), "".join(server.output)
     finally:
         await trio.to_thread.run_sync(server.kill)
+
+
+async def test_a_write_the_writer_died_holding_says_its_outcome_is_unknown(
+        tmp_path: Path) -> None:
+    """The writer dies with the append in its hands: the reply is `unavailable` with
+    `detail.outcome: "unknown"`, what docs/protocol.md tells a client to retry on with the
+    same request id, and the retries apply the write once."""
+    async with running_server(tmp_path) as srv:
+        store = srv.state.directory.store
+        token = srv.state.tokens.create("agent", "ann")
+        async with raw_client(srv, token) as c:
+            result(await c.call("counter.create", WORLD))
+            add = {"op": "counter.add", "to": WORLD, "args": {"amount": 5},
+                   "request_id": "add-5"}
+            writer = store._proc.pid
+            os.kill(writer, signal.SIGSTOP)
+            try:
+                await c.send({"id": 100, **add})
+                with trio.fail_after(10):
+                    while not store._waiting:  # the append went to the writer
+                        await trio.sleep(0.01)
+            finally:
+                os.kill(writer, signal.SIGKILL)
+            refused = error(await c.recv())
+            assert refused["code"] == "unavailable", refused
+            assert refused["detail"] == {"store": "down", "stored": "unknown",
+                                         "outcome": "unknown"}
+            with trio.fail_after(20):  # until a new writer serves
+                for rid in itertools.count(101):
+                    await c.send({"id": rid, **add})
+                    reply = await c.recv()
+                    if reply["ok"]:
+                        break
+                    assert reply["error"]["code"] == "unavailable", reply
+                    assert "outcome" not in reply["error"]["detail"], reply  # not sent
+                    await trio.sleep(0.05)
+            assert result(await c.call("counter.get", WORLD))["total"] == 5

@@ -6,6 +6,7 @@ from __future__ import annotations
 import traceback
 from collections import Counter
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Self
 
 import psycopg
@@ -19,10 +20,12 @@ from actors.runtime.directory import ActorKind, open_directory
 from actors.store import ConflictError, FencedError, Receipt, StoreUnavailable
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.ops.counter import AddArgs, CreateArgs
+from server.storage import pg_local
 from server.storage.pg_trio import TrioConnection
-from server.storage.postgres import PostgresEventStore, _own
+from server.storage.postgres import NotDurable, PostgresEventStore, _own, rows_of
 from tests.pgsql import sql
 from tests.server.garbage import collector_off, cyclic_garbage
+from tests.server.server_process import ServerProcess
 
 pytestmark = pytest.mark.postgres
 
@@ -42,6 +45,56 @@ async def _wait_for_lock_waiters(dsn: str, n: int) -> None:
 
 async def test_durability_settings_are_on(store: PostgresEventStore) -> None:
     assert store.settings == {"fsync": "on", "synchronous_commit": "on"}
+
+
+async def test_every_connection_commits_synchronously_whatever_the_role_says(
+        postgres_dsn: str) -> None:
+    """A role (or database) with synchronous_commit off would have PostgreSQL acknowledge
+    commits that its crash loses: the store's connections set it on themselves."""
+    role = "petridish_async_commit"
+    await sql(postgres_dsn, f"CREATE ROLE {role} LOGIN SUPERUSER")
+    try:
+        await sql(postgres_dsn, f"ALTER ROLE {role} SET synchronous_commit = off")
+        dsn = make_conninfo(postgres_dsn, user=role)
+        assert await sql(dsn, "SHOW synchronous_commit") == [("off",)]
+        async with PostgresEventStore(dsn) as store:
+            assert store.settings == {"fsync": "on", "synchronous_commit": "on"}
+            assert await store.run(rows_of("SHOW synchronous_commit", None)) == [("on",)]
+            await store.append("w:1", 0, [{}])  # the writer's connection, now open
+            assert store._writer.conn is not None
+            cur = await store._writer.conn.execute("SHOW synchronous_commit")
+            assert await cur.fetchall() == [("on",)]
+            # The listener and cluster.py's lease connections open `store.dsn` too.
+            assert await sql(store.dsn, "SHOW synchronous_commit") == [("on",)]
+            assert await sql(store.dsn, "SHOW search_path") \
+                == await sql(postgres_dsn, "SHOW search_path")
+    finally:
+        await sql(postgres_dsn, f"REASSIGN OWNED BY {role} TO postgres")
+        await sql(postgres_dsn, f"DROP ROLE {role}")
+
+
+async def test_a_server_running_without_fsync_is_refused(tmp_path: Path) -> None:
+    """No client can turn fsync on: the store refuses to open, naming it, and creates
+    nothing; `petridish serve` on it exits 2 with that sentence."""
+    if pg_local.unavailable() is not None:
+        pytest.skip(pg_local.unavailable())
+    server = await trio.to_thread.run_sync(lambda: pg_local.start(settings={"fsync": "off"}))
+    try:
+        with pytest.raises(NotDurable, match=(
+                r"^the PostgreSQL server runs with fsync = off: a crash of it or of its "
+                r"machine may lose or corrupt committed writes; set fsync = on in its "
+                r"configuration \(postgresql.conf or ALTER SYSTEM\) and reload it$")):
+            async with PostgresEventStore(server.dsn()):
+                pass
+        assert await sql(server.dsn(), "SELECT to_regclass('streams')") == [(None,)]
+        node = ServerProcess(tmp_path, "--store", server.dsn(), "--node", "n1")
+        with pytest.raises(RuntimeError, match="exited before listening"):
+            await trio.to_thread.run_sync(node.start)
+        assert node.proc is not None and node.proc.wait(10) == 2
+        said = "".join(node.output)
+        assert "petridish: the PostgreSQL server runs with fsync = off: " in said, said
+    finally:
+        await trio.to_thread.run_sync(pg_local.stop, server)
 
 
 async def test_every_append_waiting_goes_out_in_one_transaction(
@@ -213,7 +266,7 @@ async def test_a_writer_connection_lost_mid_batch_fails_it_as_unknown_then_recon
     await blocker.rollback()
     await blocker.close()
     (unknown,) = outcome
-    assert unknown.detail == {"store": "down", "stored": "unknown"}
+    assert unknown.detail == {"store": "down", "stored": "unknown", "outcome": "unknown"}
     rev = await store.revision("w:1")  # terminated before it ran: not stored
     assert await store.append("w:1", rev, [{"n": 3}]) == rev + 1
     assert store._writer_pids != {pid}
