@@ -313,8 +313,8 @@ class PostgresEventStore(EventStore):
     the schema is the search_path's); every connection adds `synchronous_commit=on` to its
     options (`durable_dsn`), and `open` refuses a server running with `fsync` off.
     `readers` is the pool's size. `channel` is the NOTIFY channel of this store's appends
-    (one per database that several clusters share). `write_timeout` bounds one batch's statement, `query_timeout` any other call
-    (seconds; a long stream's read included).
+    (one per database that several clusters share). `write_timeout` bounds one batch's
+    statement, `query_timeout` any other call (seconds; a long stream's read included).
     """
 
     def __init__(self, dsn: str, *, readers: int = 2, channel: str = CHANNEL,
