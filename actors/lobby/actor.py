@@ -226,9 +226,8 @@ class LobbyActor(WorldActor):
         except ProtocolError as error:
             _within_params(error)
             raise
-        world = directory.alive(actor_id)
-        rev = world.rev if world is not None else 0
-        if rev:  # the world is durable: the lobby records it (and the request's receipt)
+        rev = await self.context.store.revision(actor_id)  # (wherever it is hosted)
+        if rev:  # the world is stored: the lobby records it (and the request's receipt)
             self.fold(decided)
         # else its first events come later (a field being generated, a run setting up): a
         # record now would outlive a crash that lost the world, and refuse its name for ever
