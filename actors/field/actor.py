@@ -9,7 +9,9 @@
   needs it (manifest or grow) is appended, so a restart finds it.
 - History: a field loaded from its store snapshot holds no history before it; the first
   `field.history` ask for an earlier revision has the stored events up to the snapshot
-  folded again off the task (`offload`), and it and the asks after it wait for that.
+  folded again off the task (`offload`), and it and the asks after it wait for that. A
+  field holds only its latest events (`live.History`): an ask for an older revision folds
+  the stored events after its checkpoint off the task, for that ask alone.
 - The daily field `field:day-YYYY-MM-DD` (UTC) is declared by its kind on its day: it is
   not generated ahead of time but starts itself the first time anything asks for it (the
   first ask answers `generating`), then merges yesterday's board into the all-time board
@@ -105,6 +107,16 @@ class _EarlierFolded:
 
     earlier: _Earlier
     history: live.History | None
+    seconds: float = 0.0  # of the worker thread's CPU the fold took
+
+
+@attrs.frozen
+class _Replayed:
+    """A past view folded from the stored events for an ask (None: that failed, logged)."""
+
+    answer: Deferred
+    revision: int
+    view: ops.FieldView | None
     seconds: float = 0.0  # of the worker thread's CPU the fold took
 
 
@@ -232,7 +244,10 @@ class FieldActor(WorldActor):
             await self._progressed(message)
             return
         if isinstance(message, _EarlierFolded):
-            self._earlier_folded(message)
+            await self._earlier_folded(message)
+            return
+        if isinstance(message, _Replayed):
+            self._replayed(message)
             return
         if isinstance(message, _Generated):
             await self._generated(message)
@@ -329,14 +344,21 @@ class FieldActor(WorldActor):
     async def _history(self, call: Call) -> ops.FieldView | None:
         """`field.history`. A field loaded from a snapshot holds no history before it: an
         ask for an earlier revision waits while the stored events up to the snapshot are
-        decoded and folded again off the task (once per load; nothing else waits for it)."""
+        decoded and folded again off the task (once per load; nothing else waits for it).
+        An ask for a revision whose events are no longer held waits for the fold of the
+        stored events after its checkpoint, off the task too."""
         a: ops.HistoryArgs = call.args
         w = self.state
         first = w.history.first
         if not 1 <= a.revision < first:
+            if 1 <= a.revision <= w.state.revision and not w.history.held(a.revision):
+                await self._answer(self.defer(), w.history, a.revision)
+                return None
             return self.read(call)
         if self._earlier is None or self._earlier.history is not w.history:
-            rows = await self.context.store.read_rows(self.actor_id, upto=first)
+            rows = await self._rows(0, first)
+            if rows is None:
+                raise self._unreadable(f"before revision {first}")
             earlier = self._earlier = _Earlier(w.history)
             self.offload(thread_timed(lambda: rules.replayed(w.game, decoded(rows)).history),
                          lambda done: _EarlierFolded(earlier, *done),
@@ -344,7 +366,7 @@ class FieldActor(WorldActor):
         self._earlier.waiting.append((self.defer(), a.revision))
         return None
 
-    def _earlier_folded(self, msg: _EarlierFolded) -> None:
+    async def _earlier_folded(self, msg: _EarlierFolded) -> None:
         """Complete the history (unless the field was loaded again meanwhile) and answer
         the asks that waited for it."""
         earlier, history = msg.earlier, msg.history
@@ -353,15 +375,53 @@ class FieldActor(WorldActor):
         if earlier.waiting:  # the ask that set the fold off pays for it
             earlier.waiting[0][0].charge(msg.seconds)
         if history is None:
-            error = self.refuse(ErrorCode.UNAVAILABLE, "the history before revision "
-                                f"{earlier.history.first} could not be read; retry")
+            error = self._unreadable(f"before revision {earlier.history.first}")
             for answer, _ in earlier.waiting:
                 answer.fail(error)
             return
         if earlier.history is self.state.history:
             earlier.history.prepend(history)
         for answer, revision in earlier.waiting:
+            await self._answer(answer, history, revision)
+
+    async def _answer(self, answer: Deferred, history: live.History, revision: int) -> None:
+        """Answer a `field.history` ask at `revision` (in `history`) from the events
+        `history` holds, or else from the stored events after its nearest checkpoint (at
+        most one checkpoint spacing), folded off the task and kept nowhere."""
+        if history.held(revision):
             answer.succeed(rules.history_view(self.state, history, revision))
+            return
+        base = history.base(revision)
+        start, game = history.checkpoints[base], self.state.game
+        rows = await self._rows(base, revision)
+        if rows is None:
+            answer.fail(self._unreadable(f"at revision {revision}"))
+            return
+        self.offload(thread_timed(lambda: rules.past_view(
+            game, rules.folded(start, decoded(rows), revision))),
+            lambda done: _Replayed(answer, revision, *done),
+            lambda: _Replayed(answer, revision, None))
+
+    def _replayed(self, msg: _Replayed) -> None:
+        """Answer the ask whose revision was folded from the stored events; it pays."""
+        msg.answer.charge(msg.seconds)
+        if msg.view is None:
+            msg.answer.fail(self._unreadable(f"at revision {msg.revision}"))
+        else:
+            msg.answer.succeed(msg.view)
+
+    async def _rows(self, after: int, upto: int) -> list[tuple[int, str]] | None:
+        """The stored rows of revisions after + 1 .. upto (None: the read failed, logged)."""
+        try:
+            return await self.context.store.read_rows(self.actor_id, after=after, upto=upto)
+        except Exception:
+            log.exception("%s: could not read revisions %d..%d", self.actor_id, after + 1,
+                          upto)
+            return None
+
+    def _unreadable(self, where: str) -> ProtocolError:
+        return self.refuse(ErrorCode.UNAVAILABLE, f"the history {where} could not be read; "
+                           "retry")
 
     def board(self) -> Boards:
         """This field's board per user and per model."""

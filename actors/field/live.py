@@ -14,8 +14,16 @@ from typing import Any
 import attrs
 import numpy as np
 
-from actors.field.events import Event, GameRules, GrowEvent, ManifestEvent
-from actors.field.fold import HIDDEN, MAP_TILE, SOLVED, State, apply_event, new_state
+from actors.field.events import (
+    CommitEvent,
+    Event,
+    GameRules,
+    GrowEvent,
+    ManifestEvent,
+    RetractEvent,
+    RevealEvent,
+)
+from actors.field.fold import HIDDEN, MAP_TILE, SOLVED, State, new_state, replay
 from actors.field.health import health_of
 from actors.field.leaderboard import Boards, Ordered, merge_boards
 from protocol.ops.field import (
@@ -39,6 +47,10 @@ GROW_SHARE = 0.75  # revealed or solved share of the tiles that triggers a growt
 CHECKPOINT_EVERY = 16  # revisions between the states kept for history at first (a replay
 # of 15 events is ~2 ms); the spacing doubles each time MAX_CHECKPOINTS is passed
 MAX_CHECKPOINTS = 128
+MAX_HELD_EVENTS = 4096  # the latest events a field holds for history (~1 KB each): what
+# spectators scrub and replay near live (the page's Replay is 120 steps, a resume 200)
+# folds from memory; an older revision reads at most one checkpoint spacing from the store
+MAX_HELD_CELLS = 65536  # cells in the events held: 16 commits of MAX_BATCH (~0.45 MB each)
 
 # The daily field: a growing field on the full canvas, fog on.
 DAILY_CANVAS, DAILY_CHUNKS, DAILY_CHUNK, DAILY_GROW_S = 1000, 3, 40, 1800.0
@@ -184,29 +196,45 @@ def growth_due(s: State) -> str | None:
 
 
 class History:
-    """A field's events with a fold state kept every CHECKPOINT_EVERY revisions and after
-    every event that lays out the canvas (the manifest, a growth: folding one builds the
-    canvas's cell index again, 16 ms at 1,232 tiles), so the state at any revision is a
+    """A field's recent events with a fold state kept every CHECKPOINT_EVERY revisions and
+    after every event that lays out the canvas (the manifest, a growth: folding one builds
+    the canvas's cell index again, 16 ms at 1,232 tiles), so the state at any revision is a
     short, cheap replay away. Past MAX_CHECKPOINTS states the spacing doubles and the
     periodic states off it are dropped, which bounds the memory they pin while no replay is
     longer than the spacing (under 2 x revisions / MAX_CHECKPOINTS); the layout ones stay (a
     field grows a bounded number of times: its canvas is at most MAX_CANVAS).
 
+    Only the most recent events are held (MAX_HELD_EVENTS, of MAX_HELD_CELLS cells at
+    most): a field played for long would otherwise hold every event it ever had (a seated
+    agent looping commit / retract adds one an ask). `state_at` answers a revision whose
+    replay from its checkpoint the held events cover (`held`); for an older one the caller
+    folds the stored events after `base(revision)` from `checkpoints[base]`.
+
     A field loaded from a store snapshot starts its history at the snapshot's state
-    (`first`): the revisions before it are the stored events it skipped, which `prepend`
-    adds once they are folded again."""
+    (`first`): the revisions before it are the stored events it skipped, whose checkpoints
+    `prepend` adds once they are folded again."""
 
     def __init__(self, start: State | None = None) -> None:
         start = new_state() if start is None else start
-        self.first = start.revision  # the earliest revision held
-        self.events: list[Event] = []  # revisions first + 1, first + 2, ...
+        self.first = start.revision  # the earliest revision answered
+        self.revision = start.revision  # the latest
+        self.events: list[Event] = []  # the held events: revisions held_from + 1 .. revision
+        self.cells = 0  # held in them (`_cells`)
         self.checkpoints: dict[int, State] = {self.first: start}
         self.layouts: set[int] = set()  # revisions of the manifest and the growths
         self.every = CHECKPOINT_EVERY  # revisions between the periodic states
 
+    @property
+    def held_from(self) -> int:
+        """The revision the held events start after."""
+        return self.revision - len(self.events)
+
     def add(self, ev: Event, after: State) -> None:
         """Record `ev`, whose fold gave `after`."""
         self.events.append(ev)
+        self.cells += _cells(ev)
+        self.revision = after.revision
+        self._trim()
         if isinstance(ev, ManifestEvent | GrowEvent):
             self.layouts.add(after.revision)
             self.checkpoints[after.revision] = after
@@ -215,35 +243,67 @@ class History:
             self._thin()
 
     def prepend(self, earlier: History) -> None:
-        """Take in the history of revisions 0..first (folded from the stored events)."""
-        if earlier.first != 0 or len(earlier.events) != self.first:
-            raise ValueError(f"a history of revisions {earlier.first}.."
-                             f"{earlier.first + len(earlier.events)} does not end at "
-                             f"{self.first}")
-        self.events = earlier.events + self.events
+        """Take in the history of revisions 0..first (folded from the stored events): its
+        checkpoints, and its held events while the bound leaves room for them."""
+        if earlier.first != 0 or earlier.revision != self.first:
+            raise ValueError(f"a history of revisions {earlier.first}..{earlier.revision} "
+                             f"does not end at {self.first}")
+        if self.held_from == self.first:  # nothing dropped yet: they continue the held ones
+            self.events = earlier.events + self.events
+            self.cells += earlier.cells
+            self._trim()
         self.checkpoints = {**earlier.checkpoints, **self.checkpoints}
         self.layouts |= earlier.layouts
         self.every = max(self.every, earlier.every)
         self.first = 0
         self._thin()
 
-    def state_at(self, revision: int) -> State:
-        """The state at `revision` (first..first + len(events))."""
-        if not self.first <= revision <= self.first + len(self.events):
-            raise ValueError(f"revision {revision} is not in "
-                             f"{self.first}..{self.first + len(self.events)}")
+    def base(self, revision: int) -> int:
+        """The revision of the nearest state kept at or before `revision` (first..)."""
         revs = sorted(self.checkpoints)
-        base = revs[bisect.bisect_right(revs, revision) - 1]
-        s = self.checkpoints[base]
-        for ev in self.events[base - self.first:revision - self.first]:
-            s = apply_event(s, ev)
-        return s
+        return revs[bisect.bisect_right(revs, revision) - 1]
+
+    def held(self, revision: int) -> bool:
+        """Whether `state_at(revision)` can answer: the events after its checkpoint are held
+        (`revision` in first..revision)."""
+        return self.base(revision) >= min(revision, self.held_from)
+
+    def state_at(self, revision: int) -> State:
+        """The state at `revision` (first..revision); LookupError when it is not `held`."""
+        if not self.first <= revision <= self.revision:
+            raise ValueError(f"revision {revision} is not in {self.first}..{self.revision}")
+        if not self.held(revision):
+            raise LookupError(f"the events after revision {self.base(revision)} are not "
+                              "held; fold the stored ones")
+        base, start = self.base(revision), self.held_from
+        return replay(self.events[base - start:revision - start], self.checkpoints[base])
+
+    def _trim(self) -> None:
+        """Drop the oldest events past MAX_HELD_EVENTS or MAX_HELD_CELLS."""
+        n = 0
+        while n < len(self.events) and (len(self.events) - n > MAX_HELD_EVENTS
+                                        or self.cells > MAX_HELD_CELLS):
+            self.cells -= _cells(self.events[n])
+            n += 1
+        del self.events[:n]
 
     def _thin(self) -> None:
         while len(self.checkpoints) - len(self.layouts) > MAX_CHECKPOINTS:
             self.every *= 2
             self.checkpoints = {r: s for r, s in self.checkpoints.items()
                                 if r in self.layouts or r == self.first or r % self.every == 0}
+
+
+def _cells(ev: Event) -> int:
+    """What an event holds in memory, in cells (at least 1): a commit of MAX_BATCH accepted
+    cells is ~0.45 MB, a small event ~1 KB."""
+    if isinstance(ev, CommitEvent):
+        return 1 + len(ev.accepted) + len(ev.rejected)
+    if isinstance(ev, RetractEvent):
+        return 1 + len(ev.retracted)
+    if isinstance(ev, RevealEvent):
+        return 1 + len(ev.givens)
+    return 1
 
 
 def view_of(s: State, game: str, status: str) -> dict[str, Any]:

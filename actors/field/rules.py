@@ -32,7 +32,7 @@ from actors.field.events import (
     event_to_json,
     is_noop,
 )
-from actors.field.fold import IMPLICIT_AGENT, State, apply_event, new_state
+from actors.field.fold import IMPLICIT_AGENT, State, apply_event, new_state, replay
 from actors.field.generate import Field
 from actors.field.health import dead_message, health_note, health_of
 from actors.field.observe import observe
@@ -97,9 +97,13 @@ def initial(game: str) -> Live:
     return Live(game)
 
 
+def _inner(ev: FieldEvent) -> Event:
+    return ev.event if isinstance(ev, Joined) else ev
+
+
 def evolve(w: Live, ev: FieldEvent) -> Live:
     """Fold one event (the checkpoints are kept as it goes)."""
-    inner = ev.event if isinstance(ev, Joined) else ev
+    inner = _inner(ev)
     after = apply_event(w.state, inner)
     w.history.add(as_kept(inner), after)
     changes: dict[str, Any] = {"state": after}
@@ -114,7 +118,7 @@ def evolve(w: Live, ev: FieldEvent) -> Live:
 def encode(ev: FieldEvent, after: Live) -> dict[str, Any]:
     """The stored record: the event's JSON (`as_kept`), the map tiles it dirtied, a join's
     caller."""
-    inner = ev.event if isinstance(ev, Joined) else ev
+    inner = _inner(ev)
     record = {**event_to_json(as_kept(inner)), "dirty": sorted(after.state.dirty)}
     if isinstance(ev, Joined):
         record["caller"] = ev.caller
@@ -133,6 +137,15 @@ def replayed(game: str, records: Iterable[dict[str, Any]]) -> Live:
     for record in records:
         w = evolve(w, decode(record))
     return w
+
+
+def folded(start: State, records: Iterable[dict[str, Any]], revision: int) -> State:
+    """The state at `revision`: `start` with the stored records after it folded in;
+    ValueError when they do not reach `revision` (not all stored yet)."""
+    s = replay((_inner(decode(record)) for record in records), start)
+    if s.revision != revision:
+        raise ValueError(f"the stored events end at revision {s.revision}, not {revision}")
+    return s
 
 
 # The snapshot's layout: `load` refuses any other, and the runtime then folds the stream.
@@ -349,7 +362,8 @@ def read_rules(w: Live, _a: Any, _ctx: Ctx) -> ops.RulesResult | Refusal:
 
 
 def read_history(w: Live, a: ops.HistoryArgs, _ctx: Ctx) -> ops.FieldView | Refusal:
-    """The spectator view at an earlier revision."""
+    """The spectator view at an earlier revision, off the events the history holds (the
+    actor's `field.history` effect folds the stored ones for the others)."""
     if (r := unready(w)) is not None:
         return r
     rev = w.state.revision
@@ -362,7 +376,12 @@ def read_history(w: Live, a: ops.HistoryArgs, _ctx: Ctx) -> ops.FieldView | Refu
 
 def history_view(w: Live, history: live.History, revision: int) -> ops.FieldView:
     """The spectator view of field `w` at `revision`, read off `history`."""
-    return ops.FieldView(live.view_of(history.state_at(revision), w.game, "ready"))
+    return past_view(w.game, history.state_at(revision))
+
+
+def past_view(game: str, state: State) -> ops.FieldView:
+    """The spectator view of `state`, a past state of field `game`."""
+    return ops.FieldView(live.view_of(state, game, "ready"))
 
 
 def view(w: Live) -> dict[str, Any]:

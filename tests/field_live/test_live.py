@@ -95,6 +95,68 @@ def test_a_history_started_later_reads_from_there_and_takes_in_the_earlier(monke
     assert all(later.state_at(rev) == states[rev] for rev in range(len(g.events) + 1))
 
 
+def _bounded(monkeypatch, events: int, cells: int = 65536) -> None:
+    monkeypatch.setattr(live, "CHECKPOINT_EVERY", 8)
+    monkeypatch.setattr(live, "MAX_CHECKPOINTS", 4)
+    monkeypatch.setattr(live, "MAX_HELD_EVENTS", events)
+    monkeypatch.setattr(live, "MAX_HELD_CELLS", cells)
+
+
+def _played() -> tuple[list, list]:
+    """A field's events played by three agents, and its state at each revision."""
+    g = Game(scatter_seed(3, 60))
+    play_random(g, np.random.default_rng(1), 200, 3)
+    states = [replay([])]
+    for ev in g.events:
+        states.append(apply_event(states[-1], ev))
+    return g.events, states
+
+
+def _answers_every_revision(h: live.History, events: list, states: list) -> None:
+    """Each revision from `h.first` equals the replay: off the held events when `held`,
+    else (LookupError) folded from its checkpoint over the events after it, as the actor
+    folds the stored ones."""
+    for rev in range(h.first, len(events) + 1):
+        base = h.base(rev)
+        assert base <= rev and rev - base <= max(h.every, 1)
+        if h.held(rev):
+            assert h.state_at(rev) == states[rev]
+        else:
+            with pytest.raises(LookupError, match=rf"^the events after revision {base} are "
+                                                  r"not held; fold the stored ones$"):
+                h.state_at(rev)
+            assert replay(events[base:rev], h.checkpoints[base]) == states[rev]
+
+
+@pytest.mark.parametrize(("events", "cells"), [(20, 65536), (4096, 300)])
+def test_a_history_holds_only_its_latest_events(monkeypatch, events: int, cells: int) -> None:
+    _bounded(monkeypatch, events, cells)
+    played, states = _played()
+    h = live.History()
+    for rev, ev in enumerate(played, start=1):
+        h.add(ev, states[rev])
+        assert len(h.events) <= events and h.held_from + len(h.events) == h.revision == rev
+        assert h.cells == sum(map(live._cells, h.events)) <= cells
+    assert 1 < len(h.events) < len(played) / 5 and h.events == played[-len(h.events):]
+    assert h.held(1) and not h.held(2)  # (the manifest's state is kept)
+    _answers_every_revision(h, played, states)
+
+
+@pytest.mark.parametrize("held", [20, 400])
+def test_a_history_started_later_takes_in_no_more_events_than_it_holds(monkeypatch,
+                                                                        held: int) -> None:
+    _bounded(monkeypatch, held)
+    played, states = _played()
+    first = 37
+    later, earlier = live.History(states[first]), live.History()
+    for rev, ev in enumerate(played, start=1):
+        (earlier if rev <= first else later).add(ev, states[rev])
+    later.prepend(earlier)
+    assert later.first == 0 and len(later.events) == min(held, len(played))
+    assert later.events == played[len(played) - len(later.events):]
+    _answers_every_revision(later, played, states)
+
+
 def test_alltime_merges_each_day_once() -> None:
     board = boards_of([Tally("a1", "ann", "m", 10, 1, 0, 0, 30, False)])
     one = live.merge_day(live.AllTime(), "2026-01-01", board)

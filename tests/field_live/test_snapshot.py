@@ -16,7 +16,7 @@ import pytest
 import trio
 
 from actors import field
-from actors.field import rules
+from actors.field import live, rules
 from actors.field.actor import truth_stream
 from actors.field.events import JoinEvent
 from actors.field.generate import Field
@@ -93,19 +93,26 @@ async def _shows(actor: Actor, revisions: list[int]) -> dict[str, Any]:
     async def ask(op: str, args: Any) -> Any:
         return await actor.ask(Call(op, args, "spectator", "watcher"))
 
+    agents = [a.id for a in actor.state.state.agents]
+    return {"view": actor.view(), "history": await _history(actor, revisions),
+            "rules": await ask("field.rules", RulesArgs()),
+            "observe": [await ask("field.observe", ObserveArgs(agent=a)) for a in agents],
+            "map": await ask("field.observe", ObserveArgs(rect=(0, 0, 60, 60))),
+            "board": await ask("field.leaderboard", LeaderboardArgs())}
+
+
+async def _history(actor: Actor, revisions: list[int]) -> dict[int, Any]:
+    """The field's views at `revisions`, its asks sent at once."""
     history: dict[int, Any] = {}
 
     async def one(r: int) -> None:
-        history[r] = await ask("field.history", HistoryArgs(revision=r))
+        history[r] = await actor.ask(Call("field.history", HistoryArgs(revision=r),
+                                          "spectator", "watcher"))
 
     async with trio.open_nursery() as n:
         for r in revisions:
             n.start_soon(one, r)
-    agents = [a.id for a in actor.state.state.agents]
-    return {"view": actor.view(), "history": history, "rules": await ask("field.rules", RulesArgs()),
-            "observe": [await ask("field.observe", ObserveArgs(agent=a)) for a in agents],
-            "map": await ask("field.observe", ObserveArgs(rect=(0, 0, 60, 60))),
-            "board": await ask("field.leaderboard", LeaderboardArgs())}
+    return history
 
 
 async def _join(actor: Actor, caller: str) -> None:
@@ -172,14 +179,18 @@ async def test_the_history_fold_below_a_snapshot_is_charged_to_the_ask_that_set_
 
 
 class _ReadsKept(SqliteEventStore):
-    """A SQLite store that keeps the revisions each read of the field's stream returned."""
+    """A SQLite store that keeps the revisions each read of the field's stream returned
+    (or, `failing`, fails those reads)."""
 
     def __init__(self, path: str | Path) -> None:
         super().__init__(path)
         self.reads: list[list[int]] = []
+        self.failing = False
 
     async def read_rows(self, stream: str, after: int = 0, upto: int | None = None
                         ) -> list[tuple[int, str]]:
+        if self.failing and stream == ID:
+            raise sqlite3.OperationalError("disk I/O error")
         rows = await super().read_rows(stream, after, upto)
         if stream == ID:
             self.reads.append([rev for rev, _ in rows])
@@ -247,3 +258,87 @@ async def test_a_history_that_cannot_be_folded_again_is_refused_unavailable(
         view = await actor.ask(Call("field.history", HistoryArgs(revision=n + 1), "spectator",
                                     "w"))
         assert view.view == actor.view()
+
+
+HELD = 16  # events a field holds in these tests (live.MAX_HELD_EVENTS)
+
+
+def _views(records: list[dict[str, Any]]) -> list[Any]:
+    """The field's view at each revision 0..len(records), of a full replay."""
+    w, views = rules.initial(GAME), [None]
+    for record in records:
+        w = rules.evolve(w, rules.decode(record))
+        views.append(rules.past_view(GAME, w.state))
+    return views
+
+
+async def test_a_field_holds_only_its_latest_events_and_answers_every_revision(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(live, "MAX_HELD_EVENTS", HELD)
+    n = len(_stream()[1])
+    revisions = [*range(1, n + 3, 5), n, n + 1, n + 2]
+    async with await _stored(tmp_path) as store, open_directory(store, KINDS,
+                                                                 config=CONFIG) as d:
+        actor = await d.get(ID)  # the whole stream folded: its latest events held
+        assert (actor.state.history.first, actor.state.history.events) == (
+            0, [rules.decode(r) for r in _stream()[1][-HELD:]])
+        await _join(actor, "late")  # past snapshot_every: a snapshot at n + 1
+        await _join(actor, "later")
+        views = _views([e.data for e in await store.read(ID)])
+        assert await _history(actor, revisions) == {r: views[r] for r in revisions}
+        assert len(actor.state.history.events) == HELD
+    async with _ReadsKept.in_directory(tmp_path) as store, open_directory(
+            store, KINDS, config=CONFIG) as d:
+        actor = await d.get(ID)  # from the snapshot at n + 1, then one event
+        history = actor.state.history
+        assert (history.first, len(history.events)) == (n + 1, 1)
+        store.reads.clear()
+        # the asks below the snapshot wait for the prefix's fold; those whose events are
+        # not held then read from the store the events after their checkpoint, no more
+        assert await _history(actor, revisions) == {r: views[r] for r in revisions}
+        assert (history.first, len(history.events)) == (0, HELD)
+        assert store.reads[0] == list(range(1, n + 2))  # the prefix, once
+        for read in store.reads[1:]:
+            assert 0 < len(read) <= history.every
+            assert read == list(range(history.base(read[-1]) + 1, read[-1] + 1))
+            assert not history.held(read[-1]) and read[-1] in revisions
+        assert len(store.reads) > len(revisions) / 2
+        # an old revision's ask pays for its fold, as well as its handler
+        answer = _Charged()
+        ask = Call("field.history", HistoryArgs(revision=revisions[1]), "spectator", "s")
+        assert await d.ask(ID, ask, answer=answer) == views[revisions[1]]
+        assert len(answer.charges) == 2 and answer.charges[1] > 0
+
+
+async def test_an_old_revision_whose_stored_events_cannot_be_read_is_refused_unavailable(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(live, "MAX_HELD_EVENTS", HELD)
+    n = len(_stream()[1])
+    async with await _stored(tmp_path):
+        pass  # the stream stored
+    async with _ReadsKept.in_directory(tmp_path) as store, open_directory(
+            store, KINDS, config=CONFIG) as d:
+        actor = await d.get(ID)
+        old = next(r for r in range(n // 2, n) if not actor.state.history.held(r))
+        other = next(r for r in range(old - 1, 0, -1) if not actor.state.history.held(r))
+        db = sqlite3.connect(tmp_path / "events.sqlite3")
+        with db:  # the event it ends at rots
+            db.execute("UPDATE events SET data = '{\"kind\": \"rot\"}' WHERE stream = ? "
+                       "AND rev = ?", (ID, old))
+        db.close()
+        for _ in range(2):  # each ask tries again
+            with pytest.raises(ProtocolError, match=rf"^the history at revision {old} could "
+                                                    r"not be read; retry$") as err:
+                await actor.ask(Call("field.history", HistoryArgs(revision=old), "spectator",
+                                     "w"))
+            assert err.value.code == ErrorCode.UNAVAILABLE
+        # the revisions it holds answer as ever
+        view = await actor.ask(Call("field.history", HistoryArgs(revision=n), "spectator",
+                                    "w"))
+        assert view.view == actor.view()
+        store.failing = True  # a read that fails (logged) is refused alike
+        with pytest.raises(ProtocolError, match=rf"^the history at revision {other} could "
+                                                r"not be read; retry$") as err:
+            await actor.ask(Call("field.history", HistoryArgs(revision=other), "spectator",
+                                 "w"))
+        assert err.value.code == ErrorCode.UNAVAILABLE
