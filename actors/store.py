@@ -175,16 +175,13 @@ class EventStore(ABC):
         """
 
     @abstractmethod
-    async def unclaim(self, stream: str) -> None:
-        """This client no longer writes `stream` (the actor it claimed it for ended).
-
-        It forgets its claim: its appends to `stream` carry no fence until it claims again
-        (refused, as any writer's, once the stream was claimed). When its claim created
-        the stream and nothing was written (fence 1, revision 0: a create that was
-        refused), the stream is deleted, so refused creates leave nothing behind; no
-        other writer can hold fence 1, which the next claim gives out again. Call it only
-        once nothing of this client appends to `stream` any more.
-        """
+    def unclaim(self, stream: str) -> None:
+        """This client no longer writes `stream` (the actor it claimed it for ended): it
+        forgets its claim, so its memory of claims holds only the streams it writes. Its
+        appends to `stream` carry no fence until it claims again (refused, as any writer's,
+        once the stream was claimed); one already sent carries the old fence, refused once
+        another writer claimed the stream. Fences are never given out twice: the stream's
+        row stays (a refused create's, at revision 0, included)."""
 
     @abstractmethod
     async def read(self, stream: str, after: int = 0, upto: int | None = None
@@ -291,11 +288,9 @@ class MemoryEventStore(EventStore):
         self._held[stream] = fence
         return fence, len(self._data.events.get(stream, []))
 
-    async def unclaim(self, stream: str) -> None:
+    def unclaim(self, stream: str) -> None:
         """See EventStore.unclaim."""
-        if (self._held.pop(stream, 0) == 1 and self._data.fences.get(stream) == 1
-                and not self._data.events.get(stream)):
-            del self._data.fences[stream]
+        self._held.pop(stream, None)
 
     async def read(self, stream: str, after: int = 0, upto: int | None = None
                    ) -> list[StoredEvent]:

@@ -485,19 +485,19 @@ class Directory:
                     self._nursery.start_soon(self._release, actor.actor_id)
 
     async def _release(self, actor_id: str) -> None:
-        """Hand the claim and the lease of an actor that ended back, unless it started
-        here again (a refused create's stream, claimed and still empty, is deleted)."""
+        """Forget the claim of an actor that ended and hand its lease back, unless it
+        started here again."""
         assert self.placement is not None
         async with self._lock(actor_id):
             if actor_id not in self._live:
+                self.store.unclaim(actor_id)  # (it ended: it appends nothing more)
                 try:
-                    await self.store.unclaim(actor_id)  # (it ended: it appends nothing)
                     await self.placement.release(actor_id)
                 except StoreUnavailable as down:  # it lapses by itself; the next owner claims
-                    log.warning("the claim or lease of %s could not be released: %s", actor_id,
+                    log.warning("the lease of %s could not be released: %s", actor_id,
                                 down.why)
                 except Exception:  # the lease lapses by itself; the next owner claims
-                    log.exception("the claim or lease of %s could not be released", actor_id)
+                    log.exception("the lease of %s could not be released", actor_id)
 
 
 class _CreateAnswer:

@@ -119,7 +119,6 @@ SELECT name, rev FROM ok UNION ALL SELECT NULL, count(*) FROM note
 STATES = "SELECT name, rev, fence FROM streams WHERE name = ANY(%s)"
 CLAIM = ("INSERT INTO streams AS s (name, rev, fence) VALUES (%s, 0, 1) "
          "ON CONFLICT (name) DO UPDATE SET fence = s.fence + 1 RETURNING fence, rev")
-UNCLAIM = "DELETE FROM streams WHERE name = %s AND rev = 0 AND fence = 1"
 SAVE_SNAPSHOT = ("INSERT INTO snapshots AS p (stream, rev, data) VALUES (%s, %s, %s) "
                  "ON CONFLICT (stream) DO UPDATE SET rev = excluded.rev, data = excluded.data "
                  "WHERE p.rev <= excluded.rev")
@@ -541,10 +540,9 @@ class PostgresEventStore(EventStore):
         self._fences[stream] = max(fence, self._fences.get(stream, 0))
         return fence, rev
 
-    async def unclaim(self, stream: str) -> None:
-        """See EventStore.unclaim (the row is deleted only while its fence is still 1)."""
-        if self._fences.pop(stream, 0) == 1:
-            await self._fetch(UNCLAIM, (stream,))
+    def unclaim(self, stream: str) -> None:
+        """See EventStore.unclaim."""
+        self._fences.pop(stream, None)
 
     async def read(self, stream: str, after: int = 0, upto: int | None = None
                    ) -> list[StoredEvent]:

@@ -386,10 +386,9 @@ class SqliteEventStore(EventStore):
         self._fences[stream] = max(fence, self._fences.get(stream, 0))
         return fence, rev
 
-    async def unclaim(self, stream: str) -> None:
-        """See EventStore.unclaim (the row is deleted only while its fence is still 1)."""
-        if self._fences.pop(stream, 0) == 1:
-            await self._call("unclaim", stream)
+    def unclaim(self, stream: str) -> None:
+        """See EventStore.unclaim."""
+        self._fences.pop(stream, None)
 
     async def read(self, stream: str, after: int = 0, upto: int | None = None
                    ) -> list[StoredEvent]:

@@ -203,11 +203,6 @@ class Writer:
                                  "ON CONFLICT (name) DO UPDATE SET fence = fence + 1 "
                                  "RETURNING fence, rev", (stream,)).fetchone()
 
-    def op_unclaim(self, stream: str) -> None:
-        """Delete the stream if its first claim is its only one and it holds nothing."""
-        self.conn.execute("DELETE FROM streams WHERE name = ? AND rev = 0 AND fence = 1",
-                          (stream,))
-
     def op_save_snapshot(self, stream: str, rev: int, text: str) -> None:
         """Keep the snapshot unless a newer one is stored (its own small transaction)."""
         self.conn.execute("INSERT INTO snapshots (stream, rev, data) VALUES (?, ?, ?) "

@@ -171,27 +171,23 @@ async def test_older_claimant_is_fenced_and_writes_nothing(backend: Backend) -> 
     assert new.statistics().fenced == 0
 
 
-async def test_an_unclaimed_stream_is_forgotten_and_an_empty_first_claim_deleted(
+async def test_an_unclaimed_stream_is_fenced_and_its_fence_never_given_out_again(
         backend: Backend) -> None:
-    """`unclaim`: the claim is forgotten (a stale append is still fenced); a stream the
-    claim created that holds nothing (a refused create) is deleted, unless another writer
-    claimed it since."""
+    """`unclaim`: the claim is forgotten; an append after it, or racing it, is still fenced
+    once another writer claimed, and a claim never hands out a fence number twice (a
+    stream's row stays, a refused create's empty one included)."""
     store, other = backend.store, await backend.client()
-    for k in range(3):  # refused creates: each name claimed, nothing written, let go
-        assert await store.claim(f"w:refused-{k}") == (1, 0)
-        await store.unclaim(f"w:refused-{k}")
-    assert await other.claim("w:refused-0") == (1, 0)  # afresh: it was deleted
+    assert await store.claim("w:refused") == (1, 0)
+    store.unclaim("w:refused")  # a refused create: claimed, nothing written, let go
+    assert await other.claim("w:refused") == (2, 0)
     assert await store.claim("w:1") == (1, 0)
     assert await store.append("w:1", 0, [{}]) == 1
-    await store.unclaim("w:1")
-    with pytest.raises(FencedError):  # an append racing the unclaim: refused
+    store.unclaim("w:1")
+    assert await other.claim("w:1") == (2, 1)
+    with pytest.raises(FencedError):  # unclaimed: no fence, refused once claimed
         await store.append("w:1", 1, [{}])
-    assert await other.claim("w:1") == (2, 1)  # written: kept, its fence goes on
-    assert await store.claim("w:2") == (1, 0)
-    assert await other.claim("w:2") == (2, 0)  # taken over while still empty
-    await store.unclaim("w:2")
-    assert await other.append("w:2", 0, [{}]) == 1  # not deleted under its new owner
-    assert await other.claim("w:refused-1") == (1, 0)
+    assert await other.append("w:1", 1, [{}]) == 2
+    assert await store.streams("w:") == {"w:1": 2}
 
 
 async def test_a_writer_that_never_claimed_is_fenced_once_someone_claims(backend: Backend) -> None:
