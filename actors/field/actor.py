@@ -120,6 +120,12 @@ class _Replayed:
     seconds: float = 0.0  # of the worker thread's CPU the fold took
 
 
+# Asks for revisions whose events are not held, read from the store and folded at once per
+# field (each holds up to a checkpoint spacing of rows until its fold runs): more are
+# refused `overloaded`, so a spectator asking many cannot queue reads and folds without end.
+MAX_REPLAYS = 4
+
+
 def truth_stream(game: str) -> str:
     """The side stream whose snapshot holds a field's secret."""
     return f"fieldtruth:{game}"
@@ -136,6 +142,7 @@ class FieldActor(WorldActor):
     _progress_at = -1e9  # trio time of the last progress push
     _alltime: tuple[float, live.AllTimeRows] | None = None  # (trio time read, the board)
     _earlier: _Earlier | None = None  # the fold of the history before the snapshot, running
+    _replays = 0  # asks of revisions not held being read and folded (MAX_REPLAYS)
     _grow_timer: Timer | None = None  # the timed growth's, armed until the field ends
 
     # ---- start and restart ----------------------------------------------------------
@@ -391,10 +398,16 @@ class FieldActor(WorldActor):
         if history.held(revision):
             answer.succeed(rules.history_view(self.state, history, revision))
             return
+        if self._replays >= MAX_REPLAYS:
+            answer.fail(self.refuse(ErrorCode.OVERLOADED, f"{MAX_REPLAYS} older revisions "
+                                    "are being read; retry in a moment"))
+            return
         base = history.base(revision)
         start, game = history.checkpoints[base], self.state.game
+        self._replays += 1
         rows = await self._rows(base, revision)
         if rows is None:
+            self._replays -= 1
             answer.fail(self._unreadable(f"at revision {revision}"))
             return
         self.offload(thread_timed(lambda: rules.past_view(
@@ -404,6 +417,7 @@ class FieldActor(WorldActor):
 
     def _replayed(self, msg: _Replayed) -> None:
         """Answer the ask whose revision was folded from the stored events; it pays."""
+        self._replays -= 1
         msg.answer.charge(msg.seconds)
         if msg.view is None:
             msg.answer.fail(self._unreadable(f"at revision {msg.revision}"))

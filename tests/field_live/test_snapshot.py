@@ -17,7 +17,8 @@ import trio
 
 from actors import field
 from actors.field import live, rules
-from actors.field.actor import truth_stream
+from actors.field import actor as field_actor
+from actors.field.actor import MAX_REPLAYS, truth_stream
 from actors.field.events import JoinEvent
 from actors.field.generate import Field
 from actors.runtime import Actor, ActorKind, Call, RuntimeConfig, open_directory
@@ -275,6 +276,7 @@ def _views(records: list[dict[str, Any]]) -> list[Any]:
 async def test_a_field_holds_only_its_latest_events_and_answers_every_revision(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(live, "MAX_HELD_EVENTS", HELD)
+    monkeypatch.setattr(field_actor, "MAX_REPLAYS", 1000)  # every ask at once, none refused
     n = len(_stream()[1])
     revisions = [*range(1, n + 3, 5), n, n + 1, n + 2]
     async with await _stored(tmp_path) as store, open_directory(store, KINDS,
@@ -308,6 +310,41 @@ async def test_a_field_holds_only_its_latest_events_and_answers_every_revision(
         ask = Call("field.history", HistoryArgs(revision=revisions[1]), "spectator", "s")
         assert await d.ask(ID, ask, answer=answer) == views[revisions[1]]
         assert len(answer.charges) == 2 and answer.charges[1] > 0
+
+
+async def test_asks_of_old_revisions_past_max_replays_are_refused_overloaded(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """At most MAX_REPLAYS asks of revisions not held are read and folded at once per field:
+    a spectator sending many cannot queue store reads and folds without end."""
+    monkeypatch.setattr(live, "MAX_HELD_EVENTS", HELD)
+    async with await _stored(tmp_path):
+        pass  # the stream stored
+    async with SqliteEventStore.in_directory(tmp_path) as store, open_directory(
+            store, KINDS, config=CONFIG) as d:
+        actor = await d.get(ID)
+        views = _views([e.data for e in await store.read(ID)])
+        old = [r for r in range(1, len(views)) if not actor.state.history.held(r)]
+        old = old[:3 * MAX_REPLAYS]
+        outcomes: dict[int, Any] = {}
+
+        async def one(r: int) -> None:
+            try:
+                outcomes[r] = await actor.ask(Call("field.history", HistoryArgs(revision=r),
+                                                   "spectator", "w"))
+            except ProtocolError as error:
+                assert error.message == f"{MAX_REPLAYS} older revisions are being read; " \
+                                        "retry in a moment"
+                outcomes[r] = error.code
+
+        async with trio.open_nursery() as n:  # sent at once: the first are being folded
+            for r in old:
+                n.start_soon(one, r)
+        answered = {r: v for r, v in outcomes.items() if v != ErrorCode.OVERLOADED}
+        assert len(old) > len(answered) >= MAX_REPLAYS
+        assert answered == {r: views[r] for r in answered}
+        for r in old:  # once those are answered, each is served again
+            assert await actor.ask(Call("field.history", HistoryArgs(revision=r),
+                                        "spectator", "w")) == views[r]
 
 
 async def test_an_old_revision_whose_stored_events_cannot_be_read_is_refused_unavailable(
