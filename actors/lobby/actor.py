@@ -32,6 +32,7 @@ import trio
 from actors.lobby import rules
 from actors.runtime import Call, Directory, WorldActor, refused
 from actors.runtime.host import Effect
+from actors.store import StoreUnavailable
 from actors.world import Refusal
 from protocol.convert import structure, unstructure
 from protocol.errors import ProtocolError
@@ -226,7 +227,11 @@ class LobbyActor(WorldActor):
         except ProtocolError as error:
             _within_params(error)
             raise
-        rev = await self.context.store.revision(actor_id)  # (wherever it is hosted)
+        try:
+            rev = await self.context.store.revision(actor_id)  # (wherever it is hosted)
+        except StoreUnavailable:  # it was created: answer what this process knows of it
+            world = directory.alive(actor_id)
+            return CreateResult(actor_id, world.rev if world is not None else 0)
         if rev:  # the world is stored: the lobby records it (and the request's receipt)
             self.fold(decided)
         # else its first events come later (a field being generated, a run setting up): a

@@ -69,20 +69,22 @@ class _Forwarded:
         self.sent = False
 
     def unreached(self, actor_id: str, why: str) -> None:
-        """Refuse it `unavailable`: `why` it ran out of time, and, for a write that was
-        `sent`, that its outcome is unknown."""
-        if not self.sent:
-            self.fail(ProtocolError(ErrorCode.UNAVAILABLE, why, {"actor": actor_id}))
-            return
-        self.fail(ProtocolError(
-            ErrorCode.UNAVAILABLE, f"{why}; the write had been sent to it and may or may not "
-            "have been applied (a write sent with a request_id can be retried safely)",
-            {"actor": actor_id, "outcome": "unknown"}))
+        """Refuse it `unavailable`: `why` it ran out of time (and, for a write that was
+        `sent`, that it may have been applied)."""
+        if self.sent:
+            why += ("; the write had been sent to it and may or may not have been applied "
+                    "(a write sent with a request_id can be retried safely)")
+        self.fail(ProtocolError(ErrorCode.UNAVAILABLE, why, {"actor": actor_id}))
 
     def succeed(self, value: Any) -> None:
         self.answer.succeed(value)
 
     def fail(self, error: ProtocolError) -> None:
+        """Refuse it; an `unavailable` of a write that was `sent` says its outcome is
+        unknown, whatever refused it after (a timeout, a process that cannot place it)."""
+        if self.sent and error.code == ErrorCode.UNAVAILABLE and "outcome" not in error.detail:
+            error = ProtocolError(error.code, error.message, {**error.detail,
+                                                              "outcome": "unknown"})
         self.answer.fail(error)
 
 

@@ -19,6 +19,8 @@ from protocol.client import Client, Push, RequestError
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.ops.counter import AddArgs, GetArgs
 from server.budgets import Budgets
+from server.cluster.router import _Forwarded
+from server.cluster.wire import reroute, unplaceable
 from server.hello import new_key
 from tests.cluster.conftest import Nodes, counter_add, wait_for
 from tests.ecosystem.live import POND, SIZE
@@ -182,6 +184,25 @@ async def test_a_sent_write_that_runs_out_of_time_waiting_for_its_host_is_of_unk
         assert await cb.request("counter.get", WORLD) == {"total": 5, "adds": 1,
                                                           "revision": 2}
     assert WORLD in a.directory.hosted()
+
+
+def test_any_unavailable_of_a_write_sent_on_a_broken_link_says_its_outcome_is_unknown(
+        ) -> None:
+    """Once a link broke after carrying a write, every `unavailable` it gets after (a
+    timeout, a process that cannot place it, a reroute past its hops) says so; a write
+    that never left says nothing of it, and other refusals are left as they are."""
+    def refused(sent: bool, error: ProtocolError) -> dict:
+        pending = Pending()
+        forwarded = _Forwarded(pending, 0.0)
+        forwarded.sent = sent
+        forwarded.fail(error)
+        assert pending.error is not None and pending.error.code == error.code
+        return pending.error.detail
+
+    for error in (unplaceable(WORLD, "down"), reroute(WORLD, "was not found")):
+        assert refused(True, error) == {**error.detail, "outcome": "unknown"}
+        assert "outcome" not in refused(False, error) and "outcome" not in error.detail
+    assert "outcome" not in refused(True, ProtocolError(ErrorCode.BAD_REQUEST, "no"))
 
 
 async def test_refused_creates_leave_no_claim_behind(nodes: Nodes) -> None:
