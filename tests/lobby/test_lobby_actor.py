@@ -11,7 +11,7 @@ from actors import counter, lobby
 from actors.lobby.actor import FIRST_PAGE, TICK, LobbyActor, Seen
 from actors.runtime import ActorKind, Call, open_directory
 from actors.runtime.subscriber import SubscriberQueue
-from actors.store import MemoryEventStore
+from actors.store import MemoryEventStore, StoreUnavailable
 from protocol.errors import ProtocolError
 from protocol.ops.counter import AddArgs
 from protocol.ops.lobby import PAGE, CreateArgs, CreateResult, ListArgs, ListResult, WorldInfo
@@ -44,6 +44,34 @@ async def test_lobby_creates_lists_and_publishes(autojump_clock: trio.abc.Clock)
                                      "total": 1, "offset": 0}
         assert len(queue) == 0  # nothing changed since: no more snapshots
     assert [e.data["type"] for e in await store.read("lobby:main")] == ["world_created"]
+
+
+class _RevisionsDown(MemoryEventStore):
+    """A store whose reads of a stored world's revision are refused (its writer down)
+    while `down`: the world's create goes through, the lobby's read after it fails."""
+
+    down = False
+
+    async def revision(self, stream: str) -> int:
+        rev = await super().revision(stream)
+        if self.down and rev:
+            raise StoreUnavailable("its writer stopped", sent=False)
+        return rev
+
+
+async def test_a_create_whose_store_read_fails_answers_the_world_it_made() -> None:
+    """The lobby reads whether the world it made is stored; that read refused, the create
+    still answers the world (made: not 'nothing was stored'), unrecorded."""
+    store = _RevisionsDown()
+    async with open_directory(store, KINDS) as directory:
+        lobby = await directory.get("lobby:main")
+        store.down = True
+        made = await lobby.ask(Call("lobby.create", CreateArgs("counter", "a"), "agent", "ann"))
+        assert made == CreateResult("counter:a", 1)
+        store.down = False
+        with pytest.raises(ProtocolError, match="exists"):  # the world's own create says so
+            await lobby.ask(Call("lobby.create", CreateArgs("counter", "a"), "agent", "ann"))
+    assert await store.read("lobby:main") == []
 
 
 async def test_an_unwatched_lobby_builds_no_listing(autojump_clock: trio.abc.Clock,
