@@ -260,6 +260,8 @@ class History:
 
     def base(self, revision: int) -> int:
         """The revision of the nearest state kept at or before `revision` (first..)."""
+        if revision < self.first:
+            raise ValueError(f"revision {revision} is before {self.first}, the first held")
         revs = sorted(self.checkpoints)
         return revs[bisect.bisect_right(revs, revision) - 1]
 

@@ -111,9 +111,9 @@ class WorldActor(Actor):
 
         A call with a request id that an earlier write of the same caller carried gets
         that write's reply again and changes nothing; a write with one that commits events
-        keeps a receipt (stored with the events, see actors/store.py), unless its handler
-        made them durable itself (`durable`). Another caller's write with the same request
-        id is a write of its own."""
+        keeps a receipt (stored with the events, see actors/store.py) when it commits some
+        after its handler's last `durable` (a receipt is stored with events still to be
+        appended). Another caller's write with the same request id is a write of its own."""
         request_id = call.request_id
         if request_id is None:
             return await self._dispatch(call)

@@ -16,8 +16,8 @@ import pytest
 import trio
 
 from actors import field
-from actors.field import live, rules
 from actors.field import actor as field_actor
+from actors.field import live, rules
 from actors.field.actor import MAX_REPLAYS, truth_stream
 from actors.field.events import JoinEvent
 from actors.field.generate import Field
