@@ -274,10 +274,10 @@ class History:
         """The state at `revision` (first..revision); LookupError when it is not `held`."""
         if not self.first <= revision <= self.revision:
             raise ValueError(f"revision {revision} is not in {self.first}..{self.revision}")
-        if not self.held(revision):
-            raise LookupError(f"the events after revision {self.base(revision)} are not "
-                              "held; fold the stored ones")
         base, start = self.base(revision), self.held_from
+        if base < min(revision, start):  # (not `held`)
+            raise LookupError(f"the events after revision {base} are not held; fold the "
+                              "stored ones")
         return replay(self.events[base - start:revision - start], self.checkpoints[base])
 
     def _trim(self) -> None:
