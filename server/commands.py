@@ -104,7 +104,7 @@ def _serve(args: argparse.Namespace) -> int:
     from server.budgets import Budgets
     from server.config import ServerConfig, is_postgres
     from server.data_lock import DataDirInUse
-    from server.storage.postgres import NotDurable
+    from server.storage.pg_durability import NotDurable
     from server.trace import configure_logging
 
     if args.store is not None and not is_postgres(args.store):

@@ -8,6 +8,9 @@ others still reach it.
     await proxy.all_closed()
     proxy.blackhole()  # connections stay open, nothing is carried (a partition)
     proxy.restore()    # carried again (held bytes go on; cut connections stay closed)
+
+`PgProxy(dsn, drop_options=True)` plays a connection pooler that drops the startup
+message's `options` (PgBouncer does), refusing TLS and GSS encryption as it goes.
 """
 
 from __future__ import annotations
@@ -16,13 +19,15 @@ import trio
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 PASS, CUT, BLACKHOLE = "pass", "cut", "blackhole"
+ENCRYPTION_REQUESTS = (80877103, 80877104)  # SSLRequest, GSSENCRequest: answered "N"
 
 
 class PgProxy:
     """Carries connections to the PostgreSQL of `dsn` until told otherwise."""
 
-    def __init__(self, dsn: str) -> None:
+    def __init__(self, dsn: str, *, drop_options: bool = False) -> None:
         info = conninfo_to_dict(dsn)
+        self.drop_options = drop_options
         self._target = (str(info["host"]), int(info["port"]))
         self._dsn = dsn
         self.port = 0
@@ -81,6 +86,8 @@ class PgProxy:
                 if self.mode == CUT:
                     return
                 server = await trio.open_tcp_stream(*self._target)
+                if self.drop_options:
+                    await server.send_all(await _startup_without_options(client))
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(self._pump, client, server, nursery.cancel_scope)
                     nursery.start_soon(self._pump, server, client, nursery.cancel_scope)
@@ -103,3 +110,27 @@ class PgProxy:
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             pass
         scope.cancel()
+
+
+async def _startup_without_options(client: trio.SocketStream) -> bytes:
+    """The client's startup message without its `options` (its encryption requests before
+    it refused)."""
+    while True:
+        length = int.from_bytes(await _exactly(client, 4), "big")
+        body = await _exactly(client, length - 4)
+        if int.from_bytes(body[:4], "big") not in ENCRYPTION_REQUESTS:
+            break
+        await client.send_all(b"N")
+    fields = body[4:].split(b"\0")
+    pairs = [(k, v) for k, v in zip(fields[0::2], fields[1::2], strict=False) if k]
+    rest = b"".join(k + b"\0" + v + b"\0" for k, v in pairs if k != b"options") + b"\0"
+    return (8 + len(rest)).to_bytes(4, "big") + body[:4] + rest
+
+
+async def _exactly(stream: trio.SocketStream, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        if not (chunk := await stream.receive_some(n - len(data))):
+            raise OSError("the client closed during its startup")
+        data += chunk
+    return data

@@ -42,7 +42,6 @@ caller stops, and a claim + replay tells the truth.
 from __future__ import annotations
 
 import json
-import os
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -51,7 +50,6 @@ from typing import Any, Self, TypeVar
 
 import psycopg
 import trio
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.pq import TransactionStatus
 
 from actors.store import (
@@ -70,6 +68,7 @@ from actors.store import (
     check_stream_name,
 )
 from protocol.jsontext import compact_encoder
+from server.storage.pg_durability import NotDurable, durable_dsn, not_durable
 from server.storage.pg_listen import Notifications, listen
 from server.storage.pg_trio import TrioConnection
 from server.storage.rows import stored_events
@@ -122,20 +121,6 @@ CLAIM = ("INSERT INTO streams AS s (name, rev, fence) VALUES (%s, 0, 1) "
 SAVE_SNAPSHOT = ("INSERT INTO snapshots AS p (stream, rev, data) VALUES (%s, %s, %s) "
                  "ON CONFLICT (stream) DO UPDATE SET rev = excluded.rev, data = excluded.data "
                  "WHERE p.rev <= excluded.rev")
-
-
-class NotDurable(RuntimeError):
-    """The PostgreSQL server cannot make a commit durable (it runs with `fsync` off)."""
-
-
-def durable_dsn(dsn: str) -> str:
-    """`dsn` with `-c synchronous_commit=on` added to its startup options (after its own,
-    or PGOPTIONS when it has none): a server, database or role set to `off` would otherwise
-    acknowledge commits that a crash of PostgreSQL loses."""
-    params = conninfo_to_dict(dsn)
-    options = params.get("options", os.environ.get("PGOPTIONS", ""))
-    params["options"] = f"{options} -c synchronous_commit=on".strip()
-    return make_conninfo("", **params)
 
 
 class _Append:
@@ -310,7 +295,7 @@ class PostgresEventStore(EventStore):
 
     `dsn` is a libpq connection string or URI (host names are resolved off the event loop;
     the schema is the search_path's); every connection adds `synchronous_commit=on` to its
-    options (`durable_dsn`), and `open` refuses a server running with `fsync` off.
+    options (`durable_dsn`), and `open` refuses what `not_durable` names (fsync off).
     `readers` is the pool's size. `channel` is the NOTIFY channel of this store's appends
     (one per database that several clusters share). `write_timeout` bounds one batch's
     statement, `query_timeout` any other call (seconds; a long stream's read included).
@@ -342,8 +327,8 @@ class PostgresEventStore(EventStore):
         await self.aclose()
 
     async def open(self) -> None:
-        """Check that the server makes commits durable (NotDurable if it runs with `fsync`
-        off), apply the schema, start the writer task (idempotent)."""
+        """Check that commits are durable (NotDurable: `not_durable`), apply the schema,
+        start the writer task (idempotent)."""
         if self._state != "new":
             return
         async with self._pool.connection() as conn:
@@ -352,15 +337,12 @@ class PostgresEventStore(EventStore):
             row = await cur.fetchone()
             assert row is not None
             self.settings = {"fsync": row[0], "synchronous_commit": row[1]}
-            if row[0] == "on":
+            if (refusal := not_durable(*row)) is None:
                 await conn.execute(f"BEGIN; SELECT pg_advisory_xact_lock({SCHEMA_LOCK}); "
                                    f"{SCHEMA} COMMIT;")
-        if self.settings["fsync"] != "on":
+        if refusal is not None:
             await self._pool.aclose()
-            raise NotDurable(
-                "the PostgreSQL server runs with fsync = off: a crash of it or of its "
-                "machine may lose or corrupt committed writes; set fsync = on in its "
-                "configuration (postgresql.conf or ALTER SYSTEM) and reload it")
+            raise NotDurable(refusal)
         self._state = "open"
         trio.lowlevel.spawn_system_task(self._write_batches, name="postgres-writer")
 

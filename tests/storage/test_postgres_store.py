@@ -21,8 +21,10 @@ from actors.store import ConflictError, FencedError, Receipt, StoreUnavailable
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.ops.counter import AddArgs, CreateArgs
 from server.storage import pg_local
+from server.storage.pg_durability import NotDurable, durable_dsn
 from server.storage.pg_trio import TrioConnection
-from server.storage.postgres import NotDurable, PostgresEventStore, _own, rows_of
+from server.storage.postgres import PostgresEventStore, _own, rows_of
+from tests.pgproxy import PgProxy
 from tests.pgsql import sql
 from tests.server.garbage import collector_off, cyclic_garbage
 from tests.server.server_process import ServerProcess
@@ -93,6 +95,30 @@ async def test_a_server_running_without_fsync_is_refused(tmp_path: Path) -> None
         assert node.proc is not None and node.proc.wait(10) == 2
         said = "".join(node.output)
         assert "petridish: the PostgreSQL server runs with fsync = off: " in said, said
+    finally:
+        await trio.to_thread.run_sync(pg_local.stop, server)
+
+
+async def test_connections_that_lost_their_startup_options_are_refused() -> None:
+    """A pooler that drops startup options (PgBouncer does) before a server whose commits
+    are asynchronous: the store's synchronous_commit = on never reaches it, so the store
+    refuses to open, naming it, and creates nothing."""
+    if pg_local.unavailable() is not None:
+        pytest.skip(pg_local.unavailable())
+    server = await trio.to_thread.run_sync(
+        lambda: pg_local.start(settings={"synchronous_commit": "off"}))
+    try:
+        async with trio.open_nursery() as nursery:
+            proxy = await nursery.start(PgProxy(server.dsn(), drop_options=True).serve)
+            assert await sql(durable_dsn(server.dsn()), "SHOW synchronous_commit") == [("on",)]
+            assert await sql(durable_dsn(proxy.dsn), "SHOW synchronous_commit") == [("off",)]
+            with pytest.raises(NotDurable, match=(
+                    r"^the PostgreSQL connections run with synchronous_commit = off though "
+                    r"the store sets it on in their startup options \(a connection pooler ")):
+                async with PostgresEventStore(proxy.dsn):
+                    pass
+            nursery.cancel_scope.cancel()
+        assert await sql(server.dsn(), "SELECT to_regclass('streams')") == [(None,)]
     finally:
         await trio.to_thread.run_sync(pg_local.stop, server)
 
