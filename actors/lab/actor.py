@@ -157,7 +157,7 @@ class LabActor(WorldActor):
     def _open_tracks(self) -> list[tuple[int, str]]:
         """The tracks (with their index) the loop would breed now: under the cap, with no
         loop birth in flight (one pass over the pool, however many tracks)."""
-        waiting = backlogs(self.state.organisms.values())
+        waiting = backlogs(self.state.organisms.values(), self.now())
         return [(index, track) for index, track in enumerate(TRACKS)
                 if track not in self._loop_busy and waiting[track] < self.state.backlog]
 

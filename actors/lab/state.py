@@ -124,7 +124,8 @@ def evolve(state: Lab, event: Event) -> Lab:
         return attrs.evolve(state, organisms=organisms,
                             validating=_validated(state, event.id))
     if isinstance(event, Proven):
-        return _organism(state, event.id, render_ok=True)
+        return _organism(state, event.id, render_ok=True,
+                         public_proof=event.t if event.surface == "public" else None)
     if isinstance(event, Killed):
         return _organism(state, event.id, status="dead", error=event.error)
     if isinstance(event, VoteCast):
