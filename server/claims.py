@@ -19,8 +19,8 @@ them.
 A visitor's lab op is held to its account's hourly budget too (`PACED`): a cross (a
 child compiled by glslang off the lab's task and kept in its pool for good) as a create
 is, counted once accepted; a public pair dealt (held in the lab's memory for ten
-minutes) and a vote (a stored event) are spent when asked, from a bucket of the hour's
-budget refilled over the hour. These records are kept by account, the last
+minutes) and a vote (a stored event) are spent when let through, whatever the lab
+answers, from a bucket of the hour's budget refilled over the hour. These records are kept by account, the last
 `MAX_ENTRIES` used (an older one is forgotten, so such a client starts afresh).
 """
 
