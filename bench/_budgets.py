@@ -3,6 +3,7 @@
 A load generator is hundreds of clients on one loopback address (and, for anonymous
 callers, one account): the per-address and per-account budgets of server/budgets.py
 would refuse its 65th connection, its 21st world, its 31st join, its 65th world followed,
+its 21st lab cross and 1,801st public pair or vote,
 its HTTP requests past 20 a second and its CPU past a tenth of a core, which is their
 point in production and not what a benchmark of the hot path measures. So is the process's bound on live worlds: a bench
 whose 1,000 connections each add to a world of their own would otherwise unload and load
@@ -30,6 +31,9 @@ LIFTED: dict[str, float] = {
     "joins_per_hour": 1_000_000_000,
     "worlds_followed": 1_000_000_000,
     "max_live_worlds": 1_000_000_000,
+    "crosses_per_hour": 1_000_000_000,
+    "deals_per_hour": 1_000_000_000,
+    "votes_per_hour": 1_000_000_000,
 }
 
 

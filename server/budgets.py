@@ -79,6 +79,13 @@ class Budgets:
     # that nobody follows and nothing waits on, else one that only anonymous spectators
     # follow, those following the most first (actors/runtime/directory.py).
     max_live_worlds: int = 500
+    # Visitors' lab ops per account (server/claims.py `PACED`): crosses offered in any hour
+    # (each child is compiled by glslang and kept in the lab's pool for good) ...
+    crosses_per_hour: int = 20
+    # ... and public pairs dealt and votes cast: a bucket of this many, refilled over the
+    # hour (a judge deals and votes about one pair every few seconds at most).
+    deals_per_hour: int = 1_800
+    votes_per_hour: int = 1_800
 
     def to_json(self) -> dict[str, float]:
         """Every limit by name (the console shows them)."""
@@ -516,6 +523,22 @@ class Ledger:
             return None
         return _per_hour("joins_per_hour", account.joins, self.budgets.joins_per_hour,
                          "joins", now)
+
+
+    def may_pace(self, budget: str, spent: Hourly | Bucket, what: str, now: float
+                 ) -> ProtocolError | None:
+        """Why an account may not do one more `what` now under its hourly `budget` (a
+        `Budgets` field), or None. `spent` is its record: an `Hourly` (the caller starts and
+        settles the one in flight, as for creates), or a `Bucket` of the hour's budget
+        refilled over the hour, spent here."""
+        limit = getattr(self.budgets, budget)
+        if isinstance(spent, Hourly):
+            return _per_hour(budget, spent, limit, what, now)
+        if spent.refill(now) >= 1:
+            spent.level -= 1
+            return None
+        return over_budget(budget, f"more than {limit} {what} an hour", limit,
+                           spent.wait(now, 1.0) if spent.rate > 0 else None)
 
 
 def _per_hour(budget: str, spent: Hourly, limit: int, what: str, now: float

@@ -1,6 +1,7 @@
 """What each client claims, held to its budget: worlds it creates (`creates_per_hour`,
-`live_worlds`), players it seats (`joins_per_hour`) and worlds loaded for it
-(`loads_at_once`).
+`live_worlds`), players it seats (`joins_per_hour`), worlds loaded for it
+(`loads_at_once`), and what visitors make a lab hold (`PACED`: crosses, public pairs
+dealt, votes).
 
 A create is any request with a kind's create op (`counter.create`, `field.start`, ...) or
 `lobby.create`; a join is one with a kind's seat op (`field.join`: each seats an agent on
@@ -14,15 +15,23 @@ budget; the answer settles the `Ticket`: an accepted create or join counts again
 account for the hour (a world, also while it is live); a refused one, and every load,
 frees its place. The owner has no such budget. Counts live in memory: a restart forgets
 them.
+
+A visitor's lab op is held to its account's hourly budget too (`PACED`): a cross (a
+child compiled by glslang off the lab's task and kept in its pool for good) as a create
+is, counted once accepted; a public pair dealt (held in the lab's memory for ten
+minutes) and a vote (a stored event) are spent when let through, whatever the lab
+answers, from a bucket of the hour's budget refilled over the hour. These records are kept by account, the last
+`MAX_ENTRIES` used (an older one is forgotten, so such a client starts afresh).
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 import trio
 
-from server.budgets import Account, Hourly, Ledger
+from server.budgets import HOUR, MAX_ENTRIES, Account, Bucket, Hourly, Ledger
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -31,6 +40,11 @@ if TYPE_CHECKING:
     from protocol.errors import ProtocolError
 
 LOBBY_CREATE = "lobby.create"
+# A visitor's lab op -> (its hourly budget, a `Budgets` field; what it counts)
+PACED = {"lab.cross": ("crosses_per_hour", "crosses"),
+         "lab.public_pair": ("deals_per_hour", "public pairs dealt"),
+         "lab.vote": ("votes_per_hour", "votes")}
+COUNTED_WHEN_DONE = "crosses_per_hour"  # (an Hourly, as creates; the others are buckets)
 
 
 class Ticket:
@@ -71,6 +85,7 @@ class Claims:
         kinds = directory.kinds.values()
         self.create_ops = {k.create_op for k in kinds if k.create_op}
         self.seat_ops = {k.seat_op for k in kinds if k.seat_op}
+        self.paced: OrderedDict[tuple[str, str], Hourly | Bucket] = OrderedDict()
 
     def target(self, call: Call, to: str) -> str | None:
         """The world `call` would create, or None when it creates none."""
@@ -79,15 +94,16 @@ class Claims:
         return to if call.op in self.create_ops else None
 
     def admit(self, account: Account | None, who: str, call: Call, to: str) -> Ticket | None:
-        """A ticket for a create, join or load by `account` (ProtocolError `over_budget`
-        when its budget is spent), or None when `call` is none of them or the caller has
-        no budget."""
+        """A ticket for a create, join, cross or load by `account` (ProtocolError
+        `over_budget` when its budget is spent; a deal or a vote is spent here), or None
+        when `call` is none of them or the caller has no budget."""
         if account is None:
             return None
         target = self.target(call, to)
         seat = target is None and call.op in self.seat_ops
+        paced = PACED.get(call.op) if target is None else None
         loading = target is None and self._loads(to)
-        if target is None and not seat and not loading:
+        if target is None and not seat and paced is None and not loading:
             return None  # most requests: to a live world, neither a create nor a join
         now = trio.current_time()
         spent, refusal = None, None
@@ -100,6 +116,11 @@ class Claims:
         elif seat:
             refusal = self.ledger.may_join(account, now)
             spent = account.joins
+        elif paced is not None:
+            budget, what = paced
+            record = self._paced(budget, who, now)
+            refusal = self.ledger.may_pace(budget, record, what, now)
+            spent = record if isinstance(record, Hourly) else None
         if refusal is None and loading:
             refusal = self.ledger.may_load(account)
         try:
@@ -107,6 +128,19 @@ class Claims:
         finally:  # raised, it is held by its traceback's frames, this one among them
             refusal = None  # (a cycle: tests/server/test_cyclic_garbage.py)
         return Ticket(account, spent, target, loading) if spent is not None or loading else None
+
+    def _paced(self, budget: str, who: str, now: float) -> Hourly | Bucket:
+        """`who`'s record of `budget` (made on first use; the least recently used past
+        MAX_ENTRIES forgotten)."""
+        record = self.paced.pop((budget, who), None)
+        if record is None:
+            limit = getattr(self.ledger.budgets, budget)
+            record = (Hourly() if budget == COUNTED_WHEN_DONE
+                      else Bucket(limit / HOUR, limit, now))
+        self.paced[(budget, who)] = record
+        while len(self.paced) > MAX_ENTRIES:
+            self.paced.popitem(last=False)
+        return record
 
     def _loads(self, to: str) -> bool:
         """True when a message to `to` would load it here: not live, and no cluster (whose

@@ -5,7 +5,8 @@
   its verdict comes back as a message and the outcome (`Born`, or a logged `Rejected`)
   is folded then. The reply says `validating` with the candidate's id; `lab.status {id}`
   tells the outcome. A duplicate is refused at once, and so is a candidate beyond the
-  lab's validations in flight (`overloaded`).
+  lab's validations in flight (`overloaded`). The seconds a validation held its worker
+  are charged to whoever offered it (a visitor's cross: its CPU budget).
 - The birth loop: a timer every `birth_tick` seconds breeds, for each track whose unproven
   backlog is under the lab's cap (`lab.create {backlog}`, 16 for `lab:main`), one candidate
   at a time: a grammar child of parents chosen by the seed's rule, or, when the server has
@@ -41,8 +42,9 @@ from __future__ import annotations
 import functools
 import logging
 import math
-from collections.abc import Mapping
-from typing import Any, ClassVar
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, TypeVar
 
 import attrs
 
@@ -58,12 +60,14 @@ from actors.lab.seeding import rng_for
 from actors.lab.state import Lab
 from actors.lab.validation import validate
 from actors.runtime import Call, Timer, WorldActor, refused
+from actors.runtime.deferred import Deferred
 from actors.runtime.host import Effect
 from actors.world import Refusal
 from protocol.errors import ProtocolError
 from protocol.ops import lab as ops
 
 log = logging.getLogger("petridish.lab")
+T = TypeVar("T")
 
 MODEL_BACKOFF_MS = (5_000, 300_000)  # first and longest wait after a barren model birth
 
@@ -75,11 +79,14 @@ class _BirthTick:
 
 @attrs.frozen
 class _Validated:
-    """The validator's verdict on a candidate (`loop`: the birth loop offered it)."""
+    """The validator's verdict on a candidate (`loop`: the birth loop offered it), the
+    seconds it held its worker and who pays for them (the offer's answer slot, if any)."""
 
     candidate: Candidate
     reason: str | None
     loop: bool
+    seconds: float = 0.0
+    payer: Deferred | None = None
 
 
 @attrs.frozen
@@ -150,7 +157,7 @@ class LabActor(WorldActor):
     def _open_tracks(self) -> list[tuple[int, str]]:
         """The tracks (with their index) the loop would breed now: under the cap, with no
         loop birth in flight (one pass over the pool, however many tracks)."""
-        waiting = backlogs(self.state.organisms.values())
+        waiting = backlogs(self.state.organisms.values(), self.now())
         return [(index, track) for index, track in enumerate(TRACKS)
                 if track not in self._loop_busy and waiting[track] < self.state.backlog]
 
@@ -226,8 +233,10 @@ class LabActor(WorldActor):
 
     # ---- validation off the task ----------------------------------------------------------
 
-    def _offer(self, candidate: Candidate, *, loop: bool) -> ops.Birth:
-        """Record the offer and start its validation; the reply as it stands now."""
+    def _offer(self, candidate: Candidate, *, loop: bool, payer: Deferred | None = None
+               ) -> ops.Birth:
+        """Record the offer and start its validation (its time charged to `payer`); the
+        reply as it stands now."""
         events = decide_offer(self.state, candidate, self.now())
         if isinstance(events, Refusal):
             raise refused(events)
@@ -236,14 +245,16 @@ class LabActor(WorldActor):
         if events and reply.status == "validating":
             if loop:
                 self._loop_busy.add(candidate.track)
-            self._validate(candidate, loop)
+            self._validate(candidate, loop, payer)
         return reply
 
-    def _validate(self, candidate: Candidate, loop: bool) -> None:
+    def _validate(self, candidate: Candidate, loop: bool, payer: Deferred | None = None
+                  ) -> None:
         """Run `validate` off the task; the verdict, or the validator's failure (the
-        candidate is then abandoned, whoever offered it), comes back as a message."""
-        self.offload(lambda: validate(candidate.track, candidate.code),
-                     lambda reason: _Validated(candidate, reason, loop),
+        candidate is then abandoned, whoever offered it), comes back as a message. The
+        seconds it held its worker (the compile's subprocess included) are `payer`'s."""
+        self.offload(_held(lambda: validate(candidate.track, candidate.code)),
+                     lambda done: _Validated(candidate, done[0], loop, done[1], payer),
                      lambda: _ValidationFailed(candidate, loop))
 
     async def on_message(self, message: Any) -> None:
@@ -255,6 +266,8 @@ class LabActor(WorldActor):
                 log.debug("%s: birth loop waits: %s", self.actor_id, error.message)
         elif isinstance(message, _Validated):
             c = message.candidate
+            if message.payer is not None:
+                message.payer.charge(message.seconds)
             if message.loop:
                 self._loop_busy.discard(c.track)
             if message.loop and c.source == "model":
@@ -287,17 +300,32 @@ class LabActor(WorldActor):
     # ---- effects --------------------------------------------------------------------------
 
     async def _birth_op(self, call: Call) -> ops.Birth:
-        """`lab.birth` / `lab.cross`: the candidate, then its validation off the task."""
+        """`lab.birth` / `lab.cross`: the candidate, then its validation off the task. The
+        caller is answered now and pays for the validation once it is over (a visitor's
+        cross its CPU budget), so the answer slot is kept (`defer`) to charge it; the
+        reply is returned too, for the receipt of a retried request."""
         make, purpose = OFFERS[call.op]
         candidate = make(self.state, call.args, self.ctx(call, purpose))
         if isinstance(candidate, Refusal):
             raise refused(candidate)
-        return self._offer(candidate, loop=False)
+        payer = self.defer()
+        reply = self._offer(candidate, loop=False, payer=payer)
+        payer.succeed(reply)
+        return reply
 
     effects: ClassVar[Mapping[str, Effect]] = {"lab.birth": _birth_op, "lab.cross": _birth_op}
 
 
 WORLD = attrs.evolve(rules.WORLD, actor=LabActor)
+
+
+def _held(work: Callable[[], T]) -> Callable[[], tuple[T, float]]:
+    """`work` for a worker thread, returning its value and the seconds it held the thread
+    (wall time: the validator's compile is a subprocess, whose CPU no thread clock sees)."""
+    def timed() -> tuple[T, float]:
+        started = time.perf_counter()
+        return work(), time.perf_counter() - started
+    return timed
 
 
 @functools.cache

@@ -4,8 +4,8 @@ the events a candidate becomes once validated.
 Every candidate goes through `validate` before `birth_events` sees it (the caller runs
 it: the compile step is a subprocess, which the live actor will run off its task); a
 candidate with a reason, or one whose code is already an organism, is logged as a
-rejection and never inserted. The birth loop calls, in order: `backlog` (it breeds while
-the unproven backlog is under its cap), `grammar_candidate` or, with a model,
+rejection and never inserted. The birth loop calls, in order: `backlogs` (it breeds while
+the unproven backlog, with the canaries judges proved lately, is under its cap), `grammar_candidate` or, with a model,
 `birth_directive` then `ModelBreeder.breed`, then `validate` and `birth_events`.
 """
 
@@ -26,6 +26,7 @@ from protocol.jsontext import escape_lone_surrogates
 
 MAX_REJECTED_CODE = 4_000  # characters of a rejected candidate's code kept with its reason
 MAX_REJECTED_REASON = 500  # characters of its reason
+PROOF_HOLD_MS = 3_600_000  # a judge's proof holds its place in the loop's backlog this long
 
 
 @attrs.frozen
@@ -100,9 +101,14 @@ def backlog(pool: Sequence[Organism], track: str, source: str | None = None) -> 
     return sum(1 for o in pool if o.track == track and _waits(o) and source in (None, o.source))
 
 
-def backlogs(pool: Iterable[Organism]) -> Counter[str]:
-    """`backlog` of every track, in one pass."""
-    return Counter(o.track for o in pool if _waits(o))
+def backlogs(pool: Iterable[Organism], t: int) -> Counter[str]:
+    """The birth loop's backlog of every track at `t`, in one pass: `backlog`, and the
+    organisms a judge's report proved in the last PROOF_HOLD_MS. Any judge a canary is
+    dealt to may prove it, so without the hold a visitor proving canaries would have the
+    loop breed (and a model answer, at the owner's cost) as fast as it reports; with it
+    judges prove at most the cap an hour. The owner's proofs refill it at once."""
+    return Counter(o.track for o in pool if _waits(o) or (
+        o.live and o.public_proof is not None and 0 <= t - o.public_proof < PROOF_HOLD_MS))
 
 
 def _waits(o: Organism) -> bool:

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 
@@ -93,9 +94,9 @@ def public_pair(pool: Sequence[Organism], benched: AbstractSet[str], rng: np.ran
     backlog = canary_backlog(pool, benched)
     if backlog and proven:
         canary = backlog[int(rng.integers(len(backlog)))]
-        nearest = sorted(
-            proven, key=lambda o: (abs(o.rating.ordinal - canary.rating.ordinal), o.id)
-        )[:NEAREST_ON_LADDER]
+        ladder = canary.rating.ordinal
+        nearest = heapq.nsmallest(  # (as sorted(...)[:n], without sorting the pool)
+            NEAREST_ON_LADDER, proven, key=lambda o: (abs(o.rating.ordinal - ladder), o.id))
         distinct = [o for o in nearest if token_similarity(o.code, canary.code) < TOKEN_NEAR]
         choices = distinct or nearest
         partner = choices[int(rng.integers(len(choices)))]

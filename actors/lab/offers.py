@@ -27,7 +27,7 @@ from actors.lab.births import (
 )
 from actors.lab.dealing import cross_refusal
 from actors.lab.events import Born, Event, Rejected, Validating
-from actors.lab.organism import organism_id
+from actors.lab.organism import Organism, organism_id
 from actors.lab.seeding import PURPOSES
 from actors.lab.state import Lab
 from actors.lab.views import find_organism
@@ -39,6 +39,13 @@ from protocol.ops.lab import LabCode
 MAX_VALIDATING = 16  # candidates of one lab being validated at once
 MAX_VISITORS_VALIDATING = 8  # ... of which visitor crosses (the owner and the loop keep room)
 MAX_CROSS_BACKLOG = 16  # visitors' crosses waiting to be proven, validating ones included
+# Visitors' children one lab takes in any hour, validating ones included: the pool keeps
+# every organism for good (the seed culls none), and a canary is proven by any judge it
+# is dealt to, so the backlog alone does not bound how fast visitors grow the pool. The
+# server holds each visitor to its own hourly budget (`crosses_per_hour`); this holds
+# them all together.
+MAX_CROSSES_PER_HOUR = 60
+HOUR_MS = 3_600_000
 
 
 def client_refusal(key: str) -> Refusal | None:
@@ -82,13 +89,28 @@ def visitor_candidate(state: Lab, args: ops.CrossArgs, ctx: Ctx) -> Candidate | 
     refused = cross_refusal(a, b)
     if refused:
         return refused
-    waiting = (backlog(list(state.organisms.values()), a.track, "cross")
-               + sum(source == "cross" for source in state.validating.values()))
+    pool = list(state.organisms.values())
+    validating = sum(source == "cross" for source in state.validating.values())
+    waiting = backlog(pool, a.track, "cross") + validating
     if waiting >= MAX_CROSS_BACKLOG:  # each child is kept until the arena judges it
         return Refusal(ErrorCode.OVERLOADED, f"{waiting} visitors' crosses of this lab wait "
                        "to be proven; try again once the owner's arena has judged some",
                        {"crosses": waiting, "limit": MAX_CROSS_BACKLOG})
-    return cross_candidate(a, b, args.client_key, offer_rng(state, ctx))
+    return (_hourly_refusal(pool, validating, ctx.t)
+            or cross_candidate(a, b, args.client_key, offer_rng(state, ctx)))
+
+
+def _hourly_refusal(pool: Sequence[Organism], validating: int, t: int) -> Refusal | None:
+    """`overloaded` while MAX_CROSSES_PER_HOUR visitors' children were born (or are being
+    validated) in the hour before `t`; `retry_after` says when the oldest leaves it."""
+    lately = [o.born for o in pool if o.source == "cross" and 0 <= t - o.born < HOUR_MS]
+    if len(lately) + validating < MAX_CROSSES_PER_HOUR:
+        return None
+    wait = (min(lately) + HOUR_MS - t) / 1000 if lately else 60.0
+    return Refusal(ErrorCode.OVERLOADED, f"{MAX_CROSSES_PER_HOUR} visitors' crosses were "
+                   "born in this lab in the last hour; try again later",
+                   {"crosses_last_hour": len(lately) + validating,
+                    "limit": MAX_CROSSES_PER_HOUR, "retry_after": round(wait, 3)})
 
 
 Offer = Callable[[Lab, object, Ctx], Candidate | Refusal]

@@ -32,6 +32,7 @@ class Organism:
     error: str | None = None  # the stored compile/link error of a dead organism
     rating: Rating = attrs.field(factory=Rating)
     judged: int = 0
+    public_proof: int | None = None  # ms: when a judge's render report proved it
 
     @property
     def live(self) -> bool:

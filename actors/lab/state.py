@@ -38,7 +38,13 @@ from actors.lab.window import Window
 from protocol.ops.lab import DEFAULT_BACKLOG
 
 CANARY_WINDOW_MS = 600_000  # a dealt id stays reportable (and a pair votable) this long
-MAX_DEALS = 200_000  # pairs (and dealt ids) one window generation holds (state.Window)
+# Pairs one window generation holds (two generations: at most twice as many, ~400 B each
+# with their dealt ids; the dealt ids' window holds the two ids of as many public deals).
+# A judge takes seconds a pair (each is drawn 300 ms before its vote), so 50,000 in ten
+# minutes serve some 250 judges at full pace; past that the window shortens (at 440 deals
+# a second an entry still lives 110 s, longer than any vote takes) instead of growing,
+# and the server holds each client to `deals_per_hour` (server/budgets.py).
+MAX_DEALS = 50_000
 MAX_REJECTIONS = 4_096  # rejection reasons kept by candidate id (for `lab.status`)
 
 
@@ -71,7 +77,7 @@ class Lab:
     # the seed's in-memory records (transient events only)
     deals: Window = attrs.field(factory=lambda: Window(CANARY_WINDOW_MS, MAX_DEALS))
     # (client, id) -> when a public pair dealt it to that client
-    dealt: Window = attrs.field(factory=lambda: Window(CANARY_WINDOW_MS, MAX_DEALS))
+    dealt: Window = attrs.field(factory=lambda: Window(CANARY_WINDOW_MS, 2 * MAX_DEALS))
     strikes: Mapping[str, frozenset[str]] = attrs.field(factory=dict)
     benched: frozenset[str] = frozenset()
     deal_count: int = 0
@@ -118,7 +124,8 @@ def evolve(state: Lab, event: Event) -> Lab:
         return attrs.evolve(state, organisms=organisms,
                             validating=_validated(state, event.id))
     if isinstance(event, Proven):
-        return _organism(state, event.id, render_ok=True)
+        return _organism(state, event.id, render_ok=True,
+                         public_proof=event.t if event.surface == "public" else None)
     if isinstance(event, Killed):
         return _organism(state, event.id, status="dead", error=event.error)
     if isinstance(event, VoteCast):

@@ -65,3 +65,42 @@ async def test_a_lab_whose_backlog_is_full_unloads_when_idle(
         assert [again.state.organisms[o].track for o in newborn] == \
             [organisms[first].track]  # the proven one's track bred again
         assert full(again)
+
+
+async def test_judges_proofs_refill_the_loop_s_backlog_only_after_an_hour(
+        tmp_path: Path, mock_clock: trio.testing.MockClock) -> None:
+    """Any judge dealt a canary may prove it: were its place in the backlog free at once,
+    a visitor reporting every canary it is dealt would have the loop breed as fast as it
+    reports. A canary a judge proved holds its place for an hour (the owner's proofs free
+    theirs at once): no birth replaces it meanwhile."""
+    owner, judge = ("owner", "owner:me"), ("spectator", "anonymous~1")
+    async with SqliteEventStore.in_directory(tmp_path) as store, open_directory(
+            store, [ActorKind.of(WORLD)], clock=trio_ms,
+            config=RuntimeConfig(idle_timeout=2 * 3600)) as directory:
+        await directory.ask(LAB, Call("lab.create", ops.CreateArgs(backlog=1), *owner))
+        actor = await directory.get(LAB)
+
+        def shaders() -> list[str]:
+            return [o.id for o in actor.state.organisms.values() if o.track == "shader"]
+
+        async def bred(n: int) -> None:  # until the loop has bred `n` shaders and idles
+            for _ in range(100):
+                if len(shaders()) >= n and full(actor) and not actor._offloads:
+                    return
+                await run_for(mock_clock, actor, 1, TICK)
+            raise AssertionError(f"{len(shaders())} shaders, not {n}")
+
+        await bred(1)
+        await directory.ask(LAB, Call("lab.ok", ops.OkArgs(shaders()[0]), *owner))
+        await bred(2)  # the owner's proof: refilled at once
+        canary = shaders()[1]
+        pair = await directory.ask(LAB, Call("lab.public_pair", ops.PublicPairArgs("k"), *judge))
+        assert pair.canary == canary
+        seen = await directory.ask(LAB, Call("lab.seen", ops.SeenArgs(canary, "k", True), *judge))
+        assert seen.verdict == "proven"
+        await run_for(mock_clock, actor, 60, TICK)
+        assert len(shaders()) == 2  # held: no birth replaced it
+        await run_for(mock_clock, actor, 3600, 60)
+        await directory.ask(LAB, Call("lab.directive_add", ops.DirectiveAddArgs(
+            "soft slow tides of violet light over a dark ground"), *owner))
+        await bred(3)  # an hour on, the next op that changes the lab arms the loop again

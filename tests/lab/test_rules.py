@@ -12,7 +12,7 @@ from actors.lab.births import MAX_REJECTED_CODE, backlog, birth_directive, gramm
 from actors.lab.contract import MAX_CHARS, MIN_CHARS
 from actors.lab.directives import MAX_DIRECTIVE_CHARS, MIN_DIRECTIVE_CHARS
 from actors.lab.events import Born, Rejected
-from actors.lab.offers import MAX_CROSS_BACKLOG
+from actors.lab.offers import HOUR_MS, MAX_CROSS_BACKLOG, MAX_CROSSES_PER_HOUR
 from actors.lab.rules import WORLD, first_line
 from actors.lab.seeding import rng_for
 from actors.lab.validate_shader import glslang_path
@@ -178,6 +178,35 @@ def test_visitor_crosses_waiting_to_be_proven_are_bounded() -> None:
     while run("lab.cross", JUDGE, a=a, b=b, client_key=f"v{run.t}").status != "born":
         run.t += 1
     assert run("lab.cross", JUDGE, a=a, b=b, client_key="late").code == ErrorCode.OVERLOADED
+
+
+def test_visitor_crosses_born_in_an_hour_are_bounded_whoever_crosses() -> None:
+    """The pool keeps every child and any judge may prove a canary, so children proven
+    at once would let visitors grow the pool as fast as they cross: past
+    MAX_CROSSES_PER_HOUR born in the hour, a cross is refused until the oldest is an hour
+    old."""
+    run = LabRun()
+    a, b = born(run, 2)
+    for oid in (a, b):
+        run("lab.ok", id=oid)
+    children: list[int] = []  # when each was born
+    while len(children) < MAX_CROSSES_PER_HOUR:
+        reply = run("lab.cross", JUDGE, a=a, b=b, client_key=f"v{run.t}")
+        if reply.status == "born":
+            children.append(run.t)
+            run("lab.ok", id=reply.id)  # proven at once: the backlog stays empty
+        run.t += 1
+    before = (run.state, len(run.stored))
+    refused = run("lab.cross", JUDGE, a=a, b=b, client_key="late")
+    assert refused.code == ErrorCode.OVERLOADED
+    assert refused.message == ("60 visitors' crosses were born in this lab in the last "
+                               "hour; try again later")
+    assert refused.detail == {"crosses_last_hour": 60, "limit": 60,
+                              "retry_after": (children[0] + HOUR_MS - run.t) / 1000}
+    assert (run.state, len(run.stored)) == before
+    run.t += HOUR_MS  # the oldest are an hour old
+    while run("lab.cross", JUDGE, a=a, b=b, client_key=f"v{run.t}").status != "born":
+        run.t += 1
 
 
 def test_a_cross_of_a_model_birth_is_refused() -> None:

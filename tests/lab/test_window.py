@@ -3,6 +3,8 @@ at most two, a full generation rotates early, and old versions stay as they were
 
 from __future__ import annotations
 
+from actors.lab.events import PairDealt
+from actors.lab.state import MAX_DEALS, evolve, initial
 from actors.lab.window import Window
 
 
@@ -27,3 +29,16 @@ def test_a_full_generation_rotates_early_and_versions_do_not_change() -> None:
     moved = w.put(3, "again", 1)  # a key put again moves to the young generation
     assert moved[3] == "again" and len(moved) == len(w)
     assert 4 not in w.remove(4) and 4 in w
+
+
+def test_a_lab_holds_at_most_100_000_deals_however_fast_they_come() -> None:
+    """A public deal is ~400 B of the lab's memory (the pair and its two dealt ids) for up
+    to twenty minutes: however many come within one window, a lab holds at most
+    2 x MAX_DEALS of them (~40 MiB), and the newest MAX_DEALS are all held."""
+    state = initial("deals")
+    n = 120_000  # within two minutes (one a millisecond)
+    for i in range(n):
+        state = evolve(state, PairDealt(f"p{i}", "public", f"k{i}", "s-a", "s-b", None, i))
+    assert len(state.deals) <= 100_000 and len(state.dealt) <= 200_000
+    newest = range(n - MAX_DEALS, n)
+    assert all(f"p{i}" in state.deals and (f"k{i}", "s-a") in state.dealt for i in newest)

@@ -1,0 +1,132 @@
+"""What a visitor can make a lab hold or compute, over real sockets: crosses, public pairs
+dealt and votes are held to the visitor's account (its address when anonymous, whatever
+name each connection takes), and a cross's validation is charged to the crosser."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+import trio
+
+from actors.lab import actor as lab_actor
+from actors.lab.validation import validate
+from protocol.client import Client, RequestError
+from server.budgets import Budgets
+from tests.lab.live import born, new_lab, settled
+from tests.server.ws_harness import running_server
+
+ACCOUNT = "address:127.0.0.1"  # every anonymous caller of these tests
+
+
+async def refused(c: Client, op: str, to: str, args: dict) -> RequestError:
+    with pytest.raises(RequestError) as err:
+        await c.request(op, to, args)
+    return err.value
+
+
+async def proven(owner: Client, lab: str, n: int) -> list[str]:
+    ids = await born(owner, lab, n)
+    for oid in ids:
+        await owner.request("lab.ok", lab, {"id": oid})
+    return ids
+
+
+async def test_crosses_are_budgeted_per_account_and_a_refused_one_spends_nothing(
+        tmp_path: Path) -> None:
+    """Each cross is a glslang compile and a child the pool keeps: past `crosses_per_hour`
+    the account's next is refused before the lab sees it, from any of its connections
+    (each anonymous connection is a caller of its own); a cross the lab refuses is not
+    counted; the owner crosses without a budget."""
+    async with running_server(tmp_path, budgets=Budgets(crosses_per_hour=2)) as srv, \
+            Client.connect(srv.ws_url, srv.owner_token) as owner, \
+            Client.connect(srv.ws_url) as one, Client.connect(srv.ws_url) as other:
+        lab = await new_lab(owner, "crosses")
+        a, b = await proven(owner, lab, 2)
+        unproven, = await born(owner, lab, 1)
+        for _ in range(3):  # refused by the lab: spends nothing
+            err = await refused(one, "lab.cross", lab, {"a": a, "b": unproven, "client_key": "k"})
+            assert err.code == "parent_not_proven"
+        offered = []
+        for i, visitor in enumerate((one, other)):
+            offered.append(await visitor.request("lab.cross", lab,
+                                                 {"a": a, "b": b, "client_key": f"k{i}"}))
+        for o in offered:
+            await settled(owner, lab, o["id"])
+        before = await owner.request("lab.info", lab, {})
+        err = await refused(other, "lab.cross", lab, {"a": b, "b": a, "client_key": "k9"})
+        assert err.code == "over_budget"
+        assert err.message == "more than 2 crosses in an hour"
+        retry = err.detail.pop("retry_after")
+        assert err.detail == {"budget": "crosses_per_hour", "limit": 2}
+        assert 3500 < retry <= 3600
+        assert await owner.request("lab.info", lab, {}) == before
+        assert srv.state.ledger.hits[("crosses_per_hour", "127.0.0.1")].count == 1
+        mine = await owner.request("lab.cross", lab, {"a": b, "b": a, "client_key": "o"})
+        assert mine["status"] in ("validating", "rejected")  # (a duplicate child is logged)
+
+
+async def test_public_pairs_and_votes_are_budgeted_per_account(tmp_path: Path) -> None:
+    """A deal is held in the lab's memory for ten minutes and a vote is a stored event:
+    past `deals_per_hour` and `votes_per_hour` (over the websocket and the seed's HTTP
+    route alike, one account for the address) they are refused, and the lab is unchanged;
+    the owner deals and votes without a budget."""
+    budgets = Budgets(deals_per_hour=3, votes_per_hour=2)
+    async with running_server(tmp_path, budgets=budgets) as srv, \
+            Client.connect(srv.ws_url, srv.owner_token) as owner, \
+            Client.connect(srv.ws_url) as judge, \
+            httpx.AsyncClient(base_url=srv.url) as http:
+        lab = await new_lab(owner, "judging")
+        await proven(owner, lab, 3)
+        pairs = [await judge.request("lab.public_pair", lab, {"client_key": "k"})
+                 for _ in range(3)]
+        err = await refused(judge, "lab.public_pair", lab, {"client_key": "k"})
+        assert (err.code, err.detail["budget"], err.detail["limit"]) == \
+            ("over_budget", "deals_per_hour", 3)
+        assert err.message == "more than 3 public pairs dealt an hour"
+        assert 1000 < err.detail["retry_after"] <= 1200  # one refills in 3,600 / 3 s
+
+        def vote(pair: dict) -> dict:
+            return {"pair": pair["pair"], "winner": pair["left"]["id"], "client_key": "k"}
+
+        await judge.request("lab.vote", lab, vote(pairs[0]))
+        assert (await http.post("/api/pub/vote?lab=judging", json=vote(pairs[1]))
+                ).status_code == 200
+        over = await http.post("/api/pub/vote?lab=judging", json=vote(pairs[2]))
+        assert over.status_code == 429
+        error = over.json()["error"]
+        assert (error["code"], error["detail"]["budget"]) == ("over_budget", "votes_per_hour")
+        assert (await refused(judge, "lab.vote", lab, vote(pairs[2]))).code == "over_budget"
+        assert (await owner.request("lab.info", lab, {}))["votes"] == 2
+        for _ in range(4):  # the owner has no budget
+            pair = await owner.request("lab.public_pair", lab, {"client_key": "o"})
+            await owner.request("lab.vote", lab, {"pair": pair["pair"], "client_key": "o",
+                                                  "winner": pair["right"]["id"]})
+        assert (await owner.request("lab.info", lab, {}))["votes"] == 6
+
+
+async def test_a_cross_s_validation_is_charged_to_the_crosser(tmp_path: Path,
+                                                              monkeypatch) -> None:
+    """The validation runs off the lab's task, after the cross is answered; the seconds it
+    held its worker (here at least the half second it is held up) are charged to the
+    crosser's CPU budget all the same."""
+    def held_validate(track: str, code: str) -> str | None:
+        time.sleep(0.5)
+        return validate(track, code)
+
+    budgets = Budgets(cpu_rate=1e-9, cpu_burst_anonymous=10.0)  # (no refill meanwhile)
+    async with running_server(tmp_path, budgets=budgets) as srv, \
+            Client.connect(srv.ws_url, srv.owner_token) as owner, \
+            Client.connect(srv.ws_url) as visitor:
+        lab = await new_lab(owner, "charged")
+        a, b = await proven(owner, lab, 2)
+        monkeypatch.setattr(lab_actor, "validate", held_validate)
+        offered = await visitor.request("lab.cross", lab, {"a": a, "b": b, "client_key": "v"})
+        assert offered["status"] == "validating"
+        await settled(owner, lab, offered["id"])
+        account = srv.state.ledger.accounts[ACCOUNT]
+        with trio.fail_after(5):  # (the charge follows the verdict's message)
+            while account.cpu.level > 10.0 - 0.5:
+                await trio.sleep(0.02)
