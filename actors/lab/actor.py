@@ -42,9 +42,8 @@ from __future__ import annotations
 import functools
 import logging
 import math
-import time
-from collections.abc import Callable, Mapping
-from typing import Any, ClassVar, TypeVar
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 import attrs
 
@@ -62,12 +61,12 @@ from actors.lab.validation import validate
 from actors.runtime import Call, Timer, WorldActor, refused
 from actors.runtime.deferred import Deferred
 from actors.runtime.host import Effect
+from actors.runtime.offload import thread_timed
 from actors.world import Refusal
 from protocol.errors import ProtocolError
 from protocol.ops import lab as ops
 
 log = logging.getLogger("petridish.lab")
-T = TypeVar("T")
 
 MODEL_BACKOFF_MS = (5_000, 300_000)  # first and longest wait after a barren model birth
 
@@ -253,7 +252,7 @@ class LabActor(WorldActor):
         """Run `validate` off the task; the verdict, or the validator's failure (the
         candidate is then abandoned, whoever offered it), comes back as a message. The
         seconds it held its worker (the compile's subprocess included) are `payer`'s."""
-        self.offload(_held(lambda: validate(candidate.track, candidate.code)),
+        self.offload(thread_timed(lambda: validate(candidate.track, candidate.code), held=True),
                      lambda done: _Validated(candidate, done[0], loop, done[1], payer),
                      lambda: _ValidationFailed(candidate, loop))
 
@@ -317,15 +316,6 @@ class LabActor(WorldActor):
 
 
 WORLD = attrs.evolve(rules.WORLD, actor=LabActor)
-
-
-def _held(work: Callable[[], T]) -> Callable[[], tuple[T, float]]:
-    """`work` for a worker thread, returning its value and the seconds it held the thread
-    (wall time: the validator's compile is a subprocess, whose CPU no thread clock sees)."""
-    def timed() -> tuple[T, float]:
-        started = time.perf_counter()
-        return work(), time.perf_counter() - started
-    return timed
 
 
 @functools.cache

@@ -86,13 +86,17 @@ async def _in_process(work: Callable[[], T], limiter: trio.CapacityLimiter) -> T
             raise
 
 
-def thread_timed(work: Callable[[], T]) -> Callable[[], tuple[T, float]]:
+def thread_timed(work: Callable[[], T], *, held: bool = False
+                 ) -> Callable[[], tuple[T, float]]:
     """`work` for a worker thread, returning its value and the thread's CPU seconds for it
     (what serving a caller cost off the actor's task, for `Deferred.charge`: a world's own
-    code reads no clock)."""
+    code reads no clock); `held`: the seconds it held the thread instead (wall time, for
+    work that runs a subprocess, whose CPU no thread clock sees)."""
+    clock = time.perf_counter if held else time.thread_time
+
     def timed() -> tuple[T, float]:
-        started = time.thread_time()
-        return work(), time.thread_time() - started
+        started = clock()
+        return work(), clock() - started
     return timed
 
 
