@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from functools import partial
 from typing import Any, ClassVar
 
 import attrs
@@ -152,9 +153,9 @@ class FieldActor(WorldActor):
         try:
             return await super().handle(call)
         finally:
-            await self._tell_lobby()
+            self._tell_lobby()
 
-    async def _tell_lobby(self) -> None:
+    def _tell_lobby(self) -> None:
         """Tell the lobby a new summary: at once when what the field is changed (its state,
         its agents, its dead), else at most every LOBBY_EVERY seconds (solved tiles,
         growths, progress move with play). A summary held back is told when its time comes,
@@ -169,12 +170,12 @@ class FieldActor(WorldActor):
                 self.after(LOBBY_EVERY - (now - self._told_at), _TellLobby())
             return
         self._told, self._told_at = summary, now
-        await tell_seen(self.context.directory, self.actor_id, summary)
+        self.once_durable(partial(tell_seen, self.context.directory, self.actor_id, summary))
 
     async def on_start(self) -> None:
         """Load the secret, arm the growth timer; a daily field of today starts itself."""
         await self._start_up()
-        await self._tell_lobby()
+        self._tell_lobby()
 
     async def _start_up(self) -> None:
         w = self.state
@@ -243,7 +244,7 @@ class FieldActor(WorldActor):
             self._progress_at = now
             if self.state.state.manifest is None:
                 self.publish_view()  # the first generation: a snapshot with the progress
-            await self._tell_lobby()
+            self._tell_lobby()
 
     async def on_message(self, message: Any) -> None:
         """Generation results and progress, growth ticks and the daily merge."""
@@ -268,7 +269,7 @@ class FieldActor(WorldActor):
         elif isinstance(message, _MergeYesterday) and await merge_yesterday(
                 self.context.directory, live.daily_date(self.state.game)):
             self._alltime = None
-        await self._tell_lobby()
+        self._tell_lobby()
 
     async def _generated(self, msg: _Generated) -> None:
         """Store what was generated and fold its event. The field is `generating` until

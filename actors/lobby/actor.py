@@ -84,7 +84,7 @@ class Seen:
         return cls(str(data["actor_id"]), summary)
 
 
-async def tell_seen(directory: Directory, actor_id: str, summary: Mapping[str, Any]) -> None:
+def tell_seen(directory: Directory, actor_id: str, summary: Mapping[str, Any]) -> None:
     """Tell the lobby (loading it if needed, wherever it lives) what `actor_id` is now; a
     server without a lobby, or a lobby that cannot take it, is not an error of the
     world's."""

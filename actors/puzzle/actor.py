@@ -69,11 +69,16 @@ class PuzzleActor(WorldActor):
             self._claim(key)
 
     def _claim(self, key: str) -> None:
+        """Tell the board the win of `key` once it is durable (a room that restarts without
+        it claims nothing)."""
         room = self.state
         level = room.level_of(key)
         assert level is not None
         claim = WinClaim(room.player, key, room.wins[key], level, room.profile or level.profile,
                          room.pack_name)
+        self.once_durable(functools.partial(self._tell_board, claim))
+
+    def _tell_board(self, claim: WinClaim) -> None:
         try:
             self.context.directory.ref(BOARD).tell(claim)
         except ProtocolError as error:  # no board hosted, or its mailbox is full

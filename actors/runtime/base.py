@@ -91,6 +91,7 @@ class Actor(Lifecycle, ABC):
         self._durable_rev = 0  # of the store
         self._unflushed: list[Event] = []  # folded, not yet durable: revs _durable_rev+1.._rev
         self._answers: list[tuple[Answer, Any, ProtocolError | None]] = []  # held until durable
+        self._after_append: list[Callable[[], None]] = []  # `once_durable`'s, held until then
         self._receipts = Receipts(cfg.receipt_window)  # recent writes' request ids
         self._asked: Answer | None = None  # the answer slot of the ask being handled
         self._deferred: set[Deferred] = set()  # answers a handler promised to give later
@@ -186,6 +187,16 @@ class Actor(Lifecycle, ABC):
             raise probe.error
         if not probe.done.is_set():  # (a restart that failed: stopping refuses it)
             raise ActorStopped(self.actor_id)
+
+    def once_durable(self, act: Callable[[], None]) -> None:
+        """Run `act` (telling another world of this one) once what was committed so far is
+        durable: now when nothing waits for the store, else after the batch's append. It is
+        dropped if that append fails or the actor restarts (its `on_start` tells again what
+        the store kept): nobody hears of a change the store may not keep."""
+        if self._unflushed:
+            self._after_append.append(act)
+        else:
+            act()
 
     def _stage(self, records: Sequence[Event]) -> int:
         """Hand records already folded into the state to the batch's append."""
@@ -436,6 +447,7 @@ class Actor(Lifecycle, ABC):
     async def _flush(self) -> bool:
         """Make the batch durable, answer it, publish it; False when the actor must stop."""
         events, self._unflushed = self._unflushed, []
+        acts, self._after_append = self._after_append, []
         receipts = self._receipts.take()
         if events:
             try:
@@ -479,6 +491,11 @@ class Actor(Lifecycle, ABC):
                 pending.fail(error)
         if events:
             self._topic.publish(self._durable_rev, events)
+        for act in acts:
+            try:
+                act()
+            except Exception:  # another world's trouble is not this batch's
+                log.exception("%s: telling of a durable change failed", self.actor_id)
         self._push_if_due()
         if self._view_due:
             self._view_due = False

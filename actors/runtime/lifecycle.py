@@ -94,6 +94,7 @@ class Lifecycle:
             return False
         self._timers.cancel_all()
         self._push_armed = False
+        self._after_append.clear()  # (on_start tells again what the store keeps)
         kept_receipts = [r for r in self._receipts.staged
                          if r.rev <= self._durable_rev + len(kept)]
         try:

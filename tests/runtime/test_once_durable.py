@@ -1,0 +1,105 @@
+"""A world tells another of a change only once the change is durable (`Actor.once_durable`):
+a room's win reaches the board, and a field's summary the lobby, after the batch's append;
+when that append fails, nobody hears of what the store does not keep."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import trio
+
+from actors import field, lobby
+from actors.lobby.actor import SEEN
+from actors.puzzle import WORLD as ROOM_WORLD
+from actors.puzzle.catalog import bundled
+from actors.puzzle.puzzleboard import WORLD as BOARD_WORLD
+from actors.puzzle.puzzleboard.rules import BOARD
+from actors.runtime import ActorKind, Call, open_directory
+from actors.store import MemoryEventStore, StoreUnavailable
+from protocol.errors import ErrorCode, ProtocolError
+from protocol.ops import puzzle as ops
+from protocol.ops.field import JoinArgs, RulesArgs, StartArgs
+
+DIRS = {"u": "up", "d": "down", "l": "left", "r": "right", "s": "wait"}
+
+
+class FailsOneAppend(MemoryEventStore):
+    """Fails the next append to `stream` once armed (`fail` raised then)."""
+
+    stream = ""
+    fail: Exception | None = None
+
+    async def append(self, stream: str, *args: Any, **kwargs: Any) -> int:
+        if stream == self.stream and self.fail is not None:
+            error, self.fail = self.fail, None
+            raise error
+        return await super().append(stream, *args, **kwargs)
+
+
+async def test_a_win_whose_move_was_not_stored_is_not_claimed_on_the_board() -> None:
+    store = FailsOneAppend()
+    store.stream = room_id = "puzzle:claim"
+    solution = bundled("starter").levels[0].solution or ""
+    kinds = [ActorKind.of(ROOM_WORLD), ActorKind.of(BOARD_WORLD)]
+    async with open_directory(store, kinds) as directory:
+        view = await directory.ask(room_id, Call("puzzle.create", ops.CreateArgs(), "agent",
+                                                 "ann"))
+        rev = view.revision
+        for letter in solution[:-1]:
+            rev = (await directory.ask(room_id, Call("puzzle.move", ops.MoveArgs(
+                DIRS[letter], rev), "agent", "ann"))).room.revision
+        store.fail = OSError("the disk said no")
+        try:
+            await directory.ask(room_id, Call("puzzle.move", ops.MoveArgs(
+                DIRS[solution[-1]], rev), "agent", "ann"))
+        except ProtocolError as error:
+            assert error.code == ErrorCode.ACTOR_RESTARTED
+        else:
+            raise AssertionError("the winning move's append failed: it must be refused")
+        room = directory.alive(room_id)
+        assert room is not None and not room.state.wins, "the room restarted without the win"
+        await directory.ask(BOARD, Call("puzzleboard.level", ops.BoardLevelArgs(
+            room.state.key(room.state.play.level), 10), "spectator", "bob"))
+        await trio.sleep(0.5)  # (a claim told would be replayed off the board's task)
+        assert await store.revision(BOARD) == 0, "the board heard of a win nobody keeps"
+        # The move again, stored this time: the board hears of it.
+        won = await directory.ask(room_id, Call("puzzle.move", ops.MoveArgs(
+            DIRS[solution[-1]], rev), "agent", "ann"))
+        assert won.room.won
+        with trio.fail_after(30):
+            while not await store.revision(BOARD):
+                await trio.sleep(0.05)
+
+
+async def test_a_join_the_store_did_not_keep_never_reaches_the_lobby() -> None:
+    store = FailsOneAppend()
+    store.stream = field_id = "field:told"
+    kinds = [ActorKind.of(field.WORLD), ActorKind.of(lobby.WORLD)]
+    async with open_directory(store, kinds) as directory:
+        await directory.ask(field_id, Call("field.start", StartArgs(size=20, seed=3), "agent",
+                                           "ann"))
+        actor = await directory.get(field_id)
+        with trio.fail_after(30):
+            while True:
+                try:
+                    await actor.ask(Call("field.rules", RulesArgs(), "agent", "ann"))
+                    break
+                except ProtocolError:
+                    await trio.sleep(0.05)
+
+        async def told_agents() -> Any:
+            await trio.sleep(0.3)  # (the lobby takes its tells in its own batches)
+            seen = await store.load_snapshot(SEEN)
+            return seen and seen.data.get(field_id, {}).get("agents")
+
+        assert await told_agents() == 0
+        store.fail = StoreUnavailable("the store is down", sent=False)
+        try:
+            await actor.ask(Call("field.join", JoinArgs(name="bob"), "agent", "bob"))
+        except ProtocolError as error:
+            assert error.code == ErrorCode.UNAVAILABLE
+        else:
+            raise AssertionError("the join's append failed: it must be refused")
+        assert await told_agents() == 0, "the lobby heard of a join the store did not keep"
+        await directory.ask(field_id, Call("field.join", JoinArgs(name="bob"), "agent", "bob"))
+        assert await told_agents() == 1
