@@ -21,7 +21,7 @@ import attrs
 
 from actors.ecosystem.errors import EcosystemError
 from actors.ecosystem.graph import validate_rule_graph
-from actors.ecosystem.rates import Rates, compute_rates, species_rates
+from actors.ecosystem.rates import MODEL, Rates, compute_rates, species_rates
 from actors.ecosystem.schedule import (
     MAX_DECISIONS,
     MAX_GENERATION,
@@ -49,16 +49,18 @@ def _chaos(seed: int, generation: int, config: dict[str, Any],
 
 
 class RateCache:
-    """`species_rates` per graph object of one run (graphs are never mutated in place;
-    holding each graph keeps its id from being reused). Forks of a run share it."""
+    """`species_rates` per graph object of one run, under the run's model version (graphs
+    are never mutated in place; holding each graph keeps its id from being reused). Forks
+    of a run share it."""
 
-    def __init__(self) -> None:
+    def __init__(self, model: int = MODEL) -> None:
+        self.model = model
         self._bases: dict[int, tuple[dict[str, Any], Rates]] = {}
 
     def base(self, config: dict[str, Any], graph: dict[str, Any]) -> Rates:
         """The graph's generation-independent rates."""
         if id(graph) not in self._bases:
-            self._bases[id(graph)] = (graph, species_rates(config, graph))
+            self._bases[id(graph)] = (graph, species_rates(config, graph, self.model))
         return self._bases[id(graph)][1]
 
 
@@ -110,7 +112,7 @@ class RunState:
     history: list[Metrics]  # history[t]: the metrics of generation t
     decisions: list[dict[str, Any]]  # accepted so far; a decision's index is its position
     frame: dict[str, Any]  # the latest generation's frame
-    cache: RateCache
+    cache: RateCache  # holds the run's model version
 
     @property
     def generation(self) -> int:
@@ -138,8 +140,10 @@ def check_run_parameters(seed: Any, size: Any, generations: Any = 0) -> None:
                                  name)
 
 
-def start(config: Any, graph: Any, seed: int, size: int = DEFAULT_SIZE) -> RunState:
-    """A run at generation 0 (the founders), from a config, a graph and a seed."""
+def start(config: Any, graph: Any, seed: int, size: int = DEFAULT_SIZE,
+          model: int = MODEL) -> RunState:
+    """A run at generation 0 (the founders), from a config, a graph and a seed, under model
+    version `model` (`rates.MODEL`; a stored run's own to replay it)."""
     config = validate_config(config)
     graph = validate_rule_graph(graph)
     check_run_parameters(seed, size)
@@ -149,7 +153,7 @@ def start(config: Any, graph: Any, seed: int, size: int = DEFAULT_SIZE) -> RunSt
                        score(founding, founding, founding, config["fitness"]), [],
                        graph["version"])
     return RunState(config, graph, seed, size, fields, Schedule(), [founding], [], frame,
-                    RateCache())
+                    RateCache(model))
 
 
 def step(state: RunState, decisions_due: Sequence[Any] = (), *, fork: bool = True

@@ -89,7 +89,10 @@ class Shape:
         return value
 
     def integer(self, value: Any, path: str, low: int, high: int | None = None) -> int:
-        """An int (not a bool) within [low, high]."""
+        """An integer within [low, high], as an int: an int (not a bool) or, as JSON numbers
+        are (JavaScript's Number.isInteger), a float with no fraction (1.0 is 1)."""
+        if isinstance(value, float) and value.is_integer():  # (False for inf and NaN)
+            value = int(value)
         if isinstance(value, bool) or not isinstance(value, int):
             raise self.fail(path, "must be an integer")
         if value < low or (high is not None and value > high):

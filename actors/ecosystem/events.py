@@ -17,6 +17,7 @@ from typing import Any
 import attrs
 
 from actors.ecosystem.engine import RunState
+from actors.ecosystem.rates import LEGACY_MODEL
 
 
 def config_hash(config: dict[str, Any], graph: dict[str, Any]) -> str:
@@ -32,7 +33,8 @@ class SetUp:
     starting graph and their hash, the source label (`model` or `deterministic_fallback`),
     the engine seed and grid size. `failure` (the model path's `{stage, code, conflicts}`
     when it fell back), `named_intent` and `calls` are metadata outside the replay
-    contract."""
+    contract. `model` is the simulation's version (`rates.MODEL`); a setup stored before
+    versions has none and is model 1, which its run replays under."""
 
     owner: str
     answers: dict[str, str]
@@ -46,6 +48,7 @@ class SetUp:
     failure: dict[str, Any] | None = None
     named_intent: dict[str, Any] | None = None
     calls: int = 0
+    model: int = LEGACY_MODEL
 
 
 @attrs.frozen

@@ -3,8 +3,9 @@
 An export is one JSON object per line, the run's stored events in stream order (the
 `events.encode` form): the `setup` event first, then `generation` frames 0..G with the
 `patch`, `schedule`, `control` and `end` events between them. `record_of_export` turns it
-into a `lifepot-run/1` record (the config and starting graph, seed, size, the decisions in
-acceptance order and every frame's digest), which `replay.replay` re-runs with no model.
+into a `lifepot-run/1` record (the config and starting graph, seed, size, the simulation's
+model version, the decisions in acceptance order and every frame's digest), which
+`replay.replay` re-runs with no language model.
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ def record_of_export(events: Iterable[Event]) -> dict[str, Any]:
                                  f"frames[{k}]")
     return {"format": RECORD_FORMAT, "config": setup.config, "graph": setup.graph,
             "seed": setup.seed, "generations": len(frames) - 1, "size": setup.size,
-            "decisions": decisions, "digests": [f.get("digest") for f in frames]}
+            "model": setup.model, "decisions": decisions, "digests": [f.get("digest") for f in frames]}
 
 
 def is_export(text: str) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import math
+import sys
 from typing import Any
 
 from actors.ecosystem.errors import EcosystemError, Shape
@@ -34,7 +35,7 @@ ENVIRONMENT_VOCABULARY: dict[str, tuple[str, ...]] = {
 MAX_NAME = 40
 MAX_COUNCIL_OPTIONS = 8
 MAX_FOCUS = 140
-MAX_INTERACTIONS = 16  # a bound on what is read: a whole list has 6 pairs at most
+MAX_INTERACTIONS = 16  # pairs a refusal names one by one: a whole list has 6 at most
 
 _shape = Shape(lambda path, why: EcosystemError("invalid_graph", GRAPH_ERROR, path))
 _patch_shape = Shape(lambda path, why: EcosystemError("invalid_patch", PATCH_ERROR, path))
@@ -110,7 +111,7 @@ def _pairs_error(species: int, got: str) -> str:
 def validate_rule_graph(value: Any) -> dict[str, Any]:
     """Validate a rule graph strictly and return a deep clone of it."""
     _shape.obj(value, "", ("version", "species", "interactions", "environment"), ("council",))
-    _shape.integer(value["version"], "version", 1)
+    version = _shape.integer(value["version"], "version", 1)
     species = _shape.array(value["species"], "species", 2, len(SPECIES_IDS))
     for k, item in enumerate(species):
         where = f"species[{k}]"
@@ -119,11 +120,9 @@ def validate_rule_graph(value: Any) -> dict[str, Any]:
         _shape.text(item["name"], f"{where}.name", MAX_NAME, trim=False)
         _shape.enum(item["role"], f"{where}.role", ROLES)
         _shape.enum(item["self"], f"{where}.self", SELF_MODES)
-    listed = value["interactions"]
-    if isinstance(listed, list) and len(listed) > MAX_INTERACTIONS:  # more than any whole list
-        raise EcosystemError("invalid_graph", _pairs_error(len(species), f"{len(listed)} "
-                             "interactions"), "interactions")
-    interactions = _shape.array(listed, "interactions", 0, MAX_INTERACTIONS)
+    # Every item's shape (a few constant-time checks each, as cheap as parsing it) comes
+    # before the pair invariant, however long the list: shape faults are shape faults.
+    interactions = _shape.array(value["interactions"], "interactions", 0, sys.maxsize)
     for k, item in enumerate(interactions):
         where = f"interactions[{k}]"
         _shape.obj(item, where, ("pair", "mode"))
@@ -147,10 +146,11 @@ def validate_rule_graph(value: Any) -> dict[str, Any]:
             f"got {', '.join(ids)}", "species")
     pairs = [item["pair"] for item in interactions]
     if pairs != canonical_pairs(len(ids)):
-        raise EcosystemError("invalid_graph", _pairs_error(len(ids), f"({', '.join(pairs)})"),
-                             "interactions")
+        got = (f"({', '.join(pairs)})" if len(pairs) <= MAX_INTERACTIONS  # (a bounded message)
+               else f"{len(pairs)} interactions")
+        raise EcosystemError("invalid_graph", _pairs_error(len(ids), got), "interactions")
     _check_basal_paths(value)
-    return copy.deepcopy(dict(value))
+    return {**copy.deepcopy(dict(value)), "version": version}
 
 
 def _check_basal_paths(graph: Any) -> None:

@@ -157,9 +157,14 @@ def review_focuses(graph: dict[str, Any]) -> list[str]:
 
 
 def food_web(graph: dict[str, Any]) -> list[str]:
-    """Readable feeding lines, decoded from each pair's own endpoints."""
+    """Readable feeding lines, decoded from each pair's own endpoints: who eats whom (a
+    scavenger also eats their dead, as the engine's model does) and who eats the basal
+    resource."""
+    roles = {s["id"]: s["role"] for s in graph["species"]}
     names = {s["id"]: f"{s['name']} ({s['id']}, {s['role']})" for s in graph["species"]}
-    lines = [f"{names[eater]} eats {names[eaten]}" for eater, eaten in feeding_edges(graph)]
+    lines = [f"{names[eater]} eats {names[eaten]}"
+             + (" and its dead" if roles[eater] == "scavenger" else "")
+             for eater, eaten in feeding_edges(graph)]
     lines += [f"{names[s['id']]} eats the basal resource" for s in graph["species"]
               if s["role"] in ("producer", "grazer", "omnivore")]
     return lines

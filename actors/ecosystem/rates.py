@@ -24,7 +24,11 @@ ROLE_TABLE: dict[str, tuple[float, float, float, float, float, float]] = {
     "scavenger": (0.0, 0.45, 0.08, 0.20, 0.15, 1.5),
 }
 GRAZING_ATTACK = 0.35       # a basal-only role that is given a consumes edge (grazer on producer)
-SCAVENGING = 0.5           # scavenger gain per unit of other species' mortality
+SCAVENGING = 0.5           # scavenger gain per unit of its carrion's mortality
+# Model versions: a run carries the one it was made with, so stored runs replay bit for bit.
+# 1: a scavenger's carrion is every other species' dead (runs stored before version 2);
+# 2: only the dead of species it consumes along a pair edge.
+LEGACY_MODEL, MODEL = 1, 2
 MAX_DISPERSAL = 0.3        # base share moved per generation (avoidance may raise it)
 SELF_TABLE = {"cooperative": 0.2, "territorial": 0.3, "cannibalistic": 0.3}
 COMPETITION, MUTUALISM, AVOIDANCE = 0.3, 0.15, 0.5
@@ -63,7 +67,8 @@ class Rates:
     cooperation: np.ndarray  # saturating self-benefit
     cannibalism: np.ndarray  # quadratic self-predation (the sim converts half back)
     dispersal: np.ndarray    # share that moves to the 4 neighbours per generation
-    scavenging: np.ndarray   # gain from others' mortality
+    scavenging: np.ndarray   # gain from its carrion's mortality
+    carrion: np.ndarray      # carrion[s, k]: share of k's dead that scavenger s eats (0..1)
     attack: np.ndarray       # attack[j, i]: j eats i
     competition: np.ndarray  # symmetric
     mutualism: np.ndarray    # mutualism[i, k]: benefit of k to i
@@ -105,9 +110,10 @@ def volatility_factor(volatility: str, generation: int, chaos: float) -> float:
     return 1.0
 
 
-def species_rates(config: dict[str, Any], graph: dict[str, Any]) -> Rates:
+def species_rates(config: dict[str, Any], graph: dict[str, Any], model: int = MODEL) -> Rates:
     """The generation-independent part: roles, self-interactions, pair modes and the
-    founders' strategies (environment fields neutral). Runs cache it per graph."""
+    founders' strategies (environment fields neutral), under model version `model`. Runs
+    cache it per graph."""
     species = graph["species"]
     n = len(species)
     index = {sid: k for k, sid in enumerate(SPECIES_IDS[:n])}
@@ -123,9 +129,12 @@ def species_rates(config: dict[str, Any], graph: dict[str, Any]) -> Rates:
         elif s["self"] == "cannibalistic":
             cann[k] += SELF_TABLE["cannibalistic"]
 
-    attack = np.zeros((n, n))
+    attack, carrion = np.zeros((n, n)), np.zeros((n, n))
     for eater, eaten in feeding_edges(graph):
         attack[index[eater], index[eaten]] = attack_scale[index[eater]] or GRAZING_ATTACK
+        carrion[index[eater], index[eaten]] = 1.0
+    if model == LEGACY_MODEL:
+        carrion = 1.0 - np.eye(n)
     comp, mutual, avoid = np.zeros((n, n)), np.zeros((n, n)), np.zeros((n, n))
     for item in graph["interactions"]:
         a, b = (index[x] for x in item["pair"].split("-"))
@@ -151,8 +160,8 @@ def species_rates(config: dict[str, Any], graph: dict[str, Any]) -> Rates:
         mort[k] *= m_m
         disp[k] *= d_m
         coop[k] += c_p
-    return Rates(uptake, eff, mort, crowd, coop, cann, disp, scav, attack, comp, mutual, avoid,
-                 1.0, 1.0, 0.0, 0.0)
+    return Rates(uptake, eff, mort, crowd, coop, cann, disp, scav, carrion, attack, comp, mutual,
+                 avoid, 1.0, 1.0, 0.0, 0.0)
 
 
 def compute_rates(config: dict[str, Any], graph: dict[str, Any], generation: int,

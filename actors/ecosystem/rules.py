@@ -88,7 +88,8 @@ def setup_events(answers: dict[str, str], interpretation: Interpretation, owner:
     engine = start(interpretation.config, interpretation.graph, seed, size)
     setup = SetUp(owner, answers, hash_setup_request(answers), engine.config, engine.graph,
                   config_hash(engine.config, engine.graph), interpretation.source, seed, size,
-                  interpretation.failure, interpretation.named_intent, interpretation.calls)
+                  interpretation.failure, interpretation.named_intent, interpretation.calls,
+                  engine.cache.model)
     return [setup, Generated(engine.frame, t, engine)]
 
 
@@ -203,12 +204,17 @@ def decide_patch(state: Run, args: ops.PatchArgs, ctx: Ctx) -> list[Event] | Ref
         return Refusal(EcosystemCode.STALE_GRAPH_VERSION,
                        f"the graph is at version {version}, not "
                        f"{args.expected_graph_version}", detail)
-    waiting = [k for k, via in enumerate(state.vias) if via == "patch"
-               and k >= len(state.decisions) - len(state.due)]
-    if waiting:  # it lands first and moves the version this patch was decided against
+    # Patches accepted at this generation land first, in order, against this graph: the
+    # first that changes it moves the version this patch was decided against (one that
+    # changes nothing keeps it, and every later one is stale then).
+    moving = next((k for k, via in enumerate(state.vias) if via == "patch"
+                   and k >= len(state.decisions) - len(state.due)
+                   and apply_patch(state.graph, state.decisions[k]["change"]["patch"])[1]),
+                  None)
+    if moving is not None:
         return Refusal(EcosystemCode.STALE_GRAPH_VERSION,
-                       f"patch {waiting[0]} lands at the next generation first",
-                       {**detail, "pending_patch": waiting[0]})
+                       f"patch {moving} lands at the next generation first",
+                       {**detail, "pending_patch": moving})
     g = state.generation
     return [Patched(validate_decision({"generation": g, "graphVersion": version, "change": {
         "generation": g + 1, "activation": "immediate", "duration": "persistent",

@@ -15,6 +15,7 @@ from typing import Any
 from actors.ecosystem.engine import DEFAULT_SIZE, check_run_parameters, start, step
 from actors.ecosystem.errors import EcosystemError
 from actors.ecosystem.keywords import deterministic_setup
+from actors.ecosystem.rates import MODEL
 from actors.ecosystem.schedule import validate_decisions
 from actors.ecosystem.setup import canonical_answers, config_graph, validate_config
 
@@ -23,11 +24,12 @@ RECORD_FORMAT = "lifepot-run/1"
 
 def simulate(config: Any, seed: int, generations: int, *, graph: Any = None,
              decisions: Sequence[Any] = (), size: int = DEFAULT_SIZE,
-             answers: dict[str, str] | None = None) -> dict[str, Any]:
+             answers: dict[str, str] | None = None, model: int = MODEL) -> dict[str, Any]:
     """Run a world; returns `{"generations": [frame, ...], "record": {...}}`.
 
     `graph` defaults to the config's own rules (or the default graph). When `answers`
-    is given the record stores them (the config is their deterministic setup).
+    is given the record stores them (the config is their deterministic setup). The record
+    carries the model version (`rates.MODEL` unless a replay asks for a stored run's).
     """
     config = validate_config(config)
     if answers is not None and deterministic_setup(answers)["config"] != config:
@@ -35,7 +37,8 @@ def simulate(config: Any, seed: int, generations: int, *, graph: Any = None,
                              "answers")
     check_run_parameters(seed, size, generations)
     accepted = validate_decisions(decisions)
-    state = start(config, graph if graph is not None else config_graph(config), seed, size)
+    state = start(config, graph if graph is not None else config_graph(config), seed, size,
+                  model)
     start_graph, frames = state.graph, [state.frame]
     due: Sequence[Any] = accepted
     for _ in range(generations):
@@ -48,6 +51,6 @@ def simulate(config: Any, seed: int, generations: int, *, graph: Any = None,
     else:
         record["config"] = config
     record.update({"graph": start_graph, "seed": seed, "generations": generations,
-                   "size": size, "decisions": accepted,
+                   "size": size, "model": model, "decisions": accepted,
                    "digests": [f["digest"] for f in frames]})
     return {"generations": frames, "record": record}

@@ -60,25 +60,24 @@ _shape = Shape(lambda path, why: EcosystemError(
 def validate_change(value: Any, path: str = "change") -> dict[str, Any]:
     """A scheduled change: generation 0-180, activation, duration, transition, patch."""
     _shape.obj(value, path, ("generation", "activation", "duration", "transition", "patch"))
-    _shape.integer(value["generation"], f"{path}.generation", 0, MAX_GENERATION)
+    generation = _shape.integer(value["generation"], f"{path}.generation", 0, MAX_GENERATION)
     _shape.enum(value["activation"], f"{path}.activation", ACTIVATIONS)
     _shape.enum(value["duration"], f"{path}.duration", tuple(DURATIONS))
     _shape.enum(value["transition"], f"{path}.transition", TRANSITIONS)
     out = copy.deepcopy(dict(value))
-    out["patch"] = validate_patch(value["patch"])
+    out["generation"], out["patch"] = generation, validate_patch(value["patch"])
     return out
 
 
 def validate_decision(value: Any, path: str = "decision") -> dict[str, Any]:
     """An accepted decision: acceptance generation, graph-version evidence, change."""
     _shape.obj(value, path, ("generation", "graphVersion", "change"))
-    _shape.integer(value["generation"], f"{path}.generation", 0, MAX_GENERATION)
-    _shape.integer(value["graphVersion"], f"{path}.graphVersion", 1)
+    generation = _shape.integer(value["generation"], f"{path}.generation", 0, MAX_GENERATION)
+    version = _shape.integer(value["graphVersion"], f"{path}.graphVersion", 1)
     change = validate_change(value["change"], f"{path}.change")
-    if change["generation"] < value["generation"]:
+    if change["generation"] < generation:
         raise _shape.fail(f"{path}.change.generation", "must not precede the decision")
-    return {"generation": value["generation"], "graphVersion": value["graphVersion"],
-            "change": change}
+    return {"generation": generation, "graphVersion": version, "change": change}
 
 
 def validate_decisions(decisions: Sequence[Any], first: int = 0) -> list[dict[str, Any]]:

@@ -2,9 +2,9 @@
 on a toroidal grid, advanced a generation at a time.
 
 Per generation: `SUBSTEPS` explicit Euler substeps of feeding (Holling type II on the
-resource for basal roles and along directed `consumes` edges only), mortality, crowding,
-competition, saturating mutualism and self-interactions; logistic resource regrowth with a
-small floor; then one 4-neighbour dispersal step. The per-cell update uses only + - * /
+resource for basal roles and along directed `consumes` edges only; a scavenger also eats
+the dead of what it consumes), mortality, crowding, competition, saturating mutualism and
+self-interactions; logistic resource regrowth with a small floor; then one 4-neighbour dispersal step. The per-cell update uses only + - * /
 (and max), so every CPU produces the same bits. A species whose biomass falls below
 `EXTINCTION_MEAN` per cell is extinct: its field is zeroed, for good.
 """
@@ -183,8 +183,10 @@ class Fields:
         selfish = [(i, float(rates.cooperation[i]),
                     float(rates.cannibalism[i]) * (1.0 - 0.5 * float(rates.efficiency[i])))
                    for i in range(n_sp) if live[i]]
-        scavengers = [(s, float(rates.scavenging[s])) for s in range(n_sp)
-                      if rates.scavenging[s] > 0.0 and live[s]]
+        scavengers = [(s, float(rates.scavenging[s]),
+                       [(k, float(rates.mortality[k]), float(rates.carrion[s, k]))
+                        for k in range(n_sp) if rates.carrion[s, k] > 0.0 and live[k]])
+                      for s in range(n_sp) if rates.scavenging[s] > 0.0 and live[s]]
         pred.fill(0.0)
         R, X = self.resource, self.fields
         for _ in range(SUBSTEPS):
@@ -246,12 +248,15 @@ class Fields:
                     np.multiply(X[i], X[i], out=c)
                     c *= cann
                     dX[i] -= c
-            for s, rate in scavengers:  # carrion: others' mortality, saturating in X_s
+            for s, rate, dead in scavengers:  # carrion's mortality, saturating in X_s
+                if not dead:
+                    continue
                 t1.fill(0.0)
-                for k in range(n_sp):
-                    if k != s and live[k]:
-                        np.multiply(X[k], float(rates.mortality[k]), out=c)
-                        t1 += c
+                for k, m, share in dead:
+                    np.multiply(X[k], m, out=c)
+                    if share != 1.0:  # a ramping edge (x * 1.0 is x: whole shares skip it)
+                        c *= share
+                    t1 += c
                 np.add(X[s], 1.0, out=t2)
                 np.divide(X[s], t2, out=c)
                 c *= t1

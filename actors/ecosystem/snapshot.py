@@ -73,7 +73,7 @@ def _unengine(data: dict[str, Any], run: Run) -> RunState:
     history = [Metrics(**{k: tuple(v) if isinstance(v, list) else v for k, v in m.items()})
                for m in data["history"]]
     return RunState(setup.config, data["graph"], setup.seed, setup.size, fields, schedule,
-                    history, decisions, run.frames[-1], RateCache())
+                    history, decisions, run.frames[-1], RateCache(setup.model))
 
 
 def dump(state: Run) -> dict[str, Any]:

@@ -104,7 +104,7 @@ def refold(state: Run, frame: dict[str, Any]) -> RunState:
     assert state.setup is not None
     s = state.setup
     engine = (step(state.engine, state.due)[0] if state.engine is not None else
-              start(s.config, s.graph, s.seed, s.size))
+              start(s.config, s.graph, s.seed, s.size, s.model))
     if engine.frame["digest"] != frame.get("digest"):
         g = engine.generation
         raise EcosystemError("invalid_record", f"Invalid run record: generation {g} simulates "

@@ -1,7 +1,9 @@
 """Recipe for the replay corpus: 20 runs with patches and scheduled changes of every kind.
 
-`python -m tests.ecosystem.records` rewrites `replay_records.json` (do this only when the
-model changes on purpose; the replay test then pins the new digests).
+`replay_records.json` was written before model versions: its records carry no `model` and
+are version 1, the corpus that keeps that version replaying. The recipe now makes records
+of the current version (`rates.MODEL`), so `python -m tests.ecosystem.records`, which
+rewrites the file, would replace that corpus: keep it, and pin a new version elsewhere.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from actors.ecosystem.density import density_frame, downsample, quantise
 from actors.ecosystem.engine import start, step
 from actors.ecosystem.errors import EcosystemError
 from actors.ecosystem.keywords import deterministic_setup
+from actors.ecosystem.rates import LEGACY_MODEL
 from actors.ecosystem.run import simulate
 from actors.ecosystem.setup import default_config
 from tests.ecosystem.records import FIXTURE
@@ -28,7 +29,8 @@ def test_pinned_records_through_step_give_the_recorded_digests() -> None:
     """Each decision is handed to `step` right after the generation it was accepted at,
     as a live run does; every digest equals the one recorded by the batch simulate."""
     for record in json.loads(FIXTURE.read_text()):
-        state = start(_config(record), record["graph"], record["seed"], record["size"])
+        state = start(_config(record), record["graph"], record["seed"], record["size"],
+                      record.get("model", LEGACY_MODEL))
         digests = [state.frame["digest"]]
         for t in range(1, record["generations"] + 1):
             due = [d for d in record["decisions"] if d["generation"] == t - 1]

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from actors.ecosystem.errors import EcosystemError
 from actors.ecosystem.graph import (
     ENVIRONMENT_VOCABULARY,
+    GRAPH_ERROR,
     PAIR_MODES,
     ROLES,
     SELF_MODES,
@@ -22,6 +23,7 @@ from actors.ecosystem.graph import (
     validate_patch,
     validate_rule_graph,
 )
+from actors.ecosystem.schedule import validate_decision
 
 SHAPE = "^Invalid ecosystem rule graph$"
 
@@ -95,6 +97,8 @@ def test_every_vocabulary_word_is_accepted() -> None:
 @pytest.mark.parametrize("mutate", [
     lambda g: g.update(version=0),
     lambda g: g.update(version=True),
+    lambda g: g.update(version=float("inf")),
+    lambda g: g.update(version=float("nan")),
     lambda g: g.update(version=1.5),
     lambda g: g.pop("environment"),
     lambda g: g["species"].pop(),  # leaves 2 species but 3 pairs: pairs fail, see below
@@ -159,6 +163,43 @@ def test_complete_pair_error(pairs: list[str], got: str | None) -> None:
     message = ("Ecosystem interactions must list every canonical pair exactly once and in "
                "order (A-B, A-C, B-C); got " + (f"({got})" if got else "17 interactions"))
     with pytest.raises(EcosystemError, match=f"^{re.escape(message)}$"):
+        validate_rule_graph(graph)
+
+
+def test_a_json_integer_written_with_a_fraction_of_zero_is_an_integer() -> None:
+    """JSON has numbers, not ints: 3.0 is the integer 3 (JavaScript's Number.isInteger), as
+    the seed's schema reads it; the clone holds the int."""
+    graph = validate_rule_graph({**three(), "version": 3.0})
+    assert graph == three() and type(graph["version"]) is int
+    decision = {"generation": 2.0, "graphVersion": 1.0, "change": {
+        "generation": 4.0, "activation": "immediate", "duration": "short",
+        "transition": "abrupt", "patch": {"kind": "self", "species": "A", "value": "neutral"}}}
+    out = validate_decision(decision)
+    assert [type(x) for x in (out["generation"], out["graphVersion"],
+                              out["change"]["generation"])] == [int, int, int]
+
+
+@pytest.mark.parametrize(("mutate", "path"), [
+    (lambda g: g.update(interactions=[1] * 17), "interactions[0]"),
+    (lambda g: g["interactions"].extend([{"pair": "A-B", "mode": "neutral"}] * 14 + [{}]),
+     "interactions[17].pair"),
+    (lambda g: g.update(interactions=g["interactions"] * 17, environment={"x": 1}),
+     "environment.x"),
+    (lambda g: g.update(interactions=g["interactions"] * 17,
+                        council={"selected": "a", "options": []}), "council.options"),
+])
+def test_shape_faults_of_an_over_long_list_are_shape_faults(mutate: Any, path: str) -> None:
+    """Seed: a strict invalid shape throws "Invalid ecosystem rule graph"; the pair
+    invariant's descriptive error comes only for a list whose every item is well shaped
+    (and whatever its length, the message stays bounded)."""
+    graph = three()
+    mutate(graph)
+    with pytest.raises(EcosystemError) as refused:
+        validate_rule_graph(graph)
+    assert (refused.value.message, refused.value.path) == (GRAPH_ERROR, path)
+    graph = three()
+    graph["interactions"] *= 10**5
+    with pytest.raises(EcosystemError, match=r"; got 300000 interactions$"):
         validate_rule_graph(graph)
 
 

@@ -1,10 +1,12 @@
-"""Opt-in: the setup through a real OpenAI-compatible endpoint (`-m live_model`).
+"""Opt-in: the setup through a real OpenAI-compatible endpoint.
 
-Configure it with `PETRIDISH_MODEL_URL` and `PETRIDISH_MODEL` (and the key in
-`PETRIDISH_MODEL_KEY`, or a file named by `PETRIDISH_MODEL_KEY_FILE`); without the first
-two the test is skipped. It makes real (possibly paid) requests, so `make test` leaves it
-out. It checks the contract, not the model's taste: ordinary answers end accepted,
-blocked or in the labelled fallback within thirteen calls, and no key reaches the output.
+Setting `PETRIDISH_MODEL_URL` and `PETRIDISH_MODEL` (and the key in `PETRIDISH_MODEL_KEY`,
+or a file named by `PETRIDISH_MODEL_KEY_FILE`) is the opt-in: without both the test is
+skipped, with both any pytest run that collects this file runs it (`-m live_model` runs it
+alone). It makes real (possibly paid) requests, so `make test` deselects its `live_model`
+marker whatever the environment holds. It checks the contract, not the model's taste:
+ordinary answers end accepted, blocked or in the labelled fallback within thirteen calls,
+and no key reaches the output.
 """
 
 from __future__ import annotations

@@ -160,6 +160,31 @@ async def test_stale_and_late_writes_of_a_run_that_moved_on(run) -> None:
     assert nothing_left.value.code == "unknown_actor"
 
 
+async def test_a_waiting_patch_that_changes_nothing_does_not_make_the_next_stale(run) -> None:
+    """Seed: "A changed patch increments graph version once; an unchanged patch does not."
+    A patch to the value A already has lands first and keeps version 1, so a second patch
+    decided against version 1 is accepted and lands; a third, behind that changing one,
+    is stale."""
+    owner, spectator = run["owner"], run["spectator"]
+    graph = (await spectator.request("ecosystem.view", RUN, {}))["view"]["graph"]
+    same = {"kind": "self", "species": "A", "value": graph["species"][0]["self"]}
+    other = "cooperative" if graph["species"][1]["self"] != "cooperative" else "territorial"
+    changed = {"kind": "self", "species": "B", "value": other}
+    for k, patch in enumerate((same, changed)):
+        accepted = await owner.request("ecosystem.patch", RUN, {
+            "patch": patch, "expected_graph_version": 1})
+        assert (accepted["decision"], accepted["graph_version"]) == (k, 1)
+    with pytest.raises(RequestError) as behind:
+        await owner.request("ecosystem.patch", RUN, {"patch": SELF_A, "expected_graph_version": 1})
+    assert (behind.value.code, behind.value.detail["pending_patch"]) == (
+        "stale_graph_version", 1)
+    await owner.request("ecosystem.control", RUN, {"action": "step"})
+    frame = (await spectator.request("ecosystem.view", RUN, {}))["view"]["frame"]
+    assert frame["graphVersion"] == 2
+    assert [(e["decision"], e["outcome"]) for e in frame["events"]] == [
+        (0, "unchanged"), (1, "applied")]
+
+
 async def test_answers_count_utf16_code_units_as_the_seeds_zod(tmp_path: Path) -> None:
     """An answer's 140 characters count as zod does: 70 emoji fill one, and 139 letters
     and an emoji (140 code points) overflow it."""

@@ -58,6 +58,21 @@ def test_fresh_records_replay() -> None:
         assert replay(json.loads(json.dumps(record))).ok
 
 
+def test_a_record_written_with_integral_floats_replays(records: list[dict]) -> None:
+    """A JSON writer may write the integer 90 as 90.0; the record means the same run."""
+    record = copy.deepcopy(records[1])
+    for key in ("seed", "generations", "size"):
+        record[key] = float(record[key])
+    for decision in record["decisions"]:
+        decision["generation"] = float(decision["generation"])
+        decision["change"]["generation"] = float(decision["change"]["generation"])
+    record["graph"]["version"] = 1.0
+    assert replay(record).ok
+    record["seed"] = 101.5
+    with pytest.raises(EcosystemError, match="^Invalid run record: seed must be an integer$"):
+        replay(record)
+
+
 def test_a_changed_digest_or_decision_is_caught(records: list[dict]) -> None:
     record = copy.deepcopy(records[1])
     record["digests"][17] = "0" * 32

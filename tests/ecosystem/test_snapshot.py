@@ -44,6 +44,7 @@ def assert_same(a: Run, b: Run) -> None:
         assert getattr(x, name) == getattr(y, name), name
     f, g = x.fields, y.fields
     assert (f.ids, f.size, f.seed, f.alive) == (g.ids, g.size, g.seed, g.alive)
+    assert x.cache.model == y.cache.model
     for name in ("capacity_map", "stripes", "resource", "fields"):
         p, q = getattr(f, name), getattr(g, name)
         assert (p.dtype, p.shape, p.tobytes()) == (q.dtype, q.shape, q.tobytes()), name
