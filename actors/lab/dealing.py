@@ -28,6 +28,11 @@ NEAREST_ON_LADDER = 5  # a canary's partner is drawn from this many nearest prov
 TOKEN_NEAR = 0.9  # token-set Jaccard at or above which two sources are near copies
 
 
+def public(o: Organism) -> bool:
+    """What the public surfaces may show (a canary apart): a proven shader, no stored error."""
+    return o.track == PUBLIC_TRACK and o.proven
+
+
 def _pick_two(
     rng: np.random.Generator, first: Sequence[Organism], partners: Sequence[Organism]
 ) -> tuple[Organism, Organism] | None:
@@ -90,7 +95,7 @@ def public_pair(pool: Sequence[Organism], benched: AbstractSet[str], rng: np.ran
     The partner is drawn from the proven nearest the canary on the ladder (conservative
     ordinal), preferring those that are not token-near copies of it.
     """
-    proven = [o for o in pool if o.track == PUBLIC_TRACK and o.proven]
+    proven = [o for o in pool if public(o)]
     backlog = canary_backlog(pool, benched)
     if backlog and proven:
         canary = backlog[int(rng.integers(len(backlog)))]
@@ -108,7 +113,7 @@ def public_pair(pool: Sequence[Organism], benched: AbstractSet[str], rng: np.ran
 
 def gallery(pool: Sequence[Organism]) -> list[Organism]:
     """The public gallery, best first: proven, no stored error, judged at least once."""
-    shown = [o for o in pool if o.track == PUBLIC_TRACK and o.proven and o.judged >= 1]
+    shown = [o for o in pool if public(o) and o.judged >= 1]
     return sorted(shown, key=lambda o: (-o.rating.ordinal, o.id))
 
 

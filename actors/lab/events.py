@@ -149,6 +149,7 @@ class Validating:
     id: str
     track: str
     source: str
+    client: str = ""  # the visitor's client key for a cross (its own lab.status shows it)
 
 
 @attrs.frozen

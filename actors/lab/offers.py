@@ -30,7 +30,7 @@ from actors.lab.events import Born, Event, Rejected, Validating
 from actors.lab.organism import Organism, organism_id
 from actors.lab.seeding import PURPOSES
 from actors.lab.state import Lab
-from actors.lab.views import find_organism
+from actors.lab.views import shown_organism
 from actors.world import Ctx, Refusal
 from protocol.errors import ErrorCode
 from protocol.ops import lab as ops
@@ -78,11 +78,13 @@ def birth_candidate(state: Lab, args: ops.BirthArgs, ctx: Ctx) -> Candidate | Re
 
 def visitor_candidate(state: Lab, args: ops.CrossArgs, ctx: Ctx) -> Candidate | Refusal:
     """A visitor's child of two proven shaders the grammar wrote (born unproven);
-    `overloaded` while MAX_CROSS_BACKLOG crosses wait to be proven."""
+    `overloaded` while MAX_CROSS_BACKLOG crosses wait to be proven. A parent the caller may
+    not see (below the owner: not a proven shader) is `unknown_organism`, as a lab.status
+    of it would be."""
     refused = client_refusal(args.client_key)
     if refused:
         return refused
-    a, b = find_organism(state, args.a), find_organism(state, args.b)
+    a, b = shown_organism(state, args.a, ctx), shown_organism(state, args.b, ctx)
     for found in (a, b):
         if isinstance(found, Refusal):
             return found
@@ -90,7 +92,7 @@ def visitor_candidate(state: Lab, args: ops.CrossArgs, ctx: Ctx) -> Candidate | 
     if refused:
         return refused
     pool = list(state.organisms.values())
-    validating = sum(source == "cross" for source in state.validating.values())
+    validating = sum(v.source == "cross" for v in state.validating.values())
     waiting = backlog(pool, a.track, "cross") + validating
     if waiting >= MAX_CROSS_BACKLOG:  # each child is kept until the arena judges it
         return Refusal(ErrorCode.OVERLOADED, f"{waiting} visitors' crosses of this lab wait "
@@ -131,12 +133,12 @@ def decide_offer(state: Lab, candidate: Candidate, t: int) -> list[Event] | Refu
     if oid in state.organisms:
         return birth_events(state.organisms, candidate, None, t)
     waiting = len(state.validating)
-    visitors = sum(source == "cross" for source in state.validating.values())
+    visitors = sum(v.source == "cross" for v in state.validating.values())
     if waiting >= MAX_VALIDATING or (candidate.source == "cross"
                                      and visitors >= MAX_VISITORS_VALIDATING):
         return Refusal(ErrorCode.OVERLOADED, "too many candidates of this lab are being "
                        "validated; try again shortly", {"validating": waiting})
-    return [Validating(oid, candidate.track, candidate.source)]
+    return [Validating(oid, candidate.track, candidate.source, candidate.client)]
 
 
 def decide_validated(state: Lab, candidate: Candidate, reason: str | None, t: int

@@ -16,7 +16,8 @@ from actors.lab.ratings import Rating
 class Organism:
     """One organism of the pool. `render_ok` is the proof that a browser compiled and drew
     it; `genome` is set for organisms the grammar wrote (so they can be crossed);
-    `source` says which surface bore it (`daemon`, `owner`, `model`, `cross`, `import`)."""
+    `source` says which surface bore it (`daemon`, `owner`, `model`, `cross`, `import`);
+    `client` is a cross's visitor (its client key), else empty."""
 
     id: str
     track: str
@@ -33,6 +34,7 @@ class Organism:
     rating: Rating = attrs.field(factory=Rating)
     judged: int = 0
     public_proof: int | None = None  # ms: when a judge's render report proved it
+    client: str = ""
 
     @property
     def live(self) -> bool:

@@ -52,6 +52,7 @@ from actors.lab.views import (
     find_organism,
     info,
     organism_view,
+    public_view,
     view,
 )
 from actors.world import Codec, Ctx, Move, Read, Refusal, StateCodec, World
@@ -191,10 +192,10 @@ def decide_vote(state: Lab, args: ops.VoteArgs, ctx: Ctx) -> list[Event] | Refus
 
 
 def voted(state: Lab, events: Sequence[Event], _args: ops.VoteArgs) -> ops.Voted:
-    """Both organisms with their new ratings."""
+    """Both organisms with their new ratings (a public voter's without a stored error)."""
     vote = events[0]
-    return ops.Voted(organism_view(state.organisms[vote.winner]),
-                     organism_view(state.organisms[vote.loser]))
+    show = organism_view if vote.surface == "owner" else public_view
+    return ops.Voted(show(state.organisms[vote.winner]), show(state.organisms[vote.loser]))
 
 
 # --- directives -----------------------------------------------------------------------

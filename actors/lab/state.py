@@ -73,7 +73,8 @@ class Lab:
     rejected: int = 0
     votes: int = 0
     backlog: int = DEFAULT_BACKLOG  # the birth loop's cap per track (0: no loop)
-    rejections: Mapping[str, str] = attrs.field(factory=dict)  # candidate id -> reason
+    # candidate id -> (reason, the visitor's client key for a cross, else "")
+    rejections: Mapping[str, tuple[str, str]] = attrs.field(factory=dict)
     # the seed's in-memory records (transient events only)
     deals: Window = attrs.field(factory=lambda: Window(CANARY_WINDOW_MS, MAX_DEALS))
     # (client, id) -> when a public pair dealt it to that client
@@ -81,7 +82,7 @@ class Lab:
     strikes: Mapping[str, frozenset[str]] = attrs.field(factory=dict)
     benched: frozenset[str] = frozenset()
     deal_count: int = 0
-    validating: Mapping[str, str] = attrs.field(factory=dict)  # candidate id -> its source
+    validating: Mapping[str, Validating] = attrs.field(factory=dict)  # by candidate id
     offer_count: int = 0  # candidates offered (spawns the draws of births at one revision)
 
     def pool(self) -> dict[str, Any]:
@@ -108,7 +109,7 @@ def _organism(state: Lab, oid: str, **changes: Any) -> Lab:
     return attrs.evolve(state, organisms=organisms)
 
 
-def _validated(state: Lab, oid: str) -> Mapping[str, str]:
+def _validated(state: Lab, oid: str) -> Mapping[str, Validating]:
     if oid not in state.validating:
         return state.validating
     return {k: v for k, v in state.validating.items() if k != oid}
@@ -120,7 +121,7 @@ def evolve(state: Lab, event: Event) -> Lab:
         organisms = dict(state.organisms)
         organisms[event.id] = Organism(
             event.id, event.track, event.code, event.title, event.parents, event.directive,
-            event.source, event.genome, event.t)
+            event.source, event.genome, event.t, client=event.client)
         return attrs.evolve(state, organisms=organisms,
                             validating=_validated(state, event.id))
     if isinstance(event, Proven):
@@ -141,7 +142,7 @@ def evolve(state: Lab, event: Event) -> Lab:
     if isinstance(event, Rejected):
         return _rejected(state, event)
     if isinstance(event, Validating):
-        return attrs.evolve(state, validating={**state.validating, event.id: event.source},
+        return attrs.evolve(state, validating={**state.validating, event.id: event},
                             offer_count=state.offer_count + 1)
     if isinstance(event, Abandoned):
         return attrs.evolve(state, validating=_validated(state, event.id))
@@ -156,7 +157,7 @@ def _rejected(state: Lab, event: Rejected) -> Lab:
     """Count a rejection and keep its reason by the candidate's id (the newest few)."""
     oid = event.id or organism_id(event.track, event.code)
     rejections = {k: v for k, v in state.rejections.items() if k != oid}
-    rejections[oid] = event.reason
+    rejections[oid] = (event.reason, event.client)
     if len(rejections) > MAX_REJECTIONS:
         rejections = dict(list(rejections.items())[-MAX_REJECTIONS:])
     return attrs.evolve(state, rejected=state.rejected + 1, rejections=rejections,
@@ -197,7 +198,7 @@ def dump(state: Lab) -> dict[str, Any]:
         "rejected": state.rejected, "votes": state.votes, "backlog": state.backlog,
         "organisms": [converter.unstructure(o, Organism) for o in state.organisms.values()],
         "directives": [converter.unstructure(d) for d in state.directives.values()],
-        "rejections": [[k, v] for k, v in state.rejections.items()],
+        "rejections": [[k, *v] for k, v in state.rejections.items()],
     }
 
 
@@ -208,4 +209,5 @@ def load(data: dict[str, Any]) -> Lab:
     return Lab(data["name"], data["seed"], data["created"],
                {o.id: o for o in organisms}, {d.id: d for d in directives},
                data["rejected"], data["votes"], data["backlog"],
-               {k: v for k, v in data["rejections"]})
+               # a snapshot taken before rejections kept their client has pairs
+               {r[0]: (r[1], r[2] if len(r) > 2 else "") for r in data["rejections"]})

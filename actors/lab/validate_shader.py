@@ -24,6 +24,10 @@ log = logging.getLogger(__name__)
 
 # --- the seed's table, in the seed's order --------------------------------------------
 
+# The seed's test, on the raw body: no `void main(` anywhere (comments included, as every
+# row reads the raw body). The preprocessed body, where comments and dead branches are
+# gone, also needs a `main` the compiler reads, whatever whitespace the preprocessor left.
+SEED_MAIN = "void main("
 _MAIN = re.compile(r"\bvoid\s+main\s*\(")
 _VERSION = re.compile(r"#\s*version")
 _TEXTURE = re.compile(r"\b[iu]?sampler\w*|\btexture\s*\(")
@@ -107,10 +111,10 @@ def shader_reason(body: str) -> str | None:
     """Every static rule, without compiling; None when the body passes.
 
     The seed's table holds for two views, row by row in the seed's order: the raw body
-    (as the seed words it, comments included) and the body as the compiler reads it
-    after preprocessing. Then the hardening rules read the normalized text (every
-    branch, `#define` constants substituted), then the preprocessing itself may refuse,
-    then the loop rules read the preprocessed body.
+    (as the seed words it, comments included: its `no main()` is the literal `void main(`)
+    and the body as the compiler reads it after preprocessing. Then the hardening rules
+    read the normalized text (every branch, `#define` constants substituted), then the
+    preprocessing itself may refuse, then the loop rules read the preprocessed body.
     """
     try:
         compiled: str | None = preprocess(body)
@@ -118,6 +122,8 @@ def shader_reason(body: str) -> str | None:
     except PreprocessError as exc:
         compiled, refused = None, str(exc)
     views = (body,) if compiled is None else (body, compiled)
+    if SEED_MAIN not in body:
+        return "no main()"
     for reason, broken in SEED_RULES:
         if any(broken(view) for view in views):
             return reason

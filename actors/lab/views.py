@@ -1,6 +1,12 @@
 """What the lab's surfaces see, pure: organisms and directives as the protocol shows them,
 the subscribers' view (counts only), and the reads (gallery, directives, status, lineage,
-backlog)."""
+backlog).
+
+A caller below the owner sees an organism only where the seed lets the public see it: a
+proven shader with no stored error (the gallery's bar, less the vote). Any other id is
+`unknown_organism`, the answer an id that does not exist gets, so a refusal reveals
+nothing. The one exception is a visitor's own cross: `lab.status` shows it to the client
+key that crossed it while it is validated and waits unproven (or how it was rejected)."""
 
 from __future__ import annotations
 
@@ -8,13 +14,14 @@ from typing import Any
 
 import attrs
 
-from actors.lab.dealing import gallery
+from actors.lab.dealing import gallery, public
 from actors.lab.directives import Directive
 from actors.lab.organism import Organism
 from actors.lab.state import Lab
 from actors.world import Ctx, Refusal
 from protocol.ops import lab as ops
 from protocol.ops.lab import LabCode
+from protocol.roles import role_at_least
 
 MAX_ANCESTORS = 128  # organisms in one lineage listing
 _TRACK_OF_ID = {"s": "shader", "p": "panel"}  # organism ids start with the track's initial
@@ -25,6 +32,12 @@ def organism_view(o: Organism) -> ops.OrganismView:
     return ops.OrganismView(o.id, o.track, o.code, o.title, list(o.parents), o.directive,
                             o.render_ok, o.status, o.error, o.rating.mu, o.rating.sigma,
                             o.rating.ordinal, o.judged)
+
+
+def public_view(o: Organism) -> ops.OrganismView:
+    """An organism as a public surface shows it: a stored error stays with the owner (a
+    public voter's result, when a member of its pair died after the deal)."""
+    return attrs.evolve(organism_view(o), error=None)
 
 
 def directive_view(d: Directive) -> ops.DirectiveView:
@@ -50,8 +63,25 @@ def find_organism(state: Lab, oid: str) -> Organism | Refusal:
     """The organism `oid`, or `unknown_organism`."""
     found = state.organisms.get(oid)
     if found is None:
-        return Refusal(LabCode.UNKNOWN_ORGANISM, "there is no such organism in this lab",
-                       {"id": oid})
+        return _unknown(oid)
+    return found
+
+
+def _unknown(oid: str, what: str = "organism") -> Refusal:
+    return Refusal(LabCode.UNKNOWN_ORGANISM, f"there is no such {what} in this lab",
+                   {"id": oid})
+
+
+def _owner(ctx: Ctx) -> bool:
+    return role_at_least(ctx.caller.role, "owner")
+
+
+def shown_organism(state: Lab, oid: str, ctx: Ctx) -> Organism | Refusal:
+    """The organism `oid` if the caller may see it (the owner any, others a public one),
+    or `unknown_organism`."""
+    found = state.organisms.get(oid)
+    if found is None or not (_owner(ctx) or public(found)):
+        return _unknown(oid)
     return found
 
 
@@ -67,25 +97,29 @@ def answer_directives(state: Lab, args: ops.DirectivesArgs, _ctx: Ctx) -> ops.Di
                            if d.track == args.track])
 
 
-def answer_status(state: Lab, args: ops.StatusArgs, _ctx: Ctx) -> ops.Status | Refusal:
-    """Where an organism or a candidate stands; never its code."""
+def answer_status(state: Lab, args: ops.StatusArgs, ctx: Ctx) -> ops.Status | Refusal:
+    """Where an organism or a candidate stands; never its code. Below the owner: a public
+    organism, or the caller's own cross (named by `client_key`) until it is proven."""
+    owner, key = _owner(ctx), args.client_key
     o = state.organisms.get(args.id)
-    if o is not None:
+    if o is not None and (owner or public(o) or (key and o.client == key and o.live)):
         status = "alive" if o.status == "alive" else "dead"
         return ops.Status(o.id, o.track, status, o.render_ok, o.error)
     track = _TRACK_OF_ID.get(args.id[:1], "shader")
-    if args.id in state.validating:
+    validating = state.validating.get(args.id)
+    if validating is not None and (owner or (key and validating.client == key)):
         return ops.Status(args.id, track, "validating", False, None)
-    if args.id in state.rejections:
-        return ops.Status(args.id, track, "rejected", False, state.rejections[args.id])
-    return Refusal(LabCode.UNKNOWN_ORGANISM, "there is no such organism or candidate in this "
-                   "lab", {"id": args.id})
+    reason, client = state.rejections.get(args.id, (None, ""))
+    if reason is not None and (owner or (key and client == key)):
+        return ops.Status(args.id, track, "rejected", False, reason)
+    return _unknown(args.id, "organism or candidate")
 
 
-def answer_lineage(state: Lab, args: ops.LineageArgs, _ctx: Ctx) -> ops.Lineage | Refusal:
+def answer_lineage(state: Lab, args: ops.LineageArgs, ctx: Ctx) -> ops.Lineage | Refusal:
     """The organism and its ancestors breadth first, `depth` generations back (at most
-    MAX_ANCESTORS of them)."""
-    root = find_organism(state, args.id)
+    MAX_ANCESTORS of them). Below the owner: of a public organism, its public ancestors."""
+    owner = _owner(ctx)
+    root = shown_organism(state, args.id, ctx)
     if isinstance(root, Refusal):
         return root
     generation = {root.id: 0}
@@ -102,7 +136,8 @@ def answer_lineage(state: Lab, args: ops.LineageArgs, _ctx: Ctx) -> ops.Lineage 
                 break
             generation[parent] = generation[oid] + 1
             order.append(parent)
-    return ops.Lineage([_ancestor(state.organisms[oid], generation[oid]) for oid in order],
+    shown = [state.organisms[oid] for oid in order]
+    return ops.Lineage([_ancestor(o, generation[o.id]) for o in shown if owner or public(o)],
                        truncated)
 
 

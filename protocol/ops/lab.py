@@ -42,7 +42,7 @@ OrganismStatus = Literal["validating", "alive", "dead", "rejected"]
 class LabCode(StrEnum):
     """World codes a lab answers with, beyond the protocol's own (see docs/lab.md)."""
 
-    UNKNOWN_ORGANISM = "unknown_organism"  # the id names no organism of this lab
+    UNKNOWN_ORGANISM = "unknown_organism"  # no organism of this lab the caller may see
     NOT_DEALT = "not_dealt"  # not dealt to this client key within ten minutes (or voted)
     NO_PAIR = "no_pair"  # too few organisms to deal a pair on this surface
     NOT_IN_PAIR = "not_in_pair"  # the winner is not one of the pair's two organisms
@@ -233,9 +233,11 @@ class Birth:
 
 @attrs.frozen
 class StatusArgs:
-    """Where organism or candidate `id` stands."""
+    """Where organism or candidate `id` stands; a visitor names its `client_key` to see its
+    own cross before the child is proven."""
 
     id: str = bounded(length=MAX_ID)
+    client_key: str = bounded("", length=MAX_CLIENT_KEY)
 
 
 @attrs.frozen
@@ -371,9 +373,10 @@ OPS = (
     OpSpec("lab.cross", CrossArgs, Birth, "spectator",
            "A visitor crosses two proven shaders; the child is born unproven."),
     OpSpec("lab.status", StatusArgs, Status, "spectator",
-           "Where an organism or a candidate stands (validating, alive, dead, rejected)."),
+           "Where an organism or a candidate stands (validating, alive, dead, rejected); "
+           "below the owner, a proven shader or the caller's own cross only."),
     OpSpec("lab.lineage", LineageArgs, Lineage, "spectator",
-           "An organism's ancestors, without code."),
+           "An organism's ancestors, without code; below the owner, proven shaders only."),
     OpSpec("lab.backlog", BacklogArgs, Backlog, "owner",
            "The unproven backlog the owner's arena (and the headless gate) proves."),
     OpSpec("lab.birth", BirthArgs, Birth, "owner",

@@ -77,11 +77,14 @@ def variant(i: int) -> str:
     return GOOD.replace("0.5 + 0.5", f"0.{i:03d} + 0.5")
 
 
-async def settled(c: Client, lab: str, oid: str, timeout: float = 30.0) -> dict[str, Any]:
-    """`lab.status` of `oid` once its validation is over."""
+async def settled(c: Client, lab: str, oid: str, timeout: float = 30.0,
+                  client_key: str = "") -> dict[str, Any]:
+    """`lab.status` of `oid` once its validation is over (a visitor names the client key
+    it crossed `oid` under)."""
+    args = {"id": oid, **({"client_key": client_key} if client_key else {})}
     with trio.fail_after(timeout):
         while True:
-            status = await c.request("lab.status", lab, {"id": oid})
+            status = await c.request("lab.status", lab, args)
             if status["status"] != "validating":
                 return status
             await trio.sleep(0.02)

@@ -87,7 +87,7 @@ def test_a_rejection_stored_before_its_id_was_is_known_by_its_whole_code() -> No
     rejected = decode(old)
     assert rejected.id == ""
     state = evolve(initial("main"), rejected)
-    assert state.rejections == {organism_id("shader", "x" * 59): "too short"}
+    assert state.rejections == {organism_id("shader", "x" * 59): ("too short", "")}
 
 
 def session() -> LabRun:
@@ -133,6 +133,20 @@ def test_the_snapshot_keeps_the_pool() -> None:
     text = json.dumps(WORLD.snapshot.dump(run.state))
     assert load(json.loads(text)).pool() == run.state.pool()
     assert dump(run.replay()) == dump(run.state)
+
+
+def test_a_snapshot_taken_before_crosses_kept_their_client_loads() -> None:
+    """Older snapshots held rejections as (id, reason) pairs and organisms without a client;
+    they load with no client, as the events they were folded from had none."""
+    run = session()
+    old = dump(run.state)
+    old["rejections"] = [[oid, reason] for oid, reason, _ in old["rejections"]]
+    for o in old["organisms"]:
+        del o["client"]
+    state = load(json.loads(json.dumps(old)))
+    assert state.rejections == {k: (v, "") for k, (v, _) in run.state.rejections.items()}
+    assert {o.client for o in state.organisms.values()} == {""}
+    assert "visitor" in {o.client for o in run.state.organisms.values()}
 
 
 def test_the_view_shows_counts_only() -> None:

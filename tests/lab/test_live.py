@@ -139,8 +139,9 @@ async def test_a_rejected_candidate_is_logged_and_never_inserted(tmp_path: Path)
         lab = await new_lab(owner, "rejects")
         status = await birth(owner, lab, "uniform float u_x;\n" + GOOD)
         assert (status["status"], status["reason"]) == ("rejected", "extra uniform")
-        assert (await visitor.request("lab.status", lab, {"id": status["id"]}))["reason"] == \
+        assert (await owner.request("lab.status", lab, {"id": status["id"]}))["reason"] == \
             "extra uniform"
+        await refused(visitor, "lab.status", lab, {"id": status["id"]}, "unknown_organism")
         info = await owner.request("lab.info", lab, {})
         assert (info["organisms"], info["rejected"]) == (0, 1)
         assert [e["type"] for e in await stored(srv.state.directory, lab)] == \
@@ -237,16 +238,18 @@ async def test_a_visitor_cross_needs_two_proven_parents_and_is_born_unproven(
         lab = await new_lab(owner, "cross")
         ids = await pool(owner, lab)
         a, b = ids["proven"][:2]
-        await refused(visitor, "lab.cross", lab, {"a": a, "b": ids["unproven"][0],
-                                                  "client_key": "v"}, "parent_not_proven")
-        await refused(visitor, "lab.cross", lab, {"a": a, "b": ids["panel"][0],
-                                                  "client_key": "v"}, "not_crossable")
-        await refused(visitor, "lab.cross", lab, {"a": a, "b": "s-nope", "client_key": "v"},
-                      "unknown_organism")
+        await refused(owner, "lab.cross", lab, {"a": a, "b": ids["unproven"][0],
+                                                "client_key": "v"}, "parent_not_proven")
+        await refused(owner, "lab.cross", lab, {"a": a, "b": ids["panel"][0],
+                                                "client_key": "v"}, "not_crossable")
+        for b_id in (ids["unproven"][0], ids["panel"][0], "s-nope"):  # none the public sees
+            await refused(visitor, "lab.cross", lab, {"a": a, "b": b_id, "client_key": "v"},
+                          "unknown_organism")
         offered = await visitor.request("lab.cross", lab, {"a": a, "b": b, "client_key": "v"})
         assert offered["status"] == "validating"
-        child = await settled(visitor, lab, offered["id"])
+        child = await settled(visitor, lab, offered["id"], client_key="v")
         assert (child["status"], child["render_ok"]) == ("alive", False)
+        await owner.request("lab.ok", lab, {"id": offered["id"]})  # its lineage is public now
         lineage = await visitor.request("lab.lineage", lab, {"id": offered["id"]})
         assert lineage["ancestors"][0]["parents"] == [a, b]
         assert lineage["ancestors"][0]["source"] == "cross"

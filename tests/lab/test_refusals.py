@@ -152,7 +152,7 @@ async def test_stale_input_for_every_op_is_refused_or_changes_nothing(tmp_path: 
                                             "winner": owner_pair["left"]["id"]}, "forbidden")
         await owner.request("lab.invalid", lab, {"id": b, "log": "ERROR: lost its proof"})
         await refused(visitor, "lab.cross", {"a": a, "b": b, "client_key": "k"},
-                      "parent_not_proven")  # b died since it was proven
+                      "unknown_organism")  # b died since it was proven: not public
         await refused(visitor, "lab.cross", {"a": a, "b": a, "client_key": ""}, "bad_request")
         d1 = await owner.request("lab.directive_add", lab, {
             "text": "Calm and meditative in deep teals, slow soft blobs drifting"})

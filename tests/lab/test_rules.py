@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import attrs
 import pytest
 
 from actors.lab.births import MAX_REJECTED_CODE, backlog, birth_directive, grammar_candidate
@@ -144,12 +145,16 @@ def test_gallery_is_proven_without_error_judged_at_least_once_by_rating(pool) ->
 def test_visitor_cross_needs_two_proven_parents_and_the_child_is_unproven(pool) -> None:
     run, ids = pool
     a, b = ids["proven"][:2]
-    refused = run("lab.cross", JUDGE, a=a, b=ids["unproven"][0], client_key="v1")
+    refused = run("lab.cross", OWNER, a=a, b=ids["unproven"][0], client_key="v1")
     assert refused.code == LabCode.PARENT_NOT_PROVEN
-    assert run("lab.cross", JUDGE, a=a, b="s-nope", client_key="v1").code == \
-        LabCode.UNKNOWN_ORGANISM
-    assert run("lab.cross", JUDGE, a=a, b=ids["panel"][0], client_key="v1").code == \
+    assert run("lab.cross", OWNER, a=a, b=ids["panel"][0], client_key="v1").code == \
         LabCode.NOT_CROSSABLE
+    # below the owner a parent the public may not see is unknown, as a missing one is
+    nope = run("lab.cross", JUDGE, a=a, b="s-nope", client_key="v1")
+    assert nope.code == LabCode.UNKNOWN_ORGANISM
+    for hidden in (ids["unproven"][0], ids["dead"][0], ids["panel"][0]):
+        refused = run("lab.cross", JUDGE, a=a, b=hidden, client_key="v1")
+        assert refused == attrs.evolve(nope, detail={"id": hidden})
     child = run("lab.cross", JUDGE, a=a, b=b, client_key="v1")
     organism = run.state.organisms[child.id]
     assert organism.parents == (a, b) and organism.source == "cross"
@@ -273,7 +278,8 @@ def test_every_candidate_goes_through_validate_and_a_failure_is_logged_never_ins
     for code, reason in cases:
         reply = run("lab.birth", track="shader", code=code)
         assert (reply.status, reply.reason) == ("rejected", reason)
-        assert run("lab.status", JUDGE, id=reply.id).reason == reason  # kept by its id
+        assert run("lab.status", id=reply.id).reason == reason  # kept by its id
+        assert run("lab.status", JUDGE, id=reply.id).code == LabCode.UNKNOWN_ORGANISM
         stored = json.loads(run.stored[-1])
         assert (stored["type"], stored["reason"]) == ("rejected", reason)
         # the head of the code, and the id of the whole (the one `lab.status` knows)

@@ -61,6 +61,10 @@ def test_unknown_track_is_an_error() -> None:
 
 SHADER_ROWS = [
     ("no main()", GOOD_SHADER.replace("void main()", "void mainImage()")),
+    # the seed's test is the literal `void main(`: whitespace the compiler skips is no main
+    ("no main()", GOOD_SHADER.replace("void main()", "void main ()")),
+    ("no main()", GOOD_SHADER.replace("void main()", "void  main()")),
+    ("no main()", GOOD_SHADER.replace("void main()", "void\nmain()")),
     ("redeclared #version", "#version 300 es\n" + GOOD_SHADER),
     ("uses textures", "uniform sampler2D u_tex;\n" + GOOD_SHADER),
     ("uses textures", GOOD_SHADER.replace("vec4(uv,", "texture(u_res, uv) + vec4(uv,")),
@@ -103,6 +107,15 @@ SHADER_ROWS = [
 )
 def test_shader_table_row(reason: str, code: str) -> None:
     assert validate("shader", code) == reason
+
+
+def test_the_main_row_reads_the_raw_body_as_the_seed_words_it() -> None:
+    """Anywhere in the source, a comment included (as every row reads the raw body); the
+    compiler's view still needs a `main` outside comments and dead branches."""
+    spaced = GOOD_SHADER.replace("void main()", "void main ()")
+    assert static_reason("shader", "// void main(\n" + spaced) is None
+    assert static_reason("shader", "// void main()\n" + spaced.replace("main", "mane")) == \
+        "no main()"
 
 
 def test_shader_rows_apply_in_seed_order() -> None:

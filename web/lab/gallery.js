@@ -85,7 +85,7 @@ async function cross() {
     out.textContent = `${r.id}: validating…`;
     for (let i = 0; r.status === "validating" && i < 120; i++) {
       await sleep(500);
-      r = await client.request("lab.status", lab.id, { id: r.id });
+      r = await client.request("lab.status", lab.id, { id: r.id, client_key: key });
     }
     entry.status = r.status;
     entry.reason = r.reason;
