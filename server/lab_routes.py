@@ -19,7 +19,8 @@ Each client address has a token bucket (the server's per-connection rate and bur
 each request's server time (its body's parse too, refused or not) is charged as a
 websocket request's is: to the token's account, or the address's for an anonymous caller
 (`over_budget` `cpu` while others use the server, checked before the body is read), and
-the owner's counts toward what the others use.
+the owner's counts toward what the others use; its ask holds a place among the account's
+requests in flight until the lab answers it (server/claims.py).
 """
 
 from __future__ import annotations
@@ -133,7 +134,7 @@ class LabRoutes:
         if not ACTOR_ID_RE.match(actor_id) or set(query) - {"lab"}:
             raise _bad("lab: the only query parameter is lab=NAME (1-80 of A-Za-z0-9_.-)",
                        path="lab")
-        account = self._account(request, caller, caller_role)
+        account, who = self._account(request, caller, caller_role)
         body = await self._body(request)
         started = time.perf_counter()
         try:  # the parse is the caller's, as a websocket frame's is
@@ -141,15 +142,18 @@ class LabRoutes:
         finally:
             self.state.ledger.charge(account, time.perf_counter() - started,
                                      trio.current_time())
+        call = Call(op, args, caller_role, caller)
+        answer = Charged(self.state.ledger, account,
+                         self.state.claims.admit(account, who, call, actor_id))
         try:
-            result = await self.state.directory.ask(
-                actor_id, Call(op, args, caller_role, caller),
-                answer=Charged(self.state.ledger, account))
+            result = await self.state.directory.ask(actor_id, call, answer=answer)
         except ProtocolError:
             raise
         except Exception:  # a bug: refuse and log it, as a session does
             log.exception("%s to %s failed", op, actor_id)
             raise internal_error() from None
+        finally:
+            answer.close()
         return json_reply({"ok": True, "result": unstructure(result)}, 200)
 
     def _rate(self, request: Request) -> None:
@@ -169,17 +173,17 @@ class LabRoutes:
         websocket's)."""
         return address_key(self.state.proxies.client_of_scope(request.scope))
 
-    def _account(self, request: Request, caller: str, role: str) -> Account | None:
-        """The CPU account the request is charged to (None: the owner's); `over_budget`
-        when it is spent while others use the server."""
+    def _account(self, request: Request, caller: str, role: str
+                 ) -> tuple[Account | None, str]:
+        """The CPU account the request is charged to (None: the owner's) and who it is (as
+        budgets name it); `over_budget` when its CPU time is spent while others use the
+        server."""
         ledger, now = self.state.ledger, trio.current_time()
         anonymous = caller == "anonymous"
         who = self._address(request) if anonymous else caller
         account = ledger.client_account(None if anonymous else caller, who, role, now)
-        if account is None:
-            return None
         self.state.refuse(ledger.may_compute(account, now), who)
-        return account
+        return account, who
 
     def _caller(self, request: Request, role: str) -> tuple[str, str]:
         """(name, role) of the bearer token, or an anonymous spectator; `unauthorized` for
