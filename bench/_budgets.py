@@ -2,9 +2,9 @@
 
 A load generator is hundreds of clients on one loopback address (and, for anonymous
 callers, one account): the per-address and per-account budgets of server/budgets.py
-would refuse its 65th connection, its 21st world, its 31st join, its 65th world followed,
-its 21st lab cross and 1,801st public pair or vote,
-its HTTP requests past 20 a second and its CPU past a tenth of a core, which is their
+would refuse its 65th connection, its 21st world, its 31st join, its 65th world followed, its
+requests in flight past 64 (128 for an agent), its 21st lab cross and 1,801st public pair
+or vote, its HTTP requests past 20 a second and its CPU past a tenth of a core, which is their
 point in production and not what a benchmark of the hot path measures. So is the process's bound on live worlds: a bench
 whose 1,000 connections each add to a world of their own would otherwise unload and load
 them again by turns (`max_live_worlds`, 500). The server-wide cap on connections and
@@ -30,6 +30,8 @@ LIFTED: dict[str, float] = {
     "live_worlds": 1_000_000_000,
     "joins_per_hour": 1_000_000_000,
     "worlds_followed": 1_000_000_000,
+    "inflight_per_account": 1_000_000_000,
+    "inflight_anonymous": 1_000_000_000,
     "max_live_worlds": 1_000_000_000,
     "crosses_per_hour": 1_000_000_000,
     "deals_per_hour": 1_000_000_000,

@@ -4,7 +4,8 @@
 documented in docs/operations.md and the protocol's in docs/protocol.md). `Ledger` keeps
 what each client has spent: per client address (connections, connections that have not
 said hello, refused hellos, HTTP requests) and per account (CPU time of its requests,
-worlds it created, players it seated, worlds it is loading). An account is a token's name for token holders
+its requests and subscribes in flight, worlds it created, players it seated, worlds it is
+loading). An account is a token's name for token holders
 and the client address for anonymous callers, so a second connection or an anonymous
 identity per connection (or per MCP call) buys no more; the owner spends no budget. A budget spent is refused with
 `over_budget` naming it (`detail.budget`, `detail.limit`, and `detail.retry_after` when it
@@ -71,6 +72,12 @@ class Budgets:
     creates_per_hour: int = 20  # worlds an account may create in any hour ...
     live_worlds: int = 10  # ... and have live (loaded) at once
     joins_per_hour: int = 30  # players (a field's agents) an account may seat in any hour
+    # Requests and subscribes an agent's account may have in flight at once over all its
+    # connections (MCP calls and lab routes too), each held until its world is done with
+    # it, a timed-out one too: this bounds a burst's server time (charged once done) and
+    # the work queued at the worlds ...
+    inflight_per_account: int = 128
+    inflight_anonymous: int = 64  # ... and an anonymous client's (its address's)
     # Stored worlds an account's requests and subscribes may be loading at once (each
     # load's time is charged to it, but only once done: this bounds a burst's).
     loads_at_once: int = 8
@@ -250,15 +257,19 @@ class Hourly:
 
 
 class Account:
-    """What one account spent: CPU time, the worlds it created, the players it seated,
-    the worlds being loaded for it."""
+    """What one account spent: CPU time, its requests in flight, the worlds it created,
+    the players it seated, the worlds being loaded for it."""
 
-    __slots__ = ("anonymous", "cpu", "created", "creates", "followed", "joins", "loading",
-                 "recent", "sessions")
+    __slots__ = ("anonymous", "cpu", "created", "creates", "followed", "inflight", "joins",
+                 "loading", "recent", "sessions", "spectator")
 
-    def __init__(self, rate: float, burst: float, now: float) -> None:
+    def __init__(self, spectator: bool, budgets: Budgets, now: float) -> None:
         self.anonymous = False  # an address's: a client without a token
-        self.cpu = Bucket(rate, burst, now)
+        self.spectator = spectator  # its role's budgets are a spectator's (the lower)
+        b = budgets
+        self.cpu = (Bucket(b.cpu_rate, b.cpu_burst_anonymous, now) if spectator
+                    else Bucket(b.cpu_rate_agent, b.cpu_burst, now))
+        self.inflight = 0  # its requests and subscribes its worlds are not done with
         self.recent = Rate(now)  # its server time per second, lately
         self.creates = Hourly()  # worlds it created
         self.created: set[str] = set()  # world ids it created (live or not)
@@ -272,7 +283,8 @@ class Account:
     def idle(self, now: float) -> bool:
         """Nothing spent that is still counted."""
         return (self.cpu.full(now) and not self.creates.count(now)
-                and not self.joins.count(now) and not self.loading and not self.sessions)
+                and not self.joins.count(now) and not self.loading and not self.inflight
+                and not self.sessions)
 
     @property
     def footprint(self) -> int | None:
@@ -315,13 +327,11 @@ class Ledger:
         return entry
 
     def account(self, name: str, role: str, now: float) -> Account:
-        """The entry of account `name` (made on first use, with its role's CPU rate)."""
+        """The entry of account `name` (made on first use, with its role's CPU rate and
+        requests in flight)."""
         entry = self.accounts.get(name)
         if entry is None:
-            b = self.budgets
-            rate, burst = ((b.cpu_rate, b.cpu_burst_anonymous) if role == "spectator"
-                           else (b.cpu_rate_agent, b.cpu_burst))
-            entry = self.accounts[name] = Account(rate, burst, now)
+            entry = self.accounts[name] = Account(role == "spectator", self.budgets, now)
             self._trim(self.accounts, now)
         return entry
 
@@ -444,28 +454,35 @@ class Ledger:
 
     def may_compute(self, account: Account | None, now: float) -> ProtocolError | None:
         """Why `account` may not ask for work now, or None: refused when its CPU time is
-        spent while other clients use the server (`cpu_contended`)."""
+        spent (its debt not paid back) while other clients use the server
+        (`cpu_contended`)."""
         if account is None:
             return None
         wait = account.cpu.wait(now)
-        if not wait:
-            return None
-        others = self.load.read(now) - account.recent.read(now)
-        if others < self.budgets.cpu_contended:
+        if not wait or not self._contended(account, now):
             return None  # nobody else to protect: the debt waits for them
         rate = account.cpu.rate
         return over_budget("cpu", f"this client used more than {rate:g} s of server time per "
                            "second while others wait; slow down", rate, wait)
 
     def charge(self, account: Account | None, seconds: float, now: float) -> None:
-        """`account` (None: the owner) spent `seconds` of server time. Its debt is kept
-        within one burst, so a refusal never lasts more than two bursts' refill."""
-        self.load.add(seconds, now)
+        """`account` (None: the owner) spent `seconds` of server time. Time spent while
+        others use the server is owed in full (the debt has no floor: it is paid back at
+        the account's rate before it is served again while they do); time spent alone on
+        the server is owed at most down to one burst's debt."""
         if account is not None:
-            account.recent.add(seconds, now)
             bucket = account.cpu
-            bucket.refill(now)
-            bucket.level = max(bucket.level - seconds, -bucket.burst)
+            floor = min(bucket.refill(now), -bucket.burst)
+            bucket.level -= seconds
+            if not self._contended(account, now):
+                bucket.level = max(bucket.level, floor)
+            account.recent.add(seconds, now)
+        self.load.add(seconds, now)
+
+    def _contended(self, account: Account, now: float) -> bool:
+        """True while clients other than `account` use the server (`cpu_contended`)."""
+        others = self.load.read(now) - account.recent.read(now)
+        return others >= self.budgets.cpu_contended
 
     # ---- creations and joins -------------------------------------------------------------
 
@@ -486,6 +503,16 @@ class Ledger:
                                f"created by this client; wait until some unload{when}",
                                b.live_worlds)
         return refusal
+
+    def may_send(self, account: Account) -> ProtocolError | None:
+        """Why `account` may not have one more request or subscribe in flight, or None."""
+        b = self.budgets
+        budget, limit = (("inflight_anonymous", b.inflight_anonymous) if account.spectator
+                         else ("inflight_per_account", b.inflight_per_account))
+        if account.inflight < limit:
+            return None
+        return over_budget(budget, f"more than {limit} requests of this client are in flight "
+                           "(over all its connections); retry when one is answered", limit)
 
     def may_load(self, account: Account) -> ProtocolError | None:
         """Why `account` may not have one more world loaded for it now, or None."""

@@ -1,4 +1,5 @@
-"""What each client claims, held to its budget: worlds it creates (`creates_per_hour`,
+"""What each client claims, held to its budget: requests and subscribes in flight
+(`inflight_per_account`, `inflight_anonymous`), worlds it creates (`creates_per_hour`,
 `live_worlds`), players it seats (`joins_per_hour`), worlds loaded for it
 (`loads_at_once`), and what visitors make a lab hold (`PACED`: crosses, public pairs
 dealt, votes).
@@ -11,17 +12,20 @@ it, charging the time to the caller, but only once done; counted in a single pro
 only: a cluster forwards the message to the process hosting the world). Before it is
 sent, `admit` (or `load`, for a subscribe) checks the caller's account
 (server/budgets.py) and holds a place for it, so the world never sees a call past the
-budget; the answer settles the `Ticket`: an accepted create or join counts against the
-account for the hour (a world, also while it is live); a refused one, and every load,
-frees its place. The owner has no such budget. Counts live in memory: a restart forgets
-them.
+budget. A request's ticket is settled by its world's answer (a timeout answers the client
+sooner, but the ticket waits for the world: what a client has queued at the worlds stays
+counted), a subscribe's once it is answered or timed out (its world drops a subscribe
+whose asker gave up): an accepted create or join counts against the account for the hour
+(a world, also while it is live); a refused one, a load and the place in flight are
+freed. The owner has no such budget. Counts live in memory: a restart forgets them.
 
 A visitor's lab op is held to its account's hourly budget too (`PACED`): a cross (a
 child compiled by glslang off the lab's task and kept in its pool for good) as a create
 is, counted once accepted; a public pair dealt (held in the lab's memory for ten
 minutes) and a vote (a stored event) are spent when let through, whatever the lab
-answers, from a bucket of the hour's budget refilled over the hour. These records are kept by account, the last
-`MAX_ENTRIES` used (an older one is forgotten, so such a client starts afresh).
+answers, from a bucket of the hour's budget refilled over the hour. These records are
+kept by account, the last `MAX_ENTRIES` used (an older one is forgotten, so such a
+client starts afresh).
 """
 
 from __future__ import annotations
@@ -48,30 +52,33 @@ COUNTED_WHEN_DONE = "crosses_per_hour"  # (an Hourly, as creates; the others are
 
 
 class Ticket:
-    """One create, join or load in flight, counted against its account until it is
-    answered (a join may also be a load)."""
+    """One request or subscribe in flight (and the create, join or load it may be),
+    counted against its account until its world is done with it."""
 
     __slots__ = ("account", "loading", "spent", "world")
 
     def __init__(self, account: Account, spent: Hourly | None, world: str | None,
                  loading: bool) -> None:
-        self.account = account
-        self.spent = spent  # the account's creates or joins (None: only a load)
-        self.world = world  # the world a create makes (None: a join or a load)
+        self.account: Account | None = account
+        self.spent = spent  # the account's creates or joins (None: neither)
+        self.world = world  # the world a create makes (None: not a create)
         self.loading = loading
         if spent is not None:
             spent.start()
         account.loading += loading
+        account.inflight += 1
 
     def settle(self, done: bool) -> None:
         """The call was answered: accepted (`done`) or refused (once; again: nothing)."""
-        self.account.loading -= self.loading
-        self.loading = False
+        account, self.account = self.account, None
+        if account is None:
+            return
+        account.inflight -= 1
+        account.loading -= self.loading
         if self.spent is not None:
             self.spent.settle(done, trio.current_time())
-            self.spent = None
             if done and self.world is not None:
-                self.account.created.add(self.world)
+                account.created.add(self.world)
 
 
 class Claims:
@@ -94,17 +101,12 @@ class Claims:
         return to if call.op in self.create_ops else None
 
     def admit(self, account: Account | None, who: str, call: Call, to: str) -> Ticket | None:
-        """A ticket for a create, join, cross or load by `account` (ProtocolError
-        `over_budget` when its budget is spent; a deal or a vote is spent here), or None
-        when `call` is none of them or the caller has no budget."""
+        """A ticket for `call` by `account` (ProtocolError `over_budget` when a budget of
+        it is spent; a deal or a vote is spent here), or None when the caller has no
+        budget."""
         if account is None:
             return None
         target = self.target(call, to)
-        seat = target is None and call.op in self.seat_ops
-        paced = PACED.get(call.op) if target is None else None
-        loading = target is None and self._loads(to)
-        if target is None and not seat and paced is None and not loading:
-            return None  # most requests: to a live world, neither a create nor a join
         now = trio.current_time()
         spent, refusal = None, None
         if target is not None:  # (bounded by live_worlds: not a load)
@@ -113,21 +115,20 @@ class Claims:
             refusal = self.ledger.may_create(account, alive, now,
                                              self.directory.config.idle_timeout)
             spent = account.creates
-        elif seat:
+        elif call.op in self.seat_ops:
             refusal = self.ledger.may_join(account, now)
             spent = account.joins
-        elif paced is not None:
+        elif (paced := PACED.get(call.op)) is not None and \
+                self.ledger.may_send(account) is None:  # (refused in flight: spends none)
             budget, what = paced
             record = self._paced(budget, who, now)
             refusal = self.ledger.may_pace(budget, record, what, now)
             spent = record if isinstance(record, Hourly) else None
-        if refusal is None and loading:
-            refusal = self.ledger.may_load(account)
         try:
-            self.refuse(refusal, who)
-        finally:  # raised, it is held by its traceback's frames, this one among them
-            refusal = None  # (a cycle: tests/server/test_cyclic_garbage.py)
-        return Ticket(account, spent, target, loading) if spent is not None or loading else None
+            return self._issue(account, who, refusal, spent, target,
+                               target is None and self._loads(to))
+        finally:  # (raised, this frame is held by its traceback too: no cycle through it)
+            refusal = None
 
     def _paced(self, budget: str, who: str, now: float) -> Hourly | Bucket:
         """`who`'s record of `budget` (made on first use; the least recently used past
@@ -148,9 +149,22 @@ class Claims:
         return self.directory.placement is None and self.directory.alive(to) is None
 
     def load(self, account: Account | None, who: str, to: str) -> Ticket | None:
-        """A ticket for a subscribe by `account` to world `to`: a load when it is not live
-        here (`over_budget` past `loads_at_once`), else None, as for the owner."""
-        if account is None or not self._loads(to):
+        """A ticket for a subscribe by `account` to world `to` (`over_budget` past its
+        requests in flight, or past `loads_at_once` when `to` is not live here), or None
+        for the owner."""
+        if account is None:
             return None
-        self.refuse(self.ledger.may_load(account), who)
-        return Ticket(account, None, None, True)
+        return self._issue(account, who, None, None, None, self._loads(to))
+
+    def _issue(self, account: Account, who: str, refusal: ProtocolError | None,
+               spent: Hourly | None, world: str | None, loading: bool) -> Ticket:
+        """The ticket, or the first budget spent raised: its requests in flight, `refusal`
+        (a create's or join's), its loads."""
+        refusal = self.ledger.may_send(account) or refusal
+        if refusal is None and loading:
+            refusal = self.ledger.may_load(account)
+        try:
+            self.refuse(refusal, who)
+        finally:  # raised, it is held by its traceback's frames, this one among them
+            refusal = None  # (a cycle: tests/server/test_cyclic_garbage.py)
+        return Ticket(account, spent, world, loading)

@@ -19,7 +19,8 @@ Each client address has a token bucket (the server's per-connection rate and bur
 each request's server time (its body's parse too, refused or not) is charged as a
 websocket request's is: to the token's account, or the address's for an anonymous caller
 (`over_budget` `cpu` while others use the server, checked before the body is read), and
-the owner's counts toward what the others use. A visitor's vote is held to its account's
+the owner's counts toward what the others use; its ask holds a place among the account's
+requests in flight until the lab answers it. A visitor's vote is held to its account's
 `votes_per_hour`, and a request naming a lab not live to `loads_at_once`, as over a
 websocket (server/claims.py).
 """
@@ -144,20 +145,17 @@ class LabRoutes:
             self.state.ledger.charge(account, time.perf_counter() - started,
                                      trio.current_time())
         call = Call(op, args, caller_role, caller)
-        ticket = self.state.claims.admit(account, who, call, actor_id)  # votes, loads
-        done = False
+        answer = Charged(self.state.ledger, account,
+                         self.state.claims.admit(account, who, call, actor_id))
         try:
-            result = await self.state.directory.ask(actor_id, call,
-                                                    answer=Charged(self.state.ledger, account))
-            done = True
+            result = await self.state.directory.ask(actor_id, call, answer=answer)
         except ProtocolError:
             raise
         except Exception:  # a bug: refuse and log it, as a session does
             log.exception("%s to %s failed", op, actor_id)
             raise internal_error() from None
         finally:
-            if ticket is not None:
-                ticket.settle(done)
+            answer.close()
         return json_reply({"ok": True, "result": unstructure(result)}, 200)
 
     def _rate(self, request: Request) -> None:
@@ -179,15 +177,14 @@ class LabRoutes:
 
     def _account(self, request: Request, caller: str, role: str
                  ) -> tuple[Account | None, str]:
-        """The account the request is charged to (None: the owner's) and who it is (the
-        token's name or the address); `over_budget` when its CPU time is spent while
-        others use the server."""
+        """The CPU account the request is charged to (None: the owner's) and who it is (as
+        budgets name it); `over_budget` when its CPU time is spent while others use the
+        server."""
         ledger, now = self.state.ledger, trio.current_time()
         anonymous = caller == "anonymous"
         who = self._address(request) if anonymous else caller
         account = ledger.client_account(None if anonymous else caller, who, role, now)
-        if account is not None:
-            self.state.refuse(ledger.may_compute(account, now), who)
+        self.state.refuse(ledger.may_compute(account, now), who)
         return account, who
 
     def _caller(self, request: Request, role: str) -> tuple[str, str]:

@@ -110,18 +110,13 @@ class McpCall:
             raise ValueError("a tool may only speak as the caller or as a keyed name")
         call = Call(op, args, self.caller.role, caller or self.caller.name)
         state = self._state
-        ticket = state.claims.admit(self.account, self.who, call, actor_id)
-        done = True  # unless refused: a call cancelled (its client left) may still be done
+        answer = Charged(state.ledger, self.account,
+                         state.claims.admit(self.account, self.who, call, actor_id))
         try:
             with unmetered():  # the world's time is charged by Charged, once
-                return await state.directory.ask(actor_id, call,
-                                                  answer=Charged(state.ledger, self.account))
-        except ProtocolError:
-            done = False
-            raise
+                return await state.directory.ask(actor_id, call, answer=answer)
         finally:
-            if ticket is not None:
-                ticket.settle(done)
+            answer.close()  # (its ticket waits for the world's answer, even if given up)
 
     def key(self) -> tuple[str, str]:
         """A fresh key and the caller name it stands for."""

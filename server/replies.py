@@ -3,10 +3,13 @@
 The session posts each request to its actor with a `RequestAnswer`; the actor's task
 calls it once the answer is durable, and it encodes the reply straight into the
 connection's outbox (past the outbox's bound: at most `max_inflight` replies are ever
-owed, and the reader admits a request only while the outbox has room). One server-wide
+owed per connection, and `inflight_per_account` per account, and the reader admits a
+request only while the outbox has room). One server-wide
 `Deadlines` task answers `timeout` for a request its actor has not answered within the
-ask timeout (checked a few times a second); a later answer from the actor is then
-ignored (the first answer wins). An answered request leaves `Deadlines` at once, so
+ask timeout (checked a few times a second); a later answer from the actor then sends
+nothing (the first answer wins), but only it settles the request's `Ticket`
+(server/claims.py): the client's place in flight is held until its world is done with the
+request. An answered request leaves `Deadlines` at once, so
 nothing of it outlives its reply (long-lived garbage would feed the slow full
 collections of the garbage collector).
 """
@@ -69,7 +72,8 @@ class RequestAnswer:
             self.spent += seconds
 
     def succeed(self, value: Any) -> None:
-        """Reply with the op's result."""
+        """Reply with the op's result (the world is done with the request)."""
+        self._settle(True)
         if self.answered:
             return
         started = time.perf_counter()
@@ -81,18 +85,25 @@ class RequestAnswer:
             self.fail(internal_error())
             return
         self.spent += time.perf_counter() - started
-        if self.claim is not None:
-            self.claim.settle(True)
         self._deliver(frame)
 
     def fail(self, error: ProtocolError) -> None:
-        """Reply with a refusal."""
+        """Reply with a refusal (the world, or the server before the world had it, is done
+        with the request)."""
+        self._settle(False)
+        self.time_out(error)
+
+    def time_out(self, error: ProtocolError) -> None:
+        """Reply with `error` unless answered already, holding the request's ticket until
+        its world answers (`Deadlines`)."""
         if self.answered:
             return
-        if self.claim is not None:
-            self.claim.settle(False)
         self.session.count_error(error)
         self._deliver(encode_error(self.request_id, error))
+
+    def _settle(self, done: bool) -> None:
+        if self.claim is not None:  # (once: a ticket settles once)
+            self.claim.settle(done)
 
     def _deliver(self, frame: str) -> None:
         self.answered = True
@@ -104,12 +115,36 @@ class RequestAnswer:
 
 class Charged(Pending):
     """The answer slot of an ask whose server time is charged to `account` (the MCP
-    endpoint's asks; a websocket request's `RequestAnswer` charges its session)."""
+    endpoint's and the lab routes' asks; a websocket request's `RequestAnswer` charges its
+    session), and whose `ticket` (server/claims.py) the world's answer settles: an asker
+    that gives up (a timeout, its client gone) leaves it held until then. Call `close`
+    when the ask returns."""
 
-    def __init__(self, ledger: Ledger, account: Account | None) -> None:
+    def __init__(self, ledger: Ledger, account: Account | None, ticket: Ticket | None) -> None:
         super().__init__()
         self.ledger = ledger
         self.account = account
+        self.ticket = ticket
+
+    def succeed(self, value: Any) -> None:
+        """The world's result."""
+        self._settle(True)
+        super().succeed(value)
+
+    def fail(self, error: ProtocolError) -> None:
+        """The world's refusal (or the directory's, which did not deliver the ask)."""
+        self._settle(False)
+        super().fail(error)
+
+    def close(self) -> None:
+        """The ask returned: one that was never delivered (neither answered nor given up:
+        its delivery raised) frees its ticket now, as nothing will answer it."""
+        if not self.done.is_set():
+            self._settle(False)
+
+    def _settle(self, done: bool) -> None:
+        if self.ticket is not None:  # (once: a ticket settles once)
+            self.ticket.settle(done)
 
     @property
     def footprint(self) -> int | None:
@@ -157,6 +192,6 @@ class Deadlines:
             await trio.sleep(self.limit / 20)
             now = trio.current_time()
             for answer in [a for a in self._owed if a.deadline <= now]:
-                answer.fail(ProtocolError(
+                answer.time_out(ProtocolError(
                     ErrorCode.TIMEOUT, f"{answer.actor_id} did not answer within "
                     f"{self.limit:g} s", {"actor": answer.actor_id}))

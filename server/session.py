@@ -63,6 +63,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("petridish.session")
 CLOSE_WAIT = 1.0  # seconds a server-side close waits for the client's closing frame
+# Seconds a connection past its CPU budget rests unread at once, at most (well within the
+# keepalive's ping interval: a pong not read in time drops the connection).
+MAX_REST = 5.0
 
 
 class Session:
@@ -422,8 +425,15 @@ class Session:
         still in flight are charged meanwhile: a client that waits `retry_after` and sends
         again is read once it may be served, not refused again for the refusal's cost):
         each frame read meanwhile would cost a parse only to be refused; they wait in the
-        socket. The rest ends with the reading."""
-        self.resting_until = trio.current_time() + seconds
+        socket. A rest lasts MAX_REST s at most, and one for a deeper debt begins only once
+        the frames already read are refused: between rests the socket is read again, its
+        pings and pongs with it, so the keepalive keeps it. The rest ends with the
+        reading."""
+        if seconds > MAX_REST and self.ws.has_message:
+            return
+        now = trio.current_time()
+        latest = now + MAX_REST
+        self.resting_until = min(now + seconds, latest)
         assert self._nursery is not None
 
         async def wake() -> None:
@@ -433,7 +443,7 @@ class Session:
                     await trio.sleep_until(self.resting_until)
                     now = trio.current_time()
                     if (refusal := ledger.may_compute(self.account, now)) is not None:
-                        self.resting_until = now + refusal.detail["retry_after"]
+                        self.resting_until = min(now + refusal.detail["retry_after"], latest)
             self._rest_scope = None
             self.resting_until = 0.0
             self.resume_reading()

@@ -73,6 +73,11 @@ class Pending:
 
     def fail(self, error: ProtocolError) -> None:
         """Answer with a refusal (the first answer wins)."""
+        self.give_up(error)
+
+    def give_up(self, error: ProtocolError) -> None:
+        """Its asker stops waiting: answer with `error` unless answered; the world's own
+        answer, later, is still told to `succeed` or `fail` (which a subclass may hear)."""
         if not self.done.is_set():
             self.error = error
             self.done.set()
@@ -86,8 +91,8 @@ async def wait_answer(pending: Pending, timeout: float, owner: str) -> Any:
             await pending.done.wait()
     finally:
         if not pending.done.is_set():  # given up (or cancelled): a later answer is dropped
-            pending.fail(ProtocolError(ErrorCode.TIMEOUT, f"{owner} did not answer within "
-                                       f"{timeout:g} s", {"actor": owner}))
+            pending.give_up(ProtocolError(ErrorCode.TIMEOUT, f"{owner} did not answer "
+                                          f"within {timeout:g} s", {"actor": owner}))
     error, pending.error = pending.error, None  # (read once: no cycle through the slot)
     if error is not None:
         try:

@@ -221,7 +221,7 @@ async def test_cpu_time_is_budgeted_per_client_and_the_owner_spends_none(
             assert refused["code"] == "over_budget"
             assert refused["detail"]["budget"] == "cpu" and refused["detail"]["limit"] == 0.02
             wait = refused["detail"]["retry_after"]
-            assert 1.5 < wait <= 5.0  # its debt, at most one burst, at 20 ms a second
+            assert 1.5 < wait <= 5.0  # its debt run up alone (one burst at most) at 20 ms/s
             # Another connection from the same address shares the account ...
             assert error(await other.call("burn.spin", "burn:x", ms=1))["code"] == "over_budget"
             # ... but an agent token has its own, and the owner none.
