@@ -257,11 +257,14 @@ def decide_join(w: Live, a: ops.JoinArgs, ctx: Ctx) -> list[Joined | Rejoined] |
 def _writer(w: Live, agent: str | None, ctx: Ctx, expected: int
             ) -> tuple[str, list[Event], State, int] | Refusal:
     """Who writes and on which state: the named agent, or the implicit a0 (joined by its
-    first write, before the write itself). A dead agent hears `dead` before any other
-    check, whoever asks: its state is public."""
+    first write, before the write itself). As the seed's referee: the revision is checked
+    first, then a dead agent hears `dead` before any other check, whoever asks (its state
+    is public)."""
     if (r := unready(w)) is not None:
         return r
     s = w.state
+    if expected != s.revision:
+        return referee.stale(s, expected)
     name = IMPLICIT_AGENT if agent is None else agent
     i = s.agent_index(name)
     if i is not None and s.stats[i].health.died_at is not None:
@@ -270,8 +273,6 @@ def _writer(w: Live, agent: str | None, ctx: Ctx, expected: int
     if (r := _owned(w, name, ctx.caller.name)) is not None:
         return r
     if agent is None and i is None:
-        if expected != s.revision:
-            return referee.stale(s, expected)
         ev = referee.implicit_join(s, ctx.t)
         if isinstance(ev, Refusal):
             return ev

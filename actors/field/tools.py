@@ -166,10 +166,10 @@ async def observe(call: ToolCall, a: ObserveToolArgs) -> ToolResult | Refusal:
     obs["known"] = delta_known(obs["known"])
     grown = f", grown {obs['grown']}" if obs["grown"] else ""
     fog = ", fog" if obs["fog"] else ""
-    ended = " The game has ended." if obs["ended"] else ""
-    text = (f"Revision {obs['revision']}: {len(obs['tiles'])} of {obs['tiles_total']} tiles "
-            f"listed (G {obs['G']}{grown}{fog}); reward {obs['totals']['reward']}; "
-            f"{len(obs['agents'])} agents; frontier {_compact(obs['frontier'] or [])}.{ended}"
+    ended = ", the game has ended" if obs["ended"] else ""  # (where the seed's text shows none)
+    text = (f"Revision {obs['revision']}{ended}: {len(obs['tiles'])} of {obs['tiles_total']} "
+            f"tiles listed (G {obs['G']}{grown}{fog}); reward {obs['totals']['reward']}; "
+            f"{len(obs['agents'])} agents; frontier {_compact(obs['frontier'] or [])}."
             f"{_health(obs['health'], obs['note'])}")
     return ToolResult(text, {"observation": _as_seed(obs)})
 

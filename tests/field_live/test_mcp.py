@@ -27,7 +27,7 @@ from actors.runtime import Call, refused
 from actors.world import Refusal
 from examples.field_mcp import play
 from protocol.bounds import bounds_of
-from protocol.client import Client
+from protocol.client import Client, RequestError
 from protocol.ops import field as field_ops
 from server import mcp as mcp_server
 from server import worlds
@@ -234,6 +234,29 @@ async def test_the_seed_tools_as_the_seed_spells_them_play_a_field_to_the_end(
             final = await ws.request("field.observe", f"field:{game}", {})
         assert final["totals"]["solved"] == final["tiles_total"]
         assert [a["id"] for a in final["agents"]] == ["a1", "a0", "a2"]
+        # A growing field of one chunk filling its canvas ends at its first growth: its
+        # end is said where the seed's observe text shows nothing (before the listing).
+        async with Client.connect(srv.ws_url) as ws:
+            await ws.request("field.start", "field:ends", {
+                "kind": "field", "canvas": field_ops.MIN_CANVAS, "chunk": field_ops.MIN_CANVAS,
+                "chunks": 1,
+                "grow": {"every_s": field_ops.MIN_GROW_S}})
+            with trio.fail_after(60):
+                while True:
+                    try:
+                        over = await ws.request("field.observe", "field:ends", {})
+                    except RequestError as e:  # being generated
+                        assert e.code == "generating", e
+                        over = {"ended": False}
+                    if over["ended"]:
+                        break
+                    await trio.sleep(0.2)
+        async with streamable_http_client(f"{srv.url}/mcp") as streams, \
+                ClientSession(streams[0], streams[1]) as last:
+            await last.initialize()
+            ended = _text(await last.call_tool("observe", {"game_id": "ends"}))
+            assert ended.startswith(f"Revision {over['revision']}, the game has ended: "), ended
+            assert ended.endswith("]."), ended
 
 
 async def test_long_calls_send_keepalive_comments(tmp_path: Path, monkeypatch) -> None:

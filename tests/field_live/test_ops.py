@@ -189,6 +189,11 @@ async def test_death_over_the_protocol(tmp_path: Path) -> None:
                 await c.request(op, to, {"agent": prober, "expected_revision": rev, **args})
             assert err.value.code == "dead"
             assert err.value.message.startswith(f"Agent {prober} is out for the day")
+        # As the seed's referee, the revision first: a stale write of the dead is stale
+        with pytest.raises(RequestError) as err:
+            await c.request("field.commit", to, {"agent": prober, "cells": [[0, 0]],
+                                                 "expected_revision": rev - 1})
+        assert err.value.code == "stale_revision"
         # its group mate plays on, on the shared territory
         before = await c.request("field.observe", to, {"agent": honest})
         assert groups(before)[honest] == groups(before)[prober]
