@@ -15,6 +15,7 @@ from typing import Any
 
 from .diagnostics import Diagnostic, LevelError, join_path
 from .level import Level, parse_level
+from .mechanics.host import supported_features
 
 OBJECT_CHARS: dict[str, str] = {
     "b": "baba", "k": "keke", "f": "flag", "r": "rock", "w": "wall", "s": "skull", "l": "lava",
@@ -25,6 +26,10 @@ TEXT_CHARS: dict[str, str] = {
     "1": "is", "2": "you", "3": "win", "4": "defeat", "5": "push", "6": "stop", "7": "move",
     "8": "hot", "9": "melt", "0": "sink",
 }
+# A Keke file holds maps and nothing else; any other field (mechanics included) is refused rather
+# than dropped on the way to a pack or a share link.
+FILE_FIELDS = frozenset({"levels"})
+LEVEL_FIELDS = frozenset({"ascii", "id", "name", "author", "solution"})
 
 
 def ascii_to_json(ascii_map: str, *, level_id: str = "", name: str = "", author: str = "",
@@ -77,6 +82,11 @@ def import_keke_levels(data: Any) -> list[Level]:
     if not is_keke_file(data):
         raise LevelError([Diagnostic("levels", "not a Keke level file: expected "
                                      '{"levels": [{"ascii": ...}, ...]}')])
+    diags = _unknown_fields(data, FILE_FIELDS, "", "a Keke level file")
+    for i, entry in enumerate(data["levels"]):
+        diags += _unknown_fields(entry, LEVEL_FIELDS, join_path("levels", i), "a Keke level")
+    if diags:
+        raise LevelError(diags)
     levels = []
     for i, entry in enumerate(data["levels"]):
         at = join_path("levels", i)
@@ -88,6 +98,16 @@ def import_keke_levels(data: Any) -> list[Level]:
             author=str(entry.get("author", "")),
             solution=solution if isinstance(solution, str) else None, path=at))
     return levels
+
+
+def _unknown_fields(data: dict[str, Any], fields: frozenset[str], path: str, what: str
+                    ) -> list[Diagnostic]:
+    """A diagnostic per field of `data` outside `fields`; `mechanics` names the host features."""
+    return [Diagnostic(join_path(path, str(key)), f"unknown field ({what} has "
+                       f"{', '.join(sorted(fields))}" + (
+                           "; mechanics are declared in our pack format, host supports: "
+                           + supported_features() if key == "mechanics" else "") + ")")
+            for key in sorted(set(data) - fields, key=str)]
 
 
 def load_keke_file(path: str | Path) -> list[Level]:

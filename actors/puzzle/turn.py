@@ -1,7 +1,8 @@
 """The turn: one action applied to a settled `Board`, walking the profile's plan.
 
 Classic plan: beforeMovement, players, rules, automata, afterMovement, rules, afterTransforms,
-beforeContacts, contacts, afterContacts, victory, settled. (Keke's differs; see profiles.py.)
+beforeContacts, contacts, afterContacts, victory, settled. (Keke's differs, and differs again for
+a level with mechanics; see profiles.py.)
 Mechanic hooks run at the lifecycle phases in mechanic-id order on a private working copy; the
 new mechanic values are committed only at `settled`, and nothing is committed at all when the
 turn is rejected (a `Refusal`: bad action, nothing can move, no change, or a complexity cap), so
@@ -302,7 +303,7 @@ def advance(ctx: Context, board: Board, action: str, record: bool = True) -> Out
     won = False
     frozen = False  # a direction that moved no controllable entity: no mechanic runs on
     try:
-        for step in ctx.profile.plan:
+        for step in ctx.profile.plan_for(bool(ctx.mechanics)):
             if step == "players":
                 if direction is not None:
                     move(work, direction)

@@ -89,7 +89,13 @@ def test_texts_count_utf16_code_units(put, n: int, expected: str) -> None:
      "state_schema)")),
     (lambda m: m["config"].update(plates=["nope"]), ("mechanics[0].config.plates[0]: unknown "
                                                      "object id 'nope'")),
-    (lambda m: m["config"].update(speed=3), "mechanics[0].config.speed: unknown config field"),
+    (lambda m: m["config"].update(speed=3), ("mechanics[0].config.speed: unknown config field "
+                                             "(plate_gate@1 config has: gates, plates)")),
+    (lambda m: m.update(id="gate\n"),
+     "mechanics[0].id: must be a lowercase id matching [a-z][a-z0-9_-]{0,31}"),
+    (lambda m: m["config"].update({"callback\n": 1}),
+     ("mechanics[0].config.callback\n: executable field (callback/hook/URL) is not allowed in "
+     "mechanic data")),
     (lambda m: m.update(state_schema={"open": "int"}),
      'mechanics[0].state_schema: must declare the plate_gate state schema {"open": "bool"}'),
     (lambda m: m["config"].update(onPress="x"),
@@ -98,6 +104,12 @@ def test_texts_count_utf16_code_units(put, n: int, expected: str) -> None:
     (lambda m: m["config"].update(plates=["https://evil.example/x.js"]),
      ("mechanics[0].config.plates[0]: executable value 'https://evil.example/x.js' (code or URL)"
      " is not allowed in mechanic data")),
+    (lambda m: m["config"].update(plates=["see https://evil.example/x"]),
+     ("mechanics[0].config.plates[0]: executable value 'see https://evil.example/x' (code or "
+     "URL) is not allowed in mechanic data")),
+    (lambda m: m["config"].update(gates=["g1 javascript:alert(1)"]),
+     ("mechanics[0].config.gates[0]: executable value 'g1 javascript:alert(1)' (code or URL) is"
+     " not allowed in mechanic data")),
     (lambda m: m["config"].update(gates=["() => open()"]),
      ("mechanics[0].config.gates[0]: executable value '() => open()' (code or URL) is not "
      "allowed in mechanic data")),

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import copy
 
+import attrs
 import pytest
 
 from actors.puzzle.board import Limits
 from actors.puzzle.game import Game, create_game
-from actors.puzzle.profiles import PHASES
+from actors.puzzle.profiles import PHASES, get_profile
 from actors.world import Refusal
 from protocol.ops.puzzle import PuzzleCode
 from tests.puzzle.boards import accepted, lines_run, make_level, mechanic_level, refused
@@ -199,13 +200,12 @@ def test_a_blocked_move_commits_no_mechanic_state(profile: str, mover: bool) -> 
     assert [(e["type"], e["phase"]) for e in r["mechanics"]] == [("broke", "beforeContacts")]
 
 
-def test_the_frail_floor_meets_contacts_in_each_profiles_order() -> None:
-    """The tile is DEFEAT and broken when baba steps on it. Classic runs `beforeContacts` before
-    the contacts: baba falls (cause frail_floor) and DEFEAT finds no YOU left. Keke checks
-    contacts right after the players move, before any mechanic phase: YOU on DEFEAT destroys
-    both, so the tile is gone before it could swallow anything."""
+def test_the_frail_floor_precedes_contacts_in_every_profile() -> None:
+    """The tile is DEFEAT and broken when baba steps on it. The seed's order holds under both
+    profiles: `beforeContacts` runs before the contacts, so baba falls (cause frail_floor) and
+    DEFEAT finds no YOU left. (Keke alone checks contacts right after the players move, which
+    would destroy both first; a keke level with mechanics checks them where the seed says.)"""
     rows = ["B=Y.R=M.", "I=D.....", "..b.....", ".rt.....", "........"]
-    outcome = {}
     for profile in PROFILES:
         frail = {**FRAIL, "config": {"tile": "tile3"}}
         g = create_game(make_level(rows, {"I": "TILE"}, profile=profile, mechanics=[frail]),
@@ -214,10 +214,24 @@ def test_the_frail_floor_meets_contacts_in_each_profiles_order() -> None:
         assert types == [["pressed"], ["cracked"], ["broke"]]  # the MOVE rock crossed it
         r = g.step("down")
         assert r["phases"] == list(PHASES)
-        outcome[profile] = ([(d["id"], d["cause"]) for d in r["destroyed"]],
-                            [e["type"] for e in r.get("mechanics", [])], r["lost"])
-    assert outcome == {"classic": ([("baba1", "frail_floor")], ["fell"], True),
-                       "keke": ([("baba1", "defeat"), ("tile3", "defeat")], [], True)}
+        outcome = ([(d["id"], d["cause"]) for d in r["destroyed"]],
+                   [e["type"] for e in r.get("mechanics", [])], r["lost"])
+        assert outcome == ([("baba1", "frail_floor")], ["fell"], True), profile
+
+
+def test_a_mechanic_plan_must_keep_the_seeds_order_around_contacts() -> None:
+    """Keke's own plan (contacts between the movement steps) still plays levels without
+    mechanics, but no profile can hand it to a level with mechanics."""
+    keke = get_profile("keke")
+    assert keke.plan_for(False).index("contacts") < keke.plan_for(False).index("afterMovement")
+    for name in PROFILES:
+        plan = get_profile(name).plan_for(True)
+        contacts = [i for i, step in enumerate(plan) if step == "contacts"]
+        assert plan.index("beforeContacts") < min(contacts), name
+        assert max(i for i, step in enumerate(plan) if step in ("players", "automata")) \
+            < plan.index("afterMovement") < min(contacts), name
+    with pytest.raises(ValueError, match="before every contact check"):
+        attrs.evolve(keke, mechanic_plan=keke.plan)
 
 
 def test_a_plate_gate_costs_passes_over_the_board_not_one_per_plate() -> None:

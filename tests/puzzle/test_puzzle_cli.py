@@ -83,6 +83,26 @@ def test_share_and_unshare_a_pack(capsys: pytest.CaptureFixture[str], tmp_path: 
     assert code == 0 and json.loads(out)["status"] == "solved"
 
 
+def test_share_refuses_a_keke_file_with_fields_it_would_drop(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A Keke file holds maps only: mechanic declarations (here one with a callback URL) are not
+    silently dropped on the way to a link, the file is refused with their paths."""
+    path = tmp_path / "keke.json"
+    path.write_text(json.dumps({"mechanics": ["teleporter"], "levels": [
+        {"ascii": "_____\n_b12_\n_..f_\n_____", "colour": "red", "mechanics": [
+            {"id": "t", "type": "teleporter", "version": 9,
+             "config": {"callback": "https://evil.example/x.js"}}]}]}))
+    code, out, err = run(capsys, "share", str(path))
+    assert code == 2 and out == ""
+    assert err.splitlines()[1:] == [
+        ("  mechanics: unknown field (a Keke level file has levels; mechanics are declared in "
+         "our pack format, host supports: frail_floor@1, plate_gate@1)"),
+        "  levels[0].colour: unknown field (a Keke level has ascii, author, id, name, solution)",
+        ("  levels[0].mechanics: unknown field (a Keke level has ascii, author, id, name, "
+         "solution; mechanics are declared in our pack format, host supports: frail_floor@1, "
+         "plate_gate@1)")]
+
+
 @pytest.mark.parametrize(("argv", "message"), [
     (["unshare", "pd9.abc"], "bad_prefix: a share link starts with 'pd1.'"),
     (["solve", "/nonexistent.json"], "/nonexistent.json: cannot read JSON"),

@@ -23,13 +23,15 @@ import attrs
 
 from ..diagnostics import Diagnostic, join_path
 
-_ID = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
+_ID = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 _FIELDS = frozenset({"id", "type", "version", "config", "state_schema"})
-# Keys and string shapes that mean "run this": never data in a mechanic declaration.
+# Keys and string shapes that mean "run this": never data in a mechanic declaration. A key is
+# matched whole once stripped (`fullmatch`, as `_ID`: a `$` lets a trailing newline through).
 _EXEC_KEYS = re.compile(
-    r"^(callback|function|handler|hook|script|code|url|href|src|eval|exec|on[A-Z_].*)$",
-    re.IGNORECASE)
-_EXEC_TEXT = re.compile(r"(^[a-z][a-z0-9+.-]*://)|(^(javascript|data|vbscript|file):)|=>|"
+    r"(callback|function|handler|hook|script|code|url|href|src|eval|exec|on[A-Z_].*)",
+    re.IGNORECASE | re.DOTALL)
+# Searched anywhere in a string: a URL scheme at a word start, not only at the string's start.
+_EXEC_TEXT = re.compile(r"\b[a-z][a-z0-9+.-]*://|\b(javascript|data|vbscript|file):|=>|"
                         r"\bfunction\b|\blambda\b|\bimport\b|\brequire\s*\(", re.IGNORECASE)
 MAX_MECHANICS = 64
 
@@ -66,7 +68,7 @@ def find_executable(value: Any, path: str) -> Diagnostic | None:
     if isinstance(value, dict):
         for key, item in value.items():
             where = join_path(path, str(key))
-            if isinstance(key, str) and _EXEC_KEYS.match(key):
+            if isinstance(key, str) and _EXEC_KEYS.fullmatch(key.strip()):
                 return Diagnostic(where, "executable field (callback/hook/URL) is not allowed in"
                                   " mechanic data")
             found = find_executable(item, where)
@@ -114,7 +116,7 @@ def check_mechanics(data: Any, path: str, id_paths: dict[str, str], diags: list[
             diags.append(Diagnostic(join_path(at, str(key)), "unknown field (a mechanic has id, "
                                     "type, version, config, state_schema)"))
         mid = entry.get("id")
-        if not (isinstance(mid, str) and _ID.match(mid)):
+        if not (isinstance(mid, str) and _ID.fullmatch(mid)):
             diags.append(Diagnostic(join_path(at, "id"), "must be a lowercase id matching "
                                     "[a-z][a-z0-9_-]{0,31}"))
         elif mid in seen:

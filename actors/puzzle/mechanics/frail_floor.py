@@ -25,12 +25,12 @@ class FrailFloor:
     version = 1
     schema = (("stage", "enum:" + "|".join(STAGES)),)
     phases = ("beforeContacts", "afterContacts")
-    _keys = frozenset({"tile"})
+    config_keys = frozenset({"tile"})
 
     def check_config(self, config: Any, path: str, id_paths: dict[str, str],
                      diags: list[Diagnostic]) -> None:
         """Diagnostics for the static config."""
-        if check_keys(config, self._keys, path, diags) and not (
+        if check_keys(config, self, path, diags) and not (
                 isinstance(config.get("tile"), str) and config["tile"] in id_paths):
             diags.append(Diagnostic(join_path(path, "tile"),
                                     f"unknown object id {config.get('tile')!r}"))

@@ -29,14 +29,17 @@ def check_ids(config: Any, key: str, path: str, id_paths: dict[str, str],
             diags.append(Diagnostic(join_path(where, i), f"unknown object id {oid!r}"))
 
 
-def check_keys(config: Any, keys: frozenset[str], path: str, diags: list[Diagnostic]) -> bool:
-    """Whether `config` is an object with no fields but `keys`; the diagnostics go to `diags`."""
+def check_keys(config: Any, host: Any, path: str, diags: list[Diagnostic]) -> bool:
+    """Whether `config` is an object with no fields but `host.config_keys`; the diagnostics go to
+    `diags`, an unknown field's naming the fields the host type supports."""
     if not isinstance(config, dict):
         diags.append(Diagnostic(path, "must be a JSON object"))
         return False
     before = len(diags)
-    for k in sorted(set(config) - keys, key=str):
-        diags.append(Diagnostic(join_path(path, str(k)), "unknown config field"))
+    has = ", ".join(sorted(host.config_keys))
+    for k in sorted(set(config) - host.config_keys, key=str):
+        diags.append(Diagnostic(join_path(path, str(k)), f"unknown config field ({host.type}@"
+                                f"{host.version} config has: {has})"))
     return len(diags) == before
 
 
@@ -47,12 +50,12 @@ class PlateGate:
     version = 1
     schema = (("open", "bool"),)
     phases = ("beforeMovement", "afterContacts")
-    _keys = frozenset({"plates", "gates"})
+    config_keys = frozenset({"plates", "gates"})
 
     def check_config(self, config: Any, path: str, id_paths: dict[str, str],
                      diags: list[Diagnostic]) -> None:
         """Diagnostics for the static config."""
-        if check_keys(config, self._keys, path, diags):
+        if check_keys(config, self, path, diags):
             check_ids(config, "plates", path, id_paths, diags)
             check_ids(config, "gates", path, id_paths, diags)
 
