@@ -77,7 +77,7 @@ class Budgets:
     # it, a timed-out one too: this bounds a burst's server time (charged once done) and
     # the work queued at the worlds ...
     inflight_per_account: int = 128
-    inflight_anonymous: int = 64  # ... and an anonymous client's (its address's)
+    inflight_anonymous: int = 64  # ... and a spectator's (by role, as cpu_burst_anonymous)
     # Stored worlds an account's requests and subscribes may be loading at once (each
     # load's time is charged to it, but only once done: this bounds a burst's).
     loads_at_once: int = 8
@@ -551,6 +551,7 @@ class Ledger:
         return _per_hour("joins_per_hour", account.joins, self.budgets.joins_per_hour,
                          "joins", now)
 
+    # ---- a lab's visitors (server/claims.py PACED) ----------------------------------------
 
     def may_pace(self, budget: str, spent: Hourly | Bucket, what: str, now: float
                  ) -> ProtocolError | None:

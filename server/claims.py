@@ -21,7 +21,7 @@ freed. The owner has no such budget. Counts live in memory: a restart forgets th
 
 A visitor's lab op is held to its account's hourly budget too (`PACED`): a cross (a
 child compiled by glslang off the lab's task and kept in its pool for good) as a create
-is, counted once accepted; a public pair dealt (held in the lab's memory for ten
+is, counted once accepted; a public pair dealt (held in the lab's memory for up to twenty
 minutes) and a vote (a stored event) are spent when let through, whatever the lab
 answers, from a bucket of the hour's budget refilled over the hour. These records are
 kept by account, the last `MAX_ENTRIES` used (an older one is forgotten, so such a
@@ -31,6 +31,7 @@ client starts afresh).
 from __future__ import annotations
 
 from collections import OrderedDict
+from functools import partial
 from typing import TYPE_CHECKING
 
 import trio
@@ -108,7 +109,7 @@ class Claims:
             return None
         target = self.target(call, to)
         now = trio.current_time()
-        spent, refusal = None, None
+        spent, refusal, pace = None, None, None
         if target is not None:  # (bounded by live_worlds: not a load)
             alive = {i for i in account.created if self.directory.alive(i) is not None}
             account.created = alive  # worlds that unloaded no longer count
@@ -118,15 +119,14 @@ class Claims:
         elif call.op in self.seat_ops:
             refusal = self.ledger.may_join(account, now)
             spent = account.joins
-        elif (paced := PACED.get(call.op)) is not None and \
-                self.ledger.may_send(account) is None:  # (refused in flight: spends none)
+        elif (paced := PACED.get(call.op)) is not None:
             budget, what = paced
             record = self._paced(budget, who, now)
-            refusal = self.ledger.may_pace(budget, record, what, now)
+            pace = partial(self.ledger.may_pace, budget, record, what, now)
             spent = record if isinstance(record, Hourly) else None
         try:
             return self._issue(account, who, refusal, spent, target,
-                               target is None and self._loads(to))
+                               target is None and self._loads(to), pace)
         finally:  # (raised, this frame is held by its traceback too: no cycle through it)
             refusal = None
 
@@ -157,12 +157,16 @@ class Claims:
         return self._issue(account, who, None, None, None, self._loads(to))
 
     def _issue(self, account: Account, who: str, refusal: ProtocolError | None,
-               spent: Hourly | None, world: str | None, loading: bool) -> Ticket:
+               spent: Hourly | None, world: str | None, loading: bool,
+               pace: Callable[[], ProtocolError | None] | None = None) -> Ticket:
         """The ticket, or the first budget spent raised: its requests in flight, `refusal`
-        (a create's or join's), its loads."""
+        (a create's or join's), its loads, then `pace` (a visitor's lab op: last, as a
+        deal or a vote is spent only by a request let through)."""
         refusal = self.ledger.may_send(account) or refusal
         if refusal is None and loading:
             refusal = self.ledger.may_load(account)
+        if refusal is None and pace is not None:
+            refusal = pace()
         try:
             self.refuse(refusal, who)
         finally:  # raised, it is held by its traceback's frames, this one among them

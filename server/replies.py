@@ -55,7 +55,7 @@ class RequestAnswer:
         self.actor_id = actor_id
         self.answered = False
         self.deadline = 0.0
-        self.claim: Ticket | None = None  # a create's or join's place in its budget
+        self.claim: Ticket | None = None  # its place in flight (and a create's, join's, load's)
         self.spent = 0.0  # seconds of server time, charged with the reply
 
     @property

@@ -69,7 +69,8 @@ def record_of_export(events: Iterable[Event]) -> dict[str, Any]:
                                  f"frames[{k}]")
     return {"format": RECORD_FORMAT, "config": setup.config, "graph": setup.graph,
             "seed": setup.seed, "generations": len(frames) - 1, "size": setup.size,
-            "model": setup.model, "decisions": decisions, "digests": [f.get("digest") for f in frames]}
+            "model": setup.model, "decisions": decisions,
+            "digests": [f.get("digest") for f in frames]}
 
 
 def is_export(text: str) -> bool:

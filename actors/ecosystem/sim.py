@@ -4,8 +4,9 @@ on a toroidal grid, advanced a generation at a time.
 Per generation: `SUBSTEPS` explicit Euler substeps of feeding (Holling type II on the
 resource for basal roles and along directed `consumes` edges only; a scavenger also eats
 the dead of what it consumes), mortality, crowding, competition, saturating mutualism and
-self-interactions; logistic resource regrowth with a small floor; then one 4-neighbour dispersal step. The per-cell update uses only + - * /
-(and max), so every CPU produces the same bits. A species whose biomass falls below
+self-interactions; logistic resource regrowth with a small floor; then one 4-neighbour
+dispersal step. The per-cell update uses only + - * / (and max), so every CPU produces the
+same bits. A species whose biomass falls below
 `EXTINCTION_MEAN` per cell is extinct: its field is zeroed, for good.
 """
 

@@ -5,8 +5,9 @@ Every candidate goes through `validate` before `birth_events` sees it (the calle
 it: the compile step is a subprocess, which the live actor will run off its task); a
 candidate with a reason, or one whose code is already an organism, is logged as a
 rejection and never inserted. The birth loop calls, in order: `backlogs` (it breeds while
-the unproven backlog, with the canaries judges proved lately, is under its cap), `grammar_candidate` or, with a model,
-`birth_directive` then `ModelBreeder.breed`, then `validate` and `birth_events`.
+the unproven backlog, with the canaries judges proved lately, is under its cap),
+`grammar_candidate` or, with a model, `birth_directive` then `ModelBreeder.breed`, then
+`validate` and `birth_events`.
 """
 
 from __future__ import annotations

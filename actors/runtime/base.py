@@ -191,8 +191,9 @@ class Actor(Lifecycle, ABC):
     def once_durable(self, act: Callable[[], None]) -> None:
         """Run `act` (telling another world of this one) once what was committed so far is
         durable: now when nothing waits for the store, else after the batch's append. It is
-        dropped if that append fails or the actor restarts (its `on_start` tells again what
-        the store kept): nobody hears of a change the store may not keep."""
+        dropped if that append fails, or if the actor restarts without the change (a crash
+        keeps the batch's earlier messages' events, and their acts, for the next append):
+        nobody hears of a change the store may not keep."""
         if self._unflushed:
             self._after_append.append(act)
         else:
@@ -381,6 +382,7 @@ class Actor(Lifecycle, ABC):
             return not self._idle_check(now)
         self._active_at = now
         unflushed, mark = self._unflushed, len(self._unflushed)
+        told = len(self._after_append)  # (`once_durable`'s of the batch's earlier messages)
         try:
             if isinstance(item, Ask):
                 message = item.message
@@ -431,7 +433,7 @@ class Actor(Lifecycle, ABC):
                 self._answers.append((item.pending, None, self._restarted()))
             # (after its handler's `durable`, the batch's earlier events are stored already)
             kept = self._unflushed[:mark] if self._unflushed is unflushed else []
-            return await self._restart(kept=kept)
+            return await self._restart(kept=kept, acts=self._after_append[:told] if kept else [])
         finally:
             self._handled += 1
             elapsed = clock() - started

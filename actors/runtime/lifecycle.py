@@ -23,6 +23,8 @@ from actors.store import Event
 from protocol.errors import ErrorCode, ProtocolError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from actors.runtime.base import Actor
 
 log = logging.getLogger("petridish.actors")
@@ -77,8 +79,10 @@ class Lifecycle:
             f"{self.actor_id} crashed handling this request and was restarted from its "
             "stored state; the request may be retried", {"actor": self.actor_id})
 
-    async def _restart(self: Actor, kept: list[Event]) -> bool:
-        """Rebuild the state from the store plus `kept` (the batch's earlier, sound events).
+    async def _restart(self: Actor, kept: list[Event],
+                       acts: list[Callable[[], None]] | None = None) -> bool:
+        """Rebuild the state from the store plus `kept` (the batch's earlier, sound events),
+        whose `once_durable` acts (`acts`) then run after the next append.
 
         False when the crash budget is spent or the store cannot be read: the batch's
         answers are then refused and the actor stops.
@@ -94,7 +98,7 @@ class Lifecycle:
             return False
         self._timers.cancel_all()
         self._push_armed = False
-        self._after_append.clear()  # (on_start tells again what the store keeps)
+        self._after_append = list(acts or [])
         kept_receipts = [r for r in self._receipts.staged
                          if r.rev <= self._durable_rev + len(kept)]
         try:

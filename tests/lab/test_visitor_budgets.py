@@ -11,10 +11,15 @@ import httpx
 import pytest
 import trio
 
+from actors.lab import WORLD
 from actors.lab import actor as lab_actor
 from actors.lab.validation import validate
+from actors.runtime import ActorKind, Call, open_directory
+from actors.store import MemoryEventStore
 from protocol.client import Client, RequestError
-from server.budgets import Budgets
+from protocol.errors import ProtocolError
+from server.budgets import Budgets, Ledger
+from server.claims import Claims
 from tests.lab.live import born, new_lab, settled
 from tests.server.ws_harness import running_server
 
@@ -69,7 +74,7 @@ async def test_crosses_are_budgeted_per_account_and_a_refused_one_spends_nothing
 
 
 async def test_public_pairs_and_votes_are_budgeted_per_account(tmp_path: Path) -> None:
-    """A deal is held in the lab's memory for ten minutes and a vote is a stored event:
+    """A deal is held in the lab's memory up to twenty minutes, a vote is a stored event:
     past `deals_per_hour` and `votes_per_hour` (over the websocket and the seed's HTTP
     route alike, one account for the address) they are refused, and the lab is unchanged;
     the owner deals and votes without a budget."""
@@ -130,3 +135,31 @@ async def test_a_cross_s_validation_is_charged_to_the_crosser(tmp_path: Path,
         with trio.fail_after(5):  # (the charge follows the verdict's message)
             while account.cpu.level > 10.0 - 0.5:
                 await trio.sleep(0.02)
+
+
+async def test_a_vote_refused_for_another_budget_spends_none() -> None:
+    """A deal or a vote is spent only by a request let through: one refused for another
+    budget first (here `loads_at_once`: its lab is not live and the account is loading
+    one already) leaves the account's votes as they were."""
+    def refuse(refusal: ProtocolError | None, _who: str) -> None:
+        if refusal is not None:
+            raise refusal
+
+    ledger = Ledger(Budgets(loads_at_once=1, votes_per_hour=3))
+    async with open_directory(MemoryEventStore(), [ActorKind.of(WORLD)]) as directory:
+        claims = Claims(ledger, directory, refuse)
+        account = ledger.client_account("bob", "127.0.0.1", "agent", trio.current_time())
+        vote = Call("lab.vote", None, "agent", "bob")
+        account.loading = 1  # a world being loaded for it already
+        for _ in range(4):
+            with pytest.raises(ProtocolError) as err:
+                claims.admit(account, "bob", vote, "lab:cold")
+            assert err.value.detail["budget"] == "loads_at_once"
+        account.loading = 0
+        for _ in range(3):
+            ticket = claims.admit(account, "bob", vote, "lab:cold")
+            assert ticket is not None
+            ticket.settle(True)
+        with pytest.raises(ProtocolError) as err:
+            claims.admit(account, "bob", vote, "lab:cold")
+        assert err.value.detail["budget"] == "votes_per_hour"

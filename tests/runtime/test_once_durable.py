@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import trio
 
 from actors import field, lobby
@@ -15,6 +16,8 @@ from actors.puzzle.catalog import bundled
 from actors.puzzle.puzzleboard import WORLD as BOARD_WORLD
 from actors.puzzle.puzzleboard.rules import BOARD
 from actors.runtime import ActorKind, Call, open_directory
+from actors.runtime.host import WorldActor
+from actors.runtime.mailbox import Pending
 from actors.store import MemoryEventStore, StoreUnavailable
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.ops import puzzle as ops
@@ -71,28 +74,36 @@ async def test_a_win_whose_move_was_not_stored_is_not_claimed_on_the_board() -> 
                 await trio.sleep(0.05)
 
 
+FIELD_KINDS = [ActorKind.of(field.WORLD), ActorKind.of(lobby.WORLD)]
+
+
+async def started(directory: Any, field_id: str) -> Any:
+    """The field `field_id`, started and generated."""
+    await directory.ask(field_id, Call("field.start", StartArgs(size=20, seed=3), "agent",
+                                       "ann"))
+    actor = await directory.get(field_id)
+    with trio.fail_after(30):
+        while True:
+            try:
+                await actor.ask(Call("field.rules", RulesArgs(), "agent", "ann"))
+                return actor
+            except ProtocolError:
+                await trio.sleep(0.05)
+
+
+async def told_agents(store: MemoryEventStore, field_id: str) -> Any:
+    """The agents the lobby's stored summary of `field_id` counts."""
+    await trio.sleep(0.3)  # (the lobby takes its tells in its own batches)
+    seen = await store.load_snapshot(SEEN)
+    return seen and seen.data.get(field_id, {}).get("agents")
+
+
 async def test_a_join_the_store_did_not_keep_never_reaches_the_lobby() -> None:
     store = FailsOneAppend()
     store.stream = field_id = "field:told"
-    kinds = [ActorKind.of(field.WORLD), ActorKind.of(lobby.WORLD)]
-    async with open_directory(store, kinds) as directory:
-        await directory.ask(field_id, Call("field.start", StartArgs(size=20, seed=3), "agent",
-                                           "ann"))
-        actor = await directory.get(field_id)
-        with trio.fail_after(30):
-            while True:
-                try:
-                    await actor.ask(Call("field.rules", RulesArgs(), "agent", "ann"))
-                    break
-                except ProtocolError:
-                    await trio.sleep(0.05)
-
-        async def told_agents() -> Any:
-            await trio.sleep(0.3)  # (the lobby takes its tells in its own batches)
-            seen = await store.load_snapshot(SEEN)
-            return seen and seen.data.get(field_id, {}).get("agents")
-
-        assert await told_agents() == 0
+    async with open_directory(store, FIELD_KINDS) as directory:
+        actor = await started(directory, field_id)
+        assert await told_agents(store, field_id) == 0
         store.fail = StoreUnavailable("the store is down", sent=False)
         try:
             await actor.ask(Call("field.join", JoinArgs(name="bob"), "agent", "bob"))
@@ -100,6 +111,35 @@ async def test_a_join_the_store_did_not_keep_never_reaches_the_lobby() -> None:
             assert error.code == ErrorCode.UNAVAILABLE
         else:
             raise AssertionError("the join's append failed: it must be refused")
-        assert await told_agents() == 0, "the lobby heard of a join the store did not keep"
+        assert await told_agents(store, field_id) == 0, \
+            "the lobby heard of a join the store did not keep"
         await directory.ask(field_id, Call("field.join", JoinArgs(name="bob"), "agent", "bob"))
-        assert await told_agents() == 1
+        assert await told_agents(store, field_id) == 1
+
+
+async def test_a_crash_keeps_the_tells_of_the_batchs_earlier_messages(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A join, then a message whose handler crashes, in one batch: the join's events are
+    kept and stored after the restart, and so the lobby hears of it."""
+    store, field_id = MemoryEventStore(), "field:kept"
+    handle = WorldActor.handle
+
+    async def crashing(self: WorldActor, call: Call) -> Any:
+        if call.caller == "crash":
+            raise RuntimeError("a bug in a handler")
+        return await handle(self, call)
+
+    monkeypatch.setattr(WorldActor, "handle", crashing)
+    async with open_directory(store, FIELD_KINDS) as directory:
+        actor = await started(directory, field_id)
+        assert await told_agents(store, field_id) == 0
+        join, crash = Pending(), Pending()
+        actor.send(Call("field.join", JoinArgs(name="bob"), "agent", "bob"), join)
+        actor.send(Call("field.rules", RulesArgs(), "agent", "crash"), crash)  # one batch
+        with trio.fail_after(10):
+            await join.done.wait()
+            await crash.done.wait()
+        assert join.error is None and crash.error is not None
+        assert crash.error.code == ErrorCode.ACTOR_RESTARTED
+        assert (await store.read(field_id))[-1].data["kind"] == "join"
+        assert await told_agents(store, field_id) == 1, "the stored join was never told"
