@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from functools import partial
 from typing import Any, ClassVar
 
 import attrs
@@ -35,7 +34,7 @@ from actors.field.analysis import tallies
 from actors.field.events import GrowEvent, ManifestEvent
 from actors.field.generate import Field, generate_chunks, generate_scatter, grow
 from actors.field.leaderboard import Boards, boards_of
-from actors.lobby.actor import tell_seen
+from actors.lobby.actor import Seen
 from actors.runtime import Call, Directory, Timer, WorldActor, refused
 from actors.runtime.deferred import Deferred
 from actors.runtime.host import Effect
@@ -43,6 +42,7 @@ from actors.runtime.offload import thread_timed
 from actors.store import EventStore, decoded
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.ops import field as ops
+from protocol.ops.lobby import LOBBY_ID
 
 ALLTIME = "fieldboard:alltime"
 PROGRESS_EVERY = 0.2  # seconds between progress pushes to spectators
@@ -170,7 +170,7 @@ class FieldActor(WorldActor):
                 self.after(LOBBY_EVERY - (now - self._told_at), _TellLobby())
             return
         self._told, self._told_at = summary, now
-        self.once_durable(partial(tell_seen, self.context.directory, self.actor_id, summary))
+        self.tell_when_durable(LOBBY_ID, Seen(self.actor_id, dict(summary)))
 
     async def on_start(self) -> None:
         """Load the secret, arm the growth timer; a daily field of today starts itself."""

@@ -9,7 +9,7 @@ from the store, keeps what worlds say of themselves, and republishes the list.
   stays listed after it is unloaded for idleness or the server restarts. `lobby.list`
   reads none of it again: a page costs its end and the live worlds, not every stored one
   (a read of the store's streams ran in its one writer, ~85 ms at 20,000 worlds).
-- Summaries are the worlds' own: a world tells the lobby what it is (`tell_seen`: a
+- Summaries are the worlds' own: a world tells the lobby what it is (`Seen`: a
   field's state, agents, tiles; generation progress) when that changes. The lobby keeps
   the last one per world in the side snapshot `lobbyseen:main` (a change of state,
   agents or dead saved at once, the other figures at most every SAVE seconds), so an
@@ -21,7 +21,6 @@ from the store, keeps what worlds say of themselves, and republishes the list.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, ClassVar
@@ -36,7 +35,7 @@ from actors.store import StoreUnavailable
 from actors.world import Refusal
 from protocol.convert import structure, unstructure
 from protocol.errors import ProtocolError
-from protocol.ops.lobby import LOBBY_ID, CreateArgs, CreateResult, ListArgs, ListResult
+from protocol.ops.lobby import CreateArgs, CreateResult, ListArgs, ListResult
 
 TICK = 0.5  # seconds between checks of the live figures
 SCAN = 10.0  # seconds between reads of the store's streams
@@ -44,8 +43,6 @@ SAVE = 1.0  # seconds between saves of the summaries
 SEEN = "lobbyseen:main"  # the side stream whose snapshot keeps the summaries
 MAX_SUMMARY = 2048  # characters of one summary's JSON (a bigger one is dropped)
 FIRST_PAGE = ListArgs()  # what a subscriber sees: the first page of `lobby.list`
-
-log = logging.getLogger("petridish.lobby")
 
 
 class _Tick:
@@ -82,16 +79,6 @@ class Seen:
         if not isinstance(summary, dict):
             raise TypeError("a summary is a JSON object")
         return cls(str(data["actor_id"]), summary)
-
-
-def tell_seen(directory: Directory, actor_id: str, summary: Mapping[str, Any]) -> None:
-    """Tell the lobby (loading it if needed, wherever it lives) what `actor_id` is now; a
-    server without a lobby, or a lobby that cannot take it, is not an error of the
-    world's."""
-    try:
-        directory.ref(LOBBY_ID).tell(Seen(actor_id, dict(summary)))
-    except ProtocolError as error:
-        log.debug("the lobby did not hear of %s: %s", actor_id, error.message)
 
 
 def _settled(summary: Mapping[str, Any] | None) -> Any:

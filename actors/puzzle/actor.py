@@ -76,13 +76,7 @@ class PuzzleActor(WorldActor):
         assert level is not None
         claim = WinClaim(room.player, key, room.wins[key], level, room.profile or level.profile,
                          room.pack_name)
-        self.once_durable(functools.partial(self._tell_board, claim))
-
-    def _tell_board(self, claim: WinClaim) -> None:
-        try:
-            self.context.directory.ref(BOARD).tell(claim)
-        except ProtocolError as error:  # no board hosted, or its mailbox is full
-            log.warning("%s could not tell the board a win: %s", self.actor_id, error.message)
+        self.tell_when_durable(BOARD, claim)
 
     # ---- effects ----------------------------------------------------------------------
 

@@ -199,6 +199,18 @@ class Actor(Lifecycle, ABC):
         else:
             act()
 
+    def tell_when_durable(self, to: str, message: Any) -> None:
+        """Tell world `to` `message` once this one's change is durable (`once_durable`)."""
+        self.once_durable(partial(self._tell_other, to, message))
+
+    def _tell_other(self, to: str, message: Any) -> None:
+        """Tell `to` (loading it if needed, wherever it lives); a world not hosted here or
+        whose mailbox is full is logged, not an error of this one's."""
+        try:
+            self.context.directory.ref(to).tell(message)
+        except ProtocolError as error:
+            log.warning("%s could not tell %s: %s", self.actor_id, to, error.message)
+
     def _stage(self, records: Sequence[Event]) -> int:
         """Hand records already folded into the state to the batch's append."""
         self._unflushed.extend(records)

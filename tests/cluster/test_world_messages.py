@@ -10,7 +10,7 @@ import logging
 import pytest
 import trio
 
-from actors.lobby.actor import tell_seen
+from actors.lobby.actor import Seen
 from actors.puzzle.catalog import bundled
 from actors.runtime.mailbox import Pending
 from protocol.client import Client
@@ -53,7 +53,7 @@ async def test_a_summary_reaches_the_lobby_on_another_node(nodes: Nodes) -> None
     async with Client.connect(a.ws_url) as ca:
         await ca.request("lobby.list", LOBBY_ID, {})  # the lobby lives on a
     assert LOBBY_ID in a.directory.hosted()
-    tell_seen(b.directory, "counter:elsewhere", {"state": "live", "agents": 2})
+    b.directory.ref(LOBBY_ID).tell(Seen("counter:elsewhere", {"state": "live", "agents": 2}))
     lobby = a.directory.alive(LOBBY_ID)
     await wait_for(lambda: "counter:elsewhere" in lobby._seen)
     assert lobby._seen["counter:elsewhere"] == {"state": "live", "agents": 2}
