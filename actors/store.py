@@ -153,15 +153,17 @@ class EventStore(ABC):
 
     @abstractmethod
     async def append(self, stream: str, expected_rev: int, events: Sequence[Event],
-                     receipts: Sequence[Receipt] = ()) -> int:
+                     receipts: Sequence[Receipt] = (), sizes: list[int] | None = None) -> int:
         """Append `events` after revision `expected_rev`; return the new revision.
 
         Atomic and durable, `receipts` included (each at a revision of these events, else
-        ValueError; its result must be JSON). Raises ConflictError (writing nothing) when the stream is
-        not at `expected_rev`, FencedError (a ConflictError, writing nothing) when another
-        writer claimed the stream since this one did (see `claim`), TypeError or
-        ValueError (writing nothing) for events that are not JSON, and ValueError for a
-        stream name longer than MAX_STREAM_BYTES.
+        ValueError; its result must be JSON). Raises ConflictError (writing nothing) when
+        the stream is not at `expected_rev`, FencedError (a ConflictError, writing
+        nothing) when another writer claimed the stream since this one did (see `claim`),
+        TypeError or ValueError (writing nothing) for events that are not JSON, and
+        ValueError for a stream name longer than MAX_STREAM_BYTES. `sizes`, if given, is
+        extended with each event's size as stored: the bytes of its JSON text, from the
+        one encoding the append makes anyway.
         """
 
     @abstractmethod
@@ -243,9 +245,12 @@ class _MemoryStreams:
         self.fences: dict[str, int] = {}  # stream -> fence of its latest claim
 
 
-def _round_trip(value: Any) -> Any:
+def _round_trip(value: Any, sizes: list[int] | None = None) -> Any:
     # A JSON round trip, as a real backend does: non-JSON (NaN too) fails here as well.
-    return json.loads(json.dumps(value, allow_nan=False))
+    text = json.dumps(value, allow_nan=False)
+    if sizes is not None:
+        sizes.append(len(text))  # (ASCII: a character is a byte)
+    return json.loads(text)
 
 
 class MemoryEventStore(EventStore):
@@ -261,7 +266,7 @@ class MemoryEventStore(EventStore):
         self._appends = self._commits = self._events_written = self._fenced = 0
 
     async def append(self, stream: str, expected_rev: int, events: Sequence[Event],
-                     receipts: Sequence[Receipt] = ()) -> int:
+                     receipts: Sequence[Receipt] = (), sizes: list[int] | None = None) -> int:
         """See EventStore.append."""
         check_stream_name(stream)
         check_receipts(expected_rev, len(events), receipts)
@@ -273,7 +278,7 @@ class MemoryEventStore(EventStore):
         log = self._data.events.get(stream, [])
         if len(log) != expected_rev:
             raise ConflictError(stream, expected_rev, len(log))
-        copies = [_round_trip(e) for e in events]
+        copies = [_round_trip(e, sizes) for e in events]
         kept = [attrs.evolve(r, result=_round_trip(r.result)) for r in receipts]
         self._data.events.setdefault(stream, log).extend(copies)
         if kept:

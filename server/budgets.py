@@ -5,7 +5,7 @@ documented in docs/operations.md and the protocol's in docs/protocol.md). `Ledge
 what each client has spent: per client address (connections, connections that have not
 said hello, refused hellos, HTTP requests) and per account (CPU time of its requests,
 its requests and subscribes in flight, worlds it created, players it seated, worlds it is
-loading). An account is a token's name for token holders
+loading, bytes its requests stored). An account is a token's name for token holders
 and the client address for anonymous callers, so a second connection or an anonymous
 identity per connection (or per MCP call) buys no more; the owner spends no budget. A budget spent is refused with
 `over_budget` naming it (`detail.budget`, `detail.limit`, and `detail.retry_after` when it
@@ -93,6 +93,10 @@ class Budgets:
     # hour (a judge deals and votes about one pair every few seconds at most).
     deals_per_hour: int = 1_800
     votes_per_hour: int = 1_800
+    # Bytes of events an agent's accepted requests may append to the store: a bucket of
+    # this many refilled over the hour (server/stored.py) ...
+    stored_per_hour: int = 128 * 2**20
+    stored_anonymous: int = 4 * 2**20  # ... and a spectator's (by role, as inflight_anonymous)
 
     def to_json(self) -> dict[str, float]:
         """Every limit by name (the console shows them)."""
@@ -258,10 +262,10 @@ class Hourly:
 
 class Account:
     """What one account spent: CPU time, its requests in flight, the worlds it created,
-    the players it seated, the worlds being loaded for it."""
+    the players it seated, the worlds being loaded for it, the bytes its requests stored."""
 
     __slots__ = ("anonymous", "cpu", "created", "creates", "followed", "inflight", "joins",
-                 "loading", "recent", "sessions", "spectator")
+                 "loading", "recent", "sessions", "spectator", "stored")
 
     def __init__(self, spectator: bool, budgets: Budgets, now: float) -> None:
         self.anonymous = False  # an address's: a client without a token
@@ -279,10 +283,12 @@ class Account:
         # Its websocket sessions open: while one is, the account is kept (a session holds
         # it from its hello on), so a second connection shares what the first spent.
         self.sessions = 0
+        stored = b.stored_anonymous if spectator else b.stored_per_hour
+        self.stored = Bucket(stored / HOUR, stored, now)  # bytes it may store (server/stored.py)
 
     def idle(self, now: float) -> bool:
         """Nothing spent that is still counted."""
-        return (self.cpu.full(now) and not self.creates.count(now)
+        return (self.cpu.full(now) and self.stored.full(now) and not self.creates.count(now)
                 and not self.joins.count(now) and not self.loading and not self.inflight
                 and not self.sessions)
 

@@ -26,6 +26,9 @@ minutes) and a vote (a stored event) are spent when let through, whatever the la
 answers, from a bucket of the hour's budget refilled over the hour. These records are
 kept by account, the last `MAX_ENTRIES` used (an older one is forgotten, so such a
 client starts afresh).
+
+A request that may write (its op is no read of its kind) is refused too while its
+account's bytes stored (`stored_per_hour`) are spent: server/stored.py.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from server.budgets import HOUR, MAX_ENTRIES, Account, Bucket, Hourly, Ledger
+from server.stored import charge_stored, may_store
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -81,6 +85,12 @@ class Ticket:
             if done and self.world is not None:
                 account.created.add(self.world)
 
+    def stored(self, nbytes: int) -> None:
+        """Its call's events took `nbytes` in the store (told before its answer, so the
+        account is still held): charged to `stored_per_hour` (server/stored.py)."""
+        if self.account is not None:
+            charge_stored(self.account, nbytes, trio.current_time())
+
 
 class Claims:
     """Which calls create worlds or seat players, and the check of their budgets."""
@@ -93,6 +103,7 @@ class Claims:
         kinds = directory.kinds.values()
         self.create_ops = {k.create_op for k in kinds if k.create_op}
         self.seat_ops = {k.seat_op for k in kinds if k.seat_op}
+        self.reads = frozenset().union(*(k.reads for k in kinds))  # (served past `stored`)
         self.paced: OrderedDict[tuple[str, str], Hourly | Bucket] = OrderedDict()
 
     def target(self, call: Call, to: str) -> str | None:
@@ -124,6 +135,8 @@ class Claims:
             record = self._paced(budget, who, now)
             pace = partial(self.ledger.may_pace, budget, record, what, now)
             spent = record if isinstance(record, Hourly) else None
+        if refusal is None and call.op not in self.reads:
+            refusal = may_store(self.ledger.budgets, account, now)
         try:
             return self._issue(account, who, refusal, spent, target,
                                target is None and self._loads(to), pace)

@@ -71,6 +71,11 @@ class RequestAnswer:
         else:
             self.spent += seconds
 
+    def stored(self, nbytes: int) -> None:
+        """The request's events took `nbytes` in the store (actors/runtime/base.py)."""
+        if self.claim is not None:
+            self.claim.stored(nbytes)
+
     def succeed(self, value: Any) -> None:
         """Reply with the op's result (the world is done with the request)."""
         self._settle(True)
@@ -154,6 +159,11 @@ class Charged(Pending):
     def charge(self, seconds: float) -> None:
         """The world spent `seconds` on the ask."""
         self.ledger.charge(self.account, seconds, trio.current_time())
+
+    def stored(self, nbytes: int) -> None:
+        """The ask's events took `nbytes` in the store (actors/runtime/base.py)."""
+        if self.ticket is not None:
+            self.ticket.stored(nbytes)
 
 
 class Deadlines:

@@ -12,7 +12,9 @@ at once. The runtime handles every message already waiting in the mailbox the sa
 to the other tasks), then appends all the batch's events in ONE durable append,
 then delivers the batch's answers, then publishes the events. So nothing is answered or
 published before it is durable, and a busy world pays one fsync per batch rather than
-one per message.
+one per message. An ask's answer that has a `stored(bytes)` method is told, before it is
+given, what its handler's events took in the store (the append's own sizes): the server
+charges a client's to its `stored_per_hour` (server/stored.py).
 
 A handler may also `defer()` its answer (work off the task, answered from a later message):
 the answer then goes out with the batch that gives it, once durable like any other.
@@ -92,6 +94,9 @@ class Actor(Lifecycle, ABC):
         self._unflushed: list[Event] = []  # folded, not yet durable: revs _durable_rev+1.._rev
         self._answers: list[tuple[Answer, Any, ProtocolError | None]] = []  # held until durable
         self._after_append: list[Callable[[], None]] = []  # `once_durable`'s, held until then
+        # The batch's asks whose events a caller's budget counts: (their answer's `stored`,
+        # the first and past-last index of their events in `_unflushed`).
+        self._writers: list[tuple[Callable[[int], None], int, int]] = []
         self._receipts = Receipts(cfg.receipt_window)  # recent writes' request ids
         self._asked: Answer | None = None  # the answer slot of the ask being handled
         self._deferred: set[Deferred] = set()  # answers a handler promised to give later
@@ -423,6 +428,8 @@ class Actor(Lifecycle, ABC):
                         value = await self.handle(message)
                         if self._asked is not None:  # not deferred
                             self._answers.append((item.pending, value, None))
+                        if len(unflushed) > mark and self._unflushed is unflushed:
+                            self._wrote(item.pending, mark)
                     except ProtocolError as error:
                         self._drop_deferral(item.pending)
                         self._answers.append((item.pending, None, error))
@@ -454,6 +461,14 @@ class Actor(Lifecycle, ABC):
                 charge_sender(item, elapsed)
         return True
 
+    def _wrote(self, answer: Answer, mark: int) -> None:
+        """The ask of `answer` staged the batch's events from `mark` on: once they are
+        durable, its answer hears their size in the store (`stored(bytes)`, if it has it:
+        a client's, whose budget counts them; actors/runtime/deferred.py)."""
+        stored = getattr(answer, "stored", None)
+        if stored is not None:
+            self._writers.append((stored, mark, len(self._unflushed)))
+
     def _drop_deferral(self, answer: Answer) -> None:
         """Forget a deferral of `answer` (its handler failed after deferring)."""
         self._deferred = {d for d in self._deferred if d._answer is not answer}
@@ -462,11 +477,13 @@ class Actor(Lifecycle, ABC):
         """Make the batch durable, answer it, publish it; False when the actor must stop."""
         events, self._unflushed = self._unflushed, []
         acts, self._after_append = self._after_append, []
+        writers, self._writers = self._writers, []
         receipts = self._receipts.take()
         if events:
+            sizes: list[int] | None = [] if writers else None
             try:
                 rev = await self.context.store.append(self.actor_id, self._durable_rev, events,
-                                                      receipts)
+                                                      receipts, sizes)
             except StoreUnavailable as down:
                 # The state in memory is ahead of the store, which cannot be read now
                 # either: answer the batch and stop; the next request loads the world
@@ -497,6 +514,9 @@ class Actor(Lifecycle, ABC):
             self._durable_rev = rev
             self.context.observer.appended(self.kind, len(events))
             self._receipts.durable(rev)
+            if sizes is not None:
+                for stored, start, end in writers:
+                    stored(sum(sizes[start:end]))
         answers, self._answers = self._answers, []
         for pending, value, error in answers:
             if error is None:

@@ -1,6 +1,7 @@
 """What an actor's message hands back besides its answer: a `Deferred` answer slot (an
-ask answered from a later message) and the CPU time a message cost its sender (its
-handling, or loading the world it named: actors/runtime/directory.py)."""
+ask answered from a later message), the CPU time a message cost its sender (its
+handling, or loading the world it named: actors/runtime/directory.py) and the bytes its
+events took in the store (`tell_stored`)."""
 
 from __future__ import annotations
 
@@ -52,3 +53,12 @@ def charge(target: Any, seconds: float) -> None:
     method = getattr(target, "charge", None)
     if method is not None:
         method(seconds)
+
+
+def tell_stored(target: Any, nbytes: int) -> None:
+    """Tell the caller behind `target` (an answer, maybe wrapped) that its message's events
+    took `nbytes` in the store: an answer with a `stored(nbytes)` method hears it (the
+    server charges it to the caller's `stored_per_hour`); any other is told nothing."""
+    method = getattr(target, "stored", None)
+    if method is not None:
+        method(nbytes)

@@ -58,7 +58,7 @@ from actors.runtime.context import (
     RuntimeObserver,
     wall_clock_ms,
 )
-from actors.runtime.deferred import charge
+from actors.runtime.deferred import charge, tell_stored
 from actors.runtime.host import WorldActor, check_world
 from actors.runtime.mailbox import ActorStopped, Answer, Call, Pending, wait_answer
 from actors.runtime.placement import REDELIVERIES, Placement, Rerouting
@@ -519,6 +519,10 @@ class _CreateAnswer:
     def charge(self, seconds: float) -> None:
         """The create's handling cost `seconds` (told its caller)."""
         charge(self._answer, seconds)
+
+    def stored(self, nbytes: int) -> None:
+        """The create's events took `nbytes` in the store (told its caller)."""
+        tell_stored(self._answer, nbytes)
 
     def succeed(self, value: Any) -> None:
         """The world exists from now on."""

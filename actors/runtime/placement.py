@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
-from actors.runtime.deferred import charge
+from actors.runtime.deferred import charge, tell_stored
 from actors.runtime.mailbox import ActorStopped, Answer
 from actors.runtime.subscriber import SubscriberQueue
 from protocol.errors import ProtocolError
@@ -93,6 +93,10 @@ class Rerouting:
     def charge(self, seconds: float) -> None:
         """Serving the message cost `seconds` (told its caller)."""
         charge(self._answer, seconds)
+
+    def stored(self, nbytes: int) -> None:
+        """The message's events took `nbytes` in the store (told its caller)."""
+        tell_stored(self._answer, nbytes)
 
     def succeed(self, value: Any) -> None:
         """The actor's answer."""

@@ -368,11 +368,13 @@ class SqliteEventStore(EventStore):
     # ---- the EventStore interface -------------------------------------------------------
 
     async def append(self, stream: str, expected_rev: int, events: Sequence[Event],
-                     receipts: Sequence[Receipt] = ()) -> int:
+                     receipts: Sequence[Receipt] = (), sizes: list[int] | None = None) -> int:
         """See EventStore.append; groups with the appends queued beside it."""
         check_stream_name(stream)
         check_receipts(expected_rev, len(events), receipts)
         rows = [_encode(e) for e in events]
+        if sizes is not None:  # (ASCII: a character is a byte)
+            sizes.extend(map(len, rows))
         kept = [(r.rev, r.caller, r.request_id, _encode(r.result)) for r in receipts]
         self._appends += 1
         rev = await self._call("append", stream, expected_rev, self._fences.get(stream, 0),

@@ -39,6 +39,12 @@ async def stored_replay(directory: Any, actor_id: str) -> State:
                                     if k not in ("dirty", "caller")}) for e in stored])
 
 
+def tile_cells(tile: dict, G: int) -> list[int]:
+    """The cell ids of an observed tile."""
+    return [(tile["y0"] + ly + dy) * G + tile["x0"] + lx + dx
+            for lx, ly, w, h in tile["rects"] for dy in range(h) for dx in range(w)]
+
+
 async def play_truly(c: Client, game: str, agent: str, solution: np.ndarray,
                      target: dict | None = None) -> None:
     """One correct write for `agent`: commit the true values of its group's revealed tiles,
@@ -50,8 +56,7 @@ async def play_truly(c: Client, game: str, agent: str, solution: np.ndarray,
     tiles = {t["id"]: t for t in obs["tiles"]}
     G = obs["G"]
     mine = [tiles[t] for t in obs["territory"] if tiles[t]["status"] == "revealed"]
-    cells = sorted({(t["y0"] + ly + dy) * G + t["x0"] + lx + dx for t in mine
-                    for lx, ly, w, h in t["rects"] for dy in range(h) for dx in range(w)} - known)
+    cells = sorted({x for t in mine for x in tile_cells(t, G)} - known)
     if cells:
         await c.request("field.commit", to, {"agent": agent, "expected_revision": obs["revision"],
                                              "cells": [[x, int(solution[x])] for x in cells]})

@@ -11,7 +11,7 @@ import trio
 from actors.field import referee
 from protocol.client import Client, RequestError
 from server.auth import TokenStore
-from tests.field_live._live import play_truly, ready, start
+from tests.field_live._live import play_truly, ready, start, tile_cells
 from tests.server.ws_harness import running_server
 from tests.utf16 import EMOJI, edges
 
@@ -266,7 +266,7 @@ async def test_ignored_cells_are_the_reply_s_alone(tmp_path: Path) -> None:
         obs = await c.request("field.observe", to, {"agent": agent})
         known = {k for k, _ in obs["known"]}
         tile = next(t for t in obs["tiles"] if t["id"] in obs["territory"])
-        cell = next(c for c in _cells_of(tile, obs["G"]) if c not in known)
+        cell = next(c for c in tile_cells(tile, obs["G"]) if c not in known)
         rev = obs["revision"]
         async with spectator.subscribe(to, since=rev) as sub:
             commit = await c.request("field.commit", to, {
@@ -290,12 +290,6 @@ async def test_ignored_cells_are_the_reply_s_alone(tmp_path: Path) -> None:
         kept = actor.state.history.events[-2:]
         assert [(type(e).__name__, e.ignored) for e in kept] == [("CommitEvent", ()),
                                                                   ("RetractEvent", ())]
-
-
-def _cells_of(tile: dict, G: int) -> list[int]:
-    """The cell ids of an observed tile."""
-    return [(tile["y0"] + ly + dy) * G + tile["x0"] + lx + dx
-            for lx, ly, w, h in tile["rects"] for dy in range(h) for dx in range(w)]
 
 
 async def test_a_summary_held_back_reaches_the_lobby_without_another_message(

@@ -66,6 +66,18 @@ async def test_read_rows_are_the_events_as_text_and_decode_in_order(store: Event
     assert rows == []
 
 
+async def test_an_append_tells_each_event_s_size_as_stored(store: EventStore) -> None:
+    """`sizes` gets the bytes of each event's stored text (what a client's budget of bytes
+    stored is charged: server/stored.py), from the append's own encoding."""
+    events = [{"n": 1}, {"s": "é\u0000😀" * 3, "nested": [{"a": None}]}, {}]
+    sizes: list[int] = []
+    await store.append("a:1", 0, events, sizes=sizes)
+    await store.append("a:1", 3, [{"n": 4}])  # (none asked: none told)
+    rows = await store.read_rows("a:1", upto=3)
+    assert sizes == [len(text.encode()) for _, text in rows]
+    assert sizes[1] > len(json.dumps(events[1], ensure_ascii=False).encode())  # escaped
+
+
 @pytest.mark.parametrize("as_rows", [False, True])
 @pytest.mark.parametrize(("after", "upto", "refused"), [
     (-1, None, "after is -1"), (MAX_REV + 1, None, f"after is {MAX_REV + 1}"),
