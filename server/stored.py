@@ -13,8 +13,8 @@ actors/runtime/base.py; nothing is encoded again) and the answer its ticket
 own messages, an offloaded result's) are charged to nobody. Charged after the fact, the
 bucket may run into debt (by at most what the account's requests in flight wrote); while
 it is empty, `Claims.admit` refuses the account's requests that may write `over_budget`
-before any world sees them: every op its kind does not mark a read (`World.reads`), so
-reads such as `field.observe` or `lab.status` are still served.
+before any world sees them: every op its kind does not mark a read (`World.reads`, an effect
+actor's `effect_reads`), so reads such as `field.observe` or `lobby.list` are still served.
 """
 
 from __future__ import annotations

@@ -184,6 +184,7 @@ class EcosystemActor(WorldActor):
     effects: ClassVar[Mapping[str, Effect]] = {"ecosystem.create": _create,
                                                 "ecosystem.control": _control,
                                                 "ecosystem.export": _export}
+    effect_reads: ClassVar[frozenset[str]] = frozenset({"ecosystem.export"})
 
     # ---- messages -----------------------------------------------------------------------
 

@@ -465,6 +465,7 @@ class FieldActor(WorldActor):
     effects: ClassVar[Mapping[str, Effect]] = {"field.start": _start, "field.reveal": _play_then_grow,
                "field.commit": _play_then_grow, "field.leaderboard": _leaderboard,
                "field.history": _history}
+    effect_reads: ClassVar[frozenset[str]] = frozenset({"field.leaderboard"})
 
 
 WORLD = attrs.evolve(rules.WORLD, actor=FieldActor)

@@ -226,6 +226,7 @@ class LobbyActor(WorldActor):
         return CreateResult(actor_id, rev)
 
     effects: ClassVar[Mapping[str, Effect]] = {"lobby.list": _list, "lobby.create": _create}
+    effect_reads: ClassVar[frozenset[str]] = frozenset({"lobby.list"})
 
 
 WORLD = attrs.evolve(rules.WORLD, actor=LobbyActor, internal=(Seen,))

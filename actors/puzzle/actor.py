@@ -165,6 +165,7 @@ class PuzzleActor(WorldActor):
     effects: ClassVar[Mapping[str, Effect]] = {
         "puzzle.create": _create, "puzzle.move": _move, "puzzle.hint": _hint,
         "puzzle.leaderboard": _leaderboard}
+    effect_reads: ClassVar[frozenset[str]] = frozenset({"puzzle.leaderboard"})
 
 
 WORLD = attrs.evolve(rules.WORLD, actor=PuzzleActor, tools=TOOLS, prompts=PROMPTS)

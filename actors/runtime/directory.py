@@ -95,7 +95,8 @@ class ActorKind:
     declared: Callable[[str, int], bool] = no_name
     listed: bool = True  # the lobby lists worlds of this kind
     followable: bool = True  # spectators may subscribe (World.followable)
-    # Ops that only read (safe to send again when a reply was lost between processes).
+    # Ops that only read (safe to send again when a reply was lost between processes; served
+    # to an account whose `stored_per_hour` is spent): the world's reads and effect reads.
     reads: frozenset[str] = frozenset()
     seat_op: str | None = None  # the op that seats a new player (World.seat)
     resident: bool = False  # a house world: outside max_live_worlds (World.resident)
@@ -112,7 +113,7 @@ class ActorKind:
         create_args = next((s.args for s in world.ops if s.name == world.create), None)
         return cls(world.kind, lambda actor_id, context: host(actor_id, context, world),
                    world.create_role, world.create, create_args, world.declared, world.listed,
-                   world.followable, frozenset(world.reads),
+                   world.followable, frozenset(world.reads) | host.effect_reads,
                    world.seat, world.resident, world.creatable,
                    {cls.wire: cls for cls in world.internal})
 

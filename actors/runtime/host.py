@@ -47,6 +47,9 @@ def check_world(world: World, host: type[WorldActor]) -> None:
             raise ValueError(f"{world.kind}: op {spec.name} is in {' and '.join(holders)}")
         if not holders:
             raise ValueError(f"{world.kind}: no move, read or effect answers {spec.name}")
+    if not host.effect_reads <= tables["effects"]:
+        raise ValueError(f"{world.kind}: effect reads {sorted(host.effect_reads)} are not "
+                         "all effects")
     unknown = set().union(*tables.values()) - world.op_names()
     if unknown:
         raise ValueError(f"{world.kind}: {sorted(unknown)} are not ops of the world")
@@ -66,6 +69,8 @@ class WorldActor(Actor):
     # effect may wrap a move or read of the same name (play or read it, then start work
     # off the task); one that wraps a read changes nothing either.
     effects: ClassVar[Mapping[str, Effect]] = {}
+    # Effects that only read (store nothing, safe to send again: ActorKind.reads).
+    effect_reads: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, actor_id: str, context: ActorContext, world: World) -> None:
         self.world = world

@@ -105,6 +105,8 @@ async def test_a_commit_retract_loop_is_refused_once_its_bytes_are_spent(
             observed = result(await raw.call("field.observe", to, agent=agent))
             assert observed["revision"] == rev
             result(await raw.call("field.rules", to))
+            result(await raw.call("field.leaderboard", to))  # (an effect that only reads)
+            result(await raw.call("lobby.list", "lobby:main"))
         async with raw_client(srv, srv.state.tokens.create("agent", "bob")) as bob:
             result(await bob.call("field.join", to, name="b"))  # another account's own
         assert await store.revision(to) == rev + 1

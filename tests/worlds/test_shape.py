@@ -96,6 +96,19 @@ def test_each_world_answers_every_op_and_bounds_every_argument(world) -> None:
     assert not unbounded, f"arguments without bounds (protocol/bounds.py): {unbounded}"
 
 
+def test_an_effect_read_must_be_an_effect() -> None:
+    """`effect_reads` marks ops as reads (served past `stored_per_hour`, sent again between
+    processes): one that is not the host's effect is refused when the kind is hosted."""
+    world = next(w for w in worlds.worlds() if w.kind == "lobby")
+
+    class Host(world.actor):
+        effect_reads = frozenset({"lobby.list", "lobby.nothing"})
+
+    with pytest.raises(ValueError, match="effect reads"):
+        ActorKind.of(attrs.evolve(world, actor=Host))
+    assert "lobby.list" in ActorKind.of(world).reads
+
+
 def test_the_registry_lists_each_world_once() -> None:
     kinds = [w.kind for w in worlds.worlds()]
     assert len(kinds) == len(set(kinds))
