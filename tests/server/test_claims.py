@@ -90,8 +90,9 @@ async def test_a_request_its_world_never_answers_is_freed_by_the_backstop(
         assert (f"unsettled: freed the requests of {ANONYMOUS} in flight for over 9 s (1, "
                 "to slow:x): their worlds never answered them") in caplog.text
         await c.send({"id": 3, "op": "slow.spin", "to": "slow:y", "args": {"ms": 0}})
-        while srv.state.ledger.accounts[ANONYMOUS].inflight != 1:
-            await trio.sleep(0.01)
+        with trio.fail_after(10):
+            while srv.state.ledger.accounts[ANONYMOUS].inflight != 1:
+                await trio.sleep(0.01)
         loading.gate.set()  # slow:x answers its freed request at last: nothing more freed
         assert result(await c.recv()) == {"ms": 0}
         assert srv.state.ledger.accounts[ANONYMOUS].inflight == 0
