@@ -450,6 +450,7 @@ async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = Non
         metrics.store_up.set_function(lambda: {(): 0.0 if state.store_trouble() else 1.0})
         metrics.mailbox_depth.set_function(state.mailbox_depths)
         metrics.connections_by_role.set_function(state.connections_by_role)
+        metrics.inflight.set_function(lambda: {(): state.ledger.inflight()})
         _instrument_store(metrics, store)
         app = _count_http(build_app(state), state)
 

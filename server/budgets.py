@@ -5,9 +5,11 @@ documented in docs/operations.md and the protocol's in docs/protocol.md). `Ledge
 what each client has spent: per client address (connections, connections that have not
 said hello, refused hellos, HTTP requests) and per account (CPU time of its requests,
 its requests and subscribes in flight, worlds it created, players it seated, worlds it is
-loading, bytes its requests stored). An account is a token's name for token holders
-and the client address for anonymous callers, so a second connection or an anonymous
-identity per connection (or per MCP call) buys no more; the owner spends no budget. A budget spent is refused with
+loading, its lab ops: server/claims.py, bytes its requests stored), each kept while
+anything of it is still counted (`Account.idle`). An account is a token's name for token
+holders and the client address for anonymous callers, so a second connection or an
+anonymous identity per connection (or per MCP call) buys no more; the owner spends no
+budget. A budget spent is refused with
 `over_budget` naming it (`detail.budget`, `detail.limit`, and `detail.retry_after` when it
 refills), counted in `/metrics` and logged (server/trace.py); `hits` keeps who hit which
 budget lately for the owner's console. `max_live_worlds` is held by the directory, which
@@ -15,9 +17,7 @@ loads the worlds (actors/runtime/directory.py), rather than by the ledger; an an
 account's `footprint` (the worlds it follows) tells it which followed worlds may go.
 
 A bound shared by every address (`max_ungreeted` here, `max_connections` in
-server/tcp_guard.py) is kept by `Holders`: at the bound, the address holding the most
-gives up its oldest for a newcomer from an address holding fewer, so a few addresses
-cannot lock everyone else out.
+server/tcp_guard.py) is kept by `Holders` (server/shedding.py).
 
 Numbers are plain; time is passed in (trio's clock in seconds), so tests need no sleeping.
 """
@@ -27,11 +27,12 @@ from __future__ import annotations
 import ipaddress
 import math
 from collections import OrderedDict, deque
-from typing import Any, Protocol
+from typing import Protocol
 
 import attrs
 
 from protocol.errors import ProtocolError, over_budget
+from server.shedding import Holders, Shed
 
 HOUR = 3600.0  # seconds: the window of the hourly budgets
 MAX_ENTRIES = 100_000  # addresses and accounts remembered; the oldest idle ones go first
@@ -181,59 +182,6 @@ class Address:
         return not self.connections and self.hellos.full(now) and self.http.full(now)
 
 
-class Shed(Protocol):
-    """A connection that can be let go to make room for another (`Ledger.connect`)."""
-
-    def shed(self, refusal: ProtocolError) -> None:
-        """End the connection (with `refusal` as its reason)."""
-
-
-class Holders:
-    """What each key (a client address) holds of a bound shared by everyone, oldest first,
-    and the keys by how many they hold, so that the one holding the most is found at once:
-    at the bound it gives up its oldest for a newcomer holding fewer, and a few addresses
-    cannot keep everyone else out."""
-
-    __slots__ = ("held", "levels")
-
-    def __init__(self) -> None:
-        self.held: dict[str, dict[Any, None]] = {}  # key -> what it holds, oldest first
-        self.levels: dict[int, dict[str, None]] = {}  # n -> the keys holding n (in order)
-
-    def add(self, key: str, item: Any) -> None:
-        """`key` holds `item` too."""
-        items = self.held.setdefault(key, {})
-        self._level(key, len(items), len(items) + 1)
-        items[item] = None
-
-    def remove(self, key: str, item: Any) -> bool:
-        """`key` no longer holds `item`; False when it did not (given up already)."""
-        items = self.held.get(key)
-        if items is None or item not in items:
-            return False
-        del items[item]
-        self._level(key, len(items) + 1, len(items))
-        if not items:
-            del self.held[key]
-        return True
-
-    def heaviest(self, above: int) -> tuple[str, Any] | None:
-        """The oldest item of the key holding the most, if it holds more than `above`."""
-        if not self.levels or max(self.levels) <= above:
-            return None
-        key = next(iter(self.levels[max(self.levels)]))
-        return key, next(iter(self.held[key]))
-
-    def _level(self, key: str, old: int, new: int) -> None:
-        if old:
-            keys = self.levels[old]
-            del keys[key]
-            if not keys:
-                del self.levels[old]
-        if new:
-            self.levels.setdefault(new, {})[key] = None
-
-
 class Hourly:
     """What an account did in the last hour (when each came) and has in flight."""
 
@@ -260,12 +208,22 @@ class Hourly:
             self.times.append(now)
 
 
+class Held(Protocol):
+    """A request or subscribe in flight (server/claims.py `Ticket`)."""
+
+    to: str | None  # the world it was sent to
+
+    def settle(self, done: bool) -> None:
+        """Its world is done with it (once; again: nothing)."""
+
+
 class Account:
     """What one account spent: CPU time, its requests in flight, the worlds it created,
-    the players it seated, the worlds being loaded for it, the bytes its requests stored."""
+    the players it seated, the worlds being loaded for it, its visitors' lab ops, the bytes
+    its requests stored."""
 
-    __slots__ = ("anonymous", "cpu", "created", "creates", "followed", "inflight", "joins",
-                 "loading", "recent", "sessions", "spectator", "stored")
+    __slots__ = ("anonymous", "cpu", "created", "creates", "followed", "joins", "loading",
+                 "paced", "recent", "sessions", "spectator", "stored", "tickets")
 
     def __init__(self, spectator: bool, budgets: Budgets, now: float) -> None:
         self.anonymous = False  # an address's: a client without a token
@@ -273,7 +231,6 @@ class Account:
         b = budgets
         self.cpu = (Bucket(b.cpu_rate, b.cpu_burst_anonymous, now) if spectator
                     else Bucket(b.cpu_rate_agent, b.cpu_burst, now))
-        self.inflight = 0  # its requests and subscribes its worlds are not done with
         self.recent = Rate(now)  # its server time per second, lately
         self.creates = Hourly()  # worlds it created
         self.created: set[str] = set()  # world ids it created (live or not)
@@ -285,12 +242,24 @@ class Account:
         self.sessions = 0
         stored = b.stored_anonymous if spectator else b.stored_per_hour
         self.stored = Bucket(stored / HOUR, stored, now)  # bytes it may store (server/stored.py)
+        # Its requests and subscribes its worlds are not done with, each to when it was
+        # issued (oldest first; `Ledger.sweep` frees those held past the backstop) ...
+        self.tickets: dict[Held, float] = {}
+        # ... and what its lab ops spent, by budget (server/claims.py PACED; made on first use).
+        self.paced: dict[str, Hourly | Bucket] = {}
+
+    @property
+    def inflight(self) -> int:
+        """Its requests and subscribes in flight."""
+        return len(self.tickets)
 
     def idle(self, now: float) -> bool:
         """Nothing spent that is still counted."""
         return (self.cpu.full(now) and self.stored.full(now) and not self.creates.count(now)
-                and not self.joins.count(now) and not self.loading and not self.inflight
-                and not self.sessions)
+                and not self.joins.count(now) and not self.loading and not self.tickets
+                and not self.sessions
+                and all(not r.count(now) if isinstance(r, Hourly) else r.full(now)
+                        for r in self.paced.values()))
 
     @property
     def footprint(self) -> int | None:
@@ -362,11 +331,27 @@ class Ledger:
         for key in [k for k, e in entries.items() if e.idle(now)][:len(entries) - MAX_ENTRIES]:
             del entries[key]
 
-    def sweep(self, now: float) -> None:
-        """Forget every idle entry (run every few seconds)."""
+    def sweep(self, now: float, before: float = -math.inf) -> dict[str, list[Held]]:
+        """Forget every idle entry (run every few seconds), first freeing (settling as
+        refused) the requests in flight issued before the time `before` (the backstop:
+        server/claims.py BACKSTOP); returns those freed, by account."""
+        freed: dict[str, list[Held]] = {}
+        for name, account in self.accounts.items():
+            for ticket, issued in account.tickets.items():  # (oldest first)
+                if issued >= before:
+                    break
+                freed.setdefault(name, []).append(ticket)
+        for tickets in freed.values():
+            for ticket in tickets:
+                ticket.settle(False)
         for entries in (self.addresses, self.accounts):
             for key in [k for k, e in entries.items() if e.idle(now)]:
                 del entries[key]
+        return freed
+
+    def inflight(self) -> int:
+        """Requests and subscribes in flight, all accounts together."""
+        return sum(len(account.tickets) for account in self.accounts.values())
 
     def hit(self, budget: str, who: str, now: float) -> Hit:
         """Record that `who` hit `budget` (the console lists the latest HITS_KEPT)."""

@@ -24,22 +24,24 @@ child compiled by glslang off the lab's task and kept in its pool for good) as a
 is, counted once accepted; a public pair dealt (held in the lab's memory for up to twenty
 minutes) and a vote (a stored event) are spent when let through, whatever the lab
 answers, from a bucket of the hour's budget refilled over the hour. These records are
-kept by account, the last `MAX_ENTRIES` used (an older one is forgotten, so such a
-client starts afresh).
+kept on the account (`Account.paced`), forgotten with it once unspent.
 
 A request that may write (its op is no read of its kind) is refused too while its
 account's bytes stored (`stored_per_hour`) are spent: server/stored.py.
+
+A backstop frees a ticket its world has not settled `BACKSTOP` ask timeouts after it was
+issued (the ledger's sweep, every few seconds: `Ledger.sweep`), settled as refused, with a
+trace (`unsettled`): every path answers today, but one that dropped an ask would otherwise
+hold its place until a restart, and enough such would have the account refused everywhere.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from functools import partial
 from typing import TYPE_CHECKING
 
 import trio
 
-from server.budgets import HOUR, MAX_ENTRIES, Account, Bucket, Hourly, Ledger
+from server.budgets import HOUR, Account, Bucket, Hourly, Ledger
 from server.stored import charge_stored, may_store
 
 if TYPE_CHECKING:
@@ -54,31 +56,37 @@ PACED = {"lab.cross": ("crosses_per_hour", "crosses"),
          "lab.public_pair": ("deals_per_hour", "public pairs dealt"),
          "lab.vote": ("votes_per_hour", "votes")}
 COUNTED_WHEN_DONE = "crosses_per_hour"  # (an Hourly, as creates; the others are buckets)
+# Ask timeouts after which a ticket its world has not settled is freed (5 minutes at the
+# default 10 s): far past any answer a working world gives (a load, a compile, a re-home
+# take seconds), so only an ask some path dropped gets there; and a place freed too soon
+# would only let its client queue a little more at a stuck world.
+BACKSTOP = 30
 
 
 class Ticket:
     """One request or subscribe in flight (and the create, join or load it may be),
     counted against its account until its world is done with it."""
 
-    __slots__ = ("account", "loading", "spent", "world")
+    __slots__ = ("account", "loading", "spent", "to", "world")
 
     def __init__(self, account: Account, spent: Hourly | None, world: str | None,
-                 loading: bool) -> None:
+                 loading: bool, to: str | None = None) -> None:
         self.account: Account | None = account
         self.spent = spent  # the account's creates or joins (None: neither)
         self.world = world  # the world a create makes (None: not a create)
         self.loading = loading
+        self.to = to  # the world it was sent to (the backstop's trace names it)
         if spent is not None:
             spent.start()
         account.loading += loading
-        account.inflight += 1
+        account.tickets[self] = trio.current_time()
 
     def settle(self, done: bool) -> None:
         """The call was answered: accepted (`done`) or refused (once; again: nothing)."""
         account, self.account = self.account, None
         if account is None:
             return
-        account.inflight -= 1
+        del account.tickets[self]
         account.loading -= self.loading
         if self.spent is not None:
             self.spent.settle(done, trio.current_time())
@@ -104,7 +112,6 @@ class Claims:
         self.create_ops = {k.create_op for k in kinds if k.create_op}
         self.seat_ops = {k.seat_op for k in kinds if k.seat_op}
         self.reads = frozenset().union(*(k.reads for k in kinds))  # (served past `stored`)
-        self.paced: OrderedDict[tuple[str, str], Hourly | Bucket] = OrderedDict()
 
     def target(self, call: Call, to: str) -> str | None:
         """The world `call` would create, or None when it creates none."""
@@ -120,7 +127,7 @@ class Claims:
             return None
         target = self.target(call, to)
         now = trio.current_time()
-        spent, refusal, pace = None, None, None
+        spent, refusal, paced = None, None, None
         if target is not None:  # (bounded by live_worlds: not a load)
             alive = {i for i in account.created if self.directory.alive(i) is not None}
             account.created = alive  # worlds that unloaded no longer count
@@ -131,29 +138,23 @@ class Claims:
             refusal = self.ledger.may_join(account, now)
             spent = account.joins
         elif (paced := PACED.get(call.op)) is not None:
-            budget, what = paced
-            record = self._paced(budget, who, now)
-            pace = partial(self.ledger.may_pace, budget, record, what, now)
+            record = self._paced(account, paced[0], now)
             spent = record if isinstance(record, Hourly) else None
         if refusal is None and call.op not in self.reads:
             refusal = may_store(self.ledger.budgets, account, now)
         try:
-            return self._issue(account, who, refusal, spent, target,
-                               target is None and self._loads(to), pace)
+            return self._issue(account, who, to, target is None and self._loads(to),
+                               refusal, spent, target, paced)
         finally:  # (raised, this frame is held by its traceback too: no cycle through it)
             refusal = None
 
-    def _paced(self, budget: str, who: str, now: float) -> Hourly | Bucket:
-        """`who`'s record of `budget` (made on first use; the least recently used past
-        MAX_ENTRIES forgotten)."""
-        record = self.paced.pop((budget, who), None)
+    def _paced(self, account: Account, budget: str, now: float) -> Hourly | Bucket:
+        """`account`'s record of `budget` (made on first use)."""
+        record = account.paced.get(budget)
         if record is None:
             limit = getattr(self.ledger.budgets, budget)
-            record = (Hourly() if budget == COUNTED_WHEN_DONE
-                      else Bucket(limit / HOUR, limit, now))
-        self.paced[(budget, who)] = record
-        while len(self.paced) > MAX_ENTRIES:
-            self.paced.popitem(last=False)
+            record = account.paced[budget] = (Hourly() if budget == COUNTED_WHEN_DONE
+                                              else Bucket(limit / HOUR, limit, now))
         return record
 
     def _loads(self, to: str) -> bool:
@@ -167,21 +168,24 @@ class Claims:
         for the owner."""
         if account is None:
             return None
-        return self._issue(account, who, None, None, None, self._loads(to))
+        return self._issue(account, who, to, self._loads(to))
 
-    def _issue(self, account: Account, who: str, refusal: ProtocolError | None,
-               spent: Hourly | None, world: str | None, loading: bool,
-               pace: Callable[[], ProtocolError | None] | None = None) -> Ticket:
+    def _issue(self, account: Account, who: str, to: str, loading: bool,
+               refusal: ProtocolError | None = None, spent: Hourly | None = None,
+               world: str | None = None, paced: tuple[str, str] | None = None) -> Ticket:
         """The ticket, or the first budget spent raised: its requests in flight, `refusal`
-        (a create's or join's), its loads, then `pace` (a visitor's lab op: last, as a
-        deal or a vote is spent only by a request let through)."""
+        (a create's or join's), its loads, then `paced` (a visitor's lab op's budget and
+        what it counts: last, as a deal or a vote is spent only by a request let
+        through)."""
         refusal = self.ledger.may_send(account) or refusal
         if refusal is None and loading:
             refusal = self.ledger.may_load(account)
-        if refusal is None and pace is not None:
-            refusal = pace()
+        if refusal is None and paced is not None:
+            budget, what = paced
+            refusal = self.ledger.may_pace(budget, account.paced[budget], what,
+                                           trio.current_time())
         try:
             self.refuse(refusal, who)
         finally:  # raised, it is held by its traceback's frames, this one among them
             refusal = None  # (a cycle: tests/server/test_cyclic_garbage.py)
-        return Ticket(account, spent, world, loading)
+        return Ticket(account, spent, world, loading, to)

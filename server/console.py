@@ -7,6 +7,7 @@ world needs its kind first), so `attach` hands it the state once there is one.
 
 from __future__ import annotations
 
+import heapq
 from typing import TYPE_CHECKING
 
 import trio
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 # The per-connection limits of ServerConfig the console shows beside the budgets.
 CONNECTION_LIMITS = ("max_frame", "rate", "burst", "outbox_size", "outbox_chars",
                      "max_inflight", "hello_timeout")
+INFLIGHT_LISTED = 10  # accounts listed by their requests in flight, the most first
 
 
 def role_of(session: Session) -> str:
@@ -82,14 +84,18 @@ class ServerConsole:
                                rows[args.offset:args.offset + args.limit])
 
     def budgets(self) -> ops.BudgetReport:
-        """The budgets in force, the per-connection limits, and who hit a budget lately."""
+        """The budgets in force, the per-connection limits, who hit a budget lately, and
+        the accounts with the most requests in flight."""
         state = self.state
         now = trio.current_time()
         config = state.config
         limits = {name: float(getattr(config, name)) for name in CONNECTION_LIMITS}
         hits = [ops.HitRow(h.budget, h.who, h.count, round(now - h.last, 1))
                 for h in reversed(state.ledger.hits.values())]
-        return ops.BudgetReport(config.budgets.to_json(), limits, hits)
+        busiest = heapq.nsmallest(INFLIGHT_LISTED, (
+            ops.InflightRow(name, a.inflight) for name, a in state.ledger.accounts.items()
+            if a.tickets), key=lambda r: (-r.inflight, r.account))
+        return ops.BudgetReport(config.budgets.to_json(), limits, hits, busiest)
 
     def tokens(self) -> list[ops.TokenRow]:
         """Every issued token, with its live sessions."""

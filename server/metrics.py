@@ -341,6 +341,13 @@ class Metrics:
         self.budget_hits = r.register(Counter(
             "petridish_budget_hits_total", "Requests or connections refused by a budget, by "
             "budget.", ("budget",)))
+        self.inflight = r.register(CallbackGauge(
+            "petridish_inflight", "Requests and subscribes in flight (each held until its "
+            "world is done with it), all accounts together."))
+        self.inflight_freed = r.register(Counter(
+            "petridish_inflight_freed_total", "Requests in flight freed by the backstop: "
+            "their worlds had not answered them in server/claims.py BACKSTOP ask timeouts (a "
+            "server bug)."))
         self.actor_crashes = r.register(Counter(
             "petridish_actor_crashes_total", "Handlers that raised (the actor restarted or "
             "stopped), by actor kind.", ("kind",)))

@@ -8,10 +8,10 @@ request only while the outbox has room). One server-wide
 `Deadlines` task answers `timeout` for a request its actor has not answered within the
 ask timeout (checked a few times a second); a later answer from the actor then sends
 nothing (the first answer wins), but only it settles the request's `Ticket`
-(server/claims.py): the client's place in flight is held until its world is done with the
-request. An answered request leaves `Deadlines` at once, so
-nothing of it outlives its reply (long-lived garbage would feed the slow full
-collections of the garbage collector).
+(server/claims.py; should it never come, the backstop does, `BACKSTOP` ask timeouts on):
+the client's place in flight is held until its world is done with the request. An
+answered request leaves `Deadlines` at once, so nothing of it outlives its reply
+(long-lived garbage would feed the slow full collections of the garbage collector).
 """
 
 from __future__ import annotations

@@ -22,9 +22,10 @@ from typing import Any
 
 import trio
 
-from server.budgets import Budgets, Holders, address_key
+from server.budgets import Budgets, address_key
 from server.headers import EVERY_RESPONSE, NOT_A_PAGE, csp_text
 from server.peers import Proxies
+from server.shedding import Holders
 
 # (with the headers server/headers.py gives every response that is not a page)
 _SECURITY = {**EVERY_RESPONSE, "content-security-policy": csp_text(NOT_A_PAGE)}

@@ -2,7 +2,8 @@
 
 Every event the owner must be able to find afterwards goes through `Trace.warn`: a failed
 send, a 1011 close, a refused hello (with the peer's address), a dropped slow reader, a
-budget hit, a crashed actor, a store writer that died. Each is counted in
+budget hit, a crashed actor, a store writer that died, requests in flight that their
+worlds never answered (freed by the backstop). Each is counted in
 `petridish_warnings_total{event}` every time, and logged at warning at most once per
 `interval` seconds per (event, key) (the key is who caused it: an address, a credential,
 an actor), the next line saying how many were folded into it, so a hostile client cannot
@@ -29,7 +30,7 @@ from server.metrics import Metrics
 log = logging.getLogger("petridish.trace")
 
 EVENTS = ("send_failed", "close_1011", "hello_refused", "slow_reader", "budget",
-          "actor_crashed", "store_writer", "origin_refused", "token_revoked")
+          "actor_crashed", "store_writer", "origin_refused", "token_revoked", "unsettled")
 KEYS = 4096  # (event, key) pairs remembered for throttling; the oldest are forgotten
 ERROR_LOG = Path("logs") / "error.log"
 LOG_BYTES = 10 * 1024 * 1024  # the error log rotates past this, keeping LOG_BACKUPS files

@@ -1,5 +1,7 @@
 """The server's watchdog: once a second it drops connections whose client stopped
-reading, ends the sessions of revoked tokens, and forgets idle budget entries.
+reading and ends the sessions of revoked tokens; every few seconds it frees the requests
+in flight that their worlds never answered (server/claims.py BACKSTOP) and forgets idle
+budget entries.
 
 A client that does not read makes the server hold what it sends: the frames in its
 outbox (bounded) and the socket's buffers. When a send has waited `send_timeout` seconds
@@ -18,6 +20,7 @@ from websockets.frames import CloseCode
 
 from protocol.envelope import encode_error
 from protocol.errors import ErrorCode, ProtocolError
+from server.claims import BACKSTOP
 
 if TYPE_CHECKING:
     from server.app import ServerState
@@ -60,6 +63,18 @@ def end_revoked(state: ServerState) -> int:
     return ended
 
 
+def sweep(state: ServerState, now: float) -> None:
+    """Free every request in flight issued over BACKSTOP ask timeouts before `now` (counted,
+    and a trace per account) and forget idle budget entries (`Ledger.sweep`)."""
+    limit = BACKSTOP * state.config.runtime.ask_timeout
+    for who, tickets in state.ledger.sweep(now, now - limit).items():
+        state.metrics.inflight_freed.inc(len(tickets))
+        worlds = sorted({t.to or "?" for t in tickets})
+        state.trace.warn("unsettled", who, "freed the requests of %s in flight for over %g "
+                         "s (%d, to %s): their worlds never answered them", who, limit,
+                         len(tickets), ", ".join(worlds[:3]) + (", ..." if worlds[3:] else ""))
+
+
 async def run(state: ServerState) -> None:
     """Watch until cancelled."""
     rounds = 0
@@ -69,4 +84,4 @@ async def run(state: ServerState) -> None:
         await drop_slow_readers(state)
         end_revoked(state)
         if rounds % SWEEP_EVERY == 0:
-            state.ledger.sweep(trio.current_time())
+            sweep(state, trio.current_time())

@@ -186,13 +186,24 @@ class HitRow:
 
 
 @attrs.frozen
+class InflightRow:
+    """An account's requests and subscribes in flight (`account`: a token's name, or
+    `address:ADDRESS` for an anonymous client)."""
+
+    account: str
+    inflight: int
+
+
+@attrs.frozen
 class BudgetReport:
-    """The budgets in force (server/budgets.py), the per-connection limits, and who hit
-    a budget lately (newest first, at most 200)."""
+    """The budgets in force (server/budgets.py), the per-connection limits, who hit a
+    budget lately (newest first, at most 200), and the accounts with the most requests in
+    flight (the most first, at most 10)."""
 
     budgets: dict[str, float]
     connection: dict[str, float]
     hits: list[HitRow]
+    inflight: list[InflightRow]
 
 
 @attrs.frozen
@@ -227,7 +238,8 @@ OPS = (
         "Issue a token; the answer shows it once."),
     _op("admin.token_revoke", RevokeTokenArgs, Revoked,
         "Revoke a token; its live sessions end."),
-    _op("admin.budgets", NoArgs, BudgetReport, "The budgets in force and who hit them."),
+    _op("admin.budgets", NoArgs, BudgetReport,
+        "The budgets in force, who hit them, and who has the most in flight."),
     _op("admin.stop", WorldArgs, WorldDone,
         "Stop a world and refuse it (unavailable) until admin.release."),
     _op("admin.release", WorldArgs, WorldDone, "Let a stopped world load again."),

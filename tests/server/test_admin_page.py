@@ -276,6 +276,7 @@ def test_the_console_fits_a_phone(browser: Any, tmp_path: Path) -> None:
         expect(page.locator("#worlds tbody tr")).to_have_count(2, timeout=WAIT)  # and admin
         expect(page.locator("#tokens tbody tr")).to_have_count(2, timeout=WAIT)
         expect(page.locator("#hits")).to_be_attached()
+        expect(page.locator("#inflight tbody")).to_have_text("none", timeout=WAIT)
         width = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
         assert width[0] <= width[1], f"the page is {width[0]} px wide in a {width[1]} px view"
         stop = page.locator("#worlds tbody tr button.stop").first

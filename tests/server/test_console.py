@@ -5,20 +5,23 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
 import attrs
+import httpx
 import pytest
 import trio
 from websockets.exceptions import ConnectionClosed
 
 from actors.store import StoreUnavailable
 from protocol.ops.admin import ADMIN_ID, MAX_PAGE
-from server import admin, worlds
+from server import admin, console, worlds
 from server.budgets import Budgets
 from server.config import ServerConfig
 from server.storage import SqliteEventStore
+from tests.server import burn_world
 from tests.server.ws_harness import Raw, raw_client, running_server
 
 ADMIN_OPS = sorted(spec.name for spec in worlds.registry() if spec.kind == "admin")
@@ -195,6 +198,40 @@ async def test_budgets_in_force_and_who_hit_them(tmp_path: Path) -> None:
         hit, = ok(await owner.call("admin.budgets"))["hits"]
         assert (hit["budget"], hit["who"], hit["count"]) == ("subscriptions", "127.0.0.1", 1)
         assert hit["last_s"] >= 0
+
+
+async def test_the_accounts_with_the_most_in_flight_are_listed(tmp_path: Path) -> None:
+    """The budgets view lists the accounts with the most requests in flight (the most
+    first, at most INFLIGHT_LISTED), and /metrics their sum."""
+    loading = burn_world.Loading()
+    loading.gate = trio.Event()  # slow worlds answer nothing until it is set
+    names = [f"agent-{i:02}" for i in range(console.INFLIGHT_LISTED + 1)]
+    async with running_server(tmp_path, budgets=Budgets(loads_at_once=100),
+                              **burn_world.slow_settings(loading)) as srv, \
+            raw_client(srv, srv.owner_token) as owner, AsyncExitStack() as stack, \
+            httpx.AsyncClient() as http:
+        agents = [await stack.enter_async_context(
+            raw_client(srv, srv.state.tokens.create("agent", name))) for name in names]
+        anonymous = await stack.enter_async_context(raw_client(srv))
+        senders = [*agents, anonymous, anonymous]
+        for rid, c in enumerate(senders):
+            await c.send({"id": rid, "op": "slow.spin", "to": "slow:x", "args": {"ms": 0}})
+        with trio.fail_after(10):
+            while srv.state.ledger.inflight() != len(senders):
+                await trio.sleep(0.01)
+        assert ok(await owner.call("admin.budgets"))["inflight"] == [
+            {"account": "address:127.0.0.1", "inflight": 2},
+            *({"account": name, "inflight": 1}
+              for name in names[:console.INFLIGHT_LISTED - 1])]
+        metrics = (await http.get(f"{srv.url}/metrics")).text
+        assert f"\npetridish_inflight {len(senders)}\n" in metrics
+        loading.gate.set()
+        for c in senders:
+            assert (await c.recv())["ok"]
+        with trio.fail_after(10):
+            while srv.state.ledger.inflight():
+                await trio.sleep(0.01)
+        assert ok(await owner.call("admin.budgets"))["inflight"] == []
 
 
 async def test_a_stopped_world_stays_held_across_a_restart_until_released(

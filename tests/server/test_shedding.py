@@ -12,7 +12,8 @@ import pytest
 import trio
 
 from server import tcp_guard
-from server.budgets import Budgets, Holders
+from server.budgets import Budgets
+from server.shedding import Holders
 from tests.server.raw_ws import HandshakeRefused, RawSocket
 from tests.server.ws_harness import running_server
 

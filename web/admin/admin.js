@@ -186,6 +186,14 @@ function renderBudgets(report) {
     cell(row, "Last", `${h.last_s} s ago`, "num");
   }
   if (!report.hits.length) cell(tbody.insertRow(), "Budget", "nobody lately", "empty-row").colSpan = 4;
+  const busiest = $("#inflight tbody");
+  busiest.replaceChildren();
+  for (const a of report.inflight) {
+    const row = busiest.insertRow();
+    cell(row, "Account", a.account, "id");
+    cell(row, "In flight", String(a.inflight), "num");
+  }
+  if (!report.inflight.length) cell(busiest.insertRow(), "Account", "none", "empty-row").colSpan = 2;
 }
 
 function pager(list, total) {
