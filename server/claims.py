@@ -23,9 +23,10 @@ A visitor's lab op is held to its account's hourly budget too (`PACED`): a cross
 child compiled by glslang off the lab's task and kept in its pool for good) as a create
 is, counted once accepted; a public pair dealt (held in the lab's memory for up to twenty
 minutes) and a vote (a stored event) are spent when let through, whatever the lab
-answers, from a bucket of the hour's budget refilled over the hour. These records are
-kept by account, the last `MAX_ENTRIES` used (an older one is forgotten, so such a
-client starts afresh).
+answers, from a bucket of the hour's budget refilled over the hour, and given back when
+the lab never had the request (`UNSEEN`: refused by the directory or the lab's mailbox,
+or never delivered). These records are kept by account, the last `MAX_ENTRIES` used (an
+older one is forgotten, so such a client starts afresh).
 
 A request that may write (its op is no read of its kind) is refused too while its
 account's bytes stored (`stored_per_hour`) are spent: server/stored.py.
@@ -39,6 +40,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from protocol.errors import ErrorCode
 from server.budgets import HOUR, MAX_ENTRIES, Account, Bucket, Hourly, Ledger
 from server.stored import charge_stored, may_store
 
@@ -54,13 +56,17 @@ PACED = {"lab.cross": ("crosses_per_hour", "crosses"),
          "lab.public_pair": ("deals_per_hour", "public pairs dealt"),
          "lab.vote": ("votes_per_hour", "votes")}
 COUNTED_WHEN_DONE = "crosses_per_hour"  # (an Hourly, as creates; the others are buckets)
+# Refusals a lab never gives a deal or a vote: the directory's (`unknown_actor` for a lab
+# that does not exist, `over_budget` `max_live_worlds`) or its mailbox's (`overloaded`,
+# full), before the lab has the call. Such a request gives back what it spent.
+UNSEEN = frozenset({ErrorCode.UNKNOWN_ACTOR, ErrorCode.OVER_BUDGET, ErrorCode.OVERLOADED})
 
 
 class Ticket:
     """One request or subscribe in flight (and the create, join or load it may be),
     counted against its account until its world is done with it."""
 
-    __slots__ = ("account", "loading", "spent", "world")
+    __slots__ = ("account", "loading", "paid", "spent", "world")
 
     def __init__(self, account: Account, spent: Hourly | None, world: str | None,
                  loading: bool) -> None:
@@ -68,16 +74,21 @@ class Ticket:
         self.spent = spent  # the account's creates or joins (None: neither)
         self.world = world  # the world a create makes (None: not a create)
         self.loading = loading
+        self.paid: Bucket | None = None  # the bucket a deal or vote was spent from
         if spent is not None:
             spent.start()
         account.loading += loading
         account.inflight += 1
 
-    def settle(self, done: bool) -> None:
-        """The call was answered: accepted (`done`) or refused (once; again: nothing)."""
+    def settle(self, done: bool, seen: bool = True) -> None:
+        """The call was answered: accepted (`done`) or refused (once; again: nothing). A
+        call its world never had (not `seen`: refused with a code of `UNSEEN`, or never
+        delivered) gives back the deal or vote it spent."""
         account, self.account = self.account, None
         if account is None:
             return
+        if self.paid is not None and not seen:
+            self.paid.level = min(self.paid.burst, self.paid.level + 1)
         account.inflight -= 1
         account.loading -= self.loading
         if self.spent is not None:
@@ -120,7 +131,7 @@ class Claims:
             return None
         target = self.target(call, to)
         now = trio.current_time()
-        spent, refusal, pace = None, None, None
+        spent, refusal, pace, paid = None, None, None, None
         if target is not None:  # (bounded by live_worlds: not a load)
             alive = {i for i in account.created if self.directory.alive(i) is not None}
             account.created = alive  # worlds that unloaded no longer count
@@ -135,13 +146,16 @@ class Claims:
             record = self._paced(budget, who, now)
             pace = partial(self.ledger.may_pace, budget, record, what, now)
             spent = record if isinstance(record, Hourly) else None
+            paid = record if isinstance(record, Bucket) else None
         if refusal is None and call.op not in self.reads:
             refusal = may_store(self.ledger.budgets, account, now)
         try:
-            return self._issue(account, who, refusal, spent, target,
-                               target is None and self._loads(to), pace)
+            ticket = self._issue(account, who, refusal, spent, target,
+                                 target is None and self._loads(to), pace)
         finally:  # (raised, this frame is held by its traceback too: no cycle through it)
             refusal = None
+        ticket.paid = paid
+        return ticket
 
     def _paced(self, budget: str, who: str, now: float) -> Hourly | Bucket:
         """`who`'s record of `budget` (made on first use; the least recently used past
