@@ -23,8 +23,10 @@ A visitor's lab op is held to its account's hourly budget too (`PACED`): a cross
 child compiled by glslang off the lab's task and kept in its pool for good) as a create
 is, counted once accepted; a public pair dealt (held in the lab's memory for up to twenty
 minutes) and a vote (a stored event) are spent when let through, whatever the lab
-answers, from a bucket of the hour's budget refilled over the hour. These records are
-kept on the account (`Account.paced`), forgotten with it once unspent.
+answers, from a bucket of the hour's budget refilled over the hour, and given back when
+the lab never had the request (`UNSEEN`: refused by the directory or the lab's mailbox,
+or never delivered). These records are kept on the account (`Account.paced`), forgotten
+with it once unspent.
 
 A request that may write (its op is no read of its kind) is refused too while its
 account's bytes stored (`stored_per_hour`) are spent: server/stored.py.
@@ -41,6 +43,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from protocol.errors import ErrorCode
 from server.budgets import HOUR, Account, Bucket, Hourly, Ledger
 from server.stored import charge_stored, may_store
 
@@ -61,13 +64,17 @@ COUNTED_WHEN_DONE = "crosses_per_hour"  # (an Hourly, as creates; the others are
 # take seconds), so only an ask some path dropped gets there; and a place freed too soon
 # would only let its client queue a little more at a stuck world.
 BACKSTOP = 30
+# Refusals a lab never gives a deal or a vote: the directory's (`unknown_actor` for a lab
+# that does not exist, `over_budget` `max_live_worlds`) or its mailbox's (`overloaded`,
+# full), before the lab has the call. Such a request gives back what it spent.
+UNSEEN = frozenset({ErrorCode.UNKNOWN_ACTOR, ErrorCode.OVER_BUDGET, ErrorCode.OVERLOADED})
 
 
 class Ticket:
     """One request or subscribe in flight (and the create, join or load it may be),
     counted against its account until its world is done with it."""
 
-    __slots__ = ("account", "loading", "spent", "to", "world")
+    __slots__ = ("account", "loading", "paid", "spent", "to", "world")
 
     def __init__(self, account: Account, spent: Hourly | None, world: str | None,
                  loading: bool, to: str | None = None) -> None:
@@ -76,16 +83,21 @@ class Ticket:
         self.world = world  # the world a create makes (None: not a create)
         self.loading = loading
         self.to = to  # the world it was sent to (the backstop's trace names it)
+        self.paid: Bucket | None = None  # the bucket a deal or vote was spent from
         if spent is not None:
             spent.start()
         account.loading += loading
         account.tickets[self] = trio.current_time()
 
-    def settle(self, done: bool) -> None:
-        """The call was answered: accepted (`done`) or refused (once; again: nothing)."""
+    def settle(self, done: bool, seen: bool = True) -> None:
+        """The call was answered: accepted (`done`) or refused (once; again: nothing). A
+        call its world never had (not `seen`: refused with a code of `UNSEEN`, or never
+        delivered) gives back the deal or vote it spent."""
         account, self.account = self.account, None
         if account is None:
             return
+        if self.paid is not None and not seen:
+            self.paid.level = min(self.paid.burst, self.paid.level + 1)
         del account.tickets[self]
         account.loading -= self.loading
         if self.spent is not None:
@@ -127,7 +139,7 @@ class Claims:
             return None
         target = self.target(call, to)
         now = trio.current_time()
-        spent, refusal, paced = None, None, None
+        spent, refusal, paced, paid = None, None, None, None
         if target is not None:  # (bounded by live_worlds: not a load)
             alive = {i for i in account.created if self.directory.alive(i) is not None}
             account.created = alive  # worlds that unloaded no longer count
@@ -140,13 +152,16 @@ class Claims:
         elif (paced := PACED.get(call.op)) is not None:
             record = self._paced(account, paced[0], now)
             spent = record if isinstance(record, Hourly) else None
+            paid = record if isinstance(record, Bucket) else None
         if refusal is None and call.op not in self.reads:
             refusal = may_store(self.ledger.budgets, account, now)
         try:
-            return self._issue(account, who, to, target is None and self._loads(to),
-                               refusal, spent, target, paced)
+            ticket = self._issue(account, who, to, target is None and self._loads(to),
+                                 refusal, spent, target, paced)
         finally:  # (raised, this frame is held by its traceback too: no cycle through it)
             refusal = None
+        ticket.paid = paid
+        return ticket
 
     def _paced(self, account: Account, budget: str, now: float) -> Hourly | Bucket:
         """`account`'s record of `budget` (made on first use)."""

@@ -26,6 +26,7 @@ from actors.runtime.mailbox import Pending
 from protocol.convert import unstructure
 from protocol.envelope import encode_error, encode_result
 from protocol.errors import ErrorCode, ProtocolError
+from server.claims import UNSEEN
 
 if TYPE_CHECKING:
     from server.budgets import Account, Ledger
@@ -95,7 +96,7 @@ class RequestAnswer:
     def fail(self, error: ProtocolError) -> None:
         """Reply with a refusal (the world, or the server before the world had it, is done
         with the request)."""
-        self._settle(False)
+        self._settle(False, error.code not in UNSEEN)
         self.time_out(error)
 
     def time_out(self, error: ProtocolError) -> None:
@@ -106,9 +107,9 @@ class RequestAnswer:
         self.session.count_error(error)
         self._deliver(encode_error(self.request_id, error))
 
-    def _settle(self, done: bool) -> None:
+    def _settle(self, done: bool, seen: bool = True) -> None:
         if self.claim is not None:  # (once: a ticket settles once)
-            self.claim.settle(done)
+            self.claim.settle(done, seen)
 
     def _deliver(self, frame: str) -> None:
         self.answered = True
@@ -138,18 +139,18 @@ class Charged(Pending):
 
     def fail(self, error: ProtocolError) -> None:
         """The world's refusal (or the directory's, which did not deliver the ask)."""
-        self._settle(False)
+        self._settle(False, error.code not in UNSEEN)
         super().fail(error)
 
     def close(self) -> None:
         """The ask returned: one that was never delivered (neither answered nor given up:
         its delivery raised) frees its ticket now, as nothing will answer it."""
         if not self.done.is_set():
-            self._settle(False)
+            self._settle(False, seen=False)
 
-    def _settle(self, done: bool) -> None:
+    def _settle(self, done: bool, seen: bool = True) -> None:
         if self.ticket is not None:  # (once: a ticket settles once)
-            self.ticket.settle(done)
+            self.ticket.settle(done, seen)
 
     @property
     def footprint(self) -> int | None:

@@ -268,14 +268,18 @@ class History:
     def held(self, revision: int) -> bool:
         """Whether `state_at(revision)` can answer: the events after its checkpoint are held
         (`revision` in first..revision)."""
-        return self.base(revision) >= min(revision, self.held_from)
+        return self._held(self.base(revision), revision)
+
+    def _held(self, base: int, revision: int) -> bool:
+        """The events from checkpoint `base` up to `revision` are held."""
+        return base >= min(revision, self.held_from)
 
     def state_at(self, revision: int) -> State:
         """The state at `revision` (first..revision); LookupError when it is not `held`."""
         if not self.first <= revision <= self.revision:
             raise ValueError(f"revision {revision} is not in {self.first}..{self.revision}")
         base, start = self.base(revision), self.held_from
-        if base < min(revision, start):  # (not `held`)
+        if not self._held(base, revision):
             raise LookupError(f"the events after revision {base} are not held; fold the "
                               "stored ones")
         return replay(self.events[base - start:revision - start], self.checkpoints[base])

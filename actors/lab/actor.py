@@ -58,6 +58,7 @@ from actors.lab.organism import organism_id
 from actors.lab.seeding import rng_for
 from actors.lab.state import Lab
 from actors.lab.validation import validate
+from actors.lab.views import shown_birth
 from actors.runtime import Call, Timer, WorldActor, refused
 from actors.runtime.deferred import Deferred
 from actors.runtime.host import Effect
@@ -304,11 +305,13 @@ class LabActor(WorldActor):
         cross its CPU budget), so the answer slot is kept (`defer`) to charge it; the
         reply is returned too, for the receipt of a retried request."""
         make, purpose = OFFERS[call.op]
-        candidate = make(self.state, call.args, self.ctx(call, purpose))
+        ctx = self.ctx(call, purpose)
+        candidate = make(self.state, call.args, ctx)
         if isinstance(candidate, Refusal):
             raise refused(candidate)
         payer = self.defer()
-        reply = self._offer(candidate, loop=False, payer=payer)
+        reply = shown_birth(self.state, self._offer(candidate, loop=False, payer=payer), ctx,
+                            candidate.client)
         payer.succeed(reply)
         return reply
 

@@ -60,12 +60,13 @@ def grammar_candidate(pool: Sequence[Organism], track: str, rng: np.random.Gener
                      genome=genome, source=source)
 
 
-def cross_candidate(a: Organism, b: Organism, client: str, rng: np.random.Generator
-                    ) -> Candidate:
-    """A visitor's child of two crossable parents (see `dealing.cross_refusal`)."""
+def cross_candidate(a: Organism, b: Organism, client: str, rng: np.random.Generator,
+                    source: str = "cross") -> Candidate:
+    """A child of two crossable parents (see `dealing.cross_refusal`): a visitor's, or
+    with `source` owner the owner's."""
     genome = child(a.genome, b.genome, rng)
     return Candidate(a.track, render(genome), parents=(a.id, b.id), genome=genome,
-                     source="cross", client=client)
+                     source=source, client=client)
 
 
 def birth_events(organisms: Mapping[str, Organism], candidate: Candidate, reason: str | None,

@@ -55,7 +55,7 @@ class Born:
     parents: tuple[str, ...]
     directive: str | None
     source: str  # daemon | owner | model | cross | import
-    client: str  # the visitor's client key for a cross, else ""
+    client: str  # the client key of a cross (a visitor's, or the owner's), else ""
     genome: ShaderGenome | PanelGenome | None
     prompt: str | None
     t: int

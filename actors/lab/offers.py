@@ -35,6 +35,7 @@ from actors.world import Ctx, Refusal
 from protocol.errors import ErrorCode
 from protocol.ops import lab as ops
 from protocol.ops.lab import LabCode
+from protocol.roles import role_at_least
 
 MAX_VALIDATING = 16  # candidates of one lab being validated at once
 MAX_VISITORS_VALIDATING = 8  # ... of which visitor crosses (the owner and the loop keep room)
@@ -78,9 +79,11 @@ def birth_candidate(state: Lab, args: ops.BirthArgs, ctx: Ctx) -> Candidate | Re
 
 def visitor_candidate(state: Lab, args: ops.CrossArgs, ctx: Ctx) -> Candidate | Refusal:
     """A visitor's child of two proven shaders the grammar wrote (born unproven);
-    `overloaded` while MAX_CROSS_BACKLOG crosses wait to be proven. A parent the caller may
-    not see (below the owner: not a proven shader) is `unknown_organism`, as a lab.status
-    of it would be."""
+    `overloaded` while MAX_CROSS_BACKLOG crosses wait to be proven, or past
+    MAX_CROSSES_PER_HOUR. A parent the caller may not see (below the owner: not a proven
+    shader) is `unknown_organism`, as a lab.status of it would be. The owner's cross is
+    the owner's birth (`source` owner): those caps bound what visitors make the lab keep,
+    so it neither counts toward them nor is refused by them."""
     refused = client_refusal(args.client_key)
     if refused:
         return refused
@@ -91,6 +94,8 @@ def visitor_candidate(state: Lab, args: ops.CrossArgs, ctx: Ctx) -> Candidate | 
     refused = cross_refusal(a, b)
     if refused:
         return refused
+    if role_at_least(ctx.caller.role, "owner"):
+        return cross_candidate(a, b, args.client_key, offer_rng(state, ctx), source="owner")
     pool = list(state.organisms.values())
     validating = sum(v.source == "cross" for v in state.validating.values())
     waiting = backlog(pool, a.track, "cross") + validating

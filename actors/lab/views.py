@@ -5,8 +5,10 @@ backlog).
 A caller below the owner sees an organism only where the seed lets the public see it: a
 proven shader with no stored error (the gallery's bar, less the vote). Any other id is
 `unknown_organism`, the answer an id that does not exist gets, so a refusal reveals
-nothing. The one exception is a visitor's own cross: `lab.status` shows it to the client
-key that crossed it while it is validated and waits unproven (or how it was rejected)."""
+nothing, and a cross whose child repeats such an organism is told so without its id
+(`shown_birth`). The one exception is a visitor's own cross: `lab.status` shows it to the
+client key that crossed it while it is validated and waits unproven (or how it was
+rejected)."""
 
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from protocol.ops.lab import LabCode
 from protocol.roles import role_at_least
 
 MAX_ANCESTORS = 128  # organisms in one lineage listing
+HIDDEN_DUPLICATE = "duplicate of an organism that is not public"
 _TRACK_OF_ID = {"s": "shader", "p": "panel"}  # organism ids start with the track's initial
 
 
@@ -76,11 +79,26 @@ def _owner(ctx: Ctx) -> bool:
     return role_at_least(ctx.caller.role, "owner")
 
 
+def _sees(o: Organism, ctx: Ctx, key: str) -> bool:
+    """The owner sees any organism; others a public one, or their own cross (crossed
+    under `key`) while it lives."""
+    return _owner(ctx) or public(o) or bool(key and o.client == key and o.live)
+
+
+def shown_birth(state: Lab, birth: ops.Birth, ctx: Ctx, key: str) -> ops.Birth:
+    """A birth's reply as its caller (crossing under `key`) may see it: a duplicate of an
+    organism the caller may not see names no id (the candidate's is that organism's)."""
+    o = state.organisms.get(birth.id or "")
+    if birth.status != "rejected" or o is None or _sees(o, ctx, key):
+        return birth
+    return ops.Birth(None, "rejected", HIDDEN_DUPLICATE)
+
+
 def shown_organism(state: Lab, oid: str, ctx: Ctx) -> Organism | Refusal:
     """The organism `oid` if the caller may see it (the owner any, others a public one),
     or `unknown_organism`."""
     found = state.organisms.get(oid)
-    if found is None or not (_owner(ctx) or public(found)):
+    if found is None or not _sees(found, ctx, ""):
         return _unknown(oid)
     return found
 
@@ -102,7 +120,9 @@ def answer_status(state: Lab, args: ops.StatusArgs, ctx: Ctx) -> ops.Status | Re
     organism, or the caller's own cross (named by `client_key`) until it is proven."""
     owner, key = _owner(ctx), args.client_key
     o = state.organisms.get(args.id)
-    if o is not None and (owner or public(o) or (key and o.client == key and o.live)):
+    if o is not None:  # (a rejection under an organism's id is a duplicate's: hidden with it)
+        if not _sees(o, ctx, key):
+            return _unknown(args.id, "organism or candidate")
         status = "alive" if o.status == "alive" else "dead"
         return ops.Status(o.id, o.track, status, o.render_ok, o.error)
     track = _TRACK_OF_ID.get(args.id[:1], "shader")

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .diagnostics import Diagnostic, LevelError, join_path
+from .diagnostics import Diagnostic, Diagnostics, LevelError, collect, join_path
 from .level import Level, parse_level
 from .mechanics.host import supported_features
 
@@ -82,9 +82,13 @@ def import_keke_levels(data: Any) -> list[Level]:
     if not is_keke_file(data):
         raise LevelError([Diagnostic("levels", "not a Keke level file: expected "
                                      '{"levels": [{"ascii": ...}, ...]}')])
-    diags = _unknown_fields(data, FILE_FIELDS, "", "a Keke level file")
-    for i, entry in enumerate(data["levels"]):
-        diags += _unknown_fields(entry, LEVEL_FIELDS, join_path("levels", i), "a Keke level")
+
+    def check(found: Diagnostics) -> None:
+        _unknown_fields(data, FILE_FIELDS, "", "a Keke level file", found)
+        for i, entry in enumerate(data["levels"]):
+            _unknown_fields(entry, LEVEL_FIELDS, join_path("levels", i), "a Keke level", found)
+
+    _, diags = collect(check)
     if diags:
         raise LevelError(diags)
     levels = []
@@ -100,14 +104,16 @@ def import_keke_levels(data: Any) -> list[Level]:
     return levels
 
 
-def _unknown_fields(data: dict[str, Any], fields: frozenset[str], path: str, what: str
-                    ) -> list[Diagnostic]:
-    """A diagnostic per field of `data` outside `fields`; `mechanics` names the host features."""
-    return [Diagnostic(join_path(path, str(key)), f"unknown field ({what} has "
-                       f"{', '.join(sorted(fields))}" + (
-                           "; mechanics are declared in our pack format, host supports: "
-                           + supported_features() if key == "mechanics" else "") + ")")
-            for key in sorted(set(data) - fields, key=str)]
+def _unknown_fields(data: dict[str, Any], fields: frozenset[str], path: str, what: str,
+                    found: Diagnostics) -> None:
+    """Add to `found` a diagnostic per field of `data` outside `fields`; `mechanics` names
+    the host features."""
+    for key in sorted(set(data) - fields, key=str):
+        found.append(Diagnostic(join_path(path, str(key)), f"unknown field ({what} has "
+                                f"{', '.join(sorted(fields))}" + (
+                                    "; mechanics are declared in our pack format, host "
+                                    "supports: " + supported_features()
+                                    if key == "mechanics" else "") + ")"))
 
 
 def load_keke_file(path: str | Path) -> list[Level]:

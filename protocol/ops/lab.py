@@ -224,9 +224,10 @@ class BirthArgs:
 class Birth:
     """A candidate's id (its content hash) and where it stands: `validating` (the
     validator runs off the lab's task; `lab.status` tells the outcome), `born`, or
-    `rejected` with the reason it was logged as a rejection."""
+    `rejected` with the reason it was logged as a rejection. The id is null for a
+    visitor's cross whose child repeats an organism the visitor may not see."""
 
-    id: str
+    id: str | None
     status: BirthStatus
     reason: str | None = None
 

@@ -15,6 +15,7 @@ from actors.lab.offers import OFFERS, decide_offer, decide_validated, offered
 from actors.lab.rules import WORLD
 from actors.lab.state import Lab
 from actors.lab.validation import validate
+from actors.lab.views import shown_birth
 from actors.world import Caller, Ctx, Refusal
 from protocol.convert import structure
 from protocol.errors import ErrorCode
@@ -56,20 +57,19 @@ class LabRun:
 
     def _offer(self, op: str, value: Any, caller: Caller) -> Any:
         make, purpose = OFFERS[op]
-        candidate = make(self.state, value, Ctx(caller, self.t, self.rev,
-                                                WORLD.seed(self.state), purpose))
+        ctx = Ctx(caller, self.t, self.rev, WORLD.seed(self.state), purpose)
+        candidate = make(self.state, value, ctx)
         if isinstance(candidate, Refusal):
             return candidate
         events = decide_offer(self.state, candidate, self.t)
         if isinstance(events, Refusal):
             return events
         self._fold(events)
-        if offered(candidate, events).status != "validating":
-            return offered(candidate, events)
-        outcome = decide_validated(self.state, candidate,
-                                   validate(candidate.track, candidate.code), self.t)
-        self._fold(outcome)
-        return offered(candidate, outcome)
+        if offered(candidate, events).status == "validating":
+            events = decide_validated(self.state, candidate,
+                                      validate(candidate.track, candidate.code), self.t)
+            self._fold(events)
+        return shown_birth(self.state, offered(candidate, events), ctx, candidate.client)
 
     def _fold(self, events: list) -> None:
         for event in events:

@@ -214,6 +214,39 @@ def test_visitor_crosses_born_in_an_hour_are_bounded_whoever_crosses() -> None:
         run.t += 1
 
 
+def cross_born(run: LabRun, caller: Caller, a: str, b: str, key: str) -> Birth | Refusal:
+    """A cross of `a` and `b` that bears a child (a child repeating an organism is drawn
+    again), or its refusal."""
+    reply = run("lab.cross", caller, a=a, b=b, client_key=key)
+    while isinstance(reply, Birth) and reply.status == "rejected":
+        run.t += 1
+        reply = run("lab.cross", caller, a=a, b=b, client_key=key)
+    return reply
+
+
+def test_the_owner_s_crosses_neither_count_toward_the_visitors_caps_nor_are_refused() -> None:
+    """The caps bound what visitors make the lab keep: the owner's unproven children leave
+    the visitors their MAX_CROSS_BACKLOG, and the owner crosses in an hour or a backlog
+    the visitors filled."""
+    run = LabRun()
+    a, b = born(run, 2)
+    for oid in (a, b):
+        run("lab.ok", id=oid)
+    mine = [cross_born(run, OWNER, a, b, "o").id for _ in range(MAX_CROSS_BACKLOG)]
+    assert {run.state.organisms[oid].source for oid in mine} == {"owner"}
+    for _ in range(MAX_CROSS_BACKLOG):  # all unproven, with the owner's
+        assert cross_born(run, JUDGE, a, b, f"v{run.t}").status == "born"
+    assert cross_born(run, JUDGE, a, b, "late").detail == {"crosses": 16, "limit": 16}
+    assert cross_born(run, OWNER, a, b, "o").status == "born"  # the backlog is visitors'
+    for oid in list(run.state.organisms):
+        run("lab.ok", id=oid)
+    while isinstance(reply := cross_born(run, JUDGE, a, b, f"v{run.t}"), Birth):
+        run("lab.ok", id=reply.id)  # (the backlog stays empty)
+    assert reply.detail["crosses_last_hour"] == MAX_CROSSES_PER_HOUR
+    assert cross_born(run, OWNER, a, b, "o").status == "born"
+    assert cross_born(run, JUDGE, a, b, "late").detail == reply.detail  # not counted
+
+
 def test_a_cross_of_a_model_birth_is_refused() -> None:
     run = LabRun()
     a = run("lab.birth", track="shader", code=GOOD).id

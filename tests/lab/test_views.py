@@ -13,11 +13,14 @@ import attrs
 import pytest
 import trio
 
-from actors.lab.events import Rejected, Validating
+from actors.lab.events import Born, Rejected, Validating
+from actors.lab.offers import visitor_candidate
+from actors.lab.organism import organism_id
 from actors.lab.rules import WORLD
-from actors.world import Caller, Refusal
+from actors.lab.seeding import PURPOSES
+from actors.world import Caller, Ctx, Refusal
 from protocol.client import Client
-from protocol.ops.lab import LabCode
+from protocol.ops.lab import Birth, CrossArgs, LabCode
 from tests.lab.lab_world import JUDGE, OWNER, LabRun
 from tests.lab.live import born, new_lab, settled
 from tests.server.ws_harness import Raw, raw_client, running_server
@@ -134,6 +137,48 @@ def test_a_cross_of_a_parent_the_public_may_not_see_is_an_unknown_organism() -> 
             attrs.evolve(nowhere, detail={"id": ids[hidden]})
     assert run("lab.cross", OWNER, a=ids["p"], b=ids["u"], client_key="v").code == \
         LabCode.PARENT_NOT_PROVEN
+
+
+def plant_next_cross(run: LabRun, source: str = "owner", client: str = "") -> str:
+    """Plant, unproven, the child the next `lab.cross` of p and q will make (the draws
+    are keyed on the revision and the offers made, which a planted birth leaves as they
+    are); its id."""
+    ids = pool(run)
+    ctx = Ctx(JUDGE, run.t, run.rev, WORLD.seed(run.state), PURPOSES["crossover"])
+    c = visitor_candidate(run.state, CrossArgs(ids["p"], ids["q"], "v1"), ctx)
+    oid = organism_id(c.track, c.code)
+    run.state = WORLD.evolve(run.state, Born(oid, c.track, c.code, None, c.parents, None,
+                                             source, client, c.genome, None, run.t))
+    return oid
+
+
+@pytest.mark.parametrize("caller", [JUDGE, AGENT])
+def test_a_cross_repeating_an_organism_the_caller_may_not_see_names_no_id(
+        caller: Caller) -> None:
+    """Its id is the hidden organism's: below the owner the rejection names neither, and
+    `lab.status` of that id stays `unknown_organism`, even under the crossing key."""
+    run = LabRun()
+    oid = plant_next_cross(run)
+    p, q = (o.id for o in run.state.organisms.values() if o.render_ok and o.track == "shader")
+    reply = run("lab.cross", caller, a=p, b=q, client_key="v1")
+    assert reply == Birth(None, "rejected", "duplicate of an organism that is not public")
+    assert run.state.rejections[oid] == (f"duplicate of {oid}", "v1")  # logged, as ever
+    unknown(run, caller, "lab.status", oid, client_key="v1")
+    assert run("lab.status", id=oid).status == "alive"  # the owner's view
+
+
+def test_a_cross_repeating_an_organism_the_caller_may_see_names_it() -> None:
+    """The owner sees any; a visitor its own unproven cross (not another key's)."""
+    run = LabRun()
+    oid = plant_next_cross(run)
+    p, q = (o.id for o in run.state.organisms.values() if o.render_ok and o.track == "shader")
+    assert run("lab.cross", OWNER, a=p, b=q, client_key="v1") == \
+        Birth(oid, "rejected", f"duplicate of {oid}")
+    for key, shown in (("v1", oid), ("v2", None)):
+        run = LabRun()
+        assert plant_next_cross(run, "cross", "v1") == oid
+        reply = run("lab.cross", JUDGE, a=p, b=q, client_key=key)
+        assert (reply.id, reply.status) == (shown, "rejected")
 
 
 def test_a_public_vote_shows_no_stored_error() -> None:

@@ -5,6 +5,8 @@ name each connection takes), and a cross's validation is charged to the crosser.
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx
@@ -37,6 +39,20 @@ async def proven(owner: Client, lab: str, n: int) -> list[str]:
     for oid in ids:
         await owner.request("lab.ok", lab, {"id": oid})
     return ids
+
+
+@asynccontextmanager
+async def judging(tmp_path: Path, budgets: Budgets, n: int
+                  ) -> AsyncIterator[tuple[Client, Client, httpx.AsyncClient, str]]:
+    """A server held to `budgets`: its owner, an anonymous judge over a websocket and over
+    HTTP, and `lab:judging` with `n` proven shaders."""
+    async with running_server(tmp_path, budgets=budgets) as srv, \
+            Client.connect(srv.ws_url, srv.owner_token) as owner, \
+            Client.connect(srv.ws_url) as judge, \
+            httpx.AsyncClient(base_url=srv.url) as http:
+        lab = await new_lab(owner, "judging")
+        await proven(owner, lab, n)
+        yield owner, judge, http, lab
 
 
 async def test_crosses_are_budgeted_per_account_and_a_refused_one_spends_nothing(
@@ -79,12 +95,7 @@ async def test_public_pairs_and_votes_are_budgeted_per_account(tmp_path: Path) -
     route alike, one account for the address) they are refused, and the lab is unchanged;
     the owner deals and votes without a budget."""
     budgets = Budgets(deals_per_hour=3, votes_per_hour=2)
-    async with running_server(tmp_path, budgets=budgets) as srv, \
-            Client.connect(srv.ws_url, srv.owner_token) as owner, \
-            Client.connect(srv.ws_url) as judge, \
-            httpx.AsyncClient(base_url=srv.url) as http:
-        lab = await new_lab(owner, "judging")
-        await proven(owner, lab, 3)
+    async with judging(tmp_path, budgets, 3) as (owner, judge, http, lab):
         pairs = [await judge.request("lab.public_pair", lab, {"client_key": "k"})
                  for _ in range(3)]
         err = await refused(judge, "lab.public_pair", lab, {"client_key": "k"})
@@ -110,6 +121,25 @@ async def test_public_pairs_and_votes_are_budgeted_per_account(tmp_path: Path) -
             await owner.request("lab.vote", lab, {"pair": pair["pair"], "client_key": "o",
                                                   "winner": pair["right"]["id"]})
         assert (await owner.request("lab.info", lab, {}))["votes"] == 6
+
+
+async def test_a_deal_or_vote_the_lab_never_saw_is_given_back(tmp_path: Path) -> None:
+    """A request the directory refuses before any lab has it (`unknown_actor`: a mistyped
+    lab name) gives back its deal or vote, over the websocket and the seed's HTTP route
+    alike; the lab's own refusals (`not_dealt`) still spend them."""
+    budgets = Budgets(deals_per_hour=2, votes_per_hour=2)
+    async with judging(tmp_path, budgets, 2) as (_owner, judge, http, lab):
+        vote = {"pair": "p", "winner": "s-0000000000000000", "client_key": "k"}
+        for _ in range(3):
+            nope = await http.post("/api/pub/vote?lab=nope", json=vote)
+            assert (nope.status_code, nope.json()["error"]["code"]) == (404, "unknown_actor")
+            for op, args in (("lab.vote", vote), ("lab.public_pair", {"client_key": "k"})):
+                assert (await refused(judge, op, "lab:nope", args)).code == "unknown_actor"
+        for _ in range(2):
+            assert (await refused(judge, "lab.vote", lab, vote)).code == "not_dealt"
+            await judge.request("lab.public_pair", lab, {"client_key": "k"})
+        for op, args in (("lab.vote", vote), ("lab.public_pair", {"client_key": "k"})):
+            assert (await refused(judge, op, lab, args)).code == "over_budget"
 
 
 async def test_a_cross_s_validation_is_charged_to_the_crosser(tmp_path: Path,

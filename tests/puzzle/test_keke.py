@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from actors.puzzle.diagnostics import LevelError
+from actors.puzzle.diagnostics import MAX_DIAGNOSTICS, STOPPED, Diagnostic, LevelError
 from actors.puzzle.keke import ascii_to_json, import_ascii, import_keke_levels
 from tests.puzzle.corpus import SETS, corpus, label
 
@@ -57,3 +57,13 @@ def test_bad_maps_are_refused_with_a_position(ascii_map: str, message: str) -> N
 def test_a_file_that_is_not_keke_is_refused() -> None:
     with pytest.raises(LevelError, match=r"^levels: not a Keke level file"):
         import_keke_levels({"levels": [{"id": 1}]})
+
+
+def test_unknown_fields_stop_at_max_diagnostics() -> None:
+    """A file of any size names a bounded list of unknown fields, as a level's checks do."""
+    data = {"levels": [{"ascii": "___\n_b_\n___", "colour": i} for i in range(2 * MAX_DIAGNOSTICS)]}
+    with pytest.raises(LevelError) as err:
+        import_keke_levels(data)
+    found = err.value.diagnostics
+    assert len(found) == MAX_DIAGNOSTICS + 1 and found[-1] == Diagnostic("", STOPPED)
+    assert found[0].path == "levels[0].colour"

@@ -89,7 +89,8 @@ async function cross() {
     }
     entry.status = r.status;
     entry.reason = r.reason;
-    out.textContent = r.status === "rejected" ? `${r.id} was rejected: ${r.reason}` :
+    // (a child repeating an organism the public may not see is rejected with no id)
+    out.textContent = r.status === "rejected" ? `${r.id ?? "the child"} was rejected: ${r.reason}` :
       r.status === "validating" ? `${r.id} is still being validated` :
       `${r.id} was born, unproven: the owner's arena will prove it`;
   } catch (err) {
