@@ -56,7 +56,8 @@ async def test_a_commit_retract_loop_is_refused_once_its_bytes_are_spent(
     sees them and nothing more is stored, while its reads are answered; another account
     writes on."""
     limit = 3_000
-    async with running_server(tmp_path, budgets=Budgets(stored_per_hour=limit)) as srv, \
+    budgets = Budgets(stored_per_hour=limit, cpu_burst=600.0)  # (a loaded machine: no `cpu`)
+    async with running_server(tmp_path, budgets=budgets) as srv, \
             Client.connect(srv.ws_url, srv.owner_token) as owner:
         ann = srv.state.tokens.create("agent", "ann")
         await start(owner, GAME, size=20, seed=3)
