@@ -3,11 +3,12 @@
 `PeerServer` accepts the other processes' connections on the peer port: a hello with the
 cluster's secret, then every request is posted to this process's directory as if a local
 session had sent it (same converter, same roles as the first process granted), and its
-answer goes back on the same connection. `Link` is this process's ONE persistent
-connection to one other process: requests from every session share it, matched to their
-replies by id; it is opened when first needed, pinged while requests wait, and given up
-(every waiting request told whether it had been sent) when the peer closes it, cannot
-be reached, or says nothing for `silence` seconds while requests wait.
+answer goes back on the same connection, with what handling it cost here (charged to its
+client there: wire.py). `Link` is this process's ONE persistent connection to one other
+process: requests from every session share it, matched to their replies by id; it is
+opened when first needed, pinged while requests wait, and given up (every waiting
+request told whether it had been sent) when the peer closes it, cannot be reached, or
+says nothing for `silence` seconds while requests wait.
 """
 
 from __future__ import annotations
@@ -44,15 +45,27 @@ LINK_ERRORS = (OSError, ValueError, trio.BrokenResourceError, trio.ClosedResourc
 
 
 class _PeerAnswer:
-    """The answer to one request of an incoming link: its reply frame, once."""
+    """The answer to one request of an incoming link: its reply frame, once, with what
+    handling it cost here (`charge`, `stored`: told before it is given; wire.py)."""
 
-    __slots__ = ("_done", "_id", "_slots", "_view", "footprint", "outbox")
+    __slots__ = ("_done", "_id", "_slots", "_view", "footprint", "nbytes", "outbox",
+                 "seconds")
 
     def __init__(self, outbox: Outbox, request_id: int, slots: trio.Semaphore,
                  view: bool = False) -> None:
         self.outbox, self._id, self._slots, self._view = outbox, request_id, slots, view
         self._done = False
         self.footprint: int | None = None  # its caller's, should it load a world here
+        self.seconds = 0.0  # what its message cost here, for the requester's client
+        self.nbytes = 0
+
+    def charge(self, seconds: float) -> None:
+        """Serving the message cost `seconds` (told to the requester with the reply)."""
+        self.seconds += seconds
+
+    def stored(self, nbytes: int) -> None:
+        """The message's events took `nbytes` in the store (told with the reply)."""
+        self.nbytes += nbytes
 
     def succeed(self, value: Any) -> None:
         if self._done:
@@ -61,7 +74,8 @@ class _PeerAnswer:
             rev, data = value
             value = {"rev": rev, "view": data}
         try:
-            frame = encode({"id": self._id, "ok": True, "result": unstructure(value)})
+            frame = encode(self._costs({"id": self._id, "ok": True,
+                                        "result": unstructure(value)}))
         except Exception:  # a result the converter cannot render is a bug: refuse, log
             log.exception("the reply to peer request %d could not be encoded", self._id)
             self.fail(ProtocolError(ErrorCode.INTERNAL, "the result could not be encoded"))
@@ -70,7 +84,16 @@ class _PeerAnswer:
 
     def fail(self, error: ProtocolError) -> None:
         if not self._done:
-            self._finish(encode({"id": self._id, "ok": False, "error": error.to_wire()}))
+            self._finish(encode(self._costs({"id": self._id, "ok": False,
+                                             "error": error.to_wire()})))
+
+    def _costs(self, frame: dict[str, Any]) -> dict[str, Any]:
+        """`frame` with what the message cost here, if anything."""
+        if self.seconds:
+            frame["seconds"] = self.seconds
+        if self.nbytes:
+            frame["stored"] = self.nbytes
+        return frame
 
     def _finish(self, frame: bytes) -> None:
         self._done = True

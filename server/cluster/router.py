@@ -5,7 +5,8 @@ gets there, and what happens when the process hosting it goes away.
   statement takes the lease if it is free or lapsed (the world then lives here: "prefer
   local", SCALEOUT.md 4.4) or names the node holding it;
 - `forward`: the message goes over the one link to that node (server/cluster/peers.py),
-  at most MAX_HOPS processes from where it arrived; the reply is the request's reply;
+  at most MAX_HOPS processes from where it arrived; the reply is the request's reply,
+  and what its handling cost there is charged to its client here (wire.py);
 - the holder cannot be reached, or its link broke before the reply came, or it answers
   but cannot reach the database (it sends the message back, `store: down`): the request
   waits until the world re-homes: the lease lapses (TTL) and this process takes it, or
@@ -29,6 +30,7 @@ from typing import Any
 import trio
 
 from actors.runtime import Call, Directory
+from actors.runtime.deferred import charge, tell_stored
 from actors.runtime.mailbox import Answer, ViewMsg
 from actors.runtime.subscriber import SubscriberQueue
 from actors.store import StoreUnavailable
@@ -38,7 +40,7 @@ from protocol.registry import Registry
 from server.cluster.leases import Leases
 from server.cluster.mirrors import Mirrors
 from server.cluster.peers import Link
-from server.cluster.wire import error_of, reroute, unplaceable
+from server.cluster.wire import costs_of, error_of, reroute, unplaceable
 from server.storage.cluster import Cluster
 
 log = logging.getLogger("petridish.cluster")
@@ -75,6 +77,15 @@ class _Forwarded:
             why += ("; the write had been sent to it and may or may not have been applied "
                     "(a write sent with a request_id can be retried safely)")
         self.fail(ProtocolError(ErrorCode.UNAVAILABLE, why, {"actor": actor_id}))
+
+    def cost(self, reply: dict[str, Any]) -> None:
+        """Tell the answer what its message cost the process that handled it (`reply`'s
+        figures: wire.py), as the runtime tells a local answer, before it is given."""
+        seconds, nbytes = costs_of(reply)
+        if seconds:
+            charge(self.answer, seconds)
+        if nbytes:
+            tell_stored(self.answer, nbytes)
 
     def succeed(self, value: Any) -> None:
         self.answer.succeed(value)
@@ -214,6 +225,7 @@ class Router:
     def _replied(self, link: Link, actor_id: str, message: Any, answer: _Forwarded, hops: int,
                  reply: dict[str, Any] | None, sent: bool) -> None:
         if reply is not None:
+            answer.cost(reply)
             if reply.get("ok"):
                 answer.succeed(self._result(message, reply.get("result")))
                 return

@@ -5,7 +5,8 @@ one compact JSON object per line over a TCP connection.
     <- {"id": 0, "ok": true, "result": {"node": "b"}}
     -> {"id": 7, "op": "counter.add", "to": "counter:w", "args": {...},
         "caller": "ann", "role": "agent", "hops": 1, "request_id": "k1"}
-    <- {"id": 7, "ok": true, "result": {...}}  or  {"id": 7, "ok": false, "error": {...}}
+    <- {"id": 7, "ok": true, "result": {...}, "seconds": 0.0004, "stored": 61}
+       or  {"id": 7, "ok": false, "error": {...}, "seconds": 0.0001}
     -> {"id": 8, "op": "view", "to": "counter:w", "hops": 1}
     <- {"id": 8, "ok": true, "result": {"rev": 12, "view": {...}}}
     -> {"id": 9, "op": "ping"}       <- {"id": 9, "ok": true, "result": null}
@@ -38,6 +39,16 @@ them follows (anonymous spectators, whose worlds may be unloaded to make room); 
 relay nobody watches through. On a request it bounds which followed worlds a load there
 may unload (as the caller's own would); on a relayed view it is how firmly the mirror's
 spectators hold the world, and a `footprint` frame updates it as they come and go.
+
+A reply carries what its message cost where it was handled, when it cost something: the
+handling's `seconds` (a load it caused included) and the bytes its events took in the
+store (`stored`). The process that forwarded it tells the waiting answer both before it
+answers, as the runtime tells a local one (they are charged to the client's CPU budget
+and `stored_per_hour` there); absent (an older peer), nothing is charged. A peer is
+trusted, but a figure that is no finite number or negative counts 0, and each is capped
+(`costs_of`), so a bad one cannot poison a ledger. Time spent after the reply went out
+(a view's, whose reply comes first) is not carried: a mirror's view has no client to
+charge.
 """
 
 from __future__ import annotations
@@ -53,6 +64,8 @@ from protocol.jsontext import compact_encoder
 MAX_LINE = 64 * 1024 * 1024  # bytes of one frame (a big field's view fits many times)
 MAX_HELLO = 4096  # bytes of a hello, and of anything read before the peer is known
 MAX_FOOTPRINT = 2**31 - 1  # a frame's `footprint` (a number of worlds followed)
+MAX_SECONDS = 3600.0  # a reply's `seconds` (past any handling, the slowest load included)
+MAX_STORED = 1 << 30  # a reply's `stored` bytes (past any message's events)
 _encode = compact_encoder(ensure_ascii=False)
 
 
@@ -91,6 +104,19 @@ def footprint_of(frame: dict[str, Any]) -> int | None:
         raise ProtocolError(ErrorCode.BAD_REQUEST, "footprint: expected null or an integer "
                             f"from 0 to {MAX_FOOTPRINT}", {"path": "footprint"})
     return value
+
+
+def costs_of(reply: dict[str, Any]) -> tuple[float, int]:
+    """A reply's `seconds` and `stored` (0 when absent, not a finite number, or negative;
+    at most MAX_SECONDS and MAX_STORED)."""
+    return (_figure(reply.get("seconds"), MAX_SECONDS),
+            int(_figure(reply.get("stored"), MAX_STORED)))
+
+
+def _figure(value: Any, cap: float) -> float:
+    if type(value) not in (int, float) or not value > 0:  # (NaN is not > 0)
+        return 0.0
+    return min(value, cap)  # (infinity: the cap)
 
 
 class Lines:

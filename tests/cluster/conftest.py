@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 import trio
 
+from actors.runtime import ActorKind
+from protocol.registry import Registry
 from server.app import Running, serve
 from server.config import ServerConfig
 from tests.pg import postgres_dsn, postgres_server  # noqa: F401  (fixtures)
@@ -59,9 +61,12 @@ class Nodes:
         self._nursery, self.dsn, self.data_dir = nursery, dsn, data_dir
         self.started: list[Node] = []
 
-    async def start(self, name: str, *, dsn: str | None = None, **settings: Any) -> Node:
+    async def start(self, name: str, *, dsn: str | None = None,
+                    kinds: list[ActorKind] | None = None, registry: Registry | None = None,
+                    **settings: Any) -> Node:
         """A node called `name` (anonymous connections are agents), on the database `dsn`
-        (default: the one every node shares; a proxy's, to break its link alone)."""
+        (default: the one every node shares; a proxy's, to break its link alone), hosting
+        `kinds` with `registry` (default: every world's)."""
         config = ServerConfig(port=0, data_dir=self.data_dir, open_mode=True,
                               store=dsn or self.dsn, node=name, **settings)
         scope, ended = trio.CancelScope(), trio.Event()
@@ -69,7 +74,8 @@ class Nodes:
         async def run(task_status: trio.TaskStatus[Running]) -> None:
             try:
                 with scope:
-                    await serve(config, task_status=task_status)
+                    await serve(config, kinds=kinds, registry=registry,
+                                task_status=task_status)
             finally:
                 ended.set()
 

@@ -1,0 +1,163 @@
+"""A request forwarded to the process hosting its world is charged to its client, on the
+process the client is connected to, like one served there: the host's reply carries the
+handling's seconds and the bytes its events took in the store (server/cluster/wire.py),
+told to the waiting answer before it is given. A reply without them (an older peer)
+answers all the same; a figure that is no finite number, or past its cap, cannot poison
+the ledger."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pytest
+import trio
+
+from actors.runtime import Call
+from protocol.errors import ErrorCode, ProtocolError
+from protocol.ops.counter import AddArgs, Total
+from server.budgets import HOUR, Budgets
+from server.claims import Ticket
+from server.cluster.peers import Link
+from server.cluster.wire import MAX_SECONDS, MAX_STORED, Lines, costs_of
+from server.replies import Charged
+from tests.cluster.conftest import Nodes
+from tests.server import burn_world
+from tests.server.ws_harness import error, raw_client, result
+
+WORLD = "counter:w"
+ANONYMOUS = "address:127.0.0.1"  # (an agent: the test nodes are open)
+
+
+def test_a_reply_s_figures_are_finite_numbers_from_zero_to_their_caps() -> None:
+    assert costs_of({"id": 1, "ok": True}) == (0.0, 0)
+    assert costs_of({"seconds": 0.25, "stored": 61}) == (0.25, 61)
+    assert costs_of({"seconds": 2, "stored": 61.9}) == (2, 61)
+    for bad in (-1, -0.5, math.nan, -math.inf, "1", True, None, [1], {"n": 1}):
+        assert costs_of({"seconds": bad, "stored": bad}) == (0.0, 0), bad
+    assert costs_of({"seconds": math.inf, "stored": math.inf}) == (MAX_SECONDS, MAX_STORED)
+    assert costs_of({"seconds": 1e12, "stored": 10**30}) == (MAX_SECONDS, MAX_STORED)
+
+
+@pytest.mark.postgres
+async def test_a_forwarded_write_is_charged_its_stored_bytes_where_its_client_is(
+        nodes: Nodes) -> None:
+    """A client of node a adds to a counter hosted on node b: its account on a is charged
+    exactly the bytes b stored for it, and once `stored_per_hour` is spent its writes are
+    refused on a, before b sees them, while its reads are answered."""
+    limit = 3_000
+    a = await nodes.start("a", budgets=Budgets(stored_per_hour=limit, cpu_burst=600.0))
+    b = await nodes.start("b")
+    async with raw_client(b.running) as host:
+        result(await host.call("counter.create", WORLD))
+    store = b.directory.store
+    first = await store.revision(WORLD)
+    began = trio.current_time()
+    async with raw_client(a.running) as c:
+        refused, adds = None, 0
+        for _ in range(100):
+            reply = await c.call("counter.add", WORLD, amount=1, note="n" * 100)
+            if not reply["ok"]:
+                refused = error(reply)
+                break
+            adds += 1
+        assert refused is not None, "the adds were never refused"
+        retry = refused["detail"].pop("retry_after")
+        assert refused == {"code": "over_budget", "message": "this client's requests stored "
+                           "more than 3,000 bytes in an hour; reads are still served",
+                           "detail": {"budget": "stored_per_hour", "limit": limit}}
+        assert 0 < retry <= HOUR
+        rows = await store.read_rows(WORLD, after=first)
+        assert len(rows) == adds
+        spent = sum(len(text) for _, text in rows)
+        assert spent > limit
+        account = a.running.state.ledger.accounts[ANONYMOUS]
+        # charged the stored bytes exactly, less what refilled meanwhile
+        refilled = spent - (limit - account.stored.refill(trio.current_time()))
+        assert -1e-6 <= refilled <= limit / HOUR * (trio.current_time() - began)
+        assert result(await c.call("counter.get", WORLD))["adds"] == adds
+        assert await store.revision(WORLD) == first + adds
+    assert WORLD in b.directory.hosted() and WORLD not in a.directory.hosted()
+
+
+@pytest.mark.postgres
+async def test_a_forwarded_request_is_charged_the_host_s_handling_time(nodes: Nodes) -> None:
+    """A client of node a asks a world hosted on node b to spin: its account on a is
+    charged b's handling time (at least the spin), and its recent use rises."""
+    budgets = Budgets(cpu_rate_agent=1e-9, cpu_burst=10.0)  # no refill: level = spend
+    a = await nodes.start("a", budgets=budgets, **burn_world.settings())
+    b = await nodes.start("b", **burn_world.settings())
+    async with raw_client(b.running) as host:
+        result(await host.call("burn.spin", "burn:x", ms=0))  # b hosts it
+    spins, ms = 4, 50
+    async with raw_client(a.running) as c:
+        for _ in range(spins):
+            assert result(await c.call("burn.spin", "burn:x", ms=ms)) == {"ms": ms}
+        account = a.running.state.ledger.accounts[ANONYMOUS]
+        spent = account.cpu.burst - account.cpu.refill(trio.current_time())
+        assert spent >= spins * ms / 1000, spent
+        assert account.recent.read(trio.current_time()) > 0
+    assert "burn:x" in b.directory.hosted() and "burn:x" not in a.directory.hosted()
+
+
+async def _old_peer(replies: list[dict[str, Any]], task_status: trio.TaskStatus[int]
+                    ) -> None:
+    """A peer of the protocol before replies carried figures: it greets anyone and answers
+    its requests in turn with `replies` (each with its request's id)."""
+
+    async def serve(stream: trio.SocketStream) -> None:
+        lines = Lines(stream)
+        while (frame := await lines.next()) is not None:
+            if frame.get("op") == "hello":
+                reply: dict[str, Any] = {"ok": True, "result": {"node": "old"}}
+            elif frame.get("op") == "ping":
+                reply = {"ok": True, "result": None}
+            else:
+                reply = replies.pop(0)
+            # (json's own encoder: it writes NaN and Infinity, as a careless peer might)
+            await stream.send_all(json.dumps({**reply, "id": frame.get("id")}).encode()
+                                  + b"\n")
+
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    task_status.started(listeners[0].socket.getsockname()[1])
+    await trio.serve_listeners(serve, listeners)
+
+
+@pytest.mark.postgres
+async def test_a_reply_without_figures_or_with_bad_ones_still_answers(nodes: Nodes) -> None:
+    """Node a forwards writes to a peer whose replies carry no figures (an older one), then
+    figures that are no numbers or past any sense: each is answered, the account charged
+    nothing for the first and at most the caps for the others, its ledger finite."""
+    a = await nodes.start("a")
+    ledger = a.running.state.ledger
+    account = ledger.account("ann", "agent", trio.current_time())
+    total = {"total": 1, "adds": 1, "revision": 2}
+    replies = [{"ok": True, "result": total},
+               {"ok": True, "result": total, "seconds": "x", "stored": -5},
+               {"ok": False, "error": {"code": "bad_request", "message": "no"},
+                "seconds": math.nan, "stored": True},
+               {"ok": True, "result": total, "seconds": math.inf, "stored": 1e400}]
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(_old_peer, replies)
+        link = Link("old", f"127.0.0.1:{port}", "a", "", nursery, silence=5.0)
+        answers = []
+        for _ in range(4):
+            answer = Charged(ledger, account, Ticket(account, None, None, False, WORLD))
+            a.cluster.router.forward(link, WORLD, Call("counter.add", AddArgs(1), "agent",
+                                                        "ann"), answer, 0)
+            with trio.fail_after(10):
+                await answer.done.wait()
+            answers.append(answer)
+            if len(answers) == 3:  # nothing charged yet
+                assert account.stored.level == account.stored.burst
+                assert account.cpu.level == account.cpu.burst
+                assert account.recent.read(trio.current_time()) == 0
+        nursery.cancel_scope.cancel()
+    assert [x.value for x in answers] == [Total(1, 1, 2), Total(1, 1, 2), None,
+                                          Total(1, 1, 2)]
+    assert isinstance(answers[2].error, ProtocolError)
+    assert answers[2].error.code == ErrorCode.BAD_REQUEST
+    assert not account.tickets  # every answer settled its ticket
+    assert account.stored.level == account.stored.burst - MAX_STORED
+    assert math.isfinite(account.cpu.level) and account.cpu.level < account.cpu.burst
