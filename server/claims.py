@@ -61,8 +61,9 @@ PACED = {"lab.cross": ("crosses_per_hour", "crosses"),
 COUNTED_WHEN_DONE = "crosses_per_hour"  # (an Hourly, as creates; the others are buckets)
 # Ask timeouts after which a ticket its world has not settled is freed (5 minutes at the
 # default 10 s): far past any answer a working world gives (a load, a compile, a re-home
-# take seconds), so only an ask some path dropped gets there; and a place freed too soon
-# would only let its client queue a little more at a stuck world.
+# take seconds), so only an ask some path dropped, or offloaded work queued that long
+# behind the one offload thread, gets there; and a place freed too soon would only let its
+# client queue a little more at a stuck world.
 BACKSTOP = 30
 # Refusals a lab never gives a deal or a vote: the directory's (`unknown_actor` for a lab
 # that does not exist, `over_budget` `max_live_worlds`) or its mailbox's (`overloaded`,

@@ -71,7 +71,8 @@ def sweep(state: ServerState, now: float) -> None:
         state.metrics.inflight_freed.inc(len(tickets))
         worlds = sorted({t.to or "?" for t in tickets})
         state.trace.warn("unsettled", who, "freed the requests of %s in flight for over %g "
-                         "s (%d, to %s): their worlds never answered them", who, limit,
+                         "s (%d, to %s): their worlds have not answered them (an ask dropped, "
+                         "or offloaded work queued that long)", who, limit,
                          len(tickets), ", ".join(worlds[:3]) + (", ..." if worlds[3:] else ""))
 
 

@@ -61,7 +61,7 @@ from actors.runtime.receipts import Receipts
 from actors.runtime.subscriber import SubscriberQueue
 from actors.runtime.topic import Topic
 from actors.store import Event, FencedError, Receipt, StoreUnavailable
-from protocol.errors import ProtocolError
+from protocol.errors import ErrorCode, ProtocolError
 
 log = logging.getLogger("petridish.actors")
 T = TypeVar("T")
@@ -210,11 +210,13 @@ class Actor(Lifecycle, ABC):
 
     def _tell_other(self, to: str, message: Any) -> None:
         """Tell `to` (loading it if needed, wherever it lives); a world not hosted here or
-        whose mailbox is full is logged, not an error of this one's."""
+        whose mailbox is full is logged, not an error of this one's (a full mailbox at
+        debug: clients can fill one, and so would fill the log)."""
         try:
             self.context.directory.ref(to).tell(message)
         except ProtocolError as error:
-            log.warning("%s could not tell %s: %s", self.actor_id, to, error.message)
+            level = logging.DEBUG if error.code == ErrorCode.OVERLOADED else logging.WARNING
+            log.log(level, "%s could not tell %s: %s", self.actor_id, to, error.message)
 
     def _stage(self, records: Sequence[Event]) -> int:
         """Hand records already folded into the state to the batch's append."""
@@ -464,7 +466,9 @@ class Actor(Lifecycle, ABC):
     def _wrote(self, answer: Answer, mark: int) -> None:
         """The ask of `answer` staged the batch's events from `mark` on: once they are
         durable, its answer hears their size in the store (`stored(bytes)`, if it has it:
-        a client's, whose budget counts them; actors/runtime/deferred.py)."""
+        a client's, whose budget counts them; actors/runtime/deferred.py). A handler that
+        made its events durable itself (`durable()`: the owner's console, which has no
+        budget) is told nothing."""
         stored = getattr(answer, "stored", None)
         if stored is not None:
             self._writers.append((stored, mark, len(self._unflushed)))

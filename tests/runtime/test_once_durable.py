@@ -4,13 +4,14 @@ when that append fails, nobody hears of what the store does not keep."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
 import trio
 
 from actors import field, lobby
-from actors.lobby.actor import SEEN
+from actors.lobby.actor import SEEN, Seen
 from actors.puzzle import WORLD as ROOM_WORLD
 from actors.puzzle.catalog import bundled
 from actors.puzzle.puzzleboard import WORLD as BOARD_WORLD
@@ -22,6 +23,7 @@ from actors.store import MemoryEventStore, StoreUnavailable
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.ops import puzzle as ops
 from protocol.ops.field import JoinArgs, RulesArgs, StartArgs
+from protocol.ops.lobby import LOBBY_ID
 
 DIRS = {"u": "up", "d": "down", "l": "left", "r": "right", "s": "wait"}
 
@@ -143,3 +145,20 @@ async def test_a_crash_keeps_the_tells_of_the_batchs_earlier_messages(
         assert crash.error.code == ErrorCode.ACTOR_RESTARTED
         assert (await store.read(field_id))[-1].data["kind"] == "join"
         assert await told_agents(store, field_id) == 1, "the stored join was never told"
+
+
+async def test_a_tell_to_a_full_mailbox_is_logged_at_debug(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Clients can fill a world's mailbox (the lobby's, with `lobby.list`): a tell it then
+    refuses is logged at debug, or every field's summary would be a warning line."""
+    async with open_directory(MemoryEventStore(), FIELD_KINDS) as directory:
+        actor = await started(directory, "field:full")
+        await directory.get(LOBBY_ID)
+        lobby = directory.ref(LOBBY_ID)
+        with pytest.raises(ProtocolError, match="mailbox"):
+            for _ in range(100_000):  # (its task does not run meanwhile: it fills)
+                lobby.tell(Seen("counter:x", {}))
+        caplog.set_level(logging.DEBUG, "petridish.actors")
+        actor.tell_when_durable(LOBBY_ID, Seen("field:full", {}))
+        told = [r.levelno for r in caplog.records if "could not tell" in r.getMessage()]
+        assert told == [logging.DEBUG]

@@ -88,7 +88,7 @@ async def test_a_request_its_world_never_answers_is_freed_by_the_backstop(
         assert "\npetridish_inflight_freed_total 1\n" in text
         assert 'petridish_warnings_total{event="unsettled"} 1' in text
         assert (f"unsettled: freed the requests of {ANONYMOUS} in flight for over 9 s (1, "
-                "to slow:x): their worlds never answered them") in caplog.text
+                "to slow:x): their worlds have not answered them") in caplog.text
         await c.send({"id": 3, "op": "slow.spin", "to": "slow:y", "args": {"ms": 0}})
         with trio.fail_after(10):
             while srv.state.ledger.accounts[ANONYMOUS].inflight != 1:
