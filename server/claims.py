@@ -190,9 +190,9 @@ class Claims:
                refusal: ProtocolError | None = None, spent: Hourly | None = None,
                world: str | None = None, paced: tuple[str, str] | None = None) -> Ticket:
         """The ticket, or the first budget spent raised: its requests in flight, `refusal`
-        (a create's or join's, or its bytes stored), its loads, then `paced` (a visitor's lab op's budget and
-        what it counts: last, as a deal or a vote is spent only by a request let
-        through)."""
+        (a create's or join's, or its bytes stored), its loads, then `paced` (a visitor's
+        lab op's budget and what it counts: last, as a deal or a vote is spent only by a
+        request let through)."""
         refusal = self.ledger.may_send(account) or refusal
         if refusal is None and loading:
             refusal = self.ledger.may_load(account)

@@ -27,6 +27,7 @@ from protocol.roles import role_at_least
 
 MAX_ANCESTORS = 128  # organisms in one lineage listing
 HIDDEN_DUPLICATE = "duplicate of an organism that is not public"
+HIDDEN_CANDIDATE = "duplicate of a candidate that is not public"
 _TRACK_OF_ID = {"s": "shader", "p": "panel"}  # organism ids start with the track's initial
 
 
@@ -87,7 +88,13 @@ def _sees(o: Organism, ctx: Ctx, key: str) -> bool:
 
 def shown_birth(state: Lab, birth: ops.Birth, ctx: Ctx, key: str) -> ops.Birth:
     """A birth's reply as its caller (crossing under `key`) may see it: a duplicate of an
-    organism the caller may not see names no id (the candidate's is that organism's)."""
+    organism the caller may not see, or of a candidate another is having validated, names
+    no id (the candidate's is that organism's or candidate's)."""
+    if birth.status == "validating" and not _owner(ctx):
+        v = state.validating.get(birth.id or "")
+        if v is not None and not (key and v.client == key):
+            return ops.Birth(None, "rejected", HIDDEN_CANDIDATE)
+        return birth
     o = state.organisms.get(birth.id or "")
     if birth.status != "rejected" or o is None or _sees(o, ctx, key):
         return birth

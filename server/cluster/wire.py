@@ -47,8 +47,10 @@ answers, as the runtime tells a local one (they are charged to the client's CPU 
 and `stored_per_hour` there); absent (an older peer), nothing is charged. A peer is
 trusted, but a figure that is no finite number or negative counts 0, and each is capped
 (`costs_of`), so a bad one cannot poison a ledger. Time spent after the reply went out
-(a view's, whose reply comes first) is not carried: a mirror's view has no client to
-charge.
+is not carried: a view's, whose reply comes first (a mirror's view has no client to
+charge), and a forwarded `lab.cross`'s validation, charged once it ends (so in a cluster
+a crosser whose lab lives elsewhere is not charged its glslang seconds; one process
+charges them).
 """
 
 from __future__ import annotations

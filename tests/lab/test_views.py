@@ -14,10 +14,11 @@ import pytest
 import trio
 
 from actors.lab.events import Born, Rejected, Validating
-from actors.lab.offers import visitor_candidate
+from actors.lab.offers import decide_offer, offered, visitor_candidate
 from actors.lab.organism import organism_id
 from actors.lab.rules import WORLD
 from actors.lab.seeding import PURPOSES
+from actors.lab.views import shown_birth
 from actors.world import Caller, Ctx, Refusal
 from protocol.client import Client
 from protocol.ops.lab import Birth, CrossArgs, LabCode
@@ -179,6 +180,33 @@ def test_a_cross_repeating_an_organism_the_caller_may_see_names_it() -> None:
         assert plant_next_cross(run, "cross", "v1") == oid
         reply = run("lab.cross", JUDGE, a=p, b=q, client_key=key)
         assert (reply.id, reply.status) == (shown, "rejected")
+
+
+@pytest.mark.parametrize(("source", "client", "key", "shown"), [
+    ("owner", "", "v1", False), ("loop", "", "v1", False), ("cross", "v2", "v1", False),
+    ("cross", "v1", "v1", True)])
+def test_a_cross_repeating_a_candidate_being_validated_names_it_only_to_its_crosser(
+        source: str, client: str, key: str, shown: bool) -> None:
+    """A child whose code another is having validated adds nothing: below the owner its
+    reply names the candidate only to the key that crossed it (`lab.status` shows no other
+    key a candidate)."""
+    run = LabRun()
+    ids = pool(run)
+    ctx = Ctx(JUDGE, run.t, run.rev, WORLD.seed(run.state), PURPOSES["crossover"])
+    c = visitor_candidate(run.state, CrossArgs(ids["p"], ids["q"], key), ctx)
+    oid = organism_id(c.track, c.code)
+    run.state = WORLD.evolve(run.state, Validating(oid, c.track, source, client))
+    events = decide_offer(run.state, c, run.t)
+    assert events == []
+    reply = shown_birth(run.state, offered(c, events), ctx, key)
+    if shown:
+        assert reply == Birth(oid, "validating", None)
+    else:
+        assert reply == Birth(None, "rejected", "duplicate of a candidate that is not public")
+        unknown(run, JUDGE, "lab.status", oid, client_key=key)
+    owner = Ctx(OWNER, run.t, run.rev, WORLD.seed(run.state), PURPOSES["crossover"])
+    assert shown_birth(run.state, offered(c, events), owner, key) == \
+        Birth(oid, "validating", None)
 
 
 def test_a_public_vote_shows_no_stored_error() -> None:
