@@ -36,6 +36,8 @@ LIFTED: dict[str, float] = {
     "crosses_per_hour": 1_000_000_000,
     "deals_per_hour": 1_000_000_000,
     "votes_per_hour": 1_000_000_000,
+    "stored_per_hour": 10**15,  # bytes: a bench writes for as long as it runs
+    "stored_anonymous": 10**15,
 }
 
 
