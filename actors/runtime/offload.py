@@ -27,6 +27,10 @@ import trio
 
 T = TypeVar("T")
 
+# The name a worker thread bears while it runs offloaded work (trio names it back after):
+# a thread abandoned at a stop runs on, holding what its work names until it ends.
+OFFLOAD_THREAD = "offload"
+
 # The clock offloaded work counts a time budget on (a world's domain code reads no clock of
 # its own: its effect passes this one). It pickles by name, so it travels to a worker process.
 work_clock: Callable[[], float] = time.monotonic
@@ -106,4 +110,9 @@ async def run_offloaded(work: Callable[[], T], limiter: trio.CapacityLimiter,
     thread's result is dropped when the waiter is cancelled (a thread runs to its end)."""
     if process:
         return await _in_process(work, limiter)
-    return await trio.to_thread.run_sync(work, limiter=limiter, abandon_on_cancel=True)
+    held = [work]
+
+    def job() -> T:  # lets go of `work` as it ends, while the thread bears its name
+        return held.pop()()
+    return await trio.to_thread.run_sync(job, limiter=limiter, abandon_on_cancel=True,
+                                         thread_name=OFFLOAD_THREAD)

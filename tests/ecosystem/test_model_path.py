@@ -58,10 +58,18 @@ class Watch:
 
 
 @pytest.fixture
-async def served(tmp_path: Path, fake_model: FakeModel, caplog: pytest.LogCaptureFixture):
+def model_timeout() -> float:
+    """The endpoint's timeout: longer than any wait of the test, so that only a stall the
+    script asks for (a test that overrides it) runs into it, however slow the machine."""
+    return WAIT
+
+
+@pytest.fixture
+async def served(tmp_path: Path, fake_model: FakeModel, caplog: pytest.LogCaptureFixture,
+                 model_timeout: float):
     caplog.set_level(logging.DEBUG)
     (ada,) = agent_tokens(tmp_path, "ada")
-    endpoint = ModelEndpoint(fake_model.url, "fake-model", KEY, timeout=0.5)
+    endpoint = ModelEndpoint(fake_model.url, "fake-model", KEY, timeout=model_timeout)
     async with running_server(tmp_path, model=endpoint) as running, \
             Client.connect(running.ws_url, token=ada) as owner, \
             Client.connect(running.ws_url) as spectator:
@@ -71,14 +79,17 @@ async def served(tmp_path: Path, fake_model: FakeModel, caplog: pytest.LogCaptur
 async def set_up(owner: Client, spectator: Client, fake: FakeModel, watch: Watch, run: str,
                  script: list[Any]) -> dict[str, Any]:
     """Create `run` through the model answering `script`; the setup event, or the view
-    of a blocked setup."""
+    of a blocked setup. The model answers only once the spectator follows the run, so the
+    setup cannot end unseen before the subscription (its snapshot would then be all)."""
     fake.script, fake.requests[:] = copy.deepcopy(script), []
+    fake.hold.clear()
     to = f"ecosystem:{run}"
     info = watch.keep(await owner.request("ecosystem.create", to, {"answers": ANSWERS,
                                                                     "size": SIZE}))
     assert (info["status"], info["generation"]) == ("setting_up", -1)
     with trio.fail_after(WAIT):
         async with spectator.subscribe(to) as pushes:
+            fake.hold.set()
             async for push in pushes:
                 watch.keep(push.data)
                 if push.kind == "snapshot" and push.data["created"] is False \
@@ -134,7 +145,6 @@ async def test_bad_model_answers_end_labelled_within_the_budget(served, fake_mod
     surrogate["choice"]["options"][1]["label"] = "b\ud800old"  # its config hash raised: the
     control["choice"]["focus"] = "the \x1b[2J pike"  # actor crashed, the create was lost
     cases = [  # name, script, (status, stage, code) or the accepted calls
-        ("timeout", [2.0], ("fallback", "mapping", "transport")),
         ("invalid-json", HAPPY[:2] + ["{not json"], ("fallback", "roles", "invalid_json")),
         ("http-error", [404], ("fallback", "mapping", "http_status")),
         ("second-nonmaximal", HAPPY[:5] + [NONMAXIMAL, NONMAXIMAL],
@@ -167,6 +177,21 @@ async def test_bad_model_answers_end_labelled_within_the_budget(served, fake_mod
         assert (result["source"], result["failure"]["stage"], result["failure"]["code"]) == (
             "deterministic_fallback", stage, code), name
         assert (result["config"], result["graph"]) == (fallback["config"], fallback["graph"])
+    watch.assert_clean(caplog)
+
+
+@pytest.mark.parametrize("model_timeout", [0.5])
+async def test_a_model_past_the_timeout_ends_labelled(served, fake_model, caplog) -> None:
+    """The first call stalls until the test ends: the endpoint's timeout ends it, and the
+    run is set up by the labelled fallback after that one call."""
+    owner, spectator = served
+    watch = Watch()
+    setup = await set_up(owner, spectator, fake_model, watch, "timeout", [float(WAIT)])
+    assert (setup["source"], setup["failure"]["stage"], setup["failure"]["code"]) == (
+        "deterministic_fallback", "mapping", "transport")
+    assert setup["calls"] == 1 == len(fake_model.requests)
+    fallback = deterministic_setup(ANSWERS)
+    assert (setup["config"], setup["graph"]) == (fallback["config"], fallback["graph"])
     watch.assert_clean(caplog)
 
 
