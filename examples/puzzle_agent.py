@@ -6,9 +6,10 @@
 It creates the room `puzzle:<room>` from the bundled pack (or takes it up again if it is
 already its player's), then plays level after level with the solver's help: it asks
 `puzzle.hint` from the current board, plays the moves it gets one turn at a time at the
-room's revision, and goes on with `puzzle.next` once the level is won. A hint that ran out
-of budget (`unknown`) is asked again; one that says `unsolvable` means the board went wrong:
-it resets the level first. It prints one line per level and exits 0 once every level of the
+room's revision, and goes on with `puzzle.next` once the level is won. A hint that says
+`unknown` is asked again (that helps when the server's wall-clock ceiling stopped it: a budget
+counts search work, so the same board and budget give the same answer); one that says
+`unsolvable` means the board went wrong: it resets the level first. It prints one line per level and exits 0 once every level of the
 pack is won, 1 otherwise.
 """
 

@@ -1,9 +1,14 @@
-"""`puzzle.hint`: the solver from a room's current board, within a time budget.
+"""`puzzle.hint`: the solver from a room's current board, within a budget of search work.
 
 A hint is searched off the room's task, possibly in a worker process, so what it needs
 travels as plain data: `hint_job` takes it from the room's play (the level's JSON under the
 profile played, the state codec's key of the board), and `run_hint` rebuilds the board from
-it and searches. Time is a parameter: the caller passes the clock the budget is counted on.
+it and searches.
+
+The budget (`budget_ms`, the client's argument) is counted in states expanded, not time:
+`EXPANSIONS_PER_MS` of them per millisecond, so an answer depends on the board and the
+budget alone, never on how busy the machine is. Time only bounds how long a search may hold
+the server's offload worker (`HINT_CEILING_S` on the clock the caller passes).
 """
 
 from __future__ import annotations
@@ -26,6 +31,19 @@ from .words import MOVE_LETTERS
 
 STATUS = {SOLVED: "solved", UNSOLVABLE: "unsolvable", BLOCKED: "unknown"}
 HINT_MAX_BYTES = 128 * 2**20  # the search's estimated memory: a hint is one room's request
+# States expanded per millisecond of budget: what this server's solver expands in one CPU
+# millisecond, on average over the starter pack (engine model, 2.1) and Keke's full_biy set
+# (fast model, 2.0); a level's own rate runs from 0.3 to 8 (docs/puzzle.md).
+EXPANSIONS_PER_MS = 2
+# The wall-clock safeguard, whatever the budget: past the server's 10 s ask timeout nobody
+# waits for the answer, so a search on a pathological level or a starved machine stops here.
+HINT_CEILING_S = 9.0
+
+
+def search_caps(budget_ms: int) -> Caps:
+    """The caps of a hint's or an editor solve's search with `budget_ms` of budget."""
+    return Caps(max_expanded=budget_ms * EXPANSIONS_PER_MS, max_seconds=HINT_CEILING_S,
+                max_bytes=HINT_MAX_BYTES)
 
 
 @attrs.frozen
@@ -51,12 +69,11 @@ def hint_job(play: Play, budget_ms: int, revision: int) -> HintJob | Refusal:
 
 def run_hint(job: HintJob, clock: Callable[[], float]) -> HintResult:
     """The moves that win from the job's board (`solved`), `unsolvable` when nothing
-    reachable wins, or `unknown` when `budget_ms` of `clock` (or `HINT_MAX_BYTES`) ran out
-    first."""
+    reachable wins, or `unknown` when the budget's expansions (or `HINT_MAX_BYTES`) ran out
+    first, or `HINT_CEILING_S` of `clock` passed (the reason names the cap)."""
     level = parse_level(job.level)
     board = None if job.key is None else create_codec(Context(level)).decode(job.key)
-    result = solve(level, clock=clock, caps=Caps(max_seconds=job.budget_ms / 1000,
-                                                 max_bytes=HINT_MAX_BYTES), board=board)
+    result = solve(level, clock=clock, caps=search_caps(job.budget_ms), board=board)
     moves = result.moves
     return HintResult(status=STATUS[result.status], moves=moves,
                       next=MOVE_LETTERS[moves[0]] if moves else "", expanded=result.expanded,

@@ -33,6 +33,8 @@ from protocol.envelope import ACTOR_ID_RE
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.ops import puzzle as ops
 
+from .hint import EXPANSIONS_PER_MS
+
 KEY_SEP = "~"  # an anonymous caller's room id: NAME~KEY
 MAX_ROOM = ops.MAX_WORLD_NAME + 1 + 24  # NAME, "~", the key
 MAX_TOOL_MOVES = 200  # letters one puzzle_move plays
@@ -198,7 +200,7 @@ async def hint(call: ToolCall, a: HintToolArgs) -> ToolResult | Refusal:
     elif h.status == "unsolvable":
         text = "Nothing reachable from this board wins: undo or reset."
     else:
-        text = f"The solver found nothing within {a.budget_ms} ms ({h.expanded} states)."
+        text = f"The solver found nothing within its budget ({h.expanded} states: {h.reason})."
     return ToolResult(text, {"hint": attrs.asdict(h)})
 
 
@@ -239,7 +241,8 @@ TOOLS = (
          "Ask the solver for the moves that win from the current board, within a budget "
          "(milliseconds, 100 to 8000); pass them to puzzle_move.",
          HintToolArgs, hint, role="agent",
-         describe={**_ROOM, "budget_ms": "The search's time budget in ms."}, unknown=NO_ROOM),
+         describe={**_ROOM, "budget_ms": "The search's budget in ms of a typical search "
+                   f"({EXPANSIONS_PER_MS} states expanded per ms)."}, unknown=NO_ROOM),
 )
 TOOLS = with_keywords(TOOLS, {"room": {"pattern": KEYED_NAME},
                               "moves": {"pattern": f"^[{''.join(LETTERS)}]+$"}})

@@ -8,7 +8,7 @@ is the way in.
 
 A worker process (`process=True`) is one of a pool of as many spawned processes as offload
 threads: its `work` and result must pickle (a module-level function, or a
-`functools.partial` of one over plain data), and a budget is counted on `work_clock`.
+`functools.partial` of one over plain data), and a time limit is counted on `work_clock`.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ T = TypeVar("T")
 # a thread abandoned at a stop runs on, holding what its work names until it ends.
 OFFLOAD_THREAD = "offload"
 
-# The clock offloaded work counts a time budget on (a world's domain code reads no clock of
-# its own: its effect passes this one). It pickles by name, so it travels to a worker process.
+# The clock offloaded work counts a wall-clock limit on (a world's domain code reads no clock
+# of its own: its effect passes this one). It pickles by name, so it travels to a worker process.
 work_clock: Callable[[], float] = time.monotonic
 
 

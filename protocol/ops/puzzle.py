@@ -97,7 +97,9 @@ class ViewArgs:
 
 @attrs.frozen
 class HintArgs:
-    """Ask the solver, from the current board, with a time budget in milliseconds."""
+    """Ask the solver, from the current board, with a budget in milliseconds of a typical
+    search (counted in states expanded, so the answer does not depend on the server's load:
+    docs/puzzle.md)."""
 
     budget_ms: int = bounded(2_000, lo=MIN_HINT_MS, hi=MAX_HINT_MS)
 
@@ -306,7 +308,7 @@ class CheckArgs:
 
 @attrs.frozen
 class SolveArgs:
-    """A level to solve (level JSON) within `budget_ms`."""
+    """A level to solve (level JSON) within `budget_ms`, counted as a hint's."""
 
     level: dict[str, Any] = bounded(length=MAX_LEVEL_FIELDS)
     budget_ms: int = bounded(5_000, lo=MIN_HINT_MS, hi=MAX_HINT_MS)
@@ -390,7 +392,7 @@ OPS = (
     OpSpec("puzzle.view", ViewArgs, RoomView, "spectator",
            "The room: board (objects and text grid), rules, moves, won/lost, mechanics."),
     OpSpec("puzzle.hint", HintArgs, HintResult, "agent",
-           "Ask the solver for the moves from here, within a time budget."),
+           "Ask the solver for the moves from here, within a budget of search work."),
     OpSpec("puzzle.history", HistoryArgs, RoomView, "spectator",
            "The current level as it was after its first `move` moves."),
     OpSpec("puzzle.link", ViewArgs, LinkResult, "spectator",

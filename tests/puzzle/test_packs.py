@@ -68,8 +68,9 @@ async def test_the_editor_checks_solves_saves_and_shares_a_level(tmp_path: Path)
         assert crowd["status"] == "unknown" and crowd["moves"] == ""
         running = [p for p in progress if p]
         assert any(p["expanded"] > 0 for p in running), progress
-        assert all(p["budget_ms"] == 1000 for p in running) and progress[-1] is None
-        assert max(p["expanded"] for p in running) <= crowd["expanded"]
+        assert all((p["budget_ms"], p["max_expanded"]) == (1000, 2000) for p in running)
+        assert progress[-1] is None and crowd["reason"] == "node cap 2000 reached"
+        assert max(p["expanded"] for p in running) <= crowd["expanded"] == 2000
 
         solved, _ = await _solve_watched(agent, watcher, transform, 8000)
         assert solved["status"] == "solved"

@@ -243,8 +243,8 @@ function onPackPush(push) {
   const bar = $("#progress");
   if (solving) {
     bar.hidden = false;
-    bar.value = Math.min(1, (solving.seconds * 1000) / solving.budget_ms);
-    $("#solver").textContent = `searching… ${solving.expanded} states in ${solving.seconds.toFixed(1)} s of ${solving.budget_ms / 1000} s`;
+    bar.value = Math.min(1, solving.expanded / solving.max_expanded);
+    $("#solver").textContent = `searching… ${solving.expanded} of ${solving.max_expanded} states in ${solving.seconds.toFixed(1)} s`;
     $("#solver").dataset.expanded = String(solving.expanded);
   }
 }
@@ -274,7 +274,7 @@ async function solve() {
     } else if (result.status === "unsolvable") {
       $("#solver").textContent = `unsolvable: every reachable state was searched (${result.expanded})`;
     } else {
-      $("#solver").textContent = `not solved within ${budget / 1000} s (${result.expanded} states)`;
+      $("#solver").textContent = `not solved within the budget (${result.expanded} states): ${result.reason}`;
     }
     $("#json").value = JSON.stringify(levelJson(), null, 1);
   } catch (err) {

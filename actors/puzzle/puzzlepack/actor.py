@@ -1,9 +1,10 @@
 """`PackActor`: a pack world's effect, `puzzlepack.solve`, the solver off the actor's task.
 
 The solve is answered when the search ends (`defer`); meanwhile the pack's subscribers get a
-snapshot every `PROGRESS_EVERY` seconds whose `solving` says how far it got (states expanded,
-seconds, budget), read from the run's shared progress cell. One solve per pack at a time;
-the search runs in a worker process (`offload(process=True)`, see actors/puzzle/actor.py).
+snapshot every `PROGRESS_EVERY` seconds whose `solving` says how far it got (states expanded
+against the budget's, seconds), read from the run's shared progress cell. One solve per pack
+at a time; the search runs in a worker process (`offload(process=True)`, see
+actors/puzzle/actor.py).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from actors.world import Refusal
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.ops import puzzle as ops
 
+from ..hint import search_caps
 from . import rules
 from .solving import Progress, SolveJob, run_solve
 
@@ -70,8 +72,10 @@ class PackActor(WorldActor):
         data = super().view()
         if data and self._run is not None:
             expanded, seconds = self._run.progress.read()
+            budget = self._run.budget_ms
             data["solving"] = {"expanded": expanded, "seconds": round(seconds, 3),
-                               "budget_ms": self._run.budget_ms}
+                               "budget_ms": budget,
+                               "max_expanded": search_caps(budget).max_expanded}
         elif data:
             data["solving"] = None
         return data

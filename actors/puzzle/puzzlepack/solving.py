@@ -1,10 +1,11 @@
 """The level editor's solver run (`puzzlepack.solve`) as plain data, and its progress.
 
 The run may go to a worker process, so the job is plain data (the level's JSON, the budget,
-the name of its progress cell) and `run_solve` a module-level function. `Progress` is a
-16-byte shared memory cell: the search writes (states expanded, seconds) into it at every
-clock reading, and the pack's actor reads it to push progress to the editor; it works the
-same from a thread or another process.
+the name of its progress cell) and `run_solve` a module-level function. Its budget is a hint's:
+states expanded (`hint.search_caps`). `Progress` is a 16-byte shared memory cell: the search
+writes (states expanded, seconds) into it every 64 expansions, and the pack's actor reads it
+to push progress to the editor against the budget's expansions; it works the same from a
+thread or another process.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ import attrs
 
 from protocol.ops.puzzle import SolveResult
 
-from ..hint import HINT_MAX_BYTES, STATUS
+from ..hint import STATUS, search_caps
 from ..level import parse_level
-from ..solve import Caps, solve
+from ..solve import solve
 
 _CELL = struct.Struct("<qd")  # expanded, seconds
 
@@ -58,15 +59,16 @@ class SolveJob:
 
 
 def run_solve(job: SolveJob, clock: Callable[[], float]) -> SolveResult:
-    """Solve the job's level from its start within its budget on `clock`, writing progress
-    into its cell; the answer's moves were replayed in the engine."""
+    """Solve the job's level from its start within its budget (`clock` counts the wall-clock
+    ceiling and the seconds reported), writing progress into its cell; the answer's moves
+    were replayed in the engine."""
     cell = shared_memory.SharedMemory(job.progress)
     try:
         def progress(expanded: int, seconds: float) -> None:
             _CELL.pack_into(cell.buf, 0, expanded, seconds)
 
         result = solve(parse_level(job.level), clock=clock, progress=progress,
-                       caps=Caps(max_seconds=job.budget_ms / 1000, max_bytes=HINT_MAX_BYTES))
+                       caps=search_caps(job.budget_ms))
         progress(result.expanded, result.seconds)
     finally:
         cell.close()
