@@ -13,7 +13,9 @@
   a model endpoint (the server's, `ActorContext.model`), a model birth answering one of the track's directives
   (the loop explores one when the track has none). Every candidate goes through
   `validate` off the task; a failure is logged as a rejection, and a validator that
-  raises abandons the candidate. A model call waits on a network peer: it runs behind the
+  raises abandons the candidate. A model call starts once the batch that chose its
+  directive is durable (`once_durable`: an explored directive is stored before the model
+  hears of it). It waits on a network peer: it runs behind the
   runtime's I/O threads (`offload(io=True)`), never in the CPU work's slot. Every model
   birth that bears nothing (the model erred, which is not a rejection and is only logged;
   its reply broke the format or failed validation, a logged rejection; the validator
@@ -190,9 +192,13 @@ class LabActor(WorldActor):
         assert directive is not None
         breeder = self.breeder()
         self._loop_busy.add(track)
-        self.offload(lambda: breeder.breed(track, directive.text),
-                     lambda birth: _ModelReplied(track, directive.id, birth),
-                     lambda: _ModelFailed(track), io=True)
+        # The directive may be this batch's (explored above, or added by an op before the
+        # tick): the model hears of it once it is durable, never if its append fails (the
+        # restart then frees the track).
+        self.once_durable(lambda: self.offload(
+            lambda: breeder.breed(track, directive.text),
+            lambda birth: _ModelReplied(track, directive.id, birth),
+            lambda: _ModelFailed(track), io=True))
 
     def _model_replied(self, msg: _ModelReplied) -> None:
         b = msg.birth

@@ -4,7 +4,7 @@ The state and its fold are `state.py`, the events and their codec `events.py`; w
 organisms a surface may show is `dealing.py`, the canary rules `canary.py`, the reads
 and views `views.py`. Time comes from `ctx.t` (ms); randomness from `ctx.rng`, spawned
 per deal by the number of pairs dealt so far (deals are in-memory events, which do not
-move the revision `ctx.rng` is keyed on).
+move the revision `ctx.rng` is keyed on); a pair's token binds that draw to the deal.
 
 Effects the table cannot hold belong to the live actor (`actor.py`): the birth loop's
 timer and model births, and `validate` (whose compile step is a subprocess) run off the
@@ -15,6 +15,8 @@ validator. `WORLD` here is the table; `actor.WORLD` adds the actor.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -71,14 +73,26 @@ def _pool(state: Lab) -> list[Organism]:
 
 
 def _deal_rng(state: Lab, ctx: Ctx) -> np.random.Generator:
-    """A generator for this deal: the move's, spawned by the count of pairs dealt."""
+    """A generator for this deal: the move's, spawned by the count of pairs dealt.
+
+    Its draws repeat once the lab loads again (the count is in memory, and a deal moves no
+    revision), and the in-memory benching that shaped a deal is gone by then, so the same
+    draw may deal another pair. That is harmless because the token is not the draw alone
+    (`_token`): a repeated token names the same client, surface and organisms."""
     return np.random.default_rng(np.random.SeedSequence(
         int(ctx.rng.integers(2**63)), spawn_key=(state.deal_count,)))
 
 
+def _token(draw: int, *deal: str | None) -> str:
+    """A pair's token: a digest of the deal's draw and what it deals to whom, so a vote
+    carrying it counts for that deal only, whatever was dealt under the draw since."""
+    text = json.dumps([draw, *deal])
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+
 def _dealt(surface: str, client: str, left: Organism, right: Organism, canary_id: str | None,
            ctx: Ctx, rng: np.random.Generator) -> list[Event]:
-    pair = f"{int(rng.integers(2**62)):016x}"
+    pair = _token(int(rng.integers(2**62)), surface, client, left.id, right.id, canary_id)
     return [PairDealt(pair, surface, client, left.id, right.id, canary_id, ctx.t)]
 
 

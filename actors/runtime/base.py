@@ -194,8 +194,9 @@ class Actor(Lifecycle, ABC):
             raise ActorStopped(self.actor_id)
 
     def once_durable(self, act: Callable[[], None]) -> None:
-        """Run `act` (telling another world of this one) once what was committed so far is
-        durable: now when nothing waits for the store, else after the batch's append. It is
+        """Run `act` (telling another world of this one, or a peer outside the server such as
+        a model) once what was committed so far is durable: now when nothing waits for the
+        store, else after the batch's append. It is
         dropped if that append fails, or if the actor restarts without the change (a crash
         keeps the batch's earlier messages' events, and their acts, for the next append):
         nobody hears of a change the store may not keep."""

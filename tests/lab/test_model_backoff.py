@@ -1,7 +1,8 @@
 """The birth loop's wait after a model birth that bears nothing: a reply that breaks the
 format or fails validation backs the loop off like a model error does (each call is paid
 for), only a birth ends the wait, and a rejection keeps only the head of a long reply; an
-endpoint's Retry-After (capped) makes the wait at least that long.
+endpoint's Retry-After (capped) makes the wait at least that long. The model hears of a
+directive only once the store keeps it.
 
 The lab reads trio's clock as its own (the directory's `clock`), a mock clock the test
 moves a birth tick at a time, so minutes of the loop pass at once; the model is a
@@ -30,6 +31,7 @@ from actors.store import MemoryEventStore
 from protocol.ops import lab as ops
 from tests.clocked import run_for, settled, trio_ms
 from tests.lab.live import ChatServer, variant
+from tests.runtime.test_once_durable import FailsOneAppend
 
 LAB = "lab:junk"
 TICK = lab_actor.LabActor.birth_tick  # seconds the tests move the lab's clock at a time
@@ -57,10 +59,11 @@ class Model(ChatServer):
 
 
 @asynccontextmanager
-async def breeding(model: Model, backlog: int = 16
+async def breeding(model: Model, backlog: int = 16, store: MemoryEventStore | None = None
                    ) -> AsyncIterator[tuple[Any, MemoryEventStore]]:
-    """A lab breeding through `model` (`backlog` a track), and its store."""
-    store = MemoryEventStore()
+    """A lab breeding through `model` (`backlog` a track), and its store (`store`, or a
+    fresh one)."""
+    store = MemoryEventStore() if store is None else store
     try:
         async with open_directory(store, [ActorKind.of(WORLD)], clock=trio_ms,
                                   model=model.endpoint) as directory:
@@ -145,3 +148,27 @@ async def test_an_unavailable_model_is_asked_again_not_before_its_retry_after(
     assert wait <= times[1] - times[0] <= wait + actor.birth_tick, times
     assert [e["source"] for e in events if e["type"] == "born"] == ["model"]  # the panel
     assert not any(e["type"] == "rejected" for e in events)  # a model error stores nothing
+
+
+async def test_the_model_hears_no_directive_before_the_store_keeps_it(mock_clock) -> None:
+    # Before: a track without directives explored one and asked the model with it from the
+    # same tick, before the batch's append: when that append failed, the model had been
+    # asked (and paid) for a directive the lab never kept.
+    model = Model(lambda track, n: f"```glsl\n{variant(n)}\n```" if track == "shader"
+                  else f"```html\n{PANELS[n % len(PANELS)]}\n```")
+    store = FailsOneAppend()
+    store.stream = LAB
+    async with breeding(model, store=store) as (actor, _):
+        store.fail = OSError("the disk said no")
+        await run_for(mock_clock, actor, TICK, TICK)  # explores both tracks' first directive
+        assert store.fail is None and actor.statistics().restarts == 1  # its append failed
+        assert model.requests == 0, "the model was asked with a directive nobody stored"
+        assert [e["type"] for e in await stored(store)] == ["created"]
+        for _ in range(20):  # explored again and stored this time: then asked
+            if model.requests >= 2:
+                break
+            await run_for(mock_clock, actor, TICK, TICK)
+        texts = [e["directive"]["text"] for e in await stored(store)
+                 if e["type"] == "directive_added"]
+    assert model.requests >= 2
+    assert all(any(p.endswith(f"\n{text}\n") for text in texts) for p in model.prompts)
