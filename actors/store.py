@@ -168,7 +168,8 @@ class EventStore(ABC):
 
     @abstractmethod
     async def claim(self, stream: str) -> tuple[int, int]:
-        """Take the stream over: bump its fence; return `(fence, revision)`.
+        """Take the stream over: give it a new fence, greater than every fence it had;
+        return `(fence, revision)`.
 
         Durable. From now on this store's appends to `stream` carry `fence`, and any
         other writer's appends under an older fence are refused (FencedError). Claim
@@ -177,13 +178,16 @@ class EventStore(ABC):
         """
 
     @abstractmethod
-    def unclaim(self, stream: str) -> None:
+    async def unclaim(self, stream: str) -> None:
         """This client no longer writes `stream` (the actor it claimed it for ended): it
         forgets its claim, so its memory of claims holds only the streams it writes. Its
         appends to `stream` carry no fence until it claims again (refused, as any writer's,
         once the stream was claimed); one already sent carries the old fence, refused once
-        another writer claimed the stream. Fences are never given out twice: the stream's
-        row stays (a refused create's, at revision 0, included)."""
+        another writer claimed the stream. Fences are never given out twice, so a backend
+        may also forget a stream nothing was written under (a refused create's) while its
+        fence is still this claim's: its revision stays 0, and an append sent under the old
+        fence is refused (best effort: a store that cannot be reached keeps the stream;
+        nothing is raised)."""
 
     @abstractmethod
     async def read(self, stream: str, after: int = 0, upto: int | None = None
@@ -293,8 +297,8 @@ class MemoryEventStore(EventStore):
         self._held[stream] = fence
         return fence, len(self._data.events.get(stream, []))
 
-    def unclaim(self, stream: str) -> None:
-        """See EventStore.unclaim."""
+    async def unclaim(self, stream: str) -> None:
+        """See EventStore.unclaim (the stream's fence stays: it is a dict's entry)."""
         self._held.pop(stream, None)
 
     async def read(self, stream: str, after: int = 0, upto: int | None = None

@@ -1,11 +1,13 @@
 """The shared event store: PostgreSQL, for several server processes serving the worlds.
 
-Tables (postgres_schema.sql, applied at open): `streams (name, rev, fence)`, `events
-(stream, rev, data text, fence)` keyed by `(stream, rev)` (`fence`: the claim each event
-was written under, for audits), `snapshots`, `receipts (stream, rev, request_id, result,
-caller)` (written by the append's statement), and the ownership tables that
-server/storage/cluster.py uses. `data` is text: the stored text is exactly what the
-server wrote (jsonb would re-render numbers and key order).
+Tables (postgres_schema.sql, applied at open): `streams (name, rev, fence)` (fences drawn
+from one sequence, never twice: so the row of a stream nothing was written under can be
+deleted when its claim is let go), `events (stream, rev, data text, fence)` keyed by
+`(stream, rev)` (`fence`: the claim each event was written under, for audits),
+`snapshots`, `receipts (stream, rev, request_id, result, caller)` (written by the
+append's statement), and the ownership tables that server/storage/cluster.py uses.
+`data` is text: the stored text is exactly what the server wrote (jsonb would re-render
+numbers and key order).
 
 How it talks to PostgreSQL from trio: psycopg 3's AsyncConnection with trio doing the
 waiting (pg_trio.py), in this process. SCALEOUT.md names a second way, psycopg's sync API
@@ -116,8 +118,12 @@ note AS MATERIALIZED (
 SELECT name, rev FROM ok UNION ALL SELECT NULL, count(*) FROM note
 """
 STATES = "SELECT name, rev, fence FROM streams WHERE name = ANY(%s)"
-CLAIM = ("INSERT INTO streams AS s (name, rev, fence) VALUES (%s, 0, 1) "
-         "ON CONFLICT (name) DO UPDATE SET fence = s.fence + 1 RETURNING fence, rev")
+# The fence set here (-1) is a placeholder: the schema's trigger streams_fence draws every
+# claim's fence from the sequence stream_fences, so no fence is ever given out twice.
+CLAIM = ("INSERT INTO streams AS s (name, rev, fence) VALUES (%s, 0, -1) "
+         "ON CONFLICT (name) DO UPDATE SET fence = -1 RETURNING fence, rev")
+# A stream nothing was written under, still under this claim (none newer took it).
+FORGET = "DELETE FROM streams WHERE name = %s AND rev = 0 AND fence = %s"
 SAVE_SNAPSHOT = ("INSERT INTO snapshots AS p (stream, rev, data) VALUES (%s, %s, %s) "
                  "ON CONFLICT (stream) DO UPDATE SET rev = excluded.rev, data = excluded.data "
                  "WHERE p.rev <= excluded.rev")
@@ -524,9 +530,16 @@ class PostgresEventStore(EventStore):
         self._fences[stream] = max(fence, self._fences.get(stream, 0))
         return fence, rev
 
-    def unclaim(self, stream: str) -> None:
-        """See EventStore.unclaim."""
-        self._fences.pop(stream, None)
+    async def unclaim(self, stream: str) -> None:
+        """See EventStore.unclaim: a stream nothing was written under loses its row too
+        (its fences are never given out again), unless another claim took it since."""
+        fence = self._fences.pop(stream, None)
+        if fence is None:
+            return
+        try:
+            await self._fetch(FORGET, (stream, fence))
+        except StoreUnavailable:
+            pass  # the row stays: ~150 bytes, harmless (its next claim reuses it)
 
     async def read(self, stream: str, after: int = 0, upto: int | None = None
                    ) -> list[StoredEvent]:

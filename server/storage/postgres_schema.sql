@@ -1,12 +1,36 @@
 -- The PostgreSQL store's tables (server/storage/postgres.py applies this at open, under an
 -- advisory lock, so processes starting together do not race). Idempotent.
 
--- One row per stream that was ever claimed or appended to: its revision and fence.
+-- One row per stream that was appended to or is claimed: its revision and fence (0: never
+-- claimed). A row nothing was written under is deleted when its claim is let go.
 CREATE TABLE IF NOT EXISTS streams (
     name text PRIMARY KEY,
     rev bigint NOT NULL DEFAULT 0,
     fence bigint NOT NULL DEFAULT 0
 );
+-- Fences are never given out twice, by any stream, so deleting a stream's row cannot hand
+-- an old fence to its next claimant (an append still in flight under it would pass): every
+-- claim's fence is the next number of the sequence stream_fences, drawn by the trigger
+-- whatever the claiming statement sets (an older version's `s.fence + 1` included). On a
+-- conflict it is drawn under the row's lock, so a row's fence only grows (appends check
+-- equality: what matters is that no other claim ever held the number). A database
+-- made before the sequence gets it here, once, starting above every fence in use (the
+-- table locked meanwhile: no older process's claim slips in before the trigger exists).
+DO $$ BEGIN
+    IF NOT EXISTS (SELECT FROM pg_trigger WHERE tgrelid = 'streams'::regclass
+                   AND tgname = 'streams_fence') THEN
+        LOCK TABLE streams IN SHARE ROW EXCLUSIVE MODE;
+        CREATE SEQUENCE IF NOT EXISTS stream_fences;
+        PERFORM setval('stream_fences', coalesce(max(fence), 0) + 1, false) FROM streams;
+        CREATE OR REPLACE FUNCTION streams_fence() RETURNS trigger LANGUAGE plpgsql AS $f$
+        BEGIN  -- the sequence beside the table, whatever the search_path
+            NEW.fence := nextval(quote_ident(TG_TABLE_SCHEMA) || '.stream_fences');
+            RETURN NEW;
+        END $f$;
+        CREATE TRIGGER streams_fence BEFORE INSERT OR UPDATE OF fence ON streams
+            FOR EACH ROW WHEN (NEW.fence <> 0) EXECUTE FUNCTION streams_fence();
+    END IF;
+END $$;
 -- data is text, not jsonb: the stored text is exactly what the server wrote; fence is the
 -- claim the event was written under (an audit: per stream it never goes down).
 CREATE TABLE IF NOT EXISTS events (

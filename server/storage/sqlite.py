@@ -388,8 +388,8 @@ class SqliteEventStore(EventStore):
         self._fences[stream] = max(fence, self._fences.get(stream, 0))
         return fence, rev
 
-    def unclaim(self, stream: str) -> None:
-        """See EventStore.unclaim."""
+    async def unclaim(self, stream: str) -> None:
+        """See EventStore.unclaim (the stream's row stays: one process owns the file)."""
         self._fences.pop(stream, None)
 
     async def read(self, stream: str, after: int = 0, upto: int | None = None

@@ -207,8 +207,9 @@ def test_any_unavailable_of_a_write_sent_on_a_broken_link_says_its_outcome_is_un
 
 async def test_refused_creates_leave_no_claim_behind(nodes: Nodes) -> None:
     """A create refused on a fresh name claimed its stream first: once its actor ended,
-    the process forgets the claim (an agent repeating refused creates, which cost no create
-    budget, grew the store's memory of claims without bound)."""
+    the process forgets the claim and the stream's empty row is deleted (an agent repeating
+    refused creates, which cost no create budget, grew the store's memory of claims and
+    the `streams` table without bound)."""
     a = await nodes.start("a")
     store = a.directory.store
     async with Client.connect(a.ws_url) as c:
@@ -218,9 +219,11 @@ async def test_refused_creates_leave_no_claim_behind(nodes: Nodes) -> None:
             assert refused.value.code == "bad_request"
         await c.request("counter.create", WORLD)
     with trio.fail_after(10):  # the claims are let go once each actor ended
-        while [s for s in store._fences if s.startswith("puzzle:")]:
+        while [s for s in store._fences if s.startswith("puzzle:")] or await sql(
+                nodes.dsn, "SELECT name FROM streams WHERE starts_with(name, 'puzzle:')"):
             await trio.sleep(0.02)
-    assert WORLD in store._fences  # the live world's claim stays
+    assert WORLD in store._fences  # the live world's claim stays, and its row
+    assert await sql(nodes.dsn, "SELECT name, rev FROM streams") == [(WORLD, 1)]
 
 
 async def test_a_lost_lease_stops_the_world_at_once_and_it_answers_from_the_new_holder(

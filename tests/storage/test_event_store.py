@@ -153,24 +153,30 @@ async def test_streams_lists_non_empty_streams_by_prefix(store: EventStore) -> N
 
 
 async def test_claim_bumps_the_fence_and_tells_the_revision(store: EventStore) -> None:
-    assert await store.claim("a:1") == (1, 0)
+    """A claim's fence is greater than every earlier one of its stream (PostgreSQL draws
+    them from one sequence for every stream: not 1, 2, 3 per stream)."""
+    first, rev = await store.claim("a:1")
+    assert first > 0 and rev == 0
     assert await store.revision("a:1") == 0
     assert await store.append("a:1", 0, [{"n": 1}, {"n": 2}]) == 2
-    assert await store.claim("a:1") == (2, 2)
+    second, rev = await store.claim("a:1")
+    assert second > first and rev == 2
     assert await store.append("a:1", 2, [{"n": 3}]) == 3  # a writer's own claims never fence it
     await store.append("a:2", 0, [{}])  # appended unclaimed (fence 0), then claimed
-    assert await store.claim("a:2") == (1, 1)
+    fence, rev = await store.claim("a:2")
+    assert fence > 0 and rev == 1
 
 
 async def test_older_claimant_is_fenced_and_writes_nothing(backend: Backend) -> None:
     old, new = backend.store, await backend.client()
-    assert await old.claim("w:1") == (1, 0)
+    held, _ = await old.claim("w:1")
     await old.append("w:1", 0, [{"by": "old"}])
-    assert await new.claim("w:1") == (2, 1)  # the new owner claims, then replays
-    with pytest.raises(FencedError, match=r"^stream 'w:1' is claimed under fence 2; "
-                                          r"this writer holds fence 1$") as refused:
+    current, rev = await new.claim("w:1")  # the new owner claims, then replays
+    assert current > held and rev == 1
+    with pytest.raises(FencedError, match=rf"^stream 'w:1' is claimed under fence {current}; "
+                                          rf"this writer holds fence {held}$") as refused:
         await old.append("w:1", 1, [{"by": "old, too late"}])
-    assert (refused.value.held, refused.value.current) == (1, 2)
+    assert (refused.value.held, refused.value.current) == (held, current)
     assert isinstance(refused.value, ConflictError)
     assert await new.append("w:1", 1, [{"by": "new"}]) == 2
     async with collector_off():  # the refusal is freed with the call, not left in a cycle
@@ -187,15 +193,18 @@ async def test_an_unclaimed_stream_is_fenced_and_its_fence_never_given_out_again
         backend: Backend) -> None:
     """`unclaim`: the claim is forgotten; an append after it, or racing it, is still fenced
     once another writer claimed, and a claim never hands out a fence number twice (a
-    stream's row stays, a refused create's empty one included)."""
+    refused create's empty stream included, whether its backend forgot it or not)."""
     store, other = backend.store, await backend.client()
-    assert await store.claim("w:refused") == (1, 0)
-    store.unclaim("w:refused")  # a refused create: claimed, nothing written, let go
-    assert await other.claim("w:refused") == (2, 0)
-    assert await store.claim("w:1") == (1, 0)
+    first, _ = await store.claim("w:refused")
+    await store.unclaim("w:refused")  # a refused create: claimed, nothing written, let go
+    assert await store.revision("w:refused") == 0
+    fence, rev = await other.claim("w:refused")
+    assert fence > first and rev == 0
+    first, _ = await store.claim("w:1")
     assert await store.append("w:1", 0, [{}]) == 1
-    store.unclaim("w:1")
-    assert await other.claim("w:1") == (2, 1)
+    await store.unclaim("w:1")
+    fence, rev = await other.claim("w:1")
+    assert fence > first and rev == 1
     with pytest.raises(FencedError):  # unclaimed: no fence, refused once claimed
         await store.append("w:1", 1, [{}])
     assert await other.append("w:1", 1, [{}]) == 2
