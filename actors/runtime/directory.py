@@ -58,7 +58,7 @@ from actors.runtime.context import (
     RuntimeObserver,
     wall_clock_ms,
 )
-from actors.runtime.deferred import charge, tell_stored
+from actors.runtime.deferred import Passing, tell
 from actors.runtime.host import WorldActor, check_world
 from actors.runtime.mailbox import ActorStopped, Answer, Call, Pending, wait_answer
 from actors.runtime.placement import REDELIVERIES, Placement, Rerouting
@@ -204,7 +204,7 @@ class Directory:
                         raise self._unknown(kind, actor_id)
                     actor = await self._start(kind, actor_id, payer=payer)
                 finally:
-                    charge(payer, time.perf_counter() - started)
+                    tell(payer, "charge", time.perf_counter() - started)
             return actor
 
     async def _place(self, actor_id: str) -> Any | None:
@@ -391,7 +391,7 @@ class Directory:
                 await self._start(kind, actor_id, actor, answer)
                 return actor, _CreateAnswer(actor, answer)
             finally:
-                charge(answer, time.perf_counter() - started)
+                tell(answer, "charge", time.perf_counter() - started)
 
     @asynccontextmanager
     async def _lock(self, actor_id: str) -> AsyncIterator[None]:
@@ -501,29 +501,16 @@ class Directory:
                     log.exception("the lease of %s could not be released", actor_id)
 
 
-class _CreateAnswer:
+class _CreateAnswer(Passing):
     """The answer to a world's create call: accepted, the world stays; refused, it stops
-    (its create wrote nothing) and is forgotten."""
+    (its create wrote nothing) and is forgotten. The create is its caller's own
+    (`Passing`): delivered again, it makes room as that caller would."""
 
-    __slots__ = ("_actor", "_answer")
+    __slots__ = ("_actor",)
 
     def __init__(self, actor: Actor, answer: Answer) -> None:
+        super().__init__(answer)
         self._actor = actor
-        self._answer = answer
-
-    @property
-    def footprint(self) -> int | None:
-        """Its caller's (a create is the caller's own: delivered again, it makes room as
-        that caller would)."""
-        return self._answer.footprint
-
-    def charge(self, seconds: float) -> None:
-        """The create's handling cost `seconds` (told its caller)."""
-        charge(self._answer, seconds)
-
-    def stored(self, nbytes: int) -> None:
-        """The create's events took `nbytes` in the store (told its caller)."""
-        tell_stored(self._answer, nbytes)
 
     def succeed(self, value: Any) -> None:
         """The world exists from now on."""
