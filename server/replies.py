@@ -26,7 +26,6 @@ from actors.runtime.mailbox import Pending
 from protocol.convert import unstructure
 from protocol.envelope import encode_error, encode_result
 from protocol.errors import ErrorCode, ProtocolError
-from server.claims import UNSEEN
 
 if TYPE_CHECKING:
     from server.budgets import Account, Ledger
@@ -58,14 +57,14 @@ class Ticketed:
         if self.ticket is not None:
             self.ticket.stored(nbytes)
 
-    def _settle(self, done: bool, seen: bool = True) -> None:
+    def _settle(self, done: bool, delivered: bool = True) -> None:
         if self.ticket is not None:  # (once: a ticket settles once)
-            self.ticket.settle(done, seen)
+            self.ticket.settle(done, delivered)
 
     def _refused(self, error: ProtocolError) -> None:
-        """Settle the ticket for `error`: the world's refusal, or the server's before the
-        world had the call."""
-        self._settle(False, error.code not in UNSEEN)
+        """Settle the ticket for `error`: the world's refusal, or one made before the world
+        had the call (not `delivered`)."""
+        self._settle(False, error.delivered)
 
 
 class RequestAnswer(Ticketed):
@@ -162,7 +161,7 @@ class Charged(Ticketed, Pending):
         """The ask returned: one that was never delivered (neither answered nor given up:
         its delivery raised) frees its ticket now, as nothing will answer it."""
         if not self.done.is_set():
-            self._settle(False, seen=False)
+            self._settle(False, delivered=False)
 
     @property
     def footprint(self) -> int | None:

@@ -229,7 +229,7 @@ class Router:
             if reply.get("ok"):
                 answer.succeed(self._result(message, reply.get("result")))
                 return
-            error = error_of(reply.get("error") or {})
+            error = error_of(reply)
             if not error.detail.get("reroute"):
                 answer.fail(error)
                 return
