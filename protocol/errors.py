@@ -64,10 +64,15 @@ def world_codes() -> dict[str, type[StrEnum]]:
 
 
 class ProtocolError(Exception):
-    """A refusal with a code, a sentence for humans, and structured detail for programs."""
+    """A refusal with a code, a sentence for humans, and structured detail for programs.
+
+    `delivered` is False on a refusal made before its message reached the world it was
+    for (the directory's, or a full or closed mailbox's: actors/runtime/): the world never
+    had it, so a budget its caller spent on it is given back (server/claims.py). It is
+    not part of the reply."""
 
     def __init__(self, code: StrEnum | str, message: str,
-                 detail: dict[str, Any] | None = None) -> None:
+                 detail: dict[str, Any] | None = None, *, delivered: bool = True) -> None:
         super().__init__(message)
         if code in ErrorCode._value2member_map_:
             self.code: StrEnum = ErrorCode(code)
@@ -77,6 +82,7 @@ class ProtocolError(Exception):
             raise ValueError(f"{code!r} is not a protocol error code nor a registered world code")
         self.message = message
         self.detail: dict[str, Any] = dict(detail or {})
+        self.delivered = delivered
 
     def to_wire(self) -> dict[str, Any]:
         """The `error` object of a reply frame."""

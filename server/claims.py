@@ -24,9 +24,10 @@ child compiled by glslang off the lab's task and kept in its pool for good) as a
 is, counted once accepted; a public pair dealt (held in the lab's memory for up to twenty
 minutes) and a vote (a stored event) are spent when let through, whatever the lab
 answers, from a bucket of the hour's budget refilled over the hour, and given back when
-the lab never had the request (`UNSEEN`: refused by the directory or the lab's mailbox,
-or never delivered). These records are kept on the account (`Account.paced`), forgotten
-with it once unspent.
+the lab never had the request: refused before it was delivered (by the directory, by the
+lab's mailbox, full or closed with the request still in it: `ProtocolError.delivered`),
+or its delivery raised. These records are kept on the account (`Account.paced`),
+forgotten with it once unspent.
 
 A request that may write (its op is no read of its kind) is refused too while its
 account's bytes stored (`stored_per_hour`) are spent: server/stored.py.
@@ -43,7 +44,6 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from protocol.errors import ErrorCode
 from server.budgets import HOUR, Account, Bucket, Hourly, Ledger
 from server.stored import charge_stored, may_store
 
@@ -65,10 +65,6 @@ COUNTED_WHEN_DONE = "crosses_per_hour"  # (an Hourly, as creates; the others are
 # behind the one offload thread, gets there; and a place freed too soon would only let its
 # client queue a little more at a stuck world.
 BACKSTOP = 30
-# Refusals a lab never gives a deal or a vote: the directory's (`unknown_actor` for a lab
-# that does not exist, `over_budget` `max_live_worlds`) or its mailbox's (`overloaded`,
-# full), before the lab has the call. Such a request gives back what it spent.
-UNSEEN = frozenset({ErrorCode.UNKNOWN_ACTOR, ErrorCode.OVER_BUDGET, ErrorCode.OVERLOADED})
 
 
 class Ticket:
@@ -90,14 +86,13 @@ class Ticket:
         account.loading += loading
         account.tickets[self] = trio.current_time()
 
-    def settle(self, done: bool, seen: bool = True) -> None:
+    def settle(self, done: bool, delivered: bool = True) -> None:
         """The call was answered: accepted (`done`) or refused (once; again: nothing). A
-        call its world never had (not `seen`: refused with a code of `UNSEEN`, or never
-        delivered) gives back the deal or vote it spent."""
+        call its world never had (not `delivered`) gives back the deal or vote it spent."""
         account, self.account = self.account, None
         if account is None:
             return
-        if self.paid is not None and not seen:
+        if self.paid is not None and not delivered:
             self.paid.level = min(self.paid.burst, self.paid.level + 1)
         del account.tickets[self]
         account.loading -= self.loading

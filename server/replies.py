@@ -26,7 +26,6 @@ from actors.runtime.mailbox import Pending
 from protocol.convert import unstructure
 from protocol.envelope import encode_error, encode_result
 from protocol.errors import ErrorCode, ProtocolError
-from server.claims import UNSEEN
 
 if TYPE_CHECKING:
     from server.budgets import Account, Ledger
@@ -42,21 +41,46 @@ def internal_error() -> ProtocolError:
                          "was logged")
 
 
-class RequestAnswer:
+class Ticketed:
+    """The part of an answer that holds its call's `ticket` (server/claims.py: its place in
+    flight, and a create's, join's, load's, deal's or vote's; None for a caller without a
+    budget): the world's answer settles it, and the bytes the call's events took in the
+    store are charged to it."""
+
+    __slots__ = ("ticket",)
+
+    def __init__(self, ticket: Ticket | None = None) -> None:
+        self.ticket = ticket
+
+    def stored(self, nbytes: int) -> None:
+        """The call's events took `nbytes` in the store (actors/runtime/base.py)."""
+        if self.ticket is not None:
+            self.ticket.stored(nbytes)
+
+    def _settle(self, done: bool, delivered: bool = True) -> None:
+        if self.ticket is not None:  # (once: a ticket settles once)
+            self.ticket.settle(done, delivered)
+
+    def _refused(self, error: ProtocolError) -> None:
+        """Settle the ticket for `error`: the world's refusal, or one made before the world
+        had the call (not `delivered`)."""
+        self._settle(False, error.delivered)
+
+
+class RequestAnswer(Ticketed):
     """The answer slot of one request: encodes the reply into the session's outbox, and
     charges what the request cost (its reading, the world's time and the reply's
     encoding) to the session's client, once, with the reply."""
 
-    __slots__ = ("actor_id", "answered", "claim", "deadline", "request_id", "session",
-                 "spent")
+    __slots__ = ("actor_id", "answered", "deadline", "request_id", "session", "spent")
 
     def __init__(self, session: Session, request_id: int, actor_id: str) -> None:
+        super().__init__()
         self.session = session
         self.request_id = request_id
         self.actor_id = actor_id
         self.answered = False
         self.deadline = 0.0
-        self.claim: Ticket | None = None  # its place in flight (and a create's, join's, load's)
         self.spent = 0.0  # seconds of server time, charged with the reply
 
     @property
@@ -71,11 +95,6 @@ class RequestAnswer:
             self.session.charge(seconds)
         else:
             self.spent += seconds
-
-    def stored(self, nbytes: int) -> None:
-        """The request's events took `nbytes` in the store (actors/runtime/base.py)."""
-        if self.claim is not None:
-            self.claim.stored(nbytes)
 
     def succeed(self, value: Any) -> None:
         """Reply with the op's result (the world is done with the request)."""
@@ -96,7 +115,7 @@ class RequestAnswer:
     def fail(self, error: ProtocolError) -> None:
         """Reply with a refusal (the world, or the server before the world had it, is done
         with the request)."""
-        self._settle(False, error.code not in UNSEEN)
+        self._refused(error)
         self.time_out(error)
 
     def time_out(self, error: ProtocolError) -> None:
@@ -107,10 +126,6 @@ class RequestAnswer:
         self.session.count_error(error)
         self._deliver(encode_error(self.request_id, error))
 
-    def _settle(self, done: bool, seen: bool = True) -> None:
-        if self.claim is not None:  # (once: a ticket settles once)
-            self.claim.settle(done, seen)
-
     def _deliver(self, frame: str) -> None:
         self.answered = True
         self.session.charge(self.spent)
@@ -119,7 +134,7 @@ class RequestAnswer:
         self.session.release_slot()
 
 
-class Charged(Pending):
+class Charged(Ticketed, Pending):
     """The answer slot of an ask whose server time is charged to `account` (the MCP
     endpoint's and the lab routes' asks; a websocket request's `RequestAnswer` charges its
     session), and whose `ticket` (server/claims.py) the world's answer settles: an asker
@@ -127,10 +142,10 @@ class Charged(Pending):
     when the ask returns."""
 
     def __init__(self, ledger: Ledger, account: Account | None, ticket: Ticket | None) -> None:
-        super().__init__()
+        Ticketed.__init__(self, ticket)
+        Pending.__init__(self)
         self.ledger = ledger
         self.account = account
-        self.ticket = ticket
 
     def succeed(self, value: Any) -> None:
         """The world's result."""
@@ -139,18 +154,14 @@ class Charged(Pending):
 
     def fail(self, error: ProtocolError) -> None:
         """The world's refusal (or the directory's, which did not deliver the ask)."""
-        self._settle(False, error.code not in UNSEEN)
+        self._refused(error)
         super().fail(error)
 
     def close(self) -> None:
         """The ask returned: one that was never delivered (neither answered nor given up:
         its delivery raised) frees its ticket now, as nothing will answer it."""
         if not self.done.is_set():
-            self._settle(False, seen=False)
-
-    def _settle(self, done: bool, seen: bool = True) -> None:
-        if self.ticket is not None:  # (once: a ticket settles once)
-            self.ticket.settle(done, seen)
+            self._settle(False, delivered=False)
 
     @property
     def footprint(self) -> int | None:
@@ -160,11 +171,6 @@ class Charged(Pending):
     def charge(self, seconds: float) -> None:
         """The world spent `seconds` on the ask."""
         self.ledger.charge(self.account, seconds, trio.current_time())
-
-    def stored(self, nbytes: int) -> None:
-        """The ask's events took `nbytes` in the store (actors/runtime/base.py)."""
-        if self.ticket is not None:
-            self.ticket.stored(nbytes)
 
 
 class Deadlines:

@@ -498,7 +498,7 @@ class Session:
         try:
             call, to = self._call_of(request)
             answer.actor_id = to
-            answer.claim = self.server.claims.admit(self.account, self.who(), call, to)
+            answer.ticket = self.server.claims.admit(self.account, self.who(), call, to)
             self.server.deadlines.watch(answer, now)
             self.server.directory.ref(to).send(call, answer)
         except ProtocolError as error:

@@ -38,7 +38,7 @@ from typing import Any, ClassVar, TypeVar
 import trio
 
 from actors.runtime.context import ActorContext, ActorStatistics
-from actors.runtime.deferred import Deferred, charge_sender
+from actors.runtime.deferred import Deferred, charge_sender, told
 from actors.runtime.lifecycle import Lifecycle
 from actors.runtime.mailbox import (
     ActorStopped,
@@ -470,7 +470,7 @@ class Actor(Lifecycle, ABC):
         a client's, whose budget counts them; actors/runtime/deferred.py). A handler that
         made its events durable itself (`durable()`: the owner's console, which has no
         budget) is told nothing."""
-        stored = getattr(answer, "stored", None)
+        stored = told(answer, "stored")
         if stored is not None:
             self._writers.append((stored, mark, len(self._unflushed)))
 

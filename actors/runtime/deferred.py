@@ -1,10 +1,11 @@
 """What an actor's message hands back besides its answer: a `Deferred` answer slot (an
 ask answered from a later message), the CPU time a message cost its sender (its
 handling, or loading the world it named: actors/runtime/directory.py) and the bytes its
-events took in the store (`tell_stored`)."""
+events took in the store: each told through its answer's method, if it has one (`told`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from actors.runtime.mailbox import Answer, Ask, SubscribeMsg
@@ -36,29 +37,49 @@ class Deferred:
     def charge(self, seconds: float) -> None:
         """Tell the caller what serving it cost beyond its handler (work it set off
         elsewhere, e.g. offloaded): charged to its CPU budget like the handler's time."""
-        charge(self._answer, seconds)
+        tell(self._answer, "charge", seconds)
 
 
 def charge_sender(item: Ask, seconds: float) -> None:
     """Tell the sender what its message cost: the time the handler took, its own waits
     included (a read of the store it made), the batch's flush before a subscription not."""
-    charge(item.message.queue if isinstance(item.message, SubscribeMsg) else item.pending,
-           seconds)
+    tell(item.message.queue if isinstance(item.message, SubscribeMsg) else item.pending,
+         "charge", seconds)
 
 
-def charge(target: Any, seconds: float) -> None:
-    """Tell the caller behind `target` what serving it cost: an answer (or a subscriber's
-    queue) with a `charge(seconds)` method hears it (the server charges it to the
-    caller's CPU budget); any other target is charged nothing."""
-    method = getattr(target, "charge", None)
+def told(target: Any, name: str) -> Callable[[float], None] | None:
+    """How the caller behind `target` hears a figure of what its message cost: the method
+    `name` of its answer (or subscriber queue), `charge(seconds)` (the server charges its
+    CPU budget) or `stored(nbytes)` (its `stored_per_hour`); None when it has none (a
+    target that charges nobody)."""
+    return getattr(target, name, None)
+
+
+def tell(target: Any, name: str, figure: float) -> None:
+    """Tell the caller behind `target` `figure` through `told(target, name)`, if it has it."""
+    method = told(target, name)
     if method is not None:
-        method(seconds)
+        method(figure)
 
 
-def tell_stored(target: Any, nbytes: int) -> None:
-    """Tell the caller behind `target` (an answer, maybe wrapped) that its message's events
-    took `nbytes` in the store: an answer with a `stored(nbytes)` method hears it (the
-    server charges it to the caller's `stored_per_hour`); any other is told nothing."""
-    method = getattr(target, "stored", None)
-    if method is not None:
-        method(nbytes)
+class Passing:
+    """The base of an answer that wraps its caller's (`_answer`): the caller's footprint,
+    and both figures of what serving it cost, pass through to it."""
+
+    __slots__ = ("_answer",)
+
+    def __init__(self, answer: Answer) -> None:
+        self._answer = answer
+
+    @property
+    def footprint(self) -> int | None:
+        """Its caller's (`SubscriberQueue.footprint`): a load or forward it causes is its own."""
+        return self._answer.footprint
+
+    def charge(self, seconds: float) -> None:
+        """Serving the message cost `seconds` (told its caller)."""
+        tell(self._answer, "charge", seconds)
+
+    def stored(self, nbytes: int) -> None:
+        """The message's events took `nbytes` in the store (told its caller)."""
+        tell(self._answer, "stored", nbytes)

@@ -8,7 +8,10 @@ created. A world exists once its stream has events, or when its kind declares th
 exist: the directory starts the actor provisionally (invisible to everyone else) and
 hands it the call; a refused create stops it again and leaves nothing behind.
 
-Adapters reach worlds through an `ActorRef` (actors/runtime/ref.py), never the actor.
+Adapters reach worlds through an `ActorRef` (actors/runtime/ref.py), never the actor. A
+refusal the directory makes before a message reaches an actor (as a full or closed
+mailbox's) says so: `ProtocolError.delivered` is False (the server gives back a budget
+spent on it: server/claims.py).
 Actors run in the directory's nursery, each in its own supervised task, so one crashing
 leaves the others untouched.
 
@@ -58,7 +61,7 @@ from actors.runtime.context import (
     RuntimeObserver,
     wall_clock_ms,
 )
-from actors.runtime.deferred import charge, tell_stored
+from actors.runtime.deferred import Passing, tell
 from actors.runtime.host import WorldActor, check_world
 from actors.runtime.mailbox import ActorStopped, Answer, Call, Pending, wait_answer
 from actors.runtime.placement import REDELIVERIES, Placement, Rerouting
@@ -148,11 +151,12 @@ class Directory:
         kind this server does not host)."""
         if not ACTOR_ID_RE.match(actor_id):
             raise ProtocolError(ErrorCode.BAD_REQUEST, f"{actor_id[:80]!r} is not an actor id "
-                                "'kind:name'", {"path": "to"})
+                                "'kind:name'", {"path": "to"}, delivered=False)
         kind = self.kinds.get(actor_id.split(":", 1)[0])
         if kind is None:
             raise ProtocolError(ErrorCode.UNKNOWN_ACTOR, f"there is no world kind "
-                                f"{actor_id.split(':', 1)[0]!r}", {"actor": actor_id})
+                                f"{actor_id.split(':', 1)[0]!r}", {"actor": actor_id},
+                                delivered=False)
         return kind
 
     def ref(self, actor_id: str) -> ActorRef:
@@ -204,7 +208,7 @@ class Directory:
                         raise self._unknown(kind, actor_id)
                     actor = await self._start(kind, actor_id, payer=payer)
                 finally:
-                    charge(payer, time.perf_counter() - started)
+                    tell(payer, "charge", time.perf_counter() - started)
             return actor
 
     async def _place(self, actor_id: str) -> Any | None:
@@ -214,7 +218,7 @@ class Directory:
         self.kind_of(actor_id)
         if actor_id in self.held:
             raise ProtocolError(ErrorCode.UNAVAILABLE, f"{actor_id} was stopped by the owner",
-                                {"actor": actor_id, "held": True})
+                                {"actor": actor_id, "held": True}, delivered=False)
         if self.placement is None:
             return None
         return await self.placement.acquire(actor_id)
@@ -331,7 +335,7 @@ class Directory:
         refused at once, as a stopped actor refuses what it did not apply."""
         if self.closing:  # (its nursery takes no task: it is cancelled, or closed)
             answer.fail(ActorStopped(actor_id, "was not delivered: the server is shutting "
-                                     "down"))
+                                     "down", delivered=False))
             return
 
         async def run() -> None:
@@ -371,7 +375,7 @@ class Directory:
         creatable = kind.create_op and kind.creatable(actor_id.partition(":")[2])
         how = f"; {kind.create_op} creates it" if creatable else ""
         return ProtocolError(ErrorCode.UNKNOWN_ACTOR, f"there is no world {actor_id!r}{how}",
-                             {"actor": actor_id})
+                             {"actor": actor_id}, delivered=False)
 
     async def _creating(self, kind: ActorKind, actor_id: str,
                         answer: Answer) -> tuple[Actor, Answer]:
@@ -391,7 +395,7 @@ class Directory:
                 await self._start(kind, actor_id, actor, answer)
                 return actor, _CreateAnswer(actor, answer)
             finally:
-                charge(answer, time.perf_counter() - started)
+                tell(answer, "charge", time.perf_counter() - started)
 
     @asynccontextmanager
     async def _lock(self, actor_id: str) -> AsyncIterator[None]:
@@ -434,11 +438,11 @@ class Directory:
             log.warning("%s could not be loaded: %s", actor_id, down.why)
             raise ProtocolError(ErrorCode.UNAVAILABLE, f"{actor_id} could not be loaded from "
                                 f"the store ({down.why}); retry in a moment",
-                                {"actor": actor_id, "store": "down"}) from None
+                                {"actor": actor_id, "store": "down"}, delivered=False) from None
         except Exception:
             log.exception("%s could not be loaded", actor_id)
             raise ProtocolError(ErrorCode.UNAVAILABLE, f"{actor_id} could not be loaded from "
-                                "the store", {"actor": actor_id}) from None
+                                "the store", {"actor": actor_id}, delivered=False) from None
         finally:
             self._coming.discard(actor_id)
         return actor
@@ -469,6 +473,7 @@ class Directory:
                               f"({limit}), and each is followed or answering a request; retry "
                               "once one is not (a world nobody follows is unloaded to make "
                               "room)", limit)
+        refusal.delivered = False
         self.observer.refused(actor_id, refusal)
         try:
             raise refusal
@@ -501,29 +506,16 @@ class Directory:
                     log.exception("the lease of %s could not be released", actor_id)
 
 
-class _CreateAnswer:
+class _CreateAnswer(Passing):
     """The answer to a world's create call: accepted, the world stays; refused, it stops
-    (its create wrote nothing) and is forgotten."""
+    (its create wrote nothing) and is forgotten. The create is its caller's own
+    (`Passing`): delivered again, it makes room as that caller would."""
 
-    __slots__ = ("_actor", "_answer")
+    __slots__ = ("_actor",)
 
     def __init__(self, actor: Actor, answer: Answer) -> None:
+        super().__init__(answer)
         self._actor = actor
-        self._answer = answer
-
-    @property
-    def footprint(self) -> int | None:
-        """Its caller's (a create is the caller's own: delivered again, it makes room as
-        that caller would)."""
-        return self._answer.footprint
-
-    def charge(self, seconds: float) -> None:
-        """The create's handling cost `seconds` (told its caller)."""
-        charge(self._answer, seconds)
-
-    def stored(self, nbytes: int) -> None:
-        """The create's events took `nbytes` in the store (told its caller)."""
-        tell_stored(self._answer, nbytes)
 
     def succeed(self, value: Any) -> None:
         """The world exists from now on."""

@@ -31,12 +31,15 @@ class Call:
 
 
 class ActorStopped(ProtocolError):
-    """`unavailable`: the actor stopped before it handled the message, or before the
-    message's events were durable; nothing of it was applied, so a directory that knows
-    where the world went (a cluster) may deliver it again."""
+    """`unavailable`: the actor stopped before it handled the message (not `delivered`:
+    still waiting in its mailbox, or never posted), or before the message's events were
+    durable; nothing of it was applied, so a directory that knows where the world went (a
+    cluster) may deliver it again."""
 
-    def __init__(self, actor_id: str, why: str = "has stopped") -> None:
-        super().__init__(ErrorCode.UNAVAILABLE, f"{actor_id} {why}", {"actor": actor_id})
+    def __init__(self, actor_id: str, why: str = "has stopped", *,
+                 delivered: bool = True) -> None:
+        super().__init__(ErrorCode.UNAVAILABLE, f"{actor_id} {why}", {"actor": actor_id},
+                         delivered=delivered)
 
 
 class Answer(Protocol):
@@ -188,7 +191,7 @@ class Mailbox:
         return len(self._items)
 
     def _stopped(self) -> ProtocolError:
-        return ActorStopped(self.owner)
+        return ActorStopped(self.owner, delivered=False)  # (the actor never took it)
 
     def _put(self, item: Any) -> None:
         self._items.append(item)
@@ -201,7 +204,7 @@ class Mailbox:
             raise self._stopped()
         if len(self._items) >= self.size:
             raise ProtocolError(ErrorCode.OVERLOADED, f"the mailbox of {self.owner} is full",
-                                {"actor": self.owner})
+                                {"actor": self.owner}, delivered=False)
         self._put(item)
 
     def force(self, item: Any) -> None:
@@ -249,7 +252,8 @@ class Mailbox:
         return item
 
     def close(self) -> None:
-        """Refuse new messages and refuse every waiting ask with `unavailable`."""
+        """Refuse new messages and refuse every waiting ask with `unavailable` (not
+        `delivered`)."""
         self.closed = True
         error = self._stopped()
         items, self._items = self._items, deque()

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
-from actors.runtime.deferred import charge, tell_stored
+from actors.runtime.deferred import Passing
 from actors.runtime.mailbox import ActorStopped, Answer
 from actors.runtime.subscriber import SubscriberQueue
 from protocol.errors import ProtocolError
@@ -57,20 +57,19 @@ class Placement(Protocol):
         """Forget `queue` (no error if it was not following)."""
 
 
-class Rerouting:
+class Rerouting(Passing):
     """The answer of a message posted to a live actor in a cluster: a refusal because the
     actor stopped before applying it sends the message through the directory again, for
-    the same caller (its `footprint`: a load or forward it causes is its own)."""
+    the same caller (`Passing`)."""
 
-    __slots__ = ("_answer", "_deadline", "_directory", "_hops", "_left", "actor_id",
-                 "message")
+    __slots__ = ("_deadline", "_directory", "_hops", "_left", "actor_id", "message")
 
     def __init__(self, directory: Directory, actor_id: str, message: Any, answer: Answer,
                  hops: int, deadline: float, left: int = REDELIVERIES) -> None:
+        super().__init__(answer)
         self._directory = directory
         self.actor_id = actor_id
         self.message = message
-        self._answer = answer
         self._hops = hops
         self._deadline = deadline
         self._left = left
@@ -84,19 +83,6 @@ class Rerouting:
                        answer._left - 1)
         deadline = trio.current_time() + directory.config.ask_timeout
         return cls(directory, actor_id, message, answer, hops, deadline)
-
-    @property
-    def footprint(self) -> int | None:
-        """How firmly its caller holds worlds live (`SubscriberQueue.footprint`)."""
-        return self._answer.footprint
-
-    def charge(self, seconds: float) -> None:
-        """Serving the message cost `seconds` (told its caller)."""
-        charge(self._answer, seconds)
-
-    def stored(self, nbytes: int) -> None:
-        """The message's events took `nbytes` in the store (told its caller)."""
-        tell_stored(self._answer, nbytes)
 
     def succeed(self, value: Any) -> None:
         """The actor's answer."""

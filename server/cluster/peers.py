@@ -84,8 +84,10 @@ class _PeerAnswer:
 
     def fail(self, error: ProtocolError) -> None:
         if not self._done:
-            self._finish(encode(self._costs({"id": self._id, "ok": False,
-                                             "error": error.to_wire()})))
+            frame: dict[str, Any] = {"id": self._id, "ok": False, "error": error.to_wire()}
+            if not error.delivered:
+                frame["delivered"] = False
+            self._finish(encode(self._costs(frame)))
 
     def _costs(self, frame: dict[str, Any]) -> dict[str, Any]:
         """`frame` with what the message cost here, if anything."""

@@ -30,7 +30,7 @@ from typing import Any
 import trio
 
 from actors.runtime import Call, Directory
-from actors.runtime.deferred import charge, tell_stored
+from actors.runtime.deferred import tell
 from actors.runtime.mailbox import Answer, ViewMsg
 from actors.runtime.subscriber import SubscriberQueue
 from actors.store import StoreUnavailable
@@ -83,9 +83,9 @@ class _Forwarded:
         figures: wire.py), as the runtime tells a local answer, before it is given."""
         seconds, nbytes = costs_of(reply)
         if seconds:
-            charge(self.answer, seconds)
+            tell(self.answer, "charge", seconds)
         if nbytes:
-            tell_stored(self.answer, nbytes)
+            tell(self.answer, "stored", nbytes)
 
     def succeed(self, value: Any) -> None:
         self.answer.succeed(value)
@@ -229,7 +229,7 @@ class Router:
             if reply.get("ok"):
                 answer.succeed(self._result(message, reply.get("result")))
                 return
-            error = error_of(reply.get("error") or {})
+            error = error_of(reply)
             if not error.detail.get("reroute"):
                 answer.fail(error)
                 return

@@ -7,6 +7,7 @@ one compact JSON object per line over a TCP connection.
         "caller": "ann", "role": "agent", "hops": 1, "request_id": "k1"}
     <- {"id": 7, "ok": true, "result": {...}, "seconds": 0.0004, "stored": 61}
        or  {"id": 7, "ok": false, "error": {...}, "seconds": 0.0001}
+       or  {"id": 7, "ok": false, "error": {...}, "delivered": false}
     -> {"id": 8, "op": "view", "to": "counter:w", "hops": 1}
     <- {"id": 8, "ok": true, "result": {"rev": 12, "view": {...}}}
     -> {"id": 9, "op": "ping"}       <- {"id": 9, "ok": true, "result": null}
@@ -25,8 +26,11 @@ credential gave), the args as the client sent them (checked again by the receive
 strict converter), the client's request id, and `hops`: the processes it has been
 through. A refusal with `detail.reroute` means "not applied here, locate it again"; with
 `detail.store: "down"` as well, the process cannot reach the database: it hosts nothing
-until it can, so its worlds re-home once their leases lapse. An `internal` frame is a message one world sends another that is no op (World.internal:
-a room's win claim to the board, a world's summary to the lobby); no client can send one.
+until it can, so its worlds re-home once their leases lapse. A refusal with `delivered`
+false was made before the message reached its world (ProtocolError.delivered: a budget
+spent on it is given back where its client is). An `internal` frame is a message one
+world sends another that is no op (World.internal: a room's win claim to the board, a
+world's summary to the lobby); no client can send one.
 A `view` with `relay` also makes the sender a follower of the world's snapshot pushes
 (server/cluster/mirrors.py): the host sends them on the same connection, as push frames,
 until its actor stops (a `resync`; reason `unloaded` when it was unloaded to make room),
@@ -76,16 +80,17 @@ def encode(frame: dict[str, Any]) -> bytes:
     return (_encode(frame) + "\n").encode()
 
 
-def error_of(wire: dict[str, Any]) -> ProtocolError:
-    """The ProtocolError of a refusal's `error` object."""
+def error_of(reply: dict[str, Any]) -> ProtocolError:
+    """The ProtocolError of a refusal (its `error` object, and whether it was `delivered`)."""
+    wire = reply.get("error") or {}
     return ProtocolError(wire.get("code", ErrorCode.INTERNAL.value), wire.get("message", ""),
-                         wire.get("detail") or {})
+                         wire.get("detail") or {}, delivered=reply.get("delivered") is not False)
 
 
 def reroute(actor_id: str, why: str) -> ProtocolError:
     """The refusal that sends a forwarded message back to be located again (not applied)."""
     return ProtocolError(ErrorCode.UNAVAILABLE, f"{actor_id} {why}",
-                         {"actor": actor_id, "reroute": True})
+                         {"actor": actor_id, "reroute": True}, delivered=False)
 
 
 def unplaceable(actor_id: str, why: str) -> ProtocolError:
@@ -95,7 +100,7 @@ def unplaceable(actor_id: str, why: str) -> ProtocolError:
     return ProtocolError(ErrorCode.UNAVAILABLE, f"{actor_id} cannot be placed now: this "
                          f"server cannot reach the cluster's database ({why}); "
                          "retry in a moment", {"actor": actor_id, "reroute": True,
-                                               "store": "down"})
+                                               "store": "down"}, delivered=False)
 
 
 def footprint_of(frame: dict[str, Any]) -> int | None:

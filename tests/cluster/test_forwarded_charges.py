@@ -17,6 +17,7 @@ import trio
 from actors.runtime import Call
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.ops.counter import AddArgs, Total
+from protocol.ops.lab import VoteArgs
 from server.budgets import HOUR, Budgets
 from server.claims import Ticket
 from server.cluster.peers import Link
@@ -161,3 +162,28 @@ async def test_a_reply_without_figures_or_with_bad_ones_still_answers(nodes: Nod
     assert not account.tickets  # every answer settled its ticket
     assert account.stored.level == account.stored.burst - MAX_STORED
     assert math.isfinite(account.cpu.level) and account.cpu.level < account.cpu.burst
+
+
+@pytest.mark.postgres
+async def test_a_vote_the_host_refused_before_delivery_is_given_back_where_its_client_is(
+        nodes: Nodes) -> None:
+    """A vote node a forwards to node b, which refuses it before any lab had it (no such
+    lab: `unknown_actor`), comes back as not delivered (`delivered: false` on the link):
+    the vote is given back to the account on a; the refusal is the one b made."""
+    a = await nodes.start("a", budgets=Budgets(votes_per_hour=2))
+    await nodes.start("b")
+    state = a.running.state
+    account = state.ledger.account("ann", "agent", trio.current_time())
+    vote = Call("lab.vote", VoteArgs("p", "s-0000000000000000", "k"), "agent", "ann")
+    link = await a.cluster.router._link("b")
+    for _ in range(3):
+        answer = Charged(state.ledger, account, state.claims.admit(account, "ann", vote,
+                                                                   "lab:nope"))
+        a.cluster.router.forward(link, "lab:nope", vote, answer, 0)
+        with trio.fail_after(10):
+            await answer.done.wait()
+        assert isinstance(answer.error, ProtocolError)
+        assert (answer.error.code, answer.error.message) == (
+            ErrorCode.UNKNOWN_ACTOR, "there is no world 'lab:nope'; lab.create creates it")
+        assert not answer.error.delivered
+    assert state.claims.admit(account, "ann", vote, "lab:nope") is not None  # all given back

@@ -20,12 +20,19 @@ from actors.runtime import ActorKind, Call, open_directory
 from actors.store import MemoryEventStore
 from protocol.client import Client, RequestError
 from protocol.errors import ProtocolError
+from protocol.ops import lab as ops
 from server.budgets import Budgets, Ledger
 from server.claims import Claims
+from server.replies import Charged
 from tests.lab.live import born, new_lab, settled
 from tests.server.ws_harness import running_server
 
 ACCOUNT = "address:127.0.0.1"  # every anonymous caller of these tests
+
+
+def _raise(refusal: ProtocolError | None, _who: str) -> None:
+    if refusal is not None:
+        raise refusal
 
 
 async def refused(c: Client, op: str, to: str, args: dict) -> RequestError:
@@ -171,13 +178,9 @@ async def test_a_vote_refused_for_another_budget_spends_none() -> None:
     """A deal or a vote is spent only by a request let through: one refused for another
     budget first (here `loads_at_once`: its lab is not live and the account is loading
     one already) leaves the account's votes as they were."""
-    def refuse(refusal: ProtocolError | None, _who: str) -> None:
-        if refusal is not None:
-            raise refusal
-
     ledger = Ledger(Budgets(loads_at_once=1, votes_per_hour=3))
     async with open_directory(MemoryEventStore(), [ActorKind.of(WORLD)]) as directory:
-        claims = Claims(ledger, directory, refuse)
+        claims = Claims(ledger, directory, _raise)
         account = ledger.client_account("bob", "127.0.0.1", "agent", trio.current_time())
         vote = Call("lab.vote", None, "agent", "bob")
         account.loading = 1  # a world being loaded for it already
@@ -193,3 +196,27 @@ async def test_a_vote_refused_for_another_budget_spends_none() -> None:
         with pytest.raises(ProtocolError) as err:
             claims.admit(account, "bob", vote, "lab:cold")
         assert err.value.detail["budget"] == "votes_per_hour"
+
+
+async def test_a_deal_or_vote_waiting_in_a_lab_s_mailbox_when_it_stops_is_given_back() -> None:
+    """Requests still waiting in a lab's mailbox when it stops (here the owner holds it)
+    are refused `unavailable` without the lab taking them: their deals and votes are
+    given back, as for any refusal made before the lab had the request."""
+    ledger = Ledger(Budgets(deals_per_hour=2, votes_per_hour=2))
+    async with open_directory(MemoryEventStore(), [ActorKind.of(WORLD)]) as directory:
+        claims = Claims(ledger, directory, _raise)
+        await directory.ask("lab:held", Call("lab.create", ops.CreateArgs(backlog=0),
+                                             "owner", "owner:me"))
+        await directory.get("lab:held")  # live: a request is posted to its mailbox at once
+        account = ledger.client_account("bob", "127.0.0.1", "agent", trio.current_time())
+        calls = [Call("lab.vote", ops.VoteArgs("p", "s-0000000000000000", "k"), "agent", "bob"),
+                 Call("lab.public_pair", ops.PublicPairArgs(client_key="k"), "agent", "bob")]
+        answers = []
+        for call in calls * 2:
+            answer = Charged(ledger, account, claims.admit(account, "bob", call, "lab:held"))
+            directory.ref("lab:held").send(call, answer)
+            answers.append(answer)
+        directory.hold("lab:held")  # (no checkpoint since the sends: the lab took none)
+        assert [a.error.code for a in answers if a.error is not None] == ["unavailable"] * 4
+        for call in calls * 2:  # all four given back
+            assert claims.admit(account, "bob", call, "lab:held") is not None
