@@ -43,7 +43,7 @@ def test_both_scenarios_report_their_figures_and_goals(tmp_path: Path) -> None:
     (["--samples", "0"], "argument --samples: 0 is less than 1"),
     (["--blocks", "0"], "argument --blocks: 0 is less than 1"),
     (["--idle", "-1"], "argument --idle: -1 is less than 0"),
-])
+], ids=["fewer-samples-than-blocks", "no-samples", "no-blocks", "negative"])
 def test_counts_it_cannot_measure_are_refused(argv: list[str], error: str,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     # Before: fewer hostile samples than blocks measured nothing and failed in the
