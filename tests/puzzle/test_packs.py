@@ -18,7 +18,7 @@ from protocol.client import Client, RequestError
 from protocol.ops import puzzle as ops
 from server.auth import TokenStore
 from tests.puzzle.boards import crowd_level, make_level, many_rules_level
-from tests.puzzle.test_live import play
+from tests.puzzle.live import play
 from tests.server.ws_harness import running_server
 
 PACK = "puzzlepack:mine"
