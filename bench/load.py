@@ -18,9 +18,10 @@ answered, right, under the same two loads).
   between runs) falls on both.
 
 Each scenario runs against a fresh server in its own process (default budgets, SQLite
-in a temporary directory on the repository's disk); the scenarios themselves are
-tests/server/load_scenarios.py, shared with the test. Prints p50/p90/p99 of each figure,
-the ratio, each goal's measure and whether it is met, and the load average around the run.
+in a temporary directory of the system's, or under `--data`, kept); the scenarios
+themselves are tests/server/load_scenarios.py, shared with the test. Prints p50/p90/p99 of
+each figure and the round trips it counts, the ratio, each goal's measure and whether it
+is met, and the load average around the run.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ import argparse
 import os
 import sys
 import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +45,7 @@ from tests.server.load_scenarios import (
     percentile_ms,
     spread,
 )
-from tests.server.server_process import REPO, ServerProcess
+from tests.server.server_process import ServerProcess
 
 P99_GOAL_MS = 50.0  # the loaded round trip's p99 stays under this
 RATIO_GOAL = 2.0  # the hostile reader raises the p99 by at most this factor
@@ -51,21 +55,41 @@ def _log(message: str) -> None:
     print(f"[bench load] {message}", file=sys.stderr, flush=True)
 
 
+def _at_least(low: int) -> Callable[[str], int]:
+    """An argument type: an integer no less than `low`."""
+    def count(text: str) -> int:
+        value = int(text)
+        if value < low:
+            raise argparse.ArgumentTypeError(f"{value} is less than {low}")
+        return value
+
+    return count
+
+
 def parse(argv: list[str]) -> argparse.Namespace:
     """The options."""
     parser = argparse.ArgumentParser(prog="python -m bench load")
-    parser.add_argument("--idle", type=int, default=2000, help="idle websockets held (2000)")
-    parser.add_argument("--half-open", type=int, default=500,
+    parser.add_argument("--idle", type=_at_least(0), default=2000,
+                        help="idle websockets held (2000)")
+    parser.add_argument("--half-open", type=_at_least(0), default=500,
                         help="handshakes held that never finish (500)")
-    parser.add_argument("--samples", type=int, default=1000,
+    parser.add_argument("--samples", type=_at_least(1), default=1000,
                         help="round trips per figure, quiet and loaded (1000)")
-    parser.add_argument("--hostile-samples", type=int, default=4000,
-                        help="round trips per figure, reader reading and stopped (4000)")
-    parser.add_argument("--blocks", type=int, default=20,
+    parser.add_argument("--hostile-samples", type=_at_least(1), default=4000,
+                        help="round trips per figure, reader reading and stopped, split "
+                             "evenly over the blocks (4000)")
+    parser.add_argument("--blocks", type=_at_least(1), default=20,
                         help="alternating blocks of the hostile-reader figures (20)")
     parser.add_argument("--only", choices=("idle", "hostile"),
                         help="run one scenario (default: both)")
-    return parser.parse_args(argv)
+    parser.add_argument("--data", type=Path, default=None,
+                        help="directory for the servers' data, kept (default: a temporary "
+                             "one, removed)")
+    args = parser.parse_args(argv)
+    if args.hostile_samples < args.blocks:
+        parser.error(f"--hostile-samples {args.hostile_samples} is fewer than --blocks "
+                     f"{args.blocks}: each block needs a round trip")
+    return args
 
 
 def main(argv: list[str]) -> dict[str, Any]:
@@ -74,15 +98,15 @@ def main(argv: list[str]) -> dict[str, Any]:
     _raise_fd_limit(2 * (args.idle + args.half_open) + 1000)
     result: dict[str, Any] = {"cpus": os.cpu_count(), "load_average_before": os.getloadavg(),
                               "goals": {}}
-    with tempfile.TemporaryDirectory(prefix="bench-load-", dir=REPO) as tmp:
+    with _data(args.data) as data:
         if args.only in (None, "idle"):
             _log(f"idle and half-open: {args.idle} idle, {args.half_open} half-open")
-            with ServerProcess(Path(tmp) / "idle") as server:
+            with ServerProcess(data / "idle") as server:
                 run = trio.run(idle_and_half_open, server, args.idle, args.half_open,
                                args.samples, _log)
             p99 = percentile_ms(run.loaded, 0.99)
             result["idle_and_half_open"] = {
-                "idle": args.idle, "half_open": args.half_open, "samples": args.samples,
+                "idle": args.idle, "half_open": args.half_open, "samples": len(run.loaded),
                 "quiet": spread(run.quiet), "loaded": spread(run.loaded),
                 "refused": sum(not reply["ok"] for reply in run.replies),
                 "idle_held": run.held, "half_open_closed_by_server": len(run.closes)}
@@ -91,12 +115,12 @@ def main(argv: list[str]) -> dict[str, Any]:
         if args.only in (None, "hostile"):
             _log(f"hostile reader: {args.hostile_samples} round trips each, "
                  f"{args.blocks} blocks")
-            with ServerProcess(Path(tmp) / "hostile") as server:
-                hostile = trio.run(hostile_reader, server, args.hostile_samples, args.blocks,
-                                   _log)
+            with ServerProcess(data / "hostile") as server:
+                hostile = trio.run(partial(hostile_reader, server, args.hostile_samples,
+                                           args.blocks, _log, idle=True))
             ratio = percentile_ms(hostile.hostile, 0.99) / percentile_ms(hostile.quiet, 0.99)
             result["hostile_reader"] = {
-                "samples": args.hostile_samples, "blocks": args.blocks,
+                "samples": len(hostile.hostile), "blocks": args.blocks,
                 "quiet": spread(hostile.quiet), "hostile": spread(hostile.hostile),
                 "p99_ratio": round(ratio, 2),
                 "refused": sum(not reply["ok"] for reply in hostile.replies),
@@ -105,3 +129,13 @@ def main(argv: list[str]) -> dict[str, Any]:
                                                          "met": ratio <= RATIO_GOAL}
     result["load_average_after"] = os.getloadavg()
     return result
+
+
+@contextmanager
+def _data(kept: Path | None) -> Iterator[Path]:
+    """Where the servers' data go: `kept`, or a temporary directory of the system's."""
+    if kept is not None:
+        yield kept
+        return
+    with tempfile.TemporaryDirectory(prefix="bench-load-") as tmp:
+        yield Path(tmp)

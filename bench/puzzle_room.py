@@ -11,12 +11,14 @@ the rooms round robin. Figures:
 * `load`: moves per second (accepted, over every room), move p50/p99 (send to reply), and
   spectator lag p50/p99 (a move's reply to the first push at or past its revision arriving
   at each of the room's spectators).
-* `hints`: the latency of `puzzle.hint` (budget 8 s) from the start of each starter level,
-  on an otherwise idle server, after one warm-up hint that starts the worker process.
+* `hints`: the latency of `puzzle.hint` (budget 8000: 16,000 expansions) from the start of
+  each starter level, on an otherwise idle server, after one warm-up hint that starts the
+  worker process.
 * `hints_vs_rooms`: what a hint search does to the other rooms: the same load with and
-  without one client asking back-to-back hints (2 s budget, on a level the search cannot
-  finish, so each uses its whole budget), for the search in a worker process (what the room
-  does) and in a worker thread (`PuzzleActor.search_in_process = False`, a second server).
+  without one client asking back-to-back hints (budget 2000: 4,000 expansions, ~2 s here, on
+  a level the search cannot finish, so each makes all of them), for the search in a worker
+  process (what the room does) and in a worker thread (`PuzzleActor.search_in_process =
+  False`, a second server).
 * `engine`: turns per second in this process of the bare engine (`turn.advance` with its
   record, as the room plays it), of the room's table (decide, fold, stored JSON, reply as the
   wire encodes it) and of a live room actor (mailbox, batch, in-memory store, answer), and the

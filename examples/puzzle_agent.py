@@ -1,16 +1,19 @@
-"""An example agent for the puzzle rooms, playing a pack through `protocol/client.py` only.
+"""An example agent for the puzzle rooms, playing a pack through `protocol/` only (its client,
+its op bounds).
 
     python examples/puzzle_agent.py --url ws://127.0.0.1:8000/ws [--token T] [--room NAME] \\
-        [--pack starter] [--budget-ms 8000]
+        [--pack starter] [--budget-ms 1000]
 
 It creates the room `puzzle:<room>` from the bundled pack (or takes it up again if it is
 already its player's), then plays level after level with the solver's help: it asks
 `puzzle.hint` from the current board, plays the moves it gets one turn at a time at the
-room's revision, and goes on with `puzzle.next` once the level is won. A hint that says
-`unknown` is asked again (that helps when the server's wall-clock ceiling stopped it: a budget
-counts search work, so the same board and budget give the same answer); one that says
-`unsolvable` means the board went wrong: it resets the level first. It prints one line per level and exits 0 once every level of the
-pack is won, 1 otherwise.
+room's revision, and goes on with `puzzle.next` once the level is won. A budget counts search
+work, so the same board and budget give the same answer: a hint that says `unknown` because
+the budget's expansions ran out (`node cap`) is asked again with twice the budget, up to the
+op's maximum; one the server's wall-clock ceiling stopped (`time cap`, a busy server) is
+asked again as it was; any other `unknown` would only repeat, and the agent gives up on the
+level. A hint that says `unsolvable` means the board went wrong: it resets the level first.
+It prints one line per level and exits 0 once every level of the pack is won, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -26,9 +29,20 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from protocol.client import Client, ClientError, ConnectionLost, RequestError
+from protocol.ops.puzzle import MAX_HINT_MS
 
 DIRS = {"u": "up", "d": "down", "l": "left", "r": "right", "s": "wait"}
-HINT_TRIES = 4  # hints asked per level before giving up on it
+HINT_TRIES = 8  # hints asked per level before giving up on it (1000 doubles to 8000 in 3)
+
+
+def budget_after(budget_ms: int, reason: str) -> int | None:
+    """The budget to ask again with after an `unknown` hint at `budget_ms` that gave
+    `reason`; None when asking again could not change the answer."""
+    if "time cap" in reason:  # the server's ceiling: a less busy moment may finish it
+        return budget_ms
+    if "node cap" in reason and budget_ms < MAX_HINT_MS:
+        return min(2 * budget_ms, MAX_HINT_MS)
+    return None  # the largest budget's expansions, or the search memory: the same again
 
 
 class Stuck(Exception):
@@ -61,11 +75,12 @@ class Agent:
 
     async def win_level(self, view: dict[str, Any]) -> dict[str, Any]:
         """Play the level `view` shows until it is won; the view then."""
+        budget = self.budget_ms
         for _ in range(HINT_TRIES):
             if view["won"]:
                 return view
             try:
-                hint = await self.request("puzzle.hint", {"budget_ms": self.budget_ms})
+                hint = await self.request("puzzle.hint", {"budget_ms": budget})
             except RequestError as err:
                 if err.code != "searching":  # our own earlier hint, before a reconnect
                     raise
@@ -77,6 +92,12 @@ class Agent:
                 continue
             if hint["status"] == "solved":
                 view = await self.play(hint["moves"], view["revision"])
+                continue
+            again = budget_after(budget, hint["reason"])
+            if again is None:
+                raise Stuck(f"level {view['level_id']!r}: no hint at budget {budget} "
+                            f"({hint['reason']})")
+            budget = again
         if not view["won"]:
             raise Stuck(f"level {view['level_id']!r} was not won after {HINT_TRIES} hints")
         return view
@@ -131,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--token", default=None)
     parser.add_argument("--room", default="agent")
     parser.add_argument("--pack", default="starter")
-    parser.add_argument("--budget-ms", type=int, default=8000)
+    parser.add_argument("--budget-ms", type=int, default=1000)
     return trio.run(main_async, parser.parse_args(argv))
 
 

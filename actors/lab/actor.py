@@ -132,10 +132,18 @@ class LabActor(WorldActor):
 
     # ---- the birth loop -----------------------------------------------------------------
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Tracks whose loop birth runs off the task (a model call, a validation): a restart
+        # does not stop it, and its outcome comes back as a message all the same.
+        self._loop_running: set[str] = set()
+
     async def on_start(self) -> None:
         """Arm the birth loop of a lab that exists and breeds."""
         self._ticker: Timer | None = None
-        self._loop_busy: set[str] = set()  # tracks with a loop birth in flight
+        # Tracks with a loop birth in flight: running, or chosen in this batch and started
+        # once it is durable (a restart drops those that are not kept: `once_durable`).
+        self._loop_busy: set[str] = set(self._loop_running)
         self._model_quiet_until = 0  # ms: no model birth before this, after a barren one
         self._model_backoff = MODEL_BACKOFF_MS[0]
         self._arm()
@@ -191,19 +199,31 @@ class LabActor(WorldActor):
         directive = birth_directive(directives, track, rng)
         assert directive is not None
         breeder = self.breeder()
+
+        def call() -> None:
+            # Busy again: a crash later in the batch restarts the lab (`on_start` frees the
+            # tracks not running) yet keeps this act, which then runs after the next append.
+            self._loop_busy.add(track)
+            self._loop_running.add(track)
+            self.offload(lambda: breeder.breed(track, directive.text),
+                         lambda birth: _ModelReplied(track, directive.id, birth),
+                         lambda: _ModelFailed(track), io=True)
+
         self._loop_busy.add(track)
         # The directive may be this batch's (explored above, or added by an op before the
         # tick): the model hears of it once it is durable, never if its append fails (the
         # restart then frees the track).
-        self.once_durable(lambda: self.offload(
-            lambda: breeder.breed(track, directive.text),
-            lambda birth: _ModelReplied(track, directive.id, birth),
-            lambda: _ModelFailed(track), io=True))
+        self.once_durable(call)
+
+    def _loop_done(self, track: str) -> None:
+        """The track's loop birth is over: the loop may breed it again."""
+        self._loop_busy.discard(track)
+        self._loop_running.discard(track)
 
     def _model_replied(self, msg: _ModelReplied) -> None:
         b = msg.birth
         if b.reason is not None and b.reason.startswith("model error"):
-            self._loop_busy.discard(msg.track)
+            self._loop_done(msg.track)
             self._model_barren(b.reason, b.retry_after)
             return
         candidate = Candidate(msg.track, b.code, b.title, directive=msg.directive,
@@ -211,7 +231,7 @@ class LabActor(WorldActor):
         if b.reason is None:  # the format holds: validated as every candidate is
             self._validate(candidate, loop=True)
             return
-        self._loop_busy.discard(msg.track)
+        self._loop_done(msg.track)
         self._model_outcome(candidate, b.reason)
 
     def _model_outcome(self, candidate: Candidate, reason: str | None) -> None:
@@ -259,6 +279,8 @@ class LabActor(WorldActor):
         """Run `validate` off the task; the verdict, or the validator's failure (the
         candidate is then abandoned, whoever offered it), comes back as a message. The
         seconds it held its worker (the compile's subprocess included) are `payer`'s."""
+        if loop:
+            self._loop_running.add(candidate.track)
         self.offload(thread_timed(lambda: validate(candidate.track, candidate.code), held=True),
                      lambda done: _Validated(candidate, done[0], loop, done[1], payer),
                      lambda: _ValidationFailed(candidate, loop))
@@ -275,7 +297,7 @@ class LabActor(WorldActor):
             if message.payer is not None:
                 message.payer.charge(message.seconds)
             if message.loop:
-                self._loop_busy.discard(c.track)
+                self._loop_done(c.track)
             if message.loop and c.source == "model":
                 self._model_outcome(c, message.reason)
             else:
@@ -283,14 +305,14 @@ class LabActor(WorldActor):
         elif isinstance(message, _ValidationFailed):
             c = message.candidate
             if message.loop:
-                self._loop_busy.discard(c.track)
+                self._loop_done(c.track)
             self.fold([Abandoned(organism_id(c.track, c.code))])
             if message.loop and c.source == "model":
                 self._model_barren("the validator failed on a model birth")
         elif isinstance(message, _ModelReplied):
             self._model_replied(message)
         elif isinstance(message, _ModelFailed):
-            self._loop_busy.discard(message.track)
+            self._loop_done(message.track)
             self._model_barren("model breeder failed")
         self._arm()
 

@@ -185,7 +185,8 @@ class TurnResult:
 @attrs.frozen
 class HintResult:
     """`solved` with the moves from the board at `revision` (`next` is the first),
-    `unsolvable` (nothing reachable wins), or `unknown` (the budget ran out first);
+    `unsolvable` (nothing reachable wins), or `unknown` (a cap ended the search first: the
+    budget's expansions, the search memory or the server's time ceiling, as `reason` says);
     `expanded` states searched."""
 
     status: Literal["solved", "unsolvable", "unknown"]
@@ -367,7 +368,7 @@ class CheckResult:
 @attrs.frozen
 class SolveResult:
     """The solver's verdict on a level from its start (moves replayed in the engine when
-    `solved`); `unknown` when the budget ran out."""
+    `solved`); `unknown` when a cap ended the search first, as a hint's (`reason`)."""
 
     status: Literal["solved", "unsolvable", "unknown"]
     moves: str

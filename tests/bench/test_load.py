@@ -1,15 +1,23 @@
-"""`bench load` for a moment, at tiny sizes: both scenarios run against their servers and
-every figure the goals are judged by is there. No speed is asserted, nor whether a goal
-is met."""
+"""`bench load` for a moment, at tiny sizes: both scenarios run against their servers (their
+data where `--data` says) and every figure the goals are judged by is there, with the round
+trips it counts. No speed is asserted, nor whether a goal is met. Counts it cannot measure
+are refused as arguments."""
 
 from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
 
 from bench import load
 
 
-def test_both_scenarios_report_their_figures_and_goals() -> None:
+def test_both_scenarios_report_their_figures_and_goals(tmp_path: Path) -> None:
+    # Before: its servers' data went into the repository (a killed run left it there), and
+    # 21 round trips in 2 blocks measured 20 but said 21.
     result = load.main(["--idle", "20", "--half-open", "2", "--samples", "10",
-                        "--hostile-samples", "20", "--blocks", "2"])
+                        "--hostile-samples", "21", "--blocks", "2", "--data", str(tmp_path)])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hostile", "idle"]
     idle = result["idle_and_half_open"]
     assert (idle["idle"], idle["half_open"], idle["samples"]) == (20, 2, 10)
     assert (idle["idle_held"], idle["refused"]) == (20, 0)
@@ -27,3 +35,20 @@ def test_both_scenarios_report_their_figures_and_goals() -> None:
     assert goals["hostile_p99_at_most_2x"]["ratio"] == hostile["p99_ratio"]
     assert all(isinstance(goal["met"], bool) for goal in goals.values())
     assert len(result["load_average_before"]) == len(result["load_average_after"]) == 3
+
+
+@pytest.mark.parametrize(("argv", "error"), [
+    (["--hostile-samples", "3", "--blocks", "4"],
+     "--hostile-samples 3 is fewer than --blocks 4: each block needs a round trip"),
+    (["--samples", "0"], "argument --samples: 0 is less than 1"),
+    (["--blocks", "0"], "argument --blocks: 0 is less than 1"),
+    (["--idle", "-1"], "argument --idle: -1 is less than 0"),
+], ids=["fewer-samples-than-blocks", "no-samples", "no-blocks", "negative"])
+def test_counts_it_cannot_measure_are_refused(argv: list[str], error: str,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    # Before: fewer hostile samples than blocks measured nothing and failed in the
+    # percentile (IndexError), after starting a server.
+    with pytest.raises(SystemExit) as exited:
+        load.parse(argv)
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == f"python -m bench load: error: {error}"

@@ -16,7 +16,7 @@ import trio
 
 from server.budgets import Budgets
 from tests.server import burn_world
-from tests.server.test_client import Proxy
+from tests.server.tcp_proxy import Proxy
 from tests.server.ws_harness import raw_client, result, running_server
 
 REPO = Path(__file__).resolve().parents[2]

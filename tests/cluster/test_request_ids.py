@@ -17,7 +17,7 @@ from protocol.envelope import Request, parse_frame
 from protocol.errors import ProtocolError
 from server.app import Running
 from server.auth import TokenStore
-from tests.server.test_client import Proxy
+from tests.server.tcp_proxy import Proxy
 from tests.server.ws_harness import raw_client, result, running_server
 
 WORLD = "counter:r"

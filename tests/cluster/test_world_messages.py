@@ -17,7 +17,7 @@ from protocol.client import Client
 from protocol.ops.lobby import LOBBY_ID
 from server.hello import new_key
 from tests.cluster.conftest import Nodes, wait_for
-from tests.puzzle.test_live import play
+from tests.puzzle.live import play
 
 pytestmark = pytest.mark.postgres
 BOARD = "puzzleboard:main"

@@ -17,6 +17,9 @@ POND = {"world": "A quiet pond where algae bloom and snails graze",
         "threat": "A hungry pike stalks the snails", "reward": "Keep all three alive"}
 SIZE = 16  # small grids: the tests play 180 generations at the top speed
 TOP = 30  # generations a second
+SELF_A = {"kind": "self", "species": "A", "value": "cooperative"}  # a patch, and a change:
+CHANGE = {"generation": 5, "activation": "immediate", "duration": "short",
+          "transition": "abrupt", "patch": SELF_A}
 WAIT = 60  # seconds any wait for a run may take before the test fails
 
 

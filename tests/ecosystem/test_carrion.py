@@ -21,7 +21,7 @@ from actors.ecosystem.rules import WORLD
 from actors.ecosystem.run import simulate
 from actors.ecosystem.setup import default_config
 from tests.ecosystem.records import FIXTURE
-from tests.ecosystem.test_rules import Table
+from tests.ecosystem.table import Table
 
 DESERT = {"world": "a barren desert with moss and beetles",
           "threat": "toxic heat and vultures", "reward": "explore"}

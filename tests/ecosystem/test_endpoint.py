@@ -24,7 +24,7 @@ from actors.ecosystem.model_client import ATTEMPTS
 from actors.ecosystem.model_options import KEY_ENV, add_model_options
 from server.cli import main
 from tests.ecosystem.conftest import FakeModel
-from tests.ecosystem.test_interpret import (
+from tests.ecosystem.model_script import (
     ANSWERS,
     APPROVE,
     COUNCIL,

@@ -24,7 +24,7 @@ from actors.ecosystem.replay import replay
 from protocol.client import Client, RequestError
 from tests.ecosystem.conftest import FakeModel
 from tests.ecosystem.live import SIZE, TOP, WAIT, agent_tokens
-from tests.ecosystem.test_interpret import (
+from tests.ecosystem.model_script import (
     ANSWERS,
     COUNCIL,
     HAPPY,

@@ -13,7 +13,7 @@ from actors.ecosystem.endpoint import ModelEndpoint
 from protocol.client import Client
 from tests.ecosystem.conftest import FakeModel
 from tests.ecosystem.live import SIZE, WAIT, agent_tokens
-from tests.ecosystem.test_interpret import ANSWERS, HAPPY
+from tests.ecosystem.model_script import ANSWERS, HAPPY
 from tests.lab.live import GOOD, new_lab, settled
 from tests.server.ws_harness import running_server
 

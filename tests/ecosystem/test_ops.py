@@ -14,14 +14,11 @@ from actors.ecosystem.rules import MAX_CONTROLS
 from actors.ecosystem.setup import MAX_ANSWER, hash_setup_request
 from protocol.client import Client, RequestError
 from protocol.ops.ecosystem import OPS
-from tests.ecosystem.live import POND, SIZE, agent_tokens
+from tests.ecosystem.live import CHANGE, POND, SELF_A, SIZE, agent_tokens
 from tests.server.ws_harness import running_server
 from tests.utf16 import edges
 
 RUN = "ecosystem:ops"
-SELF_A = {"kind": "self", "species": "A", "value": "cooperative"}
-CHANGE = {"generation": 5, "activation": "immediate", "duration": "short",
-          "transition": "abrupt", "patch": SELF_A}
 
 # (op, args, who sends it, expected code, message or None); "who": owner, other (an agent
 # that does not own the run) or spectator (no token). The run is paused at generation 3.

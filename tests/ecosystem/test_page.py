@@ -13,9 +13,9 @@ from playwright.sync_api import Page, expect
 
 from tests.bidi import ESCAPES, in_order
 from tests.ecosystem.conftest import FakeModel
-from tests.ecosystem.test_interpret import ANSWERS, HAPPY, REJECT, ROLES, span
+from tests.ecosystem.model_script import ANSWERS, HAPPY, REJECT, ROLES, span
 from tests.server.server_process import ServerProcess
-from tests.server.test_lobby_page import _requests
+from tests.server.sync_client import ask_all
 
 WAIT = 60_000  # ms
 POND = ("A quiet pond where algae bloom and snails graze", "A hungry pike stalks the snails",
@@ -197,7 +197,7 @@ def test_the_page_keeps_its_run_across_a_reload_a_stop_and_a_restart(browser,
         page.click("#step")
         expect(generation).to_have_text("1", timeout=WAIT)
         stop = ("admin.stop", "admin:main", {"id": "ecosystem:kept"})
-        _requests(server.ws_url, server.owner_token, stop)
+        ask_all(server.ws_url, server.owner_token, stop)
         expect(status).to_contain_text("trying again", timeout=WAIT)
         page.evaluate("""() => new Promise((done) => {
             dispatchEvent(new Event("resize"));  // a repaint while the run is away
@@ -215,7 +215,7 @@ def test_the_page_keeps_its_run_across_a_reload_a_stop_and_a_restart(browser,
             window.__paint = requestAnimationFrame;
             window.requestAnimationFrame = (f) => (window.__held ??= []).push(f);
         }""")
-        _requests(server.ws_url, server.owner_token, ("admin.release", *stop[1:]))
+        ask_all(server.ws_url, server.owner_token, ("admin.release", *stop[1:]))
         expect(status).to_have_text("paused", timeout=WAIT)
         expect(status).to_have_attribute("data-state", "open")
         page.evaluate("""() => {

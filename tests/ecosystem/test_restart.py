@@ -14,7 +14,7 @@ import trio
 from protocol.client import Client
 from tests.ecosystem.conftest import FakeModel
 from tests.ecosystem.live import SIZE, TOP, WAIT, agent_tokens, patch, uninterrupted
-from tests.ecosystem.test_interpret import ANSWERS, HAPPY
+from tests.ecosystem.model_script import ANSWERS, HAPPY
 from tests.server.server_process import ServerProcess
 
 KEY = "sk-restart-credential-321"

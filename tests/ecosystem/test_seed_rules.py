@@ -13,7 +13,7 @@ from typing import Any
 
 from actors.ecosystem.run import simulate
 from actors.ecosystem.setup import default_config
-from tests.ecosystem.test_interpret import APPROVE, COUNCIL, HAPPY, LINKS, ROLES, interpret
+from tests.ecosystem.model_script import APPROVE, COUNCIL, HAPPY, LINKS, ROLES, interpret
 
 SELF_A = {"kind": "self", "species": "A"}
 

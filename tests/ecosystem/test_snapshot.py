@@ -24,7 +24,7 @@ from actors.runtime.mailbox import Call
 from actors.store import EventStore
 from protocol.convert import structure, unstructure
 from server.storage import SqliteEventStore
-from tests.ecosystem.test_rules import ANSWERS, OWNER, SPECS, Table, self_patch
+from tests.ecosystem.table import ANSWERS, OWNER, SPECS, Table, self_patch
 
 RUN = "ecosystem:pond"
 EVERY = 30  # the runtime's snapshot period in the store tests: a snapshot each 30 events

@@ -86,3 +86,13 @@ class LabRun:
         for text in self.stored:
             state = WORLD.evolve(state, WORLD.codec.decode(json.loads(text)))
         return state
+
+
+def born(run: LabRun, n: int, track: str = "shader") -> list[str]:
+    """The ids of `n` grammar children of `track`, each born."""
+    ids = []
+    for _ in range(n):
+        reply = run("lab.birth", track=track)
+        assert reply.reason is None, reply
+        ids.append(reply.id)
+    return ids

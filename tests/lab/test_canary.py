@@ -12,8 +12,7 @@ from actors.lab.state import CANARY_WINDOW_MS
 from actors.world import Refusal
 from protocol.errors import ProtocolError
 from protocol.ops.lab import LabCode
-from tests.lab.lab_world import JUDGE, LabRun
-from tests.lab.test_rules import born
+from tests.lab.lab_world import JUDGE, LabRun, born
 
 
 @pytest.fixture

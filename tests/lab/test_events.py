@@ -36,8 +36,7 @@ from protocol.bounds import bounds_of
 from protocol.ops import lab as ops
 from protocol.registry import Registry
 from protocol.schema import registry_schema
-from tests.lab.lab_world import JUDGE, LabRun
-from tests.lab.test_rules import born
+from tests.lab.lab_world import JUDGE, LabRun, born
 
 GENOME, CODE = next(generate("shader", 3, 1))
 PANEL_GENOME, PANEL_CODE = next(generate("panel", 3, 1))

@@ -2,7 +2,7 @@
 format or fails validation backs the loop off like a model error does (each call is paid
 for), only a birth ends the wait, and a rejection keeps only the head of a long reply; an
 endpoint's Retry-After (capped) makes the wait at least that long. The model hears of a
-directive only once the store keeps it.
+directive only once the store keeps it, and a call kept across a restart holds its track.
 
 The lab reads trio's clock as its own (the directory's `clock`), a mock clock the test
 moves a birth tick at a time, so minutes of the loop pass at once; the model is a
@@ -10,6 +10,8 @@ chat-completions server on loopback speaking the real wire format."""
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -26,12 +28,14 @@ from actors.lab.births import MAX_REJECTED_CODE
 from actors.lab.breed import generate
 from actors.lab.contract import contract_text
 from actors.runtime import Call
+from actors.runtime.context import RuntimeConfig
 from actors.runtime.directory import ActorKind, open_directory
+from actors.runtime.mailbox import Pending
 from actors.store import MemoryEventStore
 from protocol.ops import lab as ops
-from tests.clocked import run_for, settled, trio_ms
+from tests.clocked import SETTLE_TURNS, run_for, settled, trio_ms
 from tests.lab.live import ChatServer, variant
-from tests.runtime.test_once_durable import FailsOneAppend
+from tests.runtime.failing import CRASH, FailsOneAppend, crash_calls
 
 LAB = "lab:junk"
 TICK = lab_actor.LabActor.birth_tick  # seconds the tests move the lab's clock at a time
@@ -59,13 +63,14 @@ class Model(ChatServer):
 
 
 @asynccontextmanager
-async def breeding(model: Model, backlog: int = 16, store: MemoryEventStore | None = None
+async def breeding(model: Model, backlog: int = 16, store: MemoryEventStore | None = None,
+                   config: RuntimeConfig | None = None
                    ) -> AsyncIterator[tuple[Any, MemoryEventStore]]:
     """A lab breeding through `model` (`backlog` a track), and its store (`store`, or a
-    fresh one)."""
+    fresh one), under the runtime's `config` (or its defaults)."""
     store = MemoryEventStore() if store is None else store
     try:
-        async with open_directory(store, [ActorKind.of(WORLD)], clock=trio_ms,
+        async with open_directory(store, [ActorKind.of(WORLD)], clock=trio_ms, config=config,
                                   model=model.endpoint) as directory:
             await directory.ask(LAB, Call("lab.create", ops.CreateArgs(backlog=backlog),
                                           "owner", "owner:me"))
@@ -172,3 +177,40 @@ async def test_the_model_hears_no_directive_before_the_store_keeps_it(mock_clock
                  if e["type"] == "directive_added"]
     assert model.requests >= 2
     assert all(any(p.endswith(f"\n{text}\n") for text in texts) for p in model.prompts)
+
+
+@pytest.mark.parametrize("batch_seconds", [60.0, RuntimeConfig().batch_seconds],
+                         ids=["kept-in-the-batch", "running"])
+async def test_a_model_call_across_a_restart_still_holds_its_track(
+        mock_clock, monkeypatch: pytest.MonkeyPatch, batch_seconds: float) -> None:
+    # Before: a crash restarted the lab, whose `on_start` freed every track, while the
+    # tick's model calls ran (a later batch: "running") or before they started (the same
+    # batch, whose calls are kept and start after the next append: "kept-in-the-batch"):
+    # the next tick asked the model for both tracks again while it was still answering.
+    answer = threading.Event()
+
+    def reply(track: str, n: int) -> str:
+        answer.wait(30)
+        return (f"```glsl\n{variant(n)}\n```" if track == "shader"
+                else f"```html\n{PANELS[n % len(PANELS)]}\n```")
+
+    crash_calls(monkeypatch)
+    model = Model(reply)
+    async with breeding(model, config=RuntimeConfig(batch_seconds=batch_seconds)) as (actor,
+                                                                                      _):
+        crash = Pending()
+        actor.tell(lab_actor._BirthTick())  # explores both tracks' first directive
+        actor.send(Call("lab.create", ops.CreateArgs(), "owner", CRASH), crash)
+        for _ in range(SETTLE_TURNS):  # the kept calls reach the model once stored
+            if model.requests == 2:
+                break
+            await trio.to_thread.run_sync(time.sleep, 0.005)
+        assert crash.error is not None and actor.statistics().restarts == 1
+        for _ in range(4):  # ticks while the model answers
+            mock_clock.jump(TICK)
+            await trio.testing.wait_all_tasks_blocked()
+        calls, busy = actor._offloads, set(actor._loop_busy)
+        answer.set()
+        await settled(actor)
+    assert (calls, busy) == (2, {"shader", "panel"})
+    assert model.requests == 2

@@ -17,8 +17,8 @@ from server.budgets import Budgets
 from server.headers import csp_text, page_policy
 from server.lab_routes import MAX_BODY, ROUTES
 from tests.lab.live import born, new_lab
+from tests.server.csp import directives
 from tests.server.garbage import collector_off, cyclic_garbage
-from tests.server.test_headers import directives
 from tests.server.ws_harness import others_load, running_server, until_others_rest
 
 MINUTE = 60_000

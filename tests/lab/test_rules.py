@@ -20,7 +20,7 @@ from actors.lab.validate_shader import glslang_path
 from actors.world import Caller, Refusal
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.ops.lab import Birth, LabCode
-from tests.lab.lab_world import JUDGE, OWNER, LabRun
+from tests.lab.lab_world import JUDGE, OWNER, LabRun, born
 from tests.utf16 import EMOJI, edges, floor_edges
 
 GOOD = """void main() {
@@ -34,13 +34,6 @@ def variant(i: int) -> str:
     return GOOD.replace("0.5 + 0.5", f"0.{i} + 0.5")
 
 
-def born(run: LabRun, n: int, track: str = "shader") -> list[str]:
-    ids = []
-    for _ in range(n):
-        reply = run("lab.birth", track=track)
-        assert reply.reason is None, reply
-        ids.append(reply.id)
-    return ids
 
 
 @pytest.fixture

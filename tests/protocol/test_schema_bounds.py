@@ -44,8 +44,8 @@ from protocol.ops import field as field_ops
 from protocol.schema import registry_schema
 from server import worlds
 from server.budgets import Budgets
-from tests.ecosystem.test_ops import CHANGE, SELF_A
-from tests.puzzle.test_refusals import LEVEL
+from tests.ecosystem.live import CHANGE, SELF_A
+from tests.puzzle.boards import OWN_LEVEL
 from tests.server.every_world import create_every_world, resolve, targets, valid
 from tests.server.ws_harness import Raw, raw_client, result, running_server
 
@@ -72,11 +72,11 @@ BASE: dict[str, dict[str, Any]] = {
     "admin.token_create": {"name": "probe"},
     "puzzle.hint": {"budget_ms": 100},
     "puzzle.select": {"level": "walls"},
-    "puzzlepack.check": {"level": LEVEL},
-    "puzzlepack.save": {"level": LEVEL},
-    "puzzlepack.solve": {"level": LEVEL, "budget_ms": 100},
-    "puzzlepack.level": {"level": LEVEL["id"]},
-    "puzzlepack.remove": {"level": LEVEL["id"], "expected_revision": 0},  # stale: kept
+    "puzzlepack.check": {"level": OWN_LEVEL},
+    "puzzlepack.save": {"level": OWN_LEVEL},
+    "puzzlepack.solve": {"level": OWN_LEVEL, "budget_ms": 100},
+    "puzzlepack.level": {"level": OWN_LEVEL["id"]},
+    "puzzlepack.remove": {"level": OWN_LEVEL["id"], "expected_revision": 0},  # stale: kept
 }
 
 # The read that answers a world's revision now, by kind (for the writes' expected_revision).
@@ -359,7 +359,7 @@ async def test_every_bound_in_the_schema_is_the_servers(tmp_path: Path) -> None:
         agent = srv.state.tokens.create("agent", "ann")
         await create_every_world(srv, agent, NAME, field_size=24)
         async with raw_client(srv, agent) as ann:  # a level for the pack's ops to name
-            result(await _call(ann, "puzzlepack.save", TARGETS["puzzlepack"], {"level": LEVEL}))
+            result(await _call(ann, "puzzlepack.save", TARGETS["puzzlepack"], {"level": OWN_LEVEL}))
             writer = result(await _call(ann, "field.join", TARGETS["field"], {"name": "writer"}))
         BASE["field.reveal"] = {"tile": writer["seed_tile"]}  # hidden, on its frontier
         async with raw_client(srv, agent) as ann, raw_client(srv, srv.owner_token) as owner:

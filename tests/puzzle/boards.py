@@ -1,4 +1,5 @@
-"""Tiny level builder for tests: a picture of rows plus a legend.
+"""Tiny level builder for tests: a picture of rows plus a legend; and levels, packs and share
+links the tests share, built with it.
 
 Legend values in lower case are object nouns, in upper case text words. Extra entries (for
 stacking) and mechanics can be appended.
@@ -6,9 +7,13 @@ stacking) and mechanics can be appended.
 
 from __future__ import annotations
 
+import base64
 import sys
+import zlib
 from collections.abc import Callable
 from typing import Any
+
+from actors.puzzle.share import canonical_json
 
 BASE_LEGEND = {
     "b": "baba", "k": "keke", "f": "flag", "r": "rock", "w": "wall", "~": "water", "y": "key",
@@ -122,3 +127,27 @@ def lines_run(action: Callable[[], object]) -> int:
     finally:
         sys.settrace(before)
     return count
+
+
+def sample_pack() -> dict[str, Any]:
+    """Two plain levels (one without a profile) and one with a plate_gate mechanic."""
+    plain = make_level(["B=Y.", "b..f", "F=V."])
+    plain.pop("profile")
+    plain["id"] = "one"
+    keke = make_level(["B=Y.", "b..f", "F=V."], profile="keke")
+    keke["id"] = "two"
+    gated = mechanic_level()
+    gated["id"] = "three"
+    return {"name": "Sample", "version": "1.2.0", "profile": "keke",
+            "mechanics": ["plate_gate", "frail_floor"], "levels": [plain, keke, gated]}
+
+
+def link_of(data: dict[str, Any], **fields: Any) -> str:
+    """A share link of a pack around level data, with other pack `fields` (either may be
+    invalid: made by hand)."""
+    pack = {"name": "mine", "version": "1", "levels": [data], **fields}
+    return "pd1." + base64.urlsafe_b64encode(zlib.compress(canonical_json(pack))).rstrip(
+        b"=").decode()
+
+
+OWN_LEVEL = {**make_level(["B=Y..", "b...f", "F=W.."]), "id": "mine"}  # valid, one's own

@@ -16,8 +16,8 @@ from actors.puzzle.catalog import bundled
 from actors.puzzle.hint import EXPANSIONS_PER_MS, hint
 from actors.puzzle.puzzlepack.solving import Progress, SolveJob, run_solve
 from actors.puzzle.room import Play
-from tests.puzzle.boards import crowd_level
-from tests.puzzle.test_room import Room, link_of
+from tests.puzzle.boards import crowd_level, link_of
+from tests.puzzle.room_table import Room
 
 
 def loaded(seconds_per_reading: float) -> Callable[[], float]:

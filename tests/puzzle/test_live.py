@@ -14,20 +14,12 @@ import trio
 from actors.puzzle.catalog import bundled
 from protocol.client import Client, RequestError
 from server.auth import TokenStore
+from tests.puzzle.live import DIRS, play
 from tests.server.ws_harness import running_server
 
-DIRS = {"u": "up", "d": "down", "l": "left", "r": "right", "s": "wait"}
 ROOM = "puzzle:e2e"
 
 
-async def play(c: Client, to: str, letters: str, rev: int) -> dict[str, Any]:
-    """Play `letters` one turn at a time at the revision each reply names."""
-    reply: dict[str, Any] = {}
-    for letter in letters:
-        reply = await c.request("puzzle.move", to, {"dir": DIRS[letter],
-                                                    "expected_revision": rev})
-        rev = reply["room"]["revision"]
-    return reply
 
 
 async def refused(c: Client, op: str, to: str, args: dict[str, Any]) -> RequestError:

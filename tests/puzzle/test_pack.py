@@ -10,21 +10,8 @@ import pytest
 from actors.puzzle.diagnostics import MAX_DIAGNOSTICS, STOPPED, LevelError
 from actors.puzzle.game import create_game
 from actors.puzzle.pack import MAX_NAME_CHARS, check_pack, is_pack, pack_of, parse_pack
-from tests.puzzle.boards import make_level, mechanic_level
+from tests.puzzle.boards import make_level, sample_pack
 from tests.utf16 import edges
-
-
-def sample_pack() -> dict[str, Any]:
-    """Two plain levels (one without a profile) and one with a plate_gate mechanic."""
-    plain = make_level(["B=Y.", "b..f", "F=V."])
-    plain.pop("profile")
-    plain["id"] = "one"
-    keke = make_level(["B=Y.", "b..f", "F=V."], profile="keke")
-    keke["id"] = "two"
-    gated = mechanic_level()
-    gated["id"] = "three"
-    return {"name": "Sample", "version": "1.2.0", "profile": "keke",
-            "mechanics": ["plate_gate", "frail_floor"], "levels": [plain, keke, gated]}
 
 
 def diagnostics(data: Any) -> list[str]:

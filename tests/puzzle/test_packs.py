@@ -18,7 +18,7 @@ from protocol.client import Client, RequestError
 from protocol.ops import puzzle as ops
 from server.auth import TokenStore
 from tests.puzzle.boards import crowd_level, make_level, many_rules_level
-from tests.puzzle.test_live import play
+from tests.puzzle.live import play
 from tests.server.ws_harness import running_server
 
 PACK = "puzzlepack:mine"
@@ -64,13 +64,15 @@ async def test_the_editor_checks_solves_saves_and_shares_a_level(tmp_path: Path)
         good = await watcher.request("puzzlepack.check", PACK, {"level": transform})
         assert good["ok"] and good["rules"] == ["baba is you", "flag is win", "wall is stop"]
 
-        crowd, progress = await _solve_watched(agent, watcher, CROWD, 1000)
+        # 200 expansions: the node cap, whatever the machine's speed (its progress ticks
+        # come every 0.25 s, so how many are seen is not asserted: tests/puzzle/test_hint.py).
+        crowd, progress = await _solve_watched(agent, watcher, CROWD, 100)
         assert crowd["status"] == "unknown" and crowd["moves"] == ""
         running = [p for p in progress if p]
-        assert any(p["expanded"] > 0 for p in running), progress
-        assert all((p["budget_ms"], p["max_expanded"]) == (1000, 2000) for p in running)
-        assert progress[-1] is None and crowd["reason"] == "node cap 2000 reached"
-        assert max(p["expanded"] for p in running) <= crowd["expanded"] == 2000
+        assert running, progress  # the solve's start, pushed at once
+        assert all((p["budget_ms"], p["max_expanded"]) == (100, 200) for p in running)
+        assert progress[-1] is None and crowd["reason"] == "node cap 200 reached"
+        assert max(p["expanded"] for p in running) <= crowd["expanded"] == 200
 
         solved, _ = await _solve_watched(agent, watcher, transform, 8000)
         assert solved["status"] == "solved"

@@ -19,6 +19,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from actors.puzzle.catalog import bundled
+from actors.puzzle.hint import EXPANSIONS_PER_MS
 from actors.puzzle.pack import pack_of
 from actors.puzzle.share import make_link
 from actors.puzzle.words import NOUNS, WORDS
@@ -294,6 +295,10 @@ def test_the_editor_saves_a_level_the_server_validates_and_solves(browser: Any,
         errors = _errors(page)
         page.goto(f"{server.http_url}/puzzle/editor.html")
         expect(page.locator("#status")).to_contain_text("live", timeout=WAIT)
+        budgets = page.locator("#budget option")  # a budget is search work: its states
+        assert budgets.all_inner_texts() == [
+            f"{int(ms) * EXPANSIONS_PER_MS:,} states (~{int(ms) // 1000} s)"
+            for ms in (budgets.nth(k).get_attribute("value") for k in range(budgets.count()))]
         page.fill("#width", "7")
         page.locator("#width").dispatch_event("change")
         page.fill("#height", "5")

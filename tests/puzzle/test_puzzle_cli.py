@@ -9,8 +9,7 @@ import pytest
 
 from server.cli import main
 from tests.conftest import shared_path
-from tests.puzzle.boards import make_level
-from tests.puzzle.test_pack import sample_pack
+from tests.puzzle.boards import make_level, sample_pack
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

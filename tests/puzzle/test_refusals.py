@@ -12,13 +12,10 @@ import attrs
 from actors.puzzle.catalog import ROOM_MAX_THINGS
 from protocol.ops import puzzle as ops
 from server.auth import TokenStore
-from tests.puzzle.boards import make_level
-from tests.puzzle.test_room import link_of
+from tests.puzzle.boards import OWN_LEVEL, link_of, make_level
 from tests.server.ws_harness import Raw, error, raw_client, result, running_server
 
 ROOM, PACK, BOARD = "puzzle:r", "puzzlepack:p", "puzzleboard:main"
-LEVEL = make_level(["B=Y..", "b...f", "F=W.."])
-LEVEL["id"] = "mine"
 MOVE = {"dir": "up", "expected_revision": 1}
 
 # op -> (world, args of a well-formed request): the malformed and oversized variants below
@@ -38,12 +35,12 @@ OPS: dict[str, tuple[str, dict[str, Any]]] = {
     "puzzleboard.level": (BOARD, {"key": "x"}),
     "puzzleboard.users": (BOARD, {"keys": []}),
     "puzzlepack.create": (PACK, {"name": "p"}),
-    "puzzlepack.save": (PACK, {"level": LEVEL}),
+    "puzzlepack.save": (PACK, {"level": OWN_LEVEL}),
     "puzzlepack.remove": (PACK, {"level": "mine"}),
     "puzzlepack.view": (PACK, {}),
     "puzzlepack.level": (PACK, {"level": "mine"}),
-    "puzzlepack.check": (PACK, {"level": LEVEL}),
-    "puzzlepack.solve": (PACK, {"level": LEVEL, "budget_ms": 100}),
+    "puzzlepack.check": (PACK, {"level": OWN_LEVEL}),
+    "puzzlepack.solve": (PACK, {"level": OWN_LEVEL, "budget_ms": 100}),
 }
 # A wrong JSON type for one argument of each op with arguments.
 MALFORMED: dict[str, dict[str, Any]] = {
@@ -57,7 +54,7 @@ MALFORMED: dict[str, dict[str, Any]] = {
     "puzzlepack.create": {"profile": "baba"}, "puzzlepack.save": {"level": "{}"},
     "puzzlepack.remove": {"level": 3}, "puzzlepack.view": {"x": 0},
     "puzzlepack.level": {}, "puzzlepack.check": {"level": []},
-    "puzzlepack.solve": {"level": LEVEL, "budget_ms": [1]},
+    "puzzlepack.solve": {"level": OWN_LEVEL, "budget_ms": [1]},
 }
 # One argument past its bound, for each op with a bounded argument.
 OVERSIZED: dict[str, dict[str, Any]] = {
@@ -76,14 +73,14 @@ OVERSIZED: dict[str, dict[str, Any]] = {
     "puzzlepack.remove": {"level": "x" * (ops.MAX_LEVEL_ID + 1)},
     "puzzlepack.level": {"level": "x" * (ops.MAX_LEVEL_ID + 1)},
     "puzzlepack.check": {"level": {f"k{i}": 0 for i in range(ops.MAX_LEVEL_FIELDS + 1)}},
-    "puzzlepack.solve": {"level": LEVEL, "budget_ms": ops.MIN_HINT_MS - 1},
+    "puzzlepack.solve": {"level": OWN_LEVEL, "budget_ms": ops.MIN_HINT_MS - 1},
 }
 WRITES = {"puzzle.move", "puzzle.undo", "puzzle.reset", "puzzle.next", "puzzle.select",
           "puzzle.hint", "puzzlepack.save", "puzzlepack.remove", "puzzlepack.solve"}
 STALE = {"puzzle.move": {"dir": "up", "expected_revision": 0}, "puzzle.undo": {"expected_revision": 0},
          "puzzle.reset": {"expected_revision": 0}, "puzzle.next": {"expected_revision": 0},
          "puzzle.select": {"level": "walls", "expected_revision": 0},
-         "puzzlepack.save": {"level": LEVEL, "expected_revision": 9},
+         "puzzlepack.save": {"level": OWN_LEVEL, "expected_revision": 9},
          "puzzlepack.remove": {"level": "mine", "expected_revision": 9}}
 
 
@@ -124,7 +121,7 @@ async def test_bad_input_to_every_op_is_refused_and_changes_nothing(tmp_path: Pa
             raw_client(srv) as spectator:
         result(await owner.call("puzzle.create", ROOM, pack="starter"))
         result(await owner.call("puzzlepack.create", PACK, name="p"))
-        result(await owner.call("puzzlepack.save", PACK, level=LEVEL))
+        result(await owner.call("puzzlepack.save", PACK, level=OWN_LEVEL))
         before = await _state(spectator)
         codes: dict[str, list[str]] = {}
         for op, (to, args) in OPS.items():
@@ -195,7 +192,7 @@ async def test_malformed_and_huge_levels_and_links_install_nothing(tmp_path: Pat
         assert await srv.state.directory.store.streams() == {}
         # The editor's path: a pack refuses a huge or malformed level with the level's paths.
         result(await agent.call("puzzlepack.create", "puzzlepack:ed", name="ed"))
-        huge = {**LEVEL, "width": 100}
+        huge = {**OWN_LEVEL, "width": 100}
         for op in ("puzzlepack.save", "puzzlepack.check", "puzzlepack.solve"):
             reply = await agent.call(op, "puzzlepack:ed", level=huge)
             if op == "puzzlepack.check":

@@ -10,7 +10,7 @@ import psutil
 import trio
 
 from protocol.client import Client
-from tests.puzzle.test_live import play
+from tests.puzzle.live import play
 from tests.server.server_process import ServerProcess
 
 ROOM = "puzzle:kill"

@@ -22,46 +22,8 @@ from actors.world import Caller, Ctx, Refusal
 from protocol.errors import ErrorCode
 from protocol.ops import puzzle as ops
 from protocol.ops.puzzle import PuzzleCode
-from tests.puzzle.boards import lines_run, make_level, many_rules_level
-
-WORLD = rules.WORLD
-ANN = Caller("ann", "agent")
-BOB = Caller("bob", "agent")
-DIRS = {"u": "up", "d": "down", "l": "left", "r": "right", "s": "wait"}
-
-
-class Room:
-    """A room driven through the world's table, keeping every decided event."""
-
-    def __init__(self, **create: Any) -> None:
-        self.state = WORLD.initial("puzzle:test")
-        self.events: list[Any] = []
-        self.reply = self.write("puzzle.create", ops.CreateArgs(**create))
-        assert not isinstance(self.reply, Refusal), self.reply
-
-    def ctx(self, caller: Caller) -> Ctx:
-        return Ctx(caller, t=0, rev=self.state.rev)
-
-    def write(self, op: str, args: Any, caller: Caller = ANN) -> Any:
-        move = WORLD.moves[op]
-        decided = move.decide(self.state, args, self.ctx(caller))
-        if isinstance(decided, Refusal):
-            return decided
-        for event in decided:
-            self.state = WORLD.evolve(self.state, event)
-        self.events.extend(decided)
-        return move.result(self.state, decided, args)
-
-    def move(self, letters: str, caller: Caller = ANN) -> Any:
-        reply = None
-        for letter in letters:
-            reply = self.write("puzzle.move", ops.MoveArgs(DIRS[letter], self.state.rev), caller)
-            if isinstance(reply, Refusal):
-                return reply
-        return reply
-
-    def read(self, op: str, args: Any, caller: Caller = BOB) -> Any:
-        return WORLD.reads[op].answer(self.state, args, self.ctx(caller))
+from tests.puzzle.boards import lines_run, link_of, make_level, many_rules_level
+from tests.puzzle.room_table import ANN, BOB, DIRS, WORLD, Room
 
 
 def test_a_starter_level_is_won_and_counted() -> None:
@@ -307,17 +269,6 @@ def bad_create(**args: Any) -> Refusal:
     return refused
 
 
-def link_of(data: dict[str, Any], **fields: Any) -> str:
-    """A share link of a pack around level data, with other pack `fields` (either may be
-    invalid: made by hand)."""
-    import base64
-    import zlib
-
-    from actors.puzzle.share import canonical_json
-
-    pack = {"name": "mine", "version": "1", "levels": [data], **fields}
-    return "pd1." + base64.urlsafe_b64encode(zlib.compress(canonical_json(pack))).rstrip(
-        b"=").decode()
 
 
 def test_create_from_a_share_link_with_a_profile() -> None:

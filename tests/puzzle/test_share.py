@@ -12,8 +12,7 @@ from actors.puzzle import share
 from actors.puzzle.level import parse_level
 from actors.puzzle.pack import Pack, pack_of, parse_pack
 from actors.puzzle.share import PREFIX, ShareError, canonical_json, make_link, open_link
-from tests.puzzle.boards import make_level
-from tests.puzzle.test_pack import sample_pack
+from tests.puzzle.boards import make_level, sample_pack
 from tests.utf16 import EMOJI
 
 

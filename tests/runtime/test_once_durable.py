@@ -17,28 +17,15 @@ from actors.puzzle.catalog import bundled
 from actors.puzzle.puzzleboard import WORLD as BOARD_WORLD
 from actors.puzzle.puzzleboard.rules import BOARD
 from actors.runtime import ActorKind, Call, open_directory
-from actors.runtime.host import WorldActor
 from actors.runtime.mailbox import Pending
 from actors.store import MemoryEventStore, StoreUnavailable
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.ops import puzzle as ops
 from protocol.ops.field import JoinArgs, RulesArgs, StartArgs
 from protocol.ops.lobby import LOBBY_ID
+from tests.runtime.failing import CRASH, FailsOneAppend, crash_calls
 
 DIRS = {"u": "up", "d": "down", "l": "left", "r": "right", "s": "wait"}
-
-
-class FailsOneAppend(MemoryEventStore):
-    """Fails the next append to `stream` once armed (`fail` raised then)."""
-
-    stream = ""
-    fail: Exception | None = None
-
-    async def append(self, stream: str, *args: Any, **kwargs: Any) -> int:
-        if stream == self.stream and self.fail is not None:
-            error, self.fail = self.fail, None
-            raise error
-        return await super().append(stream, *args, **kwargs)
 
 
 async def test_a_win_whose_move_was_not_stored_is_not_claimed_on_the_board() -> None:
@@ -124,20 +111,13 @@ async def test_a_crash_keeps_the_tells_of_the_batchs_earlier_messages(
     """A join, then a message whose handler crashes, in one batch: the join's events are
     kept and stored after the restart, and so the lobby hears of it."""
     store, field_id = MemoryEventStore(), "field:kept"
-    handle = WorldActor.handle
-
-    async def crashing(self: WorldActor, call: Call) -> Any:
-        if call.caller == "crash":
-            raise RuntimeError("a bug in a handler")
-        return await handle(self, call)
-
-    monkeypatch.setattr(WorldActor, "handle", crashing)
+    crash_calls(monkeypatch)
     async with open_directory(store, FIELD_KINDS) as directory:
         actor = await started(directory, field_id)
         assert await told_agents(store, field_id) == 0
         join, crash = Pending(), Pending()
         actor.send(Call("field.join", JoinArgs(name="bob"), "agent", "bob"), join)
-        actor.send(Call("field.rules", RulesArgs(), "agent", "crash"), crash)  # one batch
+        actor.send(Call("field.rules", RulesArgs(), "agent", CRASH), crash)  # one batch
         with trio.fail_after(10):
             await join.done.wait()
             await crash.done.wait()

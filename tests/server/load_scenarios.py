@@ -213,16 +213,17 @@ class HostileRun:
 
 
 async def hostile_reader(server: ServerProcess, samples: int, blocks: int,
-                         log: Log = _quiet) -> HostileRun:
-    """`samples` round trips with the reader reading and as many with it stopped, in
-    `blocks` alternating blocks of each. The measured client is an agent (an account of
-    its own: 150 round trips a second cost ~5% of a core, an anonymous client's whole
-    budget, and what is measured is the hostile one's effect, not the measured one's)."""
+                         log: Log = _quiet, *, idle: bool = False) -> HostileRun:
+    """`samples` round trips (down to a multiple of `blocks`, at least one a block) with the
+    reader reading and as many with it stopped, in `blocks` alternating blocks of each. The
+    measured client is an agent (an account of its own: 150 round trips a second cost ~5% of
+    a core, an anonymous client's whole budget, and what is measured is the hostile one's
+    effect, not the measured one's). `idle`: the reader runs on idle cores only (`Hostile`)."""
     async with _owner(server) as client:
         await start(client, FIELD, size=40, seed=3)
         agent = await client.request("admin.token_create", None, {"name": "victim"})
     victim = await greeted(server.port, VICTIM, agent["token"])
-    reader = Hostile(server.port, FIELD)
+    reader = Hostile(server.port, FIELD, idle=idle)
     quiet: list[float] = []
     hostile: list[float] = []
     replies: list[dict] = []
@@ -269,12 +270,14 @@ async def _hostile(port: int, game: str, tally: dict[str, int]) -> None:
             await trio.sleep(1 / 200)  # the frame rate a connection is allowed
 
 
-def hostile_main(port: int, game: str) -> None:
-    """The hostile reader's process: read until stdin closes, then print its tally. It
-    runs only on a core that is otherwise idle (SCHED_IDLE): on this 2-core machine its
-    own client work would otherwise take the CPU from the server or the measured client,
-    which another machine's would not."""
-    os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+def hostile_main(port: int, game: str, idle: bool) -> None:
+    """The hostile reader's process: read until stdin closes, then print its tally. With
+    `idle` it runs only on a core that is otherwise idle (SCHED_IDLE: on this 2-core
+    machine its own client work would otherwise take the CPU from the server or the
+    measured client, which another machine's would not), for the bench's figures; a test
+    runs it at normal priority, or on a saturated machine it might never be answered."""
+    if idle:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
     tally = {"answered": 0}
 
     async def run() -> None:
@@ -289,12 +292,14 @@ def hostile_main(port: int, game: str) -> None:
 
 class Hostile:
     """The hostile reader in a process of its own: it is another client on another
-    machine, and its client-side work must not delay the measured client's own loop."""
+    machine, and its client-side work must not delay the measured client's own loop
+    (`idle`: on idle cores only, `hostile_main`)."""
 
-    def __init__(self, port: int, game: str) -> None:
+    def __init__(self, port: int, game: str, *, idle: bool = False) -> None:
         code = "import sys; from tests.server.load_scenarios import hostile_main; " \
-               "hostile_main(int(sys.argv[1]), sys.argv[2])"
-        self.proc = subprocess.Popen([sys.executable, "-c", code, str(port), game], cwd=REPO,
+               "hostile_main(int(sys.argv[1]), sys.argv[2], sys.argv[3] == 'idle')"
+        self.proc = subprocess.Popen([sys.executable, "-c", code, str(port), game,
+                                      "idle" if idle else "normal"], cwd=REPO,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
     def pause(self) -> None:

@@ -16,7 +16,7 @@ from server.budgets import Budgets
 from tests.field_live._live import start
 from tests.server import burn_world
 from tests.server.raw_ws import HandshakeRefused, RawSocket
-from tests.server.test_client import Proxy
+from tests.server.tcp_proxy import Proxy
 from tests.server.ws_harness import (
     error,
     raw_client,

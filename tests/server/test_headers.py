@@ -12,15 +12,11 @@ import trio
 
 from server.config import WEB_DIR
 from server.headers import NOT_A_PAGE, csp_text, page_policy
+from tests.server.csp import directives
 from tests.server.ws_harness import running_server
 
 NOT_PAGES = ("/js/client.js", "/css/site.css", "/lab/voice.ogg", "/healthz")
 SECRET = "secret-beside-web-7d1c"
-
-
-def directives(csp: str) -> dict[str, str]:
-    """A CSP header as directive -> sources."""
-    return dict(re.match(r"\s*(\S+)\s*(.*)", part).groups() for part in csp.split(";"))
 
 
 def _every_response_header(path: str, h: httpx.Headers) -> dict[str, str]:

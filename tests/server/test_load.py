@@ -4,21 +4,26 @@ handshakes that never finish are held, and while an anonymous client asks the co
 reads it may as fast as its frame rate allows, a measured client's every round trip is
 answered, right and in order, and so are the others. How fast is `python -m bench load`'s
 to say (docs/operations.md, "Under load"): no timing is asserted here, and the figures
-seen are only recorded. (One agent cannot create more worlds than its budget:
-tests/server/test_budgets.py.)
+seen are only recorded. The hostile reader runs at normal priority here (the bench's, on
+idle cores only, could starve on a saturated machine). (One agent cannot create more worlds
+than its budget: tests/server/test_budgets.py.)
 """
 
 from __future__ import annotations
 
+import os
 import resource
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import trio
 
 from tests.server.load_scenarios import (
+    FIELD,
     IDLE_ASKED,
     TOTAL,
+    Hostile,
     hostile_reader,
     idle_and_half_open,
     spread,
@@ -70,3 +75,19 @@ async def test_a_hostile_reader_and_another_client_are_both_served(
     assert run.replies == _answers(0, 2 * HOSTILE_SAMPLES)
     assert run.reader["answered"] > 0
     assert set(run.reader) <= {"answered", "over_budget"}  # its refusals: its CPU budget
+
+
+@pytest.mark.parametrize(("idle", "policy"), [(False, os.SCHED_OTHER), (True, os.SCHED_IDLE)],
+                         ids=["test", "bench"])
+async def test_the_hostile_reader_runs_on_idle_cores_only_for_the_bench(
+        idle: bool, policy: int) -> None:
+    # Before: always SCHED_IDLE, so on a saturated machine the test's reader could starve.
+    listener = (await trio.open_tcp_listeners(0, host="127.0.0.1"))[0]
+    reader = Hostile(listener.socket.getsockname()[1], FIELD, idle=idle)
+    try:
+        with trio.fail_after(60):
+            async with await listener.accept():  # it has set its priority by then
+                assert os.sched_getscheduler(reader.proc.pid) == policy
+    finally:
+        reader.kill()
+        await listener.aclose()

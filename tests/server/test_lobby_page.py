@@ -18,6 +18,7 @@ from playwright.sync_api import expect
 from protocol.client import Client, RequestError
 from tests import inflight
 from tests.server.server_process import ServerProcess
+from tests.server.sync_client import ask_all
 
 WAIT = 15_000  # ms: generous, the CI machine may be busy; a pass is usually instant
 
@@ -27,16 +28,6 @@ def _daily() -> str:
     made across midnight UTC (the ids were fixed at import, and failed a run that did)."""
     day = datetime.now(UTC).date()
     return "|".join(re.escape(f"field:day-{d.isoformat()}") for d in (day, day + timedelta(1)))
-
-
-def _requests(url: str, token: str, *calls: tuple[str, str | None, dict]) -> list:
-    """Make requests with a fresh client (the sync browser test runs no event loop of ours)."""
-
-    async def run() -> list:
-        async with Client.connect(url, token=token, client="lobby-test/1.0") as c:
-            return [await c.request(op, to=to, args=args) for op, to, args in calls]
-
-    return trio.run(run)
 
 
 def _watch(url: str, topic: str, subscribed: threading.Event, leave: threading.Event) -> None:
@@ -55,7 +46,7 @@ def test_lobby_page_shows_worlds_live(browser, tmp_path: Path) -> None:
     with ServerProcess(tmp_path / "data") as server:
         token = server.owner_token
         assert token is not None
-        _requests(server.ws_url, token, ("lobby.create", None, {"kind": "counter", "name": "early"}))
+        ask_all(server.ws_url, token, ("lobby.create", None, {"kind": "counter", "name": "early"}))
 
         page = browser.new_page()
         errors: list[str] = []
@@ -68,7 +59,7 @@ def test_lobby_page_shows_worlds_live(browser, tmp_path: Path) -> None:
         expect(early.locator(".revision")).to_have_text("1", timeout=WAIT)
 
         # Created while the page watches: it arrives as a pushed event.
-        _requests(server.ws_url, token,
+        ask_all(server.ws_url, token,
                   ("lobby.create", None, {"kind": "counter", "name": "live-one"}),
                   ("counter.add", "counter:live-one", {"amount": 5}),
                   ("counter.add", "counter:live-one", {"amount": 6}))
@@ -170,7 +161,7 @@ def test_lobby_page_reconnects_and_resumes_after_a_server_restart(browser, tmp_p
     with ServerProcess(tmp_path / "data") as server:
         token = server.owner_token
         assert token is not None
-        _requests(server.ws_url, token, ("lobby.create", None, {"kind": "counter", "name": "one"}))
+        ask_all(server.ws_url, token, ("lobby.create", None, {"kind": "counter", "name": "one"}))
         page = browser.new_page()
         page.goto(f"{server.http_url}/")
         expect(page.locator('tr[data-id="counter:one"] .revision')).to_have_text("1", timeout=WAIT)
@@ -184,7 +175,7 @@ def test_lobby_page_reconnects_and_resumes_after_a_server_restart(browser, tmp_p
         assert page.evaluate(ASK_WHILE_AWAY) == [["TimeoutError"] * 20, 0]
         server.start(port=port)  # same data, same address: the page's client comes back
         expect(page.locator("#status")).to_have_text("live · spectator", timeout=WAIT)
-        _requests(server.ws_url, token, ("lobby.create", None, {"kind": "counter", "name": "two"}))
+        ask_all(server.ws_url, token, ("lobby.create", None, {"kind": "counter", "name": "two"}))
         expect(page.locator('tr[data-id="counter:two"] .revision')).to_have_text("1", timeout=WAIT)
         expect(page.locator("#count")).to_have_text("2 worlds", timeout=WAIT)
         assert page.evaluate("window.sameDocument") is True  # reconnected, not reloaded
@@ -272,7 +263,7 @@ def test_lobby_page_shows_a_page_of_worlds_and_more_on_request(browser, tmp_path
         token = server.owner_token
         assert token is not None
         names = [f"w{i:03}" for i in range(PAGE + 3)]
-        _requests(server.ws_url, token, *(("lobby.create", None, {"kind": "counter", "name": n})
+        ask_all(server.ws_url, token, *(("lobby.create", None, {"kind": "counter", "name": n})
                                           for n in names))
         page, errors = inflight.watched(browser, viewport={"width": 390, "height": 844})
         page.goto(f"{server.http_url}/")
@@ -307,7 +298,7 @@ def test_lobby_page_shows_a_page_of_worlds_and_more_on_request(browser, tmp_path
         ids = rows.evaluate_all("rows => rows.map(r => r.dataset.id)")
         assert ids == [f"counter:{n}" for n in names]
         # The first page stays live: a change there still shows.
-        _requests(server.ws_url, token, ("counter.add", "counter:w000", {"amount": 2}))
+        ask_all(server.ws_url, token, ("counter.add", "counter:w000", {"amount": 2}))
         expect(page.locator('tr[data-id="counter:w000"] .revision')).to_have_text("2",
                                                                                  timeout=WAIT)
         expect(rows).to_have_count(PAGE + 3)
@@ -323,7 +314,7 @@ def test_on_a_phone_a_long_world_name_wraps_and_its_figures_stay(browser,
     name = "w" * 80
     pond = {"world": "A quiet pond where algae bloom", "threat": "A pike", "reward": "Keep all"}
     with ServerProcess(tmp_path / "data") as server:
-        _requests(server.ws_url, server.owner_token,
+        ask_all(server.ws_url, server.owner_token,
                   ("lobby.create", None, {"kind": "counter", "name": name}),
                   ("ecosystem.create", f"ecosystem:{name}", {"answers": pond, "size": 16}))
         page = browser.new_page(viewport={"width": 390, "height": 844})
@@ -343,17 +334,17 @@ def test_the_world_page_follows_a_stop_and_an_outage_then_says_its_own_word(
     with ServerProcess(tmp_path / "data") as server:
         token = server.owner_token
         assert token is not None
-        _requests(server.ws_url, token, ("lobby.create", None, {"kind": "counter", "name": "one"}))
+        ask_all(server.ws_url, token, ("lobby.create", None, {"kind": "counter", "name": "one"}))
         page, errors = inflight.watched(browser)
         page.goto(f"{server.http_url}/lobby/world.html?id=counter:one")
         status = page.locator("#status")
         expect(status).to_have_text("live · spectator", timeout=WAIT)
         stop = ("admin.stop", "admin:main", {"id": "counter:one"})
-        _requests(server.ws_url, token, stop)
+        ask_all(server.ws_url, token, stop)
         expect(status).to_have_text(
             "unavailable: counter:one was stopped by the owner; trying again", timeout=WAIT)
         expect(status).to_have_attribute("data-state", "error")
-        _requests(server.ws_url, token, ("admin.release", *stop[1:]))
+        ask_all(server.ws_url, token, ("admin.release", *stop[1:]))
         expect(status).to_have_text("live · spectator", timeout=WAIT)
         expect(status).to_have_attribute("data-state", "open")
         inflight.through_an_outage(page, errors, server, "open", "live · spectator")

@@ -13,8 +13,8 @@ import trio
 from server.reactor import Reactor
 from server.session import Session
 from tests.server.raw_ws import TEXT, RawSocket, frame
-from tests.server.test_transport import Steps
 from tests.server.ws_harness import running_server
+from tests.steps import Steps
 
 
 class Queue:

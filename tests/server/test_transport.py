@@ -13,19 +13,7 @@ from server.transport import Skipped, WebSocket
 from server.wsframes import FRAMES_PER_PASS
 from server.wsprotocol import text_frame
 from tests.server.raw_ws import BINARY, CLOSE, PING, PONG, TEXT, RawSocket, frame, request
-
-
-class Steps(trio.abc.Instrument):
-    """Counts the steps of one task (a step begins each time it resumes after a yield)."""
-
-    def __init__(self, task: trio.lowlevel.Task) -> None:
-        self.task = task
-        self.count = 0
-
-    def before_task_step(self, task: trio.lowlevel.Task) -> None:
-        """One more step when it is our task's."""
-        if task is self.task:
-            self.count += 1
+from tests.steps import Steps
 
 
 async def test_messages_from_one_read_are_handed_out_one_per_turn_of_the_run_queue() -> None:

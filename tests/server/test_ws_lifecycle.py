@@ -14,7 +14,7 @@ from websockets.trio.client import connect
 from server.app import serve
 from server.config import ServerConfig
 from tests.runtime.probe import Block
-from tests.server.test_ws_crash import KINDS, probe_registry
+from tests.server.probe_world import KINDS, probe_registry
 from tests.server.ws_harness import error, raw_client, result, running_server
 
 
