@@ -5,12 +5,12 @@ is the number of its last event; an empty stream is at revision 0). `append` is 
 and durable: when it returns, the events survive a crash. Nothing above this interface
 may assume a backend; SQLite and PostgreSQL live in `server/storage/`.
 
-Ownership: a writer `claim`s a stream before it replays it; the claim bumps the stream's
-fence, and every later append of that writer carries the fence it claimed. Once another
-writer claims the stream, the first one's appends are refused by the backend itself
-(FencedError) and write nothing: that is what makes a stale owner (a paused process, a
-lost lease) harmless. A writer that never claimed a stream appends under fence 0, which
-only works while nobody has claimed it.
+Ownership: a writer `claim`s a stream before it replays it; the claim gives the stream a
+new fence, and every later append of that writer carries the fence it claimed. Once
+another writer claims the stream, the first one's appends are refused by the backend
+itself (FencedError) and write nothing: that is what makes a stale owner (a paused
+process, a lost lease) harmless. A writer that never claimed a stream appends under fence
+0, which works only while nobody holds a claim on it or wrote under one (see `unclaim`).
 
 Receipts: a write that carried a client's request id is stored with a `Receipt` (its
 caller, the id and the reply's JSON) in the same transaction as its events, so whichever
@@ -44,15 +44,17 @@ class ConflictError(Exception):
 
 
 class FencedError(ConflictError):
-    """`append` was refused because another writer claimed the stream after this one.
+    """`append` was refused because another writer claimed the stream after this one (or
+    this one let its claim go, and its backend forgot the stream: `current` is 0).
 
     The writer is stale (it lost the stream's ownership): stop it; claiming again and
     replaying is how a new owner starts. Nothing was written.
     """
 
     def __init__(self, stream: str, held: int, current: int) -> None:
-        Exception.__init__(self, f"stream {stream!r} is claimed under fence {current}; "
-                                 f"this writer holds fence {held}")
+        now = (f"is claimed under fence {current}" if current else
+               "is not claimed (its claim was let go with nothing written under it)")
+        Exception.__init__(self, f"stream {stream!r} {now}; this writer holds fence {held}")
         self.stream, self.held, self.current = stream, held, current
 
 
@@ -181,13 +183,14 @@ class EventStore(ABC):
     async def unclaim(self, stream: str) -> None:
         """This client no longer writes `stream` (the actor it claimed it for ended): it
         forgets its claim, so its memory of claims holds only the streams it writes. Its
-        appends to `stream` carry no fence until it claims again (refused, as any writer's,
-        once the stream was claimed); one already sent carries the old fence, refused once
-        another writer claimed the stream. Fences are never given out twice, so a backend
-        may also forget a stream nothing was written under (a refused create's) while its
-        fence is still this claim's: its revision stays 0, and an append sent under the old
-        fence is refused (best effort: a store that cannot be reached keeps the stream;
-        nothing is raised)."""
+        appends to `stream` carry fence 0 until it claims again (refused, as any writer's,
+        while anyone holds a claim on the stream or once anything was written under one);
+        one already sent carries the old fence, refused once another writer claimed the
+        stream. Fences are never given out twice, so a backend may also forget a stream
+        nothing was written under (a refused create's) while its fence is still this
+        claim's: its revision stays 0, an append sent under the old fence is refused, and
+        one under fence 0 is not (nobody holds a claim on it). Best effort: a store that
+        cannot be reached, or fails, keeps the stream; nothing is raised."""
 
     @abstractmethod
     async def read(self, stream: str, after: int = 0, upto: int | None = None

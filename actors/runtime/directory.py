@@ -496,8 +496,8 @@ class Directory:
         assert self.placement is not None
         async with self._lock(actor_id):
             if actor_id not in self._live:
+                await self.store.unclaim(actor_id)  # (it ended; raises nothing)
                 try:
-                    await self.store.unclaim(actor_id)  # (it ended: it appends nothing more)
                     await self.placement.release(actor_id)
                 except StoreUnavailable as down:  # it lapses by itself; the next owner claims
                     log.warning("the lease of %s could not be released: %s", actor_id,

@@ -44,6 +44,7 @@ caller stops, and a claim + replay tells the truth.
 from __future__ import annotations
 
 import json
+import logging
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -72,61 +73,17 @@ from actors.store import (
 from protocol.jsontext import compact_encoder
 from server.storage.pg_durability import NotDurable, durable_dsn, not_durable
 from server.storage.pg_listen import Notifications, listen
+from server.storage.pg_statements import APPEND, CLAIM, FORGET, SAVE_SNAPSHOT, STATES
 from server.storage.pg_trio import TrioConnection
 from server.storage.rows import stored_events
 
 T = TypeVar("T")
+log = logging.getLogger("petridish.store")
 _encode = compact_encoder(ensure_ascii=True)  # ASCII: no NUL byte or encoding can differ
 SCHEMA = (Path(__file__).with_name("postgres_schema.sql")).read_text()
 SCHEMA_LOCK = 0x70657472  # advisory lock key: processes starting together apply it in turn
 CHANNEL = "world_events"
-NOTIFY_CHUNK = 7000  # bytes of `stream:rev` lines per NOTIFY (PostgreSQL's limit is 8000)
 UNANSWERED = 2.0  # seconds past write_timeout before the writer gives a batch up itself
-
-# One batch of appends: b = one row per append, e = one row per event (pre-numbered),
-# r = one row per receipt (written only with its stream's events).
-# New streams (never claimed: fence 0, expected 0) are inserted; the others move only if
-# their revision and fence are the held ones. Row locks make a concurrent claim wait or
-# win: a claim that commits first leaves this batch's UPDATE nothing to match.
-APPEND = f"""
-WITH b AS (SELECT * FROM unnest(%(s)s::text[], %(x)s::bigint[], %(n)s::bigint[],
-                                %(f)s::bigint[]) AS b(stream, expected, n, fence)),
-fresh AS (INSERT INTO streams AS t (name, rev, fence)
-          SELECT stream, n, 0 FROM b WHERE expected = 0 AND fence = 0
-          ON CONFLICT (name) DO UPDATE SET rev = excluded.rev WHERE t.rev = 0 AND t.fence = 0
-          RETURNING t.name, t.rev),
-moved AS (UPDATE streams t SET rev = t.rev + b.n FROM b
-          WHERE t.name = b.stream AND t.rev = b.expected AND t.fence = b.fence
-            AND NOT (b.expected = 0 AND b.fence = 0)
-          RETURNING t.name, t.rev),
-ok AS (SELECT name, rev FROM fresh UNION ALL SELECT name, rev FROM moved),
-ins AS (INSERT INTO events (stream, rev, data, fence)
-        SELECT e.stream, e.rev, e.data, b.fence
-        FROM unnest(%(es)s::text[], %(er)s::bigint[], %(ed)s::text[]) AS e(stream, rev, data)
-        JOIN b ON b.stream = e.stream
-        WHERE e.stream IN (SELECT name FROM ok)),
-rcp AS (INSERT INTO receipts (stream, rev, caller, request_id, result)
-        SELECT r.stream, r.rev, r.caller, r.id, r.result
-        FROM unnest(%(rs)s::text[], %(rr)s::bigint[], %(rc)s::text[], %(ri)s::text[],
-                    %(rd)s::text[]) AS r(stream, rev, caller, id, result)
-        WHERE r.stream IN (SELECT name FROM ok)),
-note AS MATERIALIZED (
-        SELECT pg_notify(%(channel)s, string_agg(name || ':' || rev, E'\\n' ORDER BY name))
-        FROM (SELECT name, rev, sum(octet_length(name) + 21) OVER (ORDER BY name)
-                                / {NOTIFY_CHUNK} AS chunk FROM ok) c
-        GROUP BY chunk)
-SELECT name, rev FROM ok UNION ALL SELECT NULL, count(*) FROM note
-"""
-STATES = "SELECT name, rev, fence FROM streams WHERE name = ANY(%s)"
-# The fence set here (-1) is a placeholder: the schema's trigger streams_fence draws every
-# claim's fence from the sequence stream_fences, so no fence is ever given out twice.
-CLAIM = ("INSERT INTO streams AS s (name, rev, fence) VALUES (%s, 0, -1) "
-         "ON CONFLICT (name) DO UPDATE SET fence = -1 RETURNING fence, rev")
-# A stream nothing was written under, still under this claim (none newer took it).
-FORGET = "DELETE FROM streams WHERE name = %s AND rev = 0 AND fence = %s"
-SAVE_SNAPSHOT = ("INSERT INTO snapshots AS p (stream, rev, data) VALUES (%s, %s, %s) "
-                 "ON CONFLICT (stream) DO UPDATE SET rev = excluded.rev, data = excluded.data "
-                 "WHERE p.rev <= excluded.rev")
 
 
 class _Append:
@@ -333,8 +290,9 @@ class PostgresEventStore(EventStore):
         await self.aclose()
 
     async def open(self) -> None:
-        """Check that commits are durable (NotDurable: `not_durable`), apply the schema,
-        start the writer task (idempotent)."""
+        """Check that commits are durable (NotDurable: `not_durable`), apply the schema
+        (StoreUnavailable if a lock it needs is held too long: nothing changed), start the
+        writer task (idempotent)."""
         if self._state != "new":
             return
         async with self._pool.connection() as conn:
@@ -344,8 +302,14 @@ class PostgresEventStore(EventStore):
             assert row is not None
             self.settings = {"fsync": row[0], "synchronous_commit": row[1]}
             if (refusal := not_durable(*row)) is None:
-                await conn.execute(f"BEGIN; SELECT pg_advisory_xact_lock({SCHEMA_LOCK}); "
-                                   f"{SCHEMA} COMMIT;")
+                try:
+                    await conn.execute(f"BEGIN; SELECT pg_advisory_xact_lock({SCHEMA_LOCK}); "
+                                       f"{SCHEMA} COMMIT;")
+                except psycopg.errors.LockNotAvailable as exc:  # (open may be tried again)
+                    raise StoreUnavailable(
+                        "the schema could not be applied: a table it locks is held by "
+                        "another session for over 2 s (one idle in a transaction?)",
+                        sent=False) from exc
         if refusal is not None:
             await self._pool.aclose()
             raise NotDurable(refusal)
@@ -527,7 +491,11 @@ class PostgresEventStore(EventStore):
         check_stream_name(stream)
         (row,) = await self._fetch(CLAIM, (stream,))  # the upsert always returns its row
         fence, rev = row
-        self._fences[stream] = max(fence, self._fences.get(stream, 0))
+        if fence <= 0:  # (0 is the fence of writers that never claimed: it fences nobody)
+            raise RuntimeError(f"PostgreSQL gave stream {stream!r} fence {fence} on a claim "
+                               f"(the sequence stream_fences was altered?): a fence must be "
+                               f"positive")
+        self._fences[stream] = fence
         return fence, rev
 
     async def unclaim(self, stream: str) -> None:
@@ -540,6 +508,8 @@ class PostgresEventStore(EventStore):
             await self._fetch(FORGET, (stream, fence))
         except StoreUnavailable:
             pass  # the row stays: ~150 bytes, harmless (its next claim reuses it)
+        except Exception:  # a statement error, a closed store: the row stays too
+            log.exception("the empty row of %s could not be deleted", stream)
 
     async def read(self, stream: str, after: int = 0, upto: int | None = None
                    ) -> list[StoredEvent]:

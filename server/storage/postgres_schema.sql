@@ -1,6 +1,11 @@
 -- The PostgreSQL store's tables (server/storage/postgres.py applies this at open, under an
 -- advisory lock, so processes starting together do not race). Idempotent.
 
+-- Every lock below is bounded: behind a session that holds one it needs (one idle in a
+-- transaction), the open fails rather than queue every other process's statements behind
+-- its own lock request.
+SET LOCAL lock_timeout = '2s';
+
 -- One row per stream that was appended to or is claimed: its revision and fence (0: never
 -- claimed). A row nothing was written under is deleted when its claim is let go.
 CREATE TABLE IF NOT EXISTS streams (
@@ -9,26 +14,42 @@ CREATE TABLE IF NOT EXISTS streams (
     fence bigint NOT NULL DEFAULT 0
 );
 -- Fences are never given out twice, by any stream, so deleting a stream's row cannot hand
--- an old fence to its next claimant (an append still in flight under it would pass): every
--- claim's fence is the next number of the sequence stream_fences, drawn by the trigger
--- whatever the claiming statement sets (an older version's `s.fence + 1` included). On a
--- conflict it is drawn under the row's lock, so a row's fence only grows (appends check
--- equality: what matters is that no other claim ever held the number). A database
--- made before the sequence gets it here, once, starting above every fence in use (the
--- table locked meanwhile: no older process's claim slips in before the trigger exists).
+-- an old fence to its next claimant (an append still in flight under it would pass): a
+-- claim's fence is a number drawn from the sequence stream_fences, by the claim statement
+-- itself (postgres.py CLAIM) and again by this trigger, whatever the statement set (an
+-- older version's `s.fence + 1` included); a claim may so use up several numbers (on a
+-- conflict, BEFORE INSERT fires on the proposed row too), and the row keeps the last. On
+-- a conflict they are drawn under the row's lock, so a row's fence only grows (appends
+-- check equality: what matters is that no other claim ever held the number). Replaced at
+-- every open: a change to it reaches existing databases.
+CREATE OR REPLACE FUNCTION streams_fence() RETURNS trigger LANGUAGE plpgsql AS $f$
+BEGIN  -- the sequence beside the table, whatever the search_path
+    NEW.fence := nextval(quote_ident(TG_TABLE_SCHEMA) || '.stream_fences');
+    RETURN NEW;
+END $f$;
+-- A database made before the sequence (or a table restored without the trigger) gets them
+-- here, once, the sequence moved above every fence in use, never back (the table locked
+-- meanwhile: no older process's claim slips in before the trigger exists).
 DO $$ BEGIN
     IF NOT EXISTS (SELECT FROM pg_trigger WHERE tgrelid = 'streams'::regclass
                    AND tgname = 'streams_fence') THEN
         LOCK TABLE streams IN SHARE ROW EXCLUSIVE MODE;
         CREATE SEQUENCE IF NOT EXISTS stream_fences;
-        PERFORM setval('stream_fences', coalesce(max(fence), 0) + 1, false) FROM streams;
-        CREATE OR REPLACE FUNCTION streams_fence() RETURNS trigger LANGUAGE plpgsql AS $f$
-        BEGIN  -- the sequence beside the table, whatever the search_path
-            NEW.fence := nextval(quote_ident(TG_TABLE_SCHEMA) || '.stream_fences');
-            RETURN NEW;
-        END $f$;
+        PERFORM setval('stream_fences', greatest(coalesce(max(fence), 0) + 1,
+                                                 (SELECT last_value + is_called::int
+                                                  FROM stream_fences)), false)
+        FROM streams;
         CREATE TRIGGER streams_fence BEFORE INSERT OR UPDATE OF fence ON streams
             FOR EACH ROW WHEN (NEW.fence <> 0) EXECUTE FUNCTION streams_fence();
+    END IF;
+END $$;
+-- A fence is never negative (an older version's claim stored -1 where the trigger did
+-- not fire: such a row gets a fresh fence first, its holders then being fenced).
+DO $$ BEGIN
+    IF NOT EXISTS (SELECT FROM pg_constraint WHERE conrelid = 'streams'::regclass
+                   AND conname = 'streams_fence_check') THEN
+        UPDATE streams SET fence = nextval('stream_fences') WHERE fence < 0;
+        ALTER TABLE streams ADD CONSTRAINT streams_fence_check CHECK (fence >= 0);
     END IF;
 END $$;
 -- data is text, not jsonb: the stored text is exactly what the server wrote; fence is the

@@ -226,6 +226,24 @@ async def test_refused_creates_leave_no_claim_behind(nodes: Nodes) -> None:
     assert await sql(nodes.dsn, "SELECT name, rev FROM streams") == [(WORLD, 1)]
 
 
+async def test_a_claim_that_cannot_be_let_go_still_gives_the_lease_back(nodes: Nodes) -> None:
+    """The empty row of a refused create cannot be deleted (a statement error): it stays,
+    and the world's lease is released all the same (not kept until it lapses)."""
+    a = await nodes.start("a")
+    await sql(nodes.dsn, "CREATE FUNCTION no_deletes() RETURNS trigger LANGUAGE plpgsql AS "
+                         "$$ BEGIN RAISE EXCEPTION 'no deletes here'; END $$; "
+                         "CREATE TRIGGER no_deletes BEFORE DELETE ON streams FOR EACH ROW "
+                         "EXECUTE FUNCTION no_deletes()")
+    async with Client.connect(a.ws_url) as c:
+        with pytest.raises(RequestError):
+            await c.request("puzzle.create", "puzzle:nope", {"level": "nope"})
+    with trio.fail_after(10):  # released once its actor ended
+        while await sql(nodes.dsn, "SELECT world FROM leases"):
+            await trio.sleep(0.02)
+    assert "puzzle:nope" not in a.directory.store._fences
+    assert await sql(nodes.dsn, "SELECT name, rev FROM streams") == [("puzzle:nope", 0)]
+
+
 async def test_a_lost_lease_stops_the_world_at_once_and_it_answers_from_the_new_holder(
         nodes: Nodes) -> None:
     a, b = await nodes.start("a"), await nodes.start("b")

@@ -191,9 +191,10 @@ async def test_older_claimant_is_fenced_and_writes_nothing(backend: Backend) -> 
 
 async def test_an_unclaimed_stream_is_fenced_and_its_fence_never_given_out_again(
         backend: Backend) -> None:
-    """`unclaim`: the claim is forgotten; an append after it, or racing it, is still fenced
-    once another writer claimed, and a claim never hands out a fence number twice (a
-    refused create's empty stream included, whether its backend forgot it or not)."""
+    """`unclaim`: the claim is forgotten; an append after it (fence 0), or racing it, is
+    still fenced while another writer holds a claim, or once anything was written under
+    one, and a claim never hands out a fence number twice (a refused create's empty
+    stream included, whether its backend forgot it or not)."""
     store, other = backend.store, await backend.client()
     first, _ = await store.claim("w:refused")
     await store.unclaim("w:refused")  # a refused create: claimed, nothing written, let go
@@ -205,9 +206,12 @@ async def test_an_unclaimed_stream_is_fenced_and_its_fence_never_given_out_again
     await store.unclaim("w:1")
     fence, rev = await other.claim("w:1")
     assert fence > first and rev == 1
-    with pytest.raises(FencedError):  # unclaimed: no fence, refused once claimed
+    with pytest.raises(FencedError):  # unclaimed: fence 0, refused while `other` holds one
         await store.append("w:1", 1, [{}])
     assert await other.append("w:1", 1, [{}]) == 2
+    await other.unclaim("w:1")
+    with pytest.raises(FencedError):  # nobody holds a claim, but one was written under
+        await store.append("w:1", 2, [{}])
     assert await store.streams("w:") == {"w:1": 2}
 
 

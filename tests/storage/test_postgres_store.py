@@ -1,5 +1,5 @@
-"""The PostgreSQL store's own behaviour: one statement per batch, the fence checked by the
-database under concurrency, NOTIFY, timeouts and lost connections."""
+"""The PostgreSQL store's own behaviour: one statement per batch, NOTIFY, timeouts and lost
+connections (its fences: test_postgres_fences.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from typing import Self
 import psycopg
 import pytest
 import trio
-import trio.testing
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from actors import counter
@@ -26,7 +25,7 @@ from server.storage.pg_durability import NotDurable, durable_dsn
 from server.storage.pg_trio import TrioConnection
 from server.storage.postgres import PostgresEventStore, _own, rows_of
 from tests.pgproxy import PgProxy
-from tests.pgsql import sql
+from tests.pgsql import sql, wait_for_lock_waiters
 from tests.server.garbage import collector_off, cyclic_garbage
 from tests.server.server_process import ServerProcess
 
@@ -37,13 +36,6 @@ pytestmark = pytest.mark.postgres
 async def store(postgres_dsn: str) -> AsyncIterator[PostgresEventStore]:
     async with PostgresEventStore(postgres_dsn) as s:
         yield s
-
-
-async def _wait_for_lock_waiters(dsn: str, n: int) -> None:
-    """Poll until `n` backends wait for a lock (bounded: fails after 10 s)."""
-    with trio.fail_after(10):
-        while (await sql(dsn, "SELECT count(*) FROM pg_locks WHERE NOT granted"))[0][0] < n:
-            await trio.sleep(0.01)
 
 
 async def test_durability_settings_are_on(store: PostgresEventStore) -> None:
@@ -164,35 +156,6 @@ async def test_stored_text_is_byte_for_byte_what_the_server_wrote(
     assert await sql(postgres_dsn, "SELECT data FROM snapshots") == [('{"b":2,"a":1.5}',)]
 
 
-async def test_the_database_fences_an_append_racing_a_claim(
-        store: PostgresEventStore, postgres_dsn: str) -> None:
-    """The old owner's append reaches the row after the new owner's claim took it: the
-    statement itself sees the new fence and writes nothing."""
-    await store.claim("w:1")
-    await store.append("w:1", 0, [{"n": 1}])
-    async with PostgresEventStore(postgres_dsn) as new:
-        blocker = await TrioConnection.connect(postgres_dsn)  # holds the row locked
-        await blocker.execute("SELECT * FROM streams WHERE name = 'w:1' FOR UPDATE")
-        outcome: dict[str, object] = {}
-
-        async def old_append() -> None:
-            try:
-                outcome["old"] = await store.append("w:1", 1, [{"n": "zombie"}])
-            except FencedError as exc:
-                outcome["old"] = exc
-
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(new.claim, "w:1")
-            await _wait_for_lock_waiters(postgres_dsn, 1)  # the claim waits first
-            nursery.start_soon(old_append)
-            await _wait_for_lock_waiters(postgres_dsn, 2)  # then the append
-            await blocker.commit()
-            await blocker.close()
-        assert isinstance(outcome["old"], FencedError)
-        assert [e.data for e in await new.read("w:1")] == [{"n": 1}]
-        assert await new.append("w:1", 1, [{"n": 2}]) == 2
-
-
 async def test_a_batch_the_server_cancels_writes_nothing(postgres_dsn: str) -> None:
     async with PostgresEventStore(postgres_dsn, write_timeout=0.3) as store:
         await store.append("w:1", 0, [{"n": 1}])
@@ -288,7 +251,7 @@ async def test_a_writer_connection_lost_mid_batch_fails_it_as_unknown_then_recon
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(append)
-        await _wait_for_lock_waiters(postgres_dsn, 1)
+        await wait_for_lock_waiters(postgres_dsn, 1)
         await sql(postgres_dsn, "SELECT pg_terminate_backend(%s)", pid)
     await blocker.rollback()
     await blocker.close()
@@ -406,107 +369,6 @@ async def test_a_lost_listener_connection_raises_in_the_consumer(
         await sql(postgres_dsn, "SELECT pg_terminate_backend(%s)", pid)
         with trio.fail_after(10), pytest.raises(psycopg.OperationalError):
             await anext(notes)
-
-
-async def test_each_event_keeps_the_fence_it_was_written_under(
-        store: PostgresEventStore, postgres_dsn: str) -> None:
-    await store.append("w:new", 0, [{}])  # never claimed: fence 0
-    first, _ = await store.claim("w:1")
-    await store.append("w:1", 0, [{}, {}])
-    async with PostgresEventStore(postgres_dsn) as other:
-        second, _ = await other.claim("w:1")
-        await other.append("w:1", 2, [{}])
-    assert await sql(postgres_dsn, "SELECT stream, rev, fence FROM events ORDER BY stream, "
-                                    "rev") == [("w:1", 1, first), ("w:1", 2, first),
-                                               ("w:1", 3, second), ("w:new", 1, 0)]
-    assert 0 < first < second
-
-
-async def test_a_let_go_claim_deletes_the_row_of_a_stream_nothing_was_written_under(
-        store: PostgresEventStore, postgres_dsn: str) -> None:
-    """Refused creates on fresh names (each claimed, nothing written, let go) leave no row;
-    a stream written to keeps its row, and so does one another writer claimed since."""
-    for i in range(20):
-        await store.claim(f"refused:{i}")
-        await store.unclaim(f"refused:{i}")
-    await store.unclaim("w:never-claimed")  # nothing to let go
-    await store.claim("w:written")
-    await store.append("w:written", 0, [{}])
-    await store.claim("w:taken")
-    async with PostgresEventStore(postgres_dsn) as other:
-        fence, _ = await other.claim("w:taken")
-        await store.unclaim("w:written")
-        await store.unclaim("w:taken")  # no longer this claim's: the row stays
-        assert await sql(postgres_dsn, "SELECT name, rev FROM streams ORDER BY name") == [
-            ("w:taken", 0), ("w:written", 1)]
-        assert await other.append("w:taken", 0, [{}]) == 1
-    assert await sql(postgres_dsn, "SELECT fence FROM streams WHERE name = 'w:taken'") == [
-        (fence,)]
-
-
-async def test_an_append_in_flight_under_a_let_go_claim_is_refused_once_its_row_is_gone(
-        store: PostgresEventStore, postgres_dsn: str) -> None:
-    """Appends queued under claims that are then let go reach the database after their
-    streams' empty rows were deleted: refused, writing nothing, whether the stream was
-    claimed again meanwhile (under a new fence: never the old one) or not."""
-    await store.claim("w:again")
-    await store.claim("w:gone")
-    await store.append("w:busy", 0, [{}])
-    outcomes: dict[str, object] = {}
-
-    async def append(stream: str, expected: int) -> None:
-        try:
-            outcomes[stream] = await store.append(stream, expected, [{"late": True}])
-        except FencedError as exc:
-            outcomes[stream] = exc
-
-    blocker = await TrioConnection.connect(postgres_dsn)  # holds the writer up
-    await blocker.execute("SELECT * FROM streams WHERE name = 'w:busy' FOR UPDATE")
-    async with PostgresEventStore(postgres_dsn) as other:
-        async with trio.open_nursery() as nursery:
-            try:
-                nursery.start_soon(append, "w:busy", 1)
-                await _wait_for_lock_waiters(postgres_dsn, 1)  # the writer's batch waits
-                nursery.start_soon(append, "w:again", 0)
-                nursery.start_soon(append, "w:gone", 0)
-                await trio.testing.wait_all_tasks_blocked()  # queued, each under its claim
-                await store.unclaim("w:again")
-                await store.unclaim("w:gone")
-                assert await sql(postgres_dsn, "SELECT name FROM streams ORDER BY name") == [
-                    ("w:busy",)]
-                fence, _ = await other.claim("w:again")
-            finally:  # the writer goes on, whatever failed (appends cannot be cancelled)
-                await blocker.close()
-        again, gone = outcomes["w:again"], outcomes["w:gone"]
-        assert outcomes["w:busy"] == 2
-        assert isinstance(again, FencedError) and again.current == fence
-        assert isinstance(gone, FencedError) and gone.current == 0
-        assert await sql(postgres_dsn, "SELECT stream FROM events ORDER BY stream, rev") == [
-            ("w:busy",), ("w:busy",)]
-        assert await other.append("w:again", 0, [{}]) == 1
-
-
-async def test_a_database_from_before_the_fence_sequence_starts_it_above_every_fence(
-        postgres_dsn: str) -> None:
-    """Fences were counted per stream (1, 2, 3 ...): the sequence starts above every one in
-    use, and an older version's claim statement (`s.fence + 1`) draws from it too."""
-    await sql(postgres_dsn, "CREATE TABLE streams (name text PRIMARY KEY, rev bigint NOT NULL "
-                            "DEFAULT 0, fence bigint NOT NULL DEFAULT 0); INSERT INTO streams "
-                            "VALUES ('w:1', 4, 7), ('w:2', 0, 3), ('w:3', 2, 0)")
-    older_claim = ("INSERT INTO streams AS s (name, rev, fence) VALUES (%s, 0, 1) ON CONFLICT "
-                   "(name) DO UPDATE SET fence = s.fence + 1 RETURNING fence")
-    fences = [7]
-    for _ in range(2):  # and the schema applies again to a migrated database
-        async with PostgresEventStore(postgres_dsn) as store:
-            for stream in ("w:2", "w:3", "w:1"):
-                fence, _ = await store.claim(stream)
-                fences.append(fence)
-            for stream in ("w:1", "w:new"):
-                fences.extend(f for (f,) in await sql(postgres_dsn, older_claim, stream))
-            await store.unclaim("w:2")  # still empty: its row goes
-    assert fences == sorted(set(fences)), fences  # each above every one before it
-    assert await sql(postgres_dsn, "SELECT name, rev FROM streams ORDER BY name") == [
-        ("w:1", 4), ("w:3", 2), ("w:new", 0)]
 
 
 class _AnswerLosingProxy:
