@@ -83,12 +83,14 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--only", choices=("idle", "hostile"),
                         help="run one scenario (default: both)")
     parser.add_argument("--data", type=Path, default=None,
-                        help="directory for the servers' data, kept (default: a temporary "
-                             "one, removed)")
+                        help="an empty (or new) directory for the servers' data, kept "
+                             "(default: a temporary one, removed)")
     args = parser.parse_args(argv)
     if args.hostile_samples < args.blocks:
         parser.error(f"--hostile-samples {args.hostile_samples} is fewer than --blocks "
                      f"{args.blocks}: each block needs a round trip")
+    if args.data is not None and args.data.exists() and any(args.data.iterdir()):
+        parser.error(f"--data {args.data} is not empty: a run starts its worlds afresh")
     return args
 
 

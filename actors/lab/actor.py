@@ -202,7 +202,10 @@ class LabActor(WorldActor):
 
         def call() -> None:
             # Busy again: a crash later in the batch restarts the lab (`on_start` frees the
-            # tracks not running) yet keeps this act, which then runs after the next append.
+            # tracks not running) yet keeps this act, which then runs after the next append;
+            # a tick after the restart may have chosen the track again meanwhile.
+            if track in self._loop_running:
+                return
             self._loop_busy.add(track)
             self._loop_running.add(track)
             self.offload(lambda: breeder.breed(track, directive.text),

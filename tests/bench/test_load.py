@@ -52,3 +52,16 @@ def test_counts_it_cannot_measure_are_refused(argv: list[str], error: str,
         load.parse(argv)
     assert exited.value.code == 2
     assert capsys.readouterr().err.splitlines()[-1] == f"python -m bench load: error: {error}"
+
+
+def test_a_data_directory_with_a_run_in_it_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Before: a second run into the same --data found the first run's field and failed
+    # at its `field.start` (already exists), after starting a server.
+    (tmp_path / "idle").mkdir()
+    with pytest.raises(SystemExit):
+        load.parse(["--data", str(tmp_path)])
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"python -m bench load: error: --data {tmp_path} is not empty: a run starts its "
+        "worlds afresh")
+    assert load.parse(["--data", str(tmp_path / "new")]).data == tmp_path / "new"

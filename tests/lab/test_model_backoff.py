@@ -179,14 +179,18 @@ async def test_the_model_hears_no_directive_before_the_store_keeps_it(mock_clock
     assert all(any(p.endswith(f"\n{text}\n") for text in texts) for p in model.prompts)
 
 
-@pytest.mark.parametrize("batch_seconds", [60.0, RuntimeConfig().batch_seconds],
-                         ids=["kept-in-the-batch", "running"])
+@pytest.mark.parametrize(("batch_seconds", "tick_again"),
+                         [(60.0, False), (60.0, True), (RuntimeConfig().batch_seconds, False)],
+                         ids=["kept-in-the-batch", "ticked-in-the-batch", "running"])
 async def test_a_model_call_across_a_restart_still_holds_its_track(
-        mock_clock, monkeypatch: pytest.MonkeyPatch, batch_seconds: float) -> None:
+        mock_clock, monkeypatch: pytest.MonkeyPatch, batch_seconds: float,
+        tick_again: bool) -> None:
     # Before: a crash restarted the lab, whose `on_start` freed every track, while the
     # tick's model calls ran (a later batch: "running") or before they started (the same
     # batch, whose calls are kept and start after the next append: "kept-in-the-batch"):
-    # the next tick asked the model for both tracks again while it was still answering.
+    # the next tick asked the model for both tracks again while it was still answering;
+    # so did a tick queued behind the crash in the same batch ("ticked-in-the-batch"),
+    # whose calls were kept beside the first tick's.
     answer = threading.Event()
 
     def reply(track: str, n: int) -> str:
@@ -201,6 +205,8 @@ async def test_a_model_call_across_a_restart_still_holds_its_track(
         crash = Pending()
         actor.tell(lab_actor._BirthTick())  # explores both tracks' first directive
         actor.send(Call("lab.create", ops.CreateArgs(), "owner", CRASH), crash)
+        if tick_again:
+            actor.tell(lab_actor._BirthTick())
         for _ in range(SETTLE_TURNS):  # the kept calls reach the model once stored
             if model.requests == 2:
                 break

@@ -34,8 +34,6 @@ def variant(i: int) -> str:
     return GOOD.replace("0.5 + 0.5", f"0.{i} + 0.5")
 
 
-
-
 @pytest.fixture
 def pool() -> tuple[LabRun, dict[str, list[str]]]:
     """Proven p1 p2 p3, unproven u1 u2, dead d1, and a proven panel."""
