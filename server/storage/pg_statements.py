@@ -41,11 +41,12 @@ STATES = "SELECT name, rev, fence FROM streams WHERE name = ANY(%s)"
 # A claim's fence is drawn from the sequence stream_fences (so no fence is ever given out
 # twice), here and, where it fires, by the schema's trigger streams_fence: RETURNING gives
 # what the row holds, whichever drew it last (the trigger does not fire for a session
-# with session_replication_role = replica, or once disabled).
+# with session_replication_role = replica, or once disabled), through the schema's
+# claimed_fence, which fails the statement (nothing written) if that is not positive.
 CLAIM = ("INSERT INTO streams AS s (name, rev, fence) "
          "VALUES (%s, 0, nextval('stream_fences')) "
          "ON CONFLICT (name) DO UPDATE SET fence = nextval('stream_fences') "
-         "RETURNING fence, rev")
+         "RETURNING claimed_fence(fence), rev")
 # A stream nothing was written under, still under this claim (none newer took it).
 FORGET = "DELETE FROM streams WHERE name = %s AND rev = 0 AND fence = %s"
 SAVE_SNAPSHOT = ("INSERT INTO snapshots AS p (stream, rev, data) VALUES (%s, %s, %s) "

@@ -80,7 +80,8 @@ from server.storage.rows import stored_events
 T = TypeVar("T")
 log = logging.getLogger("petridish.store")
 _encode = compact_encoder(ensure_ascii=True)  # ASCII: no NUL byte or encoding can differ
-SCHEMA = (Path(__file__).with_name("postgres_schema.sql")).read_text()
+SCHEMA = (Path(__file__).with_name("postgres_schema.sql")).read_text().split(
+    "\n-- Second transaction.\n")
 SCHEMA_LOCK = 0x70657472  # advisory lock key: processes starting together apply it in turn
 CHANNEL = "world_events"
 UNANSWERED = 2.0  # seconds past write_timeout before the writer gives a batch up itself
@@ -229,10 +230,34 @@ def rows_of(query: str, params: Any) -> Callable[[TrioConnection], Awaitable[lis
     return work
 
 
+async def _apply_schema(conn: TrioConnection) -> None:
+    """postgres_schema.sql, one transaction per part, each under the advisory lock; every
+    lock wait bounded (behind a session that holds a lock it needs, one idle in a
+    transaction, the open fails rather than queue every other process's statements behind
+    its own lock request). StoreUnavailable if a part fails (that part changed nothing)."""
+    for part in SCHEMA:
+        try:
+            await conn.execute(f"BEGIN; SELECT pg_advisory_xact_lock({SCHEMA_LOCK}); "
+                               f"SET LOCAL lock_timeout = '2s'; {part} COMMIT;")
+        except psycopg.errors.LockNotAvailable as exc:
+            raise StoreUnavailable(
+                "the schema could not be applied: a table it locks is held by another "
+                "session for over 2 s (one idle in a transaction?)", sent=False) from exc
+        except psycopg.Error as exc:
+            if conn.closed:
+                raise _unreachable(exc) from exc
+            raise StoreUnavailable(f"the schema could not be applied: PostgreSQL refused "
+                                   f"it ({_first_line(exc)})", sent=False) from exc
+
+
+def _first_line(exc: Exception) -> str:
+    """The first line of `exc`'s message (its class name if it has none)."""
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
 def _unreachable(exc: Exception) -> StoreUnavailable:
     """What a call refused by a lost or impossible connection raises (nothing stored)."""
-    why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return StoreUnavailable(f"PostgreSQL cannot be reached: {why}", sent=False)
+    return StoreUnavailable(f"PostgreSQL cannot be reached: {_first_line(exc)}", sent=False)
 
 
 def _own(exc: Exception) -> Exception:
@@ -291,7 +316,7 @@ class PostgresEventStore(EventStore):
 
     async def open(self) -> None:
         """Check that commits are durable (NotDurable: `not_durable`), apply the schema
-        (StoreUnavailable if a lock it needs is held too long: nothing changed), start the
+        (StoreUnavailable, saying why, if it cannot be: open may be tried again), start the
         writer task (idempotent)."""
         if self._state != "new":
             return
@@ -302,14 +327,7 @@ class PostgresEventStore(EventStore):
             assert row is not None
             self.settings = {"fsync": row[0], "synchronous_commit": row[1]}
             if (refusal := not_durable(*row)) is None:
-                try:
-                    await conn.execute(f"BEGIN; SELECT pg_advisory_xact_lock({SCHEMA_LOCK}); "
-                                       f"{SCHEMA} COMMIT;")
-                except psycopg.errors.LockNotAvailable as exc:  # (open may be tried again)
-                    raise StoreUnavailable(
-                        "the schema could not be applied: a table it locks is held by "
-                        "another session for over 2 s (one idle in a transaction?)",
-                        sent=False) from exc
+                await _apply_schema(conn)
         if refusal is not None:
             await self._pool.aclose()
             raise NotDurable(refusal)
@@ -489,12 +507,12 @@ class PostgresEventStore(EventStore):
     async def claim(self, stream: str) -> tuple[int, int]:
         """See EventStore.claim (run again after a lost connection: one more fence)."""
         check_stream_name(stream)
-        (row,) = await self._fetch(CLAIM, (stream,))  # the upsert always returns its row
+        try:
+            (row,) = await self._fetch(CLAIM, (stream,))  # the upsert always returns its row
+        except psycopg.errors.RaiseException as exc:  # the schema's claimed_fence: undone
+            raise RuntimeError(f"stream {stream!r} was not claimed: {_first_line(exc)}"
+                               ) from exc
         fence, rev = row
-        if fence <= 0:  # (0 is the fence of writers that never claimed: it fences nobody)
-            raise RuntimeError(f"PostgreSQL gave stream {stream!r} fence {fence} on a claim "
-                               f"(the sequence stream_fences was altered?): a fence must be "
-                               f"positive")
         self._fences[stream] = fence
         return fence, rev
 

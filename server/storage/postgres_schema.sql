@@ -1,10 +1,6 @@
--- The PostgreSQL store's tables (server/storage/postgres.py applies this at open, under an
--- advisory lock, so processes starting together do not race). Idempotent.
-
--- Every lock below is bounded: behind a session that holds one it needs (one idle in a
--- transaction), the open fails rather than queue every other process's statements behind
--- its own lock request.
-SET LOCAL lock_timeout = '2s';
+-- The PostgreSQL store's tables (server/storage/postgres.py applies this at open, in two
+-- transactions split at the line `-- Second transaction.`, each under an advisory lock, so
+-- processes starting together do not race, and with every lock wait bounded). Idempotent.
 
 -- One row per stream that was appended to or is claimed: its revision and fence (0: never
 -- claimed). A row nothing was written under is deleted when its claim is let go.
@@ -44,14 +40,27 @@ DO $$ BEGIN
     END IF;
 END $$;
 -- A fence is never negative (an older version's claim stored -1 where the trigger did
--- not fire: such a row gets a fresh fence first, its holders then being fenced).
+-- not fire). The constraint is added NOT VALID (no scan under the table's lock): from then
+-- on no row gets a negative fence; the rows that have one are mended and the constraint
+-- validated in the second transaction.
 DO $$ BEGIN
     IF NOT EXISTS (SELECT FROM pg_constraint WHERE conrelid = 'streams'::regclass
                    AND conname = 'streams_fence_check') THEN
-        UPDATE streams SET fence = nextval('stream_fences') WHERE fence < 0;
-        ALTER TABLE streams ADD CONSTRAINT streams_fence_check CHECK (fence >= 0);
+        ALTER TABLE streams ADD CONSTRAINT streams_fence_check CHECK (fence >= 0) NOT VALID;
     END IF;
 END $$;
+-- A claim's fence is positive (0 is the fence of writers that never claimed: a claim
+-- standing under it would fence nobody): postgres.py CLAIM returns its fence through this,
+-- which fails the statement, so nothing is claimed, if the sequence was altered to give
+-- less. Replaced at every open.
+CREATE OR REPLACE FUNCTION claimed_fence(fence bigint) RETURNS bigint LANGUAGE plpgsql AS $f$
+BEGIN
+    IF fence <= 0 THEN
+        RAISE EXCEPTION 'the sequence stream_fences gave fence % to a claim (was it altered?): '
+                        'a fence must be positive', fence;
+    END IF;
+    RETURN fence;
+END $f$;
 -- data is text, not jsonb: the stored text is exactly what the server wrote; fence is the
 -- claim the event was written under (an audit: per stream it never goes down).
 CREATE TABLE IF NOT EXISTS events (
@@ -105,3 +114,15 @@ CREATE TABLE IF NOT EXISTS nodes (
     addr text NOT NULL,
     seen_at timestamptz NOT NULL
 );
+-- Second transaction.
+-- The rows an older version gave fence -1 get a fresh one (their holders then fenced), and
+-- the constraint is checked on every row: under row locks and a lock that lets appends and
+-- claims go on (the constraint, in place since the first transaction, keeps a -1 from
+-- slipping in meanwhile). Once: a validated constraint skips it.
+DO $$ BEGIN
+    IF EXISTS (SELECT FROM pg_constraint WHERE conrelid = 'streams'::regclass
+               AND conname = 'streams_fence_check' AND NOT convalidated) THEN
+        UPDATE streams SET fence = nextval('stream_fences') WHERE fence < 0;
+        ALTER TABLE streams VALIDATE CONSTRAINT streams_fence_check;
+    END IF;
+END $$;

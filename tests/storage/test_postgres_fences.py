@@ -187,19 +187,26 @@ async def test_no_claim_stands_under_a_fence_that_is_not_positive(
         store: PostgresEventStore, postgres_dsn: str) -> None:
     """An older version's placeholder fence (-1) is replaced where the trigger fires, and
     refused by the table where it does not; a sequence altered to give 0 makes the claim
-    fail, claiming nothing (fence 0 is a writer's that never claimed)."""
+    fail, claiming nothing (fence 0 is a writer's that never claimed): the row stays as it
+    was, or absent."""
     (fence,), = await sql(postgres_dsn, "INSERT INTO streams VALUES ('w:0', 0, -1) "
                                         "RETURNING fence")
     assert fence > 0
     with pytest.raises(psycopg.errors.CheckViolation):
         await sql(postgres_dsn, "SET session_replication_role = replica; "
                                 "INSERT INTO streams VALUES ('w:1', 0, -1)")
-    await sql(postgres_dsn, "ALTER SEQUENCE stream_fences MINVALUE 0 RESTART WITH 0")
-    with pytest.raises(RuntimeError, match=r"^PostgreSQL gave stream 'w:2' fence 0 on a claim "
-                                           r"\(the sequence stream_fences was altered\?\): "
-                                           r"a fence must be positive$"):
-        await store.claim("w:2")
-    assert "w:2" not in store._fences
+    # A new row: the claim's own draw (0) does not fire the trigger. An existing one: the
+    # claim draws 2, the trigger 1, the update 0 (which does not fire it).
+    for stream, altered in (("w:2", "MINVALUE 0 RESTART WITH 0"),
+                            ("w:0", "INCREMENT BY -1 MINVALUE -9 RESTART WITH 2")):
+        await sql(postgres_dsn, f"ALTER SEQUENCE stream_fences {altered}")
+        with pytest.raises(RuntimeError, match=rf"^stream '{stream}' was not claimed: the "
+                                               r"sequence stream_fences gave fence 0 to a "
+                                               r"claim \(was it altered\?\): a fence must "
+                                               r"be positive$"):
+            await store.claim(stream)
+    assert not store._fences
+    assert await sql(postgres_dsn, "SELECT name, fence FROM streams") == [("w:0", fence)]
 
 
 @ON_POSTGRES
@@ -262,3 +269,99 @@ async def test_the_trigger_is_made_afresh_and_the_sequence_never_goes_back(
         assert await sql(postgres_dsn, "SELECT count(*) FROM pg_trigger WHERE tgrelid = "
                                        "'streams'::regclass AND tgname = 'streams_fence'") \
             == [(1,)]
+
+
+async def _before_the_check(dsn: str, *rows: str) -> None:
+    """A database as a version before `streams_fence_check` left it, holding `rows`."""
+    async with PostgresEventStore(dsn):
+        pass
+    await sql(dsn, "ALTER TABLE streams DROP CONSTRAINT streams_fence_check; "
+                   "ALTER TABLE streams DISABLE TRIGGER streams_fence; "
+                   f"INSERT INTO streams VALUES {', '.join(rows)}; "
+                   "ALTER TABLE streams ENABLE TRIGGER streams_fence")
+
+
+async def _validated(dsn: str) -> list[tuple]:
+    return await sql(dsn, "SELECT convalidated FROM pg_constraint WHERE conrelid = "
+                          "'streams'::regclass AND conname = 'streams_fence_check'")
+
+
+async def test_a_database_with_a_negative_fence_gets_the_check_and_fences_its_holder(
+        postgres_dsn: str) -> None:
+    """A row an older version's claim left at -1 gets a fresh fence, above every other,
+    then the table gets its constraint."""
+    await sql(postgres_dsn, "CREATE TABLE streams (name text PRIMARY KEY, rev bigint NOT NULL "
+                            "DEFAULT 0, fence bigint NOT NULL DEFAULT 0); INSERT INTO streams "
+                            "VALUES ('w:1', 2, -1), ('w:2', 0, 5)")
+    async with PostgresEventStore(postgres_dsn):
+        rows = dict(await sql(postgres_dsn, "SELECT name, fence FROM streams"))
+        assert rows["w:1"] > 5 and rows["w:2"] == 5
+        assert await _validated(postgres_dsn) == [(True,)]
+
+
+async def test_a_negative_fence_written_while_the_check_is_added_is_mended(
+        postgres_dsn: str) -> None:
+    """An older process's claim where the trigger does not fire writes -1 while the open
+    waits to add the constraint (its transaction already reads the table, so it goes
+    first): the constraint is added, the row mended, the open goes on."""
+    await _before_the_check(postgres_dsn, "('w:0', 1, 0)")
+    options = conninfo_to_dict(postgres_dsn)["options"]
+    older = await TrioConnection.connect(make_conninfo(
+        postgres_dsn, options=f"{options} -c session_replication_role=replica"))
+    store = PostgresEventStore(postgres_dsn)
+    try:
+        await older.execute("SELECT FROM streams")
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(store.open)
+            await wait_for_lock_waiters(postgres_dsn, 1)  # the open waits for the table
+            await older.execute("INSERT INTO streams VALUES ('w:1', 0, -1)")
+            await older.commit()
+        assert await _validated(postgres_dsn) == [(True,)]
+        assert (await sql(postgres_dsn, "SELECT fence FROM streams WHERE name = 'w:1'")
+                )[0][0] > 0
+    finally:
+        await older.close()
+        await store.aclose()
+
+
+async def test_appends_go_on_while_the_check_is_validated(postgres_dsn: str) -> None:
+    """A database whose constraint was added, not yet validated (a process stopped between
+    the schema's two transactions): the open mends and validates, under a lock that lets
+    other processes' appends and claims through while it waits or scans."""
+    await _before_the_check(postgres_dsn, "('w:0', 1, -1)")
+    await sql(postgres_dsn, "ALTER TABLE streams ADD CONSTRAINT streams_fence_check "
+                            "CHECK (fence >= 0) NOT VALID")
+    blocker = await TrioConnection.connect(postgres_dsn)
+    store = PostgresEventStore(postgres_dsn)
+    try:
+        await blocker.execute("LOCK TABLE streams IN SHARE UPDATE EXCLUSIVE MODE")
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(store.open)
+            await wait_for_lock_waiters(postgres_dsn, 1)  # the validation waits
+            with trio.fail_after(10):  # an append and a claim go on meanwhile
+                await sql(postgres_dsn, "INSERT INTO streams VALUES ('w:1', 1, 0); UPDATE "
+                                        "streams SET fence = 7 WHERE name = 'w:1'")
+            await blocker.commit()
+        assert await _validated(postgres_dsn) == [(True,)]
+        assert (await sql(postgres_dsn, "SELECT fence FROM streams WHERE name = 'w:0'")
+                )[0][0] > 0
+    finally:
+        await blocker.close()
+        await store.aclose()
+
+
+async def test_a_schema_that_cannot_be_applied_fails_the_open_saying_why(
+        postgres_dsn: str) -> None:
+    """A fence the constraint cannot take (the sequence altered to go below 0) fails the
+    open as StoreUnavailable, not a driver error; mended, the next open succeeds."""
+    await _before_the_check(postgres_dsn, "('w:0', 1, -1)")
+    await sql(postgres_dsn, "ALTER SEQUENCE stream_fences MINVALUE -9 RESTART WITH -5")
+    with pytest.raises(StoreUnavailable) as refused:
+        async with PostgresEventStore(postgres_dsn):
+            pass
+    assert refused.value.why == ('the schema could not be applied: PostgreSQL refused it (new '
+                                 'row for relation "streams" violates check constraint '
+                                 '"streams_fence_check")')
+    await sql(postgres_dsn, "ALTER SEQUENCE stream_fences RESTART WITH 10")
+    async with PostgresEventStore(postgres_dsn):
+        assert await _validated(postgres_dsn) == [(True,)]
