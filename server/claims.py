@@ -24,10 +24,14 @@ child compiled by glslang off the lab's task and kept in its pool for good) as a
 is, counted once accepted; a public pair dealt (held in the lab's memory for up to twenty
 minutes) and a vote (a stored event) are spent when let through, whatever the lab
 answers, from a bucket of the hour's budget refilled over the hour, and given back when
-the lab never had the request: refused before it was delivered (by the directory, by the
-lab's mailbox, full or closed with the request still in it: `ProtocolError.delivered`),
-or its delivery raised. These records are kept on the account (`Account.paced`),
-forgotten with it once unspent.
+the lab never had the request: refused not `delivered` (`ProtocolError.delivered`: by the
+directory, by the lab's mailbox, full or closed with the request still in it, by the
+cluster's process hosting the lab, or forwarded and out of time before it was sent), or,
+for an MCP call or a lab route (`Charged.close`), its delivery raised. Kept spent: any
+refusal the lab made, the server's own failure (`internal`: whether the lab had it is
+unknown), and, once a link broke after carrying a forwarded request, any refusal after
+(it may have been applied where it went: `outcome: "unknown"`). These records are kept
+on the account (`Account.paced`), forgotten with it once unspent.
 
 A request that may write (its op is no read of its kind) is refused too while its
 account's bytes stored (`stored_per_hour`) are spent: server/stored.py.

@@ -15,7 +15,8 @@ gets there, and what happens when the process hosting it goes away.
   after it was sent is delivered again only when it carries a request id (the world then
   applies it at most once) or is a read; otherwise its outcome is unknown and it is
   refused `unavailable` with detail `outcome: "unknown"`. So is a write delivered again
-  that runs out of time: it may have been applied where it was sent first;
+  that runs out of time, and one refused again before its world had it (a full mailbox,
+  `max_live_worlds`: its code kept): it may have been applied where it was sent first;
 - `follow`: a subscription to a world hosted elsewhere is served here by a mirror
   (server/cluster/mirrors.py); the mirror's view asks the host to relay the world's
   snapshot pushes on the same link (a view with a relay goes one hop only: a process
@@ -30,7 +31,7 @@ from typing import Any
 import trio
 
 from actors.runtime import Call, Directory
-from actors.runtime.deferred import tell
+from actors.runtime.deferred import Passing
 from actors.runtime.mailbox import Answer, ViewMsg
 from actors.runtime.subscriber import SubscriberQueue
 from actors.store import StoreUnavailable
@@ -58,45 +59,51 @@ class _Leaving:
 LEAVING = _Leaving()
 
 
-class _Forwarded:
-    """A forwarded message's answer, with the request's deadline across every attempt, its
-    caller's footprint (the frame carries it: wire.py) and whether it is a write that may
-    have been applied (`sent`: a link broke after it went out on it)."""
+class _Forwarded(Passing):
+    """A forwarded message's answer, with the request's deadline across every attempt and
+    whether it is a write that may have been applied (`sent`: a link broke after it went
+    out on it). Its caller's footprint (the frame carries it: wire.py) and what serving it
+    cost, here once the world re-homed to this process or told by the host's reply
+    (`cost`), pass through to the caller's answer."""
 
-    __slots__ = ("answer", "deadline", "footprint", "sent")
+    __slots__ = ("deadline", "sent")
 
     def __init__(self, answer: Answer, deadline: float) -> None:
-        self.answer, self.deadline = answer, deadline
-        self.footprint = answer.footprint
+        super().__init__(answer)
+        self.deadline = deadline
         self.sent = False
 
     def unreached(self, actor_id: str, why: str) -> None:
-        """Refuse it `unavailable`: `why` it ran out of time (and, for a write that was
-        `sent`, that it may have been applied)."""
+        """Refuse it `unavailable`, not delivered: `why` it ran out of time before it was
+        sent (again: `fail` says a write that was `sent` may have been applied)."""
         if self.sent:
             why += ("; the write had been sent to it and may or may not have been applied "
                     "(a write sent with a request_id can be retried safely)")
-        self.fail(ProtocolError(ErrorCode.UNAVAILABLE, why, {"actor": actor_id}))
+        self.fail(ProtocolError(ErrorCode.UNAVAILABLE, why, {"actor": actor_id},
+                                delivered=False))
 
     def cost(self, reply: dict[str, Any]) -> None:
         """Tell the answer what its message cost the process that handled it (`reply`'s
         figures: wire.py), as the runtime tells a local answer, before it is given."""
         seconds, nbytes = costs_of(reply)
         if seconds:
-            tell(self.answer, "charge", seconds)
+            self.charge(seconds)
         if nbytes:
-            tell(self.answer, "stored", nbytes)
+            self.stored(nbytes)
 
     def succeed(self, value: Any) -> None:
-        self.answer.succeed(value)
+        self._answer.succeed(value)
 
     def fail(self, error: ProtocolError) -> None:
-        """Refuse it; an `unavailable` of a write that was `sent` says its outcome is
-        unknown, whatever refused it after (a timeout, a process that cannot place it)."""
-        if self.sent and error.code == ErrorCode.UNAVAILABLE and "outcome" not in error.detail:
+        """Refuse it. Once a write was `sent`, any refusal its world did not make (not
+        `delivered`: a full mailbox, `max_live_worlds`, ...) and any `unavailable` (a
+        timeout, a process that cannot place it) says its outcome is unknown, and is
+        delivered: it may have been applied where it went first. A refusal its world made
+        (sent again, it carries its request id) is its outcome."""
+        if self.sent and (error.code == ErrorCode.UNAVAILABLE or not error.delivered):
             error = ProtocolError(error.code, error.message, {**error.detail,
                                                               "outcome": "unknown"})
-        self.answer.fail(error)
+        self._answer.fail(error)
 
 
 class _Rehoming:

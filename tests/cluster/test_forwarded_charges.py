@@ -21,6 +21,7 @@ from protocol.ops.lab import VoteArgs
 from server.budgets import HOUR, Budgets
 from server.claims import Ticket
 from server.cluster.peers import Link
+from server.cluster.router import _Forwarded
 from server.cluster.wire import MAX_SECONDS, MAX_STORED, Lines, costs_of
 from server.replies import Charged
 from tests.cluster.conftest import Nodes
@@ -187,3 +188,55 @@ async def test_a_vote_the_host_refused_before_delivery_is_given_back_where_its_c
             ErrorCode.UNKNOWN_ACTOR, "there is no world 'lab:nope'; lab.create creates it")
         assert not answer.error.delivered
     assert state.claims.admit(account, "ann", vote, "lab:nope") is not None  # all given back
+
+
+@pytest.mark.postgres
+async def test_a_request_delivered_here_after_its_world_re_homed_is_charged_to_its_client(
+        nodes: Nodes) -> None:
+    """A forwarded request whose world re-homed to the process its client is on is
+    delivered there: its handling time and the bytes its events took are charged to its
+    client's account, as for one served here from the start."""
+    limit = 3_000
+    a = await nodes.start("a", budgets=Budgets(stored_per_hour=limit, cpu_rate_agent=1e-9,
+                                               cpu_burst=10.0))
+    async with raw_client(a.running) as c:
+        result(await c.call("counter.create", WORLD))  # a hosts it
+    store, ledger = a.directory.store, a.running.state.ledger
+    first = await store.revision(WORLD)
+    account = ledger.account("ann", "agent", trio.current_time())
+    answer = Charged(ledger, account, Ticket(account, None, None, False, WORLD))
+    began = trio.current_time()
+    a.cluster.router._deliver(WORLD, Call("counter.add", AddArgs(1, "n" * 100), "agent",
+                                          "ann"), _Forwarded(answer, began + 10), 0)
+    with trio.fail_after(10):
+        await answer.done.wait()
+    assert answer.value == Total(1, 1, first + 1)
+    [(_, text)] = await store.read_rows(WORLD, after=first)
+    charged = limit - account.stored.refill(trio.current_time())
+    assert 0 <= len(text) - charged <= limit / HOUR * (trio.current_time() - began)
+    assert account.cpu.refill(trio.current_time()) < account.cpu.burst
+
+
+@pytest.mark.postgres
+async def test_a_vote_that_ran_out_of_time_before_it_was_sent_is_given_back(
+        nodes: Nodes) -> None:
+    """A forwarded vote still waiting for its world's holder when its time runs out was
+    never sent: refused `unavailable`, not delivered, the vote given back. One whose link
+    broke after carrying it may have been stored: it stays spent, its outcome unknown."""
+    a = await nodes.start("a", budgets=Budgets(votes_per_hour=1))
+    state = a.running.state
+    account = state.ledger.account("ann", "agent", trio.current_time())
+    vote = Call("lab.vote", VoteArgs("p", "s-0000000000000000", "k"), "agent", "ann")
+    for sent in (False, False, True):
+        answer = Charged(state.ledger, account, state.claims.admit(account, "ann", vote,
+                                                                   "lab:far"))
+        forwarded = _Forwarded(answer, trio.current_time())  # (out of time)
+        forwarded.sent = sent
+        a.cluster.router._deliver("lab:far", vote, forwarded, 0)
+        assert isinstance(answer.error, ProtocolError)
+        assert (answer.error.code, answer.error.delivered) == (ErrorCode.UNAVAILABLE, sent)
+        assert answer.error.detail == ({"actor": "lab:far", "outcome": "unknown"} if sent
+                                       else {"actor": "lab:far"})
+    with pytest.raises(ProtocolError) as spent:
+        state.claims.admit(account, "ann", vote, "lab:far")
+    assert spent.value.detail["budget"] == "votes_per_hour"

@@ -17,22 +17,18 @@ from actors.lab import WORLD
 from actors.lab import actor as lab_actor
 from actors.lab.validation import validate
 from actors.runtime import ActorKind, Call, open_directory
+from actors.runtime.mailbox import Pending
 from actors.store import MemoryEventStore
 from protocol.client import Client, RequestError
-from protocol.errors import ProtocolError
-from protocol.ops import lab as ops
+from protocol.errors import ErrorCode, ProtocolError
 from server.budgets import Budgets, Ledger
 from server.claims import Claims
 from server.replies import Charged
 from tests.lab.live import born, new_lab, settled
+from tests.server.claims_harness import DEAL, VOTE, lab_visit, raise_refusal
 from tests.server.ws_harness import running_server
 
 ACCOUNT = "address:127.0.0.1"  # every anonymous caller of these tests
-
-
-def _raise(refusal: ProtocolError | None, _who: str) -> None:
-    if refusal is not None:
-        raise refusal
 
 
 async def refused(c: Client, op: str, to: str, args: dict) -> RequestError:
@@ -180,7 +176,7 @@ async def test_a_vote_refused_for_another_budget_spends_none() -> None:
     one already) leaves the account's votes as they were."""
     ledger = Ledger(Budgets(loads_at_once=1, votes_per_hour=3))
     async with open_directory(MemoryEventStore(), [ActorKind.of(WORLD)]) as directory:
-        claims = Claims(ledger, directory, _raise)
+        claims = Claims(ledger, directory, raise_refusal)
         account = ledger.client_account("bob", "127.0.0.1", "agent", trio.current_time())
         vote = Call("lab.vote", None, "agent", "bob")
         account.loading = 1  # a world being loaded for it already
@@ -202,21 +198,32 @@ async def test_a_deal_or_vote_waiting_in_a_lab_s_mailbox_when_it_stops_is_given_
     """Requests still waiting in a lab's mailbox when it stops (here the owner holds it)
     are refused `unavailable` without the lab taking them: their deals and votes are
     given back, as for any refusal made before the lab had the request."""
-    ledger = Ledger(Budgets(deals_per_hour=2, votes_per_hour=2))
-    async with open_directory(MemoryEventStore(), [ActorKind.of(WORLD)]) as directory:
-        claims = Claims(ledger, directory, _raise)
-        await directory.ask("lab:held", Call("lab.create", ops.CreateArgs(backlog=0),
-                                             "owner", "owner:me"))
-        await directory.get("lab:held")  # live: a request is posted to its mailbox at once
-        account = ledger.client_account("bob", "127.0.0.1", "agent", trio.current_time())
-        calls = [Call("lab.vote", ops.VoteArgs("p", "s-0000000000000000", "k"), "agent", "bob"),
-                 Call("lab.public_pair", ops.PublicPairArgs(client_key="k"), "agent", "bob")]
+    async with lab_visit(Budgets(deals_per_hour=2, votes_per_hour=2), "lab:held") as visit:
         answers = []
-        for call in calls * 2:
-            answer = Charged(ledger, account, claims.admit(account, "bob", call, "lab:held"))
-            directory.ref("lab:held").send(call, answer)
+        for call in [VOTE, DEAL] * 2:
+            answer = Charged(visit.ledger, visit.account,
+                             visit.claims.admit(visit.account, "bob", call, "lab:held"))
+            visit.directory.ref("lab:held").send(call, answer)
             answers.append(answer)
-        directory.hold("lab:held")  # (no checkpoint since the sends: the lab took none)
+        visit.directory.hold("lab:held")  # (no checkpoint since the sends: the lab took none)
         assert [a.error.code for a in answers if a.error is not None] == ["unavailable"] * 4
-        for call in calls * 2:  # all four given back
-            assert claims.admit(account, "bob", call, "lab:held") is not None
+        for call in [VOTE, DEAL] * 2:  # all four given back
+            assert visit.claims.admit(visit.account, "bob", call, "lab:held") is not None
+
+
+async def test_a_deal_or_vote_refused_by_a_lab_s_full_mailbox_is_given_back() -> None:
+    """A deal or a vote its lab's full mailbox refuses (`overloaded`, answered as the
+    session answers a refused send) never reached the lab: it is given back."""
+    async with lab_visit(Budgets(deals_per_hour=1, votes_per_hour=1), "lab:busy",
+                         mailbox_size=1) as visit:
+        lab = visit.directory.ref("lab:busy")
+        lab.send(Call("lab.info", None, "owner", "owner:me"), Pending())  # now full
+        for call in [VOTE, DEAL] * 2:  # (one each an hour: the second admitted if given back)
+            answer = Charged(visit.ledger, visit.account,
+                             visit.claims.admit(visit.account, "bob", call, "lab:busy"))
+            with pytest.raises(ProtocolError) as full:
+                lab.send(call, answer)
+            answer.fail(full.value)
+            assert isinstance(answer.error, ProtocolError)
+            assert (answer.error.code, answer.error.message) == (
+                ErrorCode.OVERLOADED, "the mailbox of lab:busy is full")

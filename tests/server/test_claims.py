@@ -19,14 +19,10 @@ from server import watchdog
 from server.budgets import HOUR, Budgets, Ledger
 from server.claims import BACKSTOP, Claims, Ticket
 from tests.server import burn_world
+from tests.server.claims_harness import raise_refusal
 from tests.server.ws_harness import error, raw_client, result, running_server
 
 ANONYMOUS = "address:127.0.0.1"
-
-
-def _raise(refusal: ProtocolError | None, _who: str) -> None:
-    if refusal is not None:
-        raise refusal
 
 
 async def test_a_ticket_never_settled_is_freed_by_the_sweep_and_its_late_settle_frees_nothing(
@@ -105,7 +101,7 @@ async def test_a_visitors_spent_budget_is_kept_with_its_account_until_it_refills
     whose votes have refilled."""
     ledger = Ledger(Budgets(votes_per_hour=2))
     async with open_directory(MemoryEventStore(), [ActorKind.of(WORLD)]) as directory:
-        claims = Claims(ledger, directory, _raise)
+        claims = Claims(ledger, directory, raise_refusal)
         vote = Call("lab.vote", None, "agent", "bob")
         account = ledger.client_account("bob", "127.0.0.1", "agent", trio.current_time())
         for _ in range(2):
