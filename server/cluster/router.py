@@ -16,7 +16,8 @@ gets there, and what happens when the process hosting it goes away.
   applies it at most once) or is a read; otherwise its outcome is unknown and it is
   refused `unavailable` with detail `outcome: "unknown"`. So is a write delivered again
   that runs out of time, and one refused again before its world had it (a full mailbox,
-  `max_live_worlds`: its code kept): it may have been applied where it was sent first;
+  `max_live_worlds`: its code kept): it may have been applied where it was sent first
+  (so also when a process it passed sent it back `reroute` with `outcome: "unknown"`);
 - `follow`: a subscription to a world hosted elsewhere is served here by a mirror
   (server/cluster/mirrors.py); the mirror's view asks the host to relay the world's
   snapshot pushes on the same link (a view with a relay goes one hop only: a process
@@ -61,10 +62,10 @@ LEAVING = _Leaving()
 
 class _Forwarded(Passing):
     """A forwarded message's answer, with the request's deadline across every attempt and
-    whether it is a write that may have been applied (`sent`: a link broke after it went
-    out on it). Its caller's footprint (the frame carries it: wire.py) and what serving it
-    cost, here once the world re-homed to this process or told by the host's reply
-    (`cost`), pass through to the caller's answer."""
+    whether it is a write that may have been applied (`sent`: a link, from here or from a
+    process it passed, broke after it went out on it). Its caller's footprint (the frame
+    carries it: wire.py) and what serving it cost, here once the world re-homed to this
+    process or told by the host's reply (`cost`), pass through to the caller's answer."""
 
     __slots__ = ("deadline", "sent")
 
@@ -240,6 +241,8 @@ class Router:
             if not error.detail.get("reroute"):
                 answer.fail(error)
                 return
+            if error.detail.get("outcome") == "unknown":  # a link past this one broke
+                answer.sent = True  # after carrying it: it may have been applied there
             self._forget(actor_id, link)
             if error.detail.get("store") == "down":  # the holder lost the database
                 self._wait_for_rehome(actor_id, link, message, answer, hops, answers=True)

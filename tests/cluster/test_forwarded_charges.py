@@ -3,7 +3,9 @@ process the client is connected to, like one served there: the host's reply carr
 handling's seconds and the bytes its events took in the store (server/cluster/wire.py),
 told to the waiting answer before it is given. A reply without them (an older peer)
 answers all the same; a figure that is no finite number, or past its cap, cannot poison
-the ledger."""
+the ledger. A forwarded write that a link carried before it broke (here or on a process
+it passed) may have been applied: a refusal it gets after, made before a world had it
+again, says its outcome is unknown, and a lab's vote or deal stays spent."""
 
 from __future__ import annotations
 
@@ -15,17 +17,19 @@ import pytest
 import trio
 
 from actors.runtime import Call
+from actors.runtime.mailbox import Pending
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.ops.counter import AddArgs, Total
 from protocol.ops.lab import VoteArgs
-from server.budgets import HOUR, Budgets
+from server.budgets import HOUR, Account, Budgets
 from server.claims import Ticket
 from server.cluster.peers import Link
 from server.cluster.router import _Forwarded
-from server.cluster.wire import MAX_SECONDS, MAX_STORED, Lines, costs_of
+from server.cluster.wire import MAX_SECONDS, MAX_STORED, Lines, costs_of, reroute, unplaceable
 from server.replies import Charged
-from tests.cluster.conftest import Nodes
+from tests.cluster.conftest import Node, Nodes
 from tests.server import burn_world
+from tests.server.claims_harness import VOTE, lab_visit
 from tests.server.ws_harness import error, raw_client, result
 
 WORLD = "counter:w"
@@ -165,6 +169,20 @@ async def test_a_reply_without_figures_or_with_bad_ones_still_answers(nodes: Nod
     assert math.isfinite(account.cpu.level) and account.cpu.level < account.cpu.burst
 
 
+async def _vote_forwarded(node: Node, account: Account, vote: Call, link: Link
+                          ) -> ProtocolError:
+    """The refusal of `vote` for lab:nope, admitted on `node` for `account` and forwarded
+    on `link` (its answer charged, or given back, as a client's)."""
+    state = node.running.state
+    answer = Charged(state.ledger, account, state.claims.admit(account, "ann", vote,
+                                                               "lab:nope"))
+    node.cluster.router.forward(link, "lab:nope", vote, answer, 0)
+    with trio.fail_after(10):
+        await answer.done.wait()
+    assert isinstance(answer.error, ProtocolError)
+    return answer.error
+
+
 @pytest.mark.postgres
 async def test_a_vote_the_host_refused_before_delivery_is_given_back_where_its_client_is(
         nodes: Nodes) -> None:
@@ -178,15 +196,10 @@ async def test_a_vote_the_host_refused_before_delivery_is_given_back_where_its_c
     vote = Call("lab.vote", VoteArgs("p", "s-0000000000000000", "k"), "agent", "ann")
     link = await a.cluster.router._link("b")
     for _ in range(3):
-        answer = Charged(state.ledger, account, state.claims.admit(account, "ann", vote,
-                                                                   "lab:nope"))
-        a.cluster.router.forward(link, "lab:nope", vote, answer, 0)
-        with trio.fail_after(10):
-            await answer.done.wait()
-        assert isinstance(answer.error, ProtocolError)
-        assert (answer.error.code, answer.error.message) == (
+        refused = await _vote_forwarded(a, account, vote, link)
+        assert (refused.code, refused.message) == (
             ErrorCode.UNKNOWN_ACTOR, "there is no world 'lab:nope'; lab.create creates it")
-        assert not answer.error.delivered
+        assert not refused.delivered
     assert state.claims.admit(account, "ann", vote, "lab:nope") is not None  # all given back
 
 
@@ -240,3 +253,89 @@ async def test_a_vote_that_ran_out_of_time_before_it_was_sent_is_given_back(
     with pytest.raises(ProtocolError) as spent:
         state.claims.admit(account, "ann", vote, "lab:far")
     assert spent.value.detail["budget"] == "votes_per_hour"
+
+
+def _sent_back_by_a_leaving_process(sent: bool) -> dict[str, Any]:
+    """The reply of a process that is leaving to a vote it had forwarded on (`sent`: over
+    a link that broke after carrying it), as its link writes it (peers.py)."""
+    pending = Pending()
+    forwarded = _Forwarded(pending, 0.0)
+    forwarded.sent = sent
+    forwarded.fail(reroute("lab:nope", "is not hosted by a process that is leaving"))
+    assert pending.error is not None
+    reply = {"ok": False, "error": pending.error.to_wire()}
+    return reply if pending.error.delivered else {**reply, "delivered": False}
+
+
+@pytest.mark.postgres
+async def test_a_vote_a_process_it_passed_had_sent_stays_spent_when_refused_here_again(
+        nodes: Nodes) -> None:
+    """Node a forwards a vote to a process that sends it back (`reroute`: it is leaving).
+    When that process had sent the vote on over a link that broke after carrying it, its
+    refusal says `outcome: "unknown"`, and the refusal a makes when it tries again, before
+    a lab had the vote (no such lab: `unknown_actor`), says so too and counts as
+    delivered: the vote stays spent. Otherwise that refusal is the vote's, given back."""
+    a = await nodes.start("a", budgets=Budgets(votes_per_hour=1))
+    state = a.running.state
+    account = state.ledger.account("ann", "agent", trio.current_time())
+    vote = Call("lab.vote", VoteArgs("p", "s-0000000000000000", "k"), "agent", "ann",
+                request_id="v1")
+    replies = [_sent_back_by_a_leaving_process(sent) for sent in (False, True)]
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(_old_peer, replies)
+        link = Link("b", f"127.0.0.1:{port}", "a", "", nursery, silence=5.0)
+        for sent in (False, True):
+            refused = await _vote_forwarded(a, account, vote, link)
+            assert (refused.code, refused.delivered) == (ErrorCode.UNKNOWN_ACTOR, sent)
+            assert refused.detail == ({"actor": "lab:nope", "outcome": "unknown"} if sent
+                                      else {"actor": "lab:nope"})
+        nursery.cancel_scope.cancel()
+    with pytest.raises(ProtocolError) as spent:
+        state.claims.admit(account, "ann", vote, "lab:nope")
+    assert spent.value.detail["budget"] == "votes_per_hour"
+
+
+def test_any_unavailable_of_a_write_sent_on_a_broken_link_says_its_outcome_is_unknown(
+        ) -> None:
+    """Once a link broke after carrying a write, every `unavailable` it gets after (a
+    timeout, a process that cannot place it, a reroute past its hops) says so; a write
+    that never left says nothing of it, and other refusals are left as they are."""
+    def refused(sent: bool, error: ProtocolError) -> dict:
+        pending = Pending()
+        forwarded = _Forwarded(pending, 0.0)
+        forwarded.sent = sent
+        forwarded.fail(error)
+        assert pending.error is not None and pending.error.code == error.code
+        return pending.error.detail
+
+    for refusal in (unplaceable(WORLD, "down"), reroute(WORLD, "was not found")):
+        assert refused(True, refusal) == {**refusal.detail, "outcome": "unknown"}
+        assert "outcome" not in refused(False, refusal) and "outcome" not in refusal.detail
+    assert "outcome" not in refused(True, ProtocolError(ErrorCode.BAD_REQUEST, "no"))
+
+
+async def test_a_sent_vote_refused_before_a_lab_had_it_again_stays_spent_its_outcome_unknown(
+        ) -> None:
+    """A vote whose link broke after carrying it (it may have been stored where it went)
+    is refused, delivered again, before a lab had it (its lab's mailbox is full:
+    `overloaded`; no such lab here: `unknown_actor`): the refusal keeps its code, says the
+    vote's outcome is unknown and counts as delivered, so the vote stays spent."""
+    async with lab_visit(Budgets(votes_per_hour=2), "lab:busy", mailbox_size=1) as visit:
+        visit.directory.ref("lab:busy").send(Call("lab.info", None, "owner", "owner:me"),
+                                             Pending())  # its mailbox is full
+        for lab, code in (("lab:busy", ErrorCode.OVERLOADED),
+                          ("lab:nope", ErrorCode.UNKNOWN_ACTOR)):
+            answer = Charged(visit.ledger, visit.account,
+                             visit.claims.admit(visit.account, "bob", VOTE, lab))
+            forwarded = _Forwarded(answer, trio.current_time() + 10)
+            forwarded.sent = True
+            with pytest.raises(ProtocolError) as before:  # (as the directory's task answers)
+                await visit.directory.deliver(lab, VOTE, forwarded)
+            assert not before.value.delivered
+            forwarded.fail(before.value)
+            assert isinstance(answer.error, ProtocolError)
+            assert (answer.error.code, answer.error.delivered) == (code, True)
+            assert answer.error.detail == {"actor": lab, "outcome": "unknown"}
+        with pytest.raises(ProtocolError) as spent:
+            visit.claims.admit(visit.account, "bob", VOTE, "lab:busy")
+        assert spent.value.detail["budget"] == "votes_per_hour"

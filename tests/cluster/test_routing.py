@@ -19,15 +19,11 @@ from protocol.client import Client, Push, RequestError
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.ops.counter import AddArgs, GetArgs
 from server.budgets import Budgets
-from server.cluster.router import _Forwarded
-from server.cluster.wire import reroute, unplaceable
 from server.hello import new_key
-from server.replies import Charged
 from tests.cluster.conftest import Nodes, counter_add, wait_for
 from tests.ecosystem.live import POND, SIZE
 from tests.pgproxy import PgProxy
 from tests.pgsql import sql
-from tests.server.claims_harness import VOTE, lab_visit
 
 pytestmark = pytest.mark.postgres
 WORLD = "counter:w"
@@ -186,52 +182,6 @@ async def test_a_sent_write_that_runs_out_of_time_waiting_for_its_host_is_of_unk
         assert await cb.request("counter.get", WORLD) == {"total": 5, "adds": 1,
                                                           "revision": 2}
     assert WORLD in a.directory.hosted()
-
-
-def test_any_unavailable_of_a_write_sent_on_a_broken_link_says_its_outcome_is_unknown(
-        ) -> None:
-    """Once a link broke after carrying a write, every `unavailable` it gets after (a
-    timeout, a process that cannot place it, a reroute past its hops) says so; a write
-    that never left says nothing of it, and other refusals are left as they are."""
-    def refused(sent: bool, error: ProtocolError) -> dict:
-        pending = Pending()
-        forwarded = _Forwarded(pending, 0.0)
-        forwarded.sent = sent
-        forwarded.fail(error)
-        assert pending.error is not None and pending.error.code == error.code
-        return pending.error.detail
-
-    for error in (unplaceable(WORLD, "down"), reroute(WORLD, "was not found")):
-        assert refused(True, error) == {**error.detail, "outcome": "unknown"}
-        assert "outcome" not in refused(False, error) and "outcome" not in error.detail
-    assert "outcome" not in refused(True, ProtocolError(ErrorCode.BAD_REQUEST, "no"))
-
-
-async def test_a_sent_vote_refused_before_a_lab_had_it_again_stays_spent_its_outcome_unknown(
-        ) -> None:
-    """A vote whose link broke after carrying it (it may have been stored where it went)
-    is refused, delivered again, before a lab had it (its lab's mailbox is full:
-    `overloaded`; no such lab here: `unknown_actor`): the refusal keeps its code, says the
-    vote's outcome is unknown and counts as delivered, so the vote stays spent."""
-    async with lab_visit(Budgets(votes_per_hour=2), "lab:busy", mailbox_size=1) as visit:
-        visit.directory.ref("lab:busy").send(Call("lab.info", None, "owner", "owner:me"),
-                                             Pending())  # its mailbox is full
-        for lab, code in (("lab:busy", ErrorCode.OVERLOADED),
-                          ("lab:nope", ErrorCode.UNKNOWN_ACTOR)):
-            answer = Charged(visit.ledger, visit.account,
-                             visit.claims.admit(visit.account, "bob", VOTE, lab))
-            forwarded = _Forwarded(answer, trio.current_time() + 10)
-            forwarded.sent = True
-            with pytest.raises(ProtocolError) as before:  # (as the directory's task answers)
-                await visit.directory.deliver(lab, VOTE, forwarded)
-            assert not before.value.delivered
-            forwarded.fail(before.value)
-            assert isinstance(answer.error, ProtocolError)
-            assert (answer.error.code, answer.error.delivered) == (code, True)
-            assert answer.error.detail == {"actor": lab, "outcome": "unknown"}
-        with pytest.raises(ProtocolError) as spent:
-            visit.claims.admit(visit.account, "bob", VOTE, "lab:busy")
-        assert spent.value.detail["budget"] == "votes_per_hour"
 
 
 async def test_refused_creates_leave_no_claim_behind(nodes: Nodes) -> None:
