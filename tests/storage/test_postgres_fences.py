@@ -367,7 +367,8 @@ async def test_appends_go_on_while_the_check_is_validated(postgres_dsn: str) -> 
     await _before_the_check(postgres_dsn, "('w:0', 1, -1)")
     await sql(postgres_dsn, "ALTER TABLE streams ADD CONSTRAINT streams_fence_check "
                             "CHECK (fence >= 0) NOT VALID")
-    blocker, other = [await TrioConnection.connect(postgres_dsn) for _ in range(2)]
+    blocker = await TrioConnection.connect(postgres_dsn)
+    other = await TrioConnection.connect(postgres_dsn, autocommit=True)  # one round trip
     store = PostgresEventStore(postgres_dsn)
     try:
         await blocker.execute("LOCK TABLE streams IN SHARE UPDATE EXCLUSIVE MODE")
@@ -377,7 +378,6 @@ async def test_appends_go_on_while_the_check_is_validated(postgres_dsn: str) -> 
             with trio.fail_after(10):  # an append and a claim go on meanwhile
                 await other.execute("INSERT INTO streams VALUES ('w:1', 1, 0); UPDATE "
                                     "streams SET fence = 7 WHERE name = 'w:1'")
-                await other.commit()
             await blocker.commit()
         assert await _validated(postgres_dsn) == [(True,)]
         assert (await sql(postgres_dsn, "SELECT fence FROM streams WHERE name = 'w:0'")
