@@ -89,6 +89,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     if args.hostile_samples < args.blocks:
         parser.error(f"--hostile-samples {args.hostile_samples} is fewer than --blocks "
                      f"{args.blocks}: each block needs a round trip")
+    if args.data is not None and args.data.exists() and not args.data.is_dir():
+        parser.error(f"--data {args.data} is not a directory")
     if args.data is not None and args.data.exists() and any(args.data.iterdir()):
         parser.error(f"--data {args.data} is not empty: a run starts its worlds afresh")
     return args

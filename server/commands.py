@@ -100,6 +100,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     import trio
 
+    from actors.store import StoreUnavailable
     from server.app import serve
     from server.budgets import Budgets
     from server.config import ServerConfig, is_postgres
@@ -155,6 +156,8 @@ def _serve(args: argparse.Namespace) -> int:
         trio.run(main)
     except* (DataDirInUse, NotDurable) as refused:  # another server runs on --data, or
         in_use.append(str(refused.exceptions[0]))  # PostgreSQL runs without fsync
+    except* StoreUnavailable as refused:  # PostgreSQL unreachable, or its schema refused
+        in_use.append(f"the event store cannot be opened: {refused.exceptions[0].why}")
     if in_use:
         print(f"petridish: {in_use[0]}", file=sys.stderr, flush=True)
         return 2

@@ -1,6 +1,17 @@
 """The PostgreSQL store's statements (server/storage/postgres.py runs them on the tables of
 postgres_schema.sql)."""
 
+from pathlib import Path
+
+# The schema, applied at open as two transactions (postgres.py _apply_schema).
+SCHEMA = (Path(__file__).with_name("postgres_schema.sql")).read_text().split(
+    "\n-- Second transaction.\n")
+if len(SCHEMA) != 2:
+    raise ImportError("postgres_schema.sql must split into two transactions at exactly one "
+                      "line '-- Second transaction.'")
+SCHEMA_LOCK = 0x70657472  # advisory lock key: processes starting together apply it in turn
+SCHEMA_WAIT = 30  # seconds an open waits for another process's schema transaction
+
 NOTIFY_CHUNK = 7000  # bytes of `stream:rev` lines per NOTIFY (PostgreSQL's limit is 8000)
 
 # One batch of appends: b = one row per append, e = one row per event (pre-numbered),

@@ -40,12 +40,16 @@ DO $$ BEGIN
     END IF;
 END $$;
 -- A fence is never negative (an older version's claim stored -1 where the trigger did
--- not fire). The constraint is added NOT VALID (no scan under the table's lock): from then
--- on no row gets a negative fence; the rows that have one are mended and the constraint
--- validated in the second transaction.
+-- not fire). Such rows get a fresh fence first (their holders then fenced), under row locks
+-- only: a NOT VALID constraint still checks every later update of a row, so an append (it
+-- changes only rev) to a row left at -1 would fail, and with it its whole batch. Then the
+-- constraint is added NOT VALID (no scan under the table's lock): from then on no row gets
+-- a negative fence. A -1 written between the two (an older process's claim) is mended,
+-- and the constraint validated, in the second transaction.
 DO $$ BEGIN
     IF NOT EXISTS (SELECT FROM pg_constraint WHERE conrelid = 'streams'::regclass
                    AND conname = 'streams_fence_check') THEN
+        UPDATE streams SET fence = nextval('stream_fences') WHERE fence < 0;
         ALTER TABLE streams ADD CONSTRAINT streams_fence_check CHECK (fence >= 0) NOT VALID;
     END IF;
 END $$;
@@ -115,10 +119,12 @@ CREATE TABLE IF NOT EXISTS nodes (
     seen_at timestamptz NOT NULL
 );
 -- Second transaction.
--- The rows an older version gave fence -1 get a fresh one (their holders then fenced), and
--- the constraint is checked on every row: under row locks and a lock that lets appends and
--- claims go on (the constraint, in place since the first transaction, keeps a -1 from
--- slipping in meanwhile). Once: a validated constraint skips it.
+-- A row given -1 while the first transaction waited to add the constraint gets a fresh
+-- fence, and the constraint is checked on every row: under row locks and a lock that lets
+-- appends and claims go on (the constraint, in place since the first transaction, keeps a
+-- -1 from slipping in meanwhile). Once: a validated constraint skips it. If the lock is
+-- held too long (a VACUUM, an index built concurrently) the open goes on, saying so: the
+-- next open validates.
 DO $$ BEGIN
     IF EXISTS (SELECT FROM pg_constraint WHERE conrelid = 'streams'::regclass
                AND conname = 'streams_fence_check' AND NOT convalidated) THEN

@@ -65,3 +65,13 @@ def test_a_data_directory_with_a_run_in_it_is_refused(
         f"python -m bench load: error: --data {tmp_path} is not empty: a run starts its "
         "worlds afresh")
     assert load.parse(["--data", str(tmp_path / "new")]).data == tmp_path / "new"
+
+
+def test_a_data_path_that_is_a_file_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Before: NotADirectoryError from listing it, not a parser error.
+    (tmp_path / "file").write_text("")
+    with pytest.raises(SystemExit):
+        load.parse(["--data", str(tmp_path / "file")])
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"python -m bench load: error: --data {tmp_path / 'file'} is not a directory")

@@ -110,6 +110,19 @@ async def test_a_world_lost_while_generated_can_be_created_again(tmp_path: Path)
         await trio.to_thread.run_sync(server.stop)
 
 
+def test_a_store_that_cannot_be_opened_fails_the_start_saying_why(tmp_path: Path) -> None:
+    """A PostgreSQL store that cannot be opened (here: nothing listens; a schema it refuses
+    alike) ends the start with one sentence saying why, not a traceback."""
+    server = ServerProcess(tmp_path / "data", "--store", "postgresql://127.0.0.1:1/none")
+    with pytest.raises(RuntimeError, match="exited before listening"):
+        server.start()
+    assert server.proc is not None and server.proc.wait(10) == 2
+    said = "".join(server.output)
+    assert "petridish: the event store cannot be opened: PostgreSQL cannot be reached: " \
+           "connection failed: " in said, said
+    assert "Traceback" not in said, said
+
+
 async def test_a_second_server_on_the_same_data_directory_is_refused(tmp_path: Path) -> None:
     """Two servers on one SQLite store would fight for every stream: the second exits with
     a clear message and the first serves on; once the first is killed, a server starts."""

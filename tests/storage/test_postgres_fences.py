@@ -11,6 +11,7 @@ import trio.testing
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from actors.store import FencedError, StoreUnavailable
+from server.storage.pg_statements import SCHEMA_LOCK
 from server.storage.pg_trio import TrioConnection
 from server.storage.postgres import PostgresEventStore
 from tests.pgsql import sql, wait_for_lock_waiters
@@ -302,25 +303,60 @@ async def test_a_database_with_a_negative_fence_gets_the_check_and_fences_its_ho
 async def test_a_negative_fence_written_while_the_check_is_added_is_mended(
         postgres_dsn: str) -> None:
     """An older process's claim where the trigger does not fire writes -1 while the open
-    waits to add the constraint (its transaction already reads the table, so it goes
-    first): the constraint is added, the row mended, the open goes on."""
+    mends the table's -1 rows and adds the constraint (it commits once the open waits for
+    the table its insert holds): the constraint is added, the row mended, the open goes on."""
     await _before_the_check(postgres_dsn, "('w:0', 1, 0)")
     options = conninfo_to_dict(postgres_dsn)["options"]
     older = await TrioConnection.connect(make_conninfo(
         postgres_dsn, options=f"{options} -c session_replication_role=replica"))
     store = PostgresEventStore(postgres_dsn)
     try:
-        await older.execute("SELECT FROM streams")
+        await older.execute("INSERT INTO streams VALUES ('w:1', 0, -1)")  # unseen till commit
         async with trio.open_nursery() as nursery:
             nursery.start_soon(store.open)
             await wait_for_lock_waiters(postgres_dsn, 1)  # the open waits for the table
-            await older.execute("INSERT INTO streams VALUES ('w:1', 0, -1)")
             await older.commit()
         assert await _validated(postgres_dsn) == [(True,)]
         assert (await sql(postgres_dsn, "SELECT fence FROM streams WHERE name = 'w:1'")
                 )[0][0] > 0
     finally:
         await older.close()
+        await store.aclose()
+
+
+async def test_between_the_two_transactions_no_row_is_left_at_minus_one(
+        postgres_dsn: str) -> None:
+    """The first transaction mends the -1 rows before it adds the constraint (which checks
+    every later update of a row): while the second waits, an older process's append to its
+    -1 row (an update of rev only, as its batch sends it) is fenced, not refused by the
+    constraint (which would fail every other stream of its batch)."""
+    await _before_the_check(postgres_dsn, "('w:0', 1, -1)")
+    first, second = [await TrioConnection.connect(postgres_dsn) for _ in range(2)]
+    store = PostgresEventStore(postgres_dsn)
+    between = trio.Event()
+
+    async def take_the_lock_between() -> None:  # queued before the open's second request
+        await second.execute(f"SELECT pg_advisory_xact_lock({SCHEMA_LOCK})")
+        between.set()
+
+    try:
+        await first.execute(f"SELECT pg_advisory_xact_lock({SCHEMA_LOCK})")
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(store.open)
+            await wait_for_lock_waiters(postgres_dsn, 1)  # the open waits for the lock
+            nursery.start_soon(take_the_lock_between)
+            await wait_for_lock_waiters(postgres_dsn, 2)
+            await first.commit()  # the first transaction runs; then `second` holds the lock
+            await between.wait()
+            assert await sql(postgres_dsn, "UPDATE streams SET rev = 2 WHERE name = 'w:0' "
+                                           "AND fence = -1 RETURNING rev") == []
+            assert (await sql(postgres_dsn, "SELECT fence FROM streams"))[0][0] > 0
+            assert await _validated(postgres_dsn) == [(False,)]
+            await second.commit()
+        assert await _validated(postgres_dsn) == [(True,)]
+    finally:
+        await first.close()
+        await second.close()
         await store.aclose()
 
 
@@ -332,6 +368,7 @@ async def test_appends_go_on_while_the_check_is_validated(postgres_dsn: str) -> 
     await sql(postgres_dsn, "ALTER TABLE streams ADD CONSTRAINT streams_fence_check "
                             "CHECK (fence >= 0) NOT VALID")
     blocker = await TrioConnection.connect(postgres_dsn)
+    other = await TrioConnection.connect(postgres_dsn, autocommit=True)  # one round trip
     store = PostgresEventStore(postgres_dsn)
     try:
         await blocker.execute("LOCK TABLE streams IN SHARE UPDATE EXCLUSIVE MODE")
@@ -339,15 +376,40 @@ async def test_appends_go_on_while_the_check_is_validated(postgres_dsn: str) -> 
             nursery.start_soon(store.open)
             await wait_for_lock_waiters(postgres_dsn, 1)  # the validation waits
             with trio.fail_after(10):  # an append and a claim go on meanwhile
-                await sql(postgres_dsn, "INSERT INTO streams VALUES ('w:1', 1, 0); UPDATE "
-                                        "streams SET fence = 7 WHERE name = 'w:1'")
+                await other.execute("INSERT INTO streams VALUES ('w:1', 1, 0); UPDATE "
+                                    "streams SET fence = 7 WHERE name = 'w:1'")
             await blocker.commit()
         assert await _validated(postgres_dsn) == [(True,)]
         assert (await sql(postgres_dsn, "SELECT fence FROM streams WHERE name = 'w:0'")
                 )[0][0] > 0
     finally:
         await blocker.close()
+        await other.close()
         await store.aclose()
+
+
+async def test_a_validation_kept_waiting_lets_the_open_go_on(
+        postgres_dsn: str, caplog: pytest.LogCaptureFixture) -> None:
+    """The constraint cannot be validated within the lock timeout (a VACUUM holds the lock
+    it needs): the open goes on, warning; the next open validates it."""
+    await _before_the_check(postgres_dsn, "('w:0', 1, 0)")
+    await sql(postgres_dsn, "ALTER TABLE streams ADD CONSTRAINT streams_fence_check "
+                            "CHECK (fence >= 0) NOT VALID")
+    blocker = await TrioConnection.connect(postgres_dsn)
+    try:
+        await blocker.execute("LOCK TABLE streams IN SHARE UPDATE EXCLUSIVE MODE")
+        async with PostgresEventStore(postgres_dsn) as store:
+            await store.claim("w:1")
+        assert [r.getMessage() for r in caplog.records if r.name == "petridish.store"] == [(
+            "the fence constraint is left for the next start to validate (the schema could "
+            "not be applied: a table it locks is held by another session for over 2 s (one "
+            "idle in a transaction?))")]
+        assert await _validated(postgres_dsn) == [(False,)]
+        await blocker.commit()
+        async with PostgresEventStore(postgres_dsn):
+            assert await _validated(postgres_dsn) == [(True,)]
+    finally:
+        await blocker.close()
 
 
 async def test_a_schema_that_cannot_be_applied_fails_the_open_saying_why(
