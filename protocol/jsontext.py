@@ -22,6 +22,9 @@ MAX_EXACT_INT = 2**53 - 1  # the largest integer a JavaScript client (and double
 _NOT_TEXT = "\x00\ud800-\udfff"  # NUL, or half of a surrogate pair
 _BAD_CHAR = re.compile(f"[{_NOT_TEXT}]")
 _LONE = re.compile("[\ud800-\udfff]")
+# The escapes that can decode to such a character (a raw one is refused by the decoder, or
+# cannot be UTF-8): a frame with none of them needs no look for bad text.
+MAY_BE_BAD_TEXT = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
 # What plain text holds none of, beyond those: the other C0 controls (but tab, LF, CR),
 # DEL, the C1 controls, and the bidirectional embeddings, overrides and isolates (which
 # reorder how what follows them is shown).
