@@ -122,6 +122,8 @@ BEYOND = "is beyond +-(2^53 - 1), the range every JSON reader holds exactly"
      "args.x[1].deep", 3),
     (r'{"id": 3, "op": "a.b", "args": {"n": "nul\u0000"}}',
      "args.n: text must be valid Unicode (no NUL, no lone surrogate)", "args.n", 3),
+    (r'{"id": 3, "op": "a.b", "args": {"ok": "\u00e9\uD83D\uDE00", "n": "\uDBFF"}}',
+     "args.n: text must be valid Unicode (no NUL, no lone surrogate)", "args.n", 3),
     ('{"id": 3, "op": "a.b", "args": {"n": 9007199254740992}}',
      f"args.n: the integer 9007199254740992 {BEYOND}", "args.n", 3),
     ('{"op": "a.b", "args": {"n": [1, {"m": -1' + "0" * 40 + '}]}, "id": 3}',
