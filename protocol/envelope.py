@@ -27,11 +27,14 @@ import attrs
 
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.jsontext import (
+    MAY_BE_BAD_TEXT,
     BadNumber,
     bad_text_path,
     compact_encoder,
     exact_int,
     finite_float,
+    first_refused_number,
+    keeping_refused,
     strict_decoder,
 )
 from protocol.text import utf16_len
@@ -121,6 +124,9 @@ def _reject_constant(name: str) -> Any:
 
 
 _decode = strict_decoder(_reject_constant, exact_int, finite_float)
+# Only for a frame `_decode` refused for a number: each such number kept, to say where.
+_decode_keeping = strict_decoder(_reject_constant, keeping_refused(exact_int),
+                                 keeping_refused(finite_float))
 
 
 def _json_kind(value: Any) -> str:
@@ -146,6 +152,12 @@ def check_actor_id(value: Any, field: str, request_id: int | None) -> str:
         raise _bad(f"{field}: {value[:80]!r} is not an actor id 'kind:name'", request_id,
                    path=field)
     return value
+
+
+def _readable_id(obj: Any) -> int | None:
+    """The id of a frame refused before its id was checked, when it has a valid one."""
+    rid = obj.get("id") if isinstance(obj, dict) else None
+    return rid if _is_int(rid) and 0 <= rid <= MAX_ID else None
 
 
 def _parse_id(obj: dict[str, Any], default: int | None) -> int:
@@ -177,21 +189,18 @@ def parse_frame(text: str) -> Frame:
     try:
         obj = _decode(text)
     except BadNumber as exc:
-        raise _bad(f"bad number: {exc}"[:200], None) from None
+        raise _bad_number(text, exc) from None
     except (ValueError, RecursionError) as exc:
         raise _bad(f"not JSON: {exc}"[:200], None) from None
     # NUL and lone surrogates can only arrive as \u escapes (the frame itself is UTF-8).
-    if "\\u" in text and (where := bad_text_path(obj)) is not None:
-        rid = obj.get("id") if isinstance(obj, dict) else None
-        rid = rid if _is_int(rid) and 0 <= rid <= MAX_ID else None
+    if MAY_BE_BAD_TEXT.search(text) and (where := bad_text_path(obj)) is not None:
         raise _bad(f"{where}: text must be valid Unicode (no NUL, no lone surrogate)",
-                   rid, path=where)
+                   _readable_id(obj), path=where)
     if not isinstance(obj, dict):
         raise _bad(f"expected a JSON object, got {_json_kind(obj)}", None)
     op = obj.get("op")
     if not isinstance(op, str):
-        rid = obj.get("id") if _is_int(obj.get("id")) and 0 <= obj["id"] <= MAX_ID else None
-        raise _bad("op: expected a string", rid, path="op")
+        raise _bad("op: expected a string", _readable_id(obj), path="op")
     if op == "hello":
         return _parse_hello(obj)
     rid = _parse_id(obj, None)
@@ -216,6 +225,22 @@ def parse_frame(text: str) -> Frame:
         raise _bad("request_id: expected 1-64 of letters, digits, '_', '.', ':', '-'", rid,
                    path="request_id")
     return Request(rid, op, to, args, key)
+
+
+def _bad_number(text: str, refused: BadNumber) -> ProtocolError:
+    """The refusal of a frame holding a number beyond what every JSON reader holds exactly.
+    Read again with such numbers kept (this path only: a good frame is parsed once), it
+    names the first one's path and carries the frame's id, unless the rest of the text is
+    not JSON either."""
+    try:
+        obj = _decode_keeping(text)
+    except (ValueError, RecursionError):
+        return _bad(f"bad number: {refused}"[:200], None)
+    found = first_refused_number(obj)
+    if found is None:  # a later value of the same key replaced it
+        return _bad(f"bad number: {refused}"[:200], _readable_id(obj))
+    path, number = found
+    return _bad(f"{path}: {number.message}"[:200], _readable_id(obj), path=path)
 
 
 def _parse_hello(obj: dict[str, Any]) -> Hello:

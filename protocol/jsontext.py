@@ -12,14 +12,19 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from json.encoder import c_make_encoder, encode_basestring, encode_basestring_ascii
 from typing import Any
+
+import attrs
 
 MAX_EXACT_INT = 2**53 - 1  # the largest integer a JavaScript client (and double) holds exactly
 _NOT_TEXT = "\x00\ud800-\udfff"  # NUL, or half of a surrogate pair
 _BAD_CHAR = re.compile(f"[{_NOT_TEXT}]")
 _LONE = re.compile("[\ud800-\udfff]")
+# The escapes that can decode to such a character (a raw one is refused by the decoder, or
+# cannot be UTF-8): a frame with none of them needs no look for bad text.
+MAY_BE_BAD_TEXT = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
 # What plain text holds none of, beyond those: the other C0 controls (but tab, LF, CR),
 # DEL, the C1 controls, and the bidirectional embeddings, overrides and isolates (which
 # reorder how what follows them is shown).
@@ -49,23 +54,73 @@ def finite_float(text: str) -> float:
     return value
 
 
-def bad_text_path(value: Any, path: str = "") -> str | None:
-    """The JSON path of the first string (or key) in `value` holding NUL or a lone
-    surrogate, which no UTF-8 text can carry; None when there is none."""
-    if isinstance(value, str):
-        return path or "$" if _BAD_CHAR.search(value) else None
-    if isinstance(value, dict):
-        for key, item in value.items():
-            sub = f"{path}.{key}" if path else str(key)
-            if _BAD_CHAR.search(key):
-                return path or "$"
-            if (found := bad_text_path(item, sub)) is not None:
-                return found
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            if (found := bad_text_path(item, f"{path}[{i}]")) is not None:
-                return found
+@attrs.frozen
+class RefusedNumber:
+    """A number that BadNumber refused, kept in its place (`keeping_refused`) so that the
+    rest of the text can still be read."""
+
+    message: str
+
+
+def keeping_refused(hook: Callable[[str], Any]) -> Callable[[str], Any]:
+    """`hook` (`exact_int`, `finite_float`), giving a RefusedNumber where it would raise."""
+    def keep(text: str) -> Any:
+        try:
+            return hook(text)
+        except BadNumber as exc:
+            return RefusedNumber(str(exc))
+    return keep
+
+
+def first_refused_number(value: Any) -> tuple[str, RefusedNumber] | None:
+    """The first RefusedNumber in `value`, with its JSON path; None when there is none."""
+    return first_path(value, lambda part: isinstance(part, RefusedNumber))
+
+
+def first_path(value: Any, bad: Callable[[Any], bool],
+               bad_key: Callable[[str], bool] = lambda key: False,
+               root: str = "") -> tuple[str, Any] | None:
+    """The first part of `value`, in text order, that is `bad`, with its JSON path (under
+    `root`), or the first key that is `bad_key`, with the path of the object holding it
+    ("$" for the top); None when there is none. Iterative, and the path is rendered only
+    once found, so a value as deep or wide as a frame can hold costs no recursion and
+    linear time."""
+    trail: list[Any] = []  # the key or index of each step down to the innermost container
+    stack: list[Iterator[tuple[Any, Any]]] = [iter(((None, value),))]
+    while stack:
+        for key, item in stack[-1]:
+            if isinstance(key, str) and bad_key(key):
+                return _rendered(root, trail), key
+            if bad(item):
+                return _rendered(root, [*trail, key]), item
+            if isinstance(item, dict | list):
+                trail.append(key)
+                stack.append(iter(item.items()) if isinstance(item, dict) else enumerate(item))
+                break
+        else:
+            stack.pop()
+            if stack:  # out of a container, back to the one holding it
+                trail.pop()
     return None
+
+
+def _rendered(root: str, trail: list[Any]) -> str:
+    parts, started = [root], bool(root)
+    for key in trail[1:]:  # the first is the top's
+        parts.append(f"[{key}]" if isinstance(key, int) else f".{key}" if started else key)
+        started = started or bool(parts[-1])
+    return "".join(parts) or "$"
+
+
+def _has_bad_char(text: Any) -> bool:
+    return isinstance(text, str) and _BAD_CHAR.search(text) is not None
+
+
+def bad_text_path(value: Any, path: str = "") -> str | None:
+    """The JSON path (under `path`) of the first string (or key) in `value` holding NUL or
+    a lone surrogate, which no UTF-8 text can carry; None when there is none."""
+    found = first_path(value, _has_bad_char, _has_bad_char, path)
+    return None if found is None else found[0]
 
 
 def plain_text(text: str, *, lines: bool = False) -> bool:

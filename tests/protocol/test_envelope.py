@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from protocol.client import Client, RequestError
 from protocol.envelope import (
     MAX_TOKEN,
     Hello,
@@ -21,6 +23,7 @@ from protocol.envelope import (
     request_id_of,
 )
 from protocol.errors import ErrorCode, ProtocolError
+from tests.server.ws_harness import running_server
 from tests.utf16 import edges
 
 
@@ -108,28 +111,74 @@ def test_any_text_parses_or_is_refused_with_bad_request(text: str) -> None:
         assert isinstance(frame, Hello | Request | Subscribe | Unsubscribe)
 
 
-@pytest.mark.parametrize(("text", "message"), [
+BEYOND = "is beyond +-(2^53 - 1), the range every JSON reader holds exactly"
+
+
+@pytest.mark.parametrize(("text", "message", "path", "rid"), [
     (r'{"id": 3, "op": "a.b", "args": {"name": "\ud800"}}',
-     "args.name: text must be valid Unicode (no NUL, no lone surrogate)"),
+     "args.name: text must be valid Unicode (no NUL, no lone surrogate)", "args.name", 3),
     (r'{"id": 3, "op": "a.b", "args": {"x": ["ok", {"deep": "\udfff!"}]}}',
-     "args.x[1].deep: text must be valid Unicode (no NUL, no lone surrogate)"),
+     "args.x[1].deep: text must be valid Unicode (no NUL, no lone surrogate)",
+     "args.x[1].deep", 3),
     (r'{"id": 3, "op": "a.b", "args": {"n": "nul\u0000"}}',
-     "args.n: text must be valid Unicode (no NUL, no lone surrogate)"),
+     "args.n: text must be valid Unicode (no NUL, no lone surrogate)", "args.n", 3),
+    (r'{"id": 3, "op": "a.b", "args": {"ok": "\u00e9\uD83D\uDE00", "n": "\uDBFF"}}',
+     "args.n: text must be valid Unicode (no NUL, no lone surrogate)", "args.n", 3),
     ('{"id": 3, "op": "a.b", "args": {"n": 9007199254740992}}',
-     ("bad number: the integer 9007199254740992 is beyond +-(2^53 - 1), the range every JSON "
-      "reader holds exactly")),
-    ('{"id": 3, "op": "a.b", "args": {"n": -1' + "0" * 40 + '}}',
-     ("bad number: the integer -10000000000000000000000 is beyond +-(2^53 - 1), the range "
-      "every JSON reader holds exactly")),
-    ('{"id": 3, "op": "a.b", "args": {"n": 1e400}}', "bad number: the number 1e400 is out of range"),
+     f"args.n: the integer 9007199254740992 {BEYOND}", "args.n", 3),
+    ('{"op": "a.b", "args": {"n": [1, {"m": -1' + "0" * 40 + '}]}, "id": 3}',
+     f"args.n[1].m: the integer -10000000000000000000000 {BEYOND}", "args.n[1].m", 3),
+    ('{"id": 3, "op": "a.b", "args": {"n": 1e400}}', "args.n: the number 1e400 is out of range",
+     "args.n", 3),
+    ('{"id": 9007199254740992, "op": "a.b"}', f"id: the integer 9007199254740992 {BEYOND}", "id",
+     None),
+    ('{"id": "3", "op": "a.b", "args": {"n": -1e400}}',
+     "args.n: the number -1e400 is out of range", "args.n", None),
+    ('[0, 1e400]', "[1]: the number 1e400 is out of range", "[1]", None),
+    ('{"op": "hello", "protocol": 1, "id": 0, "token": 1e400}',
+     "token: the number 1e400 is out of range", "token", 0),
 ])
-def test_text_and_numbers_no_client_can_read_back_are_refused(text: str, message: str) -> None:
+def test_text_and_numbers_no_client_can_read_back_are_refused(text: str, message: str, path: str,
+                                                              rid: int | None) -> None:
+    """Refused naming the path, and answered with the frame's id when it has a valid one."""
     with pytest.raises(ProtocolError) as err:
         parse_frame(text)
     assert err.value.code == "bad_request" and err.value.message == message
+    assert err.value.detail == {"path": path} and request_id_of(err.value) == rid
+
+
+@pytest.mark.parametrize(("text", "rid"), [
+    ('{"id": 3, "op": "a.b", "args": {"n": 1e400} x', None),  # not JSON after the number
+    ('{"id": 3, "op": "a.b", "args": {"n": 1e400, "m": ' + "[" * 100_000 + "]" * 100_000 + "}}",
+     None),  # nested too deep after it
+    ('{"id": 3, "op": "a.b", "args": {"n": 1e400, "n": 1}}', 3),  # replaced by a later "n"
+])
+def test_a_bad_number_whose_place_cannot_be_read_is_refused_as_before(text: str,
+                                                                       rid: int | None) -> None:
+    with pytest.raises(ProtocolError, match=r"^bad number: the number 1e400 is out of range$") \
+            as err:
+        parse_frame(text)
+    assert err.value.detail == {} and request_id_of(err.value) == rid
 
 
 def test_a_surrogate_pair_and_the_largest_exact_integers_pass() -> None:
     frame = parse_frame(r'{"id": 3, "op": "a.b", "args": {"s": "\ud83d\ude00", '
                         '"n": [9007199254740991, -9007199254740991, 1.5e300]}}')
     assert frame.args == {"s": "\U0001F600", "n": [2**53 - 1, -(2**53 - 1), 1.5e300]}
+
+
+async def test_a_bad_number_is_refused_to_the_request_that_sent_it(tmp_path: Path) -> None:
+    """Through a real server: the refusal carries the request's id, so the client's call
+    raises it instead of waiting out its timeout (as it did when the reply's id was null),
+    and nothing changed."""
+    async with running_server(tmp_path) as srv, \
+            Client.connect(srv.ws_url, token=srv.owner_token) as c:
+        await c.request("lobby.create", args={"kind": "counter", "name": "w"})
+        with pytest.raises(RequestError) as info:
+            await c.request("counter.add", "counter:w", {"amount": 2**53}, timeout=20)
+        refused = info.value
+        assert (refused.code, refused.message, refused.detail) == (
+            "bad_request", f"args.amount: the integer 9007199254740992 {BEYOND}",
+            {"path": "args.amount"})
+        assert await c.request("counter.get", "counter:w") == {"total": 0, "adds": 0,
+                                                               "revision": 1}

@@ -11,9 +11,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocol.jsontext import (
+    RefusedNumber,
+    bad_text_path,
     compact_encoder,
     escape_lone_surrogates,
     escape_lone_surrogates_in,
+    exact_int,
+    finite_float,
+    first_refused_number,
+    keeping_refused,
     plain_text,
     strict_decoder,
 )
@@ -105,3 +111,28 @@ def test_not_plain_text(char: str) -> None:
 def test_lines_of_plain_text() -> None:
     for char in "\t\n\r":
         assert plain_text(f"a{char}b", lines=True) and not plain_text(f"a{char}b")
+
+
+def test_bad_text_path_names_the_first_bad_string_or_the_object_of_a_bad_key() -> None:
+    assert bad_text_path({"a": ["ok", {"b\x00": "\x00"}], "c": "\x00"}) == "a[1]"
+    assert bad_text_path({"a": 1, "b": ["x", "\ud800"]}, "arguments") == "arguments.b[1]"
+    assert bad_text_path("\x00") == "$" and bad_text_path({"\udfff": 1}) == "$"
+    assert bad_text_path(["ok", {"k": [1, None]}]) is None
+
+
+def test_paths_are_found_deeper_than_python_recurses() -> None:
+    deep: Any = "\x00"
+    for _ in range(5000):
+        deep = {"k": [deep]}
+    assert bad_text_path(deep) == "k[0]" + ".k[0]" * 4999
+
+
+def test_refused_numbers_are_kept_in_their_place() -> None:
+    decode = strict_decoder(_refuse, keeping_refused(exact_int), keeping_refused(finite_float))
+    value = decode('{"a": [1, 2.5, -9007199254740991, 9007199254740992], "b": 1e400}')
+    assert value["a"][:3] == [1, 2.5, -(2**53 - 1)]
+    assert value["b"] == RefusedNumber("the number 1e400 is out of range")
+    assert first_refused_number(value) == ("a[3]", RefusedNumber(
+        "the integer 9007199254740992 is beyond +-(2^53 - 1), the range every JSON reader "
+        "holds exactly"))
+    assert first_refused_number(decode('{"a": [1, {"b": 2.5}]}')) is None

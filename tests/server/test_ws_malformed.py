@@ -42,9 +42,11 @@ def cases(rng: random.Random) -> Iterator[tuple[str | bytes, str, str, int | Non
         for _ in range(25):
             yield ({"id": bad, "op": "counter.get", "to": WORLD, "args": {}},
                    "bad_request", rf"id: expected an integer from 0 to {MAX_ID}", None)
-    for _ in range(25):  # no JSON reader holds it exactly: refused as a number
+    for i in range(25):  # no JSON reader holds it exactly: refused as a number
         yield ({"id": MAX_ID + 1, "op": "counter.get", "to": WORLD, "args": {}},
-               "bad_request", r"bad number: the integer 9007199254740992 is beyond .*", None)
+               "bad_request", r"id: the integer 9007199254740992 is beyond .*", None)
+        yield ({"id": i, "op": "counter.add", "to": WORLD, "args": {"amount": -MAX_ID - 1}},
+               "bad_request", r"args\.amount: the integer -9007199254740992 is beyond .*", i)
     for i in range(100):
         yield ({"op": "counter.get", "to": WORLD, "n": i}, "bad_request",
                r"id: required field missing", None)
