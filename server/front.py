@@ -159,7 +159,24 @@ class _Http11(H11Protocol):
 
 class _Http11Server(TCPServer):
     """Hypercorn's connection server speaking `_Http11` (the protocol its `run` makes
-    is replaced, unused, as it is set)."""
+    is replaced, unused, as it is set), which ends once its client has: Hypercorn waited
+    out the keep-alive timeout on a connection its client had closed while it was idle
+    (or reset while its answer was being made), its place held in the per-address count
+    (server/tcp_guard.py) all along."""
+
+    _read_ended = False  # no request can come any more (end of stream, reset, or closed)
+
+    async def _read_data(self) -> None:
+        """Hypercorn's reading, then no keep-alive wait (an answer going out still ends)."""
+        await super()._read_data()
+        self._read_ended = True
+        await self.idle_task.stop()
+
+    async def _idle_timeout(self) -> None:
+        """Hypercorn's keep-alive wait, none once nothing more can be read: the connection
+        ends with its last task."""
+        if not self._read_ended:
+            await super()._idle_timeout()
 
     @property
     def protocol(self) -> ProtocolWrapper:

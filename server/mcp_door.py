@@ -12,7 +12,9 @@ Then the caller's account is held to its CPU time (`Ledger.may_compute`, as a we
 frame's): a spent one is refused unread, nothing changed, HTTP 429 with `Retry-After`
 (whole seconds) and a JSON-RPC error without an id (as the SDK's own HTTP-level
 refusals): code -32600, message `over_budget: ...` and the refusal as data, `{code,
-message, detail}`, `detail.retry_after` to the millisecond. What serving a request cost
+message, detail}`, `detail.retry_after` to the millisecond. A body past `max_frame`, which
+the SDK refuses 413 in plain text, is answered 413 in that shape too (`too_large`), so
+the SDK's client reports the reason rather than a bare -32603. What serving a request cost
 on the trio thread (naming it, the SDK's reading, validation and answer, a tool's own
 work, in whichever task: server/metering.py) is charged to the account before the last
 of its answer goes out; the worlds' time is charged by the asks (`replies.Charged`).
@@ -33,7 +35,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from protocol.errors import ProtocolError
+from protocol.errors import ErrorCode, ProtocolError
 from server.auth import Principal
 from server.budgets import Account, address_key
 from server.http_bounds import NO_STORE
@@ -115,12 +117,32 @@ class Door:
             try:
                 refusal = ledger.may_compute(caller.account, trio.current_time())
                 if refusal is None:
-                    await self.app(scope, receive, send_paid)
+                    await self._sdk(scope, receive, send_paid)
                 else:
                     self.state.budget_hit(refusal, caller.who)
-                    await _over_budget(refusal)(scope, receive, send_paid)
+                    await _refused(refusal, 429, {"Retry-After": str(
+                        math.ceil(refusal.detail["retry_after"]))})(scope, receive, send_paid)
             finally:
                 pay()  # the rest (an answer cut short, the transport's ending)
+
+    async def _sdk(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The SDK's app, its 413 (a body past `max_frame`, plain text) answered as a
+        JSON-RPC error instead, which its client reports with the reason."""
+        too_large = False
+
+        async def send_413_as_json(message: Message) -> None:
+            nonlocal too_large
+            too_large = too_large or (message["type"] == "http.response.start"
+                                      and message["status"] == 413)
+            if not too_large:
+                await send(message)
+
+        await self.app(scope, receive, send_413_as_json)
+        if too_large:
+            limit = self.state.config.max_frame
+            await _refused(ProtocolError(ErrorCode.TOO_LARGE, f"the body is longer than "
+                                         f"{limit} bytes", {"max_frame": limit}),
+                           413)(scope, receive, send)
 
 
 _MCP_CACHE = f"{NO_STORE}, no-transform".encode()
@@ -134,8 +156,9 @@ def _never_stored(start: Message) -> Message:
     return {**start, "headers": [*headers, (b"cache-control", _MCP_CACHE)]}
 
 
-def _over_budget(refusal: ProtocolError) -> JSONResponse:
+def _refused(refusal: ProtocolError, status: int, headers: dict[str, str] | None = None
+             ) -> JSONResponse:
+    """A request refused at the door: a JSON-RPC error without an id (see the module doc)."""
     return JSONResponse({"jsonrpc": "2.0", "id": None, "error": {
         "code": types.INVALID_REQUEST, "message": f"{refusal.code.value}: {refusal.message}",
-        "data": refusal.to_wire()}}, status_code=429,
-        headers={"Retry-After": str(math.ceil(refusal.detail["retry_after"]))})
+        "data": refusal.to_wire()}}, status_code=status, headers=headers)

@@ -11,7 +11,7 @@ it reads the end of its stream and ends it as any other (its descriptor is close
 own task, so the number is not reused under a reader). A refused one is answered `503`
 with a plain sentence and closed. A connection that has not sent its request head within
 `handshake_timeout` is closed by the front door; one idle between HTTP requests, by
-Hypercorn's keep-alive timeout (the same number).
+Hypercorn's keep-alive timeout (the same number); one its client closed, at once.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import trio
+import trio.testing
 
 from protocol.client import Client, RequestError
 from server.budgets import Budgets
@@ -72,6 +73,50 @@ async def test_a_half_open_handshake_is_closed_within_the_handshake_timeout(
             assert await stream.receive_some(100) == b""
             while srv.state.guard.open:
                 await trio.sleep(0.01)
+
+
+async def _answer(stream: trio.SocketStream) -> bytes:
+    """One HTTP answer read whole (its head, then `content-length` bytes)."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += await stream.receive_some(65536)
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = int(head.lower().split(b"content-length:", 1)[1].split(b"\r\n", 1)[0])
+    while len(body) < length:
+        body += await stream.receive_some(65536)
+    return head + b"\r\n\r\n" + body
+
+
+async def test_an_http_connection_its_client_closed_is_freed_at_once(tmp_path: Path) -> None:
+    # (A keep-alive wait of an hour: Hypercorn kept a connection its client had closed
+    # until that wait ended, counted against the address all along.)
+    budgets = Budgets(handshake_timeout=3600, http_rate=1e6, http_burst=1000)
+    async with running_server(tmp_path, budgets=budgets) as srv:
+        limit = budgets.connections_per_address
+        for _ in range(limit + 2):  # one-shot requests: each connection closed after it
+            with trio.fail_after(30):
+                async with await trio.open_tcp_stream("127.0.0.1", srv.port) as stream:
+                    await stream.send_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+                    assert (await _answer(stream)).startswith(b"HTTP/1.1 200 ")
+                    await trio.testing.wait_all_tasks_blocked()  # the server waits, idle
+        stream = await trio.open_tcp_stream("127.0.0.1", srv.port)
+        for _ in range(2):  # a client that keeps its connection is served on it
+            await stream.send_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert (await _answer(stream)).startswith(b"HTTP/1.1 200 ")
+        await stream.aclose()
+        with trio.fail_after(30):  # and freed once it closes
+            while srv.state.guard.open:
+                await trio.sleep(0.01)
+        # A client that half-closes after its request still gets the answer, then the end.
+        stream = await trio.open_tcp_stream("127.0.0.1", srv.port)
+        await stream.send_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        await stream.send_eof()
+        with trio.fail_after(30):
+            assert (await _answer(stream)).startswith(b"HTTP/1.1 200 ")
+            assert await stream.receive_some(100) == b""
+            while srv.state.guard.open:
+                await trio.sleep(0.01)
+        await stream.aclose()
 
 
 async def test_connections_without_hello_are_capped_per_address_and_in_all(

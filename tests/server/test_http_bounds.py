@@ -8,12 +8,14 @@ from __future__ import annotations
 import json
 import logging
 import socket
+import struct
 from functools import partial
 from pathlib import Path
 
 import httpx
 import pytest
 import trio
+import trio.testing
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -22,6 +24,8 @@ from starlette.routing import Route
 from server import http_bounds
 from server.budgets import Budgets
 from server.front import hypercorn_config, serve_front
+from server.peers import Proxies
+from server.tcp_guard import TcpGuard
 from tests.server.ws_harness import running_server
 
 MCP_ACCEPT = "Accept: application/json, text/event-stream"
@@ -281,3 +285,39 @@ async def test_a_client_reading_steadily_gets_a_long_single_body_answer_whole() 
         shutdown.set()
     assert drops == []
     assert received.endswith(b"\r\n\r\n" + body)
+
+
+async def test_a_connection_reset_mid_request_ends_with_its_answer() -> None:
+    # Hypercorn recycled such a connection once its answer was written (to nobody) and
+    # waited out the keep-alive timeout on it, counted against its address all along.
+    entered, release = trio.Event(), trio.Event()
+
+    async def slow(_: Request) -> Response:
+        entered.set()
+        await release.wait()
+        return Response(b"late")
+
+    async def no_ws(_: object) -> None:
+        raise AssertionError("no websocket here")
+
+    guard = TcpGuard(Budgets(), Proxies(), lambda *_: None)
+    shutdown = trio.Event()
+    async with trio.open_nursery() as nursery:
+        binds = await nursery.start(partial(
+            serve_front, Starlette(routes=[Route("/slow", slow)]),
+            hypercorn_config(1.0, keep_alive_timeout=3600), "/ws", no_ws, host="127.0.0.1",
+            port=0, max_size=1 << 20, max_frame=1 << 16, ping_interval=None,
+            head_timeout=5.0, shutdown=shutdown, guard=guard))
+        sock = trio.socket.socket()
+        await sock.connect(("127.0.0.1", int(binds[0].rpartition(":")[2])))
+        await sock.send(_request("GET /slow HTTP/1.1"))
+        with trio.fail_after(10):
+            await entered.wait()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.close()  # a reset
+        await trio.testing.wait_all_tasks_blocked()  # the server has read it
+        release.set()
+        with trio.fail_after(30):
+            while guard.open:
+                await trio.sleep(0.01)
+        shutdown.set()

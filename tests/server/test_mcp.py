@@ -3,12 +3,17 @@ is a plain answer rather than a logged failure."""
 
 from __future__ import annotations
 
+import json
 import logging
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
 import pytest
 import trio
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 from tests.server.mcp_harness import HEADERS, rpc, tool
 from tests.server.ws_harness import running_server
@@ -62,13 +67,38 @@ async def test_a_body_past_the_frame_limit_is_refused_before_it_is_parsed(
     cells = [[0]] * 20_000  # ~100 KB of JSON
     call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
         "name": "commit", "arguments": {"game_id": "x", "cells": cells, "expected_revision": 0}}}
+    body = json.dumps(call).encode()
+
+    async def chunked() -> AsyncIterator[bytes]:  # no length declared: counted as it comes
+        for at in range(0, len(body), 4096):
+            yield body[at:at + 4096]
+
     async with running_server(tmp_path) as srv, httpx.AsyncClient() as http:
-        r = await http.post(f"{srv.url}/mcp", json=call, headers=HEADERS)
-        assert r.status_code == 413
+        for content in (body, chunked()):
+            r = await http.post(f"{srv.url}/mcp", content=content, headers=HEADERS)
+            # (a JSON-RPC error, which the SDK's client reports with its reason)
+            assert (r.status_code, r.headers["content-type"]) == (413, "application/json")
+            assert r.json() == {"jsonrpc": "2.0", "id": None, "error": {
+                "code": -32600, "message": "too_large: the body is longer than 65536 bytes",
+                "data": {"code": "too_large", "message": "the body is longer than 65536 "
+                         "bytes", "detail": {"max_frame": 65536}}}}
         call["params"]["arguments"]["cells"] = cells[:100]  # within it: answered
         status, reply = await rpc(http, srv.url, "tools/call", call["params"])
         assert status == 200 and reply is not None
         assert reply["result"]["content"][0]["text"].startswith("forbidden:")
+
+
+async def test_the_sdk_client_reads_a_body_refused_as_too_large(tmp_path: Path) -> None:
+    """The 413 was the SDK's plain text: its client raised a bare -32603."""
+    async with running_server(tmp_path) as srv, \
+            streamable_http_client(f"{srv.url}/mcp") as (read, write, *_), \
+            ClientSession(read, write) as session:
+        await session.initialize()
+        with pytest.raises(MCPError) as refused:
+            await session.call_tool("observe", {"game_id": "x" * 70_000})
+    assert refused.value.error.code == -32600
+    assert refused.value.error.message == "too_large: the body is longer than 65536 bytes"
+    assert refused.value.error.data["code"] == "too_large"
 
 
 async def test_text_with_nul_is_refused_as_over_the_websocket(tmp_path: Path) -> None:
