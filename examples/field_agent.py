@@ -11,17 +11,22 @@ when a tile is genuinely ambiguous, guess one cell (the value most of its soluti
 take, on the cell where they agree most; a rejection proves the other value, which it
 commits next). A `stale_revision` means someone else wrote: it resends at the new
 revision a few times after short jittered pauses (what it sends stays true), then
-observes again. It exits 0 once
-every tile is solved (on a growing field: once it has also ended) or the game ended,
-2 if it died, 1 on other errors.
+observes again. With nothing to play it waits for others; only a write can give it a move
+again (someone solving a tile next to its territory merges their tiles into it, a growth
+adds tiles), so once the field stays at one revision for `--patience` observes (on a
+growing field: plus its growth period) it stops. It exits 0 once every tile is solved (on
+a growing field: once it has also ended) or the game ended, 2 if it died, 3 when nothing
+is left it can play, 1 on other errors.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import math
 import random
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +40,7 @@ from protocol.client import Client, ClientError, ConnectionLost, RequestError
 
 log = logging.getLogger("field_agent")
 IDLE = 0.2  # seconds to wait when there is nothing to do but let others play
+PATIENCE = 150  # idle observes at one revision before it stops (30 s at IDLE)
 STALE_RETRIES = 4
 BACKOFF = 0.005  # seconds: the first pause after stale_revision (doubling, jittered)
 
@@ -49,10 +55,15 @@ class Died(Exception):
     """The field refused us with `dead`."""
 
 
+class NothingToPlay(Exception):
+    """Nothing is left this agent can play, and nobody else writes."""
+
+
 class Agent:
     """One agent's play on one field."""
 
-    def __init__(self, client: Client, game: str, name: str, model: str) -> None:
+    def __init__(self, client: Client, game: str, name: str, model: str,
+                 patience: int = PATIENCE) -> None:
         self.c = client
         self.to = f"field:{game}"
         self.name = name
@@ -61,6 +72,9 @@ class Agent:
         self.deducer: Deducer | None = None
         self.learned: dict[int, int] = {}  # cells a rejection proved
         self.growing = False
+        self.patience = patience
+        self.still = 0  # idle observes at revision `still_at`
+        self.still_at = -1
         self.stale = self.commits = self.guesses = 0
         self.rng = random.Random(name)  # retry jitter only: no effect on what is played
 
@@ -104,6 +118,8 @@ class Agent:
         """Join and play until the field is solved."""
         rules = await self.call("field.rules")
         self.growing = rules["grow"] is not None
+        if self.growing:  # a timed growth may give it a frontier: wait one out as well
+            self.patience += math.ceil(rules["grow"]["every_s"] / IDLE)
         glance = await self.call("field.observe", rect=[0, 0, 1, 1])
         if self.done(glance):
             return  # nothing left to play (and no hidden tile to be seated on)
@@ -122,24 +138,49 @@ class Agent:
         if self.deducer is None:
             self.deducer = Deducer(obs["G"])
         try:
-            await self.act(obs)
+            played = await self.act(obs)
         except RequestError as e:
             if e.code == "ended":
                 return True  # a growth found no room: the game is over
             if e.code not in ("stale_revision", "not_hidden", "not_on_frontier"):
                 raise
             self.stale += e.code == "stale_revision"
+            played = True
         except (ConnectionLost, trio.TooSlowError):
             await trio.sleep(0.2)  # a write may or may not have landed: observe decides
+            played = True
+        self.count_idle(obs, played)
         return False
+
+    def count_idle(self, obs: dict, played: bool) -> None:
+        """Count the observes in a row, at one revision, with nothing to play; past
+        `patience` raise NothingToPlay. Only a write can change what it may play (the
+        seed's rules: commits count in its group's territory, reveals on its frontier, and
+        both grow only when its group solves a tile, merges with another group, or the
+        field grows), so a field nobody writes to leaves it nothing for good."""
+        if played or obs["revision"] != self.still_at:
+            self.still, self.still_at = 0, obs["revision"]
+        if played:
+            return
+        self.still += 1
+        if self.still > self.patience:
+            mine = set(obs["territory"])
+            theirs = [t["id"] for t in obs["tiles"]
+                      if t["id"] in obs["frontier"] and t["id"] not in mine]
+            why = (f"; its frontier's tiles {theirs} were revealed by other groups, theirs "
+                   "to commit") if theirs else ""
+            raise NothingToPlay(
+                f"no hidden tile on its frontier, no cell of its territory left to commit"
+                f"{why}; nobody wrote for {self.still} observes (revision {obs['revision']})")
 
     def done(self, obs: dict) -> bool:
         """Every tile solved (and, on a growing field, the game ended)."""
         solved = obs["totals"]["solved"] == obs["tiles_total"]
         return obs["ended"] or (solved and not self.growing)
 
-    async def act(self, obs: dict) -> None:
-        """Commit what is proven, else reveal, else guess one cell, else wait."""
+    async def act(self, obs: dict) -> bool:
+        """Commit what is proven, else reveal, else guess one cell (True), else wait
+        (False)."""
         rev = obs["revision"]
         known = {c: v for c, v in obs["known"]}
         for c, v in list(self.learned.items()):
@@ -155,7 +196,7 @@ class Agent:
                        if c in cells and c not in known)
         if batch:
             await self.commit(rev, batch, f"{len(batch)} cells proven by propagation and search")
-            return
+            return True
         hidden = [tiles[t] for t in obs["frontier"] if t in tiles and tiles[t]["status"] == "hidden"]
         if hidden:
             def known_share(t: dict) -> float:
@@ -164,13 +205,14 @@ class Agent:
             tile = max(hidden, key=lambda t: (known_share(t), -t["id"]))
             await self.write("field.reveal", agent=self.agent, tile=tile["id"],
                             expected_revision=rev)
-            return
+            return True
         guess = self.pick_guess(ours, sols, known)
         if guess is not None:
             self.guesses += 1
             await self.commit(rev, [list(guess)], "ambiguous tile: one guessed cell")
-            return
-        await trio.sleep(IDLE)  # our frontier is done; others are still playing
+            return True
+        await trio.sleep(IDLE)  # our frontier is done; others may still be playing
+        return False
 
     def pick_guess(self, ours: list[dict], sols: dict, known: dict) -> tuple[int, int] | None:
         """In our ambiguous tile with the fewest solutions, the cell whose value most of them
@@ -203,7 +245,7 @@ class Agent:
 
 
 async def play_on(client: Client, game: str, *, start: int | None, seed: int, name: str,
-                  model: str) -> dict:
+                  model: str, patience: int = PATIENCE) -> dict:
     """Start the field if asked (and absent), play it to the end over `client`; figures.
 
     `client` is anything with the `request(op, to, args)` of `protocol.client.Client`.
@@ -214,17 +256,39 @@ async def play_on(client: Client, game: str, *, start: int | None, seed: int, na
         except RequestError as e:
             if e.code != "already_exists":
                 raise
-    agent = Agent(client, game, name, model)
+    agent = Agent(client, game, name, model, patience)
     await agent.run()
     return {"agent": agent.agent, "commits": agent.commits, "guesses": agent.guesses,
             "stale": agent.stale}
 
 
 async def play(url: str, game: str, *, token: str | None = None, start: int | None = None,
-               seed: int = 0, name: str = "example", model: str = "none") -> dict:
+               seed: int = 0, name: str = "example", model: str = "none",
+               patience: int = PATIENCE) -> dict:
     """Connect, start the field if asked (and absent), play it to the end; figures."""
     async with Client.connect(url, token=token, client="field_agent/1.0") as client:
-        return await play_on(client, game, start=start, seed=seed, name=name, model=model)
+        return await play_on(client, game, start=start, seed=seed, name=name, model=model,
+                             patience=patience)
+
+
+def report(run: Callable[[], Awaitable[dict]],
+           errors: tuple[type[Exception], ...] = (ClientError, OSError)) -> int:
+    """Run `run` under trio and say how it ended: its figures on stdout (exit status 0),
+    else one line on stderr: `dead: ...` (2), `nothing left this agent can play: ...` (3),
+    or `error: ...` for one of `errors` (1)."""
+    try:
+        figures = trio.run(run)
+    except Died as e:
+        print(f"dead: {e}", file=sys.stderr)
+        return 2
+    except NothingToPlay as e:
+        print(f"nothing left this agent can play: {e}", file=sys.stderr)
+        return 3
+    except errors as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(figures)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -237,19 +301,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--name", default="example")
     p.add_argument("--model", default="none")
+    add_patience(p)
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    try:
-        figures = trio.run(lambda: play(args.url, args.game, token=args.token, start=args.start,
-                                        seed=args.seed, name=args.name, model=args.model))
-    except Died as e:
-        print(f"dead: {e}", file=sys.stderr)
-        return 2
-    except (ClientError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    print(figures)
-    return 0
+    return report(lambda: play(args.url, args.game, token=args.token, start=args.start,
+                               seed=args.seed, name=args.name, model=args.model,
+                               patience=args.patience))
+
+
+def add_patience(p: argparse.ArgumentParser) -> None:
+    """The `--patience` option both example agents take."""
+    p.add_argument("--patience", type=int, default=PATIENCE, metavar="N",
+                   help="idle observes at one revision before it gives up (default "
+                        f"{PATIENCE}: {PATIENCE * IDLE:g} s)")
 
 
 if __name__ == "__main__":

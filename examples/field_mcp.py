@@ -8,17 +8,22 @@ MCP tool calls (`list_games`, `start_mosaic`, `join`, `observe`, `reveal`, `comm
 Without --game and --start it plays today's daily game (the first of `list_games`);
 `--start SIZE` starts a SIZE x SIZE scatter game first (`start_mosaic`: the server names
 it with a uuid, printed before play). Without a token, the server must run with `--open`.
+A request refused for spent server time (`over_budget` `cpu`, HTTP 429) is sent again after
+its `retry_after`, as protocol/client.py does on the websocket. It ends as
+examples/field_agent.py does, with its exit statuses and messages.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx2
 import trio
+from mcp.shared.exceptions import MCPError
 
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -26,9 +31,11 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from examples.field_agent import Died, play_on
-from protocol.client import ClientError, RequestError
+from examples.field_agent import PATIENCE, add_patience, play_on, report
+from protocol.client import ClientError, RequestError, rest_of
 
+T = TypeVar("T")
+WAIT = 30.0  # seconds one call may wait out its over_budget refusals (the websocket's timeout)
 # The websocket op the example agent speaks -> the seed's MCP tool.
 TOOLS = {"field.rules": "field_rules", "field.observe": "observe", "field.join": "join",
          "field.reveal": "reveal", "field.commit": "commit", "field.retract": "retract"}
@@ -51,7 +58,7 @@ class McpClient:
 
     async def tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """Call a tool; its structuredContent, or a RequestError from its error."""
-        result = await self.session.call_tool(name, arguments)
+        result = await patiently(lambda: self.session.call_tool(name, arguments))
         data = result.structured_content or {}
         if result.is_error:
             error = data.get("error") or {"code": "", "message": result.content[0].text}
@@ -66,30 +73,71 @@ class McpClient:
         if op == "field.observe":
             obs = data["observation"]
             return {**obs, "known": undelta(obs["known"])}
-        if op == "field.rules":
-            return {"grow": data.get("grow"), **data}
+        if op == "field.rules":  # the websocket's growth period
+            grow = data.get("grow")
+            return {**data, "grow": None if grow is None else {
+                "every_s": grow["every_minutes"] * 60}}
         return data
 
 
+def refusal(error: MCPError) -> RequestError:
+    """An MCP error as the refusal it carries (`data`: {code, message, detail}), else as
+    its JSON-RPC code and message."""
+    data = error.data if isinstance(error.data, dict) else {}
+    if isinstance(data.get("code"), str):
+        return RequestError(data["code"], str(data.get("message", "")), data.get("detail"))
+    return RequestError(str(error.code), error.message)
+
+
+async def patiently(send: Callable[[], Awaitable[T]]) -> T:
+    """`send()`, sent again after each refusal for spent server time (`over_budget` `cpu`)
+    once its `retry_after` has passed, while that ends within WAIT seconds of the first try;
+    any other MCP error (or a refusal it cannot wait out) is raised as a RequestError."""
+    until = trio.current_time() + WAIT
+    while True:
+        try:
+            return await send()
+        except MCPError as e:
+            refused = refusal(e)
+            wait = rest_of(refused)
+            if wait is None or trio.current_time() + wait >= until:
+                raise refused from None
+            await trio.sleep(wait)
+
+
 async def play(url: str, game: str | None = None, *, token: str | None = None,
-               start: int | None = None, seed: int = 0, name: str = "mcp-example") -> dict:
+               start: int | None = None, seed: int = 0, name: str = "mcp-example",
+               patience: int = PATIENCE) -> dict:
     """Play `game` (default: today's daily game; `start`: a new SIZE x SIZE game) to the end
-    over MCP; figures, with the game id."""
+    over MCP; figures, with the game id. What ends the session is raised as itself, not in
+    the SDK's exception groups."""
     headers = {"authorization": f"Bearer {token}"} if token else {}
-    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300)) as http, \
-            streamable_http_client(url, http_client=http) as streams, \
-            ClientSession(streams[0], streams[1]) as session:
-        await session.initialize()
-        client = McpClient(session)
-        if start is not None:
-            game = (await client.tool("start_mosaic", {"kind": "scatter", "size": start,
-                                                      "seed": seed}))["game_id"]
-            print(f"started game {game}", flush=True)
-        elif game is None:
-            game = (await client.tool("list_games", {}))["games"][0]["game_id"]
-        figures = await play_on(client, game, start=None, seed=seed,  # type: ignore[arg-type]
-                                name=name, model="none")
-        return {"game": game, **figures}
+    try:
+        async with httpx2.AsyncClient(headers=headers,
+                                      timeout=httpx2.Timeout(30, read=300)) as http, \
+                streamable_http_client(url, http_client=http) as streams, \
+                ClientSession(streams[0], streams[1]) as session:
+            await patiently(session.initialize)
+            client = McpClient(session)
+            if start is not None:
+                game = (await client.tool("start_mosaic", {"kind": "scatter", "size": start,
+                                                          "seed": seed}))["game_id"]
+                print(f"started game {game}", flush=True)
+            elif game is None:
+                game = (await client.tool("list_games", {}))["games"][0]["game_id"]
+            figures = await play_on(client, game, start=None,  # type: ignore[arg-type]
+                                    seed=seed, name=name, model="none", patience=patience)
+            return {"game": game, **figures}
+    except BaseExceptionGroup as group:
+        raise only(group) from None
+
+
+def only(group: BaseExceptionGroup) -> BaseException:
+    """The one exception the nested task groups of `group` hold, else `group` itself."""
+    inner: BaseException = group
+    while isinstance(inner, BaseExceptionGroup) and len(inner.exceptions) == 1:
+        inner = inner.exceptions[0]
+    return group if isinstance(inner, BaseExceptionGroup) else inner
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -102,18 +150,11 @@ def main(argv: list[str] | None = None) -> int:
     which.add_argument("--start", type=int, metavar="SIZE", help="start a SIZE x SIZE game")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--name", default="mcp-example")
+    add_patience(p)
     args = p.parse_args(argv)
-    try:
-        figures = trio.run(lambda: play(args.url, args.game, token=args.token,
-                                        start=args.start, seed=args.seed, name=args.name))
-    except Died as e:
-        print(f"dead: {e}", file=sys.stderr)
-        return 2
-    except (ClientError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    print(figures)
-    return 0
+    return report(lambda: play(args.url, args.game, token=args.token, start=args.start,
+                               seed=args.seed, name=args.name, patience=args.patience),
+                  (ClientError, OSError, httpx2.HTTPError))
 
 
 if __name__ == "__main__":

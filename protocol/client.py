@@ -125,7 +125,7 @@ def _refusal(reply: dict[str, Any]) -> RequestError:
     return RequestError(err.get("code", ""), err.get("message", ""), err.get("detail"))
 
 
-def _rest_of(refused: RequestError) -> float | None:
+def rest_of(refused: RequestError) -> float | None:
     """Seconds until `refused`, a refusal of a client whose server time is spent, may be
     sent again; None for any other refusal."""
     detail = refused.detail if isinstance(refused.detail, dict) else {}
@@ -432,7 +432,7 @@ class Client:
                 try:
                     return await self._send(frame)
                 except RequestError as refused:
-                    gone, wait = self._gone, _rest_of(refused)
+                    gone, wait = self._gone, rest_of(refused)
                     if wait is None or \
                             trio.current_time() + wait >= trio.current_effective_deadline():
                         raise

@@ -24,6 +24,7 @@ import numpy as np
 
 from actors.field.fold import HIDDEN, REVEALED, STATUS_NAMES, State
 from actors.field.health import health_note, health_of
+from actors.field.referee import not_joined
 from actors.field.territory import frontier, reached, territory
 from actors.world import Refusal
 
@@ -41,7 +42,7 @@ def observe(s: State, agent: str | None = None,
     if agent is not None:
         i = s.agent_index(agent)
         if i is None:
-            return Refusal("agent", f"Agent {agent} has not joined this game; call join first.")
+            return not_joined(agent)
     boxes = s.boxes
     n = len(boxes)
     if rect is not None:

@@ -72,6 +72,12 @@ def stale(s: State, expected: int) -> Refusal:
                    f"{s.revision}; observe again and retry", {"revision": s.revision})
 
 
+def not_joined(agent: str) -> Refusal:
+    """The refusal of an agent id nobody joined as (the seed's code and sentence)."""
+    return Refusal("agent", f"Agent {agent} has not joined this game; call join first.",
+                   {"path": "args.agent"})
+
+
 def _check_writer(s: State, agent: str, expected: int | None) -> int | Refusal:
     """The agent's index, or why it may not write now."""
     if expected is not None and expected != s.revision:
@@ -80,7 +86,7 @@ def _check_writer(s: State, agent: str, expected: int | None) -> int | Refusal:
         return Refusal("ended", _ENDED)
     i = s.agent_index(agent)
     if i is None:
-        return Refusal("agent", f"Agent {agent} has not joined this game; call join first.")
+        return not_joined(agent)
     died_at = s.stats[i].health.died_at
     if died_at is not None:
         return Refusal("dead", dead_message(agent, died_at), {"died_at": died_at})

@@ -55,6 +55,7 @@ from protocol.ops.lobby import LOBBY_ID, ListArgs
 KEY_SEP = "~"  # an anonymous caller's agent id: a3~<key>
 GAME_ID = "^[a-zA-Z0-9_-]{1,80}$"  # the seed's gameIdSchema
 AGENT_ID = "Your agent id from join."
+NO_GAME = ("game_id", "there is no such game; start_mosaic starts one")
 MAX_LISTED = 50  # games list_games shows
 
 
@@ -309,7 +310,7 @@ TOOLS = (
          JoinToolArgs, join, role="agent",
          describe={**_DESCRIBE_GAME, "name": "A short name for your agent (1 to 80).",
                    "machine_id": "A durable id of your machine, if you have one.",
-                   "model": "The model you are, e.g. claude-opus-5."}),
+                   "model": "The model you are, e.g. claude-opus-5."}, unknown=NO_GAME),
     Tool("observe", "Observe the mosaic",
          "Read the current revision and a scope of tiles (id, x0, y0, w, h, rects, cells, m, "
          "status, agent, neighbours) with the frontier and every known cell in them "
@@ -324,7 +325,8 @@ TOOLS = (
          "structuredContent.observation; cell id = y*G + x.",
          ObserveToolArgs, observe,
          describe={**_DESCRIBE_GAME, "agent": AGENT_ID,
-                   "rect": "[x, y, w, h]: the tiles intersecting this rectangle."}),
+                   "rect": "[x, y, w, h]: the tiles intersecting this rectangle."},
+         unknown=NO_GAME),
     Tool("reveal", "Reveal a tile",
          "Reveal a hidden tile on your frontier (your seed tile while unsolved, or an unsolved "
          "tile sharing a cell with a tile your group solved), with a one-line intent (<=160 "
@@ -334,7 +336,7 @@ TOOLS = (
          RevealToolArgs, reveal, role="agent",
          describe={**_DESCRIBE_GAME, "agent": AGENT_ID, "tile": "The tile id to reveal.",
                    "expected_revision": "The revision you observed.",
-                   "intent": "One line: why this tile."}),
+                   "intent": "One line: why this tile."}, unknown=NO_GAME),
     Tool("commit", "Commit cells",
          "Commit a batch of [cell_id, value] pairs inside revealed tiles, with a one-line "
          "intent (<=160 chars) stating your reason; it is shown verbatim to spectators. Each "
@@ -350,7 +352,7 @@ TOOLS = (
          describe={**_DESCRIBE_GAME, "agent": AGENT_ID,
                    "cells": "[[cell_id, value], ...]: cell id = y*G + x, value 0 or 1.",
                    "expected_revision": "The revision you observed.",
-                   "intent": "One line: why these cells."}),
+                   "intent": "One line: why these cells."}, unknown=NO_GAME),
     Tool("retract", "Retract cells",
          "Take back your own accepted cells on unsolved tiles (others are ignored, with why), "
          "with a one-line intent shown verbatim to spectators. Carries expected_revision. "
@@ -358,7 +360,7 @@ TOOLS = (
          RetractToolArgs, retract, role="agent",
          describe={**_DESCRIBE_GAME, "agent": AGENT_ID, "cells": "Cell ids to take back.",
                    "expected_revision": "The revision you observed.",
-                   "intent": "One line: why."}),
+                   "intent": "One line: why."}, unknown=NO_GAME),
     Tool("list_games", "List mosaic games",
          "List the games on this server, today's daily game first (its game_id is "
          "day-YYYY-MM-DD and its day is today's UTC date; asking starts it if nobody has "
@@ -368,7 +370,7 @@ TOOLS = (
     Tool("field_rules", "Rules of a mosaic",
          "The rules of a mosaic as agents read them (with this endpoint's transport), and a "
          "game's guess policy, depth, fog and growth when game_id is given.",
-         RulesToolArgs, field_rules, describe=_DESCRIBE_GAME),
+         RulesToolArgs, field_rules, describe=_DESCRIBE_GAME, unknown=NO_GAME),
 )
 
 # The seed's gameIdSchema pattern (its min(1) on agent ids and names is their bounds').

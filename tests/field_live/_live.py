@@ -1,5 +1,5 @@
 """Test glue for live fields: start one and wait for it, play correct moves from the secret,
-read an actor's stored events."""
+play an agent to its death with wrong ones, read an actor's stored events."""
 
 from __future__ import annotations
 
@@ -66,3 +66,35 @@ async def play_truly(c: Client, game: str, agent: str, solution: np.ndarray,
         hidden, key=lambda t: abs(t["x0"] - target["x0"]) + abs(t["y0"] - target["y0"]))
     await c.request("field.reveal", to, {"agent": agent, "tile": tile["id"],
                                          "expected_revision": obs["revision"]})
+
+
+async def die(write: Any, observe: Any, solution: Any, seed_tile: int, reveal: Any) -> None:
+    """Reveal the seed tile, then commit every unknown cell of it wrong until dead (each
+    write and read a callable, so any transport can die)."""
+    obs = await observe()
+    await reveal(obs["revision"])
+    for _ in range(40):
+        obs = await observe()
+        tile = next(t for t in obs["tiles"] if t["id"] == seed_tile)
+        known = {c for c, _ in obs["known"]}
+        G = obs["G"]
+        cells = sorted({(tile["y0"] + ly + dy) * G + tile["x0"] + lx + dx
+                        for lx, ly, w, h in tile["rects"] for dy in range(h)
+                        for dx in range(w)} - known)
+        result = await write([[c, 1 - int(solution[c])] for c in cells], obs["revision"])
+        if result["health"]["state"] == "dead":
+            return
+    raise AssertionError("never died")
+
+
+async def die_on_ws(c: Client, game: str, solution: np.ndarray, name: str) -> str:
+    """Join `field:game` as `c`'s caller and commit wrong cells until dead; the agent id."""
+    to = f"field:{game}"
+    j = await c.request("field.join", to, {"name": name})
+    me = j["agent"]
+    await die(lambda cells, rev: c.request("field.commit", to, {
+                  "agent": me, "cells": cells, "expected_revision": rev}),
+              lambda: c.request("field.observe", to, {"agent": me}), solution, j["seed_tile"],
+              lambda rev: c.request("field.reveal", to, {
+                  "agent": me, "tile": j["seed_tile"], "expected_revision": rev}))
+    return me

@@ -1,8 +1,8 @@
 """docs/agents.md's Python examples run as written against a real server (its address put
 in for 127.0.0.1:8000): each a whole program, in a process of its own. They run as an open
 server's anonymous agent, and as the README runs them: on a closed server (`make serve`)
-with the agent token `make token` prints in `PETRIDISH_TOKEN`, the websocket one after
-`make agent GAME=demo` played `field:demo` to the end."""
+with the agent token `make token` prints in `PETRIDISH_TOKEN`, the websocket one before
+`make agent GAME=demo`, which still plays `field:demo` to the end."""
 
 from __future__ import annotations
 
@@ -87,19 +87,21 @@ def test_the_mcp_example_plays_with_a_token_and_says_why_it_is_refused_without(
     assert_revealed(done)
 
 
-def test_the_websocket_example_plays_after_make_agent_played_the_demo_to_the_end(
+def test_make_agent_plays_the_demo_to_the_end_after_the_websocket_example(
         tmp_path: Path) -> None:
+    """Followed as written: the websocket example plays a game of its own, so `make agent
+    GAME=demo` after it still plays field:demo to the end (the example once revealed a tile
+    of field:demo and left, and the example agent then waited there for ever)."""
     with ServerProcess(tmp_path / "data") as server:  # closed, as `make serve`
         assert server.owner_token is not None
+        done = run_example(WEBSOCKET, server, agent_token(server))
         # make agent GAME=demo: the example agent, as the owner, plays field:demo to the end
         agent = subprocess.run([sys.executable, "examples/field_agent.py", "--url",
                                 server.ws_url, "--token", server.owner_token, "--game", "demo",
                                 "--start", "20"], cwd=ROOT, capture_output=True, text=True,
                                timeout=240, check=False)
         assert agent.returncode == 0, agent.stderr[-2000:]
-        token = agent_token(server)
-        # no seat is left on it: the example must play elsewhere
-        assert trio.run(_join_refusal, server.ws_url, token, "field:demo") in {"no_room",
-                                                                              "ended"}
-        done = run_example(WEBSOCKET, server, token)
+        # no seat is left on it: it was played to the end
+        assert trio.run(_join_refusal, server.ws_url, agent_token(server, "bob"),
+                        "field:demo") in {"no_room", "ended"}
     assert_revealed(done)

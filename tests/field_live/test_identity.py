@@ -14,28 +14,10 @@ from mcp.client.streamable_http import streamable_http_client
 
 from protocol.client import Client, RequestError
 from server.auth import TokenStore
-from tests.field_live._live import start
+from tests.field_live._live import die, die_on_ws, start
 from tests.server.ws_harness import running_server
 
 GAME = "deaths"
-
-
-async def _die(write: Any, observe: Any, solution: Any, seed_tile: int, reveal: Any) -> None:
-    """Reveal the seed tile, then commit every unknown cell of it wrong until dead."""
-    obs = await observe()
-    await reveal(obs["revision"])
-    for _ in range(40):
-        obs = await observe()
-        tile = next(t for t in obs["tiles"] if t["id"] == seed_tile)
-        known = {c for c, _ in obs["known"]}
-        G = obs["G"]
-        cells = sorted({(tile["y0"] + ly + dy) * G + tile["x0"] + lx + dx
-                        for lx, ly, w, h in tile["rects"] for dy in range(h)
-                        for dx in range(w)} - known)
-        result = await write([[c, 1 - int(solution[c])] for c in cells], obs["revision"])
-        if result["health"]["state"] == "dead":
-            return
-    raise AssertionError("never died")
 
 
 async def test_a_dead_agents_user_or_machine_rejoins_dead(tmp_path: Path) -> None:
@@ -47,14 +29,7 @@ async def test_a_dead_agents_user_or_machine_rejoins_dead(tmp_path: Path) -> Non
         solution = (await srv.state.directory.get(to)).state.truth.solution
 
         # websocket, a token's user
-        j = await c.request("field.join", to, {"name": "reckless"})
-        me = j["agent"]
-        await _die(lambda cells, rev: c.request("field.commit", to, {
-                       "agent": me, "cells": cells, "expected_revision": rev}),
-                   lambda: c.request("field.observe", to, {"agent": me}), solution,
-                   j["seed_tile"],
-                   lambda rev: c.request("field.reveal", to, {
-                       "agent": me, "tile": j["seed_tile"], "expected_revision": rev}))
+        me = await die_on_ws(c, GAME, solution, "reckless")
         again = await c.request("field.join", to, {"name": "fresh start?"})
         assert again["agent"] == me and again["health"]["state"] == "dead"
         assert again["note"].startswith("dead:")
@@ -92,11 +67,11 @@ async def test_a_dead_agents_user_or_machine_rejoins_dead(tmp_path: Path) -> Non
                     known.append([cell, int(v)])
                 return {**o, "known": known}
 
-            await _die(lambda cells, rev: tool(s, "commit", agent=agent, cells=cells,
-                                               expected_revision=rev),
-                       observe, solution, j["seed_tile"],
-                       lambda rev: tool(s, "reveal", agent=agent, tile=j["seed_tile"],
-                                        expected_revision=rev))
+            await die(lambda cells, rev: tool(s, "commit", agent=agent, cells=cells,
+                                              expected_revision=rev),
+                      observe, solution, j["seed_tile"],
+                      lambda rev: tool(s, "reveal", agent=agent, tile=j["seed_tile"],
+                                       expected_revision=rev))
             return agent
 
         dead = await mcp(die_on_mcp)

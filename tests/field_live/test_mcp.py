@@ -355,6 +355,33 @@ async def test_bad_input_over_mcp_is_refused_and_changes_nothing(tmp_path: Path)
         assert after == before
 
 
+async def test_a_game_or_agent_that_does_not_exist_is_named_by_its_argument(
+        tmp_path: Path) -> None:
+    """Over MCP the tools, not the websocket ops, are what the caller knows: an unknown game
+    names `game_id` and start_mosaic (as the puzzle tools name `room` and puzzle_create),
+    an agent nobody joined as names `agent`, in the seed's sentence."""
+    async with running_server(tmp_path, open_mode=True) as srv, \
+            Client.connect(srv.ws_url) as c, \
+            streamable_http_client(f"{srv.url}/mcp") as streams, \
+            ClientSession(streams[0], streams[1]) as s:
+        await s.initialize()
+        write = {"cells": [], "expected_revision": 0}
+        for name, args in (("join", {"name": "p"}), ("observe", {}), ("field_rules", {}),
+                           ("reveal", {"tile": 0, "expected_revision": 0}),
+                           ("commit", {"agent": "a1", **write}), ("retract", write)):
+            nosuch = await s.call_tool(name, {"game_id": "nosuch", **args})
+            assert nosuch.is_error and _text(nosuch) == (
+                "unknown_actor: game_id: there is no such game; start_mosaic starts one"), name
+            assert nosuch.structured_content["error"]["detail"] == {"path": "game_id"}, name
+        await start(c, "known", size=14, seed=1)
+        rev = (await c.request("field.observe", "field:known", {}))["revision"]
+        for name, args in (("observe", {}), ("commit", {**write, "expected_revision": rev})):
+            stranger = await s.call_tool(name, {"game_id": "known", "agent": "a99", **args})
+            assert stranger.is_error and _text(stranger) == (
+                "agent: Agent a99 has not joined this game; call join first."), name
+            assert stranger.structured_content["error"]["detail"] == {"path": "agent"}, name
+
+
 async def test_the_client_name_kept_as_a_harness_is_cut_at_utf16_code_units(
         tmp_path: Path) -> None:
     """clientInfo's name is kept to 60 characters and its version to 20 as JavaScript counts

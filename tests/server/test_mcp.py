@@ -150,5 +150,5 @@ async def test_a_tool_argument_bound_counts_utf16_code_units(
     async with running_server(tmp_path) as srv, httpx.AsyncClient() as http:
         result = await tool(http, srv.url, "observe", args)
     assert not result["ok"]
-    assert result["text"] == ("unknown_actor: there is no world 'field:g'; field.start creates it"
-                              if accepted else "bad_request: agent: at most 80 characters")
+    assert result["text"] == ("unknown_actor: game_id: there is no such game; start_mosaic starts "
+                              "one" if accepted else "bad_request: agent: at most 80 characters")
