@@ -12,7 +12,7 @@ a pair where it is eaten turns to avoidance; the pressure turns to a nutrient bl
 refused patch (`invalid_patch`: it would break an invariant) moves on to the next idea; a
 `stale_graph_version` waits for the next generation. After a patch it leaves the species
 alone for COOLDOWN generations. It prints a summary as JSON and exits 0 once the run has
-ended (generation 180), 1 on errors.
+ended (generation 180), 2 on bad options or a server it cannot reach, 1 on other errors.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from websockets.exceptions import WebSocketException
 
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -152,16 +153,29 @@ class Agent:
                 "score": end["breakdown"]["total"], "patches": self.patches}
 
 
+def answers_arg(text: str) -> dict[str, Any]:
+    """`--answers`: a JSON object (the server checks its three answers)."""
+    try:
+        answers = json.loads(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"not JSON: {err}") from None
+    if not isinstance(answers, dict):
+        raise argparse.ArgumentTypeError('not a JSON object {"world", "threat", "reward"}')
+    return answers
+
+
 async def run(args: argparse.Namespace) -> int:
-    async with Client.connect(args.url, token=args.token,
-                              client="ecosystem-agent/1.0") as client:
-        agent = Agent(client, args.run, args.threshold)
-        try:
-            summary = await agent.play(json.loads(args.answers), args.speed, args.size,
-                                       args.seed)
-        except ClientError as err:
-            log.error("%s", err)
-            return 1
+    try:
+        async with Client.connect(args.url, token=args.token,
+                                  client="ecosystem-agent/1.0") as client:
+            agent = Agent(client, args.run, args.threshold)
+            summary = await agent.play(args.answers, args.speed, args.size, args.seed)
+    except (OSError, WebSocketException) as err:  # refused, or not a websocket there
+        print(f"error: cannot connect to {args.url}: {err}", file=sys.stderr)
+        return 2
+    except ClientError as err:
+        log.error("%s", err)
+        return 1
     print(json.dumps(summary), flush=True)
     return 0
 
@@ -171,7 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--url", default="ws://127.0.0.1:8000/ws")
     parser.add_argument("--token", default=None, help="an agent token (or a server --open)")
     parser.add_argument("--run", default=f"agent-{secrets.token_hex(4)}", help="run id")
-    parser.add_argument("--answers", default=json.dumps(DESERT), help="the three answers, JSON")
+    parser.add_argument("--answers", type=answers_arg, default=DESERT,
+                        help="the three answers, JSON")
     parser.add_argument("--speed", type=int, default=30, help="generations a second, 1..30")
     parser.add_argument("--size", type=int, default=32, help="grid side, 16..64")
     parser.add_argument("--seed", type=int, default=None)

@@ -1,8 +1,8 @@
 """`petridish ecosystem setup | validate-graph | run | replay`.
 
 Successful output is JSON on stdout; a refused input prints its exact contract message
-on stderr and exits 1 (2 for a replay whose digests differ, 3 for a setup the model's
-fidelity review blocked). `setup --model-url URL --model NAME [--model-key-file FILE]`
+(and the path of the field it names) on stderr and exits 1 (2 for bad options or a replay
+whose digests differ, 3 for a setup the model's fidelity review blocked). `setup --model-url URL --model NAME [--model-key-file FILE]`
 interprets through an OpenAI-compatible endpoint (key: the file, else
 `$PETRIDISH_MODEL_KEY`), falling back to the labelled deterministic setup on any failure.
 """
@@ -14,10 +14,14 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from actors.ecosystem.model_options import add_model_options
 
+if TYPE_CHECKING:
+    from actors.ecosystem.errors import EcosystemError
+
+BAD_OPTIONS = 2  # as argparse exits on a bad option
 BLOCKED_EXIT = 3  # setup: the model's fidelity review did not approve (no config)
 
 
@@ -54,9 +58,15 @@ def register(subparsers: Any) -> None:
     again.set_defaults(func=_replay)
 
 
-def _fail(message: str) -> int:
+def _fail(message: str, code: int = 1) -> int:
     print(message, file=sys.stderr)
-    return 1
+    return code
+
+
+def _refused(err: EcosystemError) -> int:
+    """A refused input: its contract message, with the field's path unless it names it."""
+    where = f" (at {err.path})" if err.path and err.path not in err.message else ""
+    return _fail(err.message + where)
 
 
 def _load(path: Path) -> Any:
@@ -75,9 +85,9 @@ def _setup(args: argparse.Namespace) -> int:
         answers = json.loads(args.answers)
         endpoint = endpoint_from_args(args, os.environ)
     except json.JSONDecodeError as err:
-        return _fail(f"--answers is not JSON: {err.msg}")
+        return _fail(f"--answers is not JSON: {err.msg}", BAD_OPTIONS)
     except EndpointError as err:
-        return _fail(str(err))
+        return _fail(str(err), BAD_OPTIONS)
     try:
         if endpoint is None:
             result = DeterministicInterpreter().interpret(answers)
@@ -88,7 +98,7 @@ def _setup(args: argparse.Namespace) -> int:
             finally:
                 client.close()
     except EcosystemError as err:
-        return _fail(err.message)
+        return _refused(err)
     print(json.dumps(result.as_dict(), indent=2))
     return BLOCKED_EXIT if result.status == "blocked" else 0
 
@@ -100,7 +110,7 @@ def _validate_graph(args: argparse.Namespace) -> int:
     try:
         graph = validate_rule_graph(_load(args.file))
     except (OSError, ValueError) as err:
-        return _fail(err.message if isinstance(err, EcosystemError) else f"{args.file}: {err}")
+        return _refused(err) if isinstance(err, EcosystemError) else _fail(f"{args.file}: {err}")
     print(json.dumps(graph, indent=2))
     return 0
 
@@ -124,7 +134,7 @@ def _run(args: argparse.Namespace) -> int:
         result = simulate(config, args.seed, args.generations, graph=graph,
                           decisions=decisions, size=args.size, answers=answers)
     except EcosystemError as err:
-        return _fail(err.message)
+        return _refused(err)
     except (OSError, ValueError) as err:
         return _fail(str(err))
     if args.json:
@@ -151,7 +161,7 @@ def _replay(args: argparse.Namespace) -> int:
             record = record.get("record", record) if isinstance(record, dict) else record
         report = replay(record)
     except EcosystemError as err:
-        return _fail(err.message)
+        return _refused(err)
     except (OSError, ValueError) as err:
         return _fail(f"{args.record}: {err}")
     if not report.ok:

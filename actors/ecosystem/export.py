@@ -74,10 +74,11 @@ def record_of_export(events: Iterable[Event]) -> dict[str, Any]:
 
 
 def is_export(text: str) -> bool:
-    """Whether a file's text looks like an export (its first line a setup event)."""
-    first = text.lstrip().split("\n", 1)[0]
+    """Whether a file's text looks like an export: JSON lines (a first line that is a JSON
+    object and more lines after it), or a setup event alone. A record is one JSON value."""
+    lines = [line for line in text.splitlines() if line.strip()]
     try:
-        data = json.loads(first)
+        first = json.loads(lines[0]) if lines else None
     except ValueError:
         return False
-    return isinstance(data, dict) and data.get("type") == "setup"
+    return isinstance(first, dict) and (first.get("type") == "setup" or len(lines) > 1)

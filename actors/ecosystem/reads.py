@@ -9,7 +9,7 @@ import attrs
 
 from actors.ecosystem.density import density_frame, spectator_side
 from actors.ecosystem.graph import ENVIRONMENT_VOCABULARY, PAIR_MODES, ROLES, SELF_MODES
-from actors.ecosystem.schedule import ACTIVATIONS, DURATIONS, TRANSITIONS
+from actors.ecosystem.schedule import ACTIVATIONS, DURATIONS, TRANSITIONS, first_generation
 from actors.ecosystem.setup import hash_setup_request
 from actors.ecosystem.state import PendingSetup, Run, unready
 from actors.world import Ctx, Refusal
@@ -48,8 +48,7 @@ def decision_result(state: Run, *_: Any) -> ops.DecisionResult:
     """The reply of `patch` and `schedule`: the decision just accepted."""
     decision = state.decisions[-1]
     return ops.DecisionResult(len(state.decisions) - 1, decision["generation"],
-                              decision["graphVersion"],
-                              max(decision["change"]["generation"], decision["generation"] + 1))
+                              decision["graphVersion"], first_generation(decision))
 
 
 def view(state: Run) -> dict[str, Any]:
@@ -72,8 +71,9 @@ def view(state: Run) -> dict[str, Any]:
             "config": s.config, "graph": state.graph, "graph_version": state.graph["version"],
             "frame": state.frames[-1],
             "density": density_frame(state.engine, spectator_side(s.size)),
-            "decisions": [{"decision": k, "via": via, **d} for k, (d, via) in
-                          enumerate(zip(state.decisions, state.vias, strict=True))],
+            "decisions": [{"decision": k, "via": via, **d, "from_generation": first_generation(d)}
+                          for k, (d, via) in enumerate(zip(state.decisions, state.vias,
+                                                           strict=True))],
             "end": None if state.ended is None else attrs.asdict(state.ended),
             "phrasing": None if state.phrasing is None else attrs.asdict(state.phrasing)}
 

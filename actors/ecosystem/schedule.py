@@ -45,6 +45,8 @@ ACTIVATIONS = ("immediate", "after_6", "after_12", "after_24", "resources_low",
 TRANSITIONS = ("abrupt", "ramp", "pulse")
 DURATIONS = {"short": 6, "medium": 12, "long": 24, "persistent": None}
 DELAYS = {"immediate": 0, "after_6": 6, "after_12": 12, "after_24": 24}
+# Triggers that compare the last generation with the one before it (so from generation 2)
+COMPARED = ("population_boom", "population_crash", "species_emergence", "species_extinction")
 RAMP_GENERATIONS = 6       # a ramp reaches full effect on its 6th generation
 PULSE_HALF_PERIOD = 3      # a pulse is on 3 generations, off 3, ...
 RESOURCE_LOW = 0.35        # mean resource below this is "low"
@@ -95,23 +97,33 @@ def transition_weight(transition: str, generation: int, fired_at: int) -> float:
     return 1.0
 
 
+def armed_from(activation: str, armed: int) -> int:
+    """The first generation a trigger armed at `armed` may fire at: never generation 0, a
+    delayed one its delay later, one that compares two generations from generation 2."""
+    return max(armed + DELAYS.get(activation, 0), 2 if activation in COMPARED else 1)
+
+
+def first_generation(decision: dict[str, Any]) -> int:
+    """The first generation an accepted decision may fire at (after its acceptance)."""
+    change = decision["change"]
+    return max(decision["generation"] + 1, armed_from(change["activation"], change["generation"]))
+
+
 def is_due(activation: str, armed: int, generation: int, history: Sequence[Metrics]) -> bool:
     """Whether a trigger armed at `armed` fires at `generation`.
 
     `history[t]` holds the metrics of generation t; metric triggers read the last
     finished generation (t-1), against t-2 where they compare.
     """
-    if generation < max(armed, 1):
+    if generation < armed_from(activation, armed):
         return False
     if activation in DELAYS:
-        return generation >= armed + DELAYS[activation]
+        return True
     last = history[generation - 1]
     if activation == "resources_low":
         return last.resource < RESOURCE_LOW
     if activation == "predation_high":
         return last.predation > PREDATION_HIGH * max(sum(last.totals), 1e-9)
-    if generation < 2:
-        return False
     before = history[generation - 2]
     if activation == "population_boom":
         return sum(last.totals) > BOOM * sum(before.totals)

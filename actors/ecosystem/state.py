@@ -139,10 +139,15 @@ def _changes(state: Run, event: Event) -> dict[str, Any]:
 
 
 def unready(state: Run) -> Refusal | None:
-    """No run yet: being set up by the model, or never created."""
+    """No run yet: being set up by the model, its setup blocked by the fidelity review (it
+    may be created again), or never created."""
     if state.setup is not None:
         return None
     if state.setting_up is not None:
         return Refusal(EcosystemCode.SETTING_UP, "the model is interpreting this run's "
                        "answers; its setup follows")
+    if state.blocked is not None:
+        return Refusal(EcosystemCode.SETUP_BLOCKED, "the model's fidelity review did not "
+                       "approve this run's setup; it may be created again",
+                       {"review_focus": state.blocked["review_focus"]})
     return Refusal(ErrorCode.UNKNOWN_ACTOR, "this run has not been created")

@@ -42,7 +42,18 @@ def test_validate_graph(capsys, tmp_path: Path) -> None:
     assert code == 0 and json.loads(out) == default_rule_graph()
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({**default_rule_graph(), "surprise": True}))
-    assert run(capsys, "validate-graph", str(bad)) == (1, "", "Invalid ecosystem rule graph\n")
+    assert run(capsys, "validate-graph", str(bad)) == (
+        1, "", "Invalid ecosystem rule graph (at surprise)\n")
+    named = default_rule_graph()
+    named["species"][0]["name"] = "x" * 41
+    bad.write_text(json.dumps(named))
+    assert run(capsys, "validate-graph", str(bad)) == (
+        1, "", "Invalid ecosystem rule graph (at species[0].name)\n")
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(default_config()))
+    code, _, err = run(capsys, "run", "--config", str(config), "--graph", str(bad), "--seed",
+                       "1", "--generations", "1")
+    assert (code, err) == (1, "Invalid ecosystem rule graph (at species[0].name)\n")
     order = default_rule_graph()
     order["species"].reverse()
     bad.write_text(json.dumps(order))

@@ -160,14 +160,16 @@ def test_bad_model_options_are_refused_without_the_key(tmp_path: Path, capsys) -
          str(tmp_path / "absent")):
             f"--model-key-file {tmp_path / 'absent'}: cannot be read (No such file or directory)",
     }
-    for options, message in cases.items():
-        assert main(base + list(options)) == 1
+    for options, message in cases.items():  # bad options exit 2, as `serve` does
+        assert main(base + list(options)) == 2
         assert capsys.readouterr() == ("", message + "\n")
     empty = tmp_path / "empty"
     empty.write_text("\n\n")
     assert main(base + ["--model-url", "http://127.0.0.1:9/v1", "--model", "m",
-                        "--model-key-file", str(empty)]) == 1
+                        "--model-key-file", str(empty)]) == 2
     assert capsys.readouterr().err == f"--model-key-file {empty}: is empty\n"
+    assert main(["ecosystem", "setup", "--answers", "notjson"]) == 2
+    assert capsys.readouterr().err == "--answers is not JSON: Expecting value\n"
 
 
 def test_the_endpoint_value_hides_its_key() -> None:

@@ -169,10 +169,12 @@ async def test_bad_model_answers_end_labelled_within_the_budget(served, fake_mod
             assert (blocked["failure"]["stage"], blocked["failure"]["code"]) == (stage, code)
             assert blocked["review_focus"] == "C" and blocked["calls"] == 8
             assert blocked["named_intent"]["organisms"][0]["name"] == "algae"
-            with pytest.raises(RequestError) as unset:  # nothing was stored
-                await spectator.request("ecosystem.history", f"ecosystem:{name}",
-                                        {"generation": 0})
-            assert unset.value.code == "unknown_actor"
+            for ask, op, args in ((spectator, "ecosystem.history", {"generation": 0}),
+                                  (owner, "ecosystem.control", {"action": "step"})):
+                with pytest.raises(RequestError) as unset:  # nothing was stored
+                    await ask.request(op, f"ecosystem:{name}", args)
+                assert (unset.value.code, unset.value.detail) == ("setup_blocked",
+                                                                  {"review_focus": "C"})
             continue
         assert (result["source"], result["failure"]["stage"], result["failure"]["code"]) == (
             "deterministic_fallback", stage, code), name

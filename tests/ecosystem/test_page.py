@@ -9,8 +9,10 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-from playwright.sync_api import Page, expect
+import pytest
+from playwright.sync_api import Browser, Page, expect
 
+from protocol.client import RequestError
 from tests.bidi import ESCAPES, in_order
 from tests.ecosystem.conftest import FakeModel
 from tests.ecosystem.model_script import ANSWERS, HAPPY, REJECT, ROLES, span
@@ -27,6 +29,20 @@ def fill_form(page: Page, world: str, threat: str, reward: str) -> None:
     page.fill("#world", world)
     page.fill("#threat", threat)
     page.fill("#reward", reward)
+
+
+def pond_form(browser: Browser, server: ServerProcess, width: int, height: int,
+              name: str) -> tuple[Page, list[str]]:
+    """A page on the setup form filled with the pond, run `name` on a 16 x 16 grid; the
+    page errors it will raise."""
+    page = browser.new_page(viewport={"width": width, "height": height})
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(f"{server.http_url}/ecosystem/")
+    fill_form(page, *POND)
+    page.fill("#run-name", name)
+    page.select_option("#size", "16")
+    return page, errors
 
 
 def ink(page: Page, canvas: str) -> int:
@@ -181,13 +197,7 @@ def test_the_page_keeps_its_run_across_a_reload_a_stop_and_a_restart(browser,
     repaint); a refused scrub says so beside the refusal and returns to live; after a server
     restart the status is the run's again."""
     with ServerProcess(tmp_path / "data", "--open") as server:
-        page = browser.new_page(viewport={"width": 390, "height": 844})
-        errors: list[str] = []
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
-        page.goto(f"{server.http_url}/ecosystem/")
-        fill_form(page, *POND)
-        page.fill("#run-name", "kept")
-        page.select_option("#size", "16")
+        page, errors = pond_form(browser, server, 390, 844, "kept")
         page.click("#create")
         status, generation = page.locator("#status"), page.locator("#generation")
         expect(status).to_have_text("paused", timeout=WAIT)
@@ -276,4 +286,144 @@ def test_the_page_shows_the_model_setup_its_intent_and_conflicts(
             "failed at fidelity: not_approved · review focus B")
         expect(page.locator("#intent")).to_contain_text("A: \u2068algae\u2069")
         expect(page.locator("#setup-form")).to_be_visible()
+        assert fits(page) and not errors, errors
+
+
+# Every edge of the food web in `sel`, sampled along its segment: the nodes it passes
+# through other than its ends, the node labels it crosses, and any text outside the viewBox.
+CROSSINGS = """(sel) => {
+    const svg = document.querySelector(sel);
+    const box = (b) => ({ x: b.x, y: b.y, w: b.width, h: b.height });
+    const inside = (p, b) => p.x >= b.x && p.x <= b.x + b.w && p.y >= b.y && p.y <= b.y + b.h;
+    const nodes = [...svg.querySelectorAll(".node")].map((g) => {
+        const c = g.querySelector("circle");
+        return { id: g.dataset.species, box: c ? null : box(g.querySelector("rect").getBBox()),
+                 c: c && { x: +c.getAttribute("cx"), y: +c.getAttribute("cy"), r: +c.getAttribute("r") } };
+    });
+    const labels = [...svg.querySelectorAll(".node text.label")].map((t) => ({
+        id: t.parentNode.dataset.species, box: box(t.getBBox()) }));
+    const out = new Set();
+    for (const e of svg.querySelectorAll(".edge")) {
+        const [x1, y1, x2, y2] = e.getAttribute("d").slice(1).split(/[\\s,L]+/).map(Number);
+        for (let i = 0; i <= 400; i++) {
+            const p = { x: x1 + ((x2 - x1) * i) / 400, y: y1 + ((y2 - y1) * i) / 400 };
+            for (const n of nodes) {
+                if (n.id === e.dataset.from || n.id === e.dataset.to) continue;
+                if (n.c ? Math.hypot(p.x - n.c.x, p.y - n.c.y) <= n.c.r : inside(p, n.box)) {
+                    out.add(`${e.dataset.pair} passes through ${n.id}`);
+                }
+            }
+            for (const l of labels) if (inside(p, l.box)) out.add(`${e.dataset.pair} crosses ${l.id}'s label`);
+        }
+    }
+    for (const t of svg.querySelectorAll("text")) {
+        const b = t.getBBox();
+        if (b.x < 0 || b.y < 0 || b.x + b.width > 400 || b.y + b.height > 300) out.add(`${t.textContent} outside`);
+    }
+    return [...out];
+}"""
+
+# The densest web of n species drawn by the page's own module: every pair drawn (eats or
+# competition), every species a basal feeder (an arrow to the resource each).
+DENSEST = """async (n) => {
+    const { drawFoodWeb } = await import("/ecosystem/foodweb.js");
+    const ids = ["A", "B", "C", "D"].slice(0, n);
+    const names = ["algae", "snails", "pike", "herons"];
+    const species = ids.map((id, k) => ({ id, name: names[k], role: "grazer", self: "territorial" }));
+    const interactions = [];
+    for (let a = 0; a < n; a++) {
+        for (let b = a + 1; b < n; b++) {
+            interactions.push({ pair: `${ids[a]}-${ids[b]}`, mode: (a + b) % 2 ? "a_consumes_b" : "competition" });
+        }
+    }
+    document.querySelector("#web").hidden = false;
+    drawFoodWeb(document.querySelector("#foodweb"), { version: n, species, interactions },
+                { A: "#2f7d5b", B: "#3b6fb6", C: "#b0602c", D: "#8a4bb0" });
+    return document.querySelectorAll("#foodweb .edge").length;
+}"""
+
+
+def test_no_food_web_edge_passes_through_another_node(browser, tmp_path: Path) -> None:
+    """The default two-species web (where the hunters' arrow once ran through the grazers
+    to the resource) and the densest web of 1..4 species: every edge runs clear of the
+    nodes other than its ends and of the node labels; every label is in the picture."""
+    with ServerProcess(tmp_path / "data", "--open") as server:
+        ask_all(server.ws_url, server.owner_token, ("ecosystem.create", "ecosystem:plain", {
+            "answers": {"world": "a quiet place", "threat": "nothing much",
+                        "reward": "anything"}, "size": 16, "seed": 1}))
+        for width, height in ((1280, 800), (390, 844)):
+            page = browser.new_page(viewport={"width": width, "height": height}, bypass_csp=True)
+            errors: list[str] = []
+            page.on("pageerror", lambda exc, errors=errors: errors.append(str(exc)))
+            page.goto(f"{server.http_url}/ecosystem/?id=ecosystem:plain")
+            web = page.locator("#foodweb")
+            expect(web).to_have_attribute("data-version", "1", timeout=WAIT)
+            assert web.locator("circle").count() == 2  # the default graph
+            assert page.evaluate(CROSSINGS, "#foodweb") == []
+            page.goto(f"{server.http_url}/ecosystem/")  # no run to redraw its own web
+            expect(page.locator("#setup-form")).to_be_visible()
+            for n in range(1, 5):
+                assert page.evaluate(DENSEST, n) == n * (n - 1) // 2 + n
+                assert page.evaluate(CROSSINGS, "#foodweb") == [], n
+            assert not errors, errors
+            page.close()
+
+
+def test_the_forms_follow_the_run(browser, tmp_path: Path) -> None:
+    """A seed past 2^53-1 is refused by the form (a JavaScript number would round it) and
+    nothing is sent; the schedule form's "from" keeps up with the run's generation (what
+    was typed above it stays); a change scheduled after_24 says, and the timeline draws,
+    the generation it may fire from, delay included."""
+    with ServerProcess(tmp_path / "data", "--open") as server:
+        page, errors = pond_form(browser, server, 1280, 800, "follows")
+        page.fill("#seed", "9007199254740993")
+        page.click("#create")
+        expect(page.locator('[data-error="form"]')).to_have_text(
+            "seed must be between 0 and 9007199254740991")
+        with pytest.raises(RequestError, match=r"^unknown_actor: "):  # nothing was sent
+            ask_all(server.ws_url, server.owner_token, ("ecosystem.view", "ecosystem:follows", {}))
+        page.fill("#seed", "7")
+        page.click("#create")
+        generation, start = page.locator("#generation"), page.locator("#change-generation")
+        expect(page.locator("#controls")).to_be_visible(timeout=WAIT)
+        for g in range(1, 6):
+            page.click("#step")
+            expect(generation).to_have_text(str(g), timeout=WAIT)
+        expect(start).to_have_value("5")
+        expect(start).to_have_attribute("min", "5")
+        page.select_option("#change-activation", "after_24")
+        page.click("#schedule")
+        expect(page.locator('[data-error="patch"]')).to_have_text(
+            "decision 0 scheduled from generation 29", timeout=WAIT)
+        bar = page.locator('#timeline rect[data-decision="0"] title')
+        expect(bar).to_have_text("decision 0 may fire from 29", timeout=WAIT)
+        expect(page.locator("#happenings")).to_contain_text("(may fire from 29)")
+        start.fill("40")
+        page.click("#step")
+        expect(generation).to_have_text("6", timeout=WAIT)
+        expect(start).to_have_value("40")
+        assert fits(page) and not errors, errors
+
+
+def test_a_page_on_a_run_not_created_yet_follows_it_once_created(browser,
+                                                                  tmp_path: Path) -> None:
+    """On a phone: the page names the run in the form and says there is no such run yet,
+    then goes live when someone creates it."""
+    with ServerProcess(tmp_path / "data", "--open") as server:
+        page = browser.new_page(viewport={"width": 390, "height": 844})
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(f"{server.http_url}/ecosystem/?id=ecosystem:later")
+        status = page.locator("#status")
+        expect(status).to_have_text("no such run yet", timeout=WAIT)
+        expect(page.locator("#run-name")).to_have_value("later")
+        expect(page.locator("#setup-form")).to_be_visible()
+        assert fits(page)
+        ask_all(server.ws_url, server.owner_token, ("ecosystem.create", "ecosystem:later", {
+            "answers": dict(zip(("world", "threat", "reward"), POND, strict=True)),
+            "size": 16}))
+        expect(page.locator("#live")).to_be_visible(timeout=WAIT)
+        expect(status).to_have_text("paused", timeout=WAIT)
+        expect(page.locator("#setup")).to_be_hidden()
+        expect(page.locator("#foodweb")).to_have_attribute("data-version", "1")
         assert fits(page) and not errors, errors

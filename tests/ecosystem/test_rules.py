@@ -60,6 +60,25 @@ def test_create_sets_up_deterministically_and_labels_the_source() -> None:
     assert decode(same.stored[0]).seed == setup.seed
 
 
+@pytest.mark.parametrize(("activation", "at", "fires"), [
+    ("immediate", 0, 1), ("after_6", 0, 6), ("after_12", 3, 15), ("after_24", 0, 24),
+    ("population_boom", 0, 2)])
+def test_from_generation_is_the_first_generation_a_change_may_fire(
+        activation: str, at: int, fires: int) -> None:
+    """The reply and the view say when the engine may first fire it: a delay counts, a
+    trigger comparing two generations waits for generation 2."""
+    table = created()
+    change = {"generation": at, "activation": activation, "duration": "short",
+              "transition": "abrupt", "patch": {"kind": "environment", "field": "pressure",
+                                                "value": "heat_wave"}}
+    assert table.call("ecosystem.schedule", {"change": change})["from_generation"] == fires
+    view = table.call("ecosystem.view", {})["view"]
+    assert view["decisions"][0]["from_generation"] == fires
+    if activation != "population_boom":  # a clock, not a condition: it fires then
+        table.run_to(30)
+        assert next(f["generation"] for f in table.state.frames if f["events"]) == fires
+
+
 def test_create_refuses_bad_answers_with_the_seeds_message() -> None:
     table = Table()
     long = {**ANSWERS, "world": "x" * 141}
@@ -93,7 +112,7 @@ def test_a_run_to_180_with_two_patches_and_a_scheduled_change() -> None:
               "transition": "ramp", "patch": {"kind": "environment", "field": "pressure",
                                               "value": "toxin_wave"}}
     assert table.call("ecosystem.schedule", {"change": change}) == {
-        "decision": 1, "generation": 40, "graph_version": 2, "from_generation": 45}
+        "decision": 1, "generation": 40, "graph_version": 2, "from_generation": 51}
     table.run_to(60)
     assert table.state.graph["version"] == 4  # applied at 51, reverted at 57
     stale = table.call("ecosystem.patch", {"patch": self_patch("C", "cooperative"),
@@ -272,6 +291,9 @@ def test_the_stored_events_replay_to_the_same_frames_without_a_model(tmp_path: P
     path.write_text(lines[0] + "\n{not json\n")
     assert main(["ecosystem", "replay", str(path)]) == 1
     assert capsys.readouterr().err == "Invalid run export: line 2 is not a stored run event\n"
+    path.write_text("\n".join(lines[1:]) + "\n")  # JSON lines without the setup
+    assert main(["ecosystem", "replay", str(path)]) == 1
+    assert capsys.readouterr().err == "Invalid run export: line 1 must be the setup event\n"
     with pytest.raises(EcosystemError, match=r"^Invalid run export: line 1 must be the setup "
                                              r"event$"):
         parse_export(lines[1] + "\n")

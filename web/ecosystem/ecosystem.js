@@ -11,17 +11,17 @@
 // A token (agent role) may be given as `#token=...`; on a server run with --open every
 // anonymous page is an agent.
 
-import { Client, RequestError, socketUrl } from "/js/client.js";
+import { backoff, Client, RequestError, socketUrl } from "/js/client.js";
 import { isolated, statusLine } from "/js/page.js";
 import { LineChart } from "/ecosystem/charts.js";
 import { drawPlane } from "/ecosystem/fields.js";
 import { drawFoodWeb } from "/ecosystem/foodweb.js";
+import { drawOrigin, FIELDS } from "/ecosystem/origin.js";
 import { patchForm, patchTargets, patchValue, patchValues } from "/ecosystem/patchform.js";
 import { drawTimeline } from "/ecosystem/timeline.js";
 
 const COLOURS = { A: "#2f7d5b", B: "#3b6fb6", C: "#b0602c", D: "#8a4bb0", resource: "#a08a2c" };
 const MAX_ANSWER = 140;
-const FIELDS = ["world", "threat", "reward"];
 const $ = (sel) => document.querySelector(sel);
 
 const params = new URLSearchParams(location.search);
@@ -40,6 +40,7 @@ const page = {
   shown: null, // the generation a replay shows
   pending: false, // a redraw is scheduled
   subscription: null,
+  retry: null, // the timer of the next subscribe to a run not created yet
   away: false, // the connection or the run is away: the status line says so, not the run
 };
 const charts = {
@@ -97,7 +98,15 @@ async function create(event) {
   const name = $("#run-name").value.trim() || `run-${Math.random().toString(36).slice(2, 10)}`;
   const args = { answers, size: Number($("#size").value) };
   const seed = $("#seed").value.trim();
-  if (seed) args.seed = /^\d+$/.test(seed) ? Number(seed) : seed; // the server says what is wrong
+  if (/^\d+$/.test(seed)) {
+    args.seed = Number(seed);
+    if (!Number.isSafeInteger(args.seed)) { // it would be sent rounded: the op's bound, 2^53-1
+      setError("form", `seed must be between 0 and ${Number.MAX_SAFE_INTEGER}`);
+      return;
+    }
+  } else if (seed) {
+    args.seed = seed; // the server says what is wrong
+  }
   const to = `ecosystem:${name}`;
   $("#create").disabled = true;
   try {
@@ -117,8 +126,9 @@ async function create(event) {
 
 // ---- following a run ----------------------------------------------------------------
 
-function watch(to) {
+function watch(to, attempt = 0) {
   if (page.subscription) page.subscription.close();
+  clearTimeout(page.retry);
   Object.assign(page, { topic: to, view: null, frames: [], decisions: [], graph: null,
                         mode: "live", shown: null });
   $("#run").textContent = to.replace(/^ecosystem:/, "");
@@ -127,7 +137,17 @@ function watch(to) {
     queue.push(push);
     if (!pumping) pump();
   });
-  page.subscription.ready.catch((err) => setStatus("error", err.message));
+  page.subscription.ready.catch((err) => {
+    if (err.code !== "unknown_actor") {
+      setStatus("error", err.message);
+      return;
+    }
+    // Not created yet: the form may create it, else it is followed once someone does.
+    showSetup(true);
+    if (!$("#run-name").value) $("#run-name").value = to.replace(/^ecosystem:/, "");
+    setStatus("open", "no such run yet");
+    page.retry = setTimeout(() => watch(to, attempt + 1), backoff(attempt, 500, 10000));
+  });
 }
 
 // Pushes are folded one at a time, in order (folding one may wait for a request).
@@ -161,10 +181,10 @@ async function onView(view) {
     showSetup(true);
     show("#origin", Boolean(view.setting_up || view.blocked));
     if (view.setting_up) {
-      origin({ source: "setting_up", answers: view.answers });
+      drawOrigin({ source: "setting_up", answers: view.answers });
       setStatus("connecting", "the model is setting the run up…");
     } else if (view.blocked) {
-      origin({ source: "blocked", answers: null, blocked: view.blocked });
+      drawOrigin({ source: "blocked", answers: null, blocked: view.blocked });
       setStatus("open", "setup blocked by the fidelity review");
     } else {
       setStatus("open", "no such run yet");
@@ -186,7 +206,7 @@ async function onView(view) {
   }
   page.frames[view.frame.generation] = view.frame;
   page.decisions = view.decisions;
-  origin(view.setup);
+  drawOrigin(view.setup);
 }
 
 async function onEvent(event) {
@@ -206,11 +226,15 @@ async function onEvent(event) {
       break;
     }
     case "patch":
-    case "schedule":
-      page.decisions = [...page.decisions,
-                        { decision: page.decisions.length, via: event.type, ...event.decision }];
+    case "schedule": {
+      const k = page.decisions.length;
+      page.decisions = [...page.decisions, { decision: k, via: event.type, ...event.decision }];
       v.decisions = page.decisions;
+      // When it may first fire is the server's to say (the view's decisions carry it).
+      const full = await page.client.request("ecosystem.view", page.topic, {});
+      page.decisions[k].from_generation = full.view.decisions[k]?.from_generation;
       break;
+    }
     case "control":
       v.playing = event.playing;
       v.speed = event.speed;
@@ -324,53 +348,6 @@ function legend() {
   }));
 }
 
-function origin(setup) {
-  const label = $("#source-label");
-  label.dataset.source = setup.source;
-  label.textContent = {
-    model: `set up by the model · ${setup.calls ?? 0} calls`,
-    deterministic_fallback: "deterministic fallback (keyword setup)",
-    setting_up: "the model is interpreting the answers…",
-    blocked: "blocked by the fidelity review",
-  }[setup.source] ?? setup.source;
-  const answers = setup.answers ?? page.view?.setup.answers;
-  $("#answers").textContent = answers ? FIELDS.map((k) => `${k}: ${isolated(answers[k])}`).join(" · ") : "";
-  const failure = setup.failure ?? setup.blocked?.failure ?? null;
-  const box = $("#failure");
-  box.hidden = !failure;
-  if (failure) {
-    const focus = setup.blocked?.review_focus ? ` · review focus ${setup.blocked.review_focus}` : "";
-    box.replaceChildren(`failed at ${failure.stage}: ${failure.code}${focus}`);
-    if (failure.conflicts?.length) {
-      const ul = document.createElement("ul");
-      ul.className = "conflicts";
-      for (const text of failure.conflicts) {
-        const li = document.createElement("li");
-        li.textContent = text;
-        ul.append(li);
-      }
-      box.append(" · contract conflicts:", ul);
-    }
-  }
-  const intent = setup.named_intent ?? setup.blocked?.named_intent ?? null;
-  const ib = $("#intent");
-  ib.hidden = !intent;
-  if (intent) {
-    const ul = document.createElement("ul");
-    for (const o of intent.organisms) {
-      const li = document.createElement("li");
-      li.textContent = `${o.slot}: ${isolated(o.name)} (${o.source} ${o.start}..${o.end})${o.role ? `, ${o.role}` : ""}`;
-      ul.append(li);
-    }
-    for (const l of intent.links) {
-      const li = document.createElement("li");
-      li.textContent = `${l.eater} eats ${l.eaten} (stated)`;
-      ul.append(li);
-    }
-    ib.replaceChildren("named intent:", ul);
-  }
-}
-
 function showSetup(visible) {
   show("#setup", visible);
   if (!visible) return;
@@ -434,6 +411,11 @@ function controls() {
   if (!owner) return;
   $("#play").disabled = page.view.playing;
   $("#pause").disabled = !page.view.playing;
+  const from = $("#change-generation"); // a change may not precede the run's generation
+  from.min = String(page.view.generation);
+  if (document.activeElement !== from && !(Number(from.value) >= page.view.generation)) {
+    from.value = String(page.view.generation); // what was typed above it stays
+  }
 }
 
 async function control(action) {

@@ -1,6 +1,6 @@
 // The timeline of a run's decisions and what became of them: along generations 0..180,
 // each accepted decision (a triangle where it was accepted, a bar from the generation it
-// may fire), every outcome a frame reports (applied, reverted, stale, ...: a dot coloured
+// may first fire at, as the server says: `from_generation`), every outcome a frame reports (applied, reverted, stale, ...: a dot coloured
 // by outcome, named by its trigger in the list) and extinctions; a line marks the
 // generation shown.
 
@@ -39,9 +39,11 @@ export function describe(event, decisions) {
 export function drawTimeline(svg, list, frames, decisions, shown) {
   svg.replaceChildren(el("line", { x1: 0, x2: WIDTH, y1: 30, y2: 30, stroke: "#dfe3dd", "stroke-width": 2 }));
   for (const d of decisions) {
-    const from = Math.max(d.change.generation, d.generation + 1);
-    svg.append(el("rect", { x: x(from), y: 10, width: 3, height: 12, fill: "#8a4bb0",
-                            "data-decision": d.decision }, `decision ${d.decision} may fire from ${from}`));
+    const from = d.from_generation;
+    if (from !== undefined) {
+      svg.append(el("rect", { x: x(from), y: 10, width: 3, height: 12, fill: "#8a4bb0",
+                              "data-decision": d.decision }, `decision ${d.decision} may fire from ${from}`));
+    }
     svg.append(el("path", { d: `M${x(d.generation) - 5},8 L${x(d.generation) + 5},8 L${x(d.generation)},16 z`,
                             fill: "#8a4bb0" }, `decision ${d.decision} accepted at ${d.generation}`));
   }
@@ -62,7 +64,8 @@ export function drawTimeline(svg, list, frames, decisions, shown) {
   for (const d of decisions) {
     lines.push(`decision ${d.decision} (${d.via}) accepted at generation ${d.generation} against ` +
       `graph version ${d.graphVersion}: ${JSON.stringify(d.change.patch)}, ${d.change.activation}, ` +
-      `${d.change.duration}, ${d.change.transition}, from generation ${d.change.generation}`);
+      `${d.change.duration}, ${d.change.transition}, from generation ${d.change.generation}` +
+      (d.from_generation === undefined ? "" : ` (may fire from ${d.from_generation})`));
   }
   list.replaceChildren(...lines.map((text) => {
     const li = document.createElement("li");
