@@ -2,8 +2,10 @@
 flight (the most at once, by op), its unhandled promise rejections and every text its
 status line shows.
 
-`watch(page)` before the page loads (or `page, errors = watched(browser)`), `count(page)` once
-it has; `seen(page)` reads what they recorded, `calm(page, errors)` checks it;
+`errors(page)` before the page loads lists what goes wrong in it (uncaught errors, the
+console's errors); `watch(page)` before the page loads (or `page, errors =
+watched(browser)`), `count(page)` once it has; `seen(page)` reads what they recorded,
+`calm(page, errors)` checks it;
 `through_an_outage` restarts the server under a page and checks what its status line says.
 """
 
@@ -45,6 +47,19 @@ _COUNT = """async () => {
 }"""
 
 
+def errors(page: Any, console: bool = True) -> list[str]:
+    """The list that `page`'s uncaught errors go into from now on and, with `console`, its
+    console's errors: a resource that failed to load or that the page's policy refused (an
+    icon, say), a `console.error`. (Not its warnings: a test's own pixel readbacks draw one.
+    Through an outage the console reports every reconnect that failed: `console=False`.)"""
+    found: list[str] = []
+    page.on("pageerror", lambda exc: found.append(str(exc)))
+    if console:
+        page.on("console", lambda m: found.append(f"{m.type}: {m.text} ({m.location['url']})")
+                if m.type == "error" else None)
+    return found
+
+
 def watch(page: Any) -> None:
     """Record `page`'s unhandled rejections and statuses from its next load on."""
     page.add_init_script(_REJECTIONS)
@@ -55,11 +70,10 @@ def watched(browser: Any, **options: Any) -> tuple[Any, list[str]]:
     """A new page of `browser` (`options` as for `new_page`) watched from its first load, its
     uncaught errors in the list, on a fake clock that runs until the test moves it on."""
     page = browser.new_page(**options)
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    found = errors(page, console=False)
     watch(page)
     page.clock.install()
-    return page, errors
+    return page, found
 
 
 def count(page: Any) -> None:

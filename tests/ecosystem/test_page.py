@@ -13,6 +13,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from protocol.client import RequestError
+from tests import inflight
 from tests.bidi import ESCAPES, in_order
 from tests.ecosystem.conftest import FakeModel
 from tests.ecosystem.model_script import ANSWERS, HAPPY, REJECT, ROLES, span
@@ -79,8 +80,7 @@ def test_the_page_plays_patches_and_replays_a_run(browser, tmp_path: Path) -> No
     with ServerProcess(tmp_path / "data", "--open") as server:
         # wait_for_function evaluates strings, which the page's CSP forbids (server/headers.py)
         page = browser.new_page(viewport={"width": 1280, "height": 900}, bypass_csp=True)
-        errors: list[str] = []
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        errors = inflight.errors(page)
         page.goto(f"{server.http_url}/ecosystem/")
         fill_form(page, "x" * 141, *POND[1:])
         expect(page.locator('.count[data-for="world"]')).to_have_text("141/140")
@@ -157,7 +157,7 @@ def test_the_page_plays_patches_and_replays_a_run(browser, tmp_path: Path) -> No
         assert not errors, errors
         # On a phone: the form and the finished run fit the width.
         phone = browser.new_page(viewport={"width": 390, "height": 844}, bypass_csp=True)
-        phone.on("pageerror", lambda exc: errors.append(str(exc)))
+        phone_errors = inflight.errors(phone)
         phone.goto(f"{server.http_url}/ecosystem/")
         expect(phone.locator("#setup-form")).to_be_visible()
         assert fits(phone)
@@ -166,7 +166,7 @@ def test_the_page_plays_patches_and_replays_a_run(browser, tmp_path: Path) -> No
         expect(phone.locator("#end")).to_be_visible(timeout=WAIT)
         expect(phone.locator("#controls")).to_be_hidden()  # ended
         assert fits(phone)
-        assert not errors, errors
+        assert not errors and not phone_errors, (errors, phone_errors)
 
 
 def test_no_answer_reorders_the_answers_after_it(browser, tmp_path: Path) -> None:

@@ -115,9 +115,8 @@ def test_field_page_draws_updates_and_scrubs(browser, tmp_path: Path) -> None:
     day = datetime.now(UTC).date()
     with ServerProcess(tmp_path / "data", "--open") as server:
         # wait_for_function evaluates strings, which the page's CSP forbids (server/headers.py)
-        page = browser.new_page(bypass_csp=True)
-        errors: list[str] = []
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page = browser.new_page(viewport={"width": 1280, "height": 800}, bypass_csp=True)
+        errors = inflight.errors(page)
         page.goto(f"{server.http_url}/field/")
         # today's field, or the next day's when the test crosses midnight UTC
         expect(page.locator("#game")).to_have_text(re.compile(r"^day-\d{4}-\d{2}-\d{2}$"))
@@ -168,6 +167,8 @@ def test_field_page_draws_updates_and_scrubs(browser, tmp_path: Path) -> None:
         expect(board).to_have_attribute("data-mode", "history", timeout=WAIT)  # drawn
         expect(board).to_have_attribute("data-revision", str(state["rev"]), timeout=WAIT)
         expect(status).to_have_text(f"history · revision {state['rev']}")
+        assert not errors, errors
+        errors = inflight.errors(page, console=False)  # the console says each failed reconnect
         server.kill()
         expect(status).to_have_text("reconnecting", timeout=WAIT)
         expect(status).to_have_attribute("data-state", "reconnecting")
@@ -186,6 +187,35 @@ def test_field_page_opens_the_game_the_lobby_links_to(browser, tmp_path: Path) -
         expect(page.locator("#game")).to_have_text("lobby-link_1")
         page.goto(f"{server.http_url}/field/?game=by-game")
         expect(page.locator("#game")).to_have_text("by-game")
+
+
+# Ids that name no field: never started, a day long past that nobody opened, another
+# kind's world; the sentence the page shows after "No such field:".
+NO_FIELD = {
+    "?id=field:nosuchgame": "there is no world 'field:nosuchgame'",
+    "?game=nosuch": "there is no world 'field:nosuch'",
+    "?id=field:day-2000-01-01": "there is no world 'field:day-2000-01-01'",
+    "?id=puzzle:x": "puzzle:x is not a field",
+}
+
+
+def test_field_page_says_there_is_no_such_field(browser, tmp_path: Path) -> None:
+    """An id that names no field says so, with the lobby's link, instead of "connecting…"
+    for ever."""
+    with ServerProcess(tmp_path / "data", "--open") as server:
+        for size in ({"width": 1280, "height": 800}, {"width": 390, "height": 844}):
+            page = browser.new_page(viewport=size)
+            errors = inflight.errors(page)
+            for query, why in NO_FIELD.items():
+                page.goto(f"{server.http_url}/field/{query}")
+                expect(page.locator("#status")).to_have_text("no such field", timeout=WAIT)
+                expect(page.locator("#status")).to_have_attribute("data-state", "error")
+                missing = page.locator("#missing")
+                expect(missing).to_be_visible()
+                expect(page.locator("#missing-why")).to_have_text(re.compile(f"^{re.escape(why)}"))
+                assert missing.locator("a").get_attribute("href") == "/"
+            assert not errors, errors
+            page.close()
 
 
 def _grow_and_play(url: str, state: dict) -> None:
@@ -231,8 +261,7 @@ def test_field_page_feed_phone_touch_growth_and_game_over(browser, tmp_path: Pat
                                     is_mobile=True, device_scale_factor=2,
                                     bypass_csp=True)  # for wait_for_function, as above
         page = phone.new_page()
-        errors: list[str] = []
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        errors = inflight.errors(page)
         page.goto(f"{server.http_url}/field/?id=field:grows")
         expect(page.locator("#status")).to_contain_text("revision", timeout=WAIT)
         # the feed: who did what, the intent verbatim (as text, not markup)
@@ -324,8 +353,7 @@ def test_no_name_reorders_the_line_it_is_shown_in(browser, tmp_path: Path) -> No
     with ServerProcess(tmp_path / "data", "--open") as server:
         agents = _join(server.ws_url, "names", ESCAPES)
         page = browser.new_page(viewport={"width": 1600, "height": 900})
-        errors: list[str] = []
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        errors = inflight.errors(page)
         page.goto(f"{server.http_url}/field/?id=field:names")
         expect(page.locator("#feed li", has_text="joined")).to_have_count(3, timeout=WAIT)
         expect(page.locator("#agents tbody tr")).to_have_count(3)
@@ -334,14 +362,14 @@ def test_no_name_reorders_the_line_it_is_shown_in(browser, tmp_path: Path) -> No
             assert in_order(page, f'#agents tr[data-agent="{agent}"] td', agent) == [None, True,
                                                                                      None, None]
         world = browser.new_page()
-        world.on("pageerror", lambda exc: errors.append(str(exc)))
+        world_errors = inflight.errors(world)
         world.goto(f"{server.http_url}/lobby/world.html?id=field:names")
         expect(world.locator("#view")).to_contain_text('"pdi\\u2069\\u202eoverride"',
                                                        timeout=WAIT)
         shown = world.locator("#view").text_content()
         assert '"para\\u2029\\u202eoverride"' in shown and "\\u2066lri" in shown
         assert not set(shown) & set("\u2066\u2069\u2029\u202e"), "no raw control is shown"
-        assert not errors, errors
+        assert not errors and not world_errors, (errors, world_errors)
 
 
 def _until(page, js: str, timeout: float = WAIT / 1000) -> None:

@@ -39,12 +39,6 @@ def _revision(page: Page, rev: int) -> None:
     expect(page.locator("#board")).to_have_attribute("data-revision", str(rev), timeout=WAIT)
 
 
-def _errors(page: Page) -> list[str]:
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    return errors
-
-
 def _start(page: Page, url: str) -> None:
     """Open `url` and wait until its player can play: the first render (revision 1) marks the
     page `watching`; the render once the hello names the room's player clears it. (Not
@@ -64,7 +58,7 @@ def test_the_player_page_plays_watches_replays_and_shares(browser: Any, tmp_path
     # tests/server/test_budgets.py's subject, not this page's.)
     with ServerProcess(tmp_path / "data", "--budget", "cpu_burst_anonymous=2") as server:
         page = browser.new_page(viewport={"width": 1280, "height": 900})
-        errors = _errors(page)
+        errors = inflight.errors(page)
         _start(page, f"{server.http_url}/puzzle/?pack=starter&level=first-steps&token={ann}")
         room = page.evaluate("window.puzzlePage.room")
         assert page.evaluate("location.search") == f"?id={room.replace(':', '%3A')}"
@@ -79,7 +73,7 @@ def test_the_player_page_plays_watches_replays_and_shares(browser: Any, tmp_path
         assert baba != BG and empty == BG, "YOU drawn on its cell, the next cell empty"
 
         watcher = browser.new_page(viewport={"width": 1000, "height": 800})
-        watch_errors = _errors(watcher)
+        watch_errors = inflight.errors(watcher)
         watcher.goto(f"{server.http_url}/puzzle/?id={room}")
         _revision(watcher, 1)
         expect(watcher.locator("body")).to_have_class("watching")
@@ -122,7 +116,7 @@ def test_the_player_page_plays_watches_replays_and_shares(browser: Any, tmp_path
         url = link.input_value()
         assert url.startswith(f"{server.http_url}/puzzle/?link=pd1.")
         fresh = browser.new_context().new_page()
-        fresh_errors = _errors(fresh)
+        fresh_errors = inflight.errors(fresh)
         _start(fresh, f"{url}&token={bob}")
         mine, theirs = page.evaluate("window.puzzlePage.view"), fresh.evaluate(
             "window.puzzlePage.view")
@@ -151,7 +145,7 @@ def test_on_a_phone_the_board_fits_and_swipes_move(browser: Any, tmp_path: Path)
         context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True,
                                       is_mobile=True, device_scale_factor=2)
         page = context.new_page()
-        errors = _errors(page)
+        errors = inflight.errors(page)
         _start(page, f"{server.http_url}/puzzle/?pack=starter&level=walls")
         box = page.locator("#board").bounding_box()
         assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390
@@ -229,7 +223,7 @@ def test_narrowed_to_a_phone_a_page_fits_its_board_again(browser: Any, tmp_path:
     its content, the canvas, and the board was fitted to that)."""
     with ServerProcess(tmp_path / "data", "--open") as server:
         editor = browser.new_page(viewport={"width": 1280, "height": 800})
-        errors = _errors(editor)
+        errors = inflight.errors(editor)
         editor.goto(f"{server.http_url}/puzzle/editor.html")
         expect(editor.locator("#status")).to_contain_text("live", timeout=WAIT)
         editor.click('#nouns button[data-noun="baba"]')
@@ -250,7 +244,7 @@ def test_narrowed_to_a_phone_a_page_fits_its_board_again(browser: Any, tmp_path:
         assert _editor_pixel(editor, 7, 6) != BG
 
         player = browser.new_page(viewport={"width": 1280, "height": 800})
-        player_errors = _errors(player)
+        player_errors = inflight.errors(player)
         _start(player, f"{server.http_url}/puzzle/?pack=starter&level=first-steps")
         player.set_viewport_size({"width": 390, "height": 844})
         _fits(player, "#board", 390)
@@ -292,7 +286,7 @@ def test_the_editor_saves_a_level_the_server_validates_and_solves(browser: Any,
                                                                    tmp_path: Path) -> None:
     with ServerProcess(tmp_path / "data", "--open") as server:
         page = browser.new_page(viewport={"width": 1280, "height": 1000})
-        errors = _errors(page)
+        errors = inflight.errors(page)
         page.goto(f"{server.http_url}/puzzle/editor.html")
         expect(page.locator("#status")).to_contain_text("live", timeout=WAIT)
         budgets = page.locator("#budget option")  # a budget is search work: its states
@@ -304,6 +298,7 @@ def test_the_editor_saves_a_level_the_server_validates_and_solves(browser: Any,
         page.fill("#height", "5")
         page.locator("#height").dispatch_event("change")
         page.fill("#level-id", "made")
+        page.fill("#pack-name", "Made here")  # the name the pack is made with
         for word, x, y in (("baba", 0, 0), ("is", 1, 0), ("you", 2, 0), ("flag", 0, 4),
                            ("is", 1, 4), ("win", 2, 4)):
             page.click(f'#words button[data-word="{word}"]')
@@ -332,10 +327,11 @@ def test_the_editor_saves_a_level_the_server_validates_and_solves(browser: Any,
 
         page.click("#solve")
         expect(page.locator("#solver")).to_have_attribute("data-status", "solved", timeout=WAIT)
+        expect(page.locator("#progress")).to_be_hidden()  # the search is over
         solution = page.evaluate("window.editorPage.level.solution")
         assert solution
         page.click("#save")
-        expect(page.locator("#message")).to_contain_text("saved into My pack", timeout=WAIT)
+        expect(page.locator("#message")).to_contain_text("saved into Made here", timeout=WAIT)
         expect(page.locator("#pack-levels li")).to_contain_text(f"solved in {len(solution)}")
         pack = page.evaluate("window.editorPage.pack")
 
@@ -388,7 +384,7 @@ def test_a_level_opens_from_its_list_whatever_its_id(browser: Any, tmp_path: Pat
     with ServerProcess(tmp_path / "data") as server:
         titles = _pack_of_ids(server.ws_url, ann, "odd")
         page = browser.new_page(viewport={"width": 1280, "height": 900})
-        errors = _errors(page)
+        errors = inflight.errors(page)
         _start(page, f"{server.http_url}/puzzle/?installed=odd&token={ann}")
         current = page.locator("#levels li.current")
         expect(current).to_have_text(titles[0])
@@ -398,11 +394,13 @@ def test_a_level_opens_from_its_list_whatever_its_id(browser: Any, tmp_path: Pat
             assert page.evaluate("window.puzzlePage.view.level_id") == str(IDS[index])
 
         editor = browser.new_page(viewport={"width": 1280, "height": 1000})
-        editor_errors = _errors(editor)
+        editor_errors = inflight.errors(editor)
         editor.goto(f"{server.http_url}/puzzle/editor.html?pack=odd&token={ann}")
         for index in (2, 1):
             editor.locator("#pack-levels li", has_text=titles[index]).click()
             expect(editor.locator("#level-name")).to_have_value(titles[index], timeout=WAIT)
+        expect(editor.locator("#pack-name")).to_have_value("Odd ids")  # its name, as made
+        expect(editor.locator("#pack-name")).not_to_be_editable()
         assert not errors and not editor_errors, (errors, editor_errors)
 
 
@@ -429,7 +427,7 @@ def test_the_editor_saves_a_loaded_level_under_its_own_id(browser: Any, tmp_path
         titles = _pack_of_ids(server.ws_url, ann, "odd")
         ids = [str(level_id) for level_id in IDS]
         editor = browser.new_page(viewport={"width": 1280, "height": 1000})
-        errors = _errors(editor)
+        errors = inflight.errors(editor)
         editor.goto(f"{server.http_url}/puzzle/editor.html?pack=odd&token={ann}")
         saved = editor.locator("#message")
         for index in (2, 1):
@@ -485,3 +483,82 @@ def test_through_an_outage_a_puzzle_page_says_it_reconnects_then_its_own_word(
         expect(page.locator("#status")).to_have_text(said, timeout=WAIT)
         inflight.through_an_outage(page, errors, server, state, said)
         page.close()
+
+
+PLAY_CONTROLS = ("#pad .up", "#undo", "#reset", "#hint", "#share", "#history")
+
+
+def test_the_player_page_without_a_room_shows_no_controls_nor_the_token(
+        browser: Any, tmp_path: Path) -> None:
+    """An unknown room, and a room the URL could not create (an unknown pack, a bad link):
+    the page says why and shows nothing to play or share; the token is gone from the address
+    bar whatever came of the create."""
+    ann = TokenStore(tmp_path / "data").create("agent", "ann")
+    with ServerProcess(tmp_path / "data") as server:
+        page = browser.new_page(viewport={"width": 390, "height": 844})
+        errors = inflight.errors(page)
+        status = page.locator("#status")
+        page.goto(f"{server.http_url}/puzzle/?id=puzzle:doesnotexist")
+        expect(status).to_contain_text("there is no world 'puzzle:doesnotexist'", timeout=WAIT)
+        for control in PLAY_CONTROLS:
+            expect(page.locator(control)).to_be_hidden()
+        for query, kept in ((f"pack=nosuch&token={ann}", "?pack=nosuch"),
+                            (f"link=pd1.garbage&token={ann}&profile=keke",
+                             "?link=pd1.garbage&profile=keke")):
+            page.goto(f"{server.http_url}/puzzle/?{query}")
+            expect(status).to_contain_text("cannot open this level", timeout=WAIT)
+            assert page.evaluate("location.search") == kept
+            for control in PLAY_CONTROLS:
+                expect(page.locator(control)).to_be_hidden()
+        assert not errors, errors
+
+
+def test_after_a_reconnect_the_player_page_drops_a_stale_note(browser: Any,
+                                                             tmp_path: Path) -> None:
+    """A move refused before an outage ("blocked") is not said still once the page is back:
+    the room may have moved on meanwhile."""
+    with ServerProcess(tmp_path / "data", "--open") as server:
+        page, errors = inflight.watched(browser, viewport={"width": 1280, "height": 800})
+        _start(page, f"{server.http_url}/puzzle/?pack=starter&level=first-steps")
+        for expected in (2, 2):  # YOU steps onto the left edge, then cannot go further
+            page.keyboard.press("ArrowLeft")
+            _revision(page, expected)
+        expect(page.locator("#message")).to_have_text("blocked", timeout=WAIT)
+        inflight.through_an_outage(page, errors, server, "open", "live · agent")
+        expect(page.locator("#message")).to_have_text("")
+
+
+def test_the_editor_on_a_phone_insets_its_panel_and_names_its_pack_once(
+        browser: Any, tmp_path: Path) -> None:
+    """At 390 px the side panel's headings and the solver's bar stay inside the panel; level
+    JSON without a height says "?" for it (the height box left empty, not "undefined"); the
+    pack is made with the name typed before its first use, which is then shown read-only (no
+    op renames a pack)."""
+    with ServerProcess(tmp_path / "data", "--open") as server:
+        page = browser.new_page(viewport={"width": 390, "height": 844})
+        errors = inflight.errors(page)
+        page.goto(f"{server.http_url}/puzzle/editor.html")
+        expect(page.locator("#status")).to_contain_text("live", timeout=WAIT)
+        panel = page.locator(".panel.side").bounding_box()
+        assert panel is not None
+        for heading in page.locator(".panel.side > h2").all():
+            box = heading.bounding_box()
+            assert box is not None and box["x"] >= panel["x"] + 10, box
+        page.evaluate("document.querySelector('#progress').hidden = false")
+        bar = page.locator("#progress").bounding_box()
+        assert bar is not None and bar["x"] + bar["width"] <= panel["x"] + panel["width"], bar
+        page.evaluate("document.querySelector('#progress').hidden = true")
+
+        page.click("summary")
+        page.fill("#json", '{"id": "tall", "width": 6, "objects": [], "text": []}')
+        page.click("#apply-json")
+        expect(page.locator("#summary")).to_have_text("6 × ? · 0 objects · 0 words")
+        expect(page.locator("#height")).to_have_value("")
+
+        name = page.locator("#pack-name")
+        name.fill("Ann's levels")
+        page.click("#validate")  # the pack's first use makes it
+        expect(name).not_to_be_editable(timeout=WAIT)
+        expect(name).to_have_value("Ann's levels")
+        assert "set when it is made" in (name.get_attribute("title") or "")
+        assert not errors, errors

@@ -52,6 +52,25 @@ async def test_every_page_and_static_file_carries_the_security_headers(tmp_path:
             assert csp == dict(NOT_A_PAGE), path
 
 
+ICON = '<link rel="icon" href="/favicon.svg" type="image/svg+xml">'
+
+
+async def test_a_page_links_the_icon_where_its_policy_lets_it_load(tmp_path: Path) -> None:
+    """Every page whose policy loads images from its own origin links the site's icon (a
+    browser asks /favicon.ico of a page that links none, and logs its 404 as an error); the
+    pages that mount organisms or hold the owner's token load no image at all, and link none
+    (a link there is refused, an error in the console; Chromium asks them for no icon)."""
+    for page in sorted(WEB_DIR.rglob("*.html")):
+        path = "/" + str(page.relative_to(WEB_DIR))
+        p = page_policy(path)
+        loads = p.get("img-src", p["default-src"]) == "'self'"
+        assert (ICON in page.read_text()) == loads, path
+    async with running_server(tmp_path) as srv, httpx.AsyncClient(base_url=srv.url) as http:
+        r = await http.get("/favicon.svg")
+        assert r.status_code == 200 and r.headers["content-type"] == "image/svg+xml"
+        assert r.text.startswith("<svg ")
+
+
 async def test_live_answers_are_never_stored(tmp_path: Path) -> None:
     # A cache that kept /healthz or /metrics would show a monitor a server's old state.
     async with running_server(tmp_path) as srv, httpx.AsyncClient(base_url=srv.url) as http:

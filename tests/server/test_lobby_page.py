@@ -48,9 +48,8 @@ def test_lobby_page_shows_worlds_live(browser, tmp_path: Path) -> None:
         assert token is not None
         ask_all(server.ws_url, token, ("lobby.create", None, {"kind": "counter", "name": "early"}))
 
-        page = browser.new_page()
-        errors: list[str] = []
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        errors = inflight.errors(page)
         page.goto(f"{server.http_url}/")
         expect(page.locator("#status")).to_have_text("live · spectator", timeout=WAIT)
         # Created before the page opened: it arrives in the first snapshot.
@@ -212,8 +211,7 @@ def test_lobby_page_lists_what_exists_across_idleness_and_restarts(browser, tmp_
             assert time.monotonic() < deadline, "field:idle never unloaded"
             time.sleep(0.2)
         page = browser.new_page()
-        errors: list[str] = []
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        errors = inflight.errors(page)
         page.goto(f"{server.http_url}/")
         expect(page.locator('tr[data-id="field:idle"] .loaded')).to_have_text("unloaded",
                                                                              timeout=WAIT)
@@ -318,12 +316,14 @@ def test_on_a_phone_a_long_world_name_wraps_and_its_figures_stay(browser,
                   ("lobby.create", None, {"kind": "counter", "name": name}),
                   ("ecosystem.create", f"ecosystem:{name}", {"answers": pond, "size": 16}))
         page = browser.new_page(viewport={"width": 390, "height": 844})
+        errors = inflight.errors(page)
         page.goto(f"{server.http_url}/")
         for kind in ("counter", "ecosystem"):
             expect(page.locator(f'tr[data-id="{kind}:{name}"]')).to_be_visible(timeout=WAIT)
         panel = page.locator(".panel", has=page.locator("#worlds")).bounding_box()
         for box in (c.bounding_box() for c in page.locator("#worlds .revision").all()):
             assert box is not None and box["x"] + box["width"] <= panel["x"] + panel["width"] + 0.5
+        assert errors == []
 
 
 def test_the_world_page_follows_a_stop_and_an_outage_then_says_its_own_word(

@@ -61,16 +61,31 @@ async function viewAt(revision) {
 }
 
 function generating(view) {
-  const box = $("#generating");
-  box.hidden = view.status !== "generating";
+  $("#generating").hidden = false;
   const p = view.progress;
   if (p) {
     progressSeen = Math.max(progressSeen, p.share);
     $("#progress").value = p.share;
     $("#progress-text").textContent = `${p.stage} ${p.done} of ${p.planned}`;
   }
-  setStatus("connecting", view.status === "generating"
-    ? `generating${p ? ` ${Math.round(p.share * 100)}%` : "…"}` : "no such field yet");
+  setStatus("connecting", `generating${p ? ` ${Math.round(p.share * 100)}%` : "…"}`);
+}
+
+// The refusals of an id that names no field: none by that name, or no field's id at all.
+const NO_FIELD = ["unknown_actor", "bad_request"];
+
+/** Say that the field does not exist (`why`), with the lobby's link. */
+function missing(why) {
+  $("#missing-why").textContent = why;
+  $("#missing").hidden = false;
+  setStatus("error", "no such field");
+}
+
+/** "No such field" for a refusal in NO_FIELD (true), with the server's sentence. */
+function noField(err) {
+  if (!NO_FIELD.includes(err.code)) return false;
+  missing(err.message.slice(err.code.length + 2)); // the sentence, without its code
+  return true;
 }
 
 async function fold(push) {
@@ -269,6 +284,7 @@ playButton.addEventListener("click", () => {
 wireInput($("#board-frame"), canvas, renderer);
 
 async function main() {
+  if (game.includes(":")) return missing(`${requested} is not a field`); // puzzle:x, say
   client = await Client.connect(undefined, { client: "field-page/1.1", onStatus });
   // Subscribing from a little before the current revision brings the recent events too
   // (the feed shows them), or a snapshot when they are older than the server keeps.
@@ -277,12 +293,19 @@ async function main() {
     const glance = await client.request("field.observe", topic, { rect: [0, 0, 1, 1] });
     since = Math.max(0, glance.revision - FEED_BACK);
   } catch (err) {
-    if (!(err instanceof RequestError)) throw err; // generating or unknown: a snapshot says
+    if (!(err instanceof RequestError)) throw err;
+    if (noField(err)) return; // else (generating) a snapshot says
   }
-  client.subscribe(topic, (push) => {
+  const sub = client.subscribe(topic, (push) => {
     queue.push(push);
     pump();
   }, { since: since ?? null });
+  try {
+    await sub.ready;
+  } catch (err) {
+    // A refusal ends the subscription; a drop or a timeout leaves it to the reconnect.
+    if (err instanceof RequestError) return noField(err) || setStatus("error", err.message);
+  }
   setInterval(readFigures, 2000);
 }
 

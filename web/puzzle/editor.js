@@ -30,6 +30,9 @@ function say(text) {
   $("#message").textContent = text;
 }
 
+/** A size of the level as shown and drawn: its own when a whole number (JSON may lack it). */
+const size = (n) => (Number.isInteger(n) && n > 0 ? n : null);
+
 // ---- the level ------------------------------------------------------------------------
 
 /** The level's JSON as the server takes it (`solution` only once the solver found one). */
@@ -50,8 +53,8 @@ function fillFields() {
   $('label[for="level-id"]').textContent = broken ? "Id (JSON)" : "Id";
   $("#level-name").value = level.name ?? "";
   $("#hint-text").value = level.hint ?? "";
-  $("#width").value = String(level.width);
-  $("#height").value = String(level.height);
+  $("#width").value = String(size(level.width) ?? "");
+  $("#height").value = String(size(level.height) ?? "");
   $("#profile").value = level.profile ?? "classic";
 }
 
@@ -65,7 +68,8 @@ function cellOf(path) {
 /** The board, its marks, the summary and the level's JSON, from `level`. */
 function draw() {
   paint();
-  $("#summary").textContent = `${level.width} × ${level.height} · ${level.objects.length} objects · ${level.text.length} words`;
+  $("#summary").textContent = `${size(level.width) ?? "?"} × ${size(level.height) ?? "?"} · ` +
+    `${level.objects.length} objects · ${level.text.length} words`;
   $("#json").value = JSON.stringify(levelJson(), null, 1);
 }
 
@@ -73,10 +77,10 @@ function draw() {
  * JSON box may hold an edit not applied yet). */
 function paint() {
   const frame = $("#board-frame");
-  cell = fitCell(level.width, level.height, boardRoom(frame),
-    Math.max(200, window.innerHeight * 0.6));
+  const [width, height] = [size(level.width) ?? 1, size(level.height) ?? 1];
+  cell = fitCell(width, height, boardRoom(frame), Math.max(200, window.innerHeight * 0.6));
   const board = {
-    width: level.width, height: level.height,
+    width, height,
     objects: [...level.objects, ...level.text], you: [],
   };
   const marks = {};
@@ -109,6 +113,7 @@ function changed() {
   delete level.solution; // a recorded solution is only kept for the level it solved
   $("#diagnostics").innerHTML = "";
   $("#solver").textContent = "";
+  $("#progress").hidden = true;
   draw();
 }
 
@@ -228,8 +233,12 @@ async function ensurePack() {
 
 function showPack() {
   $("#pack-id").textContent = packId ? `puzzlepack:${packId}` : "";
+  // No op renames a pack: once it exists, its name is shown, not asked for.
+  const name = $("#pack-name");
+  name.readOnly = Boolean(pack);
+  name.title = pack ? "A pack's name is set when it is made (its first Validate, Solve or Save)" : "";
   if (!pack) return;
-  $("#pack-name").value = pack.name;
+  name.value = pack.name;
   $("#pack-levels").innerHTML = pack.levels.map((lv, i) =>
     `<li data-index="${i}">${escapeHtml(lv.title || lv.id)} <small>${lv.width}×${lv.height}` +
     `${lv.solution ? ` · solved in ${lv.solution}` : ""}</small></li>`).join("");
@@ -241,8 +250,8 @@ function onPackPush(push) {
   showPack();
   const solving = push.data.solving;
   const bar = $("#progress");
+  bar.hidden = !solving;
   if (solving) {
-    bar.hidden = false;
     bar.value = Math.min(1, solving.expanded / solving.max_expanded);
     $("#solver").textContent = `searching… ${solving.expanded} of ${solving.max_expanded} states in ${solving.seconds.toFixed(1)} s`;
     $("#solver").dataset.expanded = String(solving.expanded);
@@ -266,7 +275,6 @@ async function solve() {
   try {
     const result = await client.request("puzzlepack.solve", `puzzlepack:${packId}`,
       { level: levelJson(), budget_ms: budget });
-    $("#progress").value = 1;
     $("#solver").dataset.status = result.status;
     if (result.status === "solved") {
       level.solution = result.moves;
@@ -281,6 +289,8 @@ async function solve() {
     if (!(err instanceof RequestError)) throw err;
     $("#solver").textContent = err.message;
     if (err.detail.diagnostics) showProblems(err.detail.diagnostics);
+  } finally {
+    $("#progress").hidden = true; // the search is over: the line below says how it went
   }
 }
 

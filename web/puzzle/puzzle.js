@@ -23,7 +23,7 @@ const NAMES = { u: "up", d: "down", l: "left", r: "right", s: "wait" };
 const LEADERBOARD_TRIES = 20; // half a second apart, for a win the board is still replaying
 
 let client = null;
-const { say: setStatus, onStatus } = statusLine(); // the page's word, or the connection's
+const { say: setStatus, onStatus: showConnection } = statusLine(); // the page's or the connection's
 let roomId = params.get("id");
 let view = null; // the live room view
 let shown = null; // the board on the canvas (live, or a moment of the history)
@@ -37,6 +37,13 @@ let stale = false;
 
 function say(text) {
   $("#message").textContent = text;
+}
+
+/** The connection's state in the status line; once it is open again, a note on what happened
+ * before the drop ("blocked", a hint) is stale: the room may have moved on meanwhile. */
+function onStatus(state, info) {
+  if (state === "open") say("");
+  showConnection(state, info);
 }
 
 // ---- drawing ---------------------------------------------------------------------------
@@ -57,6 +64,7 @@ function draw(board, revision) {
 
 function render() {
   if (!view) return;
+  document.body.classList.remove("no-room");
   document.body.classList.toggle("watching", !canPlay);
   $("#room").textContent = roomId.replace(/^puzzle:/, "");
   $("#title").textContent = `${view.level + 1}/${view.levels} · ${view.title || view.level_id}`;
@@ -301,6 +309,11 @@ function createArgs() {
 
 async function main() {
   const token = params.get("token") ?? localStorage.getItem("petridish.token");
+  if (params.has("token")) { // out of the address bar (and its history) at once, whatever comes
+    const kept = new URLSearchParams(params);
+    kept.delete("token");
+    history.replaceState(null, "", `/puzzle/${String(kept) ? `?${kept}` : ""}`);
+  }
   client = await Client.connect(undefined, { token, client: "puzzle-page/1.0", onStatus });
   setStatus("open", `live · ${client.role}`);
   if (!roomId) {
