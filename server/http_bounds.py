@@ -62,6 +62,7 @@ _dumps = compact_encoder(ensure_ascii=False)
 
 NO_STORE = "no-store"  # live answers: no cache keeps one
 NEVER_STORED = MappingProxyType({"Cache-Control": NO_STORE})
+CLOSING = {"Connection": "close"}  # an answer after which its connection ends
 
 
 def json_reply(body: dict[str, Any], status: int, headers: dict[str, str] | None = None
@@ -183,4 +184,4 @@ class InTime:
         if exchange.late and not exchange.started:
             late = ProtocolError(ErrorCode.BAD_REQUEST, f"the request's body did not arrive "
                                  f"within {self.timeout:g} s", {"timeout": self.timeout})
-            await refused_for(scope, late, LATE, {"Connection": "close"})(scope, receive, send)
+            await refused_for(scope, late, LATE, CLOSING)(scope, receive, send)
