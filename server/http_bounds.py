@@ -82,8 +82,8 @@ def refused(error: ProtocolError, status: int, headers: dict[str, str] | None = 
 
 def rpc_refused(error: ProtocolError, status: int, headers: dict[str, str] | None = None
                 ) -> Response:
-    """The JSON-RPC answer of a refused MCP request, an error without an id (the request
-    is unread): code -32600, message `CODE: message`, the refusal as data."""
+    """The JSON-RPC answer of a refused MCP request, an error without an id (its request
+    is not read): code -32600, message `CODE: message`, the refusal as data."""
     return json_reply({"jsonrpc": "2.0", "id": None, "error": {
         "code": types.INVALID_REQUEST, "message": f"{error.code.value}: {error.message}",
         "data": error.to_wire()}}, status, headers)

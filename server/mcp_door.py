@@ -13,9 +13,9 @@ frame's): a spent one is refused unread, nothing changed, HTTP 429 with `Retry-A
 (whole seconds) and a JSON-RPC error without an id (`rpc_refused`, as the app's own
 refusals on `/mcp` and the SDK's HTTP-level ones: server/http_bounds.py): code -32600,
 message `over_budget: ...` and the refusal as data, `{code, message, detail}`,
-`detail.retry_after` to the millisecond. A body past `max_frame`, which
-the SDK refuses 413 in plain text, is answered 413 in that shape too (`too_large`), so
-the SDK's client reports the reason rather than a bare -32603. What serving a request cost
+`detail.retry_after` to the millisecond. A body past `max_frame`, which the SDK refuses
+413 in plain text, is answered 413 in that shape too (`too_large`), so the SDK's client
+reports the reason rather than a bare -32603. What serving a request cost
 on the trio thread (naming it, the SDK's reading, validation and answer, a tool's own
 work, in whichever task: server/metering.py) is charged to the account before the last
 of its answer goes out; the worlds' time is charged by the asks (`replies.Charged`).
@@ -155,4 +155,3 @@ def _never_stored(start: Message) -> Message:
     kept (a proxy must not compress or buffer an event stream)."""
     headers = [(k, v) for k, v in start.get("headers", ()) if k.lower() != b"cache-control"]
     return {**start, "headers": [*headers, (b"cache-control", _MCP_CACHE)]}
-
