@@ -24,7 +24,7 @@ import trio
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request as HttpRequest
-from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
+from starlette.responses import FileResponse, PlainTextResponse, Response
 from starlette.routing import Route
 from websockets.frames import CloseCode
 
@@ -44,7 +44,14 @@ from server.config import ServerConfig
 from server.console import ServerConsole
 from server.front import hypercorn_config, serve_front
 from server.headers import SecurityHeaders
-from server.http_bounds import NEVER_STORED, HttpBudget, InTime, json_reply, wrong_method
+from server.http_bounds import (
+    NEVER_STORED,
+    HttpBudget,
+    InTime,
+    json_reply,
+    rpc_refused,
+    wrong_method,
+)
 from server.lab_routes import lab_routes
 from server.mcp import build as build_mcp
 from server.metrics import CONTENT_TYPE, Metrics
@@ -327,7 +334,7 @@ class Running:
 
 class TrustedOrigins:
     """An ASGI app (the MCP endpoint) behind a check of the request's `Origin`: an untrusted
-    one is refused with 403 (server/peers.py)."""
+    one is refused with 403 (server/peers.py), a JSON-RPC error `forbidden`."""
 
     def __init__(self, app: Any, state: ServerState) -> None:
         self.app = app
@@ -342,10 +349,8 @@ class TrustedOrigins:
             address = address_key(state.proxies.client_of_scope(scope))
             state.trace.warn("origin_refused", address, "refused an MCP request from %s: "
                              "origin %r is not allowed", address, (origin or "")[:100])
-            response = JSONResponse({"error": {"code": "forbidden", "message": "this origin "
-                                               "may not use the server", "detail": {}}},
-                                    status_code=403)
-            await response(scope, receive, send)
+            refusal = ProtocolError(ErrorCode.FORBIDDEN, "this origin may not use the server")
+            await rpc_refused(refusal, 403)(scope, receive, send)
             return
         await self.app(scope, receive, send)
 

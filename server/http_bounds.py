@@ -22,10 +22,13 @@
   send; cut there, the connection was held open, idle, until its client left. (A write
   its client does not take ends the connection: `send_timeout`, server/front.py.)
 - `wrong_method`: a known path asked with a method it does not answer gets 405 with
-  `Allow` and the JSON refusal, as the lab's routes answer.
+  `Allow` and the JSON refusal.
 
-A refusal here has the lab routes' shape, `{"ok": false, "error": {code, message,
-detail}}`, code `bad_request` (`over_budget` for `HttpBudget`'s).
+A refusal here is `bad_request` (`over_budget` for `HttpBudget`'s), in the shape its
+client reads (`refused_for`): on `MCP_PATH` a JSON-RPC error without an id (`rpc_refused`,
+as the MCP door's own refusals: server/mcp_door.py), which the MCP SDK's client raises
+with the refusal as its data; elsewhere the lab routes' `{"ok": false, "error": {code,
+message, detail}}` (`refused`).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from collections.abc import Callable
 from types import MappingProxyType
 from typing import Any
 
+import mcp_types as types
 import trio
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -45,6 +49,7 @@ from protocol.errors import ErrorCode, ProtocolError
 from protocol.jsontext import compact_encoder, escape_lone_surrogates
 
 LATE = 408
+MCP_PATH = "/mcp"  # the MCP endpoint's (server/mcp.py): its refusals are JSON-RPC errors
 REFUSAL_PAUSE = 1.0  # seconds a request past its HTTP budget waits for its refusal
 # Refusals pausing at once, all addresses together; past it one is sent at once. Each holds
 # its connection: behind a trusted proxy (one upstream connection per request, no
@@ -57,6 +62,7 @@ _dumps = compact_encoder(ensure_ascii=False)
 
 NO_STORE = "no-store"  # live answers: no cache keeps one
 NEVER_STORED = MappingProxyType({"Cache-Control": NO_STORE})
+CLOSING = {"Connection": "close"}  # an answer after which its connection ends
 
 
 def json_reply(body: dict[str, Any], status: int, headers: dict[str, str] | None = None
@@ -74,14 +80,30 @@ def refused(error: ProtocolError, status: int, headers: dict[str, str] | None = 
     return json_reply({"ok": False, "error": error.to_wire()}, status, headers)
 
 
+def rpc_refused(error: ProtocolError, status: int, headers: dict[str, str] | None = None
+                ) -> Response:
+    """The JSON-RPC answer of a refused MCP request, an error without an id (its request
+    is not read): code -32600, message `CODE: message`, the refusal as data."""
+    return json_reply({"jsonrpc": "2.0", "id": None, "error": {
+        "code": types.INVALID_REQUEST, "message": f"{error.code.value}: {error.message}",
+        "data": error.to_wire()}}, status, headers)
+
+
+def refused_for(scope: Scope, error: ProtocolError, status: int,
+                headers: dict[str, str] | None = None) -> Response:
+    """The answer of a refused request in its client's shape (see the module doc)."""
+    answer = rpc_refused if scope["path"] == MCP_PATH else refused
+    return answer(error, status, headers)
+
+
 async def wrong_method(request: Request, exc: Exception) -> Response:
     """Starlette's handler of a 405 (a route's, or the static files' for any write)."""
     assert isinstance(exc, HTTPException)
     methods = sorted((exc.headers or {}).get("Allow", "GET, HEAD").split(", "))
     allow = ", ".join(methods)  # a route's come from a set, in any order
-    return refused(ProtocolError(ErrorCode.BAD_REQUEST, f"{request.method[:20]} is not "
-                                 f"answered here; allowed: {allow}", {"allow": methods}),
-                   405, {"Allow": allow})
+    return refused_for(request.scope, ProtocolError(
+        ErrorCode.BAD_REQUEST, f"{request.method[:20]} is not answered here; allowed: {allow}",
+        {"allow": methods}), 405, {"Allow": allow})
 
 
 class _Exchange:
@@ -140,7 +162,7 @@ class HttpBudget:
                     await trio.sleep(REFUSAL_PAUSE)
                 finally:
                     self.paused -= 1
-            await refused(refusal, 429, {"Retry-After": wait})(scope, receive, send)
+            await refused_for(scope, refusal, 429, {"Retry-After": wait})(scope, receive, send)
             return
         await self.app(scope, receive, send)
 
@@ -162,4 +184,4 @@ class InTime:
         if exchange.late and not exchange.started:
             late = ProtocolError(ErrorCode.BAD_REQUEST, f"the request's body did not arrive "
                                  f"within {self.timeout:g} s", {"timeout": self.timeout})
-            await refused(late, LATE, {"Connection": "close"})(scope, receive, send)
+            await refused_for(scope, late, LATE, CLOSING)(scope, receive, send)

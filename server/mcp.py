@@ -67,6 +67,7 @@ from protocol.roles import role_at_least
 from protocol.schema import class_schema
 from protocol.text import utf16_clip
 from server.budgets import address_key
+from server.http_bounds import MCP_PATH
 from server.mcp_door import KEYED, Door, Visit
 from server.metering import current, unmetered
 from server.replies import Charged
@@ -371,6 +372,6 @@ def build(state: ServerState) -> tuple[Route, Callable[[], Any]]:
     # A Route, not a Mount: a Mount answers POST /mcp with a redirect to /mcp/. POST only:
     # stateless, there is no session to stream to or end, and a GET's stream would hold its
     # connection open for good, sending nothing but keepalives.
-    return Route("/mcp", Door(state, StreamableHTTPASGIApp(manager)), methods=["POST"]), running
+    return Route(MCP_PATH, Door(state, StreamableHTTPASGIApp(manager)), methods=["POST"]), running
 
 

@@ -10,11 +10,12 @@ counts once against `hello_failures`.
 
 Then the caller's account is held to its CPU time (`Ledger.may_compute`, as a websocket
 frame's): a spent one is refused unread, nothing changed, HTTP 429 with `Retry-After`
-(whole seconds) and a JSON-RPC error without an id (as the SDK's own HTTP-level
-refusals): code -32600, message `over_budget: ...` and the refusal as data, `{code,
-message, detail}`, `detail.retry_after` to the millisecond. A body past `max_frame`, which
-the SDK refuses 413 in plain text, is answered 413 in that shape too (`too_large`), so
-the SDK's client reports the reason rather than a bare -32603. What serving a request cost
+(whole seconds) and a JSON-RPC error without an id (`rpc_refused`, as the app's own
+refusals on `/mcp` and the SDK's HTTP-level ones: server/http_bounds.py): code -32600,
+message `over_budget: ...` and the refusal as data, `{code, message, detail}`,
+`detail.retry_after` to the millisecond. A body past `max_frame`, which the SDK refuses
+413 in plain text, is answered 413 in that shape too (`too_large`), so the SDK's client
+reports the reason rather than a bare -32603. What serving a request cost
 on the trio thread (naming it, the SDK's reading, validation and answer, a tool's own
 work, in whichever task: server/metering.py) is charged to the account before the last
 of its answer goes out; the worlds' time is charged by the asks (`replies.Charged`).
@@ -29,16 +30,14 @@ import secrets
 from time import perf_counter
 from typing import TYPE_CHECKING
 
-import mcp_types as types
 import trio
 from starlette.requests import Request
-from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from protocol.errors import ErrorCode, ProtocolError
 from server.auth import Principal
 from server.budgets import Account, address_key
-from server.http_bounds import NO_STORE
+from server.http_bounds import CLOSING, NO_STORE, rpc_refused
 from server.metering import Tab, metered, settle, unmetered
 
 if TYPE_CHECKING:
@@ -120,14 +119,16 @@ class Door:
                     await self._sdk(scope, receive, send_paid)
                 else:
                     self.state.budget_hit(refusal, caller.who)
-                    await _refused(refusal, 429, {"Retry-After": str(
+                    await rpc_refused(refusal, 429, {"Retry-After": str(
                         math.ceil(refusal.detail["retry_after"]))})(scope, receive, send_paid)
             finally:
                 pay()  # the rest (an answer cut short, the transport's ending)
 
     async def _sdk(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The SDK's app, its 413 (a body past `max_frame`, plain text) answered as a
-        JSON-RPC error instead, which its client reports with the reason."""
+        JSON-RPC error instead, which its client reports with the reason, and with
+        `Connection: close`: the rest of the body unread, Hypercorn ends the connection,
+        and a client not told so sent its next request on it, never answered."""
         too_large = False
 
         async def send_413_as_json(message: Message) -> None:
@@ -140,9 +141,9 @@ class Door:
         await self.app(scope, receive, send_413_as_json)
         if too_large:
             limit = self.state.config.max_frame
-            await _refused(ProtocolError(ErrorCode.TOO_LARGE, f"the body is longer than "
-                                         f"{limit} bytes", {"max_frame": limit}),
-                           413)(scope, receive, send)
+            await rpc_refused(ProtocolError(ErrorCode.TOO_LARGE, f"the body is longer than "
+                                            f"{limit} bytes", {"max_frame": limit}),
+                              413, CLOSING)(scope, receive, send)
 
 
 _MCP_CACHE = f"{NO_STORE}, no-transform".encode()
@@ -154,11 +155,3 @@ def _never_stored(start: Message) -> Message:
     kept (a proxy must not compress or buffer an event stream)."""
     headers = [(k, v) for k, v in start.get("headers", ()) if k.lower() != b"cache-control"]
     return {**start, "headers": [*headers, (b"cache-control", _MCP_CACHE)]}
-
-
-def _refused(refusal: ProtocolError, status: int, headers: dict[str, str] | None = None
-             ) -> JSONResponse:
-    """A request refused at the door: a JSON-RPC error without an id (see the module doc)."""
-    return JSONResponse({"jsonrpc": "2.0", "id": None, "error": {
-        "code": types.INVALID_REQUEST, "message": f"{refusal.code.value}: {refusal.message}",
-        "data": refusal.to_wire()}}, status_code=status, headers=headers)

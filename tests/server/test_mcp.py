@@ -101,6 +101,25 @@ async def test_the_sdk_client_reads_a_body_refused_as_too_large(tmp_path: Path) 
     assert refused.value.error.data["code"] == "too_large"
 
 
+async def test_a_body_refused_before_it_arrived_ends_its_connection(tmp_path: Path) -> None:
+    """Hypercorn closes a connection answered before its request's body arrived whole; said
+    nowhere, a client sent its next request on it (the SDK's next call failed unanswered,
+    `Server disconnected without sending a response`)."""
+    head = (f"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            f"Accept: {HEADERS['accept']}\r\nContent-Length: 200000\r\n\r\n").encode()
+    async with running_server(tmp_path) as srv:
+        stream = await trio.open_tcp_stream("127.0.0.1", srv.port)
+        async with stream:
+            await stream.send_all(head + b" " * 70_000)  # the rest never comes
+            answer = b""
+            with trio.fail_after(10):
+                while chunk := await stream.receive_some(65536):
+                    answer += chunk
+    status, *headers = answer.partition(b"\r\n\r\n")[0].decode().split("\r\n")
+    assert status.startswith("HTTP/1.1 413 ")
+    assert "connection: close" in (h.lower() for h in headers)
+
+
 async def test_text_with_nul_is_refused_as_over_the_websocket(tmp_path: Path) -> None:
     """The SDK decodes `\\u0000` into the arguments (a lone surrogate it refuses itself,
     400); a websocket frame with it is refused before a world sees it, and so is a call."""

@@ -155,6 +155,25 @@ async def test_the_sdk_client_reads_a_refusal_at_the_door(tmp_path: Path) -> Non
     assert refused.value.error.data["detail"]["budget"] == "cpu"
 
 
+async def test_the_sdk_client_reads_a_refusal_past_the_http_budget(tmp_path: Path) -> None:
+    """An address past `http_rate` is refused on `/mcp` in the door's shape: the lab routes'
+    `{"ok": false, ...}` was a bare -32603 to the SDK's client, with no `retry_after`."""
+    budgets = Budgets(http_rate=0.01, http_burst=3)  # (none refilled while the test runs)
+    async with running_server(tmp_path, budgets=budgets) as srv, \
+            streamable_http_client(f"{srv.url}/mcp") as (read, write, *_), \
+            ClientSession(read, write) as session:
+        await session.initialize()  # two requests: `initialize`, `notifications/initialized`
+        await session.list_tools()
+        with pytest.raises(MCPError) as refused:
+            await session.list_tools()
+    assert refused.value.error.code == -32600
+    assert refused.value.error.message == ("over_budget: more than 0.01 HTTP requests per "
+                                           "second from this address; slow down")
+    refusal = refused.value.error.data
+    assert (refusal["code"], refusal["detail"]["budget"]) == ("over_budget", "http_rate")
+    assert refusal["detail"]["retry_after"] > 0
+
+
 async def test_a_world_an_mcp_call_starts_runs_outside_the_calls_tab(tmp_path: Path) -> None:
     """A world's time is charged by the asks it answers (replies.Charged); an actor that a
     tool call started must not inherit the call's tab (server/metering.py), or its steps

@@ -31,9 +31,16 @@ async def _ws(port: int, origin: str | None) -> int:
 
 
 async def _mcp(url: str, origin: str | None) -> int:
+    """The answer's status; a refusal's body is a JSON-RPC error the MCP SDK's client reads."""
     headers = dict(MCP_HEADERS, **({"origin": origin} if origin else {}))
     async with httpx.AsyncClient() as http:
-        return (await http.post(f"{url}/mcp", json=MCP_INIT, headers=headers)).status_code
+        r = await http.post(f"{url}/mcp", json=MCP_INIT, headers=headers)
+    if r.status_code == 403:
+        assert r.json() == {"jsonrpc": "2.0", "id": None, "error": {
+            "code": -32600, "message": "forbidden: this origin may not use the server",
+            "data": {"code": "forbidden", "message": "this origin may not use the server",
+                     "detail": {}}}}
+    return r.status_code
 
 
 async def test_untrusted_origins_are_refused_on_ws_and_mcp(
