@@ -166,7 +166,7 @@ def decide_public_pair(state: Lab, args: ops.PublicPairArgs, ctx: Ctx
     if refused:
         return refused
     rng = _deal_rng(state, ctx)
-    found = public_pair(_pool(state), state.benched, rng)
+    found = public_pair(_pool(state), canary.not_canaries_for(state, args.client_key), rng)
     if found is None:
         return Refusal(LabCode.NO_PAIR, "fewer than two proven shaders to judge")
     return _dealt("public", args.client_key, found.left, found.right, found.canary, ctx, rng)
