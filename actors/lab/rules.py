@@ -188,7 +188,11 @@ def seen(_state: Lab, events: Sequence[Event], args: ops.SeenArgs) -> ops.Seen:
 
 def decide_vote(state: Lab, args: ops.VoteArgs, ctx: Ctx) -> list[Event] | Refusal:
     """One vote on a pair dealt to the voter: both ratings move, and the directives'
-    when the two organisms answer different directives."""
+    when the two organisms answer different directives. A key is needed below the owner
+    (only the owner's arena votes without one)."""
+    refused = None if ctx.caller.role == "owner" else client_refusal(args.client_key)
+    if refused:
+        return refused
     deal = canary.voted_deal(state, args.pair, args.winner, args.client_key, ctx.caller, ctx.t)
     if isinstance(deal, Refusal):
         return deal
