@@ -86,6 +86,35 @@ def test_a_canary_drawn_only_by_the_pristine_retry_is_proven_by_a_judge(browser,
     page.close()
 
 
+# An init script: counts the programs the page's WebGL2 contexts create and delete.
+COUNT_PROGRAMS = """
+window.__programs = { created: 0, deleted: 0 };
+const gl = WebGL2RenderingContext.prototype;
+const create = gl.createProgram, remove = gl.deleteProgram;
+gl.createProgram = function () { window.__programs.created++; return create.call(this); };
+gl.deleteProgram = function (p) { if (p) window.__programs.deleted++; return remove.call(this, p); };
+"""
+
+
+def test_a_judge_frees_each_pairs_programs_once_it_is_voted(browser, server) -> None:
+    """Only the pair on show holds programs (the page freed none: 14 made, 0 deleted after
+    6 votes)."""
+    lab, _, _ = proven_lab(server, "programs", None)
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    log = page_log(page)
+    page.add_init_script(COUNT_PROGRAMS)
+    page.goto(f"{server.http_url}/lab/judge.html?id={lab}")
+    for votes in range(1, 4):
+        wait_js(page, "labJudge.phase === 'voting'")
+        page.keyboard.press("ArrowLeft" if votes % 2 else "ArrowRight")
+        wait_js(page, f"labJudge.votes === {votes}")
+    wait_js(page, "labJudge.phase === 'voting'")
+    programs = page.evaluate("window.__programs")
+    assert programs["created"] >= 8 and programs["created"] - programs["deleted"] == 2, programs
+    assert not log["errors"], log["errors"]
+    page.close()
+
+
 def test_a_judge_never_kills_and_only_reports(browser, server) -> None:
     lab, _, canary = proven_lab(server, "stranger", LINK_FAILS)
     page, log = judge(browser, server, lab)
