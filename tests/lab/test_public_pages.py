@@ -228,6 +228,32 @@ def test_the_gallery_shows_judged_organisms_live_with_lineage_and_a_visitor_cros
     page.close()
 
 
+@pytest.mark.parametrize("viewport", [(1280, 800), (390, 844)])
+def test_the_gallery_says_why_it_cannot_read_the_lab_and_asks_again(
+        browser, server, viewport) -> None:
+    """A gallery of a lab not created yet said "connecting…" for good (an uncaught
+    rejection): it says why and asks again, 1 s doubling to 30 s apart."""
+    name = f"later{viewport[0]}"
+    page = browser.new_page(viewport=dict(zip(("width", "height"), viewport, strict=True)))
+    log = page_log(page)
+    stand_still(page)
+    page.goto(f"{server.http_url}/lab/gallery.html?id=lab:{name}")
+    status = page.locator("#status")
+    for wait in (1, 2, 4):
+        wait_js(page, f"labGallery.phase === 'retrying' && labGallery.retry === {wait * 1000}")
+        expect(status).to_have_attribute("data-state", "error")
+        expect(status).to_have_text(f"unknown_actor: there is no world 'lab:{name}'; "
+                                    f"lab.create creates it: trying again in {wait} s")
+        if wait < 4:
+            page.clock.run_for(wait * 1000)
+    proven_lab(server, name, None)
+    page.clock.run_for(4000)
+    wait_js(page, "labGallery.phase === 'live'")
+    expect(status).to_have_text("0 organisms")  # proven, not judged yet
+    assert not log["errors"], log["errors"]
+    page.close()
+
+
 @pytest.mark.parametrize("path", ["judge.html", "gallery.html", "index.html"])
 def test_the_public_pages_fit_a_phone(browser, server, path) -> None:
     lab, _, _ = proven_lab(server, f"phone-{path.split('.')[0]}", None, "T" + "W" * 78)
