@@ -19,7 +19,9 @@ from tests.lab.live import (
     NO_WEBGL,
     birth,
     born,
+    in_reach,
     new_lab,
+    padded,
     page_log,
     stand_still,
     variant,
@@ -269,6 +271,9 @@ def test_the_public_pages_fit_a_phone(browser, server, path) -> None:
         wait_js(page, "labJudge.phase === 'voting'")
         left, right = (page.locator(f"#{s} .stage").bounding_box() for s in ("left", "right"))
         assert left["y"] + left["height"] <= right["y"] and right["width"] <= 390
+        in_reach(page, "#votes")
+    if path == "index.html":
+        padded(page, ".panel", ".panel p")
     if path == "gallery.html":  # two judged parents with 80-letter titles in the cross panel
         async def judged(c):
             pair = await c.request("lab.public_pair", lab, {"client_key": "phone"})
@@ -280,6 +285,7 @@ def test_the_public_pages_fit_a_phone(browser, server, path) -> None:
         wait_js(page, "labGallery.phase === 'live' && labGallery.shown.length === 2")
         for card, slot in ((0, "a"), (1, "b")):
             page.locator(".card").nth(card).locator(f'button[data-slot="{slot}"]').click()
+        padded(page, ".cross", "#parent-a")
         panel = page.locator(".cross").bounding_box()
         for slot in ("a", "b"):
             box = page.locator(f"#parent-{slot}").bounding_box()
