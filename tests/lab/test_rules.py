@@ -358,8 +358,9 @@ def test_a_birth_cites_a_directive_of_its_own_track() -> None:
     before = run.state
     refused = run("lab.birth", track="panel", code="<p>hi</p>", directive=d.id)
     assert (refused.code, refused.message, refused.detail) == (
-        LabCode.BAD_DIRECTIVE, "args.directive: that directive is the shader track's, not "
-        "the panel track's", {"path": "args.directive", "id": d.id, "track": "shader"})
+        LabCode.BAD_DIRECTIVE,
+        "args.directive: that directive is the shader track's, not the panel track's",
+        {"path": "args.directive", "id": d.id, "track": "shader"})
     assert run.state == before
 
 
@@ -372,8 +373,9 @@ def test_a_grammar_birth_takes_no_title_or_directive(name: str) -> None:
     before, stored = run.state, len(run.stored)
     refused = run("lab.birth", track="shader", **{name: "Soft" if name == "title" else d.id})
     assert (refused.code, refused.message, refused.detail) == (
-        ErrorCode.BAD_REQUEST, f"args.{name}: a birth without code is a grammar child, "
-        f"which takes no {name}", {"path": f"args.{name}"})
+        ErrorCode.BAD_REQUEST,
+        f"args.{name}: a birth without code is a grammar child, which takes no {name}",
+        {"path": f"args.{name}"})
     assert run.state == before and len(run.stored) == stored
 
 
