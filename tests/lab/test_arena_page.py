@@ -2,7 +2,8 @@
 after 300 ms of drawing and kills one that fails to link with its first log line stored;
 a lost WebGL context deals a fresh pair and blames neither; panels mount in sandboxed
 frames with the injected CSP, and a beacon panel (planted past validation) makes no
-request; the page fits a desktop and a 390 x 844 phone."""
+request; a proven organism's line says so; a change of track deals that track at once;
+the page fits a desktop and a 390 x 844 phone, its votes in reach."""
 
 from __future__ import annotations
 

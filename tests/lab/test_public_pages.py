@@ -1,9 +1,10 @@
 """The public judging page and the gallery in headless Chromium against a server
 subprocess: an unproven organism reaches a judge only as the one canary of a pair; the
 instrumented copy is compiled first and the pristine source once more where it fails; a
-stranger's failure is a strike, never an error or a death; u_audio is nonzero while the
-voice plays (read back from the page); votes; the gallery's live cards, lineage and a
-visitor cross; through a long outage the landing page reads its counts one at a time; through
+stranger's failure is a strike, never an error or a death; a voted pair's programs are
+freed; u_audio is nonzero while the voice plays (read back from the page); votes; the
+gallery's live cards, lineage and a visitor cross, and its word and retries when it cannot
+read the lab; on a phone the votes in reach; through a long outage the landing page reads its counts one at a time; through
 an outage the judging page, the gallery and the arena say they are reconnecting, then their
 own word again."""
 
