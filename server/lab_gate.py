@@ -211,7 +211,9 @@ async def run_gate(base_url: str, token: str, lab: str = "main", *, cap: float =
                                         time.monotonic() - started, got.get("log"),
                                         got.get("error"))
                     run.judged.append(judged)
-                    progress(_line(run, judged, backlog["total"], cap))
+                    waiting = backlog["total"] - sum(x["id"] in tried
+                                                     for x in backlog["organisms"])
+                    progress(_line(run, judged, waiting, cap))
                 if limit <= 0:
                     break  # the backlog it began with is done
         finally:

@@ -8,6 +8,7 @@ and the matching rule for votes, as pure functions over the lab's state.
 3. Strikes from two distinct client keys bench the organism: it stops being dealt as a
    canary, and takes no more strikes. It is not dead, and the owner's arena can still
    prove it.
+   A client is not dealt again a canary it struck (`not_canaries_for`).
 4. A report on an organism already proven, or no longer alive, is accepted and changes
    nothing.
 
@@ -49,6 +50,12 @@ def report(state: Lab, client: str, oid: str, drew: bool, t: int
     if len(strikers) >= STRIKES_TO_BENCH:
         return [Struck(oid, client), Benched(oid)]
     return [Struck(oid, client)]
+
+
+def not_canaries_for(state: Lab, client: str) -> frozenset[str]:
+    """What may not be dealt to `client` as a canary: the benched, and those it struck
+    (its browser could not draw them; dealt again, it would only strike them again)."""
+    return state.benched | {oid for oid, keys in state.strikes.items() if client in keys}
 
 
 def owner_client(caller: Caller) -> str:

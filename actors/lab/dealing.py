@@ -79,24 +79,26 @@ class PublicPair:
     canary: str | None = None
 
 
-def canary_backlog(pool: Sequence[Organism], benched: AbstractSet[str]) -> list[Organism]:
+def canary_backlog(pool: Sequence[Organism], skipped: AbstractSet[str]) -> list[Organism]:
     """Unproven public-track organisms that may be dealt as canaries (a stored error keeps
-    an organism out, and so does being benched by two clients' strikes)."""
+    an organism out, and so does an id in `skipped`: benched by two clients' strikes, or
+    struck by the client being dealt to)."""
     return [
         o for o in pool
-        if o.track == PUBLIC_TRACK and o.live and not o.render_ok and o.id not in benched
+        if o.track == PUBLIC_TRACK and o.live and not o.render_ok and o.id not in skipped
     ]
 
 
-def public_pair(pool: Sequence[Organism], benched: AbstractSet[str], rng: np.random.Generator
+def public_pair(pool: Sequence[Organism], skipped: AbstractSet[str], rng: np.random.Generator
                 ) -> PublicPair | None:
-    """A public pair: two proven, or (when a backlog exists) one canary and a proven partner.
+    """A public pair: two proven, or (when a backlog outside `skipped` exists) one canary
+    and a proven partner.
 
     The partner is drawn from the proven nearest the canary on the ladder (conservative
     ordinal), preferring those that are not token-near copies of it.
     """
     proven = [o for o in pool if public(o)]
-    backlog = canary_backlog(pool, benched)
+    backlog = canary_backlog(pool, skipped)
     if backlog and proven:
         canary = backlog[int(rng.integers(len(backlog)))]
         ladder = canary.rating.ordinal

@@ -66,10 +66,23 @@ def offer_rng(state: Lab, ctx: Ctx) -> np.random.Generator:
 
 def birth_candidate(state: Lab, args: ops.BirthArgs, ctx: Ctx) -> Candidate | Refusal:
     """The owner's candidate, or a grammar child of parents chosen by the seed's rule
-    (proven preferred, the whole alive pool only when none is proven)."""
-    if args.directive and args.directive not in state.directives:
-        return Refusal(LabCode.UNKNOWN_DIRECTIVE, "there is no such directive in this lab",
-                       {"id": args.directive})
+    (proven preferred, the whole alive pool only when none is proven). A title and a
+    directive belong to the owner's code: a grammar child answers no directive."""
+    if not args.code:
+        for name, given in (("title", args.title), ("directive", args.directive)):
+            if given:
+                return Refusal(ErrorCode.BAD_REQUEST, f"args.{name}: a birth without code is "
+                               f"a grammar child, which takes no {name}",
+                               {"path": f"args.{name}"})
+    if args.directive:
+        found = state.directives.get(args.directive)
+        if found is None:
+            return Refusal(LabCode.UNKNOWN_DIRECTIVE, "there is no such directive in this lab",
+                           {"id": args.directive})
+        if found.track != args.track:
+            return Refusal(LabCode.BAD_DIRECTIVE, f"args.directive: that directive is the "
+                           f"{found.track} track's, not the {args.track} track's",
+                           {"path": "args.directive", "id": found.id, "track": found.track})
     if args.code:
         return Candidate(args.track, args.code, args.title or None,
                          directive=args.directive or None, source="owner")

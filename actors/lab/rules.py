@@ -166,7 +166,7 @@ def decide_public_pair(state: Lab, args: ops.PublicPairArgs, ctx: Ctx
     if refused:
         return refused
     rng = _deal_rng(state, ctx)
-    found = public_pair(_pool(state), state.benched, rng)
+    found = public_pair(_pool(state), canary.not_canaries_for(state, args.client_key), rng)
     if found is None:
         return Refusal(LabCode.NO_PAIR, "fewer than two proven shaders to judge")
     return _dealt("public", args.client_key, found.left, found.right, found.canary, ctx, rng)
@@ -188,7 +188,11 @@ def seen(_state: Lab, events: Sequence[Event], args: ops.SeenArgs) -> ops.Seen:
 
 def decide_vote(state: Lab, args: ops.VoteArgs, ctx: Ctx) -> list[Event] | Refusal:
     """One vote on a pair dealt to the voter: both ratings move, and the directives'
-    when the two organisms answer different directives."""
+    when the two organisms answer different directives. A key is needed below the owner
+    (only the owner's arena votes without one)."""
+    refused = None if ctx.caller.role == "owner" else client_refusal(args.client_key)
+    if refused:
+        return refused
     deal = canary.voted_deal(state, args.pair, args.winner, args.client_key, ctx.caller, ctx.t)
     if isinstance(deal, Refusal):
         return deal

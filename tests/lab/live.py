@@ -172,6 +172,20 @@ def stand_still(page: Any) -> None:
     page.clock.pause_at(start + timedelta(seconds=1))
 
 
+def in_reach(page: Any, selector: str) -> None:
+    """`selector` is on screen with the page unscrolled (on a phone the votes were below
+    the fold: every vote needed a scroll)."""
+    box = page.locator(selector).bounding_box()
+    height = page.viewport_size["height"]
+    assert page.evaluate("scrollY") == 0 and 0 <= box["y"] and box["y"] + box["height"] <= height
+
+
+def padded(page: Any, outer: str, inner: str) -> None:
+    """`inner`'s text keeps clear of `outer`'s border (a lab `.panel` had no padding)."""
+    o, i = page.locator(outer).bounding_box(), page.locator(inner).first.bounding_box()
+    assert i["x"] - o["x"] >= 12 and o["x"] + o["width"] - (i["x"] + i["width"]) >= 12
+
+
 def page_log(page: Any) -> dict[str, list[Any]]:
     """Collect the page's requests (asked, finished, failed with why), console errors and
     uncaught exceptions."""

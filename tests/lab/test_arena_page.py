@@ -2,7 +2,8 @@
 after 300 ms of drawing and kills one that fails to link with its first log line stored;
 a lost WebGL context deals a fresh pair and blames neither; panels mount in sandboxed
 frames with the injected CSP, and a beacon panel (planted past validation) makes no
-request; the page fits a desktop and a 390 x 844 phone."""
+request; a proven organism's line says so; a change of track deals that track at once;
+the page fits a desktop and a 390 x 844 phone, its votes in reach."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from tests.lab.live import (
     birth,
     born,
     born_record,
+    in_reach,
     new_lab,
     page_log,
     plant,
@@ -259,6 +261,32 @@ def test_the_arena_fits_the_screen(browser, server, viewport) -> None:
         assert b["x"] + b["width"] <= viewport["width"] + 0.5
     for button in ("left", "skip", "right"):
         assert page.locator(f'#votes button[data-choice="{button}"]').is_visible()
+    in_reach(page, "#votes")
+    assert not log["errors"], log["errors"]
+    page.close()
+
+
+@pytest.mark.parametrize("viewport", [{"width": 1280, "height": 800},
+                                      {"width": 390, "height": 844}], ids=["desktop", "phone"])
+def test_the_arena_says_what_it_proved_and_deals_the_track_chosen(browser, server,
+                                                                  viewport) -> None:
+    """A proven organism's line said "unproven" still; a change of track did nothing until
+    the pair on show was voted or skipped."""
+    async def setup(c):
+        lab = await new_lab(c, f"tracks{viewport['width']}")
+        return lab, await born(c, lab, 2), await born(c, lab, 2, "panel")
+
+    lab, shaders, panels = with_owner(server, setup)
+    page, log = arena(browser, server, lab, viewport=viewport)
+    wait_js(page, "labArena.phase === 'voting'")
+    for side in ("left", "right"):
+        assert page.get_attribute(f"#{side}", "data-id") in shaders
+        assert page.text_content(f"#{side} .rating").startswith("proven · ordinal ")
+    page.select_option("#track", "panel")
+    wait_js(page, "labArena.phase === 'voting' && labArena.pairs.length === 2", timeout=20)
+    assert {page.get_attribute(f"#{side}", "data-id") for side in ("left", "right")} == \
+        set(panels)
+    assert page.evaluate("labArena.votes") == []
     assert not log["errors"], log["errors"]
     page.close()
 

@@ -105,6 +105,19 @@ def test_strikes_from_two_distinct_client_keys_bench(lab) -> None:
     assert run.replay().benched == frozenset()  # benching lives in memory with the strikes
 
 
+def test_a_client_that_struck_a_canary_is_dealt_proven_pairs(lab) -> None:
+    """A lone judge whose browser cannot draw the only canary was dealt it again and again
+    (until a second key struck it), never a pair it could vote on."""
+    run, canary = lab
+    deal(run, "alice")
+    assert run("lab.seen", JUDGE, id=canary, client_key="alice", ok=False).verdict == "struck"
+    proven = {oid for oid, o in run.state.organisms.items() if o.render_ok}
+    for _ in range(10):
+        pair = deal(run, "alice")
+        assert pair.canary is None and {pair.left.id, pair.right.id} == proven
+    assert deal(run, "bob").canary == canary  # one strike benches nothing
+
+
 def test_a_benched_organism_takes_no_more_strikes(lab) -> None:
     """Two keys bench; a canary dealt to many keys before that must not keep a strike for
     each of them (memory, and a set copied per strike, that only a restart would free)."""

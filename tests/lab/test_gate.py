@@ -43,6 +43,8 @@ def test_the_gate_proves_the_backlog_and_a_heavy_shader_does_not_hang_it(
         assert f"gate [2] {good} (shader) proven" in lines[1]
         assert f"gate [3] {bad} (shader) dead: " in lines[2] and "v_uv" in lines[2]
         assert f"gate [4] {panel} (panel) proven" in lines[3]
+        assert [line.rsplit("; ", 1)[1] for line in lines[:4]] == [
+            "3 waiting", "2 waiting", "1 waiting", "0 waiting"]  # it was 4 on every line
         assert lines[4] == ("gate: 4 judged: 2 proven, 1 dead, 1 capped, 0 crashed; "
                             "2 browser launches")
 

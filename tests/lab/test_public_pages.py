@@ -1,9 +1,10 @@
 """The public judging page and the gallery in headless Chromium against a server
 subprocess: an unproven organism reaches a judge only as the one canary of a pair; the
 instrumented copy is compiled first and the pristine source once more where it fails; a
-stranger's failure is a strike, never an error or a death; u_audio is nonzero while the
-voice plays (read back from the page); votes; the gallery's live cards, lineage and a
-visitor cross; through a long outage the landing page reads its counts one at a time; through
+stranger's failure is a strike, never an error or a death; a voted pair's programs are
+freed; u_audio is nonzero while the voice plays (read back from the page); votes; the
+gallery's live cards, lineage and a visitor cross, and its word and retries when it cannot
+read the lab; on a phone the votes in reach; through a long outage the landing page reads its counts one at a time; through
 an outage the judging page, the gallery and the arena say they are reconnecting, then their
 own word again."""
 
@@ -19,7 +20,9 @@ from tests.lab.live import (
     NO_WEBGL,
     birth,
     born,
+    in_reach,
     new_lab,
+    padded,
     page_log,
     stand_still,
     variant,
@@ -82,6 +85,35 @@ def test_a_canary_drawn_only_by_the_pristine_retry_is_proven_by_a_judge(browser,
     assert with_owner(server, lambda c: c.request("lab.info", lab, {}))["votes"] == 1
     page.reload()
     assert page.evaluate("localStorage.getItem('pdg.lab.client_key')") == key
+    assert not log["errors"], log["errors"]
+    page.close()
+
+
+# An init script: counts the programs the page's WebGL2 contexts create and delete.
+COUNT_PROGRAMS = """
+window.__programs = { created: 0, deleted: 0 };
+const gl = WebGL2RenderingContext.prototype;
+const create = gl.createProgram, remove = gl.deleteProgram;
+gl.createProgram = function () { window.__programs.created++; return create.call(this); };
+gl.deleteProgram = function (p) { if (p) window.__programs.deleted++; return remove.call(this, p); };
+"""
+
+
+def test_a_judge_frees_each_pairs_programs_once_it_is_voted(browser, server) -> None:
+    """Only the pair on show holds programs (the page freed none: 14 made, 0 deleted after
+    6 votes)."""
+    lab, _, _ = proven_lab(server, "programs", None)
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    log = page_log(page)
+    page.add_init_script(COUNT_PROGRAMS)
+    page.goto(f"{server.http_url}/lab/judge.html?id={lab}")
+    for votes in range(1, 4):
+        wait_js(page, "labJudge.phase === 'voting'")
+        page.keyboard.press("ArrowLeft" if votes % 2 else "ArrowRight")
+        wait_js(page, f"labJudge.votes === {votes}")
+    wait_js(page, "labJudge.phase === 'voting'")
+    programs = page.evaluate("window.__programs")
+    assert programs["created"] >= 8 and programs["created"] - programs["deleted"] == 2, programs
     assert not log["errors"], log["errors"]
     page.close()
 
@@ -199,6 +231,32 @@ def test_the_gallery_shows_judged_organisms_live_with_lineage_and_a_visitor_cros
     page.close()
 
 
+@pytest.mark.parametrize("viewport", [(1280, 800), (390, 844)])
+def test_the_gallery_says_why_it_cannot_read_the_lab_and_asks_again(
+        browser, server, viewport) -> None:
+    """A gallery of a lab not created yet said "connecting…" for good (an uncaught
+    rejection): it says why and asks again, 1 s doubling to 30 s apart."""
+    name = f"later{viewport[0]}"
+    page = browser.new_page(viewport=dict(zip(("width", "height"), viewport, strict=True)))
+    log = page_log(page)
+    stand_still(page)
+    page.goto(f"{server.http_url}/lab/gallery.html?id=lab:{name}")
+    status = page.locator("#status")
+    for wait in (1, 2, 4):
+        wait_js(page, f"labGallery.phase === 'retrying' && labGallery.retry === {wait * 1000}")
+        expect(status).to_have_attribute("data-state", "error")
+        expect(status).to_have_text(f"unknown_actor: there is no world 'lab:{name}'; "
+                                    f"lab.create creates it: trying again in {wait} s")
+        if wait < 4:
+            page.clock.run_for(wait * 1000)
+    proven_lab(server, name, None)
+    page.clock.run_for(4000)
+    wait_js(page, "labGallery.phase === 'live'")
+    expect(status).to_have_text("0 organisms")  # proven, not judged yet
+    assert not log["errors"], log["errors"]
+    page.close()
+
+
 @pytest.mark.parametrize("path", ["judge.html", "gallery.html", "index.html"])
 def test_the_public_pages_fit_a_phone(browser, server, path) -> None:
     lab, _, _ = proven_lab(server, f"phone-{path.split('.')[0]}", None, "T" + "W" * 78)
@@ -214,6 +272,9 @@ def test_the_public_pages_fit_a_phone(browser, server, path) -> None:
         wait_js(page, "labJudge.phase === 'voting'")
         left, right = (page.locator(f"#{s} .stage").bounding_box() for s in ("left", "right"))
         assert left["y"] + left["height"] <= right["y"] and right["width"] <= 390
+        in_reach(page, "#votes")
+    if path == "index.html":
+        padded(page, ".panel", ".panel p")
     if path == "gallery.html":  # two judged parents with 80-letter titles in the cross panel
         async def judged(c):
             pair = await c.request("lab.public_pair", lab, {"client_key": "phone"})
@@ -225,6 +286,7 @@ def test_the_public_pages_fit_a_phone(browser, server, path) -> None:
         wait_js(page, "labGallery.phase === 'live' && labGallery.shown.length === 2")
         for card, slot in ((0, "a"), (1, "b")):
             page.locator(".card").nth(card).locator(f'button[data-slot="{slot}"]').click()
+        padded(page, ".cross", "#parent-a")
         panel = page.locator(".cross").bounding_box()
         for slot in ("a", "b"):
             box = page.locator(f"#parent-{slot}").bounding_box()

@@ -139,6 +139,11 @@ async def test_bad_requests_to_every_route_are_refused_and_change_nothing(
                           headers={"Authorization": f"Basic {srv.owner_token}"})
             await refused(path, 403, "forbidden", json=body,
                           headers={"Authorization": f"Bearer {agent}"})
+        # a visitor's vote names its key (it was "not dealt to this client key")
+        err = await refused("/api/pub/vote", 400, "bad_request", json={
+            "pair": pair["pair"], "winner": pair["left"]["id"]})
+        assert (err["message"], err["detail"]) == ("client_key is empty",
+                                                   {"path": "args.client_key"})
         # the owner arena's pair takes the owner's vote only
         await refused("/api/pub/vote", 403, "forbidden", json={
             "pair": pair["pair"], "winner": pair["left"]["id"], "client_key": "k"})

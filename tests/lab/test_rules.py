@@ -350,6 +350,35 @@ def test_a_birth_names_a_known_directive() -> None:
     assert run("lab.birth", code=GOOD, directive="dx").code == LabCode.UNKNOWN_DIRECTIVE
 
 
+def test_a_birth_cites_a_directive_of_its_own_track() -> None:
+    """A panel born citing a shader directive would have its votes rate that directive."""
+    run = LabRun()
+    d = run("lab.directive_add", track="shader",
+            text="Calm and meditative in deep teals with soft blobs")
+    before = run.state
+    refused = run("lab.birth", track="panel", code="<p>hi</p>", directive=d.id)
+    assert (refused.code, refused.message, refused.detail) == (
+        LabCode.BAD_DIRECTIVE,
+        "args.directive: that directive is the shader track's, not the panel track's",
+        {"path": "args.directive", "id": d.id, "track": "shader"})
+    assert run.state == before
+
+
+@pytest.mark.parametrize("name", ["title", "directive"])
+def test_a_grammar_birth_takes_no_title_or_directive(name: str) -> None:
+    """A birth without code is a grammar child: a title or directive given was dropped."""
+    run = LabRun()
+    d = run("lab.directive_add", track="shader",
+            text="Calm and meditative in deep teals with soft blobs")
+    before, stored = run.state, len(run.stored)
+    refused = run("lab.birth", track="shader", **{name: "Soft" if name == "title" else d.id})
+    assert (refused.code, refused.message, refused.detail) == (
+        ErrorCode.BAD_REQUEST,
+        f"args.{name}: a birth without code is a grammar child, which takes no {name}",
+        {"path": f"args.{name}"})
+    assert run.state == before and len(run.stored) == stored
+
+
 def test_the_birth_loop_functions(pool) -> None:
     run, ids = pool
     organisms = list(run.state.organisms.values())

@@ -3,7 +3,8 @@
 // failed compile or link posts /api/invalid with the first line of its info log; one that
 // links and draws for 300 ms posts /api/ok. A panel is mounted in a sandboxed frame and
 // posted /api/ok at once. Losing the WebGL context is no verdict: a fresh pair is dealt.
-// The owner votes with the keyboard (← left, → right, s skip) or the buttons.
+// The owner votes with the keyboard (← left, → right, s skip) or the buttons. A change of
+// track drops the pair on show and deals one of the track chosen.
 //
 // `?gate` is the headless gate's mode (server/lab_gate.py): no dealing, and
 // `labArena.judge(organism)` proves one organism through the same routes.
@@ -22,6 +23,8 @@ const gate = params.has("gate");
 const sides = { left: document.getElementById("left"), right: document.getElementById("right") };
 const stages = { left: null, right: null };
 const trackSelect = document.getElementById("track");
+let dealt = null; // the AbortController of the pair on show: a change of track aborts it
+trackSelect.addEventListener("change", () => dealt?.abort());
 let client = null;
 let token = null;
 const { say: setStatus, onStatus, note } = statusLine(); // the arena's word, or the connection's
@@ -63,12 +66,16 @@ function fitPanel(host, frame) {
   host.style.height = `${400 * scale}px`;
 }
 
+/** The side's rating line: what `o` is now (`state`) and its rating. */
+function rate(side, o, state) {
+  sides[side].querySelector(".rating").textContent = `${state} · ${ratingText(o)}`;
+}
+
 function show(side, o, verdict = "") {
   const el = sides[side];
   el.dataset.id = o.id;
   el.querySelector(".title").textContent = o.title ?? o.id;
-  el.querySelector(".rating").textContent =
-    `${o.render_ok ? "proven" : "unproven"} · ${ratingText(o)}`;
+  rate(side, o, o.render_ok ? "proven" : "unproven");
   setVerdict(side, verdict, verdict);
   const box = el.querySelector(".lineage-list");
   box.replaceChildren();
@@ -109,7 +116,7 @@ async function judgeOn(side, o, signal, pair = null) {
   if (o.track === "panel") {
     mount(side, panelFrame(o.code));
     setVerdict(side, "ok", "mounted in its sandbox: render_ok");
-    return report(o, { verdict: "ok", ms: 0 }, pair);
+    return reported(side, o, { verdict: "ok", ms: 0 }, pair);
   }
   const stage = stageOf(side);
   mount(side, stage.canvas);
@@ -117,11 +124,19 @@ async function judgeOn(side, o, signal, pair = null) {
   if (outcome.verdict === "lost" || outcome.verdict === "cancelled") return outcome;
   if (outcome.verdict === "invalid") setVerdict(side, "invalid", `dead: ${firstLine(outcome.log)}`);
   else setVerdict(side, "ok", `drew for ${Math.round(outcome.ms)} ms`);
-  return { ...(await report(o, outcome, pair)), program: outcome.program };
+  return { ...(await reported(side, o, outcome, pair)), program: outcome.program };
 }
 
-async function judgePair(pair) {
-  const controller = new AbortController();
+/** `report`, then the side's rating line says what the verdict made of `o`. */
+async function reported(side, o, outcome, pair) {
+  const entry = await report(o, outcome, pair);
+  if (entry.posted) rate(side, o, outcome.verdict === "ok" ? "proven" : "dead");
+  return entry;
+}
+
+/** Judge both sides; null when a context was lost. `controller` aborts both judgments
+ * (a loss aborts it too). */
+async function judgePair(pair, controller) {
   const losses = arena.losses;
   const watch = setInterval(() => { if (arena.losses > losses) controller.abort(); }, 20);
   try {
@@ -135,8 +150,9 @@ async function judgePair(pair) {
   }
 }
 
-function choose(pair, results) {
-  // Votes wait for both verdicts; a pair with a dead organism can only be skipped.
+function choose(pair, results, signal) {
+  // Votes wait for both verdicts; a pair with a dead organism can only be skipped. An
+  // abort of `signal` (a change of track) is "redeal".
   const votable = results.every((r) => r.verdict === "ok");
   const bar = document.getElementById("votes");
   bar.hidden = false;
@@ -144,9 +160,12 @@ function choose(pair, results) {
   return new Promise((resolve) => {
     const done = (choice) => {
       document.removeEventListener("keydown", onKey);
+      signal.removeEventListener("abort", redeal);
       bar.onclick = null;
       resolve(choice);
     };
+    const redeal = () => done("redeal");
+    signal.addEventListener("abort", redeal);
     const onKey = (event) => {
       const choice = { ArrowLeft: "left", ArrowRight: "right", s: "skip", S: "skip",
                        ArrowDown: "skip" }[event.key];
@@ -169,8 +188,8 @@ async function vote(pair, choice) {
   record(arena.votes, { pair: pair.pair, winner, judged: voted.winner.judged });
   const side = choice;
   const other = choice === "left" ? "right" : "left";
-  sides[side].querySelector(".rating").textContent = `won · ${ratingText(voted.winner)}`;
-  sides[other].querySelector(".rating").textContent = `lost · ${ratingText(voted.loser)}`;
+  rate(side, voted.winner, "won");
+  rate(other, voted.loser, "lost");
   await sleep(400);
 }
 
@@ -186,6 +205,7 @@ async function deal() {
   let lost = 0; // pairs in a row whose context was lost
   for (;;) {
     arena.phase = "dealing";
+    dealt = new AbortController();
     let pair;
     try {
       pair = await client.request("lab.pair", lab.id, { track: trackSelect.value });
@@ -199,12 +219,17 @@ async function deal() {
       await sleep(2000);
       continue;
     }
+    if (dealt.signal.aborted) continue; // dealt for the track before the change
     record(arena.pairs, pair.pair);
     show("left", pair.left, "judging…");
     show("right", pair.right, "judging…");
     arena.phase = "judging";
     setStatus("live", `pair ${pair.pair}: judging`);
-    const results = await judgePair(pair);
+    const results = await judgePair(pair, dealt);
+    if (dealt.signal.aborted && results !== null) { // the track changed: deal for it
+      releaseAll(results);
+      continue;
+    }
     if (results === null) {
       await waitToDeal(arena, ++lost, (s) =>
         setStatus("lost", `the WebGL context was lost: a fresh pair in ${s} s (no verdict)`));
@@ -213,9 +238,9 @@ async function deal() {
     lost = 0;
     arena.phase = "voting";
     setStatus("live", "vote: ← left · → right · s skip");
-    const choice = await choose(pair, results);
+    const choice = await choose(pair, results, dealt.signal);
     document.getElementById("votes").hidden = true;
-    if (choice !== "skip") {
+    if (choice === "left" || choice === "right") {
       try {
         await vote(pair, choice);
       } catch (err) {

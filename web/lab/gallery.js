@@ -6,7 +6,7 @@
 // One off-screen WebGL2 stage draws every card in turn and each card copies its frame
 // into its own 2D canvas, so a long gallery needs one context, not one per organism.
 
-import { Client, socketUrl } from "/js/client.js";
+import { Client, RequestError, backoff, socketUrl } from "/js/client.js";
 import { clientKey, labOfPage, linkLabPages, lineageList, ratingText, sleep } from "/lab/api.js";
 import { statusLine } from "/js/page.js";
 import { Stage } from "/lab/gl.js";
@@ -19,10 +19,16 @@ const PER_FRAME = 8; // cards redrawn per animation frame (round robin)
 const grid = document.getElementById("gallery");
 const parents = { a: null, b: null };
 const cards = []; // {organism, program, context, element}
+// Refusals that asking again will not change. Any other failure (a restart, a spent
+// budget, a lost socket, a lab not created yet) is tried again, RETRY_MS doubling to at
+// most MAX_RETRY_MS apart.
+const FINAL = new Set(["bad_request", "forbidden", "unauthorized", "unknown_op"]);
+const RETRY_MS = 1000;
+const MAX_RETRY_MS = 30000;
 let client = null;
 let stage = null;
 const { say: setStatus, onStatus } = statusLine(); // the gallery's word, or the connection's
-const gallery = { phase: "starting", shown: [], failed: [], crosses: [] };
+const gallery = { phase: "starting", shown: [], failed: [], crosses: [], retry: 0 };
 window.labGallery = gallery;
 
 function card(o) {
@@ -118,6 +124,27 @@ function animate() {
   requestAnimationFrame(frame);
 }
 
+/** The lab's gallery (`lab.gallery`), asked again after a failure that may pass; null
+ * after one that will not. Each failure is said on the status line. */
+async function readGallery() {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await client.request("lab.gallery", lab.id, { limit: 48 });
+    } catch (err) {
+      const why = String(err.message ?? err);
+      if (err instanceof RequestError && FINAL.has(err.code)) {
+        gallery.phase = "failed";
+        setStatus("error", why);
+        return null;
+      }
+      gallery.phase = "retrying";
+      gallery.retry = backoff(attempt, RETRY_MS, MAX_RETRY_MS);
+      setStatus("error", `${why}: trying again in ${gallery.retry / 1000} s`);
+      await sleep(gallery.retry);
+    }
+  }
+}
+
 async function start() {
   try {
     client = await Client.connect(socketUrl(), { client: "lab-gallery/1", onStatus });
@@ -128,7 +155,8 @@ async function start() {
   document.getElementById("cross").addEventListener("click", cross);
   const canvas = document.createElement("canvas");
   stage = new Stage(canvas, { size: CARD, onLost: () => setStatus("lost", "WebGL was lost: reload to draw again") });
-  const { organisms } = await client.request("lab.gallery", lab.id, { limit: 48 });
+  const organisms = (await readGallery())?.organisms;
+  if (!organisms) return;
   document.getElementById("empty").hidden = organisms.length > 0;
   for (const o of organisms) {
     const made = card(o);

@@ -118,6 +118,13 @@ function setVerdict(side, verdict, text) {
   p.textContent = text;
 }
 
+/** Free the programs a pair compiled (each stage also stops drawing). */
+function release(compiled) {
+  for (const [side, r] of Object.entries(compiled)) if (r.program) stages[side].release(r.program);
+}
+
+/** Compile and draw a pair: "lost", "skipped" (its programs freed) or the compiled
+ * programs by side, drawing until release(). */
 async function judgePair(pair) {
   const order = [["left", pair.left], ["right", pair.right]];
   const compiled = {};
@@ -127,25 +134,31 @@ async function judgePair(pair) {
     setVerdict(side, "", "");
     compiled[side] = compileForJudging(stageOf(side), o);
   }
-  if (order.some(([side]) => compiled[side].lost)) return "lost";
+  if (order.some(([side]) => compiled[side].lost)) {
+    release(compiled);
+    return "lost";
+  }
   const failed = order.filter(([side]) => !compiled[side].program);
   if (failed.length) {
     for (const [side, o] of failed) {
       setVerdict(side, "skipped", "did not compile here: skipped");
       if (o.id === pair.canary) await report(o.id, false);
     }
-    for (const [side] of order) if (compiled[side].program) stages[side].release(compiled[side].program);
+    release(compiled);
     return "skipped";
   }
   const losses = judge.losses;
   const outcomes = await Promise.all(order.map(([side, o]) => prove(stages[side], o.code, {
     compiled: compiled[side] }).then((r) => [side, o, r])));
-  if (judge.losses > losses || outcomes.some(([, , r]) => r.verdict === "lost")) return "lost";
+  if (judge.losses > losses || outcomes.some(([, , r]) => r.verdict === "lost")) {
+    release(compiled);
+    return "lost";
+  }
   for (const [side, o] of outcomes) {
     setVerdict(side, "ok", "");
     if (o.id === pair.canary) await report(o.id, true);
   }
-  return outcomes;
+  return compiled;
 }
 
 function choose() {
@@ -212,7 +225,7 @@ async function loop() {
         await sleep(800);
       }
     }
-    for (const [side, r] of outcome) stages[side].release(r.program);
+    release(outcome);
   }
 }
 
