@@ -92,6 +92,14 @@ class Topic:
         self._history.clear()
         self._history.extend(events)
 
+    def backfill(self, events: list[tuple[int, Event]]) -> None:
+        """Put `events`, the ones just before the history's first (in order), before it: a
+        follower that started later reaches back as far as its actor's history would."""
+        maxlen = self._history.maxlen
+        if maxlen is not None and len(self._history) + len(events) > maxlen:
+            raise ValueError(f"{self.name}: a backfill past the history's {maxlen} events")
+        self._history.extendleft(reversed(events))
+
     def publish(self, rev: int, events: list[Event]) -> None:
         """Record durable `events` (the last at `rev`) for resume and for the next `flush`."""
         first = rev - len(events) + 1

@@ -12,8 +12,11 @@ stored records, exactly what the hosting actor pushes to its own subscribers, so
 spectator sees the same frames on any process; a reconnect to another process resumes
 with `since` like any subscribe.
 
-A subscribe with `since` inside the mirror's reach gets the events after it; otherwise
-its reply and first push come from the hosting process (a `ViewMsg` forwarded there:
+A subscribe with `since` within the history a host keeps (its last `history_size` events)
+gets the events after it, as from the host: from the mirror's history, which first reaches
+back to `since` with one read of the store when the mirror started later (at a view; at
+most one such read per revision it reaches back, however many subscribe). Otherwise its
+reply and first push come from the hosting process (a `ViewMsg` forwarded there:
 the view at its durable revision R), followed at once by the events the mirror has past
 R. The mirror keeps following whichever process hosts the world, across re-homes; after
 the notification connection is lost it listens again and reads after its last revision,
@@ -234,6 +237,9 @@ class Mirrors:
                 raise ProtocolError(ErrorCode.BAD_REQUEST, f"since: {since} is ahead of "
                                     f"{actor_id} (revision {mirror.rev})",
                                     {"path": "since", "rev": mirror.rev})
+            if since is not None and since < mirror.first \
+                    and mirror.rev - since <= self.history_size:
+                await self._backfill(mirror, since)
             if since is not None and mirror.reaches(since):
                 mirror.topic.subscribe(queue, since, request_id, mirror.rev, _no_view)
                 self._joined(mirror, queue)
@@ -276,6 +282,18 @@ class Mirrors:
         mirror.rev = mirror.first = viewed[0]
         await self._advance(mirror, before=viewed[2], upto=viewed[0])
         return viewed
+
+    async def _backfill(self, mirror: Mirror, since: int) -> None:
+        """Reach back to `since` (within the history a host keeps) when the mirror started
+        after it: the events between are read from the store, once (a later subscribe
+        from as far back reads nothing)."""
+        self.reads += 1
+        stored = await self.store.read(mirror.actor_id, after=since, upto=mirror.first)
+        if len(stored) != mirror.first - since:  # never: a stream's revisions are contiguous
+            raise RuntimeError(f"{mirror.actor_id}: read {since}..{mirror.first} gave "
+                               f"{len(stored)} events")
+        mirror.topic.backfill([(e.rev, e.data) for e in stored])
+        mirror.first = since
 
     async def _from_view(self, mirror: Mirror, queue: SubscriberQueue, request_id: int,
                          viewed: tuple[int, Any, int] | None) -> None:

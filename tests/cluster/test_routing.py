@@ -104,6 +104,48 @@ async def test_a_spectator_resumes_on_another_node_with_since(nodes: Nodes) -> N
             assert [e["amount"] for e in push.data] == [5, 6, 7]
 
 
+async def test_a_resume_from_before_a_mirror_started_gets_the_events_it_missed(
+        nodes: Nodes) -> None:
+    runtime = RuntimeConfig(history_size=8)
+    a, b = await nodes.start("a", runtime=runtime), await nodes.start("b", runtime=runtime)
+
+    async def first_push(url: str, since: int) -> Push:
+        async with Client.connect(url) as client, client.subscribe(WORLD, since=since) as sub:
+            with trio.fail_after(10):
+                return await anext(sub)
+
+    async with Client.connect(a.ws_url) as writer, Client.connect(b.ws_url) as watcher:
+        await writer.request("counter.create", WORLD)
+        for k in range(5):
+            await writer.request("counter.add", WORLD, counter_add(k))
+        async with watcher.subscribe(WORLD) as live:  # b's mirror starts at a view of 6
+            await writer.request("counter.add", WORLD, counter_add(5))
+            with trio.fail_after(10):
+                assert [(p.kind, p.rev) for p in (await anext(live), await anext(live))] \
+                    == [("snapshot", 6), ("events", 7)]
+            # Resumed from 3 through b: the events it missed, then the live ones.
+            async with Client.connect(b.ws_url) as again, \
+                    again.subscribe(WORLD, since=3) as sub:
+                with trio.fail_after(10):
+                    pushes = [await anext(sub)]
+                for k in range(6, 8):
+                    await writer.request("counter.add", WORLD, counter_add(k))
+                with trio.fail_after(10):
+                    while pushes[-1].rev < 9:
+                        pushes.append(await anext(sub))
+            assert (pushes[0].kind, pushes[0].rev, len(pushes[0].data)) == ("events", 7, 4)
+            assert _revs(pushes) == list(range(4, 10))
+            assert [e["amount"] for p in pushes for e in p.data] == [2, 3, 4, 5, 6, 7]
+            reads = b.cluster.mirrors.reads
+            assert (await first_push(b.ws_url, 3)).rev == 9
+            assert b.cluster.mirrors.reads == reads + 1  # a subscribe's one: no reach back
+            # As far back as the host's history (8 events), and not further, on both.
+            for node in (a, b):
+                reached = await first_push(node.ws_url, 1)
+                assert (reached.kind, reached.rev, len(reached.data)) == ("events", 9, 8)
+                assert (await first_push(node.ws_url, 0)).kind == "snapshot"
+
+
 async def test_a_retried_write_is_applied_once_wherever_it_lands(nodes: Nodes) -> None:
     a, b, c = [await nodes.start(n) for n in "abc"]
     key = new_key()  # one anonymous caller on every node: a request id is its caller's

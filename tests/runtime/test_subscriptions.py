@@ -119,6 +119,18 @@ async def test_a_gap_older_than_the_history_gets_a_snapshot() -> None:
         assert drain(fresh)[1]["kind"] == "snapshot"
 
 
+def test_a_backfilled_history_reaches_back_as_far_as_it_holds() -> None:
+    topic = Topic("t:x", 4, on_drop=lambda: None)
+    topic.publish(7, [{"r": 7}])
+    topic.backfill([(5, {"r": 5}), (6, {"r": 6})])
+    queue = SubscriberQueue(10)
+    topic.subscribe(queue, 4, 1, 7, lambda: None)
+    assert drain(queue)[1]["data"] == [{"r": 5}, {"r": 6}, {"r": 7}]
+    with pytest.raises(ValueError, match=r"^t:x: a backfill past the history's 4 events$"):
+        topic.backfill([(3, {"r": 3}), (4, {"r": 4})])
+    assert topic.events_after(4, 7) == [{"r": 5}, {"r": 6}, {"r": 7}]
+
+
 async def test_since_ahead_of_the_actor_is_a_bad_request() -> None:
     async with open_directory(MemoryEventStore(), KINDS) as directory:
         actor = await directory.get("probe:a")
