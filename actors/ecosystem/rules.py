@@ -33,7 +33,7 @@ from actors.ecosystem.events import (
     SetUp,
     config_hash,
     decode,
-    encode,
+    record,
 )
 from actors.ecosystem.graph import apply_patch, validate_patch
 from actors.ecosystem.interpret import DeterministicInterpreter, Interpretation
@@ -49,6 +49,7 @@ from actors.ecosystem.reflect import breakdown, reflection
 from actors.ecosystem.schedule import (
     MAX_DECISIONS,
     MAX_GENERATION,
+    first_generation,
     validate_change,
     validate_decision,
 )
@@ -242,15 +243,21 @@ def decide_schedule(state: Run, args: ops.ScheduleArgs, ctx: Ctx) -> list[Event]
         return Refusal(EcosystemCode.INVALID_CHANGE,
                        f"Invalid scheduled change: change.generation must not precede the "
                        f"run's generation {g}", {"path": "args.change.generation"})
-    return [Scheduled({"generation": g, "graphVersion": state.graph["version"],
-                       "change": change})]
+    decision = {"generation": g, "graphVersion": state.graph["version"], "change": change}
+    first = first_generation(decision)
+    if first > MAX_GENERATION:  # it could never fire: the run ends first
+        return Refusal(EcosystemCode.INVALID_CHANGE,
+                       f"Invalid scheduled change: it could first fire at generation {first}, "
+                       f"after the run's last, {MAX_GENERATION}",
+                       {"path": "args.change", "from_generation": first})
+    return [Scheduled(decision)]
 
 
 WORLD = World(
     kind="ecosystem",
     initial=initial,
     evolve=evolve,
-    codec=Codec(lambda event, _after: encode(event), decode),
+    codec=Codec(lambda event, _after: record(event), decode),
     view=view,
     ops=ops.OPS,
     moves={"ecosystem.create": Move(decide_create, run_info, purpose=SEED_PURPOSE),

@@ -427,3 +427,45 @@ def test_a_page_on_a_run_not_created_yet_follows_it_once_created(browser,
         expect(page.locator("#setup")).to_be_hidden()
         expect(page.locator("#foodweb")).to_have_attribute("data-version", "1")
         assert fits(page) and not errors, errors
+
+
+
+def sent_frames(page: Page) -> list[str]:
+    """The frames the page will send on its websockets."""
+    sent: list[str] = []
+    page.on("websocket", lambda ws: ws.on("framesent", lambda p: sent.append(str(p))))
+    return sent
+
+
+def test_a_spectator_page_reads_each_decision_from_its_push(browser, tmp_path: Path) -> None:
+    """The page asked for the whole view (every decision in it) once per decision pushed,
+    to read when it may fire: the push carries it, and the page asks for nothing. The
+    timeline says each decision's first generation, delays and triggers included, on a
+    desktop and a phone."""
+    changes = [("immediate", 1), ("after_6", 6), ("after_24", 24), ("population_boom", 2)] * 4
+    with ServerProcess(tmp_path / "data") as server:  # the page: an anonymous spectator
+        for width, height in ((1280, 800), (390, 844)):
+            run = f"ecosystem:pushed-{width}"
+            ask_all(server.ws_url, server.owner_token, ("ecosystem.create", run, {
+                "answers": dict(zip(("world", "threat", "reward"), POND, strict=True)),
+                "size": 16}))
+            page = browser.new_page(viewport={"width": width, "height": height})
+            errors = inflight.errors(page)
+            sent = sent_frames(page)
+            page.goto(f"{server.http_url}/ecosystem/?id={run}")
+            expect(page.locator("#foodweb")).to_have_attribute("data-version", "1", timeout=WAIT)
+            asked = len(sent)
+            ask_all(server.ws_url, server.owner_token, *[("ecosystem.schedule", run, {"change": {
+                "generation": 0, "activation": activation, "duration": "short",
+                "transition": "abrupt",
+                "patch": {"kind": "environment", "field": "pressure", "value": "drought"}}})
+                for activation, _ in changes])
+            happenings = page.locator("#happenings li")
+            expect(happenings).to_have_count(len(changes), timeout=WAIT)
+            for k, (_, first) in enumerate(changes):
+                expect(page.locator(f'#timeline rect[data-decision="{k}"] title')).to_have_text(
+                    f"decision {k} may fire from {first}")
+                expect(happenings.nth(k)).to_contain_text(f"(may fire from {first})")
+            assert [frame for frame in sent[asked:] if '"op"' in frame] == []
+            assert fits(page) and not errors, errors
+            page.close()

@@ -17,7 +17,7 @@ import pytest
 
 from actors.ecosystem import engine
 from actors.ecosystem.errors import EcosystemError
-from actors.ecosystem.events import config_hash, decode
+from actors.ecosystem.events import config_hash, decode, plain
 from actors.ecosystem.export import export_lines, parse_export, record_of_export
 from actors.ecosystem.interpret import Interpretation
 from actors.ecosystem.keywords import deterministic_setup
@@ -212,6 +212,29 @@ def test_a_stale_or_colliding_patch_is_refused_and_changes_nothing() -> None:
     assert len(table.state.decisions) == 1
 
 
+def test_a_change_that_could_never_fire_is_refused() -> None:
+    """A change whose first generation would come after the run's last, 180, is refused
+    naming that generation, and nothing changes; one that may fire at 180 is accepted."""
+    table = created()
+    before = list(table.stored)
+
+    def change(generation: int, activation: str) -> dict:
+        return {"change": {"generation": generation, "activation": activation,
+                           "duration": "short", "transition": "abrupt",
+                           "patch": self_patch("A", "neutral")}}
+
+    for generation, activation, first in ((180, "after_6", 186), (180, "after_24", 204),
+                                          (175, "after_6", 181)):
+        assert table.call("ecosystem.schedule", change(generation, activation)) == Refusal(
+            ops.EcosystemCode.INVALID_CHANGE,
+            f"Invalid scheduled change: it could first fire at generation {first}, after "
+            "the run's last, 180", {"path": "args.change", "from_generation": first})
+    assert table.stored == before and table.state.decisions == ()
+    assert table.call("ecosystem.schedule", change(180, "immediate"))["from_generation"] == 180
+    assert table.call("ecosystem.schedule", change(174, "after_6"))["from_generation"] == 180
+    assert [d["from_generation"] for d in table.stored[len(before):]] == [180, 180]
+
+
 def test_only_the_owner_controls_patches_and_schedules() -> None:
     table = created()
     rev = table.state.rev
@@ -272,9 +295,11 @@ def test_the_stored_events_replay_to_the_same_frames_without_a_model(tmp_path: P
             refolded.append(again.engine.frame["digest"])
     assert refolded == digests and again.frames == table.state.frames
     assert again.decisions == table.state.decisions and again.ended == table.state.ended
-    # The export: JSON lines of the stored events, replayed through the record.
+    # The export: JSON lines of the stored events (a decision's derived from_generation
+    # left out), replayed through the record.
+    assert [d["from_generation"] for d in table.stored if "decision" in d] == [11, 12]
     text = export_lines([WORLD.codec.decode(d) for d in table.stored])
-    assert [json.loads(line) for line in text.splitlines()] == table.stored
+    assert [json.loads(line) for line in text.splitlines()] == list(map(plain, table.stored))
     record = record_of_export(parse_export(text))
     assert record["digests"] == digests and len(record["decisions"]) == 2
     assert replay(record).ok

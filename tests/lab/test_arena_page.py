@@ -355,3 +355,26 @@ def test_the_arena_binds_u_time_wrapped_u_res_measured_and_u_audio_zero(browser,
     assert u["res"][-1][0] > 600  # twice the CSS size on this 2x screen
     assert u["audio"] and all(a == [0, 0, 0, 0] for a in u["audio"])  # the owner hears nothing
     context.close()
+
+
+def test_the_arena_says_what_the_lab_made_of_its_verdict(browser, server) -> None:
+    """An organism killed (from another tab) while the arena proved it: the lab's answer
+    to the ok leaves it dead, and the line said "proven" from the verdict posted."""
+    async def setup(c):
+        lab = await new_lab(c, "killed")
+        await born(c, lab, 1, "panel")
+        return lab
+
+    lab = with_owner(server, setup)
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    log = page_log(page)
+    page.goto(f"{server.http_url}/lab/arena.html?id={lab}&gate#token={server.owner_token}")
+    wait_js(page, "labArena.phase === 'idle'")
+    [organism] = page.evaluate("labArena.backlog('panel', 10)")["organisms"]
+    with_owner(server, lambda c: c.request("lab.invalid", lab, {"id": organism["id"],
+                                                                 "log": "killed elsewhere"}))
+    judged = page.evaluate("o => labArena.judge(o)", organism)
+    assert (judged["verdict"], judged["posted"]) == ("ok", True)
+    assert page.text_content("#left .rating").startswith("dead · ")
+    assert not log["errors"], log["errors"]
+    page.close()

@@ -562,3 +562,27 @@ def test_the_editor_on_a_phone_insets_its_panel_and_names_its_pack_once(
         expect(name).to_have_value("Ann's levels")
         assert "set when it is made" in (name.get_attribute("title") or "")
         assert not errors, errors
+
+
+def test_the_player_page_plays_on_after_a_reload(browser: Any, tmp_path: Path) -> None:
+    """The token left the address bar and was kept nowhere: a reload made the player a
+    spectator. The tab keeps it (another browser given the address watches)."""
+    ann = TokenStore(tmp_path / "data").create("agent", "ann")
+    with ServerProcess(tmp_path / "data") as server:
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        errors = inflight.errors(page)
+        _start(page, f"{server.http_url}/puzzle/?pack=starter&level=first-steps&token={ann}")
+        status = page.locator("#status")
+        expect(status).to_have_text("live · agent")
+        assert ann not in page.url
+        page.reload()
+        _revision(page, 1)
+        expect(status).to_have_text("live · agent", timeout=WAIT)
+        expect(page.locator("body")).not_to_have_class(re.compile(r"\bwatching\b"), timeout=WAIT)
+        assert page.evaluate("window.puzzlePage.canPlay") and ann not in page.url
+        page.keyboard.press("ArrowRight")
+        _revision(page, 2)
+        other = browser.new_page()
+        other.goto(page.url)
+        expect(other.locator("#status")).to_have_text("live · spectator", timeout=WAIT)
+        assert not errors, errors

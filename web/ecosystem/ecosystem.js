@@ -226,15 +226,12 @@ async function onEvent(event) {
       break;
     }
     case "patch":
-    case "schedule": {
-      const k = page.decisions.length;
-      page.decisions = [...page.decisions, { decision: k, via: event.type, ...event.decision }];
+    case "schedule": // when it may first fire is the server's to say: the event carries it
+      page.decisions = [...page.decisions, { decision: page.decisions.length, via: event.type,
+                                             ...event.decision,
+                                             from_generation: event.from_generation }];
       v.decisions = page.decisions;
-      // When it may first fire is the server's to say (the view's decisions carry it).
-      const full = await page.client.request("ecosystem.view", page.topic, {});
-      page.decisions[k].from_generation = full.view.decisions[k]?.from_generation;
       break;
-    }
     case "control":
       v.playing = event.playing;
       v.speed = event.speed;

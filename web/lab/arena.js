@@ -89,17 +89,23 @@ function setVerdict(side, verdict, text) {
   p.textContent = text;
 }
 
+/** What the lab's answer to a verdict (`Marked`) says the organism is now: an ok leaves
+ * one killed meanwhile (from another tab) dead. */
+function became(marked) {
+  return marked.status === "dead" ? "dead" : marked.render_ok ? "proven" : "unproven";
+}
+
 async function report(o, outcome, pair) {
   // The verdict through the seed's owner routes; a proven organism needs no second ok.
   const entry = { id: o.id, pair, verdict: outcome.verdict, ms: outcome.ms ?? null,
                   posted: false };
   try {
     if (outcome.verdict === "ok" && !o.render_ok) {
-      await post("/api/ok", lab, { id: o.id }, token);
+      entry.became = became(await post("/api/ok", lab, { id: o.id }, token));
       entry.posted = true;
     } else if (outcome.verdict === "invalid") {
       entry.log = firstLine(outcome.log);
-      await post("/api/invalid", lab, { id: o.id, log: entry.log }, token);
+      entry.became = became(await post("/api/invalid", lab, { id: o.id, log: entry.log }, token));
       entry.posted = true;
     }
   } catch (err) {
@@ -127,10 +133,10 @@ async function judgeOn(side, o, signal, pair = null) {
   return { ...(await reported(side, o, outcome, pair)), program: outcome.program };
 }
 
-/** `report`, then the side's rating line says what the verdict made of `o`. */
+/** `report`, then the side's rating line says what the lab made of `o`. */
 async function reported(side, o, outcome, pair) {
   const entry = await report(o, outcome, pair);
-  if (entry.posted) rate(side, o, outcome.verdict === "ok" ? "proven" : "dead");
+  if (entry.posted) rate(side, o, entry.became);
   return entry;
 }
 

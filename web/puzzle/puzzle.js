@@ -3,9 +3,9 @@
 // Without `id` it creates a room and plays it: `?pack=starter&level=ID`, `?link=pd1...` (a
 // share link) or `?installed=PACK` (a pack of /puzzle/editor.html), `&profile=keke`. The
 // room's player plays (keys, swipes, buttons); anyone else watches it live, read-only (so does
-// the player with `&watch`; a token comes from `?token=` or localStorage). Every
-// turn comes back in the move's reply; a watcher refetches the view when a push says the room
-// moved on. The slider replays the level's moves (`puzzle.history`).
+// the player with `&watch`; a token comes from `?token=`, kept for the tab in sessionStorage,
+// or localStorage). Every turn comes back in the move's reply; a watcher refetches the view
+// when a push says the room moved on. The slider replays the level's moves (`puzzle.history`).
 
 import { Client, RequestError } from "/js/client.js";
 import { escapeHtml, statusLine } from "/js/page.js";
@@ -20,6 +20,7 @@ const KEYS = {
   w: "up", s: "down", a: "left", d: "right", W: "up", S: "down", A: "left", D: "right", " ": "wait",
 };
 const NAMES = { u: "up", d: "down", l: "left", r: "right", s: "wait" };
+const TOKEN_KEY = "petridish.puzzle_token"; // a `?token=` this tab was given
 const LEADERBOARD_TRIES = 20; // half a second apart, for a win the board is still replaying
 
 let client = null;
@@ -308,8 +309,10 @@ function createArgs() {
 }
 
 async function main() {
-  const token = params.get("token") ?? localStorage.getItem("petridish.token");
+  const token = params.get("token") ?? sessionStorage.getItem(TOKEN_KEY) ??
+    localStorage.getItem("petridish.token");
   if (params.has("token")) { // out of the address bar (and its history) at once, whatever comes
+    sessionStorage.setItem(TOKEN_KEY, token); // kept in this tab: a reload plays on
     const kept = new URLSearchParams(params);
     kept.delete("token");
     history.replaceState(null, "", `/puzzle/${String(kept) ? `?${kept}` : ""}`);
