@@ -34,7 +34,7 @@ import trio
 
 from actors.ecosystem import reads, rules
 from actors.ecosystem.endpoint import ModelEndpoint
-from actors.ecosystem.events import Ended, Phrased, plain
+from actors.ecosystem.events import Ended, Phrased
 from actors.ecosystem.export import lines_of
 from actors.ecosystem.interpret import DeterministicInterpreter, Interpretation, ModelInterpreter
 from actors.ecosystem.model_client import ChatClient
@@ -174,12 +174,11 @@ class EcosystemActor(WorldActor):
         return result
 
     async def _export(self, call: Call) -> ops.Export:
-        """The run's stored events as JSON lines, read back from the store (as `encode`
-        wrote them: a decision's derived `from_generation` is the pushes')."""
+        """The run's stored events as JSON lines, read back from the store."""
         if (refusal := unready(self.state)) is not None:
             raise refused(refusal)
         stored = await self.context.store.read(self.actor_id)
-        return ops.Export(lines_of(plain(e.data) for e in stored), len(stored),
+        return ops.Export(lines_of(e.data for e in stored), len(stored),
                           stored[-1].rev if stored else 0)
 
     effects: ClassVar[Mapping[str, Effect]] = {"ecosystem.create": _create,

@@ -6,8 +6,6 @@ the source label), one `Generated` per generation 0..180 (its frame), `Patched` 
 `Ended` (the score breakdown and the reflection) and, with a model configured, `Phrased`
 (the model's wording of the reflection, or why there is none). Stored JSON is
 `{"type": ..., ...}` with the fields below; `decode(encode(e)) == e` for every event.
-The stored record (`record`, which subscribers get as it is) adds to a decision the first
-generation it may fire at, `from_generation`: derived, so `decode` and exports drop it.
 """
 
 from __future__ import annotations
@@ -20,9 +18,6 @@ import attrs
 
 from actors.ecosystem.engine import RunState
 from actors.ecosystem.rates import LEGACY_MODEL
-from actors.ecosystem.schedule import first_generation
-
-DERIVED = "from_generation"  # a decision record's field derived from its decision
 
 
 def config_hash(config: dict[str, Any], graph: dict[str, Any]) -> str:
@@ -133,24 +128,8 @@ def encode(event: Event) -> dict[str, Any]:
     return {"type": _NAMES[type(event)], **attrs.asdict(event, recurse=False)}
 
 
-def record(event: Event) -> dict[str, Any]:
-    """The stored (and pushed) record of an event: its JSON, and for a decision the first
-    generation it may fire at (`schedule.first_generation`), so a page shows it from the
-    push without asking for the view."""
-    data = encode(event)
-    if isinstance(event, Patched | Scheduled):
-        data[DERIVED] = first_generation(event.decision)
-    return data
-
-
-def plain(data: dict[str, Any]) -> dict[str, Any]:
-    """A stored record as `encode` wrote it (a decision's derived field dropped)."""
-    return {k: v for k, v in data.items() if k != DERIVED} if DERIVED in data else data
-
-
 def decode(data: dict[str, Any]) -> Event:
-    """The event of a stored record or its JSON (KeyError or TypeError on a shape this
-    module never wrote)."""
+    """The event of stored JSON (KeyError or TypeError on a shape this module never wrote)."""
     cls = _TYPES[data["type"]]
-    skip = ("type", DERIVED) if cls in (Patched, Scheduled) else ("type",)
-    return cls(**{k: v for k, v in data.items() if k not in skip})
+    fields = {k: v for k, v in data.items() if k != "type"}
+    return cls(**fields)

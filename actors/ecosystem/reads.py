@@ -9,7 +9,14 @@ import attrs
 
 from actors.ecosystem.density import density_frame, spectator_side
 from actors.ecosystem.graph import ENVIRONMENT_VOCABULARY, PAIR_MODES, ROLES, SELF_MODES
-from actors.ecosystem.schedule import ACTIVATIONS, DURATIONS, TRANSITIONS, first_generation
+from actors.ecosystem.schedule import (
+    ACTIVATIONS,
+    COMPARED,
+    DELAYS,
+    DURATIONS,
+    TRANSITIONS,
+    first_generation,
+)
 from actors.ecosystem.setup import hash_setup_request
 from actors.ecosystem.state import PendingSetup, Run, unready
 from actors.world import Ctx, Refusal
@@ -22,7 +29,10 @@ VOCABULARY: dict[str, Any] = {
     "roles": list(ROLES), "self": list(SELF_MODES), "pair": list(PAIR_MODES),
     "environment": {k: list(v) for k, v in ENVIRONMENT_VOCABULARY.items()},
     "activation": list(ACTIVATIONS), "duration": list(DURATIONS),
-    "transition": list(TRANSITIONS)}
+    "transition": list(TRANSITIONS),
+    # `schedule.armed_from`'s table: a page works out a pushed decision's first generation
+    # (`first_generation`) from it, as a stored event carries none.
+    "armed_from": {"delays": dict(DELAYS), "compared": list(COMPARED)}}
 
 
 def run_info(state: Run, *_: Any) -> ops.RunInfo:

@@ -33,7 +33,7 @@ from actors.ecosystem.events import (
     SetUp,
     config_hash,
     decode,
-    record,
+    encode,
 )
 from actors.ecosystem.graph import apply_patch, validate_patch
 from actors.ecosystem.interpret import DeterministicInterpreter, Interpretation
@@ -257,7 +257,7 @@ WORLD = World(
     kind="ecosystem",
     initial=initial,
     evolve=evolve,
-    codec=Codec(lambda event, _after: record(event), decode),
+    codec=Codec(lambda event, _after: encode(event), decode),
     view=view,
     ops=ops.OPS,
     moves={"ecosystem.create": Move(decide_create, run_info, purpose=SEED_PURPOSE),

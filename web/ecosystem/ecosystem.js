@@ -209,6 +209,15 @@ async function onView(view) {
   drawOrigin(view.setup);
 }
 
+/** The first generation a pushed decision may fire at: `schedule.first_generation`, by the
+ * table the view's vocabulary carries (a stored event says none; the view's decisions do). */
+function firstGeneration(d) {
+  const { delays, compared } = page.vocabulary.armed_from;
+  const a = d.change.activation;
+  return Math.max(d.generation + 1,
+                  d.change.generation + (delays[a] ?? 0), compared.includes(a) ? 2 : 1);
+}
+
 async function onEvent(event) {
   const v = page.view;
   if (!v) return; // a snapshot follows the setup
@@ -226,10 +235,10 @@ async function onEvent(event) {
       break;
     }
     case "patch":
-    case "schedule": // when it may first fire is the server's to say: the event carries it
+    case "schedule":
       page.decisions = [...page.decisions, { decision: page.decisions.length, via: event.type,
                                              ...event.decision,
-                                             from_generation: event.from_generation }];
+                                             from_generation: firstGeneration(event.decision) }];
       v.decisions = page.decisions;
       break;
     case "control":
