@@ -48,7 +48,7 @@ class LabCode(StrEnum):
     NOT_IN_PAIR = "not_in_pair"  # the winner is not one of the pair's two organisms
     PARENT_NOT_PROVEN = "parent_not_proven"  # a visitor cross needs two proven parents
     NOT_CROSSABLE = "not_crossable"  # not two grammar shaders of the public track
-    BAD_DIRECTIVE = "bad_directive"  # refused by the aesthetics check, or another track's
+    BAD_DIRECTIVE = "bad_directive"  # the aesthetics check refused it, or tracks mismatch
     UNKNOWN_DIRECTIVE = "unknown_directive"  # the id names no directive of this lab
 
 

@@ -429,7 +429,6 @@ def test_a_page_on_a_run_not_created_yet_follows_it_once_created(browser,
         assert fits(page) and not errors, errors
 
 
-
 def sent_frames(page: Page) -> list[str]:
     """The frames the page will send on its websockets."""
     sent: list[str] = []
