@@ -470,8 +470,15 @@ async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = Non
             if gave_up is None:
                 return
             await gave_up.wait()
-            state.fatal = "the event store's writer could not be kept running"
-            log.error("stopping: %s (a supervisor should restart the server)", state.fatal)
+            fail("the event store's writer could not be kept running")
+
+        async def exit_when_replaced(leases: Any) -> None:
+            await leases.replaced.wait()
+            fail(leases.replaced_why)
+
+        def fail(why: str) -> None:
+            state.fatal = why
+            log.error("stopping: %s (a supervisor should restart the server)", why)
             stop.set()
 
         async with trio.open_nursery() as nursery:
@@ -479,6 +486,8 @@ async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = Non
             nursery.start_soon(state.reactor.run)
             nursery.start_soon(watchdog.run, state)
             nursery.start_soon(exit_when_the_store_gives_up)
+            if node is not None:
+                nursery.start_soon(exit_when_replaced, node.leases)
             budgets = config.budgets
             binds = await nursery.start(partial(
                 serve_front, app, hypercorn_config(config.graceful_timeout,

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import gc
+import math
 import os
+import re
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from protocol.roles import TOKEN_ROLES
 
@@ -22,7 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port (0 picks a free one)")
     serve.add_argument("--data", type=Path, default=Path("data"),
-                       help="data directory: event store and tokens (default ./data)")
+                       help="data directory: tokens, the error log and (without --store) the "
+                       "event store (default ./data)")
     serve.add_argument("--open", action="store_true",
                        help="anonymous connections act as agents (local play)")
     serve.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
@@ -44,16 +47,18 @@ def register(sub: argparse._SubParsersAction) -> None:
                          help="event store: a PostgreSQL URI (postgresql://...) makes this "
                          "process a node of a cluster; default $PETRIDISH_STORE, else SQLite "
                          "in the data directory")
-    cluster.add_argument("--node", help="this process's name in the cluster "
-                         "(default: host name and process id)")
+    cluster.add_argument("--node", type=_node_name,
+                         help="this process's name in the cluster: letters, digits, '.', "
+                         "'_', '-' (default: host name and process id)")
     cluster.add_argument("--peer-host", default=None,
                          help="address the other processes connect to (default: --host)")
-    cluster.add_argument("--peer-port", type=int, default=0,
+    cluster.add_argument("--peer-port", type=_port, default=0,
                          help="port for the other processes (default 0: a free one)")
-    cluster.add_argument("--peer-addr", default=None,
+    cluster.add_argument("--peer-addr", type=_host_port, default=None,
                          help="HOST:PORT the others should use, if not peer-host:peer-port")
-    cluster.add_argument("--lease-ttl", type=float, default=3.0,
-                         help="seconds a world's lease lasts without renewal (default 3)")
+    cluster.add_argument("--lease-ttl", type=_lease_ttl, default=3.0,
+                         help="seconds a world's lease lasts without renewal (default 3; "
+                         f"{LEASE_TTL[0]:g} to {LEASE_TTL[1]:g})")
     serve.set_defaults(func=_serve)
 
     token = sub.add_parser("token", help="issue, revoke and list access tokens")
@@ -92,6 +97,46 @@ def _budget(text: str) -> tuple[str, float]:
     return name, number
 
 
+NODE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}")
+LEASE_TTL = (0.5, 300.0)  # seconds: renewals run every 0.4 x TTL at the shortest
+
+
+def _lease_ttl(text: str) -> float:
+    """--lease-ttl: a number of seconds within LEASE_TTL."""
+    try:
+        ttl = float(text)
+    except ValueError:
+        ttl = math.nan
+    if not LEASE_TTL[0] <= ttl <= LEASE_TTL[1]:  # (NaN too)
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds from "
+                                         f"{LEASE_TTL[0]:g} to {LEASE_TTL[1]:g}")
+    return ttl
+
+
+def _node_name(text: str) -> str:
+    """--node: a name that can also name a file (its error log)."""
+    if not NODE_NAME.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a node name: 1 to 64 letters, "
+                                         "digits, '.', '_' or '-', not starting with '.'")
+    return text
+
+
+def _port(text: str) -> int:
+    """A TCP port number, 0 to 65535."""
+    if not (text.isascii() and text.isdigit() and int(text) <= 65535):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port (0 to 65535)")
+    return int(text)
+
+
+def _host_port(text: str) -> str:
+    """HOST:PORT (an IPv6 host in brackets), the port 1 to 65535."""
+    host, _, port = text.rpartition(":")
+    if not host.strip("[]") or not (port.isascii() and port.isdigit()
+                                     and 0 < int(port) <= 65535):
+        raise argparse.ArgumentTypeError(f"{text!r} is not HOST:PORT (a port 1 to 65535)")
+    return text
+
+
 EXIT_STORE_FAILED = 3  # the store's writer could not be kept running: restart the server
 
 
@@ -103,8 +148,10 @@ def _serve(args: argparse.Namespace) -> int:
     from actors.store import StoreUnavailable
     from server.app import serve
     from server.budgets import Budgets
+    from server.cluster import default_node
     from server.config import ServerConfig, is_postgres
     from server.data_lock import DataDirInUse
+    from server.storage.cluster import NodeNameInUse
     from server.storage.pg_durability import NotDurable
     from server.trace import configure_logging
 
@@ -119,9 +166,10 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"petridish: {exc}", file=sys.stderr)
         return 2
     os.umask(0o077)  # every file the server makes is its user's only
-    error_log = configure_logging(args.data)
+    node = (args.node or default_node()) if args.store is not None else None
+    error_log = configure_logging(args.data, node=node)
     config = ServerConfig(host=args.host, port=args.port, data_dir=args.data,
-                          open_mode=args.open, model=model, store=args.store, node=args.node,
+                          open_mode=args.open, model=model, store=args.store, node=node,
                           peer_host=args.peer_host or args.host, peer_port=args.peer_port,
                           peer_addr=args.peer_addr, lease_ttl=args.lease_ttl,
                           allowed_origins=args.allow_origin,
@@ -154,10 +202,10 @@ def _serve(args: argparse.Namespace) -> int:
     in_use: list[str] = []
     try:
         trio.run(main)
-    except* (DataDirInUse, NotDurable) as refused:  # another server runs on --data, or
-        in_use.append(str(refused.exceptions[0]))  # PostgreSQL runs without fsync
+    except* (DataDirInUse, NotDurable, NodeNameInUse) as refused:  # --data or --node in
+        in_use.append(str(_first(refused)))  # use, or PostgreSQL runs without fsync
     except* StoreUnavailable as refused:  # PostgreSQL unreachable, or its schema refused
-        in_use.append(f"the event store cannot be opened: {refused.exceptions[0].why}")
+        in_use.append(f"the event store cannot be opened: {_first(refused).why}")
     if in_use:
         print(f"petridish: {in_use[0]}", file=sys.stderr, flush=True)
         return 2
@@ -165,6 +213,14 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"petridish: exiting: {fatal[0]}", file=sys.stderr, flush=True)
         return EXIT_STORE_FAILED
     return 0
+
+
+def _first(group: BaseExceptionGroup) -> Any:
+    """The first exception `group` holds, in however many nested groups (nurseries)."""
+    found: BaseException = group
+    while isinstance(found, BaseExceptionGroup):
+        found = found.exceptions[0]
+    return found
 
 
 async def _stop_on_signal(signals: AsyncIterator[int], running: Running) -> None:

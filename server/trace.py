@@ -9,7 +9,8 @@ worlds never answered (freed by the backstop). Each is counted in
 an actor), the next line saying how many were folded into it, so a hostile client cannot
 flood the log. `Throttle` is that rule alone, for the lines that may repeat elsewhere
 (failed accepts, a crowded peer port, a lost notification connection).
-`configure_logging` keeps the error log in `<data>/logs/error.log`.
+`configure_logging` keeps the error log in `<data>/logs/error.log` (a cluster's node:
+`error-<node>.log`, as its processes may share the data directory).
 """
 
 from __future__ import annotations
@@ -96,10 +97,12 @@ def _private_file(path: Path) -> None:
     os.chmod(path, 0o600)
 
 
-def configure_logging(data_dir: Path, level: int = logging.INFO) -> Path:
-    """Log to stderr at `level`, and keep warnings and errors in `<data>/logs/error.log`
-    (mode 0600, rotated past LOG_BYTES); returns the error log's path."""
-    path = Path(data_dir) / ERROR_LOG
+def configure_logging(data_dir: Path, level: int = logging.INFO, *,
+                      node: str | None = None) -> Path:
+    """Log to stderr at `level`, and keep warnings and errors in `<data>/logs/error.log`,
+    or `error-<node>.log` for a cluster's `node` (each file is one process's: rotation is
+    not safe across processes), mode 0600, rotated past LOG_BYTES; returns its path."""
+    path = Path(data_dir) / (ERROR_LOG.with_name(f"error-{node}.log") if node else ERROR_LOG)
     _private_file(path)
     root = logging.getLogger()
     root.setLevel(level)

@@ -62,13 +62,14 @@ class Node:
     _nursery: trio.Nursery
 
     async def start(self, directory: Directory) -> None:
-        """Hold what the owner stopped; serve `directory` to the other processes,
-        register, renew, feed spectators and holds."""
+        """Register (NodeNameInUse if another live process has this node's name), hold
+        what the owner stopped, serve `directory` to the other processes, renew, feed
+        spectators and holds."""
+        await self.cluster.join(self.addr)  # first: no lease statement acts before it
         self.router.directory = self.mirrors.directory = self.peers.directory = directory
         self.holds.directory = directory
         await self.holds.catch_up()  # held before this process serves anything
         self.mirrors.follow(ADMIN_ID, self.holds.catch_up)
-        await self.cluster.join(self.addr)
         self._nursery.start_soon(self.leases.run, directory)
         self._nursery.start_soon(self.mirrors.run)
         log.info("%s joined the cluster at %s", self.name, self.addr)

@@ -16,7 +16,10 @@ The protocol is SCALEOUT.md 4.4 (server/storage/cluster.py holds the statements)
   paused process's late appends are refused). From the first renewal that fails until
   one succeeds, `trouble` says why (`/healthz` answers 503 with it);
 - an actor that stopped hands its lease back (`release`); leaving the cluster releases
-  them all.
+  them all;
+- a renewal that finds this node's name registered by another process (this one was
+  paused or cut off for longer than the TTL, and another started under its name) stops
+  every world and sets `replaced`: the server exits.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import trio
 
 from actors.runtime import Directory
 from actors.store import StoreUnavailable
-from server.storage.cluster import Cluster
+from server.storage.cluster import Cluster, Replaced
 
 log = logging.getLogger("petridish.cluster")
 FENCED_CHECK = 0.1  # seconds between looks at the worlds hosted while no renewal succeeds
@@ -51,6 +54,8 @@ class Leases:
         self._failing_since: float | None = None  # renewals fail since (for the logs)
         self._failure: str | None = None  # why the last renewal failed, while they fail
         self._acquired: dict[str, float] = {}  # worlds acquired since the last good renewal
+        self.replaced = trio.Event()  # set once another process took this node's name
+        self.replaced_why = ""
 
     async def acquire(self, world: str) -> str:
         """The node holding `world`'s lease now: this one if it was free, lapsed or ours."""
@@ -106,6 +111,9 @@ class Leases:
         with trio.move_on_after(self.fence_after):
             try:
                 kept = await self.cluster.renew(worlds)
+            except Replaced as replaced:
+                self._replace(directory, replaced.why)
+                return
             except Exception as exc:  # noqa: BLE001 - the database is away: `_fence` acts
                 failure = exc.why if isinstance(exc, StoreUnavailable) else repr(exc)
         if kept is None:
@@ -128,6 +136,16 @@ class Leases:
             if world not in kept and directory.evict(world):
                 self.lost += 1
                 log.warning("%s: lost the lease of %s; stopped it", self.node, world)
+
+    def _replace(self, directory: Directory, why: str) -> None:
+        """Another process took this node's name: stop every world, and say so (the
+        server then exits: `replaced`)."""
+        stopped = [w for w in directory.hosted() if directory.evict(w)]
+        self.lost += len(stopped)
+        if not self.replaced.is_set():
+            log.error("%s: %s; stopped %d worlds", self.node, why, len(stopped))
+            self.replaced_why = why
+            self.replaced.set()
 
     async def _fence(self, directory: Directory) -> None:
         """Stop every world hosted here at `_last_good + fence_after`, whatever the renewal

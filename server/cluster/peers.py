@@ -26,7 +26,7 @@ from protocol.convert import structure, unstructure
 from protocol.envelope import PROTOCOL_VERSION, check_actor_id
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.registry import Registry
-from server.cluster.wire import MAX_HELLO, MAX_LINE, Lines, Outbox, encode, footprint_of
+from server.cluster.wire import MAX_HELLO, MAX_LINE, Lines, Outbox, encode, footprint_of, refusal
 from server.trace import Throttle
 
 log = logging.getLogger("petridish.cluster")
@@ -84,7 +84,7 @@ class _PeerAnswer:
 
     def fail(self, error: ProtocolError) -> None:
         if not self._done:
-            frame: dict[str, Any] = {"id": self._id, "ok": False, "error": error.to_wire()}
+            frame: dict[str, Any] = {"id": self._id, "ok": False, "error": refusal(error)}
             if not error.delivered:
                 frame["delivered"] = False
             self._finish(encode(self._costs(frame)))

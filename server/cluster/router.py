@@ -42,7 +42,7 @@ from protocol.registry import Registry
 from server.cluster.leases import Leases
 from server.cluster.mirrors import Mirrors
 from server.cluster.peers import Link
-from server.cluster.wire import costs_of, error_of, reroute, unplaceable
+from server.cluster.wire import Reroute, costs_of, error_of, reroute, unplaceable
 from server.storage.cluster import Cluster
 
 log = logging.getLogger("petridish.cluster")
@@ -102,8 +102,8 @@ class _Forwarded(Passing):
         delivered: it may have been applied where it went first. A refusal its world made
         (sent again, it carries its request id) is its outcome."""
         if self.sent and (error.code == ErrorCode.UNAVAILABLE or not error.delivered):
-            error = ProtocolError(error.code, error.message, {**error.detail,
-                                                              "outcome": "unknown"})
+            kind = Reroute if isinstance(error, Reroute) else ProtocolError  # (a peer's)
+            error = kind(error.code, error.message, {**error.detail, "outcome": "unknown"})
         self._answer.fail(error)
 
 
@@ -238,7 +238,7 @@ class Router:
                 answer.succeed(self._result(message, reply.get("result")))
                 return
             error = error_of(reply)
-            if not error.detail.get("reroute"):
+            if not isinstance(error, Reroute):
                 answer.fail(error)
                 return
             if error.detail.get("outcome") == "unknown":  # a link past this one broke

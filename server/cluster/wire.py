@@ -83,24 +83,38 @@ def encode(frame: dict[str, Any]) -> bytes:
 def error_of(reply: dict[str, Any]) -> ProtocolError:
     """The ProtocolError of a refusal (its `error` object, and whether it was `delivered`)."""
     wire = reply.get("error") or {}
-    return ProtocolError(wire.get("code", ErrorCode.INTERNAL.value), wire.get("message", ""),
-                         wire.get("detail") or {}, delivered=reply.get("delivered") is not False)
+    detail = dict(wire.get("detail") or {})
+    kind = Reroute if detail.pop("reroute", False) is True else ProtocolError
+    return kind(wire.get("code", ErrorCode.INTERNAL.value), wire.get("message", ""), detail,
+                delivered=reply.get("delivered") is not False)
 
 
-def reroute(actor_id: str, why: str) -> ProtocolError:
-    """The refusal that sends a forwarded message back to be located again (not applied)."""
-    return ProtocolError(ErrorCode.UNAVAILABLE, f"{actor_id} {why}",
-                         {"actor": actor_id, "reroute": True}, delivered=False)
+def refusal(error: ProtocolError) -> dict[str, Any]:
+    """The `error` object of a peer's reply: a Reroute's says so (`detail.reroute`)."""
+    wire = error.to_wire()
+    if isinstance(error, Reroute):
+        wire["detail"] = wire["detail"] | {"reroute": True}
+    return wire
 
 
-def unplaceable(actor_id: str, why: str) -> ProtocolError:
+class Reroute(ProtocolError):
+    """A refusal that sends a forwarded message back to be located again (not applied).
+    Only the peer wire says it (`detail.reroute`): a client gets a plain `unavailable`."""
+
+
+def reroute(actor_id: str, why: str) -> Reroute:
+    """The refusal that sends a forwarded message back to be located again."""
+    return Reroute(ErrorCode.UNAVAILABLE, f"{actor_id} {why}", {"actor": actor_id},
+                   delivered=False)
+
+
+def unplaceable(actor_id: str, why: str) -> Reroute:
     """The refusal of a message for a world this process could not place because the
     database cannot be reached: `unavailable` for a client; a process that forwarded the
     message waits for the world to re-home (not applied)."""
-    return ProtocolError(ErrorCode.UNAVAILABLE, f"{actor_id} cannot be placed now: this "
-                         f"server cannot reach the cluster's database ({why}); "
-                         "retry in a moment", {"actor": actor_id, "reroute": True,
-                                               "store": "down"}, delivered=False)
+    return Reroute(ErrorCode.UNAVAILABLE, f"{actor_id} cannot be placed now: this server "
+                   f"cannot reach the cluster's database ({why}); retry in a moment",
+                   {"actor": actor_id, "store": "down"}, delivered=False)
 
 
 def footprint_of(frame: dict[str, Any]) -> int | None:

@@ -58,15 +58,17 @@ class Notifications:
         """Counters for metrics."""
         return ListenStatistics(self._received, self._foreign, self._batches)
 
-    async def _receive(self, conn: TrioConnection, skip_pids: Container[int]) -> None:
+    async def _receive(self, conn: TrioConnection, own_pids: Container[int],
+                       deliver_own: bool) -> None:
         """Fold every notification into the pending batch; keep an error for the consumer."""
         try:
             async with aclosing(conn.notifies()) as notes:
                 async for note in notes:
                     self._received += 1
-                    if note.pid in skip_pids:
+                    if note.pid not in own_pids:
+                        self._foreign += 1
+                    elif not deliver_own:
                         continue
-                    self._foreign += 1
                     for line in note.payload.split("\n"):
                         stream, _, rev = line.rpartition(":")
                         self._pending[stream] = max(int(rev), self._pending.get(stream, 0))
@@ -79,19 +81,19 @@ class Notifications:
 
 
 @asynccontextmanager
-async def listen(dsn: str, channel: str,
-                 skip_pids: Container[int] = ()) -> AsyncIterator[Notifications]:
+async def listen(dsn: str, channel: str, own_pids: Container[int] = (), *,
+                 deliver_own: bool = False) -> AsyncIterator[Notifications]:
     """LISTEN on `channel` over a connection of its own; yield the Notifications.
 
-    Notifications sent by the backends in `skip_pids` (a live container: the store's
-    writer connections) are counted and dropped.
+    Notifications sent by the backends in `own_pids` (a live container: the store's
+    writer connections) are counted as not foreign, and dropped unless `deliver_own`.
     """
     conn = await TrioConnection.connect(dsn, autocommit=True)
     try:
         await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
         notes = Notifications()
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(notes._receive, conn, skip_pids)
+            nursery.start_soon(notes._receive, conn, own_pids, deliver_own)
             try:
                 yield notes
             finally:

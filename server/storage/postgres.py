@@ -382,7 +382,7 @@ class PostgresEventStore(EventStore):
         raises: notifications may have been missed, so listen again and read after the
         last revision of every stream followed.
         """
-        return listen(self.dsn, self.channel, set() if own else self._writer_pids)
+        return listen(self.dsn, self.channel, self._writer_pids, deliver_own=own)
 
     # ---- the writer task ----------------------------------------------------------------
 

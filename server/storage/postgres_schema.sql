@@ -90,16 +90,6 @@ CREATE TABLE IF NOT EXISTS receipts (
     caller text NOT NULL DEFAULT '',
     PRIMARY KEY (stream, rev)
 );
--- Receipts made before they were the caller's own gain the column as '', which no caller
--- is: they are never matched again (a retry of such a write is applied afresh). Checked
--- first: ALTER TABLE would lock the table (and the appends of running processes) at every
--- open, even with IF NOT EXISTS.
-DO $$ BEGIN
-    IF NOT EXISTS (SELECT FROM pg_attribute WHERE attrelid = 'receipts'::regclass
-                   AND attname = 'caller' AND NOT attisdropped) THEN
-        ALTER TABLE receipts ADD COLUMN caller text NOT NULL DEFAULT '';
-    END IF;
-END $$;
 -- Ownership (server/storage/cluster.py): which process holds a world until when (the
 -- database's clock), and each process's internal address with its last heartbeat.
 CREATE TABLE IF NOT EXISTS leases (
@@ -113,11 +103,29 @@ CREATE TABLE IF NOT EXISTS cluster (
     key text PRIMARY KEY,
     value text NOT NULL
 );
+-- instance: the random id of the process registered under the name (cluster.py).
 CREATE TABLE IF NOT EXISTS nodes (
     node text PRIMARY KEY,
     addr text NOT NULL,
-    seen_at timestamptz NOT NULL
+    seen_at timestamptz NOT NULL,
+    instance text NOT NULL DEFAULT ''
 );
+-- Columns added since their tables were first made, each checked first: ALTER TABLE would
+-- lock the table (and the appends of running processes) at every open, even with IF NOT
+-- EXISTS. Rows made before get ''. Receipts made before they were the caller's own: ''
+-- is no caller, they are never matched again (a retry of such a write is applied afresh).
+-- Nodes registered by an older version's process (which never sets it): '' is no
+-- process's id, a newer process takes that name over only once its heartbeat stopped.
+DO $$ BEGIN
+    IF NOT EXISTS (SELECT FROM pg_attribute WHERE attrelid = 'receipts'::regclass
+                   AND attname = 'caller' AND NOT attisdropped) THEN
+        ALTER TABLE receipts ADD COLUMN caller text NOT NULL DEFAULT '';
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_attribute WHERE attrelid = 'nodes'::regclass
+                   AND attname = 'instance' AND NOT attisdropped) THEN
+        ALTER TABLE nodes ADD COLUMN instance text NOT NULL DEFAULT '';
+    END IF;
+END $$;
 -- Second transaction.
 -- A row given -1 while the first transaction waited to add the constraint gets a fresh
 -- fence, and the constraint is checked on every row: under row locks and a lock that lets

@@ -94,6 +94,8 @@ async def test_a_node_that_loses_the_database_hands_its_worlds_over(
                                  else None, retry=False)
             assert down.value.code == "unavailable"
             assert "cannot reach the cluster's database" in down.value.message
+            # (`reroute` is a signal between processes only)
+            assert down.value.detail == {"actor": "counter:other", "store": "down"}
         with pytest.raises(RequestError) as down:
             async with ca.subscribe("counter:other"):
                 pass

@@ -25,7 +25,15 @@ from server.budgets import HOUR, Account, Budgets
 from server.claims import Ticket
 from server.cluster.peers import Link
 from server.cluster.router import _Forwarded
-from server.cluster.wire import MAX_SECONDS, MAX_STORED, Lines, costs_of, reroute, unplaceable
+from server.cluster.wire import (
+    MAX_SECONDS,
+    MAX_STORED,
+    Lines,
+    costs_of,
+    refusal,
+    reroute,
+    unplaceable,
+)
 from server.replies import Charged
 from tests.cluster.conftest import Node, Nodes
 from tests.server import burn_world
@@ -263,7 +271,7 @@ def _sent_back_by_a_leaving_process(sent: bool) -> dict[str, Any]:
     forwarded.sent = sent
     forwarded.fail(reroute("lab:nope", "is not hosted by a process that is leaving"))
     assert pending.error is not None
-    reply = {"ok": False, "error": pending.error.to_wire()}
+    reply = {"ok": False, "error": refusal(pending.error)}
     return reply if pending.error.delivered else {**reply, "delivered": False}
 
 
@@ -306,11 +314,12 @@ def test_any_unavailable_of_a_write_sent_on_a_broken_link_says_its_outcome_is_un
         forwarded.sent = sent
         forwarded.fail(error)
         assert pending.error is not None and pending.error.code == error.code
+        assert type(pending.error) is type(error)  # a Reroute still sends it back
         return pending.error.detail
 
-    for refusal in (unplaceable(WORLD, "down"), reroute(WORLD, "was not found")):
-        assert refused(True, refusal) == {**refusal.detail, "outcome": "unknown"}
-        assert "outcome" not in refused(False, refusal) and "outcome" not in refusal.detail
+    for sent_back in (unplaceable(WORLD, "down"), reroute(WORLD, "was not found")):
+        assert refused(True, sent_back) == {**sent_back.detail, "outcome": "unknown"}
+        assert "outcome" not in refused(False, sent_back) and "outcome" not in sent_back.detail
     assert "outcome" not in refused(True, ProtocolError(ErrorCode.BAD_REQUEST, "no"))
 
 

@@ -11,8 +11,9 @@ from collections.abc import AsyncIterator
 import pytest
 import trio
 
-from server.storage.cluster import Cluster
+from server.storage.cluster import Cluster, NodeNameInUse, Replaced
 from server.storage.postgres import PostgresEventStore
+from tests.pgsql import sql
 
 pytestmark = pytest.mark.postgres
 TTL = 0.3
@@ -122,3 +123,86 @@ async def test_a_cluster_with_connections_of_its_own_leaves_the_store_s_pool_fre
                 assert await a.renew(["field:1"]) == {"field:1"}
     finally:
         await a.aclose()
+
+
+async def beating(cluster: Cluster, task_status: trio.TaskStatus[None]) -> None:
+    """A live process's heartbeats (more often than any process beats)."""
+    task_status.started()
+    while True:
+        await cluster.renew([])
+        await trio.sleep(0.2)
+
+
+async def test_a_start_under_a_live_node_s_name_is_refused_and_changes_nothing(
+        store: PostgresEventStore, postgres_dsn: str) -> None:
+    a, again = Cluster(store, "a", ttl=5), Cluster(store, "a", ttl=5)
+    await a.join("127.0.0.1:7001")
+    assert await a.acquire("field:1") == "a"
+    async with trio.open_nursery() as nursery:
+        await nursery.start(beating, a)
+        with pytest.raises(NodeNameInUse, match=r"^another process runs as node 'a' \(at "
+                           r"127\.0\.0\.1:7001, last heard \d+\.\d s ago\): give this one "
+                           r"another --node name$"):
+            await again.join("127.0.0.1:7002")
+        await again.leave()  # (a refused start that leaves anyway takes nothing)
+        nursery.cancel_scope.cancel()
+    assert {n: v.addr for n, v in (await a.nodes()).items()} == {"a": "127.0.0.1:7001"}
+    assert await a.renew(["field:1"]) == {"field:1"}
+    assert (await sql(postgres_dsn, "SELECT instance FROM nodes"))[0][0] == a.instance
+
+
+async def test_a_restart_after_a_crash_takes_the_name_over_and_the_old_process_holds_nothing(
+        store: PostgresEventStore) -> None:
+    """The first process stopped beating (killed, or paused): the next one under its name
+    waits for a heartbeat, sees none, and registers; should the first run again, its
+    lease statements find the name another's (Replaced), and its leave takes nothing."""
+    old, new = Cluster(store, "a", ttl=5), Cluster(store, "a", ttl=5)
+    await old.join("127.0.0.1:7001")
+    assert await old.acquire("field:1") == "a"
+    await new.join("127.0.0.1:7002")
+    assert await new.acquire("field:1") == "a"  # its old lease, under the same name
+    for statement in (old.renew(["field:1"]), old.acquire("field:2")):
+        with pytest.raises(Replaced, match=r"another process now serves as node 'a'"):
+            await statement
+    assert await old.release("field:1") is False
+    await old.leave()
+    assert {n: v.addr for n, v in (await new.nodes()).items()} == {"a": "127.0.0.1:7002"}
+    assert await new.renew(["field:1"]) == {"field:1"}
+
+
+async def test_a_heartbeat_registers_the_node_again_once_its_row_is_gone(
+        store: PostgresEventStore, postgres_dsn: str) -> None:
+    """An older version's process leaving under the same name deletes the row by name:
+    the next heartbeat puts it back, so the node stays reachable."""
+    a = Cluster(store, "a", ttl=5)
+    await a.join("127.0.0.1:7001")
+    await sql(postgres_dsn, "DELETE FROM nodes")
+    assert await a.renew([]) == set()
+    assert {n: v.addr for n, v in (await a.nodes()).items()} == {"a": "127.0.0.1:7001"}
+
+
+async def test_the_registry_of_an_older_version_gains_the_instance_column(
+        postgres_dsn: str) -> None:
+    """A `nodes` table made before the column: the open adds it, its rows get '' (no
+    process's id), and a live process of the older version under a name (it beats by
+    UPDATE) keeps a newer process from starting under it."""
+    await sql(postgres_dsn, "CREATE TABLE nodes (node text PRIMARY KEY, addr text NOT NULL, "
+                            "seen_at timestamptz NOT NULL)")
+    await sql(postgres_dsn, "INSERT INTO nodes VALUES ('a', '127.0.0.1:7001', now())")
+
+    async def old_beats(task_status: trio.TaskStatus[None]) -> None:
+        task_status.started()
+        while True:
+            await sql(postgres_dsn, "UPDATE nodes SET seen_at = now() WHERE node = 'a'")
+            await trio.sleep(0.2)
+
+    async with PostgresEventStore(postgres_dsn) as store:
+        assert await sql(postgres_dsn, "SELECT node, instance FROM nodes") == [("a", "")]
+        async with trio.open_nursery() as nursery:
+            await nursery.start(old_beats)
+            with pytest.raises(NodeNameInUse):
+                await Cluster(store, "a").join("127.0.0.1:7002")
+            nursery.cancel_scope.cancel()
+        b = Cluster(store, "b")
+        await b.join("127.0.0.1:7003")
+        assert set(await b.nodes()) == {"a", "b"}

@@ -340,7 +340,7 @@ async def test_other_processes_are_notified_of_new_revisions(
                     break
         assert seen == {"w:1": 3, "w:2": 1, "w:3": 1}
         assert notes.statistics().batches >= 1
-        assert own_left_out.statistics().foreign == 1
+        assert own_left_out.statistics().foreign == own_too.statistics().foreign == 1
 
 
 async def test_a_large_batch_is_notified_in_pieces_under_the_payload_limit(
