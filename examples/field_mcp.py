@@ -9,7 +9,8 @@ Without --game and --start it plays today's daily game (the first of `list_games
 `--start SIZE` starts a SIZE x SIZE scatter game first (`start_mosaic`: the server names
 it with a uuid, printed before play). Without a token, the server must run with `--open`.
 A request refused for spent server time (`over_budget` `cpu`, HTTP 429) is sent again after
-its `retry_after`, as protocol/client.py does on the websocket. It ends as
+its `retry_after`, as protocol/client.py does on the websocket, and so is one refused for its
+address's spent HTTP requests (`over_budget` `http_rate`, HTTP 429). It ends as
 examples/field_agent.py does, with its exit statuses and messages.
 """
 
@@ -89,17 +90,29 @@ def refusal(error: MCPError) -> RequestError:
     return RequestError(str(error.code), error.message)
 
 
+def rest(refused: RequestError) -> float | None:
+    """Seconds until `refused` may be sent again: spent server time (`rest_of`), or the
+    address's spent HTTP requests (`over_budget` `http_rate`: every MCP call is one);
+    None for any other refusal."""
+    detail = refused.detail if isinstance(refused.detail, dict) else {}
+    if refused.code == "over_budget" and detail.get("budget") == "http_rate":
+        wait = detail.get("retry_after")
+        return float(wait) if isinstance(wait, int | float) and wait >= 0 else None
+    return rest_of(refused)
+
+
 async def patiently(send: Callable[[], Awaitable[T]]) -> T:
-    """`send()`, sent again after each refusal for spent server time (`over_budget` `cpu`)
-    once its `retry_after` has passed, while that ends within WAIT seconds of the first try;
-    any other MCP error (or a refusal it cannot wait out) is raised as a RequestError."""
+    """`send()`, sent again after each refusal for spent server time or HTTP requests
+    (`over_budget` `cpu` or `http_rate`) once its `retry_after` has passed, while that ends
+    within WAIT seconds of the first try; any other MCP error (or a refusal it cannot wait
+    out) is raised as a RequestError."""
     until = trio.current_time() + WAIT
     while True:
         try:
             return await send()
         except MCPError as e:
             refused = refusal(e)
-            wait = rest_of(refused)
+            wait = rest(refused)
             if wait is None or trio.current_time() + wait >= until:
                 raise refused from None
             await trio.sleep(wait)

@@ -33,8 +33,8 @@ from protocol.jsontext import (
     compact_encoder,
     exact_int,
     finite_float,
-    first_refused_number,
-    keeping_refused,
+    place_refused_number,
+    reject_constant,
     strict_decoder,
 )
 from protocol.text import utf16_len
@@ -119,14 +119,7 @@ def request_id_of(error: ProtocolError) -> int | None:
     return getattr(error, "request_id", None)
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-_decode = strict_decoder(_reject_constant, exact_int, finite_float)
-# Only for a frame `_decode` refused for a number: each such number kept, to say where.
-_decode_keeping = strict_decoder(_reject_constant, keeping_refused(exact_int),
-                                 keeping_refused(finite_float))
+_decode = strict_decoder(reject_constant, exact_int, finite_float)
 
 
 def _json_kind(value: Any) -> str:
@@ -155,8 +148,11 @@ def check_actor_id(value: Any, field: str, request_id: int | None) -> str:
 
 
 def _readable_id(obj: Any) -> int | None:
-    """The id of a frame refused before its id was checked, when it has a valid one."""
-    rid = obj.get("id") if isinstance(obj, dict) else None
+    """The id of a frame refused before its id was checked, when it has a valid one (a
+    hello without one: its default, 0, as its other refusals)."""
+    if not isinstance(obj, dict):
+        return None
+    rid = obj.get("id", 0 if obj.get("op") == "hello" else None)
     return rid if _is_int(rid) and 0 <= rid <= MAX_ID else None
 
 
@@ -228,19 +224,11 @@ def parse_frame(text: str) -> Frame:
 
 
 def _bad_number(text: str, refused: BadNumber) -> ProtocolError:
-    """The refusal of a frame holding a number beyond what every JSON reader holds exactly.
-    Read again with such numbers kept (this path only: a good frame is parsed once), it
-    names the first one's path and carries the frame's id, unless the rest of the text is
-    not JSON either."""
-    try:
-        obj = _decode_keeping(text)
-    except (ValueError, RecursionError):
-        return _bad(f"bad number: {refused}"[:200], None)
-    found = first_refused_number(obj)
-    if found is None:  # a later value of the same key replaced it
-        return _bad(f"bad number: {refused}"[:200], _readable_id(obj))
-    path, number = found
-    return _bad(f"{path}: {number.message}"[:200], _readable_id(obj), path=path)
+    """The refusal of a frame holding a number beyond what every JSON reader holds exactly:
+    it names the first one's path (`place_refused_number`) and carries the frame's id,
+    unless the rest of the text is not JSON either."""
+    found = place_refused_number(text, refused)
+    return _bad(found.message, _readable_id(found.value), **found.detail)
 
 
 def _parse_hello(obj: dict[str, Any]) -> Hello:

@@ -72,18 +72,21 @@ def keeping_refused(hook: Callable[[str], Any]) -> Callable[[str], Any]:
     return keep
 
 
-def first_refused_number(value: Any) -> tuple[str, RefusedNumber] | None:
-    """The first RefusedNumber in `value`, with its JSON path; None when there is none."""
-    return first_path(value, lambda part: isinstance(part, RefusedNumber))
+def first_refused_number(value: Any, root: str = "") -> tuple[str, RefusedNumber] | None:
+    """The first RefusedNumber in `value`, with its JSON path (under `root`); None when
+    there is none."""
+    return first_path(value, lambda part: isinstance(part, RefusedNumber), root=root)
 
 
 def first_path(value: Any, bad: Callable[[Any], bool],
                bad_key: Callable[[str], bool] = lambda key: False,
                root: str = "") -> tuple[str, Any] | None:
-    """The first part of `value`, in text order, that is `bad`, with its JSON path (under
-    `root`), or the first key that is `bad_key`, with the path of the object holding it
-    ("$" for the top); None when there is none. Iterative, and the path is rendered only
-    once found, so a value as deep or wide as a frame can hold costs no recursion and
+    """The first part of `value` that is `bad`, with its JSON path (under `root`), or the
+    first key that is `bad_key`, with the path of the object holding it ("$" for the top);
+    None when there is none. First in the decoded value's order: its text's, but that a
+    key given twice in an object is decoded at the first one's place with the last one's
+    value (a bad first value replaced is not found). Iterative, and the path is rendered
+    only once found, so a value as deep or wide as a frame can hold costs no recursion and
     linear time."""
     trail: list[Any] = []  # the key or index of each step down to the innermost container
     stack: list[Iterator[tuple[Any, Any]]] = [iter(((None, value),))]
@@ -203,3 +206,44 @@ def strict_decoder(parse_constant: Callable[[str], Any],
         return value
 
     return decode
+
+
+def reject_constant(name: str) -> Any:
+    """A `parse_constant` hook refusing NaN and the infinities, which JSON has not."""
+    raise ValueError(f"{name} is not valid JSON")
+
+
+# Only for a text a strict decoder refused for a number: each such number kept, to say where.
+_decode_keeping = strict_decoder(reject_constant, keeping_refused(exact_int),
+                                 keeping_refused(finite_float))
+
+
+@attrs.frozen
+class NumberRefusal:
+    """Why a text was refused for a number (`place_refused_number`)."""
+
+    message: str  # "PATH: why", or "bad number: why" when its place cannot be read
+    path: str | None  # its JSON path, or None
+    value: Any  # the text read with such numbers kept, or None when it is not JSON either
+
+    @property
+    def detail(self) -> dict[str, str]:
+        """The refusal's detail: its path, when it has one."""
+        return {} if self.path is None else {"path": self.path}
+
+
+def place_refused_number(text: str, refused: BadNumber, root: str = "") -> NumberRefusal:
+    """The refusal of `text`, which a strict decoder refused for `refused`, naming the JSON
+    path (under `root`) of its first such number. Read again with each one kept (this path
+    only: a good text is read once). Its place cannot be read when the rest of the text is
+    not JSON either, or a later value of the same key replaced the number."""
+    unplaced = f"bad number: {refused}"[:200]
+    try:
+        value = _decode_keeping(text)
+    except (ValueError, RecursionError):
+        return NumberRefusal(unplaced, None, None)
+    found = first_refused_number(value, root)
+    if found is None:
+        return NumberRefusal(unplaced, None, value)
+    path, number = found
+    return NumberRefusal(f"{path}: {number.message}"[:200], path, value)

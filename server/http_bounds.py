@@ -24,6 +24,14 @@
 - `wrong_method`: a known path asked with a method it does not answer gets 405 with
   `Allow` and the JSON refusal.
 
+An answer that goes out before its request's body was read whole (a refusal: `HttpBudget`'s
+429, the MCP door's 429 and 413, an untrusted origin's 403, a 405, a lab route's 401 or
+413, ...) says `Connection: close` (`CLOSING`): Hypercorn ends such a connection once the
+answer is out unless the body had arrived whole meanwhile, and a client not told so may
+send its next request on it, never answered (`InTime` marks the app's answers,
+`HttpBudget` its own). A request that declares no body (no `Content-Length` or 0, no
+`Transfer-Encoding`) keeps its connection.
+
 A refusal here is `bad_request` (`over_budget` for `HttpBudget`'s), in the shape its
 client reads (`refused_for`): on `MCP_PATH` a JSON-RPC error without an id (`rpc_refused`,
 as the MCP door's own refusals: server/mcp_door.py), which the MCP SDK's client raises
@@ -47,6 +55,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.jsontext import compact_encoder, escape_lone_surrogates
+from server.peers import header
 
 LATE = 408
 MCP_PATH = "/mcp"  # the MCP endpoint's (server/mcp.py): its refusals are JSON-RPC errors
@@ -63,6 +72,20 @@ _dumps = compact_encoder(ensure_ascii=False)
 NO_STORE = "no-store"  # live answers: no cache keeps one
 NEVER_STORED = MappingProxyType({"Cache-Control": NO_STORE})
 CLOSING = {"Connection": "close"}  # an answer after which its connection ends
+
+
+def may_have_body(scope: Scope) -> bool:
+    """Whether an HTTP/1.1 request declares a body: a `Content-Length` but 0, or a
+    `Transfer-Encoding` (chunked)."""
+    length = header(scope, b"content-length")
+    return header(scope, b"transfer-encoding") is not None or \
+        (length is not None and length.strip() != "0")
+
+
+def _closing(start: Message) -> Message:
+    """An answer's start with `Connection: close` (`CLOSING`), in place of any other."""
+    headers = [(k, v) for k, v in start.get("headers", ()) if k.lower() != b"connection"]
+    return {**start, "headers": [*headers, (b"connection", b"close")]}
 
 
 def json_reply(body: dict[str, Any], status: int, headers: dict[str, str] | None = None
@@ -109,11 +132,12 @@ async def wrong_method(request: Request, exc: Exception) -> Response:
 class _Exchange:
     """One request's receive and send as the app sees them (see the module doc)."""
 
-    def __init__(self, receive: Receive, send: Send, timeout: float) -> None:
+    def __init__(self, receive: Receive, send: Send, timeout: float, body: bool) -> None:
         self._receive = receive
         self._send = send
         self.deadline = trio.current_time() + timeout
         self.scope = trio.CancelScope()  # the app's
+        self.body = body  # the request declares one (`may_have_body`)
         self.body_done = False
         self.late = False
         self.started = False
@@ -133,10 +157,13 @@ class _Exchange:
         return {"type": "http.disconnect"}  # for a task the app started elsewhere
 
     async def send(self, message: Message) -> None:
-        """Send `message`; the answer's last one shielded (every write is bounded by the
+        """Send `message`: an answer's start before its body was read whole says
+        `Connection: close`; the answer's last one shielded (every write is bounded by the
         connection's send timeout: server/front.py's `ReplayStream`)."""
         if message["type"] == "http.response.start":
             self.started = True
+            if self.body and not self.body_done:
+                message = _closing(message)
         if message["type"] != "http.response.body" or message.get("more_body", False):
             await self._send(message)
             return
@@ -162,7 +189,8 @@ class HttpBudget:
                     await trio.sleep(REFUSAL_PAUSE)
                 finally:
                     self.paused -= 1
-            await refused_for(scope, refusal, 429, {"Retry-After": wait})(scope, receive, send)
+            headers = {"Retry-After": wait, **(CLOSING if may_have_body(scope) else {})}
+            await refused_for(scope, refusal, 429, headers)(scope, receive, send)
             return
         await self.app(scope, receive, send)
 
@@ -178,7 +206,7 @@ class InTime:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        exchange = _Exchange(receive, send, self.timeout)
+        exchange = _Exchange(receive, send, self.timeout, may_have_body(scope))
         with exchange.scope:
             await self.app(scope, exchange.receive, exchange.send)
         if exchange.late and not exchange.started:

@@ -47,6 +47,8 @@ from protocol.jsontext import (
     bad_text_path,
     exact_int,
     finite_float,
+    place_refused_number,
+    reject_constant,
     strict_decoder,
 )
 from protocol.roles import role_at_least
@@ -85,11 +87,7 @@ STATUS: dict[str, int] = {
 UNSUPPORTED_MEDIA = 415
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-_decode = strict_decoder(_reject_constant, exact_int, finite_float)
+_decode = strict_decoder(reject_constant, exact_int, finite_float)
 
 
 def _bad(message: str, **detail: Any) -> ProtocolError:
@@ -228,11 +226,14 @@ class LabRoutes:
     def _args(self, body: bytearray, op: str) -> Any:
         """The op's args from a JSON body."""
         try:
-            value = _decode(body.decode("utf-8"))
+            text = body.decode("utf-8")
         except UnicodeDecodeError:
             raise _bad("the body is not UTF-8") from None
+        try:
+            value = _decode(text)
         except BadNumber as exc:
-            raise _bad(f"bad number: {exc}"[:200]) from None
+            found = place_refused_number(text, exc, "args")
+            raise _bad(found.message, **found.detail) from None
         except (ValueError, RecursionError) as exc:
             raise _bad(f"not JSON: {exc}"[:200]) from None
         if (where := bad_text_path(value)) is not None:

@@ -37,7 +37,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from protocol.errors import ErrorCode, ProtocolError
 from server.auth import Principal
 from server.budgets import Account, address_key
-from server.http_bounds import CLOSING, NO_STORE, rpc_refused
+from server.http_bounds import NO_STORE, rpc_refused
 from server.metering import Tab, metered, settle, unmetered
 
 if TYPE_CHECKING:
@@ -126,9 +126,8 @@ class Door:
 
     async def _sdk(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The SDK's app, its 413 (a body past `max_frame`, plain text) answered as a
-        JSON-RPC error instead, which its client reports with the reason, and with
-        `Connection: close`: the rest of the body unread, Hypercorn ends the connection,
-        and a client not told so sent its next request on it, never answered."""
+        JSON-RPC error instead, which its client reports with the reason (with
+        `Connection: close`, the rest of the body unread: server/http_bounds.py)."""
         too_large = False
 
         async def send_413_as_json(message: Message) -> None:
@@ -143,7 +142,7 @@ class Door:
             limit = self.state.config.max_frame
             await rpc_refused(ProtocolError(ErrorCode.TOO_LARGE, f"the body is longer than "
                                             f"{limit} bytes", {"max_frame": limit}),
-                              413, CLOSING)(scope, receive, send)
+                              413)(scope, receive, send)
 
 
 _MCP_CACHE = f"{NO_STORE}, no-transform".encode()

@@ -339,27 +339,35 @@ class Session:
     def _charge_io(self) -> None:
         """Charge the socket's time now when a read completed no message (its pings and
         pongs, a frame still partial): a stream of control frames is its client's CPU time
-        too, and a client whose time is spent rests (`_rest`) as after a refusal."""
+        too."""
         self.charge(self.ws.take_io_seconds())
-        if (refusal := self.server.ledger.may_compute(self.account,
-                                                      trio.current_time())) is not None:
+        self._rest_if_spent()
+
+    def _rest_if_spent(self) -> None:
+        """Rest (`_rest`) as after an over_budget refusal, counted as its hit, when what was
+        just charged left the client's time spent while others wait."""
+        if (refusal := self.server.ledger.may_compute(self.account, trio.current_time())
+                ) is not None and self._rest(refusal.detail["retry_after"]):
             self.server.budget_hit(refusal, self.who())
-            self._rest(refusal.detail["retry_after"])
 
     def _take(self, message: str | bytes | Skipped) -> None:
         """Answer one message, and charge what it cost to its client like the world's
         time: reading it (parse, validation, budgets, the post to its world, or its
         refusal), and the socket's I/O and framing since the last message (its replies'
-        included)."""
+        included). A message charged now (a refusal, a subscribe) may leave its client's
+        time spent: its connection rests then, as after a read that completed none (a
+        stream of costly refusals is rested like one of requests)."""
         self.server.metrics.frames_in.inc()
         clock = time.perf_counter
         started = clock()
         answer = self._answer(message, trio.current_time())
         spent = clock() - started + self.ws.take_io_seconds()
-        if answer is None:
-            self.charge(spent)
-        else:
+        if answer is not None:
             answer.charge(spent)  # with its reply
+            return
+        self.charge(spent)
+        if not self.resting_until:  # (an over_budget refusal rests already)
+            self._rest_if_spent()
 
     def _answer(self, message: str | bytes | Skipped, now: float) -> RequestAnswer | None:
         """A refusal of `message` (read at `now`) into the outbox, or the request posted
@@ -419,7 +427,7 @@ class Session:
         self.server.refuse(self.server.ledger.may_compute(self.account, now), self.who(),
                            frame.id)
 
-    def _rest(self, seconds: float) -> None:
+    def _rest(self, seconds: float) -> bool:
         """Read nothing more for `seconds` (its CPU time spent while others wait), and on
         while its client may still not compute (the refusal's own cost and its requests
         still in flight are charged meanwhile: a client that waits `retry_after` and sends
@@ -428,9 +436,9 @@ class Session:
         socket. A rest lasts MAX_REST s at most, and one for a deeper debt begins only once
         the frames already read are refused: between rests the socket is read again, its
         pings and pongs with it, so the keepalive keeps it. The rest ends with the
-        reading."""
+        reading. True when it rests."""
         if seconds > MAX_REST and self.ws.has_message:
-            return
+            return False
         now = trio.current_time()
         latest = now + MAX_REST
         self.resting_until = min(now + seconds, latest)
@@ -449,6 +457,7 @@ class Session:
             self.resume_reading()
 
         self._nursery.start_soon(wake)
+        return True
 
     def charge(self, seconds: float) -> None:
         """This connection's requests cost `seconds` of server time."""

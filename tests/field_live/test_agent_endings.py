@@ -58,6 +58,23 @@ async def test_the_mcp_agent_waits_out_its_spent_server_time(tmp_path: Path) -> 
     assert final["totals"]["solved"] == final["tiles_total"]
 
 
+async def test_the_mcp_agent_waits_out_its_spent_http_requests(tmp_path: Path) -> None:
+    """docs/agents.md: an MCP request past its address's `http_rate` is refused as one past
+    its server time is (HTTP 429, `over_budget`, `detail.budget: "http_rate"`), and sent
+    again after `retry_after`; the example agent stopped on it ('error: over_budget: more
+    than 20 HTTP requests per second from this address; slow down')."""
+    async with running_server(tmp_path, open_mode=True,
+                              budgets=Budgets(http_rate=10, http_burst=10)) as srv, \
+            Client.connect(srv.ws_url, srv.owner_token) as c:
+        await start(c, "hurried", size=14, seed=2)
+        with trio.fail_after(120):
+            figures = await play(f"{srv.url}/mcp", "hurried")
+        final = await c.request("field.observe", "field:hurried", {})
+    assert srv.state.metrics.budget_hits.labels("http_rate").value > 0  # refused, and waited
+    assert figures["agent"].startswith("a1~")
+    assert final["totals"]["solved"] == final["tiles_total"]
+
+
 @pytest.mark.parametrize("over", list(SCRIPTS))
 async def test_a_dead_agent_says_so_and_exits_2(tmp_path: Path, over: str) -> None:
     async with running_server(tmp_path) as srv:

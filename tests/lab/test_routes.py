@@ -108,6 +108,14 @@ async def test_bad_requests_to_every_route_are_refused_and_change_nothing(
             await refused(path, 400, "bad_request", json={**body, "extra": 1})
             await refused(path, 400, "bad_request", content=b'{"id": NaN}',
                           headers={"content-type": "application/json"})
+            # a number no JSON reader holds exactly, named by its path as on /ws
+            err = await refused(path, 400, "bad_request",
+                                content=json.dumps({**body, first_key: 0}).replace(
+                                    f'"{first_key}": 0', f'"{first_key}": 1e400').encode(),
+                                headers={"content-type": "application/json"})
+            assert (err["message"], err["detail"]) == (
+                f"args.{first_key}: the number 1e400 is out of range",
+                {"path": f"args.{first_key}"})
             await refused(path, 415, "bad_request", content=b"id=x",
                           headers={"content-type": "application/x-www-form-urlencoded"})
             # oversized: a field past its bound, a body past MAX_BODY (declared or not)

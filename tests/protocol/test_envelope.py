@@ -137,6 +137,13 @@ BEYOND = "is beyond +-(2^53 - 1), the range every JSON reader holds exactly"
     ('[0, 1e400]', "[1]: the number 1e400 is out of range", "[1]", None),
     ('{"op": "hello", "protocol": 1, "id": 0, "token": 1e400}',
      "token: the number 1e400 is out of range", "token", 0),
+    ('{"op": "hello", "protocol": 1, "id": 5, "token": 1e400}',
+     "token: the number 1e400 is out of range", "token", 5),
+    # a hello without an id: its default, 0, as for its other refusals (it was null)
+    ('{"op": "hello", "protocol": 1, "token": 1e400}',
+     "token: the number 1e400 is out of range", "token", 0),
+    (r'{"op": "hello", "protocol": 1, "client": "a\u0000"}',
+     "client: text must be valid Unicode (no NUL, no lone surrogate)", "client", 0),
 ])
 def test_text_and_numbers_no_client_can_read_back_are_refused(text: str, message: str, path: str,
                                                               rid: int | None) -> None:

@@ -136,3 +136,9 @@ def test_refused_numbers_are_kept_in_their_place() -> None:
         "the integer 9007199254740992 is beyond +-(2^53 - 1), the range every JSON reader "
         "holds exactly"))
     assert first_refused_number(decode('{"a": [1, {"b": 2.5}]}')) is None
+    # A key given twice: at the first one's place, with the last one's value.
+    assert first_refused_number(decode('{"a": 1e400, "b": 1, "a": 2}')) is None
+    assert first_refused_number(decode('{"a": 1, "b": 1e400, "a": -1e400}')) == (
+        "a", RefusedNumber("the number -1e400 is out of range"))
+    assert first_refused_number(decode('{"b": [1e400]}'), "args") == ("args.b[0]", RefusedNumber(
+        "the number 1e400 is out of range"))

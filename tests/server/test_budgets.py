@@ -433,6 +433,29 @@ async def test_a_refused_frame_is_charged_too(tmp_path: Path) -> None:
     assert spent > N_CHARGED * 20e-6, spent
 
 
+async def test_a_client_spending_its_time_on_refused_frames_rests_too(
+        tmp_path: Path) -> None:
+    """A frame refused for itself (numbers past a double: read twice, to name the first)
+    is charged what it cost; once that leaves its client's time spent while others wait,
+    its connection rests as after an over_budget refusal, so the request sent behind such
+    frames is read once the client may compute, and served. Unrested, the frames were read
+    one after another, the debt ran on (to 8 s in 3 s of frames), and the request was
+    refused over_budget."""
+    budgets = Budgets(cpu_rate=0.05, cpu_burst_anonymous=0.001)
+    bad = ('{"id":1,"op":"burn.spin","to":"burn:x","args":{"n":['
+           + ",".join(["1e400"] * 2000) + "]}}")
+    async with running_server(tmp_path, budgets=budgets, **burn_world.settings()) as srv, \
+            raw_client(srv) as c, burn_world.others_busy(srv):
+        for _ in range(10):
+            await c.send(bad)
+        await c.send({"id": 2, "op": "burn.spin", "to": "burn:x", "args": {"ms": 0}})
+        for _ in range(10):
+            refused = error(await c.recv(timeout=60))
+            assert (refused["code"], refused["detail"]["path"]) == ("bad_request", "args.n[0]")
+        assert result(await c.recv(timeout=60)) == {"ms": 0}
+    assert _hits(srv, "cpu") > 0  # (the rests, counted as the budget's hits)
+
+
 async def test_subscriptions_are_charged_too(tmp_path: Path) -> None:
     budgets = Budgets(cpu_rate=1e-6, cpu_burst_anonymous=1e-6, cpu_rate_agent=1.0)
     async with running_server(tmp_path, budgets=budgets, **burn_world.settings()) as srv, \

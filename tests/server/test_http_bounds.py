@@ -27,6 +27,7 @@ from server.budgets import Budgets
 from server.front import hypercorn_config, serve_front
 from server.peers import Proxies
 from server.tcp_guard import TcpGuard
+from tests.server import burn_world
 from tests.server.ws_harness import running_server
 
 MCP_ACCEPT = "Accept: application/json, text/event-stream"
@@ -193,6 +194,54 @@ async def test_every_http_request_spends_its_address_budget_and_is_refused_429_p
                 assert (await local.get("/healthz")).json()["ok"] is True
         assert srv.state.metrics.budget_hits.labels("http_rate").value >= 8
         assert "127.0.0.1 hit the http_rate budget" in caplog.text
+
+
+def _unread(path: str, *headers: str) -> bytes:
+    """A POST to `path` whose body, 200,000 bytes, is sent only in part."""
+    return _request(f"POST {path} HTTP/1.1", "Content-Type: application/json", MCP_ACCEPT,
+                    "Content-Length: 200000", *headers, body=" " * 70_000)
+
+
+async def _answer_head(port: int, request: bytes, *, ends: bool) -> tuple[int, bool]:
+    """The status of the answer to `request`, and whether it says `Connection: close`;
+    read until the server closes the connection when it `ends`, else until the head is in."""
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    async with stream:
+        await stream.send_all(request)
+        data = b""
+        with trio.fail_after(10):
+            while chunk := await stream.receive_some(65536):
+                data += chunk
+                if not ends and b"\r\n\r\n" in data:
+                    break
+    status, *headers = data.partition(b"\r\n\r\n")[0].decode().lower().split("\r\n")
+    return int(status.split()[1]), "connection: close" in headers
+
+
+async def test_a_refusal_before_its_body_arrived_ends_its_connection(
+        tmp_path: Path) -> None:
+    """Hypercorn ends a connection answered before its request's body arrived whole; every
+    such answer says `Connection: close` (only /mcp's 413 did: a client sent its next
+    request on the connection of an http_rate 429, a cpu 429, a 403, ..., never answered).
+    A request without a body keeps its connection."""
+    async with running_server(tmp_path, **burn_world.settings()) as srv:
+        refusals = {_unread("/mcp", "Origin: http://elsewhere.example"): 403,
+                    _unread("/js/client.js"): 405, _unread("/api/ok"): 401}
+        for request, status in refusals.items():
+            assert await _answer_head(srv.port, request, ends=True) == (status, True), \
+                request[:60]
+        assert await _answer_head(srv.port, _request(
+            "POST /healthz HTTP/1.1", "Content-Length: 0"), ends=False) == (405, False)
+        async with burn_world.others_busy(srv):  # the MCP door's 429: a spent account
+            ledger, now = srv.state.ledger, trio.current_time()
+            ledger.charge(ledger.client_account(None, "127.0.0.1", "spectator", now), 60.0,
+                          now)
+            assert await _answer_head(srv.port, _unread("/mcp"), ends=True) == (429, True)
+    async with running_server(tmp_path, budgets=Budgets(http_rate=0.01, http_burst=1)) as srv:
+        assert await _answer_head(srv.port, _request("GET /healthz HTTP/1.1"),
+                                  ends=False) == (200, False)
+        assert await _answer_head(srv.port, _unread("/api/pub/seen"), ends=True) == (
+            429, True)  # HttpBudget's
 
 
 async def test_refusals_past_max_paused_are_sent_at_once(
