@@ -8,6 +8,7 @@ stream, and the stream holds nothing but well-formed writes.
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
@@ -143,3 +144,51 @@ async def test_a_second_server_on_the_same_data_directory_is_refused(tmp_path: P
             async with Client.connect(third.ws_url, token=first.owner_token) as c:
                 assert (await c.request("counter.add", to="counter:one",
                                         args={"amount": 2}))["total"] == 3
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["INT", "TERM"])
+async def test_a_signal_to_the_process_group_answers_the_writes_in_flight(
+        tmp_path: Path, sig: signal.Signals) -> None:
+    """Ctrl-C (SIGINT to the terminal's process group) and `systemctl stop` (SIGTERM to the
+    control group) reach the store's writer too. It used to die at once, and the graceful
+    shutdown refused the writes in flight `unavailable` (the store down), with a traceback;
+    now it serves until the server ends it, so each write is acknowledged or was never
+    read (its connection closed 1001)."""
+    server = ServerProcess(tmp_path / "data")
+    await trio.to_thread.run_sync(server.start)
+    try:
+        token = server.owner_token
+        assert token is not None
+        async with Client.connect(server.ws_url, token=token) as c:
+            await c.request("lobby.create", args={"kind": "counter", "name": "durable"})
+        refused: list[dict] = []
+        acked: list[str] = []
+        enough = trio.Event()
+
+        async def write(writer: int) -> None:
+            async with Client.connect(server.ws_url, token=token, reconnect=False) as c:
+                for i in range(10_000):
+                    try:
+                        await c.request("counter.add", to="counter:durable",
+                                        args={"amount": 1, "note": f"w{writer}-{i}"},
+                                        timeout=10)
+                    except RequestError as exc:
+                        refused.append({"code": exc.code, "detail": exc.detail})
+                        continue
+                    except ClientError:
+                        return  # closed by the shutdown
+                    acked.append(f"w{writer}-{i}")
+                    if len(acked) >= KILL_AFTER:
+                        enough.set()
+
+        async with trio.open_nursery() as nursery:
+            for writer in range(WRITERS):
+                nursery.start_soon(write, writer)
+            await enough.wait()
+            server.signal_group(sig)
+        assert await trio.to_thread.run_sync(server.proc.wait, 30) == 0  # type: ignore[union-attr]
+        said = server.all_output()
+    finally:
+        await trio.to_thread.run_sync(server.kill)
+    assert refused == [], refused
+    assert "writer died" not in said and "Traceback" not in said, said
