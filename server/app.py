@@ -170,13 +170,16 @@ class ServerState:
 
     def check_token(self, token: str, address: str, what: str) -> Principal:
         """The principal `token` stands for, presented by `address` in `what` (a hello, an
-        MCP call, a lab route): `over_budget` once the address's refused tokens are spent
-        (the token is not even checked), `unauthorized` (counted and traced) when it is
-        unknown or revoked."""
-        now = trio.current_time()
-        self.refuse(self.ledger.may_hello(address, now), address)
+        MCP call, a lab route); a bad one (unknown or revoked) is `unauthorized`, counted
+        and traced, or `over_budget` once the address's refused tokens are spent.
+
+        A valid token always passes (the lookup is one digest): the budget bounds the work
+        and log lines bad tokens cost, not guessing (a token's 256 bits cannot be guessed),
+        so one bad token every few seconds cannot lock out the address's token holders."""
         principal = self.tokens.check(token)
         if principal is None:
+            now = trio.current_time()
+            self.refuse(self.ledger.may_hello(address, now), address)
             self.ledger.hello_refused(address, now)
             self.trace.warn("hello_refused", address, "refused %s from %s: the token is "
                             "unknown or was revoked", what, address)
