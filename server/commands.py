@@ -20,7 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Add the server's subcommands to the `petridish` parser."""
     serve = sub.add_parser("serve", help="run the server")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8000, help="port (0 picks a free one)")
+    serve.add_argument("--port", type=_port, default=8000, help="port (0 picks a free one)")
     serve.add_argument("--data", type=Path, default=Path("data"),
                        help="data directory: event store and tokens (default ./data)")
     serve.add_argument("--open", action="store_true",
@@ -30,6 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                             "use /ws and /mcp; repeatable; '*' allows any (default: only "
                             "the server's own pages and clients that send no Origin)")
     serve.add_argument("--trusted-proxy", action="append", default=[], metavar="ADDRESS",
+                       type=_network,
                        help="a reverse proxy (address or network) whose X-Forwarded-For "
                             "names the client; repeatable")
     serve.add_argument("--budget", action="append", default=[], metavar="NAME=VALUE",
@@ -75,6 +76,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     schema.set_defaults(func=_protocol_schema)
 
 
+def _port(text: str) -> int:
+    """A TCP port, 0..65535 (argparse reports the refusal as a usage error)."""
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"a port is a number from 0 to 65535, not {text!r}")
+    return int(text)
+
+
+def _network(text: str) -> str:
+    """An IP address or network (e.g. 10.0.0.0/8), as given."""
+    import ipaddress
+
+    try:
+        ipaddress.ip_network(text, strict=False)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an IP address or network (e.g. 127.0.0.1, 10.0.0.0/8)") from None
+    return text
+
+
 def _budget(text: str) -> tuple[str, float]:
     """`NAME=VALUE` of a budget (argparse reports a ValueError as a usage error)."""
     from server.budgets import Budgets
@@ -101,7 +121,7 @@ def _serve(args: argparse.Namespace) -> int:
     import trio
 
     from actors.store import StoreUnavailable
-    from server.app import serve
+    from server.app import CannotListen, first_error, serve
     from server.budgets import Budgets
     from server.config import ServerConfig, is_postgres
     from server.data_lock import DataDirInUse
@@ -154,8 +174,9 @@ def _serve(args: argparse.Namespace) -> int:
     in_use: list[str] = []
     try:
         trio.run(main)
-    except* (DataDirInUse, NotDurable) as refused:  # another server runs on --data, or
-        in_use.append(str(refused.exceptions[0]))  # PostgreSQL runs without fsync
+    # Another server runs on --data, PostgreSQL runs without fsync, or the address is busy.
+    except* (DataDirInUse, NotDurable, CannotListen) as refused:
+        in_use.append(str(first_error(refused)))
     except* StoreUnavailable as refused:  # PostgreSQL unreachable, or its schema refused
         in_use.append(f"the event store cannot be opened: {refused.exceptions[0].why}")
     if in_use:
