@@ -170,13 +170,16 @@ class ServerState:
 
     def check_token(self, token: str, address: str, what: str) -> Principal:
         """The principal `token` stands for, presented by `address` in `what` (a hello, an
-        MCP call, a lab route): `over_budget` once the address's refused tokens are spent
-        (the token is not even checked), `unauthorized` (counted and traced) when it is
-        unknown or revoked."""
-        now = trio.current_time()
-        self.refuse(self.ledger.may_hello(address, now), address)
+        MCP call, a lab route); a bad one (unknown or revoked) is `unauthorized`, counted
+        and traced, or `over_budget` once the address's refused tokens are spent.
+
+        A valid token always passes (the lookup is one digest): the budget bounds the work
+        and log lines bad tokens cost, not guessing (a token's 256 bits cannot be guessed),
+        so one bad token every few seconds cannot lock out the address's token holders."""
         principal = self.tokens.check(token)
         if principal is None:
+            now = trio.current_time()
+            self.refuse(self.ledger.may_hello(address, now), address)
             self.ledger.hello_refused(address, now)
             self.trace.warn("hello_refused", address, "refused %s from %s: the token is "
                             "unknown or was revoked", what, address)
@@ -398,6 +401,22 @@ async def _load_console(directory: Directory) -> None:
                       "are not held")
 
 
+def first_error(error: BaseException) -> BaseException:
+    """The first exception that `error`, a group of nurseries' groups perhaps, holds."""
+    while isinstance(error, BaseExceptionGroup):
+        error = error.exceptions[0]
+    return error
+
+
+class CannotListen(Exception):
+    """The server's address cannot be bound (in use, not this host's, ...)."""
+
+    def __init__(self, host: str, port: int, failed: BaseException) -> None:
+        error = first_error(failed)  # the bind's own OSError
+        why = error.strerror if isinstance(error, OSError) and error.strerror else error
+        super().__init__(f"cannot listen on {host}:{port}: {why}")
+
+
 async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = None,
                 registry: Registry | None = None, clock: Callable[[], int] = wall_clock_ms,
                 store_opener: StoreOpener | None = None,
@@ -412,12 +431,13 @@ async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = Non
     descriptor limit is raised, and `max_connections` fitted under it (server/descriptors.py).
     A test's `store_opener` replaces `open_store` (to make the store fail).
     """
-    config = attrs.evolve(config, budgets=descriptors.fit(config.budgets))
     async with AsyncExitStack() as stack:
         if not config.clustered:  # a cluster's nodes share PostgreSQL, not the directory
             stack.enter_context(data_lock.held(config.data_dir))
+        # Logs: after the lock, so a second server logs nothing into the first one's log.
+        config = attrs.evolve(config, budgets=descriptors.fit(config.budgets))
         tokens = TokenStore(config.data_dir)
-        owner_token = tokens.ensure_owner_token()
+        tokens.repair()
         metrics = Metrics()
         trace = Trace(metrics)
         stop = trio.Event()
@@ -489,7 +509,7 @@ async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = Non
             if node is not None:
                 nursery.start_soon(exit_when_replaced, node.leases)
             budgets = config.budgets
-            binds = await nursery.start(partial(
+            front = partial(
                 serve_front, app, hypercorn_config(config.graceful_timeout,
                                                    budgets.handshake_timeout), "/ws",
                 partial(_session, state), host=config.host, port=config.port,
@@ -499,7 +519,14 @@ async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = Non
                 send_timeout=budgets.send_timeout, guard=guard,
                 ping_dropped=partial(dropped, "ping"),
                 send_dropped=partial(dropped, "send_timeout"),
-                violated=lambda code: metrics.violation_closes.labels(str(code)).inc()))
+                violated=lambda code: metrics.violation_closes.labels(str(code)).inc())
+            try:
+                binds = await nursery.start(front)
+            except* OSError as failed:  # the address is in use, not this host's, ...
+                raise CannotListen(config.host, config.port, failed) from None
+            # Made once the server listens: a first start that cannot bind leaves no token
+            # unprinted behind it.
+            owner_token = tokens.ensure_owner_token()
             host, _, port = binds[0].removeprefix("http://").rpartition(":")
             task_status.started(Running(host.strip("[]"), int(port), owner_token, stop,
                                         state))

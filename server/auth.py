@@ -114,18 +114,27 @@ class TokenStore:
 
     # ---- owner token ------------------------------------------------------
 
+    def repair(self) -> None:
+        """Make the directory 0700 and the token files in it 0600: repair a widened mode
+        rather than trust it (the store holds every field's solution)."""
+        _make_dir(self.data_dir, 0o700)
+        os.chmod(self.data_dir, 0o700)
+        for name in (OWNER_FILE, TOKENS_FILE, _LOCK_FILE):
+            try:
+                os.chmod(self.data_dir / name, 0o600)
+            except FileNotFoundError:
+                pass
+
     def ensure_owner_token(self) -> str | None:
         """Create the owner token if absent; return it only when it was just created.
 
-        `serve` prints the returned value once; later starts return None and the
-        owner reads `<data>/owner.token` if they lost it.
+        `serve` calls it once it listens and prints the returned value, so the first start
+        that serves shows it; later starts return None and the owner reads
+        `<data>/owner.token` if they lost it.
         """
-        _make_dir(self.data_dir, 0o700)
-        os.chmod(self.data_dir, 0o700)  # the store holds every field's solution
         path = self.data_dir / OWNER_FILE
         with self._locked():
             if path.exists():
-                os.chmod(path, 0o600)  # repair a widened mode rather than trust it
                 self._owner = path.read_text("utf-8").strip()
                 return None
             token = _new_token()

@@ -10,7 +10,7 @@ import re
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from protocol.roles import TOKEN_ROLES
 
@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Add the server's subcommands to the `petridish` parser."""
     serve = sub.add_parser("serve", help="run the server")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8000, help="port (0 picks a free one)")
+    serve.add_argument("--port", type=_port, default=8000, help="port (0 picks a free one)")
     serve.add_argument("--data", type=Path, default=Path("data"),
                        help="data directory: tokens, the error log and (without --store) the "
                        "event store (default ./data)")
@@ -33,6 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                             "use /ws and /mcp; repeatable; '*' allows any (default: only "
                             "the server's own pages and clients that send no Origin)")
     serve.add_argument("--trusted-proxy", action="append", default=[], metavar="ADDRESS",
+                       type=_network,
                        help="a reverse proxy (address or network) whose X-Forwarded-For "
                             "names the client; repeatable")
     serve.add_argument("--budget", action="append", default=[], metavar="NAME=VALUE",
@@ -78,6 +79,25 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     schema = sub.add_parser("protocol-schema", help="print the JSON Schema of every op")
     schema.set_defaults(func=_protocol_schema)
+
+
+def _port(text: str) -> int:
+    """A TCP port, 0..65535 (argparse reports the refusal as a usage error)."""
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"a port is a number from 0 to 65535, not {text!r}")
+    return int(text)
+
+
+def _network(text: str) -> str:
+    """An IP address or network (e.g. 10.0.0.0/8), as given."""
+    import ipaddress
+
+    try:
+        ipaddress.ip_network(text, strict=False)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an IP address or network (e.g. 127.0.0.1, 10.0.0.0/8)") from None
+    return text
 
 
 def _budget(text: str) -> tuple[str, float]:
@@ -146,7 +166,7 @@ def _serve(args: argparse.Namespace) -> int:
     import trio
 
     from actors.store import StoreUnavailable
-    from server.app import serve
+    from server.app import CannotListen, first_error, serve
     from server.budgets import Budgets
     from server.cluster import default_node
     from server.config import ServerConfig, is_postgres
@@ -202,10 +222,12 @@ def _serve(args: argparse.Namespace) -> int:
     in_use: list[str] = []
     try:
         trio.run(main)
-    except* (DataDirInUse, NotDurable, NodeNameInUse) as refused:  # --data or --node in
-        in_use.append(str(_first(refused)))  # use, or PostgreSQL runs without fsync
+    # Another server runs on --data or as --node, PostgreSQL runs without fsync, or the
+    # address is busy.
+    except* (DataDirInUse, NotDurable, NodeNameInUse, CannotListen) as refused:
+        in_use.append(str(first_error(refused)))
     except* StoreUnavailable as refused:  # PostgreSQL unreachable, or its schema refused
-        in_use.append(f"the event store cannot be opened: {_first(refused).why}")
+        in_use.append(f"the event store cannot be opened: {first_error(refused).why}")
     if in_use:
         print(f"petridish: {in_use[0]}", file=sys.stderr, flush=True)
         return 2
@@ -213,14 +235,6 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"petridish: exiting: {fatal[0]}", file=sys.stderr, flush=True)
         return EXIT_STORE_FAILED
     return 0
-
-
-def _first(group: BaseExceptionGroup) -> Any:
-    """The first exception `group` holds, in however many nested groups (nurseries)."""
-    found: BaseException = group
-    while isinstance(found, BaseExceptionGroup):
-        found = found.exceptions[0]
-    return found
 
 
 async def _stop_on_signal(signals: AsyncIterator[int], running: Running) -> None:

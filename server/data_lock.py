@@ -32,6 +32,7 @@ def held(data_dir: str | os.PathLike[str]) -> Iterator[None]:
             raise DataDirInUse(f"the data directory {data_dir} is in use by another server "
                                f"(pid {holder}); stop it first, or give this one its own "
                                "--data") from None
+        os.fchmod(fd, 0o600)  # a widened mode is repaired, as the token files' are
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         yield

@@ -8,9 +8,10 @@ as another's agent. The name stands for a secret key the reply hands out (`key`)
 that says hello again with it (after a reconnect) is the same caller, and nobody without
 the key can be. A token: the principal it was issued to; a token
 that is unknown or revoked is refused `unauthorized` and the socket closes (1008). Refused
-hellos are budgeted per client address (`hello_failures`): past the budget a token is not
-even checked (`over_budget`), so guessing tokens costs time. Every refusal leaves a trace
-with the peer's address (server/trace.py).
+hellos are budgeted per client address (`hello_failures`): past the budget a bad token is
+refused `over_budget`, untraced, while a valid one still passes (the budget bounds the work
+and log lines of bad tokens; guessing a 256-bit token is hopeless anyway). Every other
+refusal leaves a trace with the peer's address (server/trace.py).
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ import concurrent.futures
 import functools
 import multiprocessing
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -40,8 +41,11 @@ def _worker_start(parent: int) -> None:
     """A worker process's initializer. It runs at a lower priority (nice +10), so that on a
     busy machine offloaded work yields the CPU to the server's loop, and it exits as soon as
     the process that started it is gone (a pool's worker holds both ends of its own job
-    pipe, so a parent killed by SIGKILL would otherwise leave it waiting forever)."""
+    pipe, so a parent killed by SIGKILL would otherwise leave it waiting forever). It
+    ignores SIGINT (a Ctrl-C reaches the server's whole process group; the server's
+    shutdown ends the pool), not SIGTERM, with which a broken pool ends its workers."""
     os.nice(10)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     def watch() -> None:
         while os.getppid() == parent:

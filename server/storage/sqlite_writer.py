@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import signal
 import sqlite3
 import struct
 import sys
@@ -244,6 +245,11 @@ def _write_all(data: bytes) -> None:
 def main(argv: list[str]) -> int:
     """Serve jobs from stdin until it ends or a `stop` job arrives."""
     path, parent = argv[0], int(argv[1])
+    # Ctrl-C reaches the server's whole process group, and `systemctl stop` its whole
+    # control group: the writer must outlive the server's graceful shutdown, which ends it
+    # with `stop` or end of input once the last write is answered.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     _die_with_parent(parent)
     os.umask(0o077)  # the database, its WAL and shared-memory files: this user's only
     conn = sqlite3.connect(path, isolation_level=None)

@@ -55,8 +55,10 @@ class ServerProcess:
                str(port), "--data", str(self.data_dir), *self.extra]
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         self._lines = queue.Queue()  # a restart must not read the old process's lines
+        # A process group of its own, as under a terminal or a supervisor (`signal_group`).
         self.proc = subprocess.Popen(cmd, cwd=REPO, env=env, text=True, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     start_new_session=True)
         threading.Thread(target=self._pump, args=(self.proc, self._lines), daemon=True).start()
         deadline = time.monotonic() + self.start_timeout
         # A first start prints the owner token (just after the address); later ones do not.
@@ -113,6 +115,12 @@ class ServerProcess:
                 return True
             time.sleep(0.02)
         return False
+
+    def signal_group(self, sig: int) -> None:
+        """`sig` to the server and every process it started, as Ctrl-C in its terminal
+        (SIGINT) or `systemctl stop` (SIGTERM to the whole control group) sends it."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, sig)
 
     def stop(self) -> int | None:
         """SIGTERM and wait for a graceful exit (SIGKILL after 15 s); the exit code."""

@@ -103,6 +103,33 @@ def test_the_console_lists_worlds_revokes_a_token_and_its_socket_closes(
         page.close()
 
 
+@pytest.mark.parametrize("viewport", [(1280, 800), (390, 844)], ids=["desktop", "phone"])
+def test_a_revoked_token_sends_the_console_back_to_the_login_saying_why(
+        browser: Any, tmp_path: Path, viewport: tuple[int, int]) -> None:
+    """The console's own token revoked (from another owner's session): the page forgets the
+    token and shows the login form with the server's reason. It stayed on screen, "closed",
+    its tables frozen with their buttons, the reason never shown, the token kept."""
+    ops = TokenStore(tmp_path / "data").create("owner", "ops")
+    with ServerProcess(tmp_path / "data") as server, \
+            _client(server.ws_url, server.owner_token) as owner:
+        width, height = viewport
+        page = browser.new_page(viewport={"width": width, "height": height})
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        _open_console(page, server.http_url, ops)
+        expect(page.locator('#tokens tr[data-name="ops"]')).to_be_visible(timeout=WAIT)
+        assert _call(owner, "admin.token_revoke", "admin:main", name="ops")["ok"]
+        expect(page.locator("#error")).to_have_text(
+            "unauthorized: the token this connection said hello with was revoked", timeout=WAIT)
+        expect(page.locator("#error")).to_be_in_viewport()
+        expect(page.locator("#console")).to_be_hidden()
+        expect(page.locator("#status")).to_have_attribute("data-state", "closed")
+        expect(page.locator("#login")).to_be_visible()
+        assert page.evaluate("sessionStorage.getItem('petridish.owner-token')") is None
+        assert page.evaluate("window.__violations") == [] and errors == []
+        page.close()
+
+
 # Before the page's scripts: on <body>, how many frames the page's sockets received and how
 # many closed, each counted once the page had handled it (a task after the event), and what
 # the status line said after the last close.

@@ -8,6 +8,7 @@ stream, and the stream holds nothing but well-formed writes.
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
@@ -22,13 +23,20 @@ KILL_AFTER = 120  # acknowledged writes before the SIGKILL
 
 
 async def _write_until_killed(url: str, token: str, writer: int, acked: list[str],
-                              enough: trio.Event) -> None:
+                              enough: trio.Event, refused: list[dict] | None = None) -> None:
+    """Add to counter:durable until the connection ends, noting each write acknowledged
+    and, with `refused`, each refusal (else a refusal ends the writing too)."""
     async with Client.connect(url, token=token, reconnect=False) as c:
         for i in range(10_000):
             note = f"w{writer}-{i}"
             try:
                 await c.request("counter.add", to="counter:durable",
                                 args={"amount": 1, "note": note}, timeout=10)
+            except RequestError as exc:
+                if refused is None:
+                    return
+                refused.append({"code": exc.code, "detail": exc.detail})
+                continue
             except ClientError:
                 return  # the server is gone; this write was never acknowledged
             acked.append(note)
@@ -36,14 +44,25 @@ async def _write_until_killed(url: str, token: str, writer: int, acked: list[str
                 enough.set()
 
 
-async def test_acknowledged_writes_survive_sigkill(tmp_path: Path) -> None:
+async def _serving_a_counter(tmp_path: Path) -> tuple[ServerProcess, str]:
+    """A server process on a fresh data directory with counter:durable, and the owner
+    token."""
     server = ServerProcess(tmp_path / "data")
     await trio.to_thread.run_sync(server.start)
+    token = server.owner_token
     try:
-        token = server.owner_token
         assert token is not None
         async with Client.connect(server.ws_url, token=token) as c:
             await c.request("lobby.create", args={"kind": "counter", "name": "durable"})
+    except BaseException:
+        server.kill()
+        raise
+    return server, token
+
+
+async def test_acknowledged_writes_survive_sigkill(tmp_path: Path) -> None:
+    server, token = await _serving_a_counter(tmp_path)
+    try:
         acked: list[str] = []
         enough = trio.Event()
         async with trio.open_nursery() as nursery:
@@ -143,3 +162,31 @@ async def test_a_second_server_on_the_same_data_directory_is_refused(tmp_path: P
             async with Client.connect(third.ws_url, token=first.owner_token) as c:
                 assert (await c.request("counter.add", to="counter:one",
                                         args={"amount": 2}))["total"] == 3
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["INT", "TERM"])
+async def test_a_signal_to_the_process_group_answers_the_writes_in_flight(
+        tmp_path: Path, sig: signal.Signals) -> None:
+    """Ctrl-C (SIGINT to the terminal's process group) and `systemctl stop` (SIGTERM to the
+    control group) reach the store's writer too. It used to die at once, and the graceful
+    shutdown refused the writes in flight `unavailable` (the store down), with a traceback;
+    now it serves until the server ends it, so each write is acknowledged or was never
+    read (its connection closed 1001)."""
+    server, token = await _serving_a_counter(tmp_path)
+    try:
+        acked: list[str] = []
+        refused: list[dict] = []
+        enough = trio.Event()
+        async with trio.open_nursery() as nursery:
+            for writer in range(WRITERS):
+                nursery.start_soon(_write_until_killed, server.ws_url, token, writer, acked,
+                                   enough, refused)
+            await enough.wait()
+            server.signal_group(sig)
+        assert server.proc is not None
+        assert await trio.to_thread.run_sync(server.proc.wait, 30) == 0
+        said = server.all_output()
+    finally:
+        await trio.to_thread.run_sync(server.kill)
+    assert refused == [], refused
+    assert "writer died" not in said and "Traceback" not in said, said

@@ -42,10 +42,15 @@ async def test_refused_tokens_are_budgeted_per_address(tmp_path: Path) -> None:
         codes = [(await tool(http, srv.url, "list_games", {}, token="pdg_guess"))["error"]
                  ["code"] for _ in range(3)]
         assert codes == ["unauthorized", "unauthorized", "over_budget"]
-        # the websocket shares the address's budget: a hello with a token is refused too
+        # the websocket shares the address's budget: a bad token is refused there too,
+        # and a valid one passes on both
+        async with raw_client(srv, hello=False) as c:
+            await c.send({"op": "hello", "protocol": 1, "token": "pdg_guess"})
+            assert (await c.recv())["error"]["detail"]["budget"] == "hello_failures"
         async with raw_client(srv, hello=False) as c:
             await c.send({"op": "hello", "protocol": 1, "token": srv.owner_token})
-            assert (await c.recv())["error"]["detail"]["budget"] == "hello_failures"
+            assert (await c.recv())["ok"]
+        assert (await tool(http, srv.url, "list_games", {}, token=srv.owner_token))["ok"]
 
 
 async def test_every_mcp_request_is_held_to_its_callers_cpu_budget(tmp_path: Path) -> None:

@@ -246,6 +246,15 @@ function disconnect() {
   say("closed", "not connected");
 }
 
+/** The server ended the console's session (its token was revoked: the notice, or the
+ * refused hello of a reconnect after a 1008 close): back to the login form, saying why,
+ * the token forgotten. */
+function ended(err) {
+  sessionStorage.removeItem(KEY);
+  disconnect();
+  showError(err);
+}
+
 async function connect(token) {
   disconnect();
   showError(null);
@@ -255,7 +264,11 @@ async function connect(token) {
   try {
     connected = await Client.connect(socketUrl(), {
       token, client: "admin-page/1.0",
-      onStatus: (state, info) => { if (mine === connection) onStatus(state, info); },
+      onStatus: (state, info) => {
+        if (mine !== connection) return;
+        if (state === "closed" && info.error) ended(info.error);
+        else onStatus(state, info);
+      },
     });
   } catch (err) {
     if (mine !== connection) return; // let go meanwhile (Forget, another login)

@@ -164,8 +164,10 @@ export class Client {
   /**
    * Open a socket and say hello; resolves once the server replied (role known).
    * options: token, client ("name/1.0"), onStatus(status, info) where status is
-   * "open" (info.role), "closed", "reconnecting" (info.delay in ms) or "refused" (a
-   * resubscribe: info.topic, info.error, info.delay), maxDelay (ms), rememberKey.
+   * "open" (info.role), "closed" (info.error: why, when the server ended the session: its
+   * `unauthorized` notice, or a reconnect's refused hello), "reconnecting" (info.delay in
+   * ms) or "refused" (a resubscribe: info.topic, info.error, info.delay), maxDelay (ms),
+   * rememberKey.
    */
   static async connect(url = socketUrl(), options = {}) {
     const client = new Client(url, options);
@@ -185,6 +187,7 @@ export class Client {
     this.maxDelay = maxDelay;
     this.role = null;
     this.hello = null;
+    this.ended = null; // why the server ended the session: its notice, or a refused hello
     this._pace = null; // the current socket's (null: the server names none)
     this.connections = 0;
     this._ws = null;
@@ -268,8 +271,9 @@ export class Client {
           if (!frame.ok) {
             const err = frame.error ?? {};
             this._closed = true; // a refused hello will be refused again
+            this.ended = new RequestError(err.code, err.message, err.detail);
             ws.close(1000);
-            reject(new RequestError(err.code, err.message, err.detail));
+            reject(this.ended);
             return;
           }
           greeted = true;
@@ -301,7 +305,7 @@ export class Client {
           // A refused hello on a reconnect closes for good: requests waiting for a
           // greeted socket must fail rather than wait forever.
           for (const wake of this._waiters.splice(0)) wake();
-          this.onStatus("closed", {});
+          this.onStatus("closed", this.ended ? { error: this.ended } : {});
           return;
         }
         this._reconnectLater();
@@ -329,6 +333,14 @@ export class Client {
       } else {
         sub.deliver(frame);
       }
+      return;
+    }
+    if (frame.id === null && frame.error?.code === "unauthorized") {
+      // The server ends this session (its token was revoked) and closes 1008 next: a hello
+      // with the token would be refused, so the client closes for good, saying why.
+      const err = frame.error;
+      this._closed = true;
+      this.ended = new RequestError(err.code, err.message, err.detail);
       return;
     }
     const pending = this._pending.get(frame.id);
