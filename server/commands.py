@@ -81,13 +81,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     schema.set_defaults(func=_protocol_schema)
 
 
-def _port(text: str) -> int:
-    """A TCP port, 0..65535 (argparse reports the refusal as a usage error)."""
-    if not text.isdigit() or int(text) > 65535:
-        raise argparse.ArgumentTypeError(f"a port is a number from 0 to 65535, not {text!r}")
-    return int(text)
-
-
 def _network(text: str) -> str:
     """An IP address or network (e.g. 10.0.0.0/8), as given."""
     import ipaddress

@@ -77,6 +77,7 @@ BASE: dict[str, dict[str, Any]] = {
     "puzzlepack.solve": {"level": OWN_LEVEL, "budget_ms": 100},
     "puzzlepack.level": {"level": OWN_LEVEL["id"]},
     "puzzlepack.remove": {"level": OWN_LEVEL["id"], "expected_revision": 0},  # stale: kept
+    "lab.vote": {"client_key": "probe"},  # a visitor's vote names its key
 }
 
 # The read that answers a world's revision now, by kind (for the writes' expected_revision).
@@ -121,6 +122,11 @@ UNREACHABLE: dict[tuple[str, str, str], str] = {
     ("puzzlepack.level", "args.level", "max_len"): _LEVEL,
     ("puzzlepack.remove", "args.level", "empty"): _LEVEL,
     ("puzzlepack.remove", "args.level", "max_len"): _LEVEL,
+    **{("lab.birth", f"args.{arg}", bound): "a birth without code is a grammar child, which "
+       "takes no title or directive (it depends on `code`)"
+       for arg in ("title", "directive") for bound in ("empty", "max_len")},
+    ("lab.vote", "args.client_key", "empty"): "a visitor's vote names its client key (the "
+                                               "owner's arena may leave it empty)",
 }
 
 

@@ -28,8 +28,8 @@ def _refused_start(server: ServerProcess, port: int = 0) -> str:
 
 
 @pytest.mark.parametrize(("option", "said"), [
-    (["--port", "99999"], "argument --port: a port is a number from 0 to 65535, not '99999'"),
-    (["--port", "-1"], "argument --port: a port is a number from 0 to 65535, not '-1'"),
+    (["--port", "99999"], "argument --port: '99999' is not a port (0 to 65535)"),
+    (["--port", "-1"], "argument --port: '-1' is not a port (0 to 65535)"),
     (["--trusted-proxy", "notanaddr"], ("argument --trusted-proxy: 'notanaddr' is not an IP "
                                         "address or network (e.g. 127.0.0.1, 10.0.0.0/8)")),
 ])
