@@ -189,7 +189,8 @@ def parse_frame(text: str) -> Frame:
     except (ValueError, RecursionError) as exc:
         raise _bad(f"not JSON: {exc}"[:200], None) from None
     # NUL and lone surrogates can only arrive as \u escapes (the frame itself is UTF-8).
-    if MAY_BE_BAD_TEXT.search(text) and (where := bad_text_path(obj)) is not None:
+    if "\\u" in text and MAY_BE_BAD_TEXT.search(text) and (
+            where := bad_text_path(obj)) is not None:
         raise _bad(f"{where}: text must be valid Unicode (no NUL, no lone surrogate)",
                    _readable_id(obj), path=where)
     if not isinstance(obj, dict):

@@ -438,9 +438,9 @@ def sent_frames(page: Page) -> list[str]:
 
 def test_a_spectator_page_reads_each_decision_from_its_push(browser, tmp_path: Path) -> None:
     """The page asked for the whole view (every decision in it) once per decision pushed,
-    to read when it may fire: the push carries it, and the page asks for nothing. The
-    timeline says each decision's first generation, delays and triggers included, on a
-    desktop and a phone."""
+    to read when it may fire: it works it out from the view's vocabulary, and asks for
+    nothing. The timeline says each decision's first generation, delays and triggers
+    included, on a desktop and a phone."""
     changes = [("immediate", 1), ("after_6", 6), ("after_24", 24), ("population_boom", 2)] * 4
     with ServerProcess(tmp_path / "data") as server:  # the page: an anonymous spectator
         for width, height in ((1280, 800), (390, 844)):
@@ -453,6 +453,8 @@ def test_a_spectator_page_reads_each_decision_from_its_push(browser, tmp_path: P
             sent = sent_frames(page)
             page.goto(f"{server.http_url}/ecosystem/?id={run}")
             expect(page.locator("#foodweb")).to_have_attribute("data-version", "1", timeout=WAIT)
+            # Its first view and history asked (the panels show once they are answered).
+            expect(page.locator("#timeline-panel")).to_be_visible(timeout=WAIT)
             asked = len(sent)
             ask_all(server.ws_url, server.owner_token, *[("ecosystem.schedule", run, {"change": {
                 "generation": 0, "activation": activation, "duration": "short",

@@ -210,9 +210,12 @@ async function onView(view) {
 }
 
 /** The first generation a pushed decision may fire at: `schedule.first_generation`, by the
- * table the view's vocabulary carries (a stored event says none; the view's decisions do). */
+ * table the view's vocabulary carries (a stored event says none; the view's decisions do);
+ * undefined without the table (the view not read, or served by an older version). */
 function firstGeneration(d) {
-  const { delays, compared } = page.vocabulary.armed_from;
+  const table = page.vocabulary?.armed_from;
+  if (!table) return undefined;
+  const { delays, compared } = table;
   const a = d.change.activation;
   return Math.max(d.generation + 1,
                   d.change.generation + (delays[a] ?? 0), compared.includes(a) ? 2 : 1);

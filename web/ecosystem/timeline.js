@@ -1,6 +1,6 @@
 // The timeline of a run's decisions and what became of them: along generations 0..180,
 // each accepted decision (a triangle where it was accepted, a bar from the generation it
-// may first fire at, as the server says: `from_generation`), every outcome a frame reports (applied, reverted, stale, ...: a dot coloured
+// may first fire at, `from_generation`: the view's, or worked out from its vocabulary), every outcome a frame reports (applied, reverted, stale, ...: a dot coloured
 // by outcome, named by its trigger in the list) and extinctions; a line marks the
 // generation shown.
 

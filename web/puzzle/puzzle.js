@@ -311,20 +311,20 @@ function createArgs() {
 async function main() {
   const given = params.get("token"); // "" forgets the tab's token
   if (params.has("token")) { // out of the address bar (and its history) at once, whatever comes
-    if (!given) sessionStorage.removeItem(TOKEN_KEY);
+    if (given) sessionStorage.setItem(TOKEN_KEY, given); // kept in this tab: a reload plays on
+    else sessionStorage.removeItem(TOKEN_KEY);
     const kept = new URLSearchParams(params);
     kept.delete("token");
     history.replaceState(null, "", `/puzzle/${String(kept) ? `?${kept}` : ""}`);
   }
-  const token = given || sessionStorage.getItem(TOKEN_KEY) ||
-    localStorage.getItem("petridish.token");
+  const token = sessionStorage.getItem(TOKEN_KEY) || localStorage.getItem("petridish.token");
   try {
     client = await Client.connect(undefined, { token, client: "puzzle-page/1.0", onStatus });
-  } catch (err) { // a refused token is not kept: a reload falls back to the others
-    if (token && token === sessionStorage.getItem(TOKEN_KEY)) sessionStorage.removeItem(TOKEN_KEY);
+  } catch (err) { // a refused token is not kept (a lost connection keeps it)
+    if (err instanceof RequestError && err.code === "unauthorized" &&
+        token === sessionStorage.getItem(TOKEN_KEY)) sessionStorage.removeItem(TOKEN_KEY);
     throw err;
   }
-  if (given) sessionStorage.setItem(TOKEN_KEY, given); // kept in this tab: a reload plays on
   setStatus("open", `live · ${client.role}`);
   if (!roomId) {
     if (client.role === "spectator") {
