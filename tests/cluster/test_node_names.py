@@ -18,6 +18,7 @@ import pytest
 import trio
 
 from protocol.client import Client
+from protocol.errors import ProtocolError
 from server.cli import main
 from tests.cluster.conftest import Nodes
 from tests.pgsql import sql
@@ -109,18 +110,27 @@ def test_the_help_says_where_the_event_store_is(capsys: pytest.CaptureFixture[st
 
 
 async def test_a_node_whose_name_another_process_took_stops_serving_and_exits(
-        nodes: Nodes, postgres_dsn: str) -> None:
+        nodes: Nodes, postgres_dsn: str, caplog: pytest.LogCaptureFixture) -> None:
     """This process was silent for a while (paused) and another started under its name:
-    its next heartbeat finds the row another's; it stops its worlds, and the server stops
-    itself, saying why (`petridish serve` then exits non-zero)."""
+    a world it cannot place any more is refused as such (not as a database outage); its
+    next heartbeat finds the row another's; it stops its worlds, and the server stops
+    itself, saying why and that a restart under its name is no cure (`petridish serve`
+    then exits non-zero)."""
     a = await nodes.start("a")
     async with Client.connect(a.ws_url) as ca:
         await ca.request("counter.create", "counter:w")
     assert "counter:w" in a.directory.hosted()
     await sql(postgres_dsn, "UPDATE nodes SET instance = 'another' WHERE node = 'a'")
+    with pytest.raises(ProtocolError, match=r"^counter:z cannot be placed by this server: "
+                       r"another process now serves as node 'a' and this one is stopping; "
+                       r"retry in a moment$") as refused:
+        await a.cluster.router.acquire("counter:z")
+    assert refused.value.detail == {"actor": "counter:z", "replaced": "a"}
     with trio.fail_after(10):
         await a.ended.wait()
     assert a.running.state.fatal == "another process now serves as node 'a'"
+    assert "stopping: another process now serves as node 'a' (this process serves nothing " \
+        "more; do not restart it under the same --node)" in caplog.messages
     assert await sql(postgres_dsn, "SELECT node, instance FROM nodes") == [("a", "another")]
 
 
