@@ -494,11 +494,13 @@ async def serve(config: ServerConfig, *, kinds: Iterable[ActorKind] | None = Non
 
         async def exit_when_replaced(leases: Any) -> None:
             await leases.replaced.wait()
-            fail(leases.replaced_why)
+            # A restart under the same --node is refused while that process runs.
+            fail(leases.replaced_why, "this process serves nothing more; do not restart "
+                 "it under the same --node")
 
-        def fail(why: str) -> None:
+        def fail(why: str, advice: str = "a supervisor should restart the server") -> None:
             state.fatal = why
-            log.error("stopping: %s (a supervisor should restart the server)", why)
+            log.error("stopping: %s (%s)", why, advice)
             stop.set()
 
         async with trio.open_nursery() as nursery:

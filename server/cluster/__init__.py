@@ -66,11 +66,13 @@ class Node:
         what the owner stopped, serve `directory` to the other processes, renew, feed
         spectators and holds."""
         await self.cluster.join(self.addr)  # first: no lease statement acts before it
+        # Beating from the join on, however long the catch-up takes: a start under the
+        # same name meanwhile must see this process alive (it watches for JOIN_QUIET).
+        self._nursery.start_soon(self.leases.run, directory)
         self.router.directory = self.mirrors.directory = self.peers.directory = directory
         self.holds.directory = directory
         await self.holds.catch_up()  # held before this process serves anything
         self.mirrors.follow(ADMIN_ID, self.holds.catch_up)
-        self._nursery.start_soon(self.leases.run, directory)
         self._nursery.start_soon(self.mirrors.run)
         log.info("%s joined the cluster at %s", self.name, self.addr)
 

@@ -42,8 +42,8 @@ from protocol.registry import Registry
 from server.cluster.leases import Leases
 from server.cluster.mirrors import Mirrors
 from server.cluster.peers import Link
-from server.cluster.wire import Reroute, costs_of, error_of, reroute, unplaceable
-from server.storage.cluster import Cluster
+from server.cluster.wire import Reroute, costs_of, error_of, replaced, reroute, unplaceable
+from server.storage.cluster import Cluster, Replaced
 
 log = logging.getLogger("petridish.cluster")
 
@@ -157,6 +157,8 @@ class Router:
         try:
             try:
                 node = await self.leases.acquire(actor_id)
+            except Replaced as gone:  # this process stops; the name's new one places it
+                raise replaced(actor_id, gone.node) from None
             except StoreUnavailable as down:
                 # Not placed, nothing applied: a process that forwarded it looks again
                 # (the world re-homes once this process's lease lapses).
@@ -244,7 +246,8 @@ class Router:
             if error.detail.get("outcome") == "unknown":  # a link past this one broke
                 answer.sent = True  # after carrying it: it may have been applied there
             self._forget(actor_id, link)
-            if error.detail.get("store") == "down":  # the holder lost the database
+            if error.detail.get("store") == "down" or "replaced" in error.detail:
+                # The holder lost the database, or its name (then it moves: `_moved`).
                 self._wait_for_rehome(actor_id, link, message, answer, hops, answers=True)
                 return
             self._nursery.start_soon(self._again, actor_id, message, answer, hops, RETRY)

@@ -26,7 +26,9 @@ credential gave), the args as the client sent them (checked again by the receive
 strict converter), the client's request id, and `hops`: the processes it has been
 through. A refusal with `detail.reroute` means "not applied here, locate it again"; with
 `detail.store: "down"` as well, the process cannot reach the database: it hosts nothing
-until it can, so its worlds re-home once their leases lapse. A refusal with `delivered`
+until it can, so its worlds re-home once their leases lapse; with `detail.replaced`
+(the node's name), another process took that name over and this one stops: the worlds
+re-home to it. A refusal with `delivered`
 false was made before the message reached its world (ProtocolError.delivered: a budget
 spent on it is given back where its client is). An `internal` frame is a message one
 world sends another that is no op (World.internal: a room's win claim to the board, a
@@ -115,6 +117,16 @@ def unplaceable(actor_id: str, why: str) -> Reroute:
     return Reroute(ErrorCode.UNAVAILABLE, f"{actor_id} cannot be placed now: this server "
                    f"cannot reach the cluster's database ({why}); retry in a moment",
                    {"actor": actor_id, "store": "down"}, delivered=False)
+
+
+def replaced(actor_id: str, node: str) -> Reroute:
+    """The refusal of a message for a world this process can no longer place: another
+    process now serves as its node (this one stops); a process that forwarded the message
+    waits for the world to re-home, to that process (not applied)."""
+    return Reroute(ErrorCode.UNAVAILABLE, f"{actor_id} cannot be placed by this server: "
+                   f"another process now serves as node {node!r} and this one is "
+                   "stopping; retry in a moment", {"actor": actor_id, "replaced": node},
+                   delivered=False)
 
 
 def footprint_of(frame: dict[str, Any]) -> int | None:

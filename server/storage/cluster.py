@@ -41,8 +41,9 @@ from server.storage.postgres import PostgresEventStore, _Pool, rows_of
 
 T = TypeVar("T")
 ACQUIRE_TRIES = 3  # the upsert-then-select can miss a row inserted concurrently: retry
-# Seconds a start under a name registered by another process watches for its heartbeat
-# (every process beats at least every second).
+# Seconds without a heartbeat after which a process registered under a name counts as
+# gone: a start watches a younger row that long (every process, whatever its TTL, beats at
+# least every second: leases.py), and takes an older one at once.
 JOIN_QUIET = 2.5
 
 # Every lease statement acts only while no other process (`instance`) has registered under
@@ -78,16 +79,17 @@ HOLDER = """
 SELECT l.node, n.addr, extract(epoch FROM l.expires_at - now()) FROM leases l
 LEFT JOIN nodes n ON n.node = l.node WHERE l.world = %s AND l.expires_at > now()
 """
-# Taken over from this process, or from one silent for a TTL or since `quiet` (its
+# Taken over from this process, or from one silent for JOIN_QUIET or since `quiet` (its
 # heartbeat seen then did not advance: dead, paused or cut off; if it runs again, its next
-# heartbeat finds the row another's). Else the owner's address, silence and heartbeat.
+# heartbeat finds the row another's). Not the starting process's TTL: the owner's beats
+# follow its own. Else the owner's address, silence and heartbeat.
 JOIN = """
 WITH mine AS (INSERT INTO nodes AS n (node, addr, seen_at, instance)
               VALUES (%(me)s, %(addr)s, now(), %(instance)s)
               ON CONFLICT (node) DO UPDATE SET addr = excluded.addr, seen_at = excluded.seen_at,
                                                instance = excluded.instance
                 WHERE n.instance = excluded.instance OR n.seen_at = %(quiet)s
-                   OR n.seen_at < now() - %(ttl)s * interval '1 millisecond'
+                   OR n.seen_at < now() - %(gone)s * interval '1 millisecond'
               RETURNING node)
 SELECT NULL, NULL, NULL FROM mine
 UNION ALL SELECT addr, extract(epoch FROM now() - seen_at), seen_at FROM nodes
@@ -115,6 +117,7 @@ class Replaced(StoreUnavailable):
 
     def __init__(self, node: str) -> None:
         super().__init__(f"another process now serves as node {node!r}", sent=False)
+        self.node = node
 
 
 @attrs.frozen
@@ -152,6 +155,7 @@ class Cluster:
         self.store, self.node, self.ttl = store, node, ttl
         self.instance = secrets.token_hex(8)  # this process, whatever its node's name
         self.addr = ""  # its internal address, once joined
+        self._left = False  # once `leave` was called: renewals touch nothing
         timeout = max(ttl, 1.0)
         self._pool = _Pool(store.dsn, connections, timeout) if connections else None
         self._renewer = _Pool(store.dsn, 1, timeout) if connections else None
@@ -188,11 +192,12 @@ class Cluster:
     async def join(self, addr: str) -> None:
         """Register this process under its node's name at `addr` (counts as a heartbeat).
         A row of that name owned by another process is taken over if that process made
-        no heartbeat for JOIN_QUIET seconds (waited for here: a restart after a crash);
-        NodeNameInUse if it did (it is alive)."""
+        no heartbeat for JOIN_QUIET seconds (watched for here unless its last is older: a
+        restart after a crash); NodeNameInUse if it did (it is alive)."""
         quiet = None
         for _ in range(ACQUIRE_TRIES):  # (no row at all: it left meanwhile; again)
-            rows = await self._rows(JOIN, self._me(addr=addr, quiet=quiet))
+            rows = await self._rows(JOIN, self._me(addr=addr, quiet=quiet,
+                                                   gone=round(JOIN_QUIET * 1000)))
             if rows[:1] == [(None, None, None)]:
                 self.addr = addr
                 return
@@ -209,8 +214,11 @@ class Cluster:
 
     async def leave(self) -> None:
         """Release every lease of this node and remove it from the registry (nothing if
-        another process took its name)."""
-        await self._rows(LEAVE, self._me())
+        another process took its name). Renewals from then on touch nothing (a heartbeat
+        would register the node again): on the renewal connection, the statement runs
+        after any renewal already sent."""
+        self._left = True
+        await self._rows(LEAVE, self._me(), renewal=True)
 
     async def nodes(self) -> dict[str, Node]:
         """Every registered node (stale ones too: judge by `seen_ago`)."""
@@ -233,7 +241,9 @@ class Cluster:
     async def renew(self, worlds: Collection[str]) -> set[str]:
         """Extend, in one statement, this node's live leases among `worlds` and its
         heartbeat; the worlds still held (any other is lost: stop it at once). Replaced
-        if another process registered under this node's name."""
+        if another process registered under this node's name. Nothing once it left."""
+        if self._left:
+            return set()
         rows = await self._rows(RENEW, self._me(addr=self.addr, worlds=list(worlds)),
                                 renewal=True)
         if rows and rows[0][0] is None:

@@ -7,6 +7,9 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -15,6 +18,7 @@ import pytest
 import trio
 
 from protocol.client import Client
+from protocol.errors import ProtocolError
 from server.cli import main
 from tests.cluster.conftest import Nodes
 from tests.pgsql import sql
@@ -29,6 +33,27 @@ def nodes_rows(dsn: str) -> list[tuple[str, str]]:
         return conn.execute("SELECT node, addr FROM nodes ORDER BY node").fetchall()
 
 
+@contextmanager
+def beating(dsn: str, node: str) -> Iterator[None]:
+    """Heartbeats for `node`'s process from this one too, every 0.1 s, while the block
+    runs: the second start sees it alive even should the first be starved on a loaded
+    machine (it beats every second; a start watches for 2.5 s)."""
+    done = threading.Event()
+
+    def beat() -> None:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            while not done.wait(0.1):
+                conn.execute("UPDATE nodes SET seen_at = now() WHERE node = %s", (node,))
+
+    thread = threading.Thread(target=beat, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+
+
 def test_a_second_process_under_a_live_node_s_name_exits_and_leaves_the_first_reachable(
         postgres_dsn: str, tmp_path: Path) -> None:
     with ServerProcess(tmp_path, "--open", "--store", postgres_dsn, "--node", "n1",
@@ -36,10 +61,12 @@ def test_a_second_process_under_a_live_node_s_name_exits_and_leaves_the_first_re
         peers = re.search(r"petridish: node n1 \(peers at (\S+)\)", "".join(first.output))
         assert peers is not None, first.output
         assert nodes_rows(postgres_dsn) == [("n1", peers.group(1))]
-        second = subprocess.run(
-            [sys.executable, "-m", "server.cli", "serve", "--port", "0", "--data",
-             str(tmp_path), "--store", postgres_dsn, "--node", "n1"], cwd=REPO,
-            capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, check=False)
+        with beating(postgres_dsn, "n1"):
+            second = subprocess.run(
+                [sys.executable, "-m", "server.cli", "serve", "--port", "0", "--data",
+                 str(tmp_path), "--store", postgres_dsn, "--node", "n1"], cwd=REPO,
+                capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+                check=False)
         assert second.returncode == 2, second.stderr
         assert re.fullmatch(r"petridish: another process runs as node 'n1' \(at "
                             + re.escape(peers.group(1)) + r", last heard \d+\.\d s ago\): "
@@ -83,18 +110,27 @@ def test_the_help_says_where_the_event_store_is(capsys: pytest.CaptureFixture[st
 
 
 async def test_a_node_whose_name_another_process_took_stops_serving_and_exits(
-        nodes: Nodes, postgres_dsn: str) -> None:
+        nodes: Nodes, postgres_dsn: str, caplog: pytest.LogCaptureFixture) -> None:
     """This process was silent for a while (paused) and another started under its name:
-    its next heartbeat finds the row another's; it stops its worlds, and the server stops
-    itself, saying why (`petridish serve` then exits non-zero)."""
+    a world it cannot place any more is refused as such (not as a database outage); its
+    next heartbeat finds the row another's; it stops its worlds, and the server stops
+    itself, saying why and that a restart under its name is no cure (`petridish serve`
+    then exits non-zero)."""
     a = await nodes.start("a")
     async with Client.connect(a.ws_url) as ca:
         await ca.request("counter.create", "counter:w")
     assert "counter:w" in a.directory.hosted()
     await sql(postgres_dsn, "UPDATE nodes SET instance = 'another' WHERE node = 'a'")
+    with pytest.raises(ProtocolError, match=r"^counter:z cannot be placed by this server: "
+                       r"another process now serves as node 'a' and this one is stopping; "
+                       r"retry in a moment$") as refused:
+        await a.cluster.router.acquire("counter:z")
+    assert refused.value.detail == {"actor": "counter:z", "replaced": "a"}
     with trio.fail_after(10):
         await a.ended.wait()
     assert a.running.state.fatal == "another process now serves as node 'a'"
+    assert "stopping: another process now serves as node 'a' (this process serves nothing " \
+        "more; do not restart it under the same --node)" in caplog.messages
     assert await sql(postgres_dsn, "SELECT node, instance FROM nodes") == [("a", "another")]
 
 

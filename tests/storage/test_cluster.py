@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 import pytest
 import trio
 
+from server.cluster.leases import Leases
 from server.storage.cluster import Cluster, NodeNameInUse, Replaced
 from server.storage.postgres import PostgresEventStore
 from tests.pgsql import sql
@@ -149,6 +150,51 @@ async def test_a_start_under_a_live_node_s_name_is_refused_and_changes_nothing(
     assert {n: v.addr for n, v in (await a.nodes()).items()} == {"a": "127.0.0.1:7001"}
     assert await a.renew(["field:1"]) == {"field:1"}
     assert (await sql(postgres_dsn, "SELECT instance FROM nodes"))[0][0] == a.instance
+
+
+class Idle:
+    """The directory's part the renewal loop uses, hosting nothing."""
+
+    def hosted(self) -> list[str]:
+        return []
+
+    def evict(self, world: str) -> bool:
+        return False
+
+
+@pytest.mark.parametrize("live_ttl", [3.0, 300.0])
+async def test_a_start_with_a_shorter_ttl_than_a_live_node_s_beats_is_refused(
+        store: PostgresEventStore, postgres_dsn: str, live_ttl: float) -> None:
+    """The live process beats every second (its TTL's cadence, not the starting one's): a
+    start with the shortest TTL, 0.6 s after a beat, watches it and is refused."""
+    live = Cluster(store, "a", ttl=live_ttl)
+    await live.join("127.0.0.1:7001")
+    leases = Leases(live)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(leases.run, Idle())
+        while leases.renewals < 1:
+            await trio.sleep(0.01)
+        await trio.sleep(0.6)
+        with pytest.raises(NodeNameInUse):
+            await Cluster(store, "a", ttl=0.5).join("127.0.0.1:7002")
+        nursery.cancel_scope.cancel()
+    assert not leases.replaced.is_set()
+    assert (await sql(postgres_dsn, "SELECT instance, addr FROM nodes")) == [
+        (live.instance, "127.0.0.1:7001")]
+
+
+async def test_a_renewal_after_leave_does_not_register_the_node_again(
+        store: PostgresEventStore) -> None:
+    """The renewal loop runs until the worlds stopped, after the leave: its beats do not
+    put the row back (a restart would wait for it, peers would link to a dead address)."""
+    a, b = Cluster(store, "a", ttl=5), Cluster(store, "b", ttl=5)
+    await a.join("127.0.0.1:7001")
+    await b.join("127.0.0.1:7002")
+    assert await a.acquire("field:1") == "a"
+    await a.leave()
+    assert await a.renew(["field:1"]) == set()
+    assert set(await b.nodes()) == {"b"}
+    assert await b.acquire("field:1") == "b"
 
 
 async def test_a_restart_after_a_crash_takes_the_name_over_and_the_old_process_holds_nothing(
