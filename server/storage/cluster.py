@@ -43,7 +43,7 @@ T = TypeVar("T")
 ACQUIRE_TRIES = 3  # the upsert-then-select can miss a row inserted concurrently: retry
 # Seconds without a heartbeat after which a process registered under a name counts as
 # gone: a start watches a younger row that long (every process, whatever its TTL, beats at
-# least every second: leases.py), and takes an older one at once.
+# least every second while its database answers: leases.py), and takes an older one at once.
 JOIN_QUIET = 2.5
 
 # Every lease statement acts only while no other process (`instance`) has registered under

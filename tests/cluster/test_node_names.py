@@ -120,6 +120,8 @@ async def test_a_node_whose_name_another_process_took_stops_serving_and_exits(
     async with Client.connect(a.ws_url) as ca:
         await ca.request("counter.create", "counter:w")
     assert "counter:w" in a.directory.hosted()
+    with trio.fail_after(10):  # just after a renewal: the next is a second away
+        await a.cluster.leases._renewed.wait()
     await sql(postgres_dsn, "UPDATE nodes SET instance = 'another' WHERE node = 'a'")
     with pytest.raises(ProtocolError, match=r"^counter:z cannot be placed by this server: "
                        r"another process now serves as node 'a' and this one is stopping; "

@@ -310,6 +310,7 @@ function createArgs() {
 
 async function main() {
   const given = params.get("token"); // "" forgets the tab's token
+  const previous = sessionStorage.getItem(TOKEN_KEY);
   if (params.has("token")) { // out of the address bar (and its history) at once, whatever comes
     if (given) sessionStorage.setItem(TOKEN_KEY, given); // kept in this tab: a reload plays on
     else sessionStorage.removeItem(TOKEN_KEY);
@@ -320,9 +321,13 @@ async function main() {
   const token = sessionStorage.getItem(TOKEN_KEY) || localStorage.getItem("petridish.token");
   try {
     client = await Client.connect(undefined, { token, client: "puzzle-page/1.0", onStatus });
-  } catch (err) { // a refused token is not kept (a lost connection keeps it)
+  } catch (err) { // a refused token is not kept, the tab's before it is (a lost connection
+    // keeps it)
     if (err instanceof RequestError && err.code === "unauthorized" &&
-        token === sessionStorage.getItem(TOKEN_KEY)) sessionStorage.removeItem(TOKEN_KEY);
+        token === sessionStorage.getItem(TOKEN_KEY)) {
+      if (previous && previous !== token) sessionStorage.setItem(TOKEN_KEY, previous);
+      else sessionStorage.removeItem(TOKEN_KEY);
+    }
     throw err;
   }
   setStatus("open", `live · ${client.role}`);
